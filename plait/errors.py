@@ -1,0 +1,195 @@
+"""Exceptions raised by plait.
+
+The class names, base classes and message wording follow LangGraph, so code
+and tests written against it keep working. Unlike LangGraph, every error that
+concerns a graph update carries the data needed to act on it as keyword-only
+fields (``node``, ``key``, ``value``, ``step``), and those fields also appear
+in ``str(err)``.
+
+Tree::
+
+    Exception
+    ├── InvalidUpdateError            a node or input wrote something invalid
+    │   └── StrictModeError           strict mode caught a silent failure
+    ├── GraphRecursionError (RecursionError)
+    ├── EmptyInputError
+    ├── EmptyChannelError
+    ├── GraphBuildError (ValueError)  the graph cannot be compiled
+    ├── ThreadBusyError               another run holds the thread
+    ├── CheckpointConflictError       the thread head moved behind our back
+    ├── SerializationError            a value cannot be stored or loaded
+    └── GraphInterrupt                the run stopped to wait for input
+        └── NodeInterrupt
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+__all__ = [
+    "CheckpointConflictError",
+    "EmptyChannelError",
+    "EmptyInputError",
+    "ErrorCode",
+    "GraphBuildError",
+    "GraphInterrupt",
+    "GraphRecursionError",
+    "InvalidUpdateError",
+    "NodeInterrupt",
+    "SerializationError",
+    "StrictModeError",
+    "ThreadBusyError",
+    "create_error_message",
+]
+
+_DOCS = "https://docs.langchain.com/oss/python/langgraph/errors/"
+
+
+class ErrorCode(Enum):
+    """Codes that name a documented class of mistake."""
+
+    GRAPH_RECURSION_LIMIT = "GRAPH_RECURSION_LIMIT"
+    INVALID_CONCURRENT_GRAPH_UPDATE = "INVALID_CONCURRENT_GRAPH_UPDATE"
+    INVALID_GRAPH_NODE_RETURN_VALUE = "INVALID_GRAPH_NODE_RETURN_VALUE"
+    MULTIPLE_SUBGRAPHS = "MULTIPLE_SUBGRAPHS"
+    INVALID_CHAT_HISTORY = "INVALID_CHAT_HISTORY"
+
+
+def create_error_message(*, message: str, error_code: ErrorCode) -> str:
+    """Append the troubleshooting link for ``error_code`` to ``message``."""
+    return f"{message}\nFor troubleshooting, visit: {_DOCS}{error_code.value}"
+
+
+class InvalidUpdateError(Exception):
+    """A node (or the graph input) produced an update that cannot be applied.
+
+    Attributes:
+        node: The node that wrote the update, when known.
+        key: The state key concerned, when known.
+        value: The offending value, when known.
+        step: The superstep in which it happened, when known.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        node: str | None = None,
+        key: str | None = None,
+        value: Any = None,
+        step: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.node = node
+        self.key = key
+        self.value = value
+        self.step = step
+
+    def __str__(self) -> str:
+        # LangGraph's wording is kept verbatim (tests match on it); the node and
+        # step travel as fields and as a PEP 678 note added by the runtime.
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.message, self.node, self.key, self.value, self.step))
+
+
+def _rebuild(cls: type[InvalidUpdateError], message: str, node: Any, key: Any, value: Any, step: Any) -> Any:
+    return cls(message, node=node, key=key, value=value, step=step)
+
+
+class StrictModeError(InvalidUpdateError):
+    """Strict mode turned a silent failure into an error; the message says how to fix it."""
+
+
+class GraphRecursionError(RecursionError):
+    """The run reached ``recursion_limit`` supersteps without finishing.
+
+    Attributes:
+        step: The number of supersteps that ran.
+        nodes: The nodes that were about to run when the limit was hit.
+    """
+
+    def __init__(self, message: str = "", *, step: int | None = None, nodes: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.step = step
+        self.nodes = nodes
+
+
+class EmptyInputError(Exception):
+    """The graph received an empty input where one was required."""
+
+
+class EmptyChannelError(Exception):
+    """A state key was read before anything was written to it."""
+
+
+class GraphBuildError(ValueError):
+    """The graph definition is invalid; raised by the builder or ``compile()``."""
+
+
+class ThreadBusyError(Exception):
+    """Another run holds the thread and ``multitask_strategy="reject"`` was asked for.
+
+    Attributes:
+        thread_id: The busy thread.
+    """
+
+    def __init__(self, message: str = "", *, thread_id: str | None = None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+
+
+class CheckpointConflictError(Exception):
+    """A checkpoint write would fork the thread head behind another run's back.
+
+    Attributes:
+        thread_id: The thread concerned.
+        expected: The head this run started from.
+        actual: The head found in storage.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        thread_id: str | None = None,
+        expected: str | None = None,
+        actual: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.expected = expected
+        self.actual = actual
+
+
+class SerializationError(Exception):
+    """A value cannot be encoded for storage, or stored bytes cannot be decoded.
+
+    Attributes:
+        node: The node that produced the value, when known.
+        key: The state key concerned, when known.
+    """
+
+    def __init__(self, message: str = "", *, node: str | None = None, key: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+        self.key = key
+
+
+class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name
+    """The run stopped to wait for outside input (``interrupt()`` or interrupt_before/after)."""
+
+    def __init__(self, interrupts: tuple[Any, ...] = ()) -> None:
+        super().__init__(interrupts)
+        self.interrupts = interrupts
+
+
+class NodeInterrupt(GraphInterrupt):
+    """Raised from inside a node to pause the run with a value for the caller."""
+
+    def __init__(self, value: Any = None) -> None:
+        super().__init__((value,))
+        self.value = value

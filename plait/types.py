@@ -1,0 +1,187 @@
+"""Public value types: control-flow commands, snapshots, policies and stream modes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
+
+__all__ = [
+    "All",
+    "CachePolicy",
+    "Checkpointer",
+    "Command",
+    "Durability",
+    "Interrupt",
+    "Overwrite",
+    "PregelTask",
+    "RetryPolicy",
+    "Send",
+    "StateSnapshot",
+    "StreamMode",
+    "StreamWriter",
+    "interrupt",
+]
+
+N = TypeVar("N")
+
+All = Literal["*"]
+"""Value for interrupt_before/interrupt_after meaning every node."""
+
+StreamMode = Literal["values", "updates", "custom", "messages", "debug", "checkpoints", "tasks"]
+"""How ``stream`` reports progress: whole state, per-node updates, custom events, …"""
+
+Durability = Literal["sync", "async", "exit"]
+"""When checkpoints are written: before the next step starts, alongside it, or at the end."""
+
+Checkpointer = Any
+"""A checkpoint saver, ``None``, or ``True``/``False`` (subgraph inherits / has none)."""
+
+StreamWriter = Callable[[Any], None]
+"""Callable a node receives as ``writer`` to emit ``custom`` stream events."""
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Run ``node`` in the next superstep with ``arg`` as its whole input (map-reduce).
+
+    Attributes:
+        node: Name of the node to run.
+        arg: The input that node receives instead of the graph state.
+    """
+
+    node: str
+    arg: Any
+
+    def __repr__(self) -> str:
+        return f"Send(node={self.node!r}, arg={self.arg!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Overwrite:
+    """Set a reducer field to ``value`` directly, bypassing its reducer for this write."""
+
+    value: Any
+    type: ClassVar[str] = "__overwrite__"
+
+    def __repr__(self) -> str:
+        return f"Overwrite(value={self.value!r}, type='__overwrite__')"
+
+
+@dataclass(frozen=True, slots=True)
+class Command(Generic[N]):
+    """Returned by a node to update state and choose where to go next in one value.
+
+    Attributes:
+        graph: ``None`` for the current graph, ``Command.PARENT`` for the parent graph.
+        update: A state update, as a node would return it.
+        resume: The value(s) answering an ``interrupt()`` when resuming a run.
+        goto: Node name(s) or ``Send`` objects to run next.
+    """
+
+    graph: str | None = None
+    update: Any | None = None
+    resume: dict[str, Any] | Any | None = None
+    goto: Send | Sequence[Send | N] | N = ()
+
+    PARENT: ClassVar[Literal["__parent__"]] = "__parent__"
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    """A pause requested by a node, surfaced to the caller.
+
+    Attributes:
+        value: What the node asked the caller about.
+        id: Identifier used to resume this interrupt.
+    """
+
+    value: Any
+    id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a failing node is retried.
+
+    Attributes:
+        initial_interval: Seconds before the first retry.
+        backoff_factor: Multiplier applied to the interval after each retry.
+        max_interval: Upper bound of the interval in seconds.
+        max_attempts: Attempts in total, the first one included.
+        jitter: Add up to 1 s of random jitter to each interval.
+        retry_on: Exception classes (or a predicate) that are worth retrying.
+    """
+
+    initial_interval: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval: float = 128.0
+    max_attempts: int = 3
+    jitter: bool = True
+    retry_on: type[BaseException] | Sequence[type[BaseException]] | Callable[[Exception], bool] = Exception
+
+    def should_retry(self, exc: Exception) -> bool:
+        """Whether ``exc`` is one this policy retries."""
+        rule = self.retry_on
+        if isinstance(rule, type):
+            return isinstance(exc, rule)
+        if isinstance(rule, Sequence):
+            return isinstance(exc, tuple(rule))
+        return bool(rule(exc))
+
+
+@dataclass(frozen=True, slots=True)
+class CachePolicy:
+    """Accepted for API compatibility; node results are not cached yet.
+
+    Attributes:
+        ttl: Seconds a cached result stays valid (``None``: forever).
+    """
+
+    ttl: int | None = None
+    key_func: Callable[..., Any] | None = field(default=None)
+
+
+class PregelTask(NamedTuple):
+    """A task of a snapshot: a node scheduled (or run) at that checkpoint."""
+
+    id: str
+    name: str
+    path: tuple[Any, ...] = ()
+    error: Exception | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: Any = None
+    result: Any | None = None
+
+
+class StateSnapshot(NamedTuple):
+    """The state of a thread at one checkpoint."""
+
+    values: dict[str, Any] | Any
+    """Values of the state keys."""
+    next: tuple[str, ...]
+    """Nodes that run next from this checkpoint."""
+    config: dict[str, Any]
+    """Config that addresses exactly this checkpoint."""
+    metadata: dict[str, Any] | None
+    """``source`` (input / loop / update / fork), ``step``, ``parents`` and user metadata."""
+    created_at: str | None
+    """ISO-8601 timestamp (UTC) of the checkpoint."""
+    parent_config: dict[str, Any] | None
+    """Config of the previous checkpoint, if any."""
+    tasks: tuple[PregelTask, ...]
+    """Tasks scheduled at this checkpoint, with their results when known."""
+    interrupts: tuple[Interrupt, ...] = ()
+    """Interrupts pending at this checkpoint."""
+
+
+def interrupt(value: Any) -> Any:
+    """Pause the running node and hand ``value`` to the caller.
+
+    The first time a node calls it, the run stops with the interrupt recorded
+    in the checkpoint. When the run is resumed with ``Command(resume=x)``, the
+    node runs again from its start and this call returns ``x``.
+    """
+    from plait.pregel._context import current_task
+
+    return current_task().interrupt(value)
