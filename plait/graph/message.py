@@ -1,0 +1,174 @@
+"""The ``add_messages`` reducer and the ready-made ``MessagesState`` schema.
+
+A state key annotated with :func:`add_messages` holds a chat transcript. Each
+update is merged into it by message id: a message with a known id replaces the
+old one where it stands, a message with a new id is appended, a
+``RemoveMessage`` deletes by id, and ``RemoveMessage(id=REMOVE_ALL_MESSAGES)``
+clears the transcript.
+
+The merge follows LangGraph's ``langgraph.graph.message.add_messages`` with one
+deliberate difference: plait never mutates the caller's messages. LangGraph
+writes a fresh id into every id-less message it receives, in place; plait puts
+a copy carrying the new id into the result and leaves the original untouched.
+Code that re-sends the *same* id-less object later therefore appends a second
+message in plait instead of replacing the first; give messages explicit ids
+when you mean to update them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Annotated, Any, Literal
+
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    BaseMessageChunk,
+    MessageLikeRepresentation,
+    RemoveMessage,
+    convert_to_messages,
+    message_chunk_to_message,
+)
+from typing_extensions import TypedDict
+
+__all__ = ["REMOVE_ALL_MESSAGES", "MessagesState", "add_messages"]
+
+REMOVE_ALL_MESSAGES = "__remove_all__"
+"""Id for a ``RemoveMessage`` that clears every message before it."""
+
+Messages = list[MessageLikeRepresentation] | MessageLikeRepresentation
+"""One message-like value, or a list of them."""
+
+_FORMATS = ("langchain-openai",)
+
+
+def add_messages(
+    left: Messages | None = None,
+    right: Messages | None = None,
+    *,
+    format: Literal["langchain-openai"] | None = None,
+) -> Messages | Callable[[Messages, Messages], Messages]:
+    """Merge the messages in ``right`` into the transcript ``left`` by id.
+
+    Both sides accept anything ``convert_to_messages`` understands: message
+    objects, ``{"role": ..., "content": ...}`` dicts, ``(role, content)``
+    tuples and bare strings (human messages). A single value that is not a list
+    is treated as a one-item list. Messages without an id get a random UUID.
+
+    Rules, applied to ``right`` in order: a message whose id is already present
+    replaces that message in place (its class may change); a new id is
+    appended; ``RemoveMessage(id=x)`` deletes ``x`` and raises ``ValueError``
+    when no message has that id. If ``right`` holds a
+    ``RemoveMessage(id=REMOVE_ALL_MESSAGES)``, ``left`` and everything in
+    ``right`` up to the last such marker are dropped, and the messages after it
+    are returned as given, without merging.
+
+    Calling ``add_messages(format=...)`` with neither list returns a reducer
+    with that format bound, for use in ``Annotated[list, add_messages(...)]``.
+
+    Args:
+        left: The current transcript.
+        right: The update to merge into it.
+        format: ``None`` to return messages as they are, or
+            ``"langchain-openai"`` to normalise their content to OpenAI's
+            message format (text and image blocks, separate tool messages).
+            As in LangGraph, the formatter rebuilds the messages without
+            their ids.
+
+    Returns:
+        A new list; neither input list nor any input message is modified. When
+        both lists are omitted, a reducer with ``format`` bound.
+
+    Raises:
+        ValueError: On an unknown ``format``, when only one of ``left`` and
+            ``right`` is given, when a message cannot be converted, or when a
+            ``RemoveMessage`` names an id that does not exist.
+    """
+    if format is not None and format not in _FORMATS:
+        raise ValueError(f"Unrecognized format={format!r}. Expected one of 'langchain-openai', None.")
+    if left is None and right is None:
+        return partial(add_messages, format=format)
+    if left is None or right is None:
+        given = "left" if left is not None else "right"
+        raise ValueError(
+            f"Must specify non-null arguments for both 'left' and 'right'. Only received: '{given}'."
+        )
+    merged = _merge(_coerce(left), _coerce(right))
+    return _to_openai_format(merged) if format is not None else merged
+
+
+def _coerce(value: Any) -> list[BaseMessage]:
+    """Turn one side of an update into a list of (non-chunk) messages.
+
+    The returned list is new whenever it differs from ``value``; callers must
+    not mutate it, since it may be the caller's own list.
+    """
+    items = value if isinstance(value, list) else [value]
+    for kind in set(map(type, items)):
+        if not issubclass(kind, BaseMessage) or issubclass(kind, BaseMessageChunk):
+            break
+    else:
+        return items
+    return [message_chunk_to_message(m) for m in convert_to_messages(items)]  # type: ignore[arg-type]
+
+
+def _with_id(message: BaseMessage) -> BaseMessage:
+    """Return ``message``, or a copy of it with a new UUID if it has no id."""
+    if message.id is not None:
+        return message
+    return message.model_copy(update={"id": str(uuid.uuid4())})
+
+
+def _last_remove_all(messages: Sequence[BaseMessage]) -> int | None:
+    """Index of the last ``RemoveMessage(id=REMOVE_ALL_MESSAGES)``, if any."""
+    for idx in range(len(messages) - 1, -1, -1):
+        message = messages[idx]
+        if isinstance(message, RemoveMessage) and message.id == REMOVE_ALL_MESSAGES:
+            return idx
+    return None
+
+
+def _merge(left: list[BaseMessage], right: list[BaseMessage]) -> list[BaseMessage]:
+    """Apply the update ``right`` to ``left``; both are already coerced."""
+    cut = _last_remove_all(right)
+    if cut is not None:
+        return [_with_id(m) for m in right[cut + 1 :]]
+    position = {m.id: idx for idx, m in enumerate(left)}
+    if None in position:  # rare: the transcript itself holds id-less messages
+        left = [_with_id(m) for m in left]
+        position = {m.id: idx for idx, m in enumerate(left)}
+    merged = list(left)
+    removed: set[str | None] = set()
+    for message in right:
+        message = _with_id(message)
+        idx = position.get(message.id)
+        if idx is None:
+            if isinstance(message, RemoveMessage):
+                raise ValueError(
+                    f"Attempting to delete a message with an ID that doesn't exist ('{message.id}')"
+                )
+            position[message.id] = len(merged)
+            merged.append(message)
+        elif isinstance(message, RemoveMessage):
+            removed.add(message.id)
+        else:
+            removed.discard(message.id)
+            merged[idx] = message
+    if removed:
+        merged = [m for m in merged if m.id not in removed]
+    return merged
+
+
+def _to_openai_format(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Normalise message content to the OpenAI chat format."""
+    from langchain_core.messages import convert_to_openai_messages
+
+    return convert_to_messages(convert_to_openai_messages(messages))
+
+
+class MessagesState(TypedDict):
+    """State schema with a single ``messages`` key merged by :func:`add_messages`."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
