@@ -69,6 +69,7 @@ class InvalidUpdateError(Exception):
         key: The state key concerned, when known.
         value: The offending value, when known.
         step: The superstep in which it happened, when known.
+        nodes: All nodes involved (e.g. the parallel writers of one key).
     """
 
     def __init__(
@@ -79,6 +80,7 @@ class InvalidUpdateError(Exception):
         key: str | None = None,
         value: Any = None,
         step: int | None = None,
+        nodes: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -86,6 +88,7 @@ class InvalidUpdateError(Exception):
         self.key = key
         self.value = value
         self.step = step
+        self.nodes = nodes or ((node,) if node is not None else ())
 
     def __str__(self) -> str:
         # LangGraph's wording is kept verbatim (tests match on it); the node and
@@ -93,11 +96,12 @@ class InvalidUpdateError(Exception):
         return self.message
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.message, self.node, self.key, self.value, self.step))
+        return (_rebuild, (type(self), self.message, self.node, self.key, self.value, self.step, self.nodes))
 
 
-def _rebuild(cls: type[InvalidUpdateError], message: str, node: Any, key: Any, value: Any, step: Any) -> Any:
-    return cls(message, node=node, key=key, value=value, step=step)
+def _rebuild(cls: type[InvalidUpdateError], *args: Any) -> Any:
+    message, node, key, value, step, nodes = args
+    return cls(message, node=node, key=key, value=value, step=step, nodes=nodes)
 
 
 class StrictModeError(InvalidUpdateError):

@@ -1,0 +1,61 @@
+"""Reducer semantics: ``Annotated[T, f]`` folds each write into the value with ``f(old, new)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from plait._schema import MISSING
+from plait.channels.base import BaseChannel
+from plait.errors import InvalidUpdateError
+from plait.types import Overwrite
+
+__all__ = ["BinaryOperatorAggregate"]
+
+
+class BinaryOperatorAggregate(BaseChannel):
+    """Folds writes into the value with a reducer, starting from a zero value.
+
+    When the annotation has no zero value (``Optional[int]``, ``Literal``) the
+    first write is stored as is. ``Overwrite(x)`` sets the value to ``x``
+    without calling the reducer. Exceptions raised by the reducer propagate
+    unchanged.
+
+    Attributes:
+        reducer: The ``f(old, new)`` function.
+        factory: Builds the starting value, or ``None``.
+    """
+
+    __slots__ = ("factory", "reducer")
+
+    def __init__(self, key: str, reducer: Callable[[Any, Any], Any], factory: Callable[[], Any] | None) -> None:
+        super().__init__(key)
+        self.reducer = reducer
+        self.factory = factory
+
+    def initial(self) -> Any:
+        """A fresh zero value (or declared default), or ``MISSING``."""
+        return MISSING if self.factory is None else self.factory()
+
+    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+        """Fold ``values`` into ``current``.
+
+        Raises:
+            InvalidUpdateError: two ``Overwrite`` values in one step.
+        """
+        reducer = self.reducer
+        overwritten = False
+        for value in values:
+            if isinstance(value, Overwrite):
+                if overwritten:
+                    raise InvalidUpdateError(
+                        f"At key '{self.key}': Can receive only one Overwrite value per step.",
+                        key=self.key, value=value, nodes=tuple(nodes),
+                    )
+                overwritten = True
+                current = value.value
+            elif current is MISSING:
+                current = value
+            else:
+                current = reducer(current, value)
+        return current

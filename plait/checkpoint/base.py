@@ -1,0 +1,236 @@
+"""The checkpoint saver interface shared by every backend.
+
+A *thread* is a chain of checkpoints, one per superstep, each pointing at its
+parent. A run loads the newest checkpoint of its thread (or the one named by
+``checkpoint_id``), runs, and saves a new checkpoint after each superstep.
+
+To write a backend, subclass :class:`BaseCheckpointSaver` and implement
+``get_tuple``, ``list``, ``put``, ``put_writes`` and ``delete_thread`` (and the
+``a``-prefixed async twins, or inherit the defaults, which call the sync ones).
+
+``put`` receives the whole state in ``checkpoint["channel_values"]`` but only
+the keys in ``new_versions`` changed since the parent checkpoint: a backend
+should store those and take the others from the parent. Values are live
+objects shared with the run; a backend must not mutate them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, NamedTuple, TypedDict
+
+__all__ = [
+    "BaseCheckpointSaver",
+    "Checkpoint",
+    "CheckpointMetadata",
+    "CheckpointTuple",
+    "PendingWrite",
+    "empty_checkpoint",
+    "get_checkpoint_id",
+    "new_checkpoint_id",
+]
+
+FORMAT_VERSION = 1
+
+
+class Checkpoint(TypedDict, total=False):
+    """The state of a thread after one superstep.
+
+    Keys:
+        v: Format version.
+        id: Unique, time-ordered id (a UUID-shaped string).
+        ts: ISO-8601 UTC timestamp.
+        channel_values: Value of every set state key.
+        channel_versions: Version of every key ever written.
+        updated_channels: Keys written by the step that made this checkpoint.
+        next: Nodes scheduled to run next (reading the state).
+        sends: ``(node, arg)`` pairs scheduled by ``Send``.
+        barriers: Sources already seen by each join barrier.
+        interrupts: Pending interrupts as ``{"value", "id", "node"}`` dicts.
+    """
+
+    v: int
+    id: str
+    ts: str
+    channel_values: dict[str, Any]
+    channel_versions: dict[str, int]
+    updated_channels: list[str]
+    next: list[str]
+    sends: list[tuple[str, Any]]
+    barriers: dict[str, list[str]]
+    interrupts: list[dict[str, Any]]
+
+
+class CheckpointMetadata(TypedDict, total=False):
+    """What made a checkpoint.
+
+    Keys:
+        source: ``"input"``, ``"loop"``, ``"update"`` or ``"fork"``.
+        step: Step number: -1 for the first input, then one per superstep.
+        parents: Checkpoint ids of parent graphs, by namespace.
+    """
+
+    source: str
+    step: int
+    parents: dict[str, str]
+
+
+PendingWrite = tuple[str, str, Any]
+"""``(task_id, key, value)``: a write of a task whose step has not completed."""
+
+
+class CheckpointTuple(NamedTuple):
+    """A checkpoint with its config, metadata, parent and pending writes."""
+
+    config: dict[str, Any]
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    parent_config: dict[str, Any] | None = None
+    pending_writes: list[PendingWrite] | None = None
+
+
+def empty_checkpoint() -> Checkpoint:
+    """A checkpoint with no values, for a thread's first step."""
+    return Checkpoint(
+        v=FORMAT_VERSION, id=new_checkpoint_id(), ts=now_iso(), channel_values={}, channel_versions={},
+        updated_channels=[], next=[], sends=[], barriers={}, interrupts=[],
+    )
+
+
+def now_iso() -> str:
+    """The current UTC time in ISO-8601 form."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+_lock = threading.Lock()
+_last = [0]
+_node = int.from_bytes(os.urandom(8), "big")
+_counter = itertools.count()
+
+
+def new_checkpoint_id() -> str:
+    """A new UUID-shaped id whose string order is creation order within this process.
+
+    The first 60 bits hold the time in 100 ns units (kept strictly increasing),
+    the rest is random per process plus a counter, so ids from different
+    processes do not collide.
+    """
+    with _lock:
+        stamp = max(time.time_ns() // 100, _last[0] + 1)
+        _last[0] = stamp
+    low = (_node + next(_counter)) & ((1 << 62) - 1)
+    value = (stamp << 68) | (0x7 << 64) | (0b10 << 62) | low
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def get_checkpoint_id(config: Mapping[str, Any]) -> str | None:
+    """The ``checkpoint_id`` a config addresses, if any."""
+    conf = config.get("configurable") or {}
+    return conf.get("checkpoint_id")
+
+
+class BaseCheckpointSaver(ABC):
+    """Stores and loads the checkpoints of threads. Subclass it to add a backend."""
+
+    @abstractmethod
+    def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
+        """The checkpoint ``config`` addresses: its ``checkpoint_id``, or the thread's newest."""
+
+    @abstractmethod
+    def list(
+        self,
+        config: dict[str, Any] | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints of a thread, newest first, lazily.
+
+        Args:
+            config: Selects the thread (and namespace); ``None`` lists all threads.
+            filter: Only checkpoints whose metadata has these key/value pairs.
+            before: Only checkpoints older than this config's checkpoint.
+            limit: At most this many.
+        """
+
+    @abstractmethod
+    def put(
+        self,
+        config: dict[str, Any],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, int],
+    ) -> dict[str, Any]:
+        """Store ``checkpoint`` as the child of the one ``config`` addresses; return its config."""
+
+    @abstractmethod
+    def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        """Store the writes of one finished task of a step that has not completed yet."""
+
+    @abstractmethod
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of ``thread_id``."""
+
+    def prune(self, thread_id: str, *, keep_last: int | None = None, older_than: float | None = None) -> int:
+        """Delete old checkpoints of a thread; return how many were deleted.
+
+        The newest checkpoint is always kept, and so is everything a kept
+        checkpoint needs to be read back whole.
+
+        Args:
+            thread_id: The thread to prune.
+            keep_last: Keep this many newest checkpoints.
+            older_than: Delete checkpoints older than this many seconds.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not support prune()")
+
+    async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`."""
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: dict[str, Any] | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`."""
+        items = await asyncio.to_thread(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
+        for item in items:
+            yield item
+
+    async def aput(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: Mapping[str, int]) -> dict[str, Any]:
+        """Async :meth:`put`."""
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        """Async :meth:`put_writes`."""
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    def get(self, config: dict[str, Any]) -> Checkpoint | None:
+        """The checkpoint ``config`` addresses, without its metadata."""
+        found = self.get_tuple(config)
+        return None if found is None else found.checkpoint
+
+    async def aget(self, config: dict[str, Any]) -> Checkpoint | None:
+        """Async :meth:`get`."""
+        found = await self.aget_tuple(config)
+        return None if found is None else found.checkpoint

@@ -1,0 +1,72 @@
+"""Conditional edges as declared on the builder."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Literal, get_args, get_origin
+
+from plait.constants import END
+from plait.errors import GraphBuildError
+
+__all__ = ["BranchDef", "make_branch"]
+
+
+@dataclass(frozen=True, slots=True)
+class BranchDef:
+    """A conditional edge: the routing function and where it may lead.
+
+    Attributes:
+        name: Name of the routing function (unique per source).
+        path: The routing function.
+        path_map: Return value -> node name, or ``None`` (values are node names).
+        ends: Possible targets, when known (for validation and drawing).
+    """
+
+    name: str
+    path: Callable[..., Any]
+    path_map: dict[Hashable, str] | None
+    ends: tuple[str, ...]
+
+
+def _literal_targets(path: Callable[..., Any]) -> tuple[str, ...]:
+    fn = path if inspect.isfunction(path) or inspect.ismethod(path) else getattr(path, "__call__", path)
+    try:
+        ret = typing.get_type_hints(fn).get("return")
+    except Exception:  # noqa: BLE001 - unresolvable hints: no declared targets
+        return ()
+    if ret is None:
+        return ()
+    options = get_args(ret) if get_origin(ret) is not Literal else (ret,)
+    found: list[str] = []
+    for option in options or (ret,):
+        if get_origin(option) is Literal:
+            found.extend(str(a) for a in get_args(option))
+    return tuple(found)
+
+
+def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None) -> BranchDef:
+    """Normalise ``add_conditional_edges`` arguments.
+
+    Raises:
+        ValueError: ``path`` is not callable or ``path_map`` has the wrong type.
+    """
+    if not callable(path):
+        raise GraphBuildError(f"Conditional edge path must be callable, got {path!r}")
+    name = getattr(path, "__name__", None) or type(path).__name__
+    if name == "<lambda>":
+        name = "condition"
+    if isinstance(path_map, dict):
+        mapping: dict[Hashable, str] | None = dict(path_map)
+        ends = tuple(mapping.values())
+    elif isinstance(path_map, (list, tuple)):
+        mapping = {p: p for p in path_map}
+        ends = tuple(path_map)
+    elif path_map is None:
+        mapping = None
+        ends = _literal_targets(path)
+    else:
+        raise GraphBuildError(f"path_map must be a dict or a list of node names, got {path_map!r}")
+    return BranchDef(name, path, mapping, tuple(e if e is not None else END for e in ends))

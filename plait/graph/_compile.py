@@ -1,0 +1,140 @@
+"""Validate a :class:`StateGraph` and freeze it into a :class:`Plan`."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from plait._schema import MISSING, FieldSpec, SchemaKind, schema_kind
+from plait.channels import BaseChannel, BinaryOperatorAggregate, LastValue
+from plait.constants import END, START
+from plait.errors import GraphBuildError
+from plait.pregel._callable import accepts_config, make_call
+from plait.pregel._plan import Branch, Join, NodeSpec, Plan
+
+if TYPE_CHECKING:
+    from plait.graph.state import StateGraph
+
+__all__ = ["build_plan"]
+
+
+def _channel(spec: FieldSpec) -> BaseChannel:
+    if spec.reducer is None:
+        return LastValue(spec.name)
+    return BinaryOperatorAggregate(spec.name, spec.reducer, spec.initial)
+
+
+def _maker(schema: type | None) -> Callable[[dict[str, Any]], Any] | None:
+    kind = schema_kind(schema)
+    if kind in (SchemaKind.DATACLASS, SchemaKind.PYDANTIC):
+        cls: Any = schema
+        return lambda values: cls(**values)
+    return None
+
+
+def _to_dict(schema: type) -> Callable[[Any], dict[str, Any]] | None:
+    kind = schema_kind(schema)
+    if kind == SchemaKind.PYDANTIC:
+        return lambda obj: obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in type(obj).model_fields
+                                                              if k in obj.model_fields_set}
+    if kind == SchemaKind.DATACLASS:
+        return lambda obj: obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in obj.__dataclass_fields__}
+    return None
+
+
+def _keys(builder: StateGraph, schema: type) -> tuple[str, ...]:
+    return tuple(spec.name for spec in builder.schemas[schema])
+
+
+def _defaults(builder: StateGraph, keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    out = []
+    for key in keys:
+        spec = builder.channels.get(key)
+        if spec is not None and spec.reducer is None and spec.default is not MISSING:
+            out.append((key, spec.default))
+    return tuple(out)
+
+
+def _check_edges(builder: StateGraph) -> None:
+    nodes = builder.nodes
+    sources = [s for s, _ in builder.edges] + [s for ss, _ in builder.waiting_edges for s in ss]
+    for source in sources + list(builder.branches):
+        if source != START and source not in nodes:
+            raise GraphBuildError(f"Found edge starting at unknown node '{source}'")
+    targets = [t for _, t in builder.edges] + [t for _, t in builder.waiting_edges]
+    targets += [t for branches in builder.branches.values() for b in branches.values() for t in b.ends]
+    for target in targets:
+        if target != END and target not in nodes:
+            raise GraphBuildError(f"Found edge ending at unknown node `{target}`")
+    if not any(s == START for s, _ in builder.edges) and START not in builder.branches:
+        raise GraphBuildError("Graph must have an entrypoint: add at least one edge from START to another node")
+
+
+def _interrupts(builder: StateGraph, nodes: Any) -> frozenset[str]:
+    if not nodes:
+        return frozenset()
+    names = frozenset(["*"] if nodes == "*" else nodes)
+    for name in names - {"*"}:
+        if name not in builder.nodes:
+            raise GraphBuildError(f"Interrupt node `{name}` not found")
+    return names
+
+
+def _node_spec(builder: StateGraph, name: str, state_keys: tuple[str, ...]) -> NodeSpec:
+    node = builder.nodes[name]
+    call, is_async, is_subgraph = make_call(node.action)
+    schema = node.input_schema
+    reads = _keys(builder, schema) if schema is not None else state_keys
+    make_input = _maker(schema if schema is not None else builder.state_schema)
+    return NodeSpec(name=name, call=call, is_async=is_async, reads=reads, defaults=_defaults(builder, reads),
+                    make_input=make_input, retry=node.retry_policy, is_subgraph=is_subgraph,
+                    metadata=node.metadata)
+
+
+def _branches(builder: StateGraph) -> dict[str, tuple[Branch, ...]]:
+    out: dict[str, tuple[Branch, ...]] = {}
+    for source, branches in builder.branches.items():
+        out[source] = tuple(
+            Branch(source=source, path=b.path, is_async=inspect.iscoroutinefunction(b.path),
+                   takes_config=accepts_config(b.path), path_map=b.path_map, ends=b.ends)
+            for b in branches.values()
+        )
+    return out
+
+
+def build_plan(builder: StateGraph, interrupt_before: Any, interrupt_after: Any, strict: bool | None) -> Plan:
+    """Check ``builder`` and compile it.
+
+    Raises:
+        GraphBuildError: unknown nodes in edges, no entry point, unknown interrupt nodes.
+    """
+    _check_edges(builder)
+    state_keys = _keys(builder, builder.state_schema)
+    edges: dict[str, list[str]] = {}
+    for source, target in sorted(builder.edges):
+        edges.setdefault(source, []).append(target)
+    joins: dict[str, list[Join]] = {}
+    for sources, target in sorted(builder.waiting_edges):
+        join = Join(key=f"join:{'+'.join(sources)}:{target}", sources=frozenset(sources), target=target)
+        for source in sources:
+            joins.setdefault(source, []).append(join)
+    if strict is None:
+        strict = os.environ.get("PLAIT_STRICT", "") not in ("", "0", "false", "False")
+    return Plan(
+        channels={name: _channel(spec) for name, spec in builder.channels.items()},
+        nodes={name: _node_spec(builder, name, state_keys) for name in builder.nodes},
+        edges={k: tuple(v) for k, v in edges.items()},
+        branches=_branches(builder),
+        joins={k: tuple(v) for k, v in joins.items()},
+        input_keys=_keys(builder, builder.input_schema),
+        output_keys=_keys(builder, builder.output_schema),
+        state_keys=state_keys,
+        interrupt_before=_interrupts(builder, interrupt_before),
+        interrupt_after=_interrupts(builder, interrupt_after),
+        defaults=_defaults(builder, state_keys),
+        strict=bool(strict),
+        input_make=_to_dict(builder.input_schema),
+        state_make=_maker(builder.state_schema),
+    )

@@ -1,0 +1,88 @@
+"""A drawable view of a graph: Mermaid text and a plain ASCII edge list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from plait.constants import END, START
+
+if TYPE_CHECKING:
+    from plait.graph.state import StateGraph
+
+__all__ = ["DrawableGraph", "Edge"]
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """An edge of the drawing; ``conditional`` edges are dotted."""
+
+    source: str
+    target: str
+    conditional: bool = False
+    label: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DrawableGraph:
+    """Nodes and edges of a graph, ready to render."""
+
+    nodes: tuple[str, ...]
+    edges: tuple[Edge, ...]
+
+    @classmethod
+    def from_builder(cls, builder: StateGraph) -> DrawableGraph:
+        """Collect the nodes and edges a builder declares."""
+        edges = [Edge(s, t) for s, t in sorted(builder.edges)]
+        for sources, target in sorted(builder.waiting_edges):
+            edges.extend(Edge(s, target) for s in sources)
+        for source, branches in builder.branches.items():
+            for branch in branches.values():
+                targets = branch.ends or tuple(n for n in builder.nodes if n != source) + (END,)
+                labels = {v: k for k, v in (branch.path_map or {}).items()}
+                for target in targets:
+                    label = labels.get(target)
+                    edges.append(Edge(source, target, True, None if label == target else
+                                      (str(label) if label is not None else None)))
+        has_end = any(e.target == END for e in edges) or any(
+            not any(e.source == n for e in edges) for n in builder.nodes)
+        for name in builder.nodes:
+            if not any(e.source == name for e in edges):
+                edges.append(Edge(name, END))
+        nodes = (START, *builder.nodes, *((END,) if has_end else ()))
+        return cls(tuple(nodes), tuple(edges))
+
+    def draw_mermaid(self, *, with_styles: bool = True, curve_style: str = "linear") -> str:
+        """The graph as a Mermaid flowchart."""
+        lines = ["---", "config:", "  flowchart:", f"    curve: {curve_style}", "---", "graph TD;"]
+        for node in self.nodes:
+            if node == START:
+                lines.append(f"\t{START}([<p>{START}</p>]):::first")
+            elif node == END:
+                lines.append(f"\t{END}([<p>{END}</p>]):::last")
+            else:
+                lines.append(f"\t{_mid(node)}({node})")
+        for edge in self.edges:
+            arrow = "-.->" if edge.conditional else "-->"
+            label = f"&nbsp;{edge.label}&nbsp;" if edge.label else ""
+            if label:
+                arrow = f"-. {label} .->" if edge.conditional else f"-- {label} -->"
+            lines.append(f"\t{_mid(edge.source)} {arrow} {_mid(edge.target)};")
+        if with_styles:
+            lines += ["\tclassDef default fill:#f2f0ff,line-height:1.2",
+                      "\tclassDef first fill-opacity:0", "\tclassDef last fill:#bfb6fc"]
+        return "\n".join(lines) + "\n"
+
+    def draw_ascii(self) -> str:
+        """The edges as plain text, one per line."""
+        return "\n".join(f"{e.source} {'-.->' if e.conditional else '-->'} {e.target}" for e in self.edges) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        """Nodes and edges as plain data."""
+        return {"nodes": [{"id": n} for n in self.nodes],
+                "edges": [{"source": e.source, "target": e.target, "conditional": e.conditional}
+                          for e in self.edges]}
+
+
+def _mid(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)

@@ -1,0 +1,246 @@
+"""``StateGraph``: describe a graph of nodes over a shared state, then compile it."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait._schema import FieldSpec, fields_of, is_schema
+from plait.constants import END, START
+from plait.errors import GraphBuildError
+from plait.graph._branch import BranchDef, make_branch
+from plait.pregel._pregel import Pregel
+from plait.types import RetryPolicy
+
+__all__ = ["CompiledStateGraph", "StateGraph"]
+
+
+@dataclass(slots=True)
+class NodeDef:
+    """A node as added to the builder."""
+
+    action: Any
+    input_schema: type | None = None
+    retry_policy: RetryPolicy | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    destinations: tuple[str, ...] = ()
+
+
+def _name_of(action: Any) -> str:
+    name = getattr(action, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    name = getattr(action, "__name__", None)
+    if isinstance(name, str) and name:
+        return name
+    raise GraphBuildError(f"Cannot infer a node name from {action!r}; pass it: add_node('name', fn)")
+
+
+def _schema_hints(action: Any) -> tuple[type | None, type | None]:
+    """The input and return schema annotated on a node function, if any."""
+    fn = action if callable(action) and not isinstance(action, type) else None
+    if fn is None or isinstance(fn, Pregel):
+        return None, None
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - unresolvable annotations simply mean "no schema"
+        hints = getattr(fn, "__annotations__", {}) or {}
+    try:
+        import inspect
+
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    first = hints.get(params[0].name) if params else None
+    ret = hints.get("return")
+    return (first if is_schema(first) else None), (ret if is_schema(ret) else None)
+
+
+class StateGraph:
+    """A graph whose nodes read a shared state and return partial updates.
+
+    Args:
+        state_schema: TypedDict, dataclass or pydantic model describing the state.
+            ``Annotated[T, reducer]`` fields merge updates with ``reducer(old, new)``.
+        context_schema: Type of the run-scoped ``context`` passed to invoke.
+        input_schema: Keys accepted as graph input (default: ``state_schema``).
+        output_schema: Keys returned by invoke (default: ``state_schema``).
+
+    Raises:
+        ValueError: a schema is invalid or declares a reducer that cannot take ``(old, new)``.
+    """
+
+    def __init__(self, state_schema: type | None = None, context_schema: type | None = None, *,
+                 input_schema: type | None = None, output_schema: type | None = None, **kwargs: Any) -> None:
+        context_schema = context_schema or kwargs.pop("config_schema", None)
+        input_schema = input_schema or kwargs.pop("input", None)
+        output_schema = output_schema or kwargs.pop("output", None)
+        if state_schema is None:
+            if input_schema is None or output_schema is None:
+                raise GraphBuildError("StateGraph needs a state_schema (or both input_schema and output_schema)")
+            state_schema = input_schema
+        self.state_schema = state_schema
+        self.context_schema = context_schema
+        self.input_schema = input_schema or state_schema
+        self.output_schema = output_schema or state_schema
+        self.schemas: dict[type, tuple[FieldSpec, ...]] = {}
+        self.channels: dict[str, FieldSpec] = {}
+        self.nodes: dict[str, NodeDef] = {}
+        self.edges: set[tuple[str, str]] = set()
+        self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
+        self.branches: dict[str, dict[str, BranchDef]] = {}
+        for schema in (state_schema, self.input_schema, self.output_schema):
+            self._add_schema(schema)
+
+    def _add_schema(self, schema: type) -> None:
+        if schema in self.schemas:
+            return
+        specs = fields_of(schema)
+        self.schemas[schema] = specs
+        for spec in specs:
+            known = self.channels.get(spec.name)
+            if known is None or (known.reducer is None and spec.reducer is not None):
+                self.channels[spec.name] = spec
+
+    # -- nodes ----------------------------------------------------------------
+
+    def add_node(self, node: str | Any, action: Any = None, *, metadata: dict[str, Any] | None = None,
+                 input_schema: type | None = None, retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+                 destinations: dict[str, str] | tuple[str, ...] | None = None, **kwargs: Any) -> StateGraph:
+        """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
+
+        Raises:
+            ValueError: the name is reserved, contains ``:`` or is already taken.
+        """
+        if not isinstance(node, str):
+            action, node = node, _name_of(node)
+        if action is None:
+            raise GraphBuildError(f"Node {node!r} needs an action: add_node({node!r}, fn)")
+        if node in (START, END):
+            raise GraphBuildError(f"Node `{node}` is reserved.")
+        if ":" in node:
+            raise GraphBuildError("':' is a reserved character and is not allowed in the node names.")
+        if node in self.nodes:
+            raise GraphBuildError(f"Node `{node}` already present.")
+        hinted_in, hinted_out = _schema_hints(action)
+        schema = input_schema or kwargs.pop("input", None) or hinted_in
+        for extra in (schema, hinted_out):
+            if extra is not None:
+                self._add_schema(extra)
+        if isinstance(retry_policy, (list, tuple)):
+            retry_policy = retry_policy[0] if retry_policy else None
+        self.nodes[node] = NodeDef(action, schema, retry_policy, dict(metadata or {}),
+                                   tuple(destinations or ()))
+        return self
+
+    def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
+        """Add nodes (callables or ``(name, callable)`` pairs) chained by edges, in order."""
+        if not nodes:
+            raise GraphBuildError("add_sequence needs at least one node")
+        previous: str | None = None
+        for item in nodes:
+            name, action = item if isinstance(item, tuple) else (_name_of(item), item)
+            self.add_node(name, action)
+            if previous is not None:
+                self.add_edge(previous, name)
+            previous = name
+        return self
+
+    # -- edges ----------------------------------------------------------------
+
+    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
+        """Run ``end_key`` after ``start_key``; with a list, after all of them have run.
+
+        Raises:
+            ValueError: END used as a start, or START as an end.
+        """
+        if isinstance(start_key, str):
+            if start_key == END:
+                raise GraphBuildError("END cannot be a start node")
+            if end_key == START:
+                raise GraphBuildError("START cannot be an end node")
+            self.edges.add((start_key, end_key))
+            return self
+        sources = tuple(start_key)
+        if END in sources:
+            raise GraphBuildError("END cannot be a start node")
+        if end_key == START:
+            raise GraphBuildError("START cannot be an end node")
+        self.waiting_edges.add((sources, end_key))
+        return self
+
+    def add_conditional_edges(self, source: str, path: Callable[..., Any],
+                              path_map: dict[Hashable, str] | list[str] | None = None) -> StateGraph:
+        """After ``source``, call ``path(state)`` to choose the next node(s).
+
+        Args:
+            source: The node the edge leaves from (or START).
+            path: Returns a node name, a list of names, ``Send`` objects or END.
+            path_map: Maps ``path``'s return values to node names (a list maps names to themselves).
+                Without one, a ``Literal[...]`` return annotation of ``path`` lists the targets.
+
+        Raises:
+            ValueError: a branch with the same name already leaves ``source``.
+        """
+        branch = make_branch(path, path_map)
+        name = branch.name
+        if name in self.branches.get(source, {}):
+            raise GraphBuildError(f"Branch with name `{name}` already exists for node `{source}`")
+        self.branches.setdefault(source, {})[name] = branch
+        return self
+
+    def set_entry_point(self, key: str) -> StateGraph:
+        """Start runs at ``key`` (same as ``add_edge(START, key)``)."""
+        return self.add_edge(START, key)
+
+    def set_conditional_entry_point(self, path: Callable[..., Any],
+                                    path_map: dict[Hashable, str] | list[str] | None = None) -> StateGraph:
+        """Choose the first node with ``path`` (same as ``add_conditional_edges(START, ...)``)."""
+        return self.add_conditional_edges(START, path, path_map)
+
+    def set_finish_point(self, key: str) -> StateGraph:
+        """Finish runs after ``key`` (same as ``add_edge(key, END)``)."""
+        return self.add_edge(key, END)
+
+    # -- compile --------------------------------------------------------------
+
+    def compile(self, checkpointer: Any = None, *, cache: Any = None, store: Any = None,
+                interrupt_before: Any = None, interrupt_after: Any = None, debug: bool = False,
+                name: str | None = None, strict: bool | None = None) -> CompiledStateGraph:
+        """Validate the graph and freeze it into a runnable :class:`CompiledStateGraph`.
+
+        Args:
+            checkpointer: Saver that makes threads durable (``None``: no memory between runs).
+            cache: Accepted for compatibility; not used.
+            store: Long-term store handed to nodes as ``store``.
+            interrupt_before: Nodes (or ``"*"``) to pause before.
+            interrupt_after: Nodes (or ``"*"``) to pause after.
+            debug: Accepted for compatibility.
+            name: Name of the graph.
+            strict: Turn silent failures into errors (default: env ``PLAIT_STRICT=1``).
+
+        Raises:
+            ValueError: the graph has no entry point, an edge names an unknown node, …
+        """
+        from plait.graph._compile import build_plan
+
+        plan = build_plan(self, interrupt_before, interrupt_after, strict)
+        return CompiledStateGraph(self, plan, checkpointer=checkpointer, store=store,
+                                  name=name or "LangGraph", debug=debug)
+
+
+class CompiledStateGraph(Pregel):
+    """A compiled :class:`StateGraph`: run it with ``invoke`` / ``stream``, inspect its threads."""
+
+    def __init__(self, builder: StateGraph, plan: Any, **kwargs: Any) -> None:
+        super().__init__(plan, **kwargs)
+        self.builder = builder
+
+    def get_graph(self, config: dict[str, Any] | None = None, *, xray: int | bool = False) -> Any:
+        """A drawable view of the graph (``draw_mermaid()``, ``draw_ascii()``)."""
+        from plait.graph._draw import DrawableGraph
+
+        return DrawableGraph.from_builder(self.builder)

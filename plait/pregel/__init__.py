@@ -1,0 +1,6 @@
+"""The runtime: compiled plans, the superstep loop and its drivers."""
+
+from plait.pregel._pregel import Pregel
+from plait.types import RetryPolicy
+
+__all__ = ["Pregel", "RetryPolicy"]

@@ -1,0 +1,99 @@
+"""The asynchronous driver: runs a :class:`Loop` on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
+
+from plait.errors import GraphInterrupt
+from plait.pregel._context import TaskContext, task_scope
+from plait.pregel._loop import Loop
+from plait.pregel._run import backoff, make_context, run_task
+from plait.pregel._step import Task, collect
+
+__all__ = ["run_async"]
+
+Event = tuple[str, Any]
+
+
+async def _run_async_task(task: Task, ctx: TaskContext) -> None:
+    policy = task.node.retry
+    attempt = 0
+    with task_scope(ctx):
+        while True:
+            attempt += 1
+            try:
+                collect(task, await task.node.call(task.input, ctx))
+                return
+            except GraphInterrupt as exc:
+                task.interrupts = tuple(exc.interrupts)
+                return
+            except Exception as exc:  # noqa: BLE001 - recorded and re-raised by the driver
+                if policy is None or attempt >= policy.max_attempts or not policy.should_retry(exc):
+                    task.error = exc
+                    return
+                task.writes.clear()
+                task.goto.clear()
+            await asyncio.sleep(backoff(policy, attempt))
+
+
+def _one(loop: Loop, task: Task, store: Any, context: Any) -> Any:
+    ctx = make_context(loop, task, store, context)
+    if task.node.is_async:
+        return _run_async_task(task, ctx)
+    return asyncio.to_thread(run_task, task, ctx)
+
+
+async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any) -> None:
+    todo = [t for t in tasks if not t.done]
+    if len(todo) == 1:
+        await _one(loop, todo[0], store, context)
+    elif todo:
+        await asyncio.gather(*(_one(loop, t, store, context) for t in todo))
+
+
+async def _flush(loop: Loop) -> None:
+    saver = loop.saver
+    for op in loop.saves:
+        if op[0] == "put":
+            await saver.aput(op[1], op[2], op[3], op[4])
+        else:
+            await saver.aput_writes(op[1], op[2], op[3])
+    loop.saves.clear()
+
+
+async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = None,  # noqa: A002
+                    result: list[Loop] | None = None) -> AsyncGenerator[Event, None]:
+    """Drive ``loop`` to the end, yielding its stream events; append the loop to ``result``."""
+    saver = loop.saver
+    if saver is not None:
+        assert loop.thread is not None  # noqa: S101 - set whenever there is a saver
+        loop.load(await saver.aget_tuple(loop.thread.config()))
+    else:
+        loop.load(None)
+    loop.begin(input)
+    while True:
+        if saver is not None:
+            await _flush(loop)
+        for event in loop.events:
+            yield event
+        loop.events.clear()
+        tasks = loop.tick()
+        if tasks is None:
+            break
+        await _execute(loop, tasks, store, context)
+        error = loop.finish(tasks)
+        if error is not None:
+            if saver is not None:
+                await _flush(loop)
+            raise error
+        if loop.interrupts:
+            if saver is not None:
+                await _flush(loop)
+            for event in loop.events:
+                yield event
+            loop.events.clear()
+            break
+    if result is not None:
+        result.append(loop)

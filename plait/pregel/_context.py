@@ -1,0 +1,91 @@
+"""The context a running node sees: config, store, stream writer, interrupts.
+
+Set through one context variable per task, read by ``get_config()``,
+``get_store()``, ``get_stream_writer()``, ``get_runtime()`` and ``interrupt()``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait.errors import GraphInterrupt
+from plait.types import Interrupt
+
+__all__ = ["TaskContext", "current_config", "current_task", "task_scope"]
+
+
+def _drop(_: Any) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class TaskContext:
+    """What one task may reach while it runs.
+
+    Attributes:
+        config: The run config (``configurable`` included).
+        store: The long-term store given to ``compile()``, if any.
+        writer: Emits ``custom`` stream events.
+        context: The run's ``context`` object (``context_schema``).
+        node: Name of the running node.
+        resume: Answers for this task's ``interrupt()`` calls, in call order.
+    """
+
+    config: dict[str, Any]
+    store: Any = None
+    writer: Callable[[Any], None] = _drop
+    context: Any = None
+    node: str = ""
+    task_id: str = ""
+    resume: list[Any] = field(default_factory=list)
+    _calls: int = 0
+
+    def interrupt(self, value: Any) -> Any:
+        """Return the resume value for this call, or stop the node with an ``Interrupt``."""
+        index = self._calls
+        self._calls += 1
+        if index < len(self.resume):
+            return self.resume[index]
+        raise GraphInterrupt((Interrupt(value=value, id=f"{self.task_id}:{index}"),))
+
+
+_TASK: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("plait_task", default=None)
+
+
+def current_task() -> TaskContext:
+    """The context of the node running in this thread or coroutine.
+
+    Raises:
+        RuntimeError: called outside a running graph node.
+    """
+    task = _TASK.get()
+    if task is None:
+        raise RuntimeError("Called outside of a running graph node (get_config/get_store/interrupt need one)")
+    return task
+
+
+def current_config() -> dict[str, Any]:
+    """The config of the running task, or an empty dict outside a run."""
+    task = _TASK.get()
+    return {} if task is None else task.config
+
+
+class task_scope:  # noqa: N801 - used like a function
+    """Context manager that makes ``ctx`` the current task context."""
+
+    __slots__ = ("ctx", "token")
+
+    def __init__(self, ctx: TaskContext) -> None:
+        self.ctx = ctx
+        self.token: contextvars.Token[TaskContext | None] | None = None
+
+    def __enter__(self) -> TaskContext:
+        self.token = _TASK.set(self.ctx)
+        return self.ctx
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            _TASK.reset(self.token)

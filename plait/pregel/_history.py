@@ -1,0 +1,96 @@
+"""Reading and rewriting a thread's past: snapshots and ``update_state``.
+
+Pure functions over checkpoint tuples; :class:`~plait.pregel._pregel.Pregel`
+does the (sync or async) saver calls around them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait._schema import MISSING
+from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
+from plait.constants import END, START
+from plait.errors import InvalidUpdateError
+from plait.pregel._loop import INTERRUPT, Loop
+from plait.pregel._plan import Plan
+from plait.pregel._step import RunState, Task, apply_writes, collect, schedule
+from plait.pregel._thread import ThreadRef
+from plait.types import Interrupt, PregelTask, StateSnapshot
+
+__all__ = ["empty_snapshot", "prepare_update", "snapshot"]
+
+
+def empty_snapshot(config: dict[str, Any]) -> StateSnapshot:
+    """The snapshot of a thread that has no checkpoint yet."""
+    return StateSnapshot(values={}, next=(), config=config, metadata=None, created_at=None,
+                         parent_config=None, tasks=(), interrupts=())
+
+
+def snapshot(plan: Plan, saved: CheckpointTuple) -> StateSnapshot:
+    """Turn a stored checkpoint into the :class:`StateSnapshot` users see."""
+    cp = saved.checkpoint
+    values = cp.get("channel_values") or {}
+    shown = {}
+    for key, channel in plan.channels.items():
+        value = values[key] if key in values else channel.initial()
+        if value is not MISSING:
+            shown[key] = value
+    interrupts: list[Interrupt] = []
+    errors: dict[str, Any] = {}
+    for tid, key, value in saved.pending_writes or ():
+        if key == INTERRUPT:
+            interrupts.extend(value)
+            errors.setdefault(tid, None)
+    nxt = tuple(cp.get("next") or ()) + tuple(s[0] for s in cp.get("sends") or ())
+    by_node: dict[str, list[Interrupt]] = {}
+    for tid in errors:
+        by_node.setdefault(tid.split(":")[-2], []).extend(
+            i for t, k, v in saved.pending_writes or () if t == tid and k == INTERRUPT for i in v)
+    tasks = tuple(
+        PregelTask(id=f"{cp['id']}:{name}:{i}", name=name, path=("__pregel_pull", name),
+                   interrupts=tuple(by_node.get(name, ())))
+        for i, name in enumerate(nxt)
+    )
+    return StateSnapshot(values=shown, next=nxt, config=saved.config, metadata=saved.metadata,
+                         created_at=cp.get("ts"), parent_config=saved.parent_config, tasks=tasks,
+                         interrupts=tuple(interrupts))
+
+
+def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None, values: Any,
+                   as_node: str | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, int]]:
+    """Apply ``values`` as if written by ``as_node``; return what ``put`` needs.
+
+    Returns:
+        ``(parent_config, checkpoint, metadata, new_versions)``.
+
+    Raises:
+        InvalidUpdateError: ``as_node`` is not a node of the graph.
+    """
+    if as_node is not None and as_node not in plan.nodes and as_node not in (START, END):
+        raise InvalidUpdateError(f"Node {as_node!r} does not exist; known nodes: {sorted(plan.nodes)}",
+                                 node=as_node)
+    loop = Loop(plan, None, {}, frozenset())
+    loop.load(saved)
+    run: RunState = loop.run
+    writer = as_node or "__update__"
+    task = Task(writer, None, None)  # type: ignore[arg-type]
+    if values is not None:
+        collect(task, values)
+    changed = apply_writes(plan, run, [(writer, task.writes)])
+    if as_node is not None and as_node != END:
+        run.barriers.clear() if as_node == START else None
+        schedule(plan, run, [task], loop.branch_input)
+    elif as_node == END:
+        run.next, run.sends = [], []
+    cid = new_checkpoint_id()
+    checkpoint = {
+        "v": 1, "id": cid, "ts": now_iso(), "channel_values": dict(run.values),
+        "channel_versions": dict(run.versions), "updated_channels": sorted(changed), "next": list(run.next),
+        "sends": list(run.sends), "barriers": {k: sorted(v) for k, v in run.barriers.items()}, "interrupts": [],
+    }
+    step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else -1
+    metadata = {"source": "update", "step": step, "parents": {}}
+    parent = saved.config if saved is not None else thread.config()
+    versions = {k: run.versions[k] for k in changed if k in run.versions}
+    return parent, checkpoint, metadata, versions

@@ -1,0 +1,317 @@
+"""One run of a graph, shared by the sync and async drivers.
+
+:class:`Loop` holds everything that changes during a run and knows how to
+start it (load the thread, apply the input), finish each superstep (merge,
+schedule, checkpoint, stream events) and produce the output. It performs no
+I/O: checkpoint writes are queued in ``saves`` and stream events in
+``events``, and the driver executes / yields them, synchronously or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from plait._schema import MISSING
+from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
+from plait.constants import START
+from plait.errors import EmptyInputError, ErrorCode, GraphRecursionError, create_error_message
+from plait.pregel._plan import Plan
+from plait.pregel._step import RunState, Task, apply_writes, collect, prepare_tasks, read_state, schedule
+from plait.pregel._thread import ThreadRef
+from plait.types import Command, Interrupt
+
+__all__ = ["INTERRUPT", "RESUME", "Loop", "Save"]
+
+INTERRUPT = "__interrupt__"
+RESUME = "__resume__"
+Save = tuple[Any, ...]
+"""A queued checkpoint operation: ``("put", config, checkpoint, metadata, versions)``
+or ``("writes", config, writes, task_id)``."""
+
+
+def task_id(checkpoint_id: str | None, task: Task) -> str:
+    """Deterministic id of a task within the step that follows ``checkpoint_id``."""
+    return f"{checkpoint_id or 'run'}:{task.name}:{task.index}"
+
+
+class Loop:
+    """The mutable part of one run.
+
+    Args:
+        plan: The compiled plan.
+        saver: The checkpointer, or ``None``.
+        config: The run config.
+        modes: Stream modes to produce events for.
+        interrupt_before: Nodes to pause before (overrides the plan's when given).
+        interrupt_after: Nodes to pause after.
+    """
+
+    def __init__(self, plan: Plan, saver: Any, config: dict[str, Any], modes: frozenset[str],
+                 interrupt_before: frozenset[str] | None = None,
+                 interrupt_after: frozenset[str] | None = None) -> None:
+        self.plan = plan
+        self.saver = saver
+        self.config = config
+        self.thread = ThreadRef.from_config(config) if saver is not None else None
+        self.modes = modes
+        self.run = RunState(values={})
+        self.limit = int(config.get("recursion_limit", 25))
+        self.before = plan.interrupt_before if interrupt_before is None else interrupt_before
+        self.after = plan.interrupt_after if interrupt_after is None else interrupt_after
+        self.events: list[tuple[str, Any]] = []
+        self.saves: list[Save] = []
+        self.checkpoint_id: str | None = None
+        self.checkpoint_config: dict[str, Any] | None = None
+        self.interrupts: list[Interrupt] = []
+        self.done_writes: dict[str, list[tuple[str, Any]]] = {}
+        self.resumes: dict[str, list[Any]] = {}
+        self.interrupted: dict[str, list[Interrupt]] = {}
+        self.skip_before = False
+        self.start_step = 0
+        self._metadata = dict(config.get("metadata") or {})
+
+    # -- start --------------------------------------------------------------
+
+    def load(self, saved: CheckpointTuple | None) -> None:
+        """Restore the thread's checkpoint (``None``: a new thread)."""
+        run = self.run
+        if saved is None:
+            for key, channel in self.plan.channels.items():
+                value = channel.initial()
+                if value is not MISSING:
+                    run.values[key] = value
+            run.step = -1
+            return
+        cp = saved.checkpoint
+        run.values = dict(cp.get("channel_values") or {})
+        for key, channel in self.plan.channels.items():
+            if key not in run.values:
+                value = channel.initial()
+                if value is not MISSING:
+                    run.values[key] = value
+        run.versions = dict(cp.get("channel_versions") or {})
+        run.next = list(cp.get("next") or ())
+        run.sends = [tuple(s) for s in cp.get("sends") or ()]  # type: ignore[misc]
+        run.barriers = {k: set(v) for k, v in (cp.get("barriers") or {}).items()}
+        run.step = int((saved.metadata or {}).get("step", -1)) + 1
+        self.checkpoint_id = cp["id"]
+        self.checkpoint_config = saved.config
+        for tid, key, value in saved.pending_writes or ():
+            if key == INTERRUPT:
+                self.interrupted.setdefault(tid, []).extend(value)
+                continue
+            if key == RESUME:
+                self.resumes.setdefault(tid, []).extend(value)
+            else:
+                self.done_writes.setdefault(tid, []).append((key, value))
+
+    def begin(self, input: Any) -> None:  # noqa: A002 - LangGraph's name
+        """Apply the run's input (or resume what the checkpoint left pending)."""
+        self.start_step = self.run.step
+        if isinstance(input, Command):
+            self._begin_command(input)
+        elif input is None:
+            self._resume()
+        else:
+            self._apply_input(input)
+
+    def _apply_input(self, input: Any) -> None:  # noqa: A002
+        writes = self._input_writes(input)
+        run = self.run
+        if self.saver is not None:
+            run.next, run.sends = [START], []
+            self._checkpoint("input", set())
+            self.saves.append(("writes", self.checkpoint_config, writes, task_id(self.checkpoint_id, _START)))
+            run.step += 1
+        self._start_with(writes)
+
+    def _start_with(self, writes: list[tuple[str, Any]]) -> None:
+        run = self.run
+        changed = apply_writes(self.plan, run, [(START, writes)])
+        run.barriers.clear()
+        schedule(self.plan, run, [_START], self.branch_input)
+        self.emit_values()
+        if self.saver is not None:
+            self._checkpoint("loop", changed)
+            run.step += 1
+        self.start_step = run.step - 1
+
+    def _input_writes(self, input: Any) -> list[tuple[str, Any]]:  # noqa: A002
+        if self.plan.input_make is not None and not isinstance(input, dict):
+            input = self.plan.input_make(input)  # noqa: A001
+        if not isinstance(input, Mapping):
+            raise EmptyInputError(f"Expected a dict (or state object) as graph input, got {input!r}")
+        keys = self.plan.input_keys
+        return [(k, v) for k, v in input.items() if k in keys]
+
+    def _resume(self) -> None:
+        run = self.run
+        if self.checkpoint_id is None:
+            raise EmptyInputError("Received no input for __start__")
+        if run.next == [START]:
+            writes = self.done_writes.pop(task_id(self.checkpoint_id, _START), [])
+            self._start_with(writes)
+            return
+        self.skip_before = True
+
+    def _begin_command(self, cmd: Command[Any]) -> None:
+        if cmd.resume is not None:
+            self._queue_resume(cmd.resume)
+        if cmd.update is not None or cmd.goto:
+            task = Task(START, None, None)  # type: ignore[arg-type]
+            collect(task, Command(update=cmd.update, goto=cmd.goto))
+            apply_writes(self.plan, self.run, [(START, task.writes)])
+            if cmd.goto:
+                schedule(self.plan, self.run, [task], self.branch_input)
+        self.skip_before = True
+
+    def _queue_resume(self, resume: Any) -> None:
+        by_id = {i.id: tid for tid, items in self.interrupted.items() for i in items}
+        if isinstance(resume, Mapping) and resume and all(k in by_id for k in resume):
+            for key, value in resume.items():
+                self.resumes.setdefault(by_id[key], []).append(value)
+            return
+        for tid in self.interrupted:
+            self.resumes.setdefault(tid, []).append(resume)
+
+    # -- steps --------------------------------------------------------------
+
+    def tick(self) -> list[Task] | None:
+        """The tasks of the next superstep, or ``None`` when the run is over.
+
+        Raises:
+            GraphRecursionError: ``recursion_limit`` supersteps ran without finishing.
+        """
+        run = self.run
+        if run.step > self.start_step + self.limit:
+            nodes = tuple(run.next) + tuple(n for n, _ in run.sends)
+            message = create_error_message(
+                message=f"Recursion limit of {self.limit} reached without hitting a stop condition. "
+                "You can increase the limit by setting the `recursion_limit` config key.",
+                error_code=ErrorCode.GRAPH_RECURSION_LIMIT,
+            )
+            err = GraphRecursionError(message, step=run.step, nodes=nodes)
+            err.add_note(f"Nodes still scheduled after step {run.step - 1}: {list(nodes)}")
+            raise err
+        if not run.next and not run.sends:
+            return None
+        if not self.skip_before and self.before and any(self._matches(self.before, n) for n in run.next):
+            self.interrupts.append(Interrupt(value=None, id="before"))
+            return None
+        self.skip_before = False
+        tasks = prepare_tasks(self.plan, run)
+        for task in tasks:
+            tid = task_id(self.checkpoint_id, task)
+            done = self.done_writes.pop(tid, None)
+            if done is not None:
+                task.writes, task.done = done, True
+        return tasks
+
+    @staticmethod
+    def _matches(names: frozenset[str], node: str) -> bool:
+        return "*" in names or node in names
+
+    def finish(self, tasks: Sequence[Task]) -> BaseException | None:
+        """Merge a finished step, schedule the next one and queue its checkpoint.
+
+        Returns the first task error (after saving the successful tasks' writes),
+        or ``None``. Interrupted tasks stop the run.
+        """
+        failed = next((t.error for t in tasks if t.error is not None), None)
+        interrupted = [t for t in tasks if t.interrupts]
+        if failed is not None or interrupted:
+            self._save_partial(tasks)
+            if failed is not None:
+                return failed
+            for t in interrupted:
+                self.interrupts.extend(t.interrupts)
+            return None
+        run = self.run
+        changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
+        schedule(self.plan, run, tasks, self.branch_input)
+        if "updates" in self.modes:
+            for t in tasks:
+                self.events.append(("updates", {t.name: _update_payload(t)}))
+        self.emit_values()
+        if self.saver is not None:
+            self._checkpoint("loop", changed)
+        run.step += 1
+        if self.after and any(self._matches(self.after, t.name) for t in tasks) and (run.next or run.sends):
+            self.interrupts.append(Interrupt(value=None, id="after"))
+        return None
+
+    def _save_partial(self, tasks: Sequence[Task]) -> None:
+        if self.saver is None or self.checkpoint_config is None:
+            return
+        for t in tasks:
+            tid = task_id(self.checkpoint_id, t)
+            if t.interrupts:
+                self.saves.append(("writes", self.checkpoint_config, [(INTERRUPT, list(t.interrupts))], tid))
+                resumes = self.resumes.get(tid)
+                if resumes:
+                    self.saves.append(("writes", self.checkpoint_config, [(RESUME, list(resumes))], tid))
+            elif t.error is None and t.done:
+                self.saves.append(("writes", self.checkpoint_config, list(t.writes), tid))
+
+    # -- checkpoint & output --------------------------------------------------
+
+    def _checkpoint(self, source: str, changed: set[str]) -> None:
+        run = self.run
+        cid = new_checkpoint_id()
+        checkpoint = {
+            "v": 1, "id": cid, "ts": now_iso(), "channel_values": dict(run.values),
+            "channel_versions": dict(run.versions), "updated_channels": sorted(changed),
+            "next": list(run.next), "sends": list(run.sends),
+            "barriers": {k: sorted(v) for k, v in run.barriers.items()}, "interrupts": [],
+        }
+        metadata = {**self._metadata, "source": source, "step": run.step, "parents": {}}
+        versions = {k: run.versions[k] for k in changed if k in run.versions}
+        assert self.thread is not None  # noqa: S101 - guarded by saver is not None
+        parent = self.thread.config(self.checkpoint_id) if self.checkpoint_id else self.thread.config()
+        self.saves.append(("put", parent, checkpoint, metadata, versions))
+        self.checkpoint_id = cid
+        self.checkpoint_config = self.thread.config(cid)
+        if "checkpoints" in self.modes or "debug" in self.modes:
+            self.events.append(("checkpoints", {"config": self.checkpoint_config, "metadata": metadata,
+                                                "values": self.output(), "next": list(run.next)}))
+
+    def branch_input(self) -> Any:
+        """The state as conditional-edge functions receive it."""
+        plan = self.plan
+        state = read_state(self.run.values, plan.state_keys, plan.defaults)
+        return state if plan.state_make is None else plan.state_make(state)
+
+    def emit_values(self) -> None:
+        """Queue a ``values`` event if that mode is being streamed."""
+        if "values" in self.modes:
+            self.events.append(("values", self.output()))
+
+    def output(self) -> dict[str, Any]:
+        """The run's result: the output keys that are set."""
+        values = self.run.values
+        return {k: values[k] for k in self.plan.output_keys if k in values}
+
+    def final(self) -> Any:
+        """What ``invoke`` returns: the output, plus ``__interrupt__`` when paused."""
+        out = self.output()
+        real = [i for i in self.interrupts if i.id not in ("before", "after")]
+        if real:
+            out[INTERRUPT] = real
+        return out
+
+
+def _update_payload(task: Task) -> Any:
+    result = task.result
+    if isinstance(result, dict):
+        return result
+    return dict(task.writes) if task.writes else None
+
+
+class _StartTask:
+    name = START
+    goto: list[Any] = []
+    index = 0
+
+
+_START: Any = _StartTask()

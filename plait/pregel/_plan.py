@@ -1,0 +1,118 @@
+"""The compiled plan: frozen data the superstep loop reads and never changes.
+
+``compile()`` turns a builder into one :class:`Plan`. Everything a step needs
+(which keys a node reads, how it is called, where control goes after it) is
+computed here once, so that the loop does no reflection at run time and one
+plan can be shared by any number of concurrent runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait.channels.base import BaseChannel
+from plait.types import RetryPolicy
+
+__all__ = ["Branch", "Join", "NodeSpec", "Plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """One node, ready to call.
+
+    Attributes:
+        name: The node name.
+        call: ``call(input, context) -> result``; awaitable when ``is_async``.
+        is_async: Whether ``call`` returns an awaitable.
+        reads: The state keys the node receives.
+        defaults: ``(key, value)`` pairs a node sees while the key is unset.
+        make_input: Turns the dict of read values into what the node receives
+            (identity for TypedDict, the class for dataclass / pydantic).
+        retry: Retry policy, if any.
+        is_subgraph: The node is a compiled graph.
+    """
+
+    name: str
+    call: Callable[[Any, Any], Any]
+    is_async: bool
+    reads: tuple[str, ...]
+    defaults: tuple[tuple[str, Any], ...] = ()
+    make_input: Callable[[dict[str, Any]], Any] | None = None
+    retry: RetryPolicy | None = None
+    is_subgraph: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """A conditional edge.
+
+    Attributes:
+        source: The node it leaves from.
+        path: ``path(state[, config])`` returning node name(s) or ``Send`` objects.
+        is_async: Whether ``path`` is a coroutine function.
+        takes_config: Whether ``path`` accepts the run config as second argument.
+        path_map: Maps ``path``'s return values to node names, or ``None``.
+        ends: Every node the branch may lead to (for validation and drawing).
+    """
+
+    source: str
+    path: Callable[..., Any]
+    is_async: bool
+    takes_config: bool
+    path_map: Mapping[Any, str] | None
+    ends: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """``add_edge([a, b], c)``: ``target`` runs once every source has finished.
+
+    Attributes:
+        key: Identifies this barrier in checkpoints.
+        sources: The nodes to wait for.
+        target: The node to run.
+    """
+
+    key: str
+    sources: frozenset[str]
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Everything the runtime needs to execute a graph.
+
+    Attributes:
+        channels: One channel per state key.
+        nodes: The nodes by name.
+        edges: Static successors of each node (``START`` included).
+        branches: Conditional edges of each node.
+        joins: The join barriers each node takes part in.
+        input_keys: Keys accepted from the graph input.
+        output_keys: Keys returned by ``invoke``.
+        state_keys: Keys of the main state schema (``get_state`` values are all channels).
+        interrupt_before: Nodes to pause before (``"*"``: all).
+        interrupt_after: Nodes to pause after.
+        defaults: Defaults of unset overwrite keys, for the whole state.
+        strict: Turn silent failures into errors.
+        input_make: Turns a state object given as input into a dict (dataclass / pydantic).
+        state_make: Turns a dict of values into the state object (dataclass / pydantic).
+    """
+
+    channels: Mapping[str, BaseChannel]
+    nodes: Mapping[str, NodeSpec]
+    edges: Mapping[str, tuple[str, ...]]
+    branches: Mapping[str, tuple[Branch, ...]]
+    joins: Mapping[str, tuple[Join, ...]]
+    input_keys: tuple[str, ...]
+    output_keys: tuple[str, ...]
+    state_keys: tuple[str, ...]
+    interrupt_before: frozenset[str] = frozenset()
+    interrupt_after: frozenset[str] = frozenset()
+    defaults: tuple[tuple[str, Any], ...] = ()
+    strict: bool = False
+    input_make: Callable[[Any], dict[str, Any]] | None = None
+    state_make: Callable[[dict[str, Any]], Any] | None = None

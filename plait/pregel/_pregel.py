@@ -1,0 +1,198 @@
+"""The compiled graph object: run it, stream it, read and rewrite its threads."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from plait.errors import GraphBuildError
+from plait.pregel._arun import run_async
+from plait.pregel._history import empty_snapshot, prepare_update, snapshot
+from plait.pregel._loop import Loop
+from plait.pregel._plan import Plan
+from plait.pregel._run import run_sync
+from plait.pregel._thread import ThreadRef
+from plait.types import StateSnapshot
+
+__all__ = ["Pregel"]
+
+_MODES = frozenset({"values", "updates", "custom", "messages", "debug", "checkpoints", "tasks"})
+
+
+def _modes(stream_mode: Any) -> tuple[frozenset[str], bool]:
+    if stream_mode is None:
+        stream_mode = "values"
+    single = isinstance(stream_mode, str)
+    modes = frozenset([stream_mode] if single else stream_mode)
+    unknown = modes - _MODES
+    if unknown:
+        raise ValueError(f"Unknown stream_mode {sorted(unknown)}; choose from {sorted(_MODES)}")
+    return modes, single
+
+
+def _as_set(nodes: Any) -> frozenset[str] | None:
+    if nodes is None:
+        return None
+    return frozenset(["*"] if nodes == "*" else nodes)
+
+
+class Pregel:
+    """A runnable graph: the plan plus its checkpointer and store.
+
+    Args:
+        plan: The compiled plan.
+        checkpointer: Saver for durable threads, or ``None``.
+        store: Long-term store handed to nodes, or ``None``.
+        name: Name of the graph (used when it runs as a subgraph).
+    """
+
+    def __init__(self, plan: Plan, *, checkpointer: Any = None, store: Any = None, name: str = "LangGraph",
+                 debug: bool = False) -> None:
+        self.plan = plan
+        self.checkpointer = checkpointer if checkpointer not in (True, False) else None
+        self.store = store
+        self.name = name
+        self.debug = debug
+
+    # -- running ------------------------------------------------------------
+
+    def _loop(self, config: dict[str, Any] | None, modes: frozenset[str], kwargs: dict[str, Any]) -> Loop:
+        return Loop(self.plan, self.checkpointer, dict(config or {}), modes,
+                    interrupt_before=_as_set(kwargs.get("interrupt_before")),
+                    interrupt_after=_as_set(kwargs.get("interrupt_after")))
+
+    def stream(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
+               stream_mode: Any = None, context: Any = None, **kwargs: Any) -> Iterator[Any]:
+        """Run the graph, yielding progress as it happens.
+
+        Args:
+            input: The input state (dict or state object), a ``Command``, or ``None`` to resume.
+            config: Run config: ``configurable.thread_id``, ``recursion_limit``, ``metadata``…
+            stream_mode: One mode (events are payloads) or a list (events are ``(mode, payload)``).
+            context: Run-scoped context object, available as ``runtime.context``.
+            **kwargs: ``interrupt_before``, ``interrupt_after``, ``durability``, ``subgraphs``.
+        """
+        modes, single = _modes(stream_mode)
+        loop = self._loop(config, modes, kwargs)
+        for mode, payload in run_sync(loop, input, self.store, context):
+            if mode in modes:
+                yield payload if single else (mode, payload)
+            elif mode == "checkpoints" and "debug" in modes:
+                yield _debug(payload) if single else ("debug", _debug(payload))
+
+    def invoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
+               stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
+        """Run the graph to completion (or to an interrupt) and return the output state."""
+        if stream_mode != "values":
+            chunks = list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
+            return chunks[-1] if chunks else None
+        loop = self._loop(config, frozenset(), kwargs)
+        gen = run_sync(loop, input, self.store, context)
+        for _ in gen:
+            pass
+        return loop.final()
+
+    async def astream(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
+                      stream_mode: Any = None, context: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+        """Async :meth:`stream`."""
+        modes, single = _modes(stream_mode)
+        loop = self._loop(config, modes, kwargs)
+        async for mode, payload in run_async(loop, input, self.store, context):
+            if mode in modes:
+                yield payload if single else (mode, payload)
+            elif mode == "checkpoints" and "debug" in modes:
+                yield _debug(payload) if single else ("debug", _debug(payload))
+
+    async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
+                      stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
+        """Async :meth:`invoke`."""
+        if stream_mode != "values":
+            chunks = [c async for c in self.astream(input, config, stream_mode=stream_mode, context=context,
+                                                    **kwargs)]
+            return chunks[-1] if chunks else None
+        loop = self._loop(config, frozenset(), kwargs)
+        async for _ in run_async(loop, input, self.store, context):
+            pass
+        return loop.final()
+
+    def batch(self, inputs: Sequence[Any], config: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+              **kwargs: Any) -> list[Any]:
+        """Invoke once per input (one config for all, or one per input), in parallel threads."""
+        configs = list(config) if isinstance(config, (list, tuple)) else [config] * len(inputs)
+        if len(inputs) <= 1:
+            return [self.invoke(i, c, **kwargs) for i, c in zip(inputs, configs)]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(16, len(inputs))) as pool:
+            return list(pool.map(lambda ic: self.invoke(ic[0], ic[1], **kwargs), zip(inputs, configs)))
+
+    async def abatch(self, inputs: Sequence[Any],
+                     config: dict[str, Any] | Sequence[dict[str, Any]] | None = None, **kwargs: Any) -> list[Any]:
+        """Async :meth:`batch`."""
+        configs = list(config) if isinstance(config, (list, tuple)) else [config] * len(inputs)
+        return list(await asyncio.gather(*(self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs))))
+
+    # -- threads ------------------------------------------------------------
+
+    def _saver(self) -> Any:
+        if self.checkpointer is None:
+            raise ValueError("No checkpointer set: compile(checkpointer=...) to use threads and get_state")
+        return self.checkpointer
+
+    def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's newest checkpoint (or the one ``checkpoint_id`` names) as a snapshot."""
+        ref = ThreadRef.from_config(config)
+        saved = self._saver().get_tuple(ref.config())
+        return empty_snapshot(config) if saved is None else snapshot(self.plan, saved)
+
+    async def aget_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        """Async :meth:`get_state`."""
+        ref = ThreadRef.from_config(config)
+        saved = await self._saver().aget_tuple(ref.config())
+        return empty_snapshot(config) if saved is None else snapshot(self.plan, saved)
+
+    def get_state_history(self, config: dict[str, Any], *, filter: dict[str, Any] | None = None,  # noqa: A002
+                          before: dict[str, Any] | None = None, limit: int | None = None) -> Iterator[StateSnapshot]:
+        """The thread's checkpoints as snapshots, newest first, read lazily."""
+        ref = ThreadRef.from_config(config)
+        for saved in self._saver().list(ref.config(), filter=filter, before=before, limit=limit):
+            yield snapshot(self.plan, saved)
+
+    async def aget_state_history(self, config: dict[str, Any], *, filter: dict[str, Any] | None = None,  # noqa: A002
+                                 before: dict[str, Any] | None = None,
+                                 limit: int | None = None) -> AsyncIterator[StateSnapshot]:
+        """Async :meth:`get_state_history`."""
+        ref = ThreadRef.from_config(config)
+        async for saved in self._saver().alist(ref.config(), filter=filter, before=before, limit=limit):
+            yield snapshot(self.plan, saved)
+
+    def update_state(self, config: dict[str, Any], values: Any, as_node: str | None = None) -> dict[str, Any]:
+        """Write ``values`` to the thread through the reducers, as if ``as_node`` had returned them.
+
+        Returns:
+            The config of the new checkpoint.
+        """
+        ref = ThreadRef.from_config(config)
+        saver = self._saver()
+        saved = saver.get_tuple(ref.config())
+        parent, checkpoint, metadata, versions = prepare_update(self.plan, ref, saved, values, as_node)
+        return saver.put(parent, checkpoint, metadata, versions)
+
+    async def aupdate_state(self, config: dict[str, Any], values: Any, as_node: str | None = None) -> dict[str, Any]:
+        """Async :meth:`update_state`."""
+        ref = ThreadRef.from_config(config)
+        saver = self._saver()
+        saved = await saver.aget_tuple(ref.config())
+        parent, checkpoint, metadata, versions = prepare_update(self.plan, ref, saved, values, as_node)
+        return await saver.aput(parent, checkpoint, metadata, versions)
+
+    def validate(self) -> Pregel:
+        """Kept for LangGraph compatibility; plans are validated by ``compile()``."""
+        if not self.plan.nodes:
+            raise GraphBuildError("Graph has no nodes")
+        return self
+
+
+def _debug(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "checkpoint", "step": payload["metadata"].get("step"), "payload": payload}

@@ -1,0 +1,275 @@
+"""THE superstep, without I/O.
+
+A run is a sequence of supersteps. Each one:
+
+1. :func:`prepare_tasks` — every scheduled node gets its input, read from one
+   snapshot of the state (parallel nodes never see each other's writes);
+2. the driver runs the tasks (``_run.py`` in threads, ``_arun.py`` on the loop)
+   and hands each result to :func:`collect`, which checks it and turns it into
+   ``(key, value)`` writes plus explicit ``goto`` targets;
+3. :func:`apply_writes` merges all writes key by key, in node-name order, through
+   each key's channel (overwrite or reducer);
+4. :func:`schedule` follows static edges, conditional edges, joins and
+   ``Command.goto`` to pick the next step's tasks.
+
+The drivers save a checkpoint after step 4. Nothing here copies the state:
+nodes get a fresh shallow dict of the keys they read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait._schema import MISSING
+from plait.constants import END, START
+from plait.errors import ErrorCode, InvalidUpdateError, create_error_message
+from plait.pregel._plan import Branch, NodeSpec, Plan
+from plait.types import Command, Send
+
+__all__ = ["RunState", "Task", "apply_writes", "collect", "prepare_tasks", "read_state", "schedule"]
+
+
+@dataclass(slots=True)
+class Task:
+    """One node execution within a superstep."""
+
+    name: str
+    node: NodeSpec
+    input: Any
+    index: int = 0
+    """Position among the step's tasks with the same name (``Send`` fan-out)."""
+    packet: bool = False
+    """The input came from a ``Send`` rather than the state."""
+    writes: list[tuple[str, Any]] = field(default_factory=list)
+    goto: list[Any] = field(default_factory=list)
+    done: bool = False
+    error: BaseException | None = None
+    interrupts: tuple[Any, ...] = ()
+    result: Any = None
+
+
+@dataclass(slots=True)
+class RunState:
+    """The mutable state of one run: values, versions, barriers and what runs next.
+
+    Attributes:
+        values: Current value of every written key (unset keys are absent).
+        versions: Version counter of every key (bumped when its value changes).
+        barriers: Sources seen so far by each join barrier.
+        next: Names of the nodes scheduled for the next step (state input).
+        sends: ``(node, arg)`` pairs scheduled by ``Send``.
+        step: Number of the step about to run.
+    """
+
+    values: dict[str, Any]
+    versions: dict[str, int] = field(default_factory=dict)
+    barriers: dict[str, set[str]] = field(default_factory=dict)
+    next: list[str] = field(default_factory=list)
+    sends: list[tuple[str, Any]] = field(default_factory=list)
+    step: int = 0
+
+
+def read_state(values: Mapping[str, Any], reads: Iterable[str], defaults: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Return a fresh dict of the keys in ``reads`` that are set, plus defaults."""
+    out = {k: values[k] for k in reads if k in values}
+    for key, default in defaults:
+        if key not in out:
+            out[key] = default
+    return out
+
+
+def _node_input(node: NodeSpec, values: Mapping[str, Any]) -> Any:
+    state = read_state(values, node.reads, node.defaults)
+    return state if node.make_input is None else node.make_input(state)
+
+
+def prepare_tasks(plan: Plan, run: RunState) -> list[Task]:
+    """Build the tasks of the step about to run, reading one snapshot of the state."""
+    tasks = [Task(name, plan.nodes[name], _node_input(plan.nodes[name], run.values)) for name in run.next]
+    counts: dict[str, int] = {}
+    for name, arg in run.sends:
+        index = counts[name] = counts.get(name, -1) + 1
+        tasks.append(Task(name, plan.nodes[name], arg, index=index, packet=True))
+    return tasks
+
+
+def _updates_of(value: Any) -> list[tuple[str, Any]] | None:
+    if isinstance(value, dict):
+        return list(value.items())
+    fields = getattr(type(value), "model_fields", None)
+    if fields is not None:  # a pydantic model instance
+        return [(k, getattr(value, k)) for k in fields]
+    slots = getattr(type(value), "__dataclass_fields__", None)
+    if slots is not None:
+        return [(k, getattr(value, k)) for k in slots]
+    return None
+
+
+def _bad_return(name: str, value: Any) -> InvalidUpdateError:
+    message = create_error_message(
+        message=f"Expected dict, got {value}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
+    )
+    err = InvalidUpdateError(message, node=name, value=value)
+    err.add_note(f"Node {name!r} returned {type(value).__name__} {value!r}; a node must return a dict "
+                 "of state updates, a Command, or None. Route with add_conditional_edges instead.")
+    return err
+
+
+def collect(task: Task, result: Any) -> None:
+    """Record ``result`` as the task's writes and goto targets.
+
+    Raises:
+        InvalidUpdateError: the node returned something other than a dict,
+            a state object, a ``Command`` or ``None``.
+    """
+    task.done = True
+    task.result = result
+    if result is None:
+        return
+    items = [result] if isinstance(result, Command) else result if isinstance(result, (list, tuple)) else None
+    if items is not None and items and all(isinstance(i, (Command, Send)) for i in items):
+        for item in items:
+            if isinstance(item, Send):
+                task.goto.append(item)
+                continue
+            if item.graph == Command.PARENT:
+                raise InvalidUpdateError("Command(graph=Command.PARENT) is only valid inside a subgraph",
+                                         node=task.name, value=item)
+            if item.update is not None:
+                task.writes.extend(_command_updates(task.name, item.update))
+            goto = item.goto
+            task.goto.extend(goto if isinstance(goto, (list, tuple)) else [goto])
+        return
+    writes = _updates_of(result)
+    if writes is None:
+        raise _bad_return(task.name, result)
+    task.writes.extend(writes)
+
+
+def _command_updates(name: str, update: Any) -> list[tuple[str, Any]]:
+    if isinstance(update, (list, tuple)) and all(isinstance(w, tuple) and len(w) == 2 for w in update):
+        return list(update)
+    writes = _updates_of(update)
+    if writes is None:
+        raise _bad_return(name, update)
+    return writes
+
+
+def apply_writes(plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> set[str]:
+    """Merge the step's writes into ``run.values``; return the keys whose value was written.
+
+    ``writers`` pairs each writer (node name, or ``START`` for input) with its
+    writes. Writes are applied in writer-name order, so the result does not
+    depend on which node finished first.
+    """
+    pending: dict[str, tuple[list[Any], list[str]]] = {}
+    channels = plan.channels
+    for name, writes in sorted(writers, key=_by_name):
+        for key, value in writes:
+            if key not in channels:
+                _unknown_key(plan, name, key, value)
+                continue
+            slot = pending.get(key)
+            if slot is None:
+                pending[key] = ([value], [name])
+            else:
+                slot[0].append(value)
+                slot[1].append(name)
+    values = run.values
+    versions = run.versions
+    for key, (vals, nodes) in pending.items():
+        try:
+            new = channels[key].merge(values.get(key, MISSING), vals, nodes)
+        except InvalidUpdateError as err:
+            err.step = run.step if err.step is None else err.step
+            if err.node is None and nodes:
+                err.node = nodes[0]
+            raise
+        if new is MISSING:
+            values.pop(key, None)
+        else:
+            values[key] = new
+        versions[key] = versions.get(key, 0) + 1
+    return set(pending)
+
+
+def _by_name(item: tuple[str, Any]) -> str:
+    return item[0]
+
+
+def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
+    if plan.strict:
+        from plait.errors import StrictModeError
+
+        raise StrictModeError(
+            f"Node {node!r} wrote key {key!r}, which no schema declares (value: {value!r:.80}). "
+            f"Declared keys: {sorted(plan.channels)}. Add {key!r} to the state schema or fix the typo.",
+            node=node, key=key, value=value,
+        )
+
+
+def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: Any) -> None:
+    """Choose the tasks of the next step from what ``finished`` did.
+
+    Args:
+        plan: The compiled plan.
+        run: The run; ``next``, ``sends`` and ``barriers`` are replaced/updated.
+        finished: The tasks of the step that just ran (or the ``START`` pseudo-task).
+        branch_input: Callable returning the state as branch functions receive it.
+    """
+    pulls: dict[str, None] = {}
+    sends: list[tuple[str, Any]] = []
+    for task in finished:
+        name = task.name
+        for target in plan.edges.get(name, ()):
+            pulls[target] = None
+        for branch in plan.branches.get(name, ()):
+            _route(plan, name, _call_branch(branch, branch_input), pulls, sends, branch.path_map)
+        if task.goto:
+            _route(plan, name, task.goto, pulls, sends, None)
+        for join in plan.joins.get(name, ()):
+            seen = run.barriers.setdefault(join.key, set())
+            seen.add(name)
+            if seen >= join.sources:
+                del run.barriers[join.key]
+                pulls[join.target] = None
+    pulls.pop(END, None)
+    run.next = sorted(pulls)
+    run.sends = sends
+
+
+def _call_branch(branch: Branch, branch_input: Any) -> Any:
+    state = branch_input()
+    if branch.takes_config:
+        from plait.pregel._context import current_config
+
+        return branch.path(state, current_config())
+    return branch.path(state)
+
+
+def _route(plan: Plan, source: str, result: Any, pulls: dict[str, None],
+           sends: list[tuple[str, Any]], path_map: Mapping[Any, str] | None) -> None:
+    items = result if isinstance(result, (list, tuple)) else [result]
+    for item in items:
+        if isinstance(item, Send):
+            if item.node not in plan.nodes:
+                raise InvalidUpdateError(f"Send from {source!r} targets unknown node {item.node!r}",
+                                         node=source, value=item)
+            sends.append((item.node, item.arg))
+            continue
+        target = item
+        if path_map is not None:
+            if item not in path_map:
+                raise InvalidUpdateError(
+                    f"Conditional edge from {source!r} returned {item!r}, which is not in its path map "
+                    f"{sorted(map(str, path_map))}", node=source, value=item)
+            target = path_map[item]
+        if target == END or target is None:
+            continue
+        if target not in plan.nodes or target == START:
+            raise InvalidUpdateError(
+                f"Node {source!r} routed to {target!r}, which is not a node of this graph. "
+                f"Known nodes: {sorted(plan.nodes)}", node=source, value=item)
+        pulls[target] = None
