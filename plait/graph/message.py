@@ -63,19 +63,15 @@ def add_messages(
     when no message has that id. If ``right`` holds a
     ``RemoveMessage(id=REMOVE_ALL_MESSAGES)``, ``left`` and everything in
     ``right`` up to the last such marker are dropped, and the messages after it
-    are returned as given, without merging.
-
-    Calling ``add_messages(format=...)`` with neither list returns a reducer
-    with that format bound, for use in ``Annotated[list, add_messages(...)]``.
+    are returned as given, without merging. ``add_messages(format=...)``
+    without lists returns a reducer with ``format`` bound.
 
     Args:
         left: The current transcript.
         right: The update to merge into it.
         format: ``None`` to return messages as they are, or
             ``"langchain-openai"`` to normalise their content to OpenAI's
-            message format (text and image blocks, separate tool messages).
-            As in LangGraph, the formatter rebuilds the messages without
-            their ids.
+            message format; as in LangGraph this rebuilds them without ids.
 
     Returns:
         A new list; neither input list nor any input message is modified. When

@@ -1,0 +1,302 @@
+"""Records used by long-term stores: items, operations and configuration.
+
+A store executes a batch of immutable operations and answers with items.
+Names, field order and defaults follow ``langgraph.store.base`` so code that
+builds operations or items by hand keeps working. Everything here is
+re-exported from :mod:`plait.store.base`; import it from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Literal, NamedTuple
+
+from typing_extensions import TypedDict
+
+__all__ = [
+    "NOT_PROVIDED",
+    "GetOp",
+    "IndexConfig",
+    "Item",
+    "ListNamespacesOp",
+    "MatchCondition",
+    "NamespaceMatchType",
+    "NamespacePath",
+    "NotProvided",
+    "Op",
+    "PutOp",
+    "Result",
+    "SearchItem",
+    "SearchOp",
+    "TTLConfig",
+]
+
+
+def _as_datetime(value: datetime | str) -> datetime:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
+class Item:
+    """A stored value together with its address and timestamps.
+
+    Attributes:
+        value: The stored dict. Its top-level keys can be filtered on.
+        key: Identifier of the item inside its namespace.
+        namespace: The item's namespace, as a tuple of labels.
+        created_at: When the item was first put.
+        updated_at: When the item was last put.
+    """
+
+    __slots__ = ("created_at", "key", "namespace", "updated_at", "value")
+
+    def __init__(
+        self,
+        *,
+        value: dict[str, Any],
+        key: str,
+        namespace: tuple[str, ...],
+        created_at: datetime | str,
+        updated_at: datetime | str,
+    ) -> None:
+        """Create an item; ISO-8601 strings are accepted for the timestamps.
+
+        Args:
+            value: The stored dict.
+            key: Identifier inside the namespace.
+            namespace: The namespace labels (any sequence; kept as a tuple).
+            created_at: Creation time.
+            updated_at: Last update time.
+        """
+        self.value = value
+        self.key = key
+        self.namespace = tuple(namespace)
+        self.created_at = _as_datetime(created_at)
+        self.updated_at = _as_datetime(updated_at)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Item):
+            return NotImplemented
+        return (self.namespace, self.key, self.value, self.created_at, self.updated_at) == (
+            other.namespace,
+            other.key,
+            other.value,
+            other.created_at,
+            other.updated_at,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.namespace, self.key))
+
+    def dict(self) -> dict[str, Any]:
+        """Return a JSON-friendly dict: namespace as a list, ISO timestamps.
+
+        Returns:
+            The keys ``namespace``, ``key``, ``value``, ``created_at`` and
+            ``updated_at``.
+        """
+        return {
+            "namespace": list(self.namespace),
+            "key": self.key,
+            "value": self.value,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={val!r}" for name, val in self.dict().items())
+        return f"{type(self).__name__}({fields})"
+
+
+class SearchItem(Item):
+    """An :class:`Item` returned by a search, with its relevance score.
+
+    Attributes:
+        score: Similarity to the query, or ``None`` when nothing was ranked.
+    """
+
+    __slots__ = ("score",)
+
+    def __init__(  # noqa: PLR0913 - positional order kept for LangGraph compatibility
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        created_at: datetime | str,
+        updated_at: datetime | str,
+        score: float | None = None,
+    ) -> None:
+        """Create a search hit.
+
+        Args:
+            namespace: The namespace labels.
+            key: Identifier inside the namespace.
+            value: The stored dict.
+            created_at: Creation time.
+            updated_at: Last update time.
+            score: Relevance score, if the search was ranked.
+        """
+        super().__init__(
+            value=value, key=key, namespace=namespace, created_at=created_at, updated_at=updated_at
+        )
+        self.score = score
+
+    def dict(self) -> dict[str, Any]:
+        """Return :meth:`Item.dict` plus the ``score``.
+
+        Returns:
+            A JSON-friendly dict describing the hit.
+        """
+        return {**super().dict(), "score": self.score}
+
+
+Result = Item | list[Item] | list[SearchItem] | list[tuple[str, ...]] | None
+"""What one operation yields: an item (or ``None``) or a list."""
+
+
+class NotProvided:
+    """Type of :data:`NOT_PROVIDED`, the "argument omitted" marker; it is falsy."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_PROVIDED = NotProvided()
+"""Marks an omitted ``ttl`` argument, as distinct from an explicit ``None``."""
+
+NamespacePath = tuple[str, ...]
+"""A namespace pattern; the label ``"*"`` matches any single label."""
+
+NamespaceMatchType = Literal["prefix", "suffix"]
+"""Which end of a namespace a :class:`MatchCondition` is anchored to."""
+
+
+class GetOp(NamedTuple):
+    """Read one item by namespace and key.
+
+    Attributes:
+        namespace: The item's namespace, e.g. ``("users", "u1")``.
+        key: The item's key inside that namespace.
+        refresh_ttl: Restart the item's TTL clock when it is read.
+    """
+
+    namespace: tuple[str, ...]
+    key: str
+    refresh_ttl: bool = True
+
+
+class SearchOp(NamedTuple):
+    """List the items under a namespace prefix, optionally filtered.
+
+    Attributes:
+        namespace_prefix: Leading labels an item's namespace must start with;
+            ``()`` searches the whole store.
+        filter: Conditions on top-level value keys. A plain value means
+            equality; a dict of operators (``$eq``, ``$ne``, ``$gt``, ``$gte``,
+            ``$lt``, ``$lte``) compares.
+        limit: Maximum number of items returned.
+        offset: Number of matching items skipped first.
+        query: Natural-language query for stores with a semantic index.
+        refresh_ttl: Restart the TTL clock of each returned item.
+    """
+
+    namespace_prefix: tuple[str, ...]
+    filter: dict[str, Any] | None = None
+    limit: int = 10
+    offset: int = 0
+    query: str | None = None
+    refresh_ttl: bool = True
+
+
+class MatchCondition(NamedTuple):
+    """A namespace pattern anchored at its start (prefix) or end (suffix).
+
+    Attributes:
+        match_type: ``"prefix"`` or ``"suffix"``.
+        path: Labels to match; ``"*"`` matches any one label.
+    """
+
+    match_type: NamespaceMatchType
+    path: NamespacePath
+
+
+class ListNamespacesOp(NamedTuple):
+    """List the distinct namespaces that hold items.
+
+    Attributes:
+        match_conditions: Patterns every listed namespace must satisfy.
+        max_depth: Truncate namespaces to this many labels (then deduplicate).
+        limit: Maximum number of namespaces returned.
+        offset: Number of namespaces skipped first (after sorting).
+    """
+
+    match_conditions: tuple[MatchCondition, ...] | None = None
+    max_depth: int | None = None
+    limit: int = 100
+    offset: int = 0
+
+
+class PutOp(NamedTuple):
+    """Create, replace or (with ``value=None``) delete one item.
+
+    Attributes:
+        namespace: The item's namespace.
+        key: The item's key inside that namespace.
+        value: The new value, or ``None`` to delete the item.
+        index: Fields to embed for semantic search: ``None`` for the store's
+            default, ``False`` for none, or a list of field paths.
+        ttl: Minutes until the item expires, or ``None`` for never.
+    """
+
+    namespace: tuple[str, ...]
+    key: str
+    value: Mapping[str, Any] | None
+    index: Literal[False] | list[str] | None = None
+    ttl: float | None = None
+
+
+Op = GetOp | SearchOp | PutOp | ListNamespacesOp
+"""Any operation a store can execute."""
+
+
+class TTLConfig(TypedDict, total=False):
+    """Time-to-live settings for a store.
+
+    Attributes:
+        refresh_on_read: Whether reads restart TTL clocks by default (``True``).
+        omit_expired: Hide expired items from reads before they are swept.
+        default_ttl: TTL in minutes for items put without an explicit ``ttl``.
+        sweep_interval_minutes: How often a store with a background sweeper
+            deletes expired items.
+    """
+
+    refresh_on_read: bool
+    omit_expired: bool
+    default_ttl: float | None
+    sweep_interval_minutes: int | None
+
+
+class IndexConfig(TypedDict, total=False):
+    """Semantic-search settings for stores that embed their values.
+
+    Attributes:
+        dims: Length of the embedding vectors.
+        embed: An embeddings object, an embedding function, or a model name.
+        fields: Value paths to embed; ``["$"]`` embeds the whole value.
+    """
+
+    dims: int
+    embed: Any | Callable[[list[str]], list[list[float]]] | str
+    fields: list[str] | None
+
+
+# Present these records under their public home, so reprs and pickles name
+# ``plait.store.base`` and survive this private module being reorganised.
+for _record in (Item, SearchItem, GetOp, SearchOp, MatchCondition, ListNamespacesOp, PutOp, NotProvided):
+    _record.__module__ = "plait.store.base"
+del _record
