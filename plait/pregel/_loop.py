@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.messages import BaseMessage
+
 from plait._schema import MISSING
 from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import START
@@ -123,7 +125,7 @@ class Loop:
             run.next, run.sends = [START], []
             self._checkpoint("input", set())
             self.saves.append(("writes", self.checkpoint_config, writes, task_id(self.checkpoint_id, _START)))
-            run.step += 1
+        run.step += 1
         self._start_with(writes)
 
     def _start_with(self, writes: list[tuple[str, Any]]) -> None:
@@ -134,7 +136,7 @@ class Loop:
         self.emit_values()
         if self.saver is not None:
             self._checkpoint("loop", changed)
-            run.step += 1
+        run.step += 1
         self.start_step = run.step - 1
 
     def _input_writes(self, input: Any) -> list[tuple[str, Any]]:  # noqa: A002
@@ -206,6 +208,10 @@ class Loop:
             done = self.done_writes.pop(tid, None)
             if done is not None:
                 task.writes, task.done = done, True
+        if "tasks" in self.modes or "debug" in self.modes:
+            for task in tasks:
+                self.events.append(("tasks", {"id": task_id(self.checkpoint_id, task), "name": task.name,
+                                              "input": task.input, "triggers": (task.name,)}))
         return tasks
 
     @staticmethod
@@ -230,9 +236,8 @@ class Loop:
         run = self.run
         changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
         schedule(self.plan, run, tasks, self.branch_input)
-        if "updates" in self.modes:
-            for t in tasks:
-                self.events.append(("updates", {t.name: _update_payload(t)}))
+        if self.modes:
+            self._task_events(tasks)
         self.emit_values()
         if self.saver is not None:
             self._checkpoint("loop", changed)
@@ -240,6 +245,21 @@ class Loop:
         if self.after and any(self._matches(self.after, t.name) for t in tasks) and (run.next or run.sends):
             self.interrupts.append(Interrupt(value=None, id="after"))
         return None
+
+    def _task_events(self, tasks: Sequence[Task]) -> None:
+        modes, events = self.modes, self.events
+        for t in tasks:
+            if "updates" in modes:
+                events.append(("updates", {t.name: _update_payload(t)}))
+            if "tasks" in modes or "debug" in modes:
+                events.append(("tasks", {"id": task_id(self.checkpoint_id, t), "name": t.name, "error": None,
+                                         "result": t.writes, "interrupts": []}))
+            if "messages" in modes:
+                meta = {"langgraph_node": t.name, "langgraph_step": self.run.step}
+                for _, value in t.writes:
+                    for message in value if isinstance(value, list) else [value]:
+                        if isinstance(message, BaseMessage) and message.type != "remove":
+                            events.append(("messages", (message, meta)))
 
     def _save_partial(self, tasks: Sequence[Task]) -> None:
         if self.saver is None or self.checkpoint_config is None:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+from plait.checkpoint.base import now_iso
 from plait.errors import GraphBuildError
 from plait.pregel._arun import run_async
 from plait.pregel._history import empty_snapshot, prepare_update, snapshot
@@ -75,11 +76,8 @@ class Pregel:
         """
         modes, single = _modes(stream_mode)
         loop = self._loop(config, modes, kwargs)
-        for mode, payload in run_sync(loop, input, self.store, context):
-            if mode in modes:
-                yield payload if single else (mode, payload)
-            elif mode == "checkpoints" and "debug" in modes:
-                yield _debug(payload) if single else ("debug", _debug(payload))
+        for event in run_sync(loop, input, self.store, context):
+            yield from _shape(event, modes, single, loop.run.step)
 
     def invoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
@@ -98,11 +96,9 @@ class Pregel:
         """Async :meth:`stream`."""
         modes, single = _modes(stream_mode)
         loop = self._loop(config, modes, kwargs)
-        async for mode, payload in run_async(loop, input, self.store, context):
-            if mode in modes:
-                yield payload if single else (mode, payload)
-            elif mode == "checkpoints" and "debug" in modes:
-                yield _debug(payload) if single else ("debug", _debug(payload))
+        async for event in run_async(loop, input, self.store, context):
+            for item in _shape(event, modes, single, loop.run.step):
+                yield item
 
     async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                       stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
@@ -194,5 +190,13 @@ class Pregel:
         return self
 
 
-def _debug(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "checkpoint", "step": payload["metadata"].get("step"), "payload": payload}
+def _shape(event: tuple[str, Any], modes: frozenset[str], single: bool, step: int) -> list[Any]:
+    """Turn an internal event into what ``stream`` yields for the requested modes."""
+    mode, payload = event
+    out: list[tuple[str, Any]] = []
+    if mode in modes:
+        out.append((mode, payload))
+    if "debug" in modes and mode in ("tasks", "checkpoints"):
+        kind = "checkpoint" if mode == "checkpoints" else ("task_result" if "result" in payload else "task")
+        out.append(("debug", {"type": kind, "step": step, "timestamp": now_iso(), "payload": payload}))
+    return [p for _, p in out] if single else out
