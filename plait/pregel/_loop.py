@@ -73,6 +73,11 @@ class Loop:
         self.start_step = 0
         self._metadata = dict(config.get("metadata") or {})
 
+    def write_custom(self, chunk: Any) -> None:
+        """Emit a ``custom`` stream event (what a node's ``writer`` calls)."""
+        if "custom" in self.modes:
+            self.events.append(("custom", chunk))
+
     # -- start --------------------------------------------------------------
 
     def load(self, saved: CheckpointTuple | None) -> None:
@@ -203,11 +208,11 @@ class Loop:
             return None
         self.skip_before = False
         tasks = prepare_tasks(self.plan, run)
-        for task in tasks:
-            tid = task_id(self.checkpoint_id, task)
-            done = self.done_writes.pop(tid, None)
-            if done is not None:
-                task.writes, task.done = done, True
+        if self.done_writes:
+            for task in tasks:
+                done = self.done_writes.pop(task_id(self.checkpoint_id, task), None)
+                if done is not None:
+                    task.writes, task.done = done, True
         if "tasks" in self.modes or "debug" in self.modes:
             for task in tasks:
                 self.events.append(("tasks", {"id": task_id(self.checkpoint_id, task), "name": task.name,
@@ -224,15 +229,9 @@ class Loop:
         Returns the first task error (after saving the successful tasks' writes),
         or ``None``. Interrupted tasks stop the run.
         """
-        failed = next((t.error for t in tasks if t.error is not None), None)
-        interrupted = [t for t in tasks if t.interrupts]
-        if failed is not None or interrupted:
-            self._save_partial(tasks)
-            if failed is not None:
-                return failed
-            for t in interrupted:
-                self.interrupts.extend(t.interrupts)
-            return None
+        for t in tasks:
+            if t.error is not None or t.interrupts:
+                return self._stop_step(tasks)
         run = self.run
         changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
         schedule(self.plan, run, tasks, self.branch_input)
@@ -244,6 +243,15 @@ class Loop:
         run.step += 1
         if self.after and any(self._matches(self.after, t.name) for t in tasks) and (run.next or run.sends):
             self.interrupts.append(Interrupt(value=None, id="after"))
+        return None
+
+    def _stop_step(self, tasks: Sequence[Task]) -> BaseException | None:
+        self._save_partial(tasks)
+        failed = next((t.error for t in tasks if t.error is not None), None)
+        if failed is not None:
+            return failed
+        for t in tasks:
+            self.interrupts.extend(t.interrupts)
         return None
 
     def _task_events(self, tasks: Sequence[Task]) -> None:

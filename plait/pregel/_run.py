@@ -30,15 +30,9 @@ def backoff(policy: RetryPolicy, attempt: int) -> float:
 def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContext:
     """The context object a task runs with."""
     tid = task_id(loop.checkpoint_id, task)
-    events = loop.events
-    modes = loop.modes
-
-    def writer(chunk: Any) -> None:
-        if "custom" in modes:
-            events.append(("custom", chunk))
-
-    return TaskContext(config=loop.config, store=store, writer=writer, context=context, node=task.name,
-                       task_id=tid, resume=list(loop.resumes.get(tid, ())))
+    resume = loop.resumes.get(tid) if loop.resumes else None
+    return TaskContext(config=loop.config, store=store, writer=loop.write_custom, context=context,
+                       node=task.name, task_id=tid, resume=list(resume) if resume else [])
 
 
 def run_task(task: Task, ctx: TaskContext) -> None:

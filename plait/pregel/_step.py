@@ -126,6 +126,9 @@ def collect(task: Task, result: Any) -> None:
     """
     task.done = True
     task.result = result
+    if type(result) is dict:
+        task.writes.extend(result.items())
+        return
     if result is None:
         return
     items = [result] if isinstance(result, Command) else result if isinstance(result, (list, tuple)) else None
@@ -164,6 +167,10 @@ def apply_writes(plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequenc
     writes. Writes are applied in writer-name order, so the result does not
     depend on which node finished first.
     """
+    if len(writers) == 1:
+        name, writes = writers[0]
+        if len(writes) < 2 or len({k for k, _ in writes}) == len(writes):
+            return _apply_one(plan, run, name, writes)
     pending: dict[str, tuple[list[Any], list[str]]] = {}
     channels = plan.channels
     for name, writes in sorted(writers, key=_by_name):
@@ -177,22 +184,38 @@ def apply_writes(plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequenc
             else:
                 slot[0].append(value)
                 slot[1].append(name)
-    values = run.values
-    versions = run.versions
     for key, (vals, nodes) in pending.items():
-        try:
-            new = channels[key].merge(values.get(key, MISSING), vals, nodes)
-        except InvalidUpdateError as err:
-            err.step = run.step if err.step is None else err.step
-            if err.node is None and nodes:
-                err.node = nodes[0]
-            raise
-        if new is MISSING:
-            values.pop(key, None)
-        else:
-            values[key] = new
-        versions[key] = versions.get(key, 0) + 1
+        _merge(channels[key], run, key, vals, nodes)
     return set(pending)
+
+
+def _apply_one(plan: Plan, run: RunState, name: str, writes: Sequence[tuple[str, Any]]) -> set[str]:
+    channels = plan.channels
+    changed = set()
+    for key, value in writes:
+        channel = channels.get(key)
+        if channel is None:
+            _unknown_key(plan, name, key, value)
+            continue
+        _merge(channel, run, key, (value,), (name,))
+        changed.add(key)
+    return changed
+
+
+def _merge(channel: Any, run: RunState, key: str, vals: Sequence[Any], nodes: Sequence[str]) -> None:
+    values = run.values
+    try:
+        new = channel.merge(values.get(key, MISSING), vals, nodes)
+    except InvalidUpdateError as err:
+        err.step = run.step if err.step is None else err.step
+        if err.node is None and nodes:
+            err.node = nodes[0]
+        raise
+    if new is MISSING:
+        values.pop(key, None)
+    else:
+        values[key] = new
+    run.versions[key] = run.versions.get(key, 0) + 1
 
 
 def _by_name(item: tuple[str, Any]) -> str:
