@@ -1,0 +1,98 @@
+"""``get_graph().draw_mermaid()``: the Mermaid text users paste into docs."""
+
+from typing import Literal, TypedDict
+
+from plait.constants import END, START
+from plait.graph import StateGraph
+
+
+class S(TypedDict):
+    x: int
+
+
+def _noop(state: S) -> dict:
+    return {}
+
+
+def _lines(graph) -> list[str]:
+    return [line.strip() for line in graph.compile().get_graph().draw_mermaid().splitlines()]
+
+
+def _linear() -> StateGraph:
+    g = StateGraph(S)
+    g.add_node("a", _noop)
+    g.add_node("b", _noop)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", END)
+    return g
+
+
+def test_mermaid_header_and_styles() -> None:
+    text = _linear().compile().get_graph().draw_mermaid()
+    assert text.startswith("---\nconfig:\n  flowchart:\n    curve: linear\n---\ngraph TD;\n")
+    assert "\tclassDef default fill:#f2f0ff,line-height:1.2\n" in text
+    assert text.endswith("\tclassDef last fill:#bfb6fc\n")
+
+
+def test_mermaid_nodes() -> None:
+    lines = _lines(_linear())
+    assert "__start__([<p>__start__</p>]):::first" in lines
+    assert "a(a)" in lines
+    assert "b(b)" in lines
+    assert "__end__([<p>__end__</p>]):::last" in lines
+
+
+def test_mermaid_plain_edges() -> None:
+    lines = _lines(_linear())
+    assert "__start__ --> a;" in lines
+    assert "a --> b;" in lines
+    assert "b --> __end__;" in lines
+
+
+def test_mermaid_conditional_edges_with_labels() -> None:
+    g = StateGraph(S)
+    g.add_node("a", _noop)
+    g.add_node("b", _noop)
+    g.add_edge(START, "a")
+    g.add_conditional_edges("a", lambda s: "go", {"go": "b", "stop": END})
+    lines = _lines(g)
+    assert "a -. &nbsp;go&nbsp; .-> b;" in lines
+    assert "a -. &nbsp;stop&nbsp; .-> __end__;" in lines
+
+
+def test_mermaid_conditional_edges_from_literal_are_dotted_unlabelled() -> None:
+    def route(s: S) -> Literal["a", "b"]:
+        return "a"
+
+    g = StateGraph(S)
+    g.add_node("a", _noop)
+    g.add_node("b", _noop)
+    g.add_conditional_edges(START, route)
+    lines = _lines(g)
+    assert "__start__ -.-> a;" in lines
+    assert "__start__ -.-> b;" in lines
+
+
+def test_mermaid_node_without_edges_goes_to_end() -> None:
+    g = StateGraph(S)
+    g.add_node("only", _noop)
+    g.add_edge(START, "only")
+    lines = _lines(g)
+    assert "only --> __end__;" in lines
+
+
+def test_mermaid_waiting_edge_draws_each_source() -> None:
+    g = StateGraph(S)
+    for n in ("a", "b", "c"):
+        g.add_node(n, _noop)
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    g.add_edge(["a", "b"], "c")
+    lines = _lines(g)
+    assert "a --> c;" in lines and "b --> c;" in lines
+
+
+def test_mermaid_without_styles() -> None:
+    text = _linear().compile().get_graph().draw_mermaid(with_styles=False)
+    assert "classDef" not in text
