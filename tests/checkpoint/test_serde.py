@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import uuid
+from decimal import Decimal
+from typing import NamedTuple
+
+import pydantic
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from plait.checkpoint import serde as serde_mod
+from plait.checkpoint.serde import Serializer
+from plait.errors import SerializationError
+from plait.types import Command, Interrupt, Overwrite, Send
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = 2
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: list[int] = dataclasses.field(default_factory=list)
+
+
+class Model(pydantic.BaseModel):
+    name: str
+    tags: set[str] = set()
+    when: dt.datetime | None = None
+
+
+class Pair(NamedTuple):
+    a: int
+    b: str
+
+
+class NotAllowed(pydantic.BaseModel):
+    v: int
+
+
+S = Serializer(allowed=[Color, Point, Model, Pair])
+
+
+def roundtrip(value, ser=S):
+    return ser.loads(ser.dumps(value))
+
+
+scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.binary()
+    | st.decimals(allow_nan=False, allow_infinity=False) | st.uuids() | st.datetimes(timezones=st.just(dt.timezone.utc))
+    | st.datetimes() | st.dates() | st.times() | st.timedeltas() | st.sampled_from(list(Color))
+)
+hashables = st.recursive(scalars, lambda c: st.tuples(c, c) | st.frozensets(c, max_size=3), max_leaves=8)
+values = st.recursive(
+    scalars,
+    lambda c: (
+        st.lists(c, max_size=4) | st.tuples(c, c) | st.dictionaries(st.text(), c, max_size=4)
+        | st.dictionaries(hashables, c, max_size=3) | st.sets(hashables, max_size=3)
+        | st.builds(Point, st.integers(), st.lists(st.integers(), max_size=3))
+        | st.builds(Pair, st.integers(), st.text())
+        | st.builds(Send, st.text(), c) | st.builds(Overwrite, c) | st.builds(Interrupt, c, st.text())
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values)
+def test_roundtrip_property(value):
+    assert roundtrip(value) == value
+
+
+messages = st.one_of(
+    st.builds(HumanMessage, content=st.text(), id=st.uuids().map(str)),
+    st.builds(SystemMessage, content=st.text()),
+    st.builds(
+        AIMessage, content=st.text(), id=st.text(min_size=1),
+        tool_calls=st.lists(st.builds(lambda n, a, i: {"name": n, "args": a, "id": i, "type": "tool_call"},
+                                      st.text(), st.dictionaries(st.text(), st.integers()), st.text()),
+                            max_size=2),
+        additional_kwargs=st.dictionaries(st.text(), st.integers() | st.text(), max_size=2),
+    ),
+    st.builds(ToolMessage, content=st.text(), tool_call_id=st.text()),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(messages, max_size=6))
+def test_messages_roundtrip_property(msgs):
+    out = roundtrip(msgs)
+    assert out == msgs
+    assert [type(m) for m in out] == [type(m) for m in msgs]
+
+
+def test_all_message_types_keep_fields():
+    msgs = [
+        HumanMessage("hi", id="1", name="bob", additional_kwargs={"k": {1: "int key"}}),
+        AIMessage("", id="2", tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c1"}],
+                  usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+                  response_metadata={"model": "x"}),
+        ToolMessage("r", tool_call_id="c1", artifact=(1, 2), status="error"),
+        SystemMessage("s"), RemoveMessage(id="x"), AIMessageChunk("c"), ChatMessage("x", role="r"),
+        FunctionMessage("f", name="n"),
+    ]
+    out = roundtrip(msgs)
+    assert out == msgs
+    assert out[1].tool_calls[0]["args"] == {"a": 1}
+    assert out[0].additional_kwargs == {"k": {1: "int key"}}
+    assert out[2].artifact == (1, 2)
+
+
+def test_pydantic_and_plait_types():
+    when = dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone.utc)
+    value = {"m": Model(name="a", tags={"x"}, when=when), "cmd": Command(update={"a": 1}, goto=[Send("n", 1)]),
+             "big": 2**100, "neg": -(2**70), "dec": Decimal("1.10")}
+    assert roundtrip(value) == value
+
+
+def test_unknown_class_refused_on_write_with_fix():
+    with pytest.raises(SerializationError, match=r"NotAllowed.*allow\("):
+        S.dumps({"a": [NotAllowed(v=1)]})
+
+
+def test_unknown_class_refused_on_read():
+    data = Serializer(allowed=[NotAllowed]).dumps(NotAllowed(v=1))
+    with pytest.raises(SerializationError, match="NotAllowed"):
+        Serializer().loads(data)
+
+
+def test_module_allow_and_global_allow(monkeypatch):
+    monkeypatch.setattr(serde_mod, "_GLOBAL_ALLOWED", set())
+    with pytest.raises(SerializationError):
+        Serializer().dumps(NotAllowed(v=1))
+    serde_mod.allow(__name__)
+    assert roundtrip(NotAllowed(v=3), Serializer()) == NotAllowed(v=3)
+
+
+def test_unserializable_names_type():
+    with pytest.raises(SerializationError, match="builtins.object"):
+        S.dumps([object()])
+    with pytest.raises(SerializationError, match="function"):
+        S.dumps({"f": lambda: 1})
+
+
+def test_corrupt_bytes_raise():
+    with pytest.raises(SerializationError):
+        S.loads(b"\xc1\xff\x00")
+    good = S.dumps([Point(1)])
+    with pytest.raises(SerializationError):
+        S.loads(good[:-3])
+
+
+def test_missing_class_raises():
+    data = S.dumps(Point(1)).replace(b"Point", b"Pzint")
+    with pytest.raises(SerializationError, match="Pzint"):
+        S.loads(data)
