@@ -1,0 +1,56 @@
+"""Structural rules of the code base."""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PKG = ROOT / "plait"
+MODULES = sorted(PKG.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_module_at_most_500_lines(path: pathlib.Path) -> None:
+    assert len(path.read_text().splitlines()) <= 500
+
+
+def test_step_module_at_most_300_lines() -> None:
+    assert len((PKG / "pregel" / "_step.py").read_text().splitlines()) <= 300
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                names.add(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                names.add(node.module)
+    return names
+
+
+RUNTIME = sorted([*(PKG / "pregel").rglob("*.py"), *(PKG / "channels").rglob("*.py")])
+
+
+@pytest.mark.parametrize("path", RUNTIME, ids=lambda p: str(p.relative_to(ROOT)))
+def test_runtime_never_imports_graph(path: pathlib.Path) -> None:
+    bad = sorted(n for n in _imports(path) if n == "plait.graph" or n.startswith("plait.graph."))
+    assert bad == []
+
+
+def test_core_imports_do_not_load_optional_dependencies() -> None:
+    code = (
+        "import sys, plait.graph, plait.checkpoint.memory\n"
+        "print(','.join(sorted(m for m in ('psycopg', 'psycopg_pool', 'click', 'rich') if m in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == ""
