@@ -1,0 +1,251 @@
+"""Delta encoding of list values, and the value cache the SQL savers share.
+
+A conversation's message list grows by one or two items per turn, yet the
+runtime hands the saver the whole list every step. Writing it whole makes the
+bytes written per turn grow with the conversation. Instead, a changed list is
+stored as a *delta* against the value it replaced: segments that either keep a
+slice of the previous list or add new items::
+
+    [(KEEP, 0, 40), (ADD, [msg41, msg42])]        # append
+    [(KEEP, 3, 40), (ADD, [summary])]             # trim the front, add one
+    [(KEEP, 0, 7), (ADD, [edited]), (KEEP, 8, 40)]  # replace one item by id
+
+Segments are found by object *identity*: the reducers build the new list from
+the very objects of the old one, so an unchanged message is recognised without
+comparing or encoding it. A stored delta names the value it applies to (its
+``prev``); a value is rebuilt by following ``prev`` back to a full value and
+replaying the deltas forward.
+
+Items are compared by identity only, so mutating a stored object in place
+(without putting a new object in the list) is not seen as a change, exactly
+as with :class:`plait.checkpoint.memory.InMemorySaver`, which shares objects.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+__all__ = [
+    "ADD",
+    "DELTA",
+    "FULL",
+    "KEEP",
+    "Blob",
+    "Entry",
+    "ValueCache",
+    "diff",
+    "encode_value",
+    "materialize",
+    "rebuild",
+]
+
+KEEP = 0
+ADD = 1
+FULL = "full"
+DELTA = "delta"
+
+Segment = list[Any]
+"""``[KEEP, start, stop]`` or ``[ADD, items]``."""
+
+SNAPSHOT_SLACK = 32
+"""A full value is written again once the chain holds this many (plus twice the
+live count) items that were added and later dropped, bounding cold reads."""
+
+
+def diff(old: Sequence[Any], new: Sequence[Any]) -> list[Segment]:
+    """Segments that turn ``old`` into ``new``, matching items by identity.
+
+    Args:
+        old: The previous list (must stay alive and unchanged while diffing).
+        new: The new list.
+
+    Returns:
+        Segments for :func:`materialize`; ``[KEEP, i, j]`` reuses ``old[i:j]``.
+    """
+    index = {id(item): i for i, item in enumerate(old)}
+    segments: list[Segment] = []
+    start = stop = -1
+    added: list[Any] = []
+    size = len(old)
+    for item in new:
+        if start >= 0 and stop < size and old[stop] is item:
+            stop += 1
+            continue
+        found = index.get(id(item))
+        if found is not None and old[found] is not item:
+            found = None
+        if start >= 0:
+            segments.append([KEEP, start, stop])
+            start = -1
+        if found is None:
+            added.append(item)
+            continue
+        if added:
+            segments.append([ADD, added])
+            added = []
+        start, stop = found, found + 1
+    if start >= 0:
+        segments.append([KEEP, start, stop])
+    if added:
+        segments.append([ADD, added])
+    return segments
+
+
+def materialize(base: Sequence[Any], segments: Sequence[Segment]) -> list[Any]:
+    """Apply :func:`diff` segments to ``base``; returns a new list."""
+    out: list[Any] = []
+    for seg in segments:
+        if seg[0] == KEEP:
+            out.extend(base[seg[1]:seg[2]])
+        else:
+            out.extend(seg[1])
+    return out
+
+
+def kept(segments: Sequence[Segment]) -> int:
+    """How many items the segments take from the base."""
+    return sum(s[2] - s[1] for s in segments if s[0] == KEEP)
+
+
+class Entry(NamedTuple):
+    """A materialized value held in the cache.
+
+    Attributes:
+        items: The items, when the value is a list (a tuple: never mutated).
+        data: The encoded value, when it is not a list.
+        chain: Items stored along its delta chain (back to the full value).
+    """
+
+    items: tuple[Any, ...] | None
+    data: bytes | None
+    chain: int
+
+    def value(self, loads: Callable[[bytes], Any]) -> Any:
+        """A fresh copy of the value: a new list, or a newly decoded object."""
+        if self.items is not None:
+            return list(self.items)
+        assert self.data is not None  # noqa: S101 - one of the two is always set
+        return loads(self.data)
+
+
+class Blob(NamedTuple):
+    """One stored row of a value: a full value or a delta against ``prev``."""
+
+    kind: str
+    prev: str | None
+    data: bytes
+
+
+def encode_value(value: Any, base: Entry | None, base_id: str | None,
+                 dumps: Callable[[Any], bytes]) -> tuple[Blob, Entry]:
+    """Decide how to store ``value``: a delta against ``base`` when that is smaller.
+
+    Args:
+        value: The new value.
+        base: The cached previous value of the same key, if known.
+        base_id: Where ``base`` is stored (the id its row is keyed by).
+        dumps: The serializer.
+
+    Returns:
+        The row to write and the cache entry for the new value.
+    """
+    if not isinstance(value, list):
+        data = dumps(value)
+        return Blob(FULL, None, data), Entry(None, data, 0)
+    items = tuple(value)
+    if base is not None and base.items is not None and base_id is not None:
+        segments = diff(base.items, items)
+        reused = kept(segments)
+        chain = base.chain + len(items) - reused
+        if reused and chain <= 2 * len(items) + SNAPSHOT_SLACK:
+            return Blob(DELTA, base_id, dumps(segments)), Entry(items, None, chain)
+    return Blob(FULL, None, dumps(value)), Entry(items, None, len(items))
+
+
+def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
+            loads: Callable[[bytes], Any]) -> dict[str, Entry]:
+    """Rebuild the value stored at ``target`` and every value on its chain.
+
+    Args:
+        target: Id of the row to rebuild.
+        rows: Stored rows by id (at least the chain from ``target`` back to a
+            full row or to an id in ``known``).
+        known: Already materialized values by id (the cache).
+        loads: The deserializer.
+
+    Returns:
+        Entries for ``target`` and the intermediate values, by id.
+
+    Raises:
+        KeyError: A row of the chain is missing.
+    """
+    chain: list[str] = []
+    cursor: str | None = target
+    while cursor is not None and cursor not in known:
+        chain.append(cursor)
+        row = rows[cursor]
+        cursor = row.prev if row.kind == DELTA else None
+    out: dict[str, Entry] = {}
+    entry = known[cursor] if cursor is not None else None
+    for rid in reversed(chain):
+        row = rows[rid]
+        decoded = loads(row.data)
+        if row.kind == FULL:
+            entry = (Entry(tuple(decoded), None, len(decoded)) if isinstance(decoded, list)
+                     else Entry(None, row.data, 0))
+        else:
+            if entry is None or entry.items is None:
+                raise KeyError(f"delta row {rid} has no list base")
+            items = tuple(materialize(entry.items, decoded))
+            entry = Entry(items, None, entry.chain + sum(len(s[1]) for s in decoded if s[0] == ADD))
+        out[rid] = entry
+    if cursor is not None and not chain:
+        out[target] = known[target]
+    return out
+
+
+class ValueCache:
+    """A bounded, thread-safe LRU of materialized values.
+
+    Keys are ``(thread_id, checkpoint_ns, channel, row_id)``. Stored rows never
+    change content (pruning rewrites a delta as the same value in full), so an
+    entry never goes stale; entries of deleted threads are dropped explicitly.
+
+    Args:
+        maxsize: Number of values kept.
+    """
+
+    def __init__(self, maxsize: int = 128) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[Hashable, Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Entry | None:
+        """The entry for ``key`` (marked recently used), or ``None``."""
+        with self._lock:
+            found = self._data.get(key)
+            if found is not None:
+                self._data.move_to_end(key)
+            return found
+
+    def put(self, key: Hashable, entry: Entry) -> None:
+        """Remember ``entry``, evicting the least recently used beyond ``maxsize``."""
+        if self.maxsize <= 0:
+            return
+        with self._lock:
+            self._data[key] = entry
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def drop_thread(self, thread_id: str) -> None:
+        """Forget every value of ``thread_id``."""
+        with self._lock:
+            for key in [k for k in self._data if k[0] == thread_id]:  # type: ignore[index]
+                del self._data[key]
+
+    def __len__(self) -> int:
+        return len(self._data)
