@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from dataclasses import replace
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +105,18 @@ def _branches(builder: StateGraph) -> dict[str, tuple[Branch, ...]]:
     return out
 
 
+def _strict(builder: StateGraph, channels: dict[str, BaseChannel],
+            nodes: dict[str, NodeSpec]) -> tuple[dict[str, BaseChannel], dict[str, NodeSpec]]:
+    from plait.graph._lint import check_parallel_writes
+    from plait.graph._strict import StrictChannel, strict_call
+
+    check_parallel_writes(builder)
+    wrapped = {k: StrictChannel(c, builder.channels[k]) if builder.channels[k].reducer is not None else c
+               for k, c in channels.items()}
+    calls = {k: replace(n, call=strict_call(k, n.call, n.is_async)) for k, n in nodes.items()}
+    return wrapped, calls
+
+
 def build_plan(builder: StateGraph, interrupt_before: Any, interrupt_after: Any, strict: bool | None) -> Plan:
     """Check ``builder`` and compile it.
 
@@ -122,9 +135,13 @@ def build_plan(builder: StateGraph, interrupt_before: Any, interrupt_after: Any,
             joins.setdefault(source, []).append(join)
     if strict is None:
         strict = os.environ.get("PLAIT_STRICT", "") not in ("", "0", "false", "False")
+    channels = {name: _channel(spec) for name, spec in builder.channels.items()}
+    nodes = {name: _node_spec(builder, name, state_keys) for name in builder.nodes}
+    if strict:
+        channels, nodes = _strict(builder, channels, nodes)
     return Plan(
-        channels={name: _channel(spec) for name, spec in builder.channels.items()},
-        nodes={name: _node_spec(builder, name, state_keys) for name in builder.nodes},
+        channels=channels,
+        nodes=nodes,
         edges={k: tuple(v) for k, v in edges.items()},
         branches=_branches(builder),
         joins={k: tuple(v) for k, v in joins.items()},
