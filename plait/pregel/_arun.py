@@ -83,7 +83,10 @@ async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = No
         if tasks is None:
             break
         await _execute(loop, tasks, store, context)
-        error = loop.finish(tasks)
+        if loop.plan.async_branches:  # async routing functions need a thread without a running loop
+            error = await asyncio.to_thread(loop.finish, tasks)
+        else:
+            error = loop.finish(tasks)
         if error is not None:
             if saver is not None:
                 await _flush(loop)

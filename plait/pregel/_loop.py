@@ -137,7 +137,7 @@ class Loop:
         run = self.run
         changed = apply_writes(self.plan, run, [(START, writes)])
         run.barriers.clear()
-        schedule(self.plan, run, [_START], self.branch_input)
+        schedule(self.plan, run, [_START], self.branch_input, self.config)
         self.emit_values()
         if self.saver is not None:
             self._checkpoint("loop", changed)
@@ -170,7 +170,7 @@ class Loop:
             collect(task, Command(update=cmd.update, goto=cmd.goto))
             apply_writes(self.plan, self.run, [(START, task.writes)])
             if cmd.goto:
-                schedule(self.plan, self.run, [task], self.branch_input)
+                schedule(self.plan, self.run, [task], self.branch_input, self.config)
         self.skip_before = True
 
     def _queue_resume(self, resume: Any) -> None:
@@ -234,7 +234,7 @@ class Loop:
                 return self._stop_step(tasks)
         run = self.run
         changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
-        schedule(self.plan, run, tasks, self.branch_input)
+        schedule(self.plan, run, tasks, self.branch_input, self.config)
         if self.modes:
             self._task_events(tasks)
         self.emit_values()

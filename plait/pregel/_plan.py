@@ -100,6 +100,7 @@ class Plan:
         strict: Turn silent failures into errors.
         input_make: Turns a state object given as input into a dict (dataclass / pydantic).
         state_make: Turns a dict of values into the state object (dataclass / pydantic).
+        async_branches: Some conditional edge is a coroutine function.
     """
 
     channels: Mapping[str, BaseChannel]
@@ -116,3 +117,4 @@ class Plan:
     strict: bool = False
     input_make: Callable[[Any], dict[str, Any]] | None = None
     state_make: Callable[[dict[str, Any]], Any] | None = None
+    async_branches: bool = False

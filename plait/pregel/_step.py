@@ -18,6 +18,7 @@ nodes get a fresh shallow dict of the keys they read.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -233,7 +234,8 @@ def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
         )
 
 
-def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: Any) -> None:
+def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: Any,
+             config: Mapping[str, Any] | None = None) -> None:
     """Choose the tasks of the next step from what ``finished`` did.
 
     Args:
@@ -241,6 +243,7 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: 
         run: The run; ``next``, ``sends`` and ``barriers`` are replaced/updated.
         finished: The tasks of the step that just ran (or the ``START`` pseudo-task).
         branch_input: Callable returning the state as branch functions receive it.
+        config: The run config, for branch functions that take one.
     """
     pulls: dict[str, None] = {}
     sends: list[tuple[str, Any]] = []
@@ -249,7 +252,7 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: 
         for target in plan.edges.get(name, ()):
             pulls[target] = None
         for branch in plan.branches.get(name, ()):
-            _route(plan, name, _call_branch(branch, branch_input), pulls, sends, branch.path_map)
+            _route(plan, name, _call_branch(branch, branch_input, config), pulls, sends, branch.path_map)
         if task.goto:
             _route(plan, name, task.goto, pulls, sends, None)
         for join in plan.joins.get(name, ()):
@@ -263,13 +266,14 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: 
     run.sends = sends
 
 
-def _call_branch(branch: Branch, branch_input: Any) -> Any:
+def _call_branch(branch: Branch, branch_input: Any, config: Mapping[str, Any] | None) -> Any:
     state = branch_input()
-    if branch.takes_config:
-        from plait.pregel._context import current_config
+    result = branch.path(state, config or {}) if branch.takes_config else branch.path(state)
+    if branch.is_async or inspect.isawaitable(result):
+        from plait.pregel._callable import run_coroutine
 
-        return branch.path(state, current_config())
-    return branch.path(state)
+        result = run_coroutine(result)
+    return result
 
 
 def _route(plan: Plan, source: str, result: Any, pulls: dict[str, None],
