@@ -146,10 +146,16 @@ def test_recursion_limit_reached_by_chain_of_limit_nodes(limit: int) -> None:
     assert str(info.value) == RECURSION.format(n=limit)
 
 
-def test_default_recursion_limit_is_25() -> None:
-    assert _chain(24).invoke({"x": 0})["x"] == 24
+def test_explicit_recursion_limit_of_25() -> None:
+    assert _chain(24).invoke({"x": 0}, {"recursion_limit": 25})["x"] == 24
     with pytest.raises(GraphRecursionError, match="Recursion limit of 25 reached"):
-        _chain(25).invoke({"x": 0})
+        _chain(25).invoke({"x": 0}, {"recursion_limit": 25})
+
+
+@pytest.mark.xfail(strict=True, reason="BUG?: default recursion_limit is 25; the reference LangGraph defaults to "
+                   "10007 (env LANGGRAPH_DEFAULT_RECURSION_LIMIT), so a 30-node chain runs there")
+def test_default_recursion_limit_matches_reference() -> None:
+    assert _chain(30).invoke({"x": 0})["x"] == 30
 
 
 def test_invalid_update_error_picklable() -> None:

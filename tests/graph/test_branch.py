@@ -73,7 +73,7 @@ def test_literal_hint_with_unknown_target_fails_compile() -> None:
     g = StateGraph(S)
     g.add_node("yes", note("yes"))
     g.add_conditional_edges(START, route)
-    with pytest.raises(ValueError, match="unknown node `missing`"):
+    with pytest.raises(ValueError, match="missing"):
         g.compile()
 
 
@@ -82,8 +82,20 @@ def test_path_map_with_unknown_target_fails_compile() -> None:
     g.add_node("a", note("a"))
     g.add_edge(START, "a")
     g.add_conditional_edges("a", lambda s: "b", {"b": "nowhere"})
-    with pytest.raises(ValueError, match="unknown node `nowhere`"):
+    with pytest.raises(ValueError, match="nowhere"):
         g.compile()
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: message differs from LangGraph's "
+                   "\"At 'a' node, 'condition' branch found unknown target 'nowhere'\"")
+def test_path_map_with_unknown_target_message() -> None:
+    g = StateGraph(S)
+    g.add_node("a", note("a"))
+    g.add_edge(START, "a")
+    g.add_conditional_edges("a", lambda s: "b", {"b": "nowhere"})
+    with pytest.raises(ValueError) as info:
+        g.compile()
+    assert str(info.value) == "At 'a' node, 'condition' branch found unknown target 'nowhere'"
 
 
 def test_conditional_edge_returning_list_fans_out() -> None:
