@@ -21,10 +21,14 @@ import itertools
 import os
 import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypedDict
+
+from plait.errors import ThreadBusyError
 
 __all__ = [
     "BaseCheckpointSaver",
@@ -181,6 +185,29 @@ class BaseCheckpointSaver(ABC):
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of ``thread_id``."""
 
+    def lease(self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True,
+              timeout: float | None = None) -> AbstractContextManager[None]:
+        """Hold ``thread_id`` for one run, so that two runs never interleave on a thread.
+
+        The default lease is a lock in this process; backends shared by several
+        processes override it (SQLite: a lease row; PostgreSQL: an advisory lock).
+
+        Args:
+            thread_id: The thread to hold.
+            checkpoint_ns: The namespace within the thread.
+            wait: Wait for the current holder (``False``: fail at once).
+            timeout: Give up waiting after this many seconds (``None``: wait forever).
+
+        Raises:
+            ThreadBusyError: the thread is held and ``wait`` is false or the timeout passed.
+        """
+        return _local_lease(self, thread_id, checkpoint_ns, wait, timeout)
+
+    async def alease(self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True,
+                     timeout: float | None = None) -> AbstractAsyncContextManager[None]:
+        """Async :meth:`lease`: returns an async context manager."""
+        return _AsyncLease(self.lease(thread_id, checkpoint_ns, wait=wait, timeout=timeout))
+
     def prune(self, thread_id: str, *, keep_last: int | None = None, older_than: float | None = None) -> int:
         """Delete old checkpoints of a thread; return how many were deleted.
 
@@ -234,3 +261,40 @@ class BaseCheckpointSaver(ABC):
         """Async :meth:`get`."""
         found = await self.aget_tuple(config)
         return None if found is None else found.checkpoint
+
+
+_leases: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], threading.Lock]] = weakref.WeakKeyDictionary()
+_leases_lock = threading.Lock()
+
+
+def busy(thread_id: str) -> ThreadBusyError:
+    """The error raised when a thread is held by another run."""
+    return ThreadBusyError(
+        f"Thread {thread_id!r} is busy: another run holds it. Wait for it to finish, or invoke with "
+        "multitask_strategy='enqueue' (the default) to wait your turn.", thread_id=thread_id)
+
+
+@contextmanager
+def _local_lease(owner: Any, thread_id: str, ns: str, wait: bool, timeout: float | None) -> Iterator[None]:
+    with _leases_lock:
+        locks = _leases.setdefault(owner, {})
+        lock = locks.setdefault((thread_id, ns), threading.Lock())
+    if not lock.acquire(blocking=wait, timeout=-1 if timeout is None else timeout):
+        raise busy(thread_id)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+class _AsyncLease(AbstractAsyncContextManager[None]):
+    """Runs a blocking lease's enter/exit in a worker thread."""
+
+    def __init__(self, inner: AbstractContextManager[None]) -> None:
+        self.inner = inner
+
+    async def __aenter__(self) -> None:
+        await asyncio.to_thread(self.inner.__enter__)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await asyncio.to_thread(self.inner.__exit__, *exc)

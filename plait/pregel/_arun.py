@@ -67,11 +67,23 @@ async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = No
                     result: list[Loop] | None = None) -> AsyncGenerator[Event, None]:
     """Drive ``loop`` to the end, yielding its stream events; append the loop to ``result``."""
     saver = loop.saver
-    if saver is not None:
-        assert loop.thread is not None  # noqa: S101 - set whenever there is a saver
-        loop.load(await saver.aget_tuple(loop.thread.config()))
-    else:
+    if saver is None:
         loop.load(None)
+        async for event in _drive(loop, input, store, context):
+            yield event
+    else:
+        thread = loop.thread
+        assert thread is not None  # noqa: S101 - set whenever there is a saver
+        async with await saver.alease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject"):
+            loop.load(await saver.aget_tuple(thread.config()))
+            async for event in _drive(loop, input, store, context):
+                yield event
+    if result is not None:
+        result.append(loop)
+
+
+async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGenerator[Event, None]:  # noqa: A002
+    saver = loop.saver
     loop.begin(input)
     while True:
         if saver is not None:
@@ -98,5 +110,3 @@ async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = No
                 yield event
             loop.events.clear()
             break
-    if result is not None:
-        result.append(loop)

@@ -47,16 +47,18 @@ class Loop:
         modes: Stream modes to produce events for.
         interrupt_before: Nodes to pause before (overrides the plan's when given).
         interrupt_after: Nodes to pause after.
+        multitask: ``"enqueue"`` waits for a busy thread, ``"reject"`` raises ThreadBusyError.
     """
 
     def __init__(self, plan: Plan, saver: Any, config: dict[str, Any], modes: frozenset[str],
                  interrupt_before: frozenset[str] | None = None,
-                 interrupt_after: frozenset[str] | None = None) -> None:
+                 interrupt_after: frozenset[str] | None = None, multitask: str = "enqueue") -> None:
         self.plan = plan
         self.saver = saver
         self.config = config
         self.thread = ThreadRef.from_config(config) if saver is not None else None
         self.modes = modes
+        self.multitask = multitask
         self.run = RunState(values={})
         self.limit = int(config.get("recursion_limit", 25))
         self.before = plan.interrupt_before if interrupt_before is None else interrupt_before

@@ -59,9 +59,12 @@ class Pregel:
     # -- running ------------------------------------------------------------
 
     def _loop(self, config: dict[str, Any] | None, modes: frozenset[str], kwargs: dict[str, Any]) -> Loop:
+        strategy = kwargs.get("multitask_strategy") or "enqueue"
+        if strategy not in ("enqueue", "reject"):
+            raise ValueError(f"multitask_strategy must be 'enqueue' or 'reject', got {strategy!r}")
         return Loop(self.plan, self.checkpointer, dict(config or {}), modes,
                     interrupt_before=_as_set(kwargs.get("interrupt_before")),
-                    interrupt_after=_as_set(kwargs.get("interrupt_after")))
+                    interrupt_after=_as_set(kwargs.get("interrupt_after")), multitask=strategy)
 
     def stream(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                stream_mode: Any = None, context: Any = None, **kwargs: Any) -> Iterator[Any]:
@@ -72,7 +75,9 @@ class Pregel:
             config: Run config: ``configurable.thread_id``, ``recursion_limit``, ``metadata``…
             stream_mode: One mode (events are payloads) or a list (events are ``(mode, payload)``).
             context: Run-scoped context object, available as ``runtime.context``.
-            **kwargs: ``interrupt_before``, ``interrupt_after``, ``durability``, ``subgraphs``.
+            **kwargs: ``interrupt_before``, ``interrupt_after``, ``multitask_strategy``
+                (``"enqueue"``: wait for a busy thread, ``"reject"``: raise ThreadBusyError),
+                ``durability`` and ``subgraphs`` (accepted for compatibility).
         """
         modes, single = _modes(stream_mode)
         loop = self._loop(config, modes, kwargs)

@@ -87,11 +87,18 @@ def _flush(loop: Loop) -> None:
 def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> Generator[Event, None, Loop]:  # noqa: A002
     """Drive ``loop`` to the end, yielding its stream events; return the loop."""
     saver = loop.saver
-    if saver is not None:
-        assert loop.thread is not None  # noqa: S101 - set whenever there is a saver
-        loop.load(saver.get_tuple(loop.thread.config()))
-    else:
+    if saver is None:
         loop.load(None)
+        return (yield from _drive(loop, input, store, context))
+    thread = loop.thread
+    assert thread is not None  # noqa: S101 - set whenever there is a saver
+    with saver.lease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject"):
+        loop.load(saver.get_tuple(thread.config()))
+        return (yield from _drive(loop, input, store, context))
+
+
+def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event, None, Loop]:  # noqa: A002
+    saver = loop.saver
     loop.begin(input)
     pool: list[ThreadPoolExecutor] = []
     try:
