@@ -106,8 +106,6 @@ def test_conditional_edge_returning_list_fans_out() -> None:
     assert g.compile().invoke({"x": 0})["log"] == ["a", "c"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: branch path(state, config) receives {} instead of the run config "
-                   "(_step._call_branch reads current_config() outside any task)")
 def test_conditional_entry_path_receives_run_config() -> None:
     seen = []
 
@@ -122,7 +120,6 @@ def test_conditional_entry_path_receives_run_config() -> None:
     assert seen == ["me"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: branch path(state, config) receives {} instead of the run config")
 def test_conditional_edge_after_node_receives_run_config() -> None:
     seen = []
 
