@@ -166,8 +166,8 @@ def encode_value(value: Any, base: Entry | None, base_id: str | None,
 
 
 def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
-            loads: Callable[[bytes], Any]) -> dict[str, Entry]:
-    """Rebuild the value stored at ``target`` and every value on its chain.
+            loads: Callable[[bytes], Any], *, keep_all: bool = False) -> dict[str, Entry]:
+    """Rebuild the value stored at ``target`` by replaying its chain.
 
     Args:
         target: Id of the row to rebuild.
@@ -175,12 +175,13 @@ def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
             full row or to an id in ``known``).
         known: Already materialized values by id (the cache).
         loads: The deserializer.
+        keep_all: Also return every intermediate value of the chain.
 
     Returns:
-        Entries for ``target`` and the intermediate values, by id.
+        Entries by id: ``target`` (and the intermediates when ``keep_all``).
 
     Raises:
-        KeyError: A row of the chain is missing.
+        KeyError: A row of the chain is missing, or a delta has no list base.
     """
     chain: list[str] = []
     cursor: str | None = target
@@ -188,22 +189,29 @@ def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
         chain.append(cursor)
         row = rows[cursor]
         cursor = row.prev if row.kind == DELTA else None
+    if not chain:
+        return {target: known[target]}
+    base = known[cursor] if cursor is not None else None
+    items: list[Any] | None = None if base is None or base.items is None else list(base.items)
+    count = 0 if base is None else base.chain
+    data: bytes | None = None
     out: dict[str, Entry] = {}
-    entry = known[cursor] if cursor is not None else None
     for rid in reversed(chain):
         row = rows[rid]
         decoded = loads(row.data)
         if row.kind == FULL:
-            entry = (Entry(tuple(decoded), None, len(decoded)) if isinstance(decoded, list)
-                     else Entry(None, row.data, 0))
+            items, data = (list(decoded), None) if isinstance(decoded, list) else (None, row.data)
+            count = len(items) if items is not None else 0
         else:
-            if entry is None or entry.items is None:
+            if items is None:
                 raise KeyError(f"delta row {rid} has no list base")
-            items = tuple(materialize(entry.items, decoded))
-            entry = Entry(items, None, entry.chain + sum(len(s[1]) for s in decoded if s[0] == ADD))
-        out[rid] = entry
-    if cursor is not None and not chain:
-        out[target] = known[target]
+            count += sum(len(s[1]) for s in decoded if s[0] == ADD)
+            if len(decoded) == 2 and decoded[0] == [KEEP, 0, len(items)] and decoded[1][0] == ADD:
+                items.extend(decoded[1][1])
+            else:
+                items = materialize(items, decoded)
+        if keep_all or rid == target:
+            out[rid] = Entry(None if items is None else tuple(items), data, count)
     return out
 
 
@@ -220,10 +228,10 @@ class ValueCache:
 
     def __init__(self, maxsize: int = 128) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, Entry] = OrderedDict()
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> Entry | None:
+    def get(self, key: Hashable) -> Any:
         """The entry for ``key`` (marked recently used), or ``None``."""
         with self._lock:
             found = self._data.get(key)
@@ -231,7 +239,7 @@ class ValueCache:
                 self._data.move_to_end(key)
             return found
 
-    def put(self, key: Hashable, entry: Entry) -> None:
+    def put(self, key: Hashable, entry: Any) -> None:
         """Remember ``entry``, evicting the least recently used beyond ``maxsize``."""
         if self.maxsize <= 0:
             return

@@ -59,6 +59,30 @@ _OPTS = (
 # extension type codes
 _TUPLE, _SET, _FROZENSET, _DECIMAL, _UUID, _DATETIME, _DATE, _TIME = 1, 2, 3, 4, 5, 6, 7, 8
 _TIMEDELTA, _BIGINT, _PAIRS, _ENUM, _DATACLASS, _PYDANTIC, _NAMEDTUPLE = 9, 10, 11, 12, 13, 14, 15
+_KNOWN_PYDANTIC, _KNOWN_DATACLASS = 16, 17
+
+_KNOWN: tuple[tuple[str, str], ...] = (
+    ("langchain_core.messages.human", "HumanMessage"),
+    ("langchain_core.messages.ai", "AIMessage"),
+    ("langchain_core.messages.system", "SystemMessage"),
+    ("langchain_core.messages.tool", "ToolMessage"),
+    ("langchain_core.messages.modifier", "RemoveMessage"),
+    ("langchain_core.messages.chat", "ChatMessage"),
+    ("langchain_core.messages.function", "FunctionMessage"),
+    ("langchain_core.messages.ai", "AIMessageChunk"),
+    ("langchain_core.messages.human", "HumanMessageChunk"),
+    ("langchain_core.messages.system", "SystemMessageChunk"),
+    ("langchain_core.messages.tool", "ToolMessageChunk"),
+    ("langchain_core.messages.chat", "ChatMessageChunk"),
+    ("langchain_core.messages.function", "FunctionMessageChunk"),
+    ("plait.types", "Send"),
+    ("plait.types", "Overwrite"),
+    ("plait.types", "Interrupt"),
+    ("plait.types", "Command"),
+)
+"""Frequent classes stored as a small number instead of their import path.
+Append only: the position is part of the stored format."""
+_KNOWN_INDEX = {path: i for i, path in enumerate(_KNOWN)}
 
 _HOW = (
     "Allow it with plait.checkpoint.serde.allow({name!r}) (process-wide) or "
@@ -118,6 +142,7 @@ class Serializer:
     def __init__(self, allowed: Iterable[type | str] = ()) -> None:
         self._allowed: set[str] = {_entry(i) for i in allowed}
         self._failure = threading.local()
+        self._classes: dict[tuple[str, str], type] = {}
 
     def allow(self, *items: type | str) -> Serializer:
         """Allow more classes or modules for this serializer; returns ``self``."""
@@ -197,8 +222,14 @@ class Serializer:
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             self._check(kind)
             fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
+            known = _KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
+            if known is not None:
+                return self._pack(_KNOWN_DATACLASS, [known, fields])
             return self._pack(_DATACLASS, [kind.__module__, kind.__qualname__, fields])
         if hasattr(kind, "model_fields") and hasattr(obj, "model_dump"):
+            known = _KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
+            if known is not None:
+                return self._pack(_KNOWN_PYDANTIC, [known, _pydantic_fields(obj)])
             self._check(kind)
             return self._pack(_PYDANTIC, [kind.__module__, kind.__qualname__, _pydantic_fields(obj)])
         raise SerializationError(
@@ -248,12 +279,22 @@ class Serializer:
             return decoder(payload)
         if code == _PAIRS:
             return {_hashable(k): v for k, v in payload}
+        if code in (_KNOWN_PYDANTIC, _KNOWN_DATACLASS):
+            if not isinstance(payload[0], int) or not 0 <= payload[0] < len(_KNOWN):
+                raise SerializationError(f"Cannot decode stored value: unknown class number {payload[0]!r}")
+            return self._build(code, self._resolve(*_KNOWN[payload[0]]), payload[1])
         if code in (_ENUM, _DATACLASS, _PYDANTIC, _NAMEDTUPLE):
             module, qualname, body = payload
             return self._build(code, self._resolve(module, qualname), body)
         raise SerializationError(f"Cannot decode stored value: unknown extension type {code}")
 
     def _resolve(self, module: str, qualname: str) -> type:
+        found = self._classes.get((module, qualname))
+        if found is None:
+            found = self._classes[(module, qualname)] = self._import(module, qualname)
+        return found
+
+    def _import(self, module: str, qualname: str) -> type:
         name = f"{module}.{qualname}"
         if not self.is_allowed(module, qualname):
             raise SerializationError(

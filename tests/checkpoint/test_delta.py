@@ -74,7 +74,7 @@ def test_materialize_of_diff_is_new(start, script):
         segments = diff(old, new)
         rebuilt = materialize(old, segments)
         assert len(rebuilt) == len(new)
-        assert all(a is b for a, b in zip(rebuilt, new))
+        assert all(a is b for a, b in zip(rebuilt, new, strict=True))
         old = new
 
 
@@ -132,7 +132,7 @@ def test_rebuild_follows_prev_chain():
         rid = f"c{i:02d}"
         rows[rid] = blob
         values.append(list(value))
-    out = rebuild("c19", rows, {}, S.loads)
+    out = rebuild("c19", rows, {}, S.loads, keep_all=True)
     assert list(out["c19"].items) == values[-1]
     assert list(out["c10"].items) == values[10]
     partial = rebuild("c19", {k: v for k, v in rows.items() if k > "c15"}, {"c15": out["c15"]}, S.loads)

@@ -3,7 +3,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-import uuid
 from decimal import Decimal
 from typing import NamedTuple
 

@@ -1,0 +1,317 @@
+"""The SQL saver engine shared by :class:`SqliteSaver` and ``PostgresSaver``.
+
+Storage layout (see ``docs/storage.md``): one ``checkpoints`` row per
+checkpoint holding everything but the state values, plus a ``loc`` map from
+each state key to the ``checkpoint_blobs`` row that holds its value; a value
+row is written only when the key changed, and a list value is written as a
+delta against the previous value whenever that is smaller.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime, timezone
+from typing import Any
+
+from plait.checkpoint._delta import DELTA, FULL, Blob, Entry, ValueCache, encode_value, rebuild
+from plait.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointTuple
+from plait.checkpoint.serde import Serializer
+from plait.checkpoint.sqlite import _sql
+from plait.errors import SerializationError
+
+__all__ = ["SqlSaverBase"]
+
+_SPECIAL_IDX = {"__interrupt__": -1, "__resume__": -2}
+_PAGE = 64
+_Thread = tuple[str, str]
+
+
+def _thread(config: Mapping[str, Any]) -> tuple[_Thread, str | None]:
+    conf = config.get("configurable") or {}
+    if "thread_id" not in conf:
+        raise ValueError("Checkpointer config needs configurable.thread_id, e.g. "
+                         "{'configurable': {'thread_id': 'user-1'}}")
+    return (str(conf["thread_id"]), conf.get("checkpoint_ns", "") or ""), conf.get("checkpoint_id")
+
+
+def _config(thread: _Thread, cid: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread[0], "checkpoint_ns": thread[1], "checkpoint_id": cid}}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+_EMPTY: dict[str, Any] = {"v": 1, "channel_versions": {}, "updated_channels": [], "next": [], "sends": [],
+                          "barriers": {}, "interrupts": []}
+_MISSING = object()
+
+
+class SqlSaverBase(BaseCheckpointSaver):
+    """Backend-independent part of the SQL savers.
+
+    Subclasses provide :meth:`_fetch` (run a query, return rows), :meth:`_tx`
+    (a transaction yielding an object with ``execute``/``executemany``),
+    :meth:`_setup_once` and the ``_q`` module with the SQL text.
+
+    Args:
+        serde: The serializer (default: :class:`~plait.checkpoint.serde.Serializer`).
+        cache_size: How many materialized values to keep in memory.
+    """
+
+    _q: Any = _sql
+
+    def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128) -> None:
+        self.serde = serde or Serializer()
+        self._cache = ValueCache(cache_size)
+        self._locs = ValueCache(cache_size)
+
+    # -- backend hooks ------------------------------------------------------------
+
+    def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _tx(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _setup_once(self) -> None:
+        raise NotImplementedError
+
+    # -- reading ------------------------------------------------------------------
+
+    def _decode(self, data: bytes, what: str) -> Any:
+        try:
+            return self.serde.loads(bytes(data))
+        except SerializationError as exc:
+            raise SerializationError(f"Cannot read {what}: {exc}") from exc
+
+    def _entries(self, thread: _Thread, wanted: Mapping[str, str], memo: dict[Any, Entry],
+                 keep_all: bool = False) -> dict[str, Entry]:
+        """Materialized values for ``{channel: row id}``, via memo/cache, else one chain query."""
+        out: dict[str, Entry] = {}
+        missing: list[tuple[str, str]] = []
+        for channel, rid in wanted.items():
+            key = (*thread, channel, rid)
+            found = memo.get(key) or self._cache.get(key)
+            if found is None:
+                missing.append((channel, rid))
+            else:
+                out[channel] = found
+        if not missing:
+            return out
+        rows: dict[str, dict[str, Blob]] = {}
+        for channel, rid, prev, kind, value in self._fetch(*self._q.chain_query(thread, missing)):
+            rows.setdefault(channel, {})[rid] = Blob(kind, prev, bytes(value))
+        for channel, rid in missing:
+            known = {k[3]: v for k, v in memo.items() if k[2] == channel and k[:2] == thread}
+            try:
+                built = rebuild(rid, rows.get(channel, {}), known, self.serde.loads, keep_all=keep_all)
+            except KeyError as exc:
+                raise SerializationError(f"Stored value of key {channel!r} in thread {thread[0]!r} is "
+                                         f"incomplete: missing row {exc}", key=channel) from None
+            except SerializationError as exc:
+                raise SerializationError(f"Cannot read key {channel!r} of thread {thread[0]!r} "
+                                         f"(row {rid}): {exc}", key=channel) from exc
+            for bid, entry in built.items():
+                memo[(*thread, channel, bid)] = entry
+            out[channel] = built[rid]
+            self._cache.put((*thread, channel, rid), built[rid])
+        return out
+
+    def _tuple(self, thread: _Thread, head: Sequence[Any], writes: list[Any],  # noqa: PLR0913
+               memo: dict[Any, Entry], keep_all: bool = False) -> CheckpointTuple:
+        cid, parent, step, source, created, blob, meta = head
+        stored = {**_EMPTY, **self._decode(blob, f"checkpoint {cid} of thread {thread[0]!r}"), "ts": created}
+        loc: dict[str, str] = stored.pop("loc", {})
+        self._locs.put((*thread, cid), loc)
+        entries = self._entries(thread, loc, memo, keep_all=keep_all)
+        values = {ch: e.value(self.serde.loads) for ch, e in entries.items()}
+        checkpoint = {**stored, "id": cid, "channel_values": values}
+        metadata = {"parents": {}, **self._decode(meta, f"metadata of checkpoint {cid}")}
+        metadata.update({k: v for k, v in (("source", source), ("step", step)) if v is not None})
+        pending = [(t, ch, self._decode(v, f"pending write {ch!r} of task {t}")) for t, ch, v in writes]
+        parent_config = _config(thread, parent) if parent else None
+        return CheckpointTuple(_config(thread, cid), checkpoint, metadata, parent_config, pending)  # type: ignore[arg-type]
+
+    def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
+        """The addressed checkpoint, or the thread's newest (one query plus at most one for values)."""
+        self._setup_once()
+        thread, cid = _thread(config)
+        rows = self._fetch(self._q.SELECT_HEAD, [*thread, cid, *thread])
+        if not rows:
+            return None
+        writes = [r[7:] for r in rows if r[7] is not None]
+        return self._tuple(thread, rows[0][:7], writes, {})
+
+    def list(self, config: dict[str, Any] | None, *, filter: dict[str, Any] | None = None,  # noqa: A002
+             before: dict[str, Any] | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first, read a page at a time."""
+        self._setup_once()
+        thread = _thread(config)[0] if config is not None else None
+        where: dict[str, Any] = {k: v for k, v in (filter or {}).items() if k in ("step", "source")}
+        where["before"] = (before or {}).get("configurable", {}).get("checkpoint_id") if before else None
+        memo: dict[Any, Entry] = {}
+        after, count = None, 0
+        while limit is None or count < limit:
+            page = self._fetch(*self._q.list_query(thread, after, where, _PAGE))
+            if not page:
+                return
+            after = (page[-1][2], page[-1][0], page[-1][1])
+            writes: dict[tuple[str, str, str], list[Any]] = {}
+            for key in {(r[0], r[1]) for r in page}:
+                ids = [r[2] for r in page if (r[0], r[1]) == key]
+                for cid, task, ch, value in self._fetch(*self._q.writes_query(key, ids)):
+                    writes.setdefault((*key, cid), []).append((task, ch, value))
+            for row in page:
+                item = self._tuple((row[0], row[1]), row[2:], writes.get(tuple(row[:3]), []), memo, True)  # type: ignore[arg-type]
+                if filter and any(item.metadata.get(k) != v for k, v in filter.items()):
+                    continue
+                yield item
+                count += 1
+                if limit is not None and count >= limit:
+                    return
+            if len(page) < _PAGE:
+                return
+
+    # -- writing ------------------------------------------------------------------
+
+    def _parent_loc(self, thread: _Thread, parent: str | None) -> dict[str, str]:
+        if parent is None:
+            return {}
+        loc = self._locs.get((*thread, parent))
+        if loc is None:
+            rows = self._fetch(self._q.SELECT_HEAD, [*thread, parent, *thread])
+            if not rows:
+                return {}
+            loc = self._decode(rows[0][5], f"checkpoint {parent}").get("loc", {})
+            self._locs.put((*thread, parent), loc)
+        return loc
+
+    def _base(self, thread: _Thread, channel: str, rid: str | None) -> Entry | None:
+        if rid is None:
+            return None
+        found = self._cache.get((*thread, channel, rid))
+        if found is None:
+            try:
+                found = self._entries(thread, {channel: rid}, {}).get(channel)
+            except SerializationError:
+                return None
+        return found
+
+    def put(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: Mapping[str, int]) -> dict[str, Any]:
+        """Store a checkpoint in one transaction; unchanged keys point at their earlier rows."""
+        self._setup_once()
+        thread, parent = _thread(config)
+        cid = checkpoint["id"]
+        values = checkpoint.get("channel_values") or {}
+        parent_loc = self._parent_loc(thread, parent)
+        loc: dict[str, str] = {}
+        blobs: list[tuple[str, Blob, Entry]] = []
+        for channel, value in values.items():
+            if channel not in new_versions and channel in parent_loc:
+                loc[channel] = parent_loc[channel]
+                continue
+            base = self._base(thread, channel, parent_loc.get(channel)) if isinstance(value, list) else None
+            try:
+                blob, entry = encode_value(value, base, parent_loc.get(channel), self.serde.dumps)
+            except SerializationError as exc:
+                raise SerializationError(f"Cannot store state key {channel!r}: {exc}", key=channel) from exc
+            blobs.append((channel, blob, entry))
+            loc[channel] = cid
+        stored = {k: v for k, v in checkpoint.items()
+                  if v != _EMPTY.get(k, _MISSING) and k not in ("channel_values", "id", "ts")}
+        meta = {k: v for k, v in metadata.items() if k not in ("step", "source") and not (k == "parents" and not v)}
+        row = [*thread, cid, parent, metadata.get("step"), metadata.get("source"), checkpoint.get("ts") or _now(),
+               self.serde.dumps({**stored, "loc": loc}), self.serde.dumps(meta)]
+        with self._tx() as cur:
+            cur.executemany(self._q.INSERT_BLOB, [(*thread, ch, cid, b.prev, b.kind, b.data) for ch, b, _ in blobs])
+            cur.execute(self._q.INSERT_CHECKPOINT, row)
+        for channel, _, entry in blobs:
+            self._cache.put((*thread, channel, cid), entry)
+        self._locs.put((*thread, cid), loc)
+        return _config(thread, cid)
+
+    def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        """Record writes of a task whose step has not completed (replacing its earlier ones)."""
+        self._setup_once()
+        thread, cid = _thread(config)
+        rows = []
+        for i, (channel, value) in enumerate(writes):
+            try:
+                data = self.serde.dumps(value)
+            except SerializationError as exc:
+                raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
+            rows.append((*thread, cid, task_id, _SPECIAL_IDX.get(channel, i), channel, task_path, data))
+        with self._tx() as cur:
+            cur.execute(self._q.DELETE_TASK_WRITES, [*thread, cid, task_id])
+            cur.executemany(self._q.INSERT_WRITE, rows)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint, value and write of the thread."""
+        self._setup_once()
+        with self._tx() as cur:
+            for sql in self._q.DELETE_THREAD:
+                cur.execute(sql, [str(thread_id)])
+        self._cache.drop_thread(str(thread_id))
+        self._locs.drop_thread(str(thread_id))
+
+    # -- pruning ------------------------------------------------------------------
+
+    def prune(self, thread_id: str, *, keep_last: int | None = None, older_than: float | None = None) -> int:
+        """Delete old checkpoints of a thread and reclaim their space; return how many were deleted.
+
+        A checkpoint is deleted when it is beyond the ``keep_last`` newest of its
+        namespace or older than ``older_than`` seconds; the newest one is always
+        kept. Values the kept checkpoints need are rewritten in full where their
+        delta chain would lose its base.
+        """
+        self._setup_once()
+        cutoff = None if older_than is None else datetime.fromtimestamp(
+            time.time() - older_than, timezone.utc).isoformat()
+        deleted = 0
+        by_ns: dict[str, list[tuple[str, str, bytes]]] = {}
+        for ns, cid, created, blob in self._fetch(self._q.PRUNE_ROWS, [str(thread_id)]):
+            by_ns.setdefault(ns, []).append((cid, str(created), blob))
+        for ns, rows in by_ns.items():
+            doomed = [cid for i, (cid, created, _) in enumerate(rows) if i > 0 and (
+                (keep_last is not None and i >= keep_last) or (cutoff is not None and created < cutoff))]
+            if doomed:
+                gone = set(doomed)
+                kept = [b for cid, _, b in rows if cid not in gone]
+                self._prune_ns((str(thread_id), ns), doomed, kept)
+                deleted += len(doomed)
+        if deleted:
+            self._cache.drop_thread(str(thread_id))
+            self._locs.drop_thread(str(thread_id))
+            self._reclaim()
+        return deleted
+
+    def _prune_ns(self, thread: _Thread, doomed: list[str], kept: list[bytes]) -> None:
+        needed: dict[str, set[str]] = {}
+        for blob in kept:
+            for channel, rid in self._decode(blob, "checkpoint").get("loc", {}).items():
+                needed.setdefault(channel, set()).add(rid)
+        targets = [(ch, rid) for ch, ids in needed.items() for rid in ids]
+        rows: dict[str, dict[str, Blob]] = {}
+        for ch, rid, prev, kind, value in (self._fetch(*self._q.chain_query(thread, targets)) if targets else []):
+            rows.setdefault(ch, {})[rid] = Blob(kind, prev, bytes(value))
+        rebased = []
+        for ch, rid in targets:
+            row = rows.get(ch, {}).get(rid)
+            if row is not None and row.kind == DELTA and row.prev not in needed[ch]:
+                entry = rebuild(rid, rows[ch], {}, self.serde.loads)[rid]
+                rebased.append((*thread, ch, rid, None, FULL, self.serde.dumps(list(entry.items or ()))))
+        present = self._fetch(self._q.BLOB_KEYS, list(thread))
+        drop = [(*thread, ch, rid) for ch, rid in present if rid not in needed.get(ch, ())]
+        with self._tx() as cur:
+            cur.executemany(self._q.INSERT_BLOB, rebased)
+            cur.executemany(self._q.DELETE_BLOB, drop)
+            cur.executemany(self._q.DELETE_CHECKPOINT, [(*thread, cid) for cid in doomed])
+            cur.executemany(self._q.DELETE_WRITES_OF, [(*thread, cid) for cid in doomed])
+
+    def _reclaim(self) -> None:
+        """Give freed pages back to the file system (backend-specific)."""

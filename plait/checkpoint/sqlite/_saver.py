@@ -1,0 +1,106 @@
+"""SQLite backend: :class:`SqliteSaver` (standard library ``sqlite3`` only)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from plait.checkpoint.serde import Serializer
+from plait.checkpoint.sqlite import _sql
+from plait.checkpoint.sqlite._engine import SqlSaverBase
+
+__all__ = ["SqliteSaver"]
+
+
+class SqliteSaver(SqlSaverBase):
+    """Checkpoints in a SQLite database, with delta-encoded lists (see ``docs/storage.md``).
+
+    Tables are created on first use. The connection is guarded by a lock, so
+    one saver may serve several threads (open it with ``check_same_thread=False``).
+
+    Args:
+        conn: An open ``sqlite3.Connection``.
+        serde: The serializer (register your own classes on it).
+        cache_size: How many materialized values to keep in memory.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, *, serde: Serializer | None = None,
+                 cache_size: int = 128) -> None:
+        super().__init__(serde=serde, cache_size=cache_size)
+        if not isinstance(conn, sqlite3.Connection):
+            raise TypeError(f"SqliteSaver needs a sqlite3.Connection, got {type(conn).__name__}; "
+                            "use SqliteSaver.from_conn_string(path) to open one")
+        self.conn = conn
+        self.lock = threading.RLock()
+        self.is_setup = False
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, path: str | Path, **kwargs: Any) -> Iterator[SqliteSaver]:
+        """Open (creating if needed) the database file at ``path`` in WAL mode; close it on exit.
+
+        Args:
+            path: A file path, or ``":memory:"``.
+            **kwargs: Passed to :class:`SqliteSaver`.
+        """
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            yield cls(conn, **kwargs)
+        finally:
+            conn.close()
+
+    def setup(self) -> None:
+        """Create or migrate the tables (done automatically on first use; idempotent)."""
+        with self.lock:
+            conn = self.conn
+            fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
+            if fresh and not conn.in_transaction:
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            with self._tx() as cur:
+                cur.execute(_sql.META_TABLE)
+                row = cur.execute(_sql.GET_META, ["schema_version"]).fetchone()
+                version = int(row[0]) if row else 0
+                if version > _sql.SCHEMA_VERSION:
+                    raise RuntimeError(f"Database schema version {version} is newer than this plait "
+                                       f"({_sql.SCHEMA_VERSION}); upgrade plait to open it")
+                for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
+                    for statement in _sql.MIGRATIONS[target]:
+                        cur.execute(statement)
+                cur.execute(_sql.SET_META, ["schema_version", str(_sql.SCHEMA_VERSION)])
+            self.is_setup = True
+
+    def _setup_once(self) -> None:
+        if not self.is_setup:
+            self.setup()
+
+    def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.conn.execute(sql, list(params)).fetchall()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self.lock:
+            conn = self.conn
+            if not conn.in_transaction:
+                conn.execute("BEGIN")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+    def _reclaim(self) -> None:
+        with self.lock:
+            mode = self.conn.execute("PRAGMA auto_vacuum").fetchone()[0]
+            if mode == 2:
+                self.conn.execute("PRAGMA incremental_vacuum")
+            else:
+                self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

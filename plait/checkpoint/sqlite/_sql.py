@@ -1,0 +1,168 @@
+"""All SQL text of :class:`plait.checkpoint.sqlite.SqliteSaver` (SQLite dialect)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "BLOB_KEYS",
+    "DELETE_BLOB",
+    "DELETE_CHECKPOINT",
+    "DELETE_TASK_WRITES",
+    "DELETE_THREAD",
+    "DELETE_WRITES_OF",
+    "GET_META",
+    "INSERT_BLOB",
+    "INSERT_CHECKPOINT",
+    "INSERT_WRITE",
+    "META_TABLE",
+    "MIGRATIONS",
+    "PRUNE_ROWS",
+    "SCHEMA_VERSION",
+    "SELECT_HEAD",
+    "SET_META",
+    "chain_query",
+    "list_query",
+    "writes_query",
+]
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE IF NOT EXISTS checkpoints (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            parent_checkpoint_id TEXT,
+            step INTEGER,
+            source TEXT,
+            created_at TEXT NOT NULL,
+            checkpoint BLOB NOT NULL,
+            metadata BLOB NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS checkpoint_blobs (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            channel TEXT NOT NULL,
+            checkpoint_id TEXT NOT NULL,
+            prev_id TEXT,
+            kind TEXT NOT NULL,
+            value BLOB NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, channel, checkpoint_id)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS checkpoint_writes (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            channel TEXT NOT NULL,
+            task_path TEXT NOT NULL DEFAULT '',
+            value BLOB NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        ) WITHOUT ROWID""",
+    ],
+}
+
+META_TABLE = "CREATE TABLE IF NOT EXISTS plait_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+GET_META = "SELECT value FROM plait_meta WHERE key = ?"
+SET_META = "INSERT OR REPLACE INTO plait_meta (key, value) VALUES (?, ?)"
+
+INSERT_CHECKPOINT = """INSERT OR REPLACE INTO checkpoints
+    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+INSERT_BLOB = """INSERT OR REPLACE INTO checkpoint_blobs
+    (thread_id, checkpoint_ns, channel, checkpoint_id, prev_id, kind, value) VALUES (?, ?, ?, ?, ?, ?, ?)"""
+
+DELETE_TASK_WRITES = """DELETE FROM checkpoint_writes
+    WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ?
+    AND channel NOT IN ('__interrupt__', '__resume__')"""
+
+INSERT_WRITE = """INSERT OR REPLACE INTO checkpoint_writes
+    (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, value)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
+
+_HEAD_COLUMNS = "c.checkpoint_id, c.parent_checkpoint_id, c.step, c.source, c.created_at, c.checkpoint, c.metadata"
+
+SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.value
+    FROM checkpoints c LEFT JOIN checkpoint_writes w
+      ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
+    WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = COALESCE(?,
+      (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?))
+    ORDER BY w.task_id, w.idx"""
+
+DELETE_THREAD = [
+    "DELETE FROM checkpoint_writes WHERE thread_id = ?",
+    "DELETE FROM checkpoint_blobs WHERE thread_id = ?",
+    "DELETE FROM checkpoints WHERE thread_id = ?",
+]
+
+
+def list_query(thread: tuple[str, str] | None, after: tuple[str, str, str] | None,
+               where: dict[str, Any], limit: int) -> tuple[str, list[Any]]:
+    """One page of checkpoint rows, newest first.
+
+    Args:
+        thread: ``(thread_id, checkpoint_ns)``, or ``None`` for every thread.
+        after: Keyset cursor ``(checkpoint_id, thread_id, checkpoint_ns)``: rows strictly older.
+        where: Extra column equalities (``step``, ``source``) and ``before`` (an id bound).
+        limit: Page size.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    if thread is not None:
+        clauses.append("thread_id = ? AND checkpoint_ns = ?")
+        params.extend(thread)
+    if after is not None:
+        clauses.append("(checkpoint_id, thread_id, checkpoint_ns) < (?, ?, ?)")
+        params.extend(after)
+    for column in ("step", "source"):
+        if column in where:
+            clauses.append(f"{column} = ?")
+            params.append(where[column])
+    if where.get("before") is not None:
+        clauses.append("checkpoint_id < ?")
+        params.append(where["before"])
+    sql = ("SELECT thread_id, checkpoint_ns, " + _HEAD_COLUMNS.replace("c.", "") + " FROM checkpoints"
+           + (" WHERE " + " AND ".join(clauses) if clauses else "")
+           + " ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT ?")
+    return sql, [*params, limit]
+
+
+def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """Pending writes of several checkpoints of one thread."""
+    marks = ", ".join("?" for _ in ids)
+    sql = ("SELECT checkpoint_id, task_id, channel, value FROM checkpoint_writes "
+           f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks}) "
+           "ORDER BY checkpoint_id, task_id, idx")
+    return sql, [*thread, *ids]
+
+
+def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> tuple[str, list[Any]]:
+    """Blob rows of ``targets`` (``(channel, row id)`` pairs) and of every row their deltas build on."""
+    seeds = " OR ".join("(channel = ? AND checkpoint_id = ?)" for _ in targets)
+    sql = f"""WITH RECURSIVE chain(channel, checkpoint_id, prev_id, kind, value) AS (
+        SELECT channel, checkpoint_id, prev_id, kind, value FROM checkpoint_blobs
+        WHERE thread_id = ? AND checkpoint_ns = ? AND ({seeds})
+        UNION
+        SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value
+        FROM checkpoint_blobs b JOIN chain ON b.channel = chain.channel AND b.checkpoint_id = chain.prev_id
+        WHERE b.thread_id = ? AND b.checkpoint_ns = ? AND chain.kind = 'delta'
+    ) SELECT channel, checkpoint_id, prev_id, kind, value FROM chain"""
+    params: list[Any] = [*thread]
+    for pair in targets:
+        params.extend(pair)
+    return sql, [*params, *thread]
+
+
+PRUNE_ROWS = """SELECT checkpoint_ns, checkpoint_id, created_at, checkpoint FROM checkpoints
+    WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id DESC"""
+BLOB_KEYS = "SELECT channel, checkpoint_id FROM checkpoint_blobs WHERE thread_id = ? AND checkpoint_ns = ?"
+DELETE_BLOB = """DELETE FROM checkpoint_blobs
+    WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND checkpoint_id = ?"""
+DELETE_CHECKPOINT = "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+DELETE_WRITES_OF = "DELETE FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"

@@ -1,0 +1,64 @@
+"""``AsyncSqliteSaver``: :class:`~plait.checkpoint.sqlite.SqliteSaver` for asyncio code.
+
+It uses the standard library's ``sqlite3`` (no ``aiosqlite`` needed): every
+database call runs in a worker thread, serialised by the saver's lock, so the
+event loop is never blocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from plait.checkpoint.base import CheckpointTuple
+from plait.checkpoint.sqlite._saver import SqliteSaver
+
+__all__ = ["AsyncSqliteSaver"]
+
+_DONE = object()
+
+
+class AsyncSqliteSaver(SqliteSaver):
+    """A :class:`SqliteSaver` whose ``a``-methods run in worker threads.
+
+    The sync methods keep working too, so one saver can serve both kinds of code.
+    """
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, path: str | Path, **kwargs: Any) -> AsyncIterator[AsyncSqliteSaver]:  # type: ignore[override]
+        """Open the database at ``path`` (WAL mode) for the ``async with`` block.
+
+        Args:
+            path: A file path, or ``":memory:"``.
+            **kwargs: Passed to the saver.
+        """
+        manager = SqliteSaver.from_conn_string.__func__(cls, path, **kwargs)  # type: ignore[attr-defined]
+        saver = await asyncio.to_thread(manager.__enter__)
+        try:
+            yield saver
+        finally:
+            await asyncio.to_thread(manager.__exit__, None, None, None)
+
+    async def setup_async(self) -> None:
+        """Create or migrate the tables (done automatically on first use)."""
+        await asyncio.to_thread(self.setup)
+
+    async def alist(
+        self,
+        config: dict[str, Any] | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints newest first, streamed: each item is read when it is awaited."""
+        items = self.list(config, filter=filter, before=before, limit=limit)
+        while True:
+            item = await asyncio.to_thread(next, items, _DONE)
+            if item is _DONE:
+                return
+            yield item  # type: ignore[misc]
