@@ -1,0 +1,205 @@
+#!/usr/bin/env python
+"""plait vs LangGraph micro-benchmarks (W1 invoke overhead, W2 fan-out/fan-in, W3 loop).
+
+Every (workload, implementation, run) executes ``bench/workloads.py`` in a fresh
+subprocess; runs are interleaved (plait, langgraph, plait, ...) so slow drift on
+a shared machine hits both sides alike.  plait runs under ``--plait-python``
+(default: this interpreter) and must import as ``plait``; LangGraph runs under
+``--langgraph-python`` and is skipped, with a note, when that is not given or
+cannot ``import langgraph.graph``.
+
+Output: a markdown table on stdout (median and p90 over all pooled samples,
+min..max of the per-run medians as a noise indicator, and the speed-up of plait
+over LangGraph), then one JSON document (also written to ``--json`` if given).
+
+    .venv/bin/python bench/run.py --langgraph-python /tmp/lgref/bin/python
+    .venv/bin/python bench/run.py --quick --runs 1            # smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "workloads.py")
+REPO = os.path.dirname(HERE)
+WORKLOADS = ("W1", "W2", "W3")
+# workload -> (label, unit, ns per unit or None for a rate, higher is better)
+UNITS: dict[str, tuple[str, str, float | None]] = {
+    "W1": ("3-node chain, 1 str field", "µs/invoke", 1e3),
+    "W2": ("64-way fan-out + join", "ms/invoke", 1e6),
+    "W3": ("self-loop to 500", "steps/s", None),
+}
+W3_STEPS = 500
+
+
+def log(*a: Any) -> None:
+    print(*a, file=sys.stderr, flush=True)
+
+
+def pct(values: list[float], p: float) -> float:
+    """Linear-interpolated percentile of ``values`` (0 <= p <= 100)."""
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100.0
+    f, c = math.floor(k), math.ceil(k)
+    return s[f] if f == c else s[f] + (s[c] - s[f]) * (k - f)
+
+
+def to_unit(workload: str, ns: float) -> float:
+    """A duration in ns -> the workload's reporting unit."""
+    scale = UNITS[workload][2]
+    return W3_STEPS / (ns / 1e9) if scale is None else ns / scale
+
+
+def probe_langgraph(python: str | None) -> tuple[bool, str]:
+    """Whether ``python`` can import ``langgraph.graph``; a note when not."""
+    if not python:
+        return False, "LangGraph skipped: --langgraph-python not given"
+    try:
+        p = subprocess.run([python, "-c", "import langgraph.graph, importlib.metadata as m;"
+                            "print(m.version('langgraph'))"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"LangGraph skipped: cannot run {python}: {exc}"
+    if p.returncode != 0:
+        return False, f"LangGraph skipped: {python} cannot import langgraph ({p.stderr.strip()[-200:]})"
+    return True, f"LangGraph {p.stdout.strip()} via {python}"
+
+
+def plait_env() -> dict[str, str]:
+    """Environment for the plait worker: the checkout first on PYTHONPATH, no import aliasing."""
+    env = dict(os.environ)
+    env.pop("BENCH_ALIAS", None)
+    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def run_worker(python: str, workload: str, impl: str, extra: list[str], timeout: float) -> dict[str, Any]:
+    """One subprocess run; returns the worker's JSON record (raises on failure)."""
+    cmd = [python, WORKER, workload, "--impl", impl, *extra]
+    env = plait_env() if impl == "plait" else {k: v for k, v in os.environ.items() if k != "BENCH_ALIAS"}
+    env["PYTHONHASHSEED"] = "0"
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=HERE)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed (rc={p.returncode}):\n{p.stderr[-2000:]}")
+    rec = json.loads(p.stdout.strip().splitlines()[-1])
+    if not str(rec.get("impl_module", "")).startswith(impl + "."):
+        raise RuntimeError(f"{impl} run imported {rec.get('impl_module')!r}")
+    return rec
+
+
+def summarize(workload: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pool the samples of all runs; median/p90 in the workload's unit, run medians for noise."""
+    pooled = [float(x) for r in runs for x in r["samples_ns"]]
+    run_meds = [to_unit(workload, pct([float(x) for x in r["samples_ns"]], 50)) for r in runs]
+    rate = UNITS[workload][2] is None
+    return {
+        "n_samples": len(pooled), "n_runs": len(runs),
+        "median": to_unit(workload, pct(pooled, 50)),
+        # p90 of the time; for a rate that is the slow tail, i.e. the 10th percentile of the rate
+        "p90": to_unit(workload, pct(pooled, 90)),
+        "run_medians": run_meds, "run_spread_pct": 100.0 * (max(run_meds) - min(run_meds)) / min(run_meds),
+        "higher_is_better": rate,
+        "impl_version": runs[0].get("impl_version"), "impl_file": runs[0].get("impl_file"),
+        "executable": runs[0].get("executable"),
+    }
+
+
+def speedup(workload: str, plait: dict[str, Any], lg: dict[str, Any] | None) -> float | None:
+    """How many times faster plait is than LangGraph (> 1: plait faster)."""
+    if lg is None:
+        return None
+    if UNITS[workload][2] is None:
+        return plait["median"] / lg["median"]
+    return lg["median"] / plait["median"]
+
+
+def fmt(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def markdown(results: dict[str, dict[str, Any]], notes: list[str]) -> str:
+    lines = ["| workload | unit | plait median (p90) [run medians min..max] | "
+             "LangGraph median (p90) [run medians min..max] | plait speed-up |",
+             "|---|---|---|---|---|"]
+    for w, res in results.items():
+        label, unit, _ = UNITS[w]
+        cells = []
+        for impl in ("plait", "langgraph"):
+            s = res.get(impl)
+            if s is None:
+                cells.append("skipped")
+                continue
+            rm = s["run_medians"]
+            tail = "p10" if s["higher_is_better"] else "p90"
+            cells.append(f"{fmt(s['median'])} ({tail} {fmt(s['p90'])}) [{fmt(min(rm))}..{fmt(max(rm))}]")
+        ratio = res.get("speedup")
+        lines.append(f"| {w} {label} | {unit} | {cells[0]} | {cells[1]} | "
+                     f"{'-' if ratio is None else f'{ratio:.1f}x'} |")
+    return "\n".join(lines + [""] + [f"- {n}" for n in notes])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--langgraph-python", default=None,
+                    help="interpreter with LangGraph installed (default: skip LangGraph)")
+    ap.add_argument("--plait-python", default=sys.executable, help="interpreter for plait (default: this one)")
+    ap.add_argument("--only", default=",".join(WORKLOADS), help="comma list, e.g. W1,W3")
+    ap.add_argument("--runs", type=int, default=3, help="subprocess runs per workload and implementation")
+    ap.add_argument("--quick", action="store_true", help="tiny sample counts (numbers meaningless)")
+    ap.add_argument("--invokes", type=int, default=None, help="override timed invokes per run")
+    ap.add_argument("--timeout", type=float, default=900.0, help="per subprocess (s)")
+    ap.add_argument("--json", default=None, help="also write the JSON document here")
+    a = ap.parse_args(argv)
+
+    only = [w.strip().upper() for w in a.only.split(",") if w.strip()]
+    bad = [w for w in only if w not in WORKLOADS]
+    if bad:
+        ap.error(f"unknown workload(s) {bad}; choose from {WORKLOADS}")
+    lg_ok, lg_note = probe_langgraph(a.langgraph_python)
+    notes = [lg_note]
+    impls = [("plait", a.plait_python)] + ([("langgraph", a.langgraph_python)] if lg_ok else [])
+    extra = (["--quick"] if a.quick else []) + (["--invokes", str(a.invokes)] if a.invokes else [])
+    started = dt.datetime.now(dt.timezone.utc)
+    load_before = os.getloadavg()
+    raw: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for w in only:
+        for r in range(a.runs):
+            for impl, python in impls:
+                log(f"[{w} {impl} run {r + 1}/{a.runs}]")
+                rec = run_worker(python, w, impl, extra, a.timeout)
+                raw.setdefault(w, {}).setdefault(impl, []).append(rec)
+                log(f"   median {fmt(to_unit(w, pct([float(x) for x in rec['samples_ns']], 50)))} "
+                    f"{UNITS[w][1]}  loadavg {rec['loadavg_end'][0]:.2f}")
+    results: dict[str, dict[str, Any]] = {}
+    for w in only:
+        res: dict[str, Any] = {impl: summarize(w, runs) for impl, runs in raw[w].items()}
+        res["speedup"] = speedup(w, res["plait"], res.get("langgraph"))
+        res["unit"] = UNITS[w][1]
+        results[w] = res
+    notes.append(f"{started:%Y-%m-%d %H:%M} UTC, {platform.node()}, {platform.platform()}, "
+                 f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
+                 f"loadavg before {load_before[0]:.2f} / after {os.getloadavg()[0]:.2f}")
+    notes.append(f"{a.runs} run(s) per workload and implementation, each in a fresh subprocess, interleaved; "
+                 "medians/p90 over the pooled per-invoke samples; [..] = spread of the per-run medians")
+    doc = {"started_utc": started.isoformat(timespec="seconds"), "host": platform.node(),
+           "platform": platform.platform(), "cpus": os.cpu_count(), "runs": a.runs, "quick": a.quick,
+           "notes": notes, "results": results}
+    print(markdown(results, notes))
+    print()
+    print(json.dumps(doc, indent=1))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
