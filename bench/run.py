@@ -69,7 +69,7 @@ def probe_langgraph(python: str | None) -> tuple[bool, str]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"LangGraph skipped: cannot run {python}: {exc}"
     if p.returncode != 0:
-        return False, f"LangGraph skipped: {python} cannot import langgraph ({p.stderr.strip()[-200:]})"
+        return False, f"LangGraph skipped: {python} cannot import langgraph ({(p.stderr.strip().splitlines() or ['?'])[-1][:200]})"
     return True, f"LangGraph {p.stdout.strip()} via {python}"
 
 
