@@ -1,0 +1,20 @@
+"""PostgreSQL checkpoint savers: :class:`PostgresSaver` and (in ``.aio``) ``AsyncPostgresSaver``.
+
+Needs the ``postgres`` extra: ``pip install 'plait[postgres]'`` (psycopg 3 and
+psycopg_pool). See ``docs/storage.md`` for the storage layout.
+"""
+
+from __future__ import annotations
+
+try:
+    import psycopg  # noqa: F401
+    import psycopg_pool  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        f"plait.checkpoint.postgres needs psycopg 3 and psycopg_pool ({exc.name} is missing); "
+        "install them with: pip install 'plait[postgres]'"
+    ) from exc
+
+from plait.checkpoint.postgres._saver import PostgresSaver
+
+__all__ = ["PostgresSaver"]

@@ -1,0 +1,112 @@
+"""PostgreSQL backend: :class:`PostgresSaver` (psycopg 3, optional psycopg_pool)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import tuple_row
+from psycopg_pool import ConnectionPool
+
+from plait.checkpoint.postgres import _sql
+from plait.checkpoint.serde import Serializer
+from plait.checkpoint.sqlite._engine import SqlSaverBase
+
+__all__ = ["PostgresSaver"]
+
+
+class PostgresSaver(SqlSaverBase):
+    """Checkpoints in PostgreSQL, with delta-encoded lists (see ``docs/storage.md``).
+
+    Tables are created on first use (under an advisory lock, so several
+    processes may start at once); :meth:`setup` does the same and is idempotent.
+
+    Args:
+        conn: A ``psycopg.Connection`` or a ``psycopg_pool.ConnectionPool``. A pool
+            is preferred: broken connections are replaced (``check``) and
+            several threads can work at once.
+        serde: The serializer (register your own classes on it).
+        cache_size: How many materialized values to keep in memory.
+    """
+
+    _q = _sql
+
+    def __init__(self, conn: psycopg.Connection[Any] | ConnectionPool[Any], *,
+                 serde: Serializer | None = None, cache_size: int = 128) -> None:
+        super().__init__(serde=serde, cache_size=cache_size)
+        if not isinstance(conn, (psycopg.Connection, ConnectionPool)):
+            raise TypeError(f"PostgresSaver needs a psycopg.Connection or psycopg_pool.ConnectionPool, got "
+                            f"{type(conn).__name__}; use PostgresSaver.from_conn_string(dsn) to open one")
+        self.conn = conn
+        self.lock = threading.RLock()
+        self.is_setup = False
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, *, pool_size: int = 1, **kwargs: Any) -> Iterator[PostgresSaver]:
+        """Open a connection pool on ``conn_string`` for the ``with`` block.
+
+        Connections use autocommit and no server-side prepared statements
+        (``prepare_threshold=None``, safe behind PgBouncer) and are checked
+        before use, so a dropped connection is replaced transparently.
+
+        Args:
+            conn_string: A libpq DSN or URL.
+            pool_size: Maximum number of connections (one by default, like LangGraph;
+                raise it when several threads share the saver).
+            **kwargs: Passed to :class:`PostgresSaver`.
+        """
+        pool: ConnectionPool[Any] = ConnectionPool(
+            conn_string, min_size=1, max_size=pool_size, open=True, check=ConnectionPool.check_connection,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+        )
+        try:
+            yield cls(pool, **kwargs)
+        finally:
+            pool.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        if isinstance(self.conn, ConnectionPool):
+            with self.conn.connection() as conn:
+                yield conn
+        else:
+            with self.lock:
+                yield self.conn
+
+    def setup(self) -> None:
+        """Create or migrate the tables (done automatically on first use; idempotent)."""
+        with self._tx() as cur:
+            cur.execute(_sql.LOCK)
+            cur.execute(_sql.META_TABLE)
+            row = cur.execute(_sql.GET_META, ["schema_version"]).fetchone()
+            version = int(row[0]) if row else 0
+            if version > _sql.SCHEMA_VERSION:
+                raise RuntimeError(f"Database schema version {version} is newer than this plait "
+                                   f"({_sql.SCHEMA_VERSION}); upgrade plait to open it")
+            for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
+                for statement in _sql.MIGRATIONS[target]:
+                    cur.execute(statement)
+            if version != _sql.SCHEMA_VERSION:
+                cur.execute(_sql.SET_META, ["schema_version", str(_sql.SCHEMA_VERSION)])
+        self.is_setup = True
+
+    def _setup_once(self) -> None:
+        if not self.is_setup:
+            self.setup()
+
+    def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._connection() as conn:
+            if conn.autocommit:
+                with conn.cursor(row_factory=tuple_row) as cur:
+                    return cur.execute(sql, list(params)).fetchall()
+            with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                return cur.execute(sql, list(params)).fetchall()
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Cursor[Any]]:
+        with self._connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            yield cur

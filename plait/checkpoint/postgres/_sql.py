@@ -1,0 +1,169 @@
+"""All SQL text of :class:`plait.checkpoint.postgres.PostgresSaver` (PostgreSQL dialect)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "BLOB_KEYS",
+    "DELETE_BLOB",
+    "DELETE_CHECKPOINT",
+    "DELETE_TASK_WRITES",
+    "DELETE_THREAD",
+    "DELETE_WRITES_OF",
+    "GET_META",
+    "INSERT_BLOB",
+    "INSERT_CHECKPOINT",
+    "INSERT_WRITE",
+    "LOCK",
+    "META_TABLE",
+    "MIGRATIONS",
+    "PRUNE_ROWS",
+    "SCHEMA_VERSION",
+    "SELECT_HEAD",
+    "SET_META",
+    "chain_query",
+    "list_query",
+    "writes_query",
+]
+
+SCHEMA_VERSION = 1
+
+LOCK = "SELECT pg_advisory_xact_lock(7046317051)"
+"""Serialises concurrent setup()/migrations of several processes."""
+
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE IF NOT EXISTS checkpoints (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            parent_checkpoint_id TEXT,
+            step INTEGER,
+            source TEXT,
+            created_at TEXT NOT NULL,
+            checkpoint BYTEA NOT NULL,
+            metadata BYTEA NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+        )""",
+        """CREATE TABLE IF NOT EXISTS checkpoint_blobs (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            channel TEXT NOT NULL,
+            checkpoint_id TEXT NOT NULL,
+            prev_id TEXT,
+            kind TEXT NOT NULL,
+            value BYTEA NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, channel, checkpoint_id)
+        )""",
+        """CREATE TABLE IF NOT EXISTS checkpoint_writes (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            channel TEXT NOT NULL,
+            task_path TEXT NOT NULL DEFAULT '',
+            value BYTEA NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        )""",
+    ],
+}
+
+META_TABLE = "CREATE TABLE IF NOT EXISTS plait_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+GET_META = "SELECT value FROM plait_meta WHERE key = %s"
+SET_META = """INSERT INTO plait_meta (key, value) VALUES (%s, %s)
+    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"""
+
+INSERT_CHECKPOINT = """INSERT INTO checkpoints
+    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+      parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, step = EXCLUDED.step, source = EXCLUDED.source,
+      checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"""
+
+INSERT_BLOB = """INSERT INTO checkpoint_blobs
+    (thread_id, checkpoint_ns, channel, checkpoint_id, prev_id, kind, value) VALUES (%s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, checkpoint_id) DO UPDATE SET
+      prev_id = EXCLUDED.prev_id, kind = EXCLUDED.kind, value = EXCLUDED.value"""
+
+DELETE_TASK_WRITES = """DELETE FROM checkpoint_writes
+    WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s AND task_id = %s
+    AND channel NOT IN ('__interrupt__', '__resume__')"""
+
+INSERT_WRITE = """INSERT INTO checkpoint_writes
+    (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, value)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
+      channel = EXCLUDED.channel, task_path = EXCLUDED.task_path, value = EXCLUDED.value"""
+
+_HEAD_COLUMNS = "c.checkpoint_id, c.parent_checkpoint_id, c.step, c.source, c.created_at, c.checkpoint, c.metadata"
+
+SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.value
+    FROM checkpoints c LEFT JOIN checkpoint_writes w
+      ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
+    WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = COALESCE(%s::text,
+      (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s))
+    ORDER BY w.task_id, w.idx"""
+
+DELETE_THREAD = [
+    "DELETE FROM checkpoint_writes WHERE thread_id = %s",
+    "DELETE FROM checkpoint_blobs WHERE thread_id = %s",
+    "DELETE FROM checkpoints WHERE thread_id = %s",
+]
+
+PRUNE_ROWS = """SELECT checkpoint_ns, checkpoint_id, created_at, checkpoint FROM checkpoints
+    WHERE thread_id = %s ORDER BY checkpoint_ns, checkpoint_id DESC"""
+BLOB_KEYS = "SELECT channel, checkpoint_id FROM checkpoint_blobs WHERE thread_id = %s AND checkpoint_ns = %s"
+DELETE_BLOB = """DELETE FROM checkpoint_blobs
+    WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id = %s"""
+DELETE_CHECKPOINT = "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+DELETE_WRITES_OF = "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+
+
+def list_query(thread: tuple[str, str] | None, after: tuple[str, str, str] | None,
+               where: dict[str, Any], limit: int) -> tuple[str, list[Any]]:
+    """One page of checkpoint rows, newest first (see the SQLite twin for the arguments)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if thread is not None:
+        clauses.append("thread_id = %s AND checkpoint_ns = %s")
+        params.extend(thread)
+    if after is not None:
+        clauses.append("(checkpoint_id, thread_id, checkpoint_ns) < (%s, %s, %s)")
+        params.extend(after)
+    for column in ("step", "source"):
+        if column in where:
+            clauses.append(f"{column} = %s")
+            params.append(where[column])
+    if where.get("before") is not None:
+        clauses.append("checkpoint_id < %s")
+        params.append(where["before"])
+    sql = ("SELECT thread_id, checkpoint_ns, " + _HEAD_COLUMNS.replace("c.", "") + " FROM checkpoints"
+           + (" WHERE " + " AND ".join(clauses) if clauses else "")
+           + " ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT %s")
+    return sql, [*params, limit]
+
+
+def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """Pending writes of several checkpoints of one thread."""
+    sql = ("SELECT checkpoint_id, task_id, channel, value FROM checkpoint_writes "
+           "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = ANY(%s) "
+           "ORDER BY checkpoint_id, task_id, idx")
+    return sql, [*thread, list(ids)]
+
+
+def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> tuple[str, list[Any]]:
+    """Blob rows of ``targets`` (``(channel, row id)`` pairs) and of every row their deltas build on."""
+    sql = """WITH RECURSIVE chain(channel, checkpoint_id, prev_id, kind, value) AS (
+        SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value FROM checkpoint_blobs b
+        JOIN unnest(%s::text[], %s::text[]) AS t(channel, checkpoint_id)
+          ON b.channel = t.channel AND b.checkpoint_id = t.checkpoint_id
+        WHERE b.thread_id = %s AND b.checkpoint_ns = %s
+        UNION ALL
+        SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value
+        FROM checkpoint_blobs b JOIN chain ON b.channel = chain.channel AND b.checkpoint_id = chain.prev_id
+        WHERE b.thread_id = %s AND b.checkpoint_ns = %s AND chain.kind = 'delta'
+    ) SELECT channel, checkpoint_id, prev_id, kind, value FROM chain"""
+    return sql, [[c for c, _ in targets], [r for _, r in targets], *thread, *thread]
