@@ -15,8 +15,10 @@ __all__ = [
     "GET_META",
     "INSERT_BLOB",
     "INSERT_CHECKPOINT",
+    "HEAD_ID",
     "INSERT_WRITE",
     "LOCK",
+    "LOCK_THREAD",
     "META_TABLE",
     "MIGRATIONS",
     "PRUNE_ROWS",
@@ -167,3 +169,7 @@ def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> 
         WHERE b.thread_id = %s AND b.checkpoint_ns = %s AND chain.kind = 'delta'
     ) SELECT channel, checkpoint_id, prev_id, kind, value FROM chain"""
     return sql, [[c for c, _ in targets], [r for _, r in targets], *thread, *thread]
+
+HEAD_ID = "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s"
+LOCK_THREAD: str | None = "SELECT pg_advisory_xact_lock(hashtext(%s))"
+"""Taken before checking the thread head, so two writers cannot both pass the check."""

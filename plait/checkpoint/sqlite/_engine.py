@@ -19,7 +19,7 @@ from plait.checkpoint._delta import DELTA, FULL, Blob, Entry, ValueCache, encode
 from plait.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointTuple
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import _sql
-from plait.errors import SerializationError
+from plait.errors import CheckpointConflictError, SerializationError
 
 __all__ = ["SqlSaverBase"]
 
@@ -200,9 +200,16 @@ class SqlSaverBase(BaseCheckpointSaver):
                 return None
         return found
 
+    supports_head_check = True
+
     def put(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: Mapping[str, int]) -> dict[str, Any]:
-        """Store a checkpoint in one transaction; unchanged keys point at their earlier rows."""
+            new_versions: Mapping[str, int], *, expected_head: Any = ...) -> dict[str, Any]:
+        """Store a checkpoint in one transaction; unchanged keys point at their earlier rows.
+
+        Raises:
+            CheckpointConflictError: ``expected_head`` is given and is not the thread's newest checkpoint.
+            SerializationError: A value cannot be stored (the error names the state key).
+        """
         self._setup_once()
         thread, parent = _thread(config)
         cid = checkpoint["id"]
@@ -227,12 +234,25 @@ class SqlSaverBase(BaseCheckpointSaver):
         row = [*thread, cid, parent, metadata.get("step"), metadata.get("source"), checkpoint.get("ts") or _now(),
                self.serde.dumps({**stored, "loc": loc}), self.serde.dumps(meta)]
         with self._tx() as cur:
+            if expected_head is not ...:
+                self._check_head(cur, thread, expected_head)
             cur.executemany(self._q.INSERT_BLOB, [(*thread, ch, cid, b.prev, b.kind, b.data) for ch, b, _ in blobs])
             cur.execute(self._q.INSERT_CHECKPOINT, row)
         for channel, _, entry in blobs:
             self._cache.put((*thread, channel, cid), entry)
         self._locs.put((*thread, cid), loc)
         return _config(thread, cid)
+
+    def _check_head(self, cur: Any, thread: _Thread, expected: str | None) -> None:
+        if self._q.LOCK_THREAD:
+            cur.execute(self._q.LOCK_THREAD, [f"{len(thread[0])}:{thread[0]}{thread[1]}"])
+        head = cur.execute(self._q.HEAD_ID, list(thread)).fetchone()[0]
+        if head != expected:
+            raise CheckpointConflictError(
+                f"Thread {thread[0]!r} moved on while this run was writing: expected head {expected!r}, "
+                f"found {head!r}. Another run or update_state wrote to the thread; nothing was written. "
+                "Re-read the thread (get_state) and retry, or fork explicitly from a checkpoint_id.",
+                thread_id=thread[0], expected=expected, actual=head)
 
     def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:

@@ -88,7 +88,7 @@ class SqliteSaver(SqlSaverBase):
         with self.lock:
             conn = self.conn
             if not conn.in_transaction:
-                conn.execute("BEGIN")
+                conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:

@@ -15,7 +15,9 @@ __all__ = [
     "GET_META",
     "INSERT_BLOB",
     "INSERT_CHECKPOINT",
+    "HEAD_ID",
     "INSERT_WRITE",
+    "LOCK_THREAD",
     "META_TABLE",
     "MIGRATIONS",
     "PRUNE_ROWS",
@@ -166,3 +168,7 @@ DELETE_BLOB = """DELETE FROM checkpoint_blobs
     WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND checkpoint_id = ?"""
 DELETE_CHECKPOINT = "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
 DELETE_WRITES_OF = "DELETE FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+
+HEAD_ID = "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
+LOCK_THREAD: str | None = None
+"""Taken before checking the thread head, so two writers cannot both pass the check."""
