@@ -59,7 +59,7 @@ async def test_astream_values() -> None:
     async def node(state):
         return {"x": 1}
 
-    chunks = [c async for c in _graph(("n", node)).astream({"x": 0})]
+    chunks = [c async for c in _graph(("n", node)).astream({"x": 0}, stream_mode="values")]
     assert chunks == [{"x": 0, "log": []}, {"x": 1, "log": []}]
 
 
