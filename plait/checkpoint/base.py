@@ -28,7 +28,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager, cont
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypedDict
 
-from plait.errors import ThreadBusyError
+from plait.errors import CheckpointConflictError, ThreadBusyError
 
 __all__ = [
     "BaseCheckpointSaver",
@@ -166,6 +166,9 @@ class BaseCheckpointSaver(ABC):
             limit: At most this many.
         """
 
+    supports_head_check: bool = False
+    """Set by savers whose ``put``/``aput`` accept ``expected_head`` (compare-and-set on the thread head)."""
+
     @abstractmethod
     def put(
         self,
@@ -174,7 +177,13 @@ class BaseCheckpointSaver(ABC):
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
     ) -> dict[str, Any]:
-        """Store ``checkpoint`` as the child of the one ``config`` addresses; return its config."""
+        """Store ``checkpoint`` as the child of the one ``config`` addresses; return its config.
+
+        Savers with ``supports_head_check = True`` also take a keyword-only
+        ``expected_head`` (a checkpoint id, or ``None`` for "the thread is
+        empty"): if the thread's newest checkpoint is another one, nothing is
+        written and :class:`~plait.errors.CheckpointConflictError` is raised.
+        """
 
     @abstractmethod
     def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
@@ -239,9 +248,9 @@ class BaseCheckpointSaver(ABC):
             yield item
 
     async def aput(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: Mapping[str, int]) -> dict[str, Any]:
-        """Async :meth:`put`."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+                   new_versions: Mapping[str, int], **kwargs: Any) -> dict[str, Any]:
+        """Async :meth:`put` (``kwargs``: ``expected_head`` where supported)."""
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions, **kwargs)
 
     async def aput_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
@@ -298,3 +307,12 @@ class _AsyncLease(AbstractAsyncContextManager[None]):
 
     async def __aexit__(self, *exc: Any) -> None:
         await asyncio.to_thread(self.inner.__exit__, *exc)
+
+
+def conflict(thread_id: str, expected: str | None, actual: str | None) -> CheckpointConflictError:
+    """The error raised when a write would fork the thread head behind another run's back."""
+    return CheckpointConflictError(
+        f"Thread {thread_id!r} moved on while this run was writing: expected head {expected!r}, found "
+        f"{actual!r}. Another run or update_state wrote to the thread; nothing was overwritten. Re-read the "
+        "thread (get_state) and retry, or fork explicitly from a checkpoint_id.",
+        thread_id=thread_id, expected=expected, actual=actual)

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from plait.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointTuple
+from plait.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointTuple, conflict
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 
@@ -90,13 +90,24 @@ class InMemorySaver(BaseCheckpointSaver):
             if limit is not None and count >= limit:
                 return
 
+    supports_head_check = True
+
     def put(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: Mapping[str, int]) -> dict[str, Any]:
-        """Store a checkpoint; only the values of ``new_versions`` are recorded."""
+            new_versions: Mapping[str, int], *, expected_head: Any = ...) -> dict[str, Any]:
+        """Store a checkpoint; only the values of ``new_versions`` are recorded.
+
+        Raises:
+            CheckpointConflictError: ``expected_head`` is given and is not the thread's newest checkpoint.
+        """
         key, parent = self._key(config)
         values = checkpoint.get("channel_values") or {}
         stored = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         with self._lock:
+            if expected_head is not ...:
+                existing = self._threads.get(key)
+                head = max(existing) if existing else None
+                if head != expected_head:
+                    raise conflict(key[0], expected_head, head)
             blobs = self._blobs.setdefault(key, {})
             for name, version in new_versions.items():
                 blobs[(name, version)] = values.get(name, _ABSENT)

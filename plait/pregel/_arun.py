@@ -57,7 +57,10 @@ async def _flush(loop: Loop) -> None:
     saver = loop.saver
     for op in loop.saves:
         if op[0] == "put":
-            await saver.aput(op[1], op[2], op[3], op[4])
+            if saver.supports_head_check and op[5] is not ...:
+                await saver.aput(op[1], op[2], op[3], op[4], expected_head=op[5])
+            else:
+                await saver.aput(op[1], op[2], op[3], op[4])
         else:
             await saver.aput_writes(op[1], op[2], op[3])
     loop.saves.clear()

@@ -28,7 +28,7 @@ __all__ = ["INTERRUPT", "RESUME", "Loop", "Save"]
 INTERRUPT = "__interrupt__"
 RESUME = "__resume__"
 Save = tuple[Any, ...]
-"""A queued checkpoint operation: ``("put", config, checkpoint, metadata, versions)``
+"""A queued checkpoint operation: ``("put", config, checkpoint, metadata, versions, expected_head)``
 or ``("writes", config, writes, task_id)``."""
 
 
@@ -73,6 +73,7 @@ class Loop:
         self.interrupted: dict[str, list[Interrupt]] = {}
         self.skip_before = False
         self.start_step = 0
+        self.expect_head: Any = None  # the thread head this run writes on (``...``: do not check)
         self._metadata = dict(config.get("metadata") or {})
 
     def write_custom(self, chunk: Any) -> None:
@@ -106,6 +107,8 @@ class Loop:
         run.step = int((saved.metadata or {}).get("step", -1)) + 1
         self.checkpoint_id = cp["id"]
         self.checkpoint_config = saved.config
+        explicit = self.thread is not None and self.thread.checkpoint_id is not None
+        self.expect_head = ... if explicit else cp["id"]  # time travel: the first write forks on purpose
         for tid, key, value in saved.pending_writes or ():
             if key == INTERRUPT:
                 self.interrupted.setdefault(tid, []).extend(value)
@@ -299,7 +302,8 @@ class Loop:
         versions = {k: run.versions[k] for k in changed if k in run.versions}
         assert self.thread is not None  # noqa: S101 - guarded by saver is not None
         parent = self.thread.config(self.checkpoint_id) if self.checkpoint_id else self.thread.config()
-        self.saves.append(("put", parent, checkpoint, metadata, versions))
+        self.saves.append(("put", parent, checkpoint, metadata, versions, self.expect_head))
+        self.expect_head = cid
         self.checkpoint_id = cid
         self.checkpoint_config = self.thread.config(cid)
         if "checkpoints" in self.modes or "debug" in self.modes:

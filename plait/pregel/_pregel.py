@@ -178,7 +178,7 @@ class Pregel:
         saver = self._saver()
         saved = saver.get_tuple(ref.config())
         parent, checkpoint, metadata, versions = prepare_update(self.plan, ref, saved, values, as_node)
-        return saver.put(parent, checkpoint, metadata, versions)
+        return saver.put(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
 
     async def aupdate_state(self, config: dict[str, Any], values: Any, as_node: str | None = None) -> dict[str, Any]:
         """Async :meth:`update_state`."""
@@ -186,13 +186,20 @@ class Pregel:
         saver = self._saver()
         saved = await saver.aget_tuple(ref.config())
         parent, checkpoint, metadata, versions = prepare_update(self.plan, ref, saved, values, as_node)
-        return await saver.aput(parent, checkpoint, metadata, versions)
+        return await saver.aput(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
 
     def validate(self) -> Pregel:
         """Kept for LangGraph compatibility; plans are validated by ``compile()``."""
         if not self.plan.nodes:
             raise GraphBuildError("Graph has no nodes")
         return self
+
+
+def _head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:
+    """``expected_head`` for an update written on the thread head (none for explicit forks)."""
+    if not saver.supports_head_check or ref.checkpoint_id is not None:
+        return {}
+    return {"expected_head": None if saved is None else saved.checkpoint["id"]}
 
 
 def _shape(event: tuple[str, Any], modes: frozenset[str], single: bool, step: int) -> list[Any]:

@@ -78,7 +78,10 @@ def _flush(loop: Loop) -> None:
     saver = loop.saver
     for op in loop.saves:
         if op[0] == "put":
-            saver.put(op[1], op[2], op[3], op[4])
+            if saver.supports_head_check and op[5] is not ...:
+                saver.put(op[1], op[2], op[3], op[4], expected_head=op[5])
+            else:
+                saver.put(op[1], op[2], op[3], op[4])
         else:
             saver.put_writes(op[1], op[2], op[3])
     loop.saves.clear()
