@@ -261,12 +261,11 @@ def summarize(  # noqa: PLR0913 - the documented keyword API
         keep_last: How many of the newest messages stay verbatim (a tool-call
             group straddling the boundary is summarized whole).
         placement: ``"system"`` (a summary ``SystemMessage``) or ``"field"``.
-        existing_summary: With ``"field"``, the summary so far; with
-            ``"system"`` it is read from the summary message instead.
+        existing_summary: The summary so far (``"field"`` only; ``"system"``
+            reads it from the summary message).
         token_counter: See :func:`plait.memory.resolve_token_counter`.
         prompt: Instruction for a first summary.
-        extend_prompt: Instruction to extend a summary; ``{summary}`` is
-            replaced by the existing summary.
+        extend_prompt: Instruction to extend; ``{summary}`` is substituted.
         summary_id: Id of the summary message (``"system"``).
         summary_prefix: Text before the summary in that message.
 
@@ -275,8 +274,8 @@ def summarize(  # noqa: PLR0913 - the documented keyword API
         is older than the kept window.
 
     Raises:
-        ValueError: On a bad budget, ``keep_last`` or ``placement``.
-        TypeError: If ``model`` has no ``invoke``.
+        ValueError: On a bad budget, ``keep_last`` or ``placement``;
+            ``TypeError`` if ``model`` has no ``invoke``.
         SummarizationError: If the model's answer holds no summary text.
         MissingMessageIdError: If a message to remove has no id.
     """
