@@ -256,8 +256,7 @@ def summarize(  # noqa: PLR0913 - the documented keyword API
             must return an ``AIMessage`` (or a string).
         max_messages: Summarize when there are more messages than this.
         max_tokens: Summarize when ``token_counter(messages)`` exceeds this.
-            With neither budget set, summarize whenever there is something
-            older than the kept window.
+            With neither budget set, always summarize.
         keep_last: How many of the newest messages stay verbatim (a tool-call
             group straddling the boundary is summarized whole).
         placement: ``"system"`` (a summary ``SystemMessage``) or ``"field"``.
@@ -270,8 +269,7 @@ def summarize(  # noqa: PLR0913 - the documented keyword API
         summary_prefix: Text before the summary in that message.
 
     Returns:
-        A :class:`SummaryResult`, or ``None`` when under budget or when nothing
-        is older than the kept window.
+        A :class:`SummaryResult`; ``None`` if under budget or nothing is older.
 
     Raises:
         ValueError: On a bad budget, ``keep_last`` or ``placement``;
