@@ -1,0 +1,293 @@
+"""One behaviour contract for every checkpoint saver: in-memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+
+from plait.checkpoint.base import empty_checkpoint
+from plait.checkpoint.memory import InMemorySaver
+from plait.checkpoint.sqlite import SqliteSaver
+from plait.errors import CheckpointConflictError, SerializationError
+from plait.graph import END, START, MessagesState, StateGraph
+from plait.graph.message import REMOVE_ALL_MESSAGES
+
+PG_DSN = os.environ.get("PLAIT_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _pg_available() -> str | None:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, connect_timeout=3):
+            return None
+    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
+        return f"PostgreSQL not reachable at {PG_DSN} ({type(exc).__name__}); set PLAIT_PG_DSN"
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def saver(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+    kind = request.param
+    if kind == "memory":
+        yield InMemorySaver()
+    elif kind == "sqlite":
+        with SqliteSaver.from_conn_string(tmp_path / "cp.db") as s:
+            yield s
+    else:
+        reason = _pg_available()
+        if reason is not None:
+            if os.environ.get("PLAIT_REQUIRE_PG"):
+                pytest.fail(reason + " and PLAIT_REQUIRE_PG is set")
+            pytest.skip(reason)
+        yield from _pg_saver()
+
+
+def _pg_saver() -> Iterator[Any]:
+    import psycopg
+
+    from plait.checkpoint.postgres import PostgresSaver
+
+    schema = f"plait_t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            dsn = f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}options=-csearch_path%3D{schema}"
+            with PostgresSaver.from_conn_string(dsn, pool_size=2) as s:
+                yield s
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def cfg(thread: str = "t", cid: str | None = None, ns: str = "") -> dict[str, Any]:
+    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
+    if cid is not None:
+        conf["checkpoint_id"] = cid
+    return {"configurable": conf}
+
+
+def put(saver: Any, parent: dict[str, Any], values: dict[str, Any], changed: dict[str, int],
+        step: int, **meta: Any) -> dict[str, Any]:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = values
+    prior = {} if parent["configurable"].get("checkpoint_id") is None else (
+        saver.get_tuple(parent).checkpoint["channel_versions"])
+    checkpoint["channel_versions"] = {**prior, **changed}
+    checkpoint["next"] = ["node"]
+    return saver.put(parent, checkpoint, {"source": "loop", "step": step, "parents": {}, **meta}, changed)
+
+
+def chain(saver: Any, n: int, thread: str = "t") -> list[dict[str, Any]]:
+    configs = []
+    parent = cfg(thread)
+    items: list[str] = []
+    for i in range(n):
+        items = [*items, f"m{i}"]
+        parent = put(saver, parent, {"items": items, "count": i}, {"items": i + 1, "count": i + 1}, i,
+                     kind="even" if i % 2 == 0 else "odd")
+        configs.append(parent)
+    return configs
+
+
+# -- saver API -------------------------------------------------------------------------
+
+
+def test_put_get_roundtrip_and_latest(saver: Any) -> None:
+    assert saver.get_tuple(cfg("none")) is None
+    configs = chain(saver, 3)
+    latest = saver.get_tuple(cfg())
+    assert latest.config["configurable"]["checkpoint_id"] == configs[-1]["configurable"]["checkpoint_id"]
+    assert latest.checkpoint["channel_values"] == {"items": ["m0", "m1", "m2"], "count": 2}
+    assert latest.checkpoint["next"] == ["node"]
+    assert latest.metadata["step"] == 2 and latest.metadata["kind"] == "even"
+    assert latest.parent_config["configurable"]["checkpoint_id"] == configs[1]["configurable"]["checkpoint_id"]
+    first = saver.get_tuple(configs[0])
+    assert first.checkpoint["channel_values"] == {"items": ["m0"], "count": 0}
+    assert saver.get_tuple(cfg(cid="00000000-0000-0000-0000-000000000000")) is None
+
+
+def test_list_order_filter_before_limit(saver: Any) -> None:
+    configs = chain(saver, 6)
+    chain(saver, 2, thread="other")
+    ids = [c["configurable"]["checkpoint_id"] for c in configs]
+    listed = [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg())]
+    assert listed == ids[::-1]
+    assert [t.metadata["step"] for t in saver.list(cfg(), filter={"kind": "odd"})] == [5, 3, 1]
+    assert [t.metadata["step"] for t in saver.list(cfg(), filter={"step": 2})] == [2]
+    assert [t.metadata["step"] for t in saver.list(cfg(), before=configs[3])] == [2, 1, 0]
+    assert [t.metadata["step"] for t in saver.list(cfg(), limit=2)] == [5, 4]
+    assert [t.metadata["step"] for t in saver.list(cfg(), before=configs[4], filter={"kind": "even"}, limit=1)] == [2]
+    assert len(list(saver.list(None))) == 8
+    assert list(saver.list(cfg("nobody"))) == []
+
+
+def test_list_values_are_materialized(saver: Any) -> None:
+    chain(saver, 5)
+    values = [t.checkpoint["channel_values"]["items"] for t in saver.list(cfg())]
+    assert values == [[f"m{j}" for j in range(i + 1)] for i in range(4, -1, -1)]
+
+
+def test_pending_writes(saver: Any) -> None:
+    config = chain(saver, 1)[0]
+    saver.put_writes(config, [("a", 1), ("b", {"x": (1, 2)})], "task1")
+    saver.put_writes(config, [("__interrupt__", ["why"])], "task2")
+    saver.put_writes(config, [("__resume__", ["yes"])], "task2")
+    writes = saver.get_tuple(config).pending_writes
+    assert sorted(writes, key=repr) == sorted(
+        [("task1", "a", 1), ("task1", "b", {"x": (1, 2)}), ("task2", "__interrupt__", ["why"]),
+         ("task2", "__resume__", ["yes"])], key=repr)
+    saver.put_writes(config, [("a", 2)], "task1")
+    writes = saver.get_tuple(config).pending_writes
+    assert ("task1", "a", 2) in writes and ("task1", "b", {"x": (1, 2)}) not in writes
+    assert ("task2", "__interrupt__", ["why"]) in writes
+    listed = next(iter(saver.list(config)))
+    assert sorted(listed.pending_writes, key=repr) == sorted(writes, key=repr)
+
+
+def test_delete_thread(saver: Any) -> None:
+    chain(saver, 3)
+    chain(saver, 2, thread="keep")
+    saver.delete_thread("t")
+    assert saver.get_tuple(cfg()) is None
+    assert list(saver.list(cfg())) == []
+    assert saver.get_tuple(cfg("keep")).metadata["step"] == 1
+
+
+def test_head_check(saver: Any) -> None:
+    configs = chain(saver, 2)
+    checkpoint = empty_checkpoint()
+    with pytest.raises(CheckpointConflictError):
+        saver.put(configs[0], checkpoint, {"source": "loop", "step": 9}, {}, expected_head=configs[0]["configurable"]["checkpoint_id"])
+    assert saver.get_tuple(cfg()).metadata["step"] == 1
+
+
+def test_unserializable_value_names_key(saver: Any) -> None:
+    if isinstance(saver, InMemorySaver):
+        pytest.skip("the in-memory saver stores live objects")
+    with pytest.raises(SerializationError, match="'bad'"):
+        put(saver, cfg(), {"bad": object()}, {"bad": 1}, 0)
+
+
+async def test_async_api(saver: Any) -> None:
+    configs = chain(saver, 3)
+    got = await saver.aget_tuple(cfg())
+    assert got.config == configs[-1] or got.config["configurable"]["checkpoint_id"] == configs[-1]["configurable"]["checkpoint_id"]
+    assert [t.metadata["step"] async for t in saver.alist(cfg(), limit=2)] == [2, 1]
+
+
+# -- graph level ---------------------------------------------------------------------
+
+
+def echo_graph(saver: Any, reply: Any = None) -> Any:
+    def echo(state: MessagesState) -> dict[str, Any]:
+        if reply is not None:
+            return reply(state)
+        return {"messages": [AIMessage(f"echo {len(state['messages'])}: " + state["messages"][-1].content)]}
+
+    b = StateGraph(MessagesState)
+    b.add_node("echo", echo)
+    b.add_edge(START, "echo")
+    b.add_edge("echo", END)
+    return b.compile(checkpointer=saver)
+
+
+def test_many_turns_state(saver: Any) -> None:
+    g = echo_graph(saver)
+    config = {"configurable": {"thread_id": "chat"}}
+    for i in range(40):
+        out = g.invoke({"messages": [HumanMessage(f"hello {i}")]}, config)
+    assert len(out["messages"]) == 80
+    state = g.get_state(config)
+    assert [m.content for m in state.values["messages"]] == [m.content for m in out["messages"]]
+    assert [m.id for m in state.values["messages"]] == [m.id for m in out["messages"]]
+    assert state.values["messages"][-1].content == "echo 79: hello 39"
+
+
+def test_remove_message_trimming(saver: Any) -> None:
+    def trim(state: MessagesState) -> dict[str, Any]:
+        msgs = state["messages"]
+        drop = [RemoveMessage(id=m.id) for m in msgs[:-4]] if len(msgs) > 4 else []
+        return {"messages": [*drop, AIMessage(f"n={len(msgs)}")]}
+
+    g = echo_graph(saver, trim)
+    config = {"configurable": {"thread_id": "trim"}}
+    for i in range(30):
+        out = g.invoke({"messages": [HumanMessage(f"q{i}")]}, config)
+    assert len(out["messages"]) == 5
+    assert [m.content for m in g.get_state(config).values["messages"]] == [m.content for m in out["messages"]]
+    # a past checkpoint still shows its own (longer) transcript
+    past = [s for s in g.get_state_history(config)][10]
+    assert past.values["messages"] == saver.get_tuple(past.config).checkpoint["channel_values"]["messages"]
+
+
+def test_remove_all(saver: Any) -> None:
+    def wipe(state: MessagesState) -> dict[str, Any]:
+        if state["messages"][-1].content == "reset":
+            return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), AIMessage("fresh")]}
+        return {"messages": [AIMessage("ok")]}
+
+    g = echo_graph(saver, wipe)
+    config = {"configurable": {"thread_id": "wipe"}}
+    for text in ["a", "b", "reset", "c"]:
+        out = g.invoke({"messages": [HumanMessage(text)]}, config)
+    assert [m.content for m in out["messages"]] == ["fresh", "c", "ok"]
+    assert [m.content for m in g.get_state(config).values["messages"]] == ["fresh", "c", "ok"]
+
+
+def test_update_state_and_time_travel(saver: Any) -> None:
+    g = echo_graph(saver)
+    config = {"configurable": {"thread_id": "tt"}}
+    for text in ["one", "two", "three"]:
+        g.invoke({"messages": [HumanMessage(text)]}, config)
+    g.update_state(config, {"messages": [AIMessage("edited")]})
+    assert g.get_state(config).values["messages"][-1].content == "edited"
+    history = list(g.get_state_history(config))
+    after_one = next(s for s in history if len(s.values.get("messages", [])) == 2)
+    # get_state on a past checkpoint
+    past = g.get_state(after_one.config)
+    assert [m.content for m in past.values["messages"]] == ["one", "echo 1: one"]
+    # fork from it: the old branch stays intact
+    forked = g.invoke({"messages": [HumanMessage("other")]}, after_one.config)
+    assert [m.content for m in forked["messages"]] == ["one", "echo 1: one", "other", "echo 3: other"]
+    again = g.get_state(after_one.config)
+    assert [m.content for m in again.values["messages"]] == ["one", "echo 1: one"]
+    old_head = history[0]
+    assert g.get_state(old_head.config).values["messages"][-1].content == "edited"
+
+
+def test_sqlite_reconnect_from_file(tmp_path: Any) -> None:
+    path = tmp_path / "re.db"
+    config = {"configurable": {"thread_id": "r"}}
+    with SqliteSaver.from_conn_string(path) as s:
+        ids = [m.id for m in echo_graph(s).invoke({"messages": [HumanMessage("hi")]}, config)["messages"]]
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    try:
+        g = echo_graph(SqliteSaver(conn))
+        out = g.invoke({"messages": [HumanMessage("again")]}, config)
+        assert [m.id for m in out["messages"]][:2] == ids
+        assert [m.content for m in out["messages"]] == ["hi", "echo 1: hi", "again", "echo 3: again"]
+    finally:
+        conn.close()
+
+
+def test_sqlite_bytes_per_turn_do_not_grow(tmp_path: Any) -> None:
+    path = tmp_path / "size.db"
+    config = {"configurable": {"thread_id": "big"}}
+    sizes = []
+    with SqliteSaver.from_conn_string(path) as s:
+        g = echo_graph(s, lambda st: {"messages": [AIMessage("a" * 200)]})
+        for i in range(300):
+            g.invoke({"messages": [HumanMessage("u" * 200)]}, config)
+            if i % 100 == 99:
+                s.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                sizes.append(path.stat().st_size)
+        assert len(g.get_state(config).values["messages"]) == 600
+    first = sizes[0]
+    last = sizes[2] - sizes[1]
+    assert last <= 1.5 * first, sizes
+    assert sizes[2] < 1_500_000, sizes
