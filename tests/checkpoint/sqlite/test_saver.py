@@ -1,0 +1,173 @@
+"""SQLite-specific behaviour: schema, WAL, pruning, corruption, threads."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from plait.checkpoint.sqlite import SqliteSaver
+from plait.errors import SerializationError
+from plait.graph import END, START, MessagesState, StateGraph
+
+
+def graph(saver: Any) -> Any:
+    b = StateGraph(MessagesState)
+    b.add_node("chat", lambda s: {"messages": [AIMessage("r" * 200)]})
+    b.add_edge(START, "chat")
+    b.add_edge("chat", END)
+    return b.compile(checkpointer=saver)
+
+
+def run_turns(g: Any, thread: str, n: int) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread}}
+    out: dict[str, Any] = {}
+    for _ in range(n):
+        out = g.invoke({"messages": [HumanMessage("u" * 200)]}, config)
+    return out
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Any:
+    path = tmp_path / "cp.db"
+    with SqliteSaver.from_conn_string(path) as saver:
+        yield path, saver
+
+
+def test_tables_and_columns(db: Any) -> None:
+    _, saver = db
+    run_turns(graph(saver), "user_1", 1)
+    conn = saver.conn
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "plait_meta"} <= tables
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoints)")}
+    assert {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "step", "source",
+            "created_at", "checkpoint", "metadata"} <= cols
+    bcols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoint_blobs)")}
+    assert {"thread_id", "checkpoint_ns", "channel", "checkpoint_id", "prev_id", "kind", "value"} <= bcols
+    wcols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoint_writes)")}
+    assert {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "value"} <= wcols
+    assert conn.execute("SELECT value FROM plait_meta WHERE key='schema_version'").fetchone() == ("1",)
+    assert conn.execute("SELECT COUNT(DISTINCT thread_id) FROM checkpoints").fetchone() == (1,)
+
+
+def test_wal_mode_and_idempotent_setup(db: Any) -> None:
+    _, saver = db
+    assert saver.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    saver.setup()
+    saver.setup()
+    run_turns(graph(saver), "t", 1)
+    saver.setup()
+    assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is not None
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    conn = sqlite3.connect(str(tmp_path / "x.db"))
+    SqliteSaver(conn).setup()
+    conn.execute("UPDATE plait_meta SET value='99' WHERE key='schema_version'")
+    conn.commit()
+    with pytest.raises(RuntimeError, match="newer"):
+        SqliteSaver(conn).setup()
+
+
+def test_values_are_stored_as_deltas(db: Any) -> None:
+    _, saver = db
+    run_turns(graph(saver), "t", 20)
+    kinds = dict(saver.conn.execute("SELECT kind, COUNT(*) FROM checkpoint_blobs GROUP BY kind").fetchall())
+    assert kinds["delta"] >= 38 and kinds.get("full", 0) <= 2
+
+
+def test_prune_shrinks_file_and_keeps_rest_readable(db: Any) -> None:
+    path, saver = db
+    g = graph(saver)
+    out = run_turns(g, "t", 150)
+    run_turns(g, "other", 3)
+    config = {"configurable": {"thread_id": "t"}}
+    saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = path.stat().st_size
+    kept_history = list(g.get_state_history(config))[:5]
+    deleted = saver.prune("t", keep_last=5)
+    assert deleted == 450 - 5
+    saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert path.stat().st_size < before / 2
+    fresh = SqliteSaver(saver.conn)  # cold cache: everything read from the file
+    history = list(graph(fresh).get_state_history(config))
+    assert len(history) == 5
+    assert [s.values for s in history] == [s.values for s in kept_history]
+    assert fresh.get_tuple(config).checkpoint["channel_values"]["messages"] == out["messages"]
+    more = graph(fresh).invoke({"messages": [HumanMessage("after prune")]}, config)
+    assert len(more["messages"]) == 302
+    assert len(list(graph(fresh).get_state_history({"configurable": {"thread_id": "other"}}))) == 9
+
+
+def test_prune_older_than(db: Any) -> None:
+    _, saver = db
+    run_turns(graph(saver), "t", 3)
+    assert saver.prune("t", older_than=3600) == 0
+    assert saver.prune("t", older_than=0) == 8
+    assert len(list(saver.list({"configurable": {"thread_id": "t"}}))) == 1
+
+
+def test_corrupted_blob_raises(db: Any) -> None:
+    _, saver = db
+    run_turns(graph(saver), "t", 2)
+    saver.conn.execute("UPDATE checkpoint_blobs SET value = x'c1ff00'")
+    saver.conn.commit()
+    fresh = SqliteSaver(saver.conn)
+    with pytest.raises(SerializationError, match="messages"):
+        fresh.get_tuple({"configurable": {"thread_id": "t"}})
+
+
+def test_missing_chain_row_raises(db: Any) -> None:
+    _, saver = db
+    run_turns(graph(saver), "t", 3)
+    saver.conn.execute("DELETE FROM checkpoint_blobs WHERE kind = 'full'")
+    saver.conn.commit()
+    with pytest.raises(SerializationError, match="incomplete"):
+        SqliteSaver(saver.conn).get_tuple({"configurable": {"thread_id": "t"}})
+
+
+def test_list_streams(db: Any) -> None:
+    _, saver = db
+    run_turns(graph(saver), "t", 100)
+    calls = []
+    original = saver._fetch
+
+    def counting(sql: str, params: Any) -> Any:
+        calls.append(sql)
+        return original(sql, params)
+
+    saver._fetch = counting  # type: ignore[method-assign]
+    first = next(iter(saver.list({"configurable": {"thread_id": "t"}})))
+    assert first.metadata["step"] == 298  # three checkpoints per turn, from step -1
+    assert len(calls) <= 3
+
+
+def test_threads_share_one_saver(db: Any) -> None:
+    _, saver = db
+    g = graph(saver)
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        try:
+            run_turns(g, f"w{i}", 10)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i in range(4):
+        assert len(g.get_state({"configurable": {"thread_id": f"w{i}"}}).values["messages"]) == 20
+
+
+def test_rejects_non_sqlite_connection() -> None:
+    with pytest.raises(TypeError, match="from_conn_string"):
+        SqliteSaver(object())  # type: ignore[arg-type]
