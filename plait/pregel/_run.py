@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import threading
 import time
+from collections import deque
 from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
@@ -58,20 +60,46 @@ def run_task(task: Task, ctx: TaskContext) -> None:
             time.sleep(backoff(policy, attempt))
 
 
-def _execute(loop: Loop, tasks: Sequence[Task], pool: list[ThreadPoolExecutor], store: Any, context: Any) -> None:
+_POOL_SIZE = 64
+_pool: list[ThreadPoolExecutor] = []
+_pool_lock = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """One process-wide pool for parallel nodes (threads are reused across runs)."""
+    if not _pool:
+        with _pool_lock:
+            if not _pool:
+                _pool.append(ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="plait-node"))
+    return _pool[0]
+
+
+def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any) -> None:
+    """Run the step's tasks: the calling thread works the queue together with pool helpers.
+
+    Helpers that have not started when the queue runs dry are cancelled, so a
+    subgraph running inside a pool thread can never wait on a starved pool.
+    """
     todo = [t for t in tasks if not t.done]
     if len(todo) == 1:
         run_task(todo[0], make_context(loop, todo[0], store, context))
         return
-    if not todo:
-        return
-    if not pool:
-        pool.append(ThreadPoolExecutor(max_workers=min(32, len(todo)), thread_name_prefix="plait"))
-    futures = [pool[0].submit(copy_context().run, run_task, t, make_context(loop, t, store, context))
-               for t in todo[1:]]
-    run_task(todo[0], make_context(loop, todo[0], store, context))
-    for future in futures:
-        future.result()
+    queue = deque((t, make_context(loop, t, store, context)) for t in todo)
+
+    def work() -> None:
+        while True:
+            try:
+                task, ctx = queue.popleft()
+            except IndexError:
+                return
+            run_task(task, ctx)
+
+    pool = _shared_pool()
+    helpers = [pool.submit(copy_context().run, work) for _ in range(min(len(todo) - 1, _POOL_SIZE))]
+    work()
+    for helper in helpers:
+        if not helper.cancel():
+            helper.result()
 
 
 def _flush(loop: Loop) -> None:
@@ -103,31 +131,26 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
 def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event, None, Loop]:  # noqa: A002
     saver = loop.saver
     loop.begin(input)
-    pool: list[ThreadPoolExecutor] = []
-    try:
-        while True:
+    while True:
+        if saver is not None:
+            _flush(loop)
+        if loop.events:
+            yield from loop.events
+            loop.events.clear()
+        tasks = loop.tick()
+        if tasks is None:
+            break
+        _execute(loop, tasks, store, context)
+        error = loop.finish(tasks)
+        if error is not None:
+            if saver is not None:
+                _flush(loop)
+            raise error
+        if loop.interrupts:
             if saver is not None:
                 _flush(loop)
             if loop.events:
                 yield from loop.events
                 loop.events.clear()
-            tasks = loop.tick()
-            if tasks is None:
-                break
-            _execute(loop, tasks, pool, store, context)
-            error = loop.finish(tasks)
-            if error is not None:
-                if saver is not None:
-                    _flush(loop)
-                raise error
-            if loop.interrupts:
-                if saver is not None:
-                    _flush(loop)
-                if loop.events:
-                    yield from loop.events
-                    loop.events.clear()
-                break
-    finally:
-        if pool:
-            pool[0].shutdown(wait=False)
+            break
     return loop
