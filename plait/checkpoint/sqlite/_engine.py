@@ -49,6 +49,11 @@ _EMPTY: dict[str, Any] = {"v": 1, "channel_versions": {}, "updated_channels": []
 _MISSING = object()
 
 
+def _loc(stored: dict[str, str], cid: str) -> dict[str, str]:
+    """Where each key's value is stored; ``""`` (stored for brevity) means this very checkpoint."""
+    return {ch: rid or cid for ch, rid in stored.items()}
+
+
 class SqlSaverBase(BaseCheckpointSaver):
     """Backend-independent part of the SQL savers.
 
@@ -124,7 +129,7 @@ class SqlSaverBase(BaseCheckpointSaver):
                memo: dict[Any, Entry], keep_all: bool = False) -> CheckpointTuple:
         cid, parent, step, source, created, blob, meta = head
         stored = {**_EMPTY, **self._decode(blob, f"checkpoint {cid} of thread {thread[0]!r}"), "ts": created}
-        loc: dict[str, str] = stored.pop("loc", {})
+        loc = _loc(stored.pop("loc", {}), cid)
         self._locs.put((*thread, cid), loc)
         entries = self._entries(thread, loc, memo, keep_all=keep_all)
         values = {ch: e.value(self.serde.loads) for ch, e in entries.items()}
@@ -185,7 +190,7 @@ class SqlSaverBase(BaseCheckpointSaver):
             rows = self._fetch(self._q.SELECT_HEAD, [*thread, parent, *thread])
             if not rows:
                 return {}
-            loc = self._decode(rows[0][5], f"checkpoint {parent}").get("loc", {})
+            loc = _loc(self._decode(rows[0][5], f"checkpoint {parent}").get("loc", {}), parent)
             self._locs.put((*thread, parent), loc)
         return loc
 
@@ -232,7 +237,8 @@ class SqlSaverBase(BaseCheckpointSaver):
                   if v != _EMPTY.get(k, _MISSING) and k not in ("channel_values", "id", "ts")}
         meta = {k: v for k, v in metadata.items() if k not in ("step", "source") and not (k == "parents" and not v)}
         row = [*thread, cid, parent, metadata.get("step"), metadata.get("source"), checkpoint.get("ts") or _now(),
-               self.serde.dumps({**stored, "loc": loc}), self.serde.dumps(meta)]
+               self.serde.dumps({**stored, "loc": {ch: "" if rid == cid else rid for ch, rid in loc.items()}}),
+               self.serde.dumps(meta)]
         with self._tx() as cur:
             if expected_head is not ...:
                 self._check_head(cur, thread, expected_head)
@@ -301,7 +307,7 @@ class SqlSaverBase(BaseCheckpointSaver):
                 (keep_last is not None and i >= keep_last) or (cutoff is not None and created < cutoff))]
             if doomed:
                 gone = set(doomed)
-                kept = [b for cid, _, b in rows if cid not in gone]
+                kept = [(cid, b) for cid, _, b in rows if cid not in gone]
                 self._prune_ns((str(thread_id), ns), doomed, kept)
                 deleted += len(doomed)
         if deleted:
@@ -310,10 +316,10 @@ class SqlSaverBase(BaseCheckpointSaver):
             self._reclaim()
         return deleted
 
-    def _prune_ns(self, thread: _Thread, doomed: list[str], kept: list[bytes]) -> None:
+    def _prune_ns(self, thread: _Thread, doomed: list[str], kept: list[tuple[str, bytes]]) -> None:
         needed: dict[str, set[str]] = {}
-        for blob in kept:
-            for channel, rid in self._decode(blob, "checkpoint").get("loc", {}).items():
+        for cid, blob in kept:
+            for channel, rid in _loc(self._decode(blob, "checkpoint").get("loc", {}), cid).items():
                 needed.setdefault(channel, set()).add(rid)
         targets = [(ch, rid) for ch, ids in needed.items() for rid in ids]
         rows: dict[str, dict[str, Blob]] = {}
