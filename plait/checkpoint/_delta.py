@@ -23,6 +23,7 @@ as with :class:`plait.checkpoint.memory.InMemorySaver`, which shares objects.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -65,11 +66,13 @@ def diff(old: Sequence[Any], new: Sequence[Any]) -> list[Segment]:
     Returns:
         Segments for :func:`materialize`; ``[KEEP, i, j]`` reuses ``old[i:j]``.
     """
+    size = len(old)
+    if size and len(new) >= size and all(map(operator.is_, old, new)):
+        return [[KEEP, 0, size], [ADD, list(new[size:])]] if len(new) > size else [[KEEP, 0, size]]
     index = {id(item): i for i, item in enumerate(old)}
     segments: list[Segment] = []
     start = stop = -1
     added: list[Any] = []
-    size = len(old)
     for item in new:
         if start >= 0 and stop < size and old[stop] is item:
             stop += 1
