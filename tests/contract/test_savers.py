@@ -291,3 +291,48 @@ def test_sqlite_bytes_per_turn_do_not_grow(tmp_path: Any) -> None:
     last = sizes[2] - sizes[1]
     assert last <= 1.5 * first, sizes
     assert sizes[2] < 1_500_000, sizes
+
+
+# -- PostgreSQL specifics -------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_saver() -> Iterator[Any]:
+    reason = _pg_available()
+    if reason is not None:
+        if os.environ.get("PLAIT_REQUIRE_PG"):
+            pytest.fail(reason + " and PLAIT_REQUIRE_PG is set")
+        pytest.skip(reason)
+    yield from _pg_saver()
+
+
+def test_postgres_survives_dropped_connection(pg_saver: Any) -> None:
+    import psycopg
+
+    g = echo_graph(pg_saver)
+    config = {"configurable": {"thread_id": "drop"}}
+    g.invoke({"messages": [HumanMessage("one")]}, config)
+    with pg_saver.conn.connection() as conn:
+        pids = [conn.info.backend_pid]
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [pids])
+    out = g.invoke({"messages": [HumanMessage("two")]}, config)
+    assert [m.content for m in out["messages"]][-2:] == ["two", "echo 3: two"]
+
+
+def test_postgres_setup_idempotent_and_versioned(pg_saver: Any) -> None:
+    pg_saver.setup()
+    pg_saver.setup()
+    rows = pg_saver._fetch("SELECT value FROM plait_meta WHERE key = 'schema_version'", [])
+    assert rows == [("1",)]
+
+
+def test_postgres_import_error_names_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    for name in [m for m in sys.modules if m.startswith("plait.checkpoint.postgres")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ImportError, match=r"pip install 'plait\[postgres\]'"):
+        importlib.import_module("plait.checkpoint.postgres")
