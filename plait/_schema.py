@@ -165,12 +165,22 @@ def _declared_defaults(schema: type, kind: str, names: list[str]) -> dict[str, A
             if not info.is_required():
                 out[name] = info.get_default(call_default_factory=True)
     else:  # TypedDict: plait honours class-level defaults (seeds 001/002)
-        for name in names:
-            for klass in schema.__mro__:
-                if name in vars(klass):
-                    out[name] = vars(klass)[name]
-                    break
+        for klass in reversed(_typeddict_lineage(schema)):
+            out.update({n: v for n, v in vars(klass).items() if n in names})
     return out
+
+
+def _typeddict_lineage(schema: type) -> list[type]:
+    """``schema`` and the TypedDicts it derives from, nearest first (TypedDict MROs skip them)."""
+    found: list[type] = []
+    todo = [schema]
+    while todo:
+        klass = todo.pop(0)
+        if klass in found or not typing_extensions.is_typeddict(klass):
+            continue
+        found.append(klass)
+        todo.extend(b for b in getattr(klass, "__orig_bases__", ()) if isinstance(b, type))
+    return found
 
 
 def fields_of(schema: type) -> tuple[FieldSpec, ...]:

@@ -39,8 +39,6 @@ def test_overwrite_after_regular_write_in_same_step_wins() -> None:
     assert g.compile().invoke({"entries": ["old"]})["entries"] == ["reset"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: regular writes ordered after an Overwrite in the same step are "
-                   "still folded in; LangGraph ignores them (Overwrite wins the whole step)")
 def test_overwrite_before_regular_write_in_same_step_wins() -> None:
     g = StateGraph(S)
     g.add_node("a", lambda s: {"entries": Overwrite(["reset"])})
@@ -61,8 +59,6 @@ def test_two_overwrites_in_one_step_rejected() -> None:
     assert info.value.key == "entries"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: message differs from LangGraph's 'Can receive only one Overwrite "
-                   "value per super-step.' + INVALID_CONCURRENT_GRAPH_UPDATE troubleshooting link")
 def test_two_overwrites_message_matches_langgraph() -> None:
     g = StateGraph(S)
     g.add_node("a", lambda s: {"entries": Overwrite([1])})

@@ -152,8 +152,6 @@ def test_explicit_recursion_limit_of_25() -> None:
         _chain(25).invoke({"x": 0}, {"recursion_limit": 25})
 
 
-@pytest.mark.xfail(strict=True, reason="BUG?: default recursion_limit is 25; the reference LangGraph defaults to "
-                   "10007 (env LANGGRAPH_DEFAULT_RECURSION_LIMIT), so a 30-node chain runs there")
 def test_default_recursion_limit_matches_reference() -> None:
     assert _chain(30).invoke({"x": 0})["x"] == 30
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from plait._schema import MISSING
 from plait.channels.base import BaseChannel
-from plait.errors import InvalidUpdateError
+from plait.errors import ErrorCode, InvalidUpdateError, create_error_message
 from plait.types import Overwrite
 
 __all__ = ["BinaryOperatorAggregate"]
@@ -40,22 +40,22 @@ class BinaryOperatorAggregate(BaseChannel):
     def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
         """Fold ``values`` into ``current``.
 
+        An ``Overwrite`` among the values wins the step: the other writes are ignored.
+
         Raises:
             InvalidUpdateError: two ``Overwrite`` values in one step.
         """
         reducer = self.reducer
-        overwritten = False
+        overwrite = MISSING
         for value in values:
             if isinstance(value, Overwrite):
-                if overwritten:
-                    raise InvalidUpdateError(
-                        f"At key '{self.key}': Can receive only one Overwrite value per step.",
-                        key=self.key, value=value, nodes=tuple(nodes),
-                    )
-                overwritten = True
-                current = value.value
-            elif current is MISSING:
-                current = value
-            else:
-                current = reducer(current, value)
+                if overwrite is not MISSING:
+                    message = create_error_message(message="Can receive only one Overwrite value per super-step.",
+                                                   error_code=ErrorCode.INVALID_CONCURRENT_GRAPH_UPDATE)
+                    raise InvalidUpdateError(message, key=self.key, value=value, nodes=tuple(nodes))
+                overwrite = value
+        if overwrite is not MISSING:  # an Overwrite wins the whole step
+            return overwrite.value
+        for value in values:
+            current = value if current is MISSING else reducer(current, value)
         return current

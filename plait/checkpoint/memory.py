@@ -6,7 +6,13 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from plait.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointTuple, conflict
+from plait.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    conflict,
+)
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 

@@ -32,7 +32,7 @@ class BranchDef:
 
 
 def _literal_targets(path: Callable[..., Any]) -> tuple[str, ...]:
-    fn = path if inspect.isfunction(path) or inspect.ismethod(path) else getattr(path, "__call__", path)
+    fn = path if inspect.isfunction(path) or inspect.ismethod(path) else type(path).__call__
     try:
         ret = typing.get_type_hints(fn).get("return")
     except Exception:  # noqa: BLE001 - unresolvable hints: no declared targets

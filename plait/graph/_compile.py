@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import inspect
 import os
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from plait._schema import MISSING, FieldSpec, SchemaKind, schema_kind
@@ -65,10 +65,14 @@ def _check_edges(builder: StateGraph) -> None:
         if source != START and source not in nodes:
             raise GraphBuildError(f"Found edge starting at unknown node '{source}'")
     targets = [t for _, t in builder.edges] + [t for _, t in builder.waiting_edges]
-    targets += [t for branches in builder.branches.values() for b in branches.values() for t in b.ends]
     for target in targets:
         if target != END and target not in nodes:
             raise GraphBuildError(f"Found edge ending at unknown node `{target}`")
+    for source, branches in builder.branches.items():
+        for branch in branches.values():
+            for target in branch.ends:
+                if target != END and target not in nodes:
+                    raise GraphBuildError(f"At '{source}' node, '{branch.name}' branch found unknown target '{target}'")
     if not any(s == START for s, _ in builder.edges) and START not in builder.branches:
         raise GraphBuildError("Graph must have an entrypoint: add at least one edge from START to another node")
 

@@ -86,7 +86,7 @@ class StrictChannel(BaseChannel):
             StrictModeError: non-message written to a message list, REMOVE_ALL after new
                 messages, a reducer mutating its first argument, or a broken tool-call group.
         """
-        for value, node in zip(values, nodes):
+        for value, node in zip(values, nodes, strict=True):
             if self.message_list:
                 self._check_messages(value, node)
             if self.is_add_messages:

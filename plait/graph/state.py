@@ -207,7 +207,7 @@ class StateGraph:
 
     # -- compile --------------------------------------------------------------
 
-    def compile(self, checkpointer: Any = None, *, cache: Any = None, store: Any = None,
+    def compile(self, checkpointer: Any = None, *, cache: Any = None, store: Any = None,  # noqa: PLR0913 - LangGraph's API
                 interrupt_before: Any = None, interrupt_after: Any = None, debug: bool = False,
                 name: str | None = None, strict: bool | None = None) -> CompiledStateGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledStateGraph`.
@@ -229,7 +229,7 @@ class StateGraph:
 
         plan = build_plan(self, interrupt_before, interrupt_after, strict)
         return CompiledStateGraph(self, plan, checkpointer=checkpointer, store=store,
-                                  name=name or "LangGraph", debug=debug)
+                                  name=name or "LangGraph", debug=debug, stream_mode="updates")
 
 
 class CompiledStateGraph(Pregel):

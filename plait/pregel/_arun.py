@@ -10,7 +10,7 @@ from plait.errors import GraphInterrupt
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._loop import Loop
 from plait.pregel._run import backoff, make_context, run_task
-from plait.pregel._step import Task, collect
+from plait.pregel._task import Task, collect
 
 __all__ = ["run_async"]
 

@@ -73,6 +73,31 @@ def _subgraph_call(graph: Any) -> Callable[[Any, TaskContext], Any]:
     return call
 
 
+def _runnable_call(runnable: Any) -> Callable[[Any, TaskContext], Any]:
+    def call(state: Any, ctx: TaskContext) -> Any:
+        return runnable.invoke(state, ctx.config)
+
+    return call
+
+
+def _direct_call(fn: Any, config_positional: bool, names: tuple[str, ...]) -> Callable[[Any, TaskContext], Any]:
+    if config_positional:
+        def with_config(state: Any, ctx: TaskContext) -> Any:
+            return fn(state, ctx.config, **_kwargs(names, ctx)) if names else fn(state, ctx.config)
+
+        return with_config
+    if names:
+        def with_kwargs(state: Any, ctx: TaskContext) -> Any:
+            return fn(state, **_kwargs(names, ctx))
+
+        return with_kwargs
+
+    def plain(state: Any, ctx: TaskContext) -> Any:
+        return fn(state)
+
+    return plain
+
+
 def make_call(fn: Any) -> tuple[Callable[[Any, TaskContext], Any], bool, bool]:
     """Wrap ``fn`` as ``call(input, ctx)``.
 
@@ -83,20 +108,13 @@ def make_call(fn: Any) -> tuple[Callable[[Any, TaskContext], Any], bool, bool]:
 
     if isinstance(fn, Pregel):
         return _subgraph_call(fn), False, True
-    target = fn
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn)) and hasattr(fn, "invoke"):
         if hasattr(fn, "ainvoke") and not hasattr(fn, "func"):
-            return (lambda state, ctx: fn.invoke(state, ctx.config)), False, False
-    is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None))
-    config_positional, names = _extras(target)
-    if config_positional and not names:
-        call = (lambda state, ctx: target(state, ctx.config))
-    elif config_positional:
-        call = (lambda state, ctx: target(state, ctx.config, **_kwargs(names, ctx)))
-    elif names:
-        call = (lambda state, ctx: target(state, **_kwargs(names, ctx)))
-    else:
-        call = (lambda state, ctx: target(state))
+            return _runnable_call(fn), False, False
+    method = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    is_async = inspect.iscoroutinefunction(method)
+    config_positional, names = _extras(fn)
+    call = _direct_call(fn, config_positional, names)
     return call, is_async, False
 
 

@@ -14,7 +14,8 @@ from plait.constants import END, START
 from plait.errors import InvalidUpdateError
 from plait.pregel._loop import INTERRUPT, Loop
 from plait.pregel._plan import Plan
-from plait.pregel._step import RunState, Task, apply_writes, collect, schedule
+from plait.pregel._step import RunState, apply_writes, schedule
+from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Interrupt, PregelTask, StateSnapshot
 

@@ -9,7 +9,9 @@ I/O: checkpoint writes are queued in ``saves`` and stream events in
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -19,12 +21,15 @@ from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import START
 from plait.errors import EmptyInputError, ErrorCode, GraphRecursionError, create_error_message
 from plait.pregel._plan import Plan
-from plait.pregel._step import RunState, Task, apply_writes, collect, prepare_tasks, read_state, schedule
+from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, schedule
+from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Command, Interrupt
 
-__all__ = ["INTERRUPT", "RESUME", "Loop", "Save"]
+__all__ = ["INTERRUPT", "RESUME", "Loop", "RunOptions", "Save"]
 
+DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "10007"))
+"""Supersteps a run may take when the config sets no ``recursion_limit`` (LangGraph's default)."""
 INTERRUPT = "__interrupt__"
 RESUME = "__resume__"
 Save = tuple[Any, ...]
@@ -37,6 +42,21 @@ def task_id(checkpoint_id: str | None, task: Task) -> str:
     return f"{checkpoint_id or 'run'}:{task.name}:{task.index}"
 
 
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Per-run settings given to invoke/stream.
+
+    Attributes:
+        interrupt_before: Nodes to pause before (overrides the plan's when given).
+        interrupt_after: Nodes to pause after (overrides the plan's when given).
+        multitask: ``"enqueue"`` waits for a busy thread, ``"reject"`` raises ThreadBusyError.
+    """
+
+    interrupt_before: frozenset[str] | None = None
+    interrupt_after: frozenset[str] | None = None
+    multitask: str = "enqueue"
+
+
 class Loop:
     """The mutable part of one run.
 
@@ -45,22 +65,21 @@ class Loop:
         saver: The checkpointer, or ``None``.
         config: The run config.
         modes: Stream modes to produce events for.
-        interrupt_before: Nodes to pause before (overrides the plan's when given).
-        interrupt_after: Nodes to pause after.
-        multitask: ``"enqueue"`` waits for a busy thread, ``"reject"`` raises ThreadBusyError.
+        options: Per-run overrides (interrupts, multitask strategy).
     """
 
     def __init__(self, plan: Plan, saver: Any, config: dict[str, Any], modes: frozenset[str],
-                 interrupt_before: frozenset[str] | None = None,
-                 interrupt_after: frozenset[str] | None = None, multitask: str = "enqueue") -> None:
+                 options: RunOptions | None = None) -> None:
+        options = options or RunOptions()
+        interrupt_before, interrupt_after = options.interrupt_before, options.interrupt_after
         self.plan = plan
         self.saver = saver
         self.config = config
         self.thread = ThreadRef.from_config(config) if saver is not None else None
         self.modes = modes
-        self.multitask = multitask
+        self.multitask = options.multitask
         self.run = RunState(values={})
-        self.limit = int(config.get("recursion_limit", 25))
+        self.limit = int(config.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)
         self.before = plan.interrupt_before if interrupt_before is None else interrupt_before
         self.after = plan.interrupt_after if interrupt_after is None else interrupt_after
         self.events: list[tuple[str, Any]] = []
@@ -257,6 +276,8 @@ class Loop:
             return failed
         for t in tasks:
             self.interrupts.extend(t.interrupts)
+        if "updates" in self.modes:
+            self.events.append(("updates", {INTERRUPT: tuple(self.interrupts)}))
         return None
 
     def _task_events(self, tasks: Sequence[Task]) -> None:

@@ -10,7 +10,7 @@ from plait.checkpoint.base import now_iso
 from plait.errors import GraphBuildError
 from plait.pregel._arun import run_async
 from plait.pregel._history import empty_snapshot, prepare_update, snapshot
-from plait.pregel._loop import Loop
+from plait.pregel._loop import Loop, RunOptions
 from plait.pregel._plan import Plan
 from plait.pregel._run import run_sync
 from plait.pregel._thread import ThreadRef
@@ -21,9 +21,9 @@ __all__ = ["Pregel"]
 _MODES = frozenset({"values", "updates", "custom", "messages", "debug", "checkpoints", "tasks"})
 
 
-def _modes(stream_mode: Any) -> tuple[frozenset[str], bool]:
+def _modes(stream_mode: Any, default: str) -> tuple[frozenset[str], bool]:
     if stream_mode is None:
-        stream_mode = "values"
+        stream_mode = default
     single = isinstance(stream_mode, str)
     modes = frozenset([stream_mode] if single else stream_mode)
     unknown = modes - _MODES
@@ -46,15 +46,18 @@ class Pregel:
         checkpointer: Saver for durable threads, or ``None``.
         store: Long-term store handed to nodes, or ``None``.
         name: Name of the graph (used when it runs as a subgraph).
+        debug: Accepted for compatibility.
+        stream_mode: What ``stream`` yields when no mode is given.
     """
 
     def __init__(self, plan: Plan, *, checkpointer: Any = None, store: Any = None, name: str = "LangGraph",
-                 debug: bool = False) -> None:
+                 debug: bool = False, stream_mode: str = "values") -> None:
         self.plan = plan
         self.checkpointer = checkpointer if checkpointer not in (True, False) else None
         self.store = store
         self.name = name
         self.debug = debug
+        self.stream_mode = stream_mode
 
     # -- running ------------------------------------------------------------
 
@@ -62,9 +65,9 @@ class Pregel:
         strategy = kwargs.get("multitask_strategy") or "enqueue"
         if strategy not in ("enqueue", "reject"):
             raise ValueError(f"multitask_strategy must be 'enqueue' or 'reject', got {strategy!r}")
-        return Loop(self.plan, self.checkpointer, dict(config or {}), modes,
-                    interrupt_before=_as_set(kwargs.get("interrupt_before")),
-                    interrupt_after=_as_set(kwargs.get("interrupt_after")), multitask=strategy)
+        options = RunOptions(interrupt_before=_as_set(kwargs.get("interrupt_before")),
+                             interrupt_after=_as_set(kwargs.get("interrupt_after")), multitask=strategy)
+        return Loop(self.plan, self.checkpointer, dict(config or {}), modes, options)
 
     def stream(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                stream_mode: Any = None, context: Any = None, **kwargs: Any) -> Iterator[Any]:
@@ -79,7 +82,7 @@ class Pregel:
                 (``"enqueue"``: wait for a busy thread, ``"reject"``: raise ThreadBusyError),
                 ``durability`` and ``subgraphs`` (accepted for compatibility).
         """
-        modes, single = _modes(stream_mode)
+        modes, single = _modes(stream_mode, self.stream_mode)
         loop = self._loop(config, modes, kwargs)
         for event in run_sync(loop, input, self.store, context):
             yield from _shape(event, modes, single, loop.run.step)
@@ -88,8 +91,7 @@ class Pregel:
                stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
         """Run the graph to completion (or to an interrupt) and return the output state."""
         if stream_mode != "values":
-            chunks = list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
-            return chunks[-1] if chunks else None
+            return list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
         loop = self._loop(config, frozenset(), kwargs)
         gen = run_sync(loop, input, self.store, context)
         for _ in gen:
@@ -99,7 +101,7 @@ class Pregel:
     async def astream(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                       stream_mode: Any = None, context: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
-        modes, single = _modes(stream_mode)
+        modes, single = _modes(stream_mode, self.stream_mode)
         loop = self._loop(config, modes, kwargs)
         async for event in run_async(loop, input, self.store, context):
             for item in _shape(event, modes, single, loop.run.step):
@@ -109,9 +111,8 @@ class Pregel:
                       stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
         """Async :meth:`invoke`."""
         if stream_mode != "values":
-            chunks = [c async for c in self.astream(input, config, stream_mode=stream_mode, context=context,
-                                                    **kwargs)]
-            return chunks[-1] if chunks else None
+            return [c async for c in self.astream(input, config, stream_mode=stream_mode, context=context,
+                                                  **kwargs)]
         loop = self._loop(config, frozenset(), kwargs)
         async for _ in run_async(loop, input, self.store, context):
             pass
@@ -122,17 +123,17 @@ class Pregel:
         """Invoke once per input (one config for all, or one per input), in parallel threads."""
         configs = list(config) if isinstance(config, (list, tuple)) else [config] * len(inputs)
         if len(inputs) <= 1:
-            return [self.invoke(i, c, **kwargs) for i, c in zip(inputs, configs)]
+            return [self.invoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(16, len(inputs))) as pool:
-            return list(pool.map(lambda ic: self.invoke(ic[0], ic[1], **kwargs), zip(inputs, configs)))
+            return list(pool.map(lambda ic: self.invoke(ic[0], ic[1], **kwargs), zip(inputs, configs, strict=True)))
 
     async def abatch(self, inputs: Sequence[Any],
                      config: dict[str, Any] | Sequence[dict[str, Any]] | None = None, **kwargs: Any) -> list[Any]:
         """Async :meth:`batch`."""
         configs = list(config) if isinstance(config, (list, tuple)) else [config] * len(inputs)
-        return list(await asyncio.gather(*(self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs))))
+        return list(await asyncio.gather(*(self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True))))
 
     # -- threads ------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from plait.errors import GraphInterrupt
 from plait.pregel._callable import run_coroutine
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._loop import Loop, task_id
-from plait.pregel._step import Task, collect
+from plait.pregel._task import Task, collect
 from plait.types import RetryPolicy
 
 __all__ = ["run_sync", "run_task"]

@@ -25,30 +25,12 @@ from typing import Any
 
 from plait._schema import MISSING
 from plait.constants import END, START
-from plait.errors import ErrorCode, InvalidUpdateError, create_error_message
+from plait.errors import InvalidUpdateError
 from plait.pregel._plan import Branch, NodeSpec, Plan
-from plait.types import Command, Send
+from plait.pregel._task import Task
+from plait.types import Send
 
-__all__ = ["RunState", "Task", "apply_writes", "collect", "prepare_tasks", "read_state", "schedule"]
-
-
-@dataclass(slots=True)
-class Task:
-    """One node execution within a superstep."""
-
-    name: str
-    node: NodeSpec
-    input: Any
-    index: int = 0
-    """Position among the step's tasks with the same name (``Send`` fan-out)."""
-    packet: bool = False
-    """The input came from a ``Send`` rather than the state."""
-    writes: list[tuple[str, Any]] = field(default_factory=list)
-    goto: list[Any] = field(default_factory=list)
-    done: bool = False
-    error: BaseException | None = None
-    interrupts: tuple[Any, ...] = ()
-    result: Any = None
+__all__ = ["RunState", "apply_writes", "prepare_tasks", "read_state", "schedule"]
 
 
 @dataclass(slots=True)
@@ -94,71 +76,6 @@ def prepare_tasks(plan: Plan, run: RunState) -> list[Task]:
         index = counts[name] = counts.get(name, -1) + 1
         tasks.append(Task(name, plan.nodes[name], arg, index=index, packet=True))
     return tasks
-
-
-def _updates_of(value: Any) -> list[tuple[str, Any]] | None:
-    if isinstance(value, dict):
-        return list(value.items())
-    fields = getattr(type(value), "model_fields", None)
-    if fields is not None:  # a pydantic model instance
-        return [(k, getattr(value, k)) for k in fields]
-    slots = getattr(type(value), "__dataclass_fields__", None)
-    if slots is not None:
-        return [(k, getattr(value, k)) for k in slots]
-    return None
-
-
-def _bad_return(name: str, value: Any) -> InvalidUpdateError:
-    message = create_error_message(
-        message=f"Expected dict, got {value}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
-    )
-    err = InvalidUpdateError(message, node=name, value=value)
-    err.add_note(f"Node {name!r} returned {type(value).__name__} {value!r}; a node must return a dict "
-                 "of state updates, a Command, or None. Route with add_conditional_edges instead.")
-    return err
-
-
-def collect(task: Task, result: Any) -> None:
-    """Record ``result`` as the task's writes and goto targets.
-
-    Raises:
-        InvalidUpdateError: the node returned something other than a dict,
-            a state object, a ``Command`` or ``None``.
-    """
-    task.done = True
-    task.result = result
-    if type(result) is dict:
-        task.writes.extend(result.items())
-        return
-    if result is None:
-        return
-    items = [result] if isinstance(result, Command) else result if isinstance(result, (list, tuple)) else None
-    if items is not None and items and all(isinstance(i, (Command, Send)) for i in items):
-        for item in items:
-            if isinstance(item, Send):
-                task.goto.append(item)
-                continue
-            if item.graph == Command.PARENT:
-                raise InvalidUpdateError("Command(graph=Command.PARENT) is only valid inside a subgraph",
-                                         node=task.name, value=item)
-            if item.update is not None:
-                task.writes.extend(_command_updates(task.name, item.update))
-            goto = item.goto
-            task.goto.extend(goto if isinstance(goto, (list, tuple)) else [goto])
-        return
-    writes = _updates_of(result)
-    if writes is None:
-        raise _bad_return(task.name, result)
-    task.writes.extend(writes)
-
-
-def _command_updates(name: str, update: Any) -> list[tuple[str, Any]]:
-    if isinstance(update, (list, tuple)) and all(isinstance(w, tuple) and len(w) == 2 for w in update):
-        return list(update)
-    writes = _updates_of(update)
-    if writes is None:
-        raise _bad_return(name, update)
-    return writes
 
 
 def apply_writes(plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> set[str]:

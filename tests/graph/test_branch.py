@@ -86,8 +86,6 @@ def test_path_map_with_unknown_target_fails_compile() -> None:
         g.compile()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: message differs from LangGraph's "
-                   "\"At 'a' node, 'condition' branch found unknown target 'nowhere'\"")
 def test_path_map_with_unknown_target_message() -> None:
     g = StateGraph(S)
     g.add_node("a", note("a"))

@@ -145,8 +145,6 @@ def test_zero_value_is_fresh_per_run() -> None:
     assert app.invoke({"other": 0})["names"] == ["x"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: TypedDict defaults are looked up through dict's MRO, so keys "
-                   "named like dict methods (values, items, keys, ...) get the method as default")
 def test_typeddict_key_named_like_dict_method_has_no_default() -> None:
     class S(TypedDict):
         x: int
@@ -157,7 +155,6 @@ def test_typeddict_key_named_like_dict_method_has_no_default() -> None:
     assert seen == {"x": 1}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: reducer key named 'items' starts from dict.items (TypedDict MRO)")
 def test_reducer_key_named_items_starts_from_zero_value() -> None:
     class S(TypedDict):
         items: Annotated[list, operator.add]

@@ -125,8 +125,6 @@ def test_two_interrupts_in_one_node(saver, thread) -> None:
     assert app.invoke(Command(resume=2), thread)["log"] == [1, 2]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: stream_mode='updates' yields no {'__interrupt__': (...)} chunk "
-                   "when a node calls interrupt(); LangGraph does")
 def test_stream_updates_reports_interrupt(saver, thread) -> None:
     chunks = list(_approval(saver).stream({"x": 0}, thread, stream_mode="updates"))
     assert any("__interrupt__" in c for c in chunks)

@@ -23,14 +23,12 @@ def _app(**kw):
     return g.compile(**kw)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: stream() defaults to 'values'; LangGraph's compiled StateGraph "
-                   "streams 'updates' when no stream_mode is given")
 def test_default_stream_mode_is_updates_like_langgraph() -> None:
     assert list(_app().stream({"x": 0})) == list(_app().stream({"x": 0}, stream_mode="updates"))
 
 
-def test_stream_mode_none_is_values() -> None:
-    assert list(_app().stream({"x": 0})) == list(_app().stream({"x": 0}, stream_mode="values"))
+def test_stream_mode_none_is_updates_for_state_graphs() -> None:
+    assert list(_app().stream({"x": 0})) == list(_app().stream({"x": 0}, stream_mode="updates"))
 
 
 def test_stream_values_includes_input_and_each_step() -> None:
@@ -95,7 +93,5 @@ def test_unknown_stream_mode_rejected() -> None:
         list(_app().stream({"x": 0}, stream_mode="bogus"))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: invoke(stream_mode='updates') returns only the last chunk; "
-                   "LangGraph returns the list of all chunks")
 def test_invoke_with_stream_mode_updates_returns_all_chunks() -> None:
     assert _app().invoke({"x": 0}, stream_mode="updates") == [{"a": {"x": 1, "log": ["a"]}}, {"b": {"log": ["b"]}}]
