@@ -106,7 +106,8 @@ SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.value
     FROM checkpoints c LEFT JOIN checkpoint_writes w
       ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
     WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = COALESCE(%s::text,
-      (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s))
+      (SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s
+       ORDER BY checkpoint_id DESC LIMIT 1))
     ORDER BY w.task_id, w.idx"""
 
 DELETE_THREAD = [
@@ -158,18 +159,23 @@ def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list
 
 def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> tuple[str, list[Any]]:
     """Blob rows of ``targets`` (``(channel, row id)`` pairs) and of every row their deltas build on."""
+    # LATERAL forces one primary-key lookup per step whatever the table statistics say.
     sql = """WITH RECURSIVE chain(channel, checkpoint_id, prev_id, kind, value) AS (
-        SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value FROM checkpoint_blobs b
-        JOIN unnest(%s::text[], %s::text[]) AS t(channel, checkpoint_id)
-          ON b.channel = t.channel AND b.checkpoint_id = t.checkpoint_id
-        WHERE b.thread_id = %s AND b.checkpoint_ns = %s
+        SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value
+        FROM unnest(%s::text[], %s::text[]) AS t(channel, checkpoint_id)
+        CROSS JOIN LATERAL (SELECT * FROM checkpoint_blobs x
+          WHERE x.thread_id = %s AND x.checkpoint_ns = %s AND x.channel = t.channel
+            AND x.checkpoint_id = t.checkpoint_id LIMIT 1) b
         UNION ALL
         SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value
-        FROM checkpoint_blobs b JOIN chain ON b.channel = chain.channel AND b.checkpoint_id = chain.prev_id
-        WHERE b.thread_id = %s AND b.checkpoint_ns = %s AND chain.kind = 'delta'
+        FROM chain CROSS JOIN LATERAL (SELECT * FROM checkpoint_blobs x
+          WHERE x.thread_id = %s AND x.checkpoint_ns = %s AND x.channel = chain.channel
+            AND x.checkpoint_id = chain.prev_id LIMIT 1) b
+        WHERE chain.kind = 'delta'
     ) SELECT channel, checkpoint_id, prev_id, kind, value FROM chain"""
     return sql, [[c for c, _ in targets], [r for _, r in targets], *thread, *thread]
 
-HEAD_ID = "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s"
+HEAD_ID = """SELECT MAX(checkpoint_id) FROM (SELECT checkpoint_id FROM checkpoints
+    WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1) AS head"""
 LOCK_THREAD: str | None = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 """Taken before checking the thread head, so two writers cannot both pass the check."""
