@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
+from plait.checkpoint.base import empty_checkpoint
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.errors import SerializationError
 from plait.graph import END, START, MessagesState, StateGraph
@@ -171,3 +174,53 @@ def test_threads_share_one_saver(db: Any) -> None:
 def test_rejects_non_sqlite_connection() -> None:
     with pytest.raises(TypeError, match="from_conn_string"):
         SqliteSaver(object())  # type: ignore[arg-type]
+
+
+edits = st.lists(st.tuples(st.sampled_from(["append", "drop", "replace", "clear", "same"]),
+                           st.integers(0, 30), st.integers(1, 4)), min_size=1, max_size=25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(edits)
+def test_random_edits_read_back_cold(tmp_path_factory: Any, script: list[tuple[str, int, int]]) -> None:
+    conn = sqlite3.connect(str(tmp_path_factory.mktemp("h") / "h.db"), check_same_thread=False)
+    saver = SqliteSaver(conn, cache_size=4)
+    parent: dict[str, Any] = {"configurable": {"thread_id": "h", "checkpoint_ns": ""}}
+    value: list[Any] = []
+    expected: list[tuple[dict[str, Any], list[Any]]] = []
+    for i, (kind, at, n) in enumerate(script):
+        value = list(value)
+        if kind == "append":
+            value.extend(f"v{i}.{j}" for j in range(n))
+        elif kind == "drop" and value:
+            del value[at % len(value):at % len(value) + n]
+        elif kind == "replace" and value:
+            value[at % len(value)] = f"r{i}"
+        elif kind == "clear":
+            value = []
+        cp = empty_checkpoint()
+        cp["channel_values"] = {"items": value}
+        cp["channel_versions"] = {"items": i + 1}
+        changed = {} if kind == "same" else {"items": i + 1}
+        parent = saver.put(parent, cp, {"source": "loop", "step": i}, changed)
+        expected.append((parent, list(value)))
+    cold = SqliteSaver(conn)
+    for config, want in expected:
+        assert cold.get_tuple(config).checkpoint["channel_values"]["items"] == want
+    listed = [t.checkpoint["channel_values"]["items"] for t in SqliteSaver(conn).list(parent)]
+    assert listed == [cold.get_tuple(c).checkpoint["channel_values"]["items"] for c, _ in reversed(expected)]
+    conn.close()
+
+
+async def test_async_sqlite_saver(tmp_path: Path) -> None:
+    from plait.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(tmp_path / "a.db") as saver:
+        g = graph(saver)
+        config = {"configurable": {"thread_id": "a"}}
+        await g.ainvoke({"messages": [HumanMessage("x")]}, config)
+        out = await g.ainvoke({"messages": [HumanMessage("y")]}, config)
+        assert len(out["messages"]) == 4
+        steps = [t.metadata["step"] async for t in saver.alist(config, limit=3)]
+        assert steps == [4, 3, 2]
+        assert len((await g.aget_state(config)).values["messages"]) == 4
