@@ -32,6 +32,7 @@ class TaskContext:
         context: The run's ``context`` object (``context_schema``).
         node: Name of the running node.
         resume: Answers for this task's ``interrupt()`` calls, in call order.
+        lc_config: LangChain child config (callbacks, metadata) for runnables the node invokes.
     """
 
     config: dict[str, Any]
@@ -41,6 +42,7 @@ class TaskContext:
     node: str = ""
     task_id: str = ""
     resume: list[Any] = field(default_factory=list)
+    lc_config: dict[str, Any] | None = None
     _calls: int = 0
 
     def interrupt(self, value: Any) -> Any:
@@ -74,18 +76,31 @@ def current_config() -> dict[str, Any]:
 
 
 class task_scope:  # noqa: N801 - used like a function
-    """Context manager that makes ``ctx`` the current task context."""
+    """Context manager that makes ``ctx`` the current task context.
 
-    __slots__ = ("ctx", "token")
+    When the task has a LangChain config (callbacks, metadata), it is also made
+    the child config of runnables invoked inside the node.
+    """
+
+    __slots__ = ("ctx", "lc_token", "token")
 
     def __init__(self, ctx: TaskContext) -> None:
         self.ctx = ctx
         self.token: contextvars.Token[TaskContext | None] | None = None
+        self.lc_token: Any = None
 
     def __enter__(self) -> TaskContext:
         self.token = _TASK.set(self.ctx)
+        if self.ctx.lc_config is not None:
+            from langchain_core.runnables.config import var_child_runnable_config
+
+            self.lc_token = var_child_runnable_config.set(self.ctx.lc_config)  # type: ignore[arg-type]
         return self.ctx
 
     def __exit__(self, *exc: object) -> None:
+        if self.lc_token is not None:
+            from langchain_core.runnables.config import var_child_runnable_config
+
+            var_child_runnable_config.reset(self.lc_token)
         if self.token is not None:
             _TASK.reset(self.token)

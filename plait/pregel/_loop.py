@@ -20,6 +20,7 @@ from plait._schema import MISSING
 from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import START
 from plait.errors import EmptyInputError, ErrorCode, GraphRecursionError, create_error_message
+from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._plan import Plan
 from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, schedule
 from plait.pregel._task import Task, collect
@@ -94,6 +95,22 @@ class Loop:
         self.start_step = 0
         self.expect_head: Any = None  # the thread head this run writes on (``...``: do not check)
         self._metadata = dict(config.get("metadata") or {})
+        self.messages = MessageStreamHandler(self._emit_message) if "messages" in modes else None
+        self.lc_child = self.messages is not None or bool(config.get("callbacks"))
+
+    def _emit_message(self, item: tuple[Any, dict[str, Any]]) -> None:
+        self.events.append(("messages", item))
+
+    def child_config(self, task: Task) -> dict[str, Any]:
+        """The LangChain config runnables inside ``task`` inherit (callbacks, tags, metadata)."""
+        callbacks = self.config.get("callbacks") or []
+        callbacks = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
+        if self.messages is not None:
+            callbacks.append(self.messages)
+        metadata = {**self._metadata, "langgraph_node": task.name, "langgraph_step": self.run.step,
+                    "langgraph_triggers": (task.name,)}
+        return {"callbacks": callbacks, "metadata": metadata, "tags": list(self.config.get("tags") or ()),
+                "configurable": dict(self.config.get("configurable") or {})}
 
     def write_custom(self, chunk: Any) -> None:
         """Emit a ``custom`` stream event (what a node's ``writer`` calls)."""
@@ -288,12 +305,11 @@ class Loop:
             if "tasks" in modes or "debug" in modes:
                 events.append(("tasks", {"id": task_id(self.checkpoint_id, t), "name": t.name, "error": None,
                                          "result": t.writes, "interrupts": []}))
-            if "messages" in modes:
-                meta = {"langgraph_node": t.name, "langgraph_step": self.run.step}
+            if self.messages is not None:
+                meta = {**self._metadata, "langgraph_node": t.name, "langgraph_step": self.run.step}
                 for _, value in t.writes:
-                    for message in value if isinstance(value, list) else [value]:
-                        if isinstance(message, BaseMessage) and message.type != "remove":
-                            events.append(("messages", (message, meta)))
+                    items = value if isinstance(value, list) else [value]
+                    self.messages.emit_written([m for m in items if isinstance(m, BaseMessage)], meta)
 
     def _save_partial(self, tasks: Sequence[Task]) -> None:
         if self.saver is None or self.checkpoint_config is None:

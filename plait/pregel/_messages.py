@@ -1,0 +1,102 @@
+"""``stream_mode="messages"``: chat-model tokens and messages as nodes produce them.
+
+While a run streams messages, each task runs with a LangChain child config
+whose callbacks include :class:`MessageStreamHandler`, so any chat model a
+node invokes (without passing a config) reports its tokens here. Messages a
+node returns that were not streamed token by token are emitted after the node.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, TypeVar
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, LLMResult
+
+from plait.constants import TAG_NOSTREAM
+
+__all__ = ["MessageStreamHandler"]
+
+Meta = dict[str, Any]
+T = TypeVar("T")
+
+
+class MessageStreamHandler(BaseCallbackHandler):
+    """Forwards chat-model output to the run's ``messages`` stream.
+
+    Args:
+        emit: Receives ``(message_or_chunk, metadata)`` pairs.
+    """
+
+    run_inline = True
+
+    def __init__(self, emit: Callable[[tuple[BaseMessage, Meta]], None]) -> None:
+        self.emit = emit
+        self._runs: dict[UUID, Meta] = {}
+        self._streamed: set[UUID] = set()
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    # Having these two methods makes LangChain chat models stream tokens even
+    # when the node calls ``invoke`` (they check for this protocol).
+    def tap_output_iter(self, run_id: UUID, output: Iterator[T]) -> Iterator[T]:
+        """Pass streamed output through unchanged."""
+        return output
+
+    def tap_output_aiter(self, run_id: UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
+        """Pass streamed output through unchanged."""
+        return output
+
+    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *,
+                            run_id: UUID, tags: list[str] | None = None,
+                            metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Remember which node started this model call."""
+        if tags and TAG_NOSTREAM in tags:
+            return
+        meta = dict(metadata or {})
+        if "langgraph_node" in meta:
+            self._runs[run_id] = meta
+
+    def on_llm_new_token(self, token: str, *, chunk: Any = None, run_id: UUID, **kwargs: Any) -> None:
+        """Emit one streamed chunk."""
+        meta = self._runs.get(run_id)
+        if meta is not None and isinstance(chunk, ChatGenerationChunk):
+            self._streamed.add(run_id)
+            self.emit((chunk.message, meta))
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Emit the whole message when the model did not stream tokens."""
+        meta = self._runs.pop(run_id, None)
+        streamed = run_id in self._streamed
+        self._streamed.discard(run_id)
+        for generations in response.generations:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                if isinstance(message, BaseMessage):
+                    if message.id:
+                        self._mark(message.id)
+                    if meta is not None and not streamed:
+                        self.emit((message, meta))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a failed model call."""
+        self._runs.pop(run_id, None)
+        self._streamed.discard(run_id)
+
+    def _mark(self, message_id: str) -> bool:
+        with self._lock:
+            fresh = message_id not in self._seen
+            self._seen.add(message_id)
+            return fresh
+
+    def emit_written(self, messages: Iterable[BaseMessage], meta: Meta) -> None:
+        """Emit messages a node returned, unless a model already streamed them."""
+        for message in messages:
+            if message.type == "remove":
+                continue
+            if message.id is None or self._mark(message.id):
+                self.emit((message, meta))
