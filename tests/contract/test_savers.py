@@ -336,3 +336,30 @@ def test_postgres_import_error_names_extra(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(ImportError, match=r"pip install 'plait\[postgres\]'"):
         importlib.import_module("plait.checkpoint.postgres")
+
+
+async def test_async_postgres_saver() -> None:
+    reason = _pg_available()
+    if reason is not None:
+        if os.environ.get("PLAIT_REQUIRE_PG"):
+            pytest.fail(reason + " and PLAIT_REQUIRE_PG is set")
+        pytest.skip(reason)
+    import psycopg
+
+    from plait.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    schema = f"plait_t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            dsn = f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}options=-csearch_path%3D{schema}"
+            async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+                await saver.asetup()
+                g = echo_graph(saver)
+                config = {"configurable": {"thread_id": "async"}}
+                await g.ainvoke({"messages": [HumanMessage("x")]}, config)
+                out = await g.ainvoke({"messages": [HumanMessage("y")]}, config)
+                assert [m.content for m in out["messages"]] == ["x", "echo 1: x", "y", "echo 3: y"]
+                assert [t.metadata["step"] async for t in saver.alist(config, limit=2)] == [4, 3]
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
