@@ -199,7 +199,14 @@ def fields_of(schema: type) -> tuple[FieldSpec, ...]:
         hints = {n: (Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation)
                  for n, f in schema.model_fields.items()}
     else:
-        hints = typing.get_type_hints(schema, include_extras=True)
+        try:
+            hints = typing.get_type_hints(schema, include_extras=True)
+        except NameError as exc:
+            raise GraphBuildError(
+                f"Cannot resolve the annotations of state schema {schema.__qualname__}: {exc}. Names used in "
+                "annotations (reducers, types) must be importable from the schema's module: define them at module "
+                "level, or drop `from __future__ import annotations` for a schema defined inside a function."
+            ) from exc
     defaults = _declared_defaults(schema, kind, list(hints))
     specs = []
     for name, hint in hints.items():
