@@ -83,7 +83,7 @@ def test_reducer_that_mutates_its_first_argument_is_an_error() -> None:
     with pytest.raises(StrictModeError) as info:
         graph.invoke({"log": ["a"]}, {"configurable": {"thread_id": "t"}})
     assert str(info.value).startswith(
-        "Reducer 'bad_reducer' of key 'log' modified its first argument in place (merging the update of node 'n')")
+        "Reducer 'bad_reducer' of key 'log' modified its first argument in place (merging the graph input)")
 
 
 def test_non_message_in_an_operator_add_message_list_is_an_error() -> None:
