@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from plait.errors import GraphInterrupt
+from plait.errors import GraphInterrupt, SerializationError
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._loop import Loop
 from plait.pregel._run import backoff, make_context, run_task
@@ -55,15 +55,11 @@ async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any) 
 
 async def _flush(loop: Loop) -> None:
     saver = loop.saver
-    for op in loop.saves:
-        if op[0] == "put":
-            if saver.supports_head_check and op[5] is not ...:
-                await saver.aput(op[1], op[2], op[3], op[4], expected_head=op[5])
-            else:
-                await saver.aput(op[1], op[2], op[3], op[4])
-        else:
-            await saver.aput_writes(op[1], op[2], op[3])
-    loop.saves.clear()
+    try:
+        for name, args, kwargs in loop.drain_saves():
+            await getattr(saver, "a" + name)(*args, **kwargs)
+    except SerializationError as err:
+        raise loop.blame(err) from None
 
 
 async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = None,  # noqa: A002

@@ -10,7 +10,7 @@ I/O: checkpoint writes are queued in ``saves`` and stream events in
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,13 @@ from langchain_core.messages import BaseMessage
 from plait._schema import MISSING
 from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import START
-from plait.errors import EmptyInputError, ErrorCode, GraphRecursionError, create_error_message
+from plait.errors import (
+    EmptyInputError,
+    ErrorCode,
+    GraphRecursionError,
+    SerializationError,
+    create_error_message,
+)
 from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._plan import Plan
 from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, schedule
@@ -93,6 +99,7 @@ class Loop:
         self.interrupted: dict[str, list[Interrupt]] = {}
         self.skip_before = False
         self.start_step = 0
+        self.last_tasks: Sequence[Task] = ()
         self.expect_head: Any = None  # the thread head this run writes on (``...``: do not check)
         self._metadata = dict(config.get("metadata") or {})
         self.messages = MessageStreamHandler(self._emit_message) if "messages" in modes else None
@@ -274,6 +281,7 @@ class Loop:
             if t.error is not None or t.interrupts:
                 return self._stop_step(tasks)
         run = self.run
+        self.last_tasks = tasks
         changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
         schedule(self.plan, run, tasks, self.branch_input, self.config)
         if self.modes:
@@ -325,6 +333,27 @@ class Loop:
                 self.saves.append(("writes", self.checkpoint_config, list(t.writes), tid))
 
     # -- checkpoint & output --------------------------------------------------
+
+    def drain_saves(self) -> Iterator[tuple[str, tuple[Any, ...], dict[str, Any]]]:
+        """The queued saver calls as ``(method, args, kwargs)``; the queue is emptied."""
+        saves, self.saves = self.saves, []
+        head_check = getattr(self.saver, "supports_head_check", False)
+        for op in saves:
+            if op[0] == "put":
+                kwargs = {"expected_head": op[5]} if head_check and op[5] is not ... else {}
+                yield "put", op[1:5], kwargs
+            else:
+                yield "put_writes", op[1:4], {}
+
+    def blame(self, err: SerializationError) -> SerializationError:
+        """Name the node that wrote the key a serialization error is about."""
+        if err.key is not None and err.node is None:
+            writers = [t.name for t in self.last_tasks if any(k == err.key for k, _ in t.writes)]
+            err.node = writers[0] if writers else START
+            err.args = (f"{err.args[0] if err.args else err} (written by "
+                        f"{'the graph input' if err.node == START else f'node {err.node!r}'} "
+                        f"at step {self.run.step - 1})",)
+        return err
 
     def _checkpoint(self, source: str, changed: set[str]) -> None:
         run = self.run

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
 from typing import Any
 
-from plait.errors import GraphInterrupt
+from plait.errors import GraphInterrupt, SerializationError
 from plait.pregel._callable import run_coroutine
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._loop import Loop, task_id
@@ -105,15 +105,11 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any) -> Non
 
 def _flush(loop: Loop) -> None:
     saver = loop.saver
-    for op in loop.saves:
-        if op[0] == "put":
-            if saver.supports_head_check and op[5] is not ...:
-                saver.put(op[1], op[2], op[3], op[4], expected_head=op[5])
-            else:
-                saver.put(op[1], op[2], op[3], op[4])
-        else:
-            saver.put_writes(op[1], op[2], op[3])
-    loop.saves.clear()
+    try:
+        for name, args, kwargs in loop.drain_saves():
+            getattr(saver, name)(*args, **kwargs)
+    except SerializationError as err:
+        raise loop.blame(err) from None
 
 
 def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> Generator[Event, None, Loop]:  # noqa: A002
