@@ -36,6 +36,7 @@ __all__ = [
     "CheckpointMetadata",
     "CheckpointTuple",
     "PendingWrite",
+    "ThreadInfo",
     "empty_checkpoint",
     "get_checkpoint_id",
     "new_checkpoint_id",
@@ -98,6 +99,16 @@ class CheckpointTuple(NamedTuple):
     metadata: CheckpointMetadata
     parent_config: dict[str, Any] | None = None
     pending_writes: list[PendingWrite] | None = None
+
+
+class ThreadInfo(NamedTuple):
+    """A thread as listed by :meth:`BaseCheckpointSaver.threads`."""
+
+    thread_id: str
+    checkpoints: int
+    head_id: str
+    step: int
+    updated_at: str
 
 
 def empty_checkpoint() -> Checkpoint:
@@ -216,6 +227,23 @@ class BaseCheckpointSaver(ABC):
                      timeout: float | None = None) -> AbstractAsyncContextManager[None]:
         """Async :meth:`lease`: returns an async context manager."""
         return _AsyncLease(self.lease(thread_id, checkpoint_ns, wait=wait, timeout=timeout))
+
+    def threads(self) -> Iterator[ThreadInfo]:
+        """Every thread with its checkpoint count and newest checkpoint (for inspectors).
+
+        The default reads the whole ``list(None)``; database savers answer with one query.
+        """
+        seen: dict[str, ThreadInfo] = {}
+        for item in self.list(None):
+            conf = item.config["configurable"]
+            info = seen.get(conf["thread_id"])
+            if info is None:
+                seen[conf["thread_id"]] = ThreadInfo(conf["thread_id"], 1, conf["checkpoint_id"],
+                                                     int(item.metadata.get("step", -1)),
+                                                     item.checkpoint.get("ts", ""))
+            else:
+                seen[conf["thread_id"]] = info._replace(checkpoints=info.checkpoints + 1)
+        yield from seen.values()
 
     def prune(self, thread_id: str, *, keep_last: int | None = None, older_than: float | None = None) -> int:
         """Delete old checkpoints of a thread; return how many were deleted.

@@ -8,6 +8,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("The plait command line needs the 'cli' extra: pip install 'plait[cli]'") from exc
 
 from plait.cli.demo import demo
+from plait.cli.inspect import diff, history, migrate, prune, show, threads
 
 __all__ = ["main"]
 
@@ -18,4 +19,5 @@ def main() -> None:
     """plait: stateful LLM applications as state graphs."""
 
 
-main.add_command(demo)
+for command in (demo, threads, history, show, diff, prune, migrate):
+    main.add_command(command)

@@ -1,0 +1,178 @@
+"""``plait threads|history|show|diff|prune|migrate``: a local inspector for stored threads.
+
+``DB`` is a SQLite file path or a ``postgresql://`` DSN. Nothing here needs a
+running application or a hosted service: it reads the checkpoint tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from langchain_core.messages import BaseMessage
+from rich.console import Console
+from rich.table import Table
+
+from plait.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+
+__all__ = ["diff", "history", "migrate", "open_saver", "prune", "show", "threads"]
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw]?)$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+@contextmanager
+def open_saver(db: str) -> Iterator[BaseCheckpointSaver]:
+    """Open the saver a ``DB`` argument names (SQLite path or PostgreSQL DSN)."""
+    if db.startswith(("postgres://", "postgresql://")):
+        from plait.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(db) as saver:
+            yield saver
+        return
+    if db != ":memory:" and not Path(db).exists():
+        raise click.BadParameter(f"no such SQLite file: {db}", param_hint="DB")
+    from plait.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(db) as saver:
+        yield saver
+
+
+def _seconds(text: str) -> float:
+    match = _DURATION.match(text.strip())
+    if match is None:
+        raise click.BadParameter(f"{text!r} is not a duration; use e.g. 90s, 30m, 12h, 7d", param_hint="--older-than")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id:
+        conf["checkpoint_id"] = checkpoint_id
+    return {"configurable": conf}
+
+
+def _short(value: Any, width: int = 70) -> str:
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@click.command()
+@click.argument("db")
+def threads(db: str) -> None:
+    """List the threads stored in DB."""
+    with open_saver(db) as saver:
+        table = Table("thread", "checkpoints", "step", "updated")
+        for info in sorted(saver.threads(), key=lambda i: i.updated_at, reverse=True):
+            table.add_row(info.thread_id, str(info.checkpoints), str(info.step), info.updated_at)
+        Console(width=max(Console().width, 140)).print(table)
+
+
+@click.command()
+@click.argument("db")
+@click.argument("thread_id")
+@click.option("--limit", default=20, show_default=True, help="How many checkpoints, newest first.")
+def history(db: str, thread_id: str, limit: int) -> None:
+    """Show the checkpoints of THREAD_ID: step, source, what changed, what runs next."""
+    with open_saver(db) as saver:
+        table = Table("step", "source", "changed", "next", "created")
+        table.add_column("checkpoint", overflow="fold", no_wrap=False)
+        for item in saver.list(_config(thread_id), limit=limit):
+            cp, meta = item.checkpoint, item.metadata
+            table.add_row(str(meta.get("step")), str(meta.get("source")), ", ".join(cp.get("updated_channels") or ()),
+                          ", ".join(cp.get("next") or ()), str(cp.get("ts", ""))[:19],
+                          item.config["configurable"]["checkpoint_id"])
+        Console(width=max(Console().width, 140)).print(table)
+
+
+def _print_values(values: dict[str, Any]) -> None:
+    for key, value in values.items():
+        if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
+            click.echo(f"{key}: {len(value)} messages")
+            for i, message in enumerate(value):
+                click.echo(f"  [{i}] {message.type:<6} {_short(message.content)}  id={message.id}")
+        else:
+            click.echo(f"{key}: {_short(repr(value), 110)}")
+
+
+@click.command()
+@click.argument("db")
+@click.argument("thread_id")
+@click.option("--checkpoint", "checkpoint_id", default=None, help="A checkpoint id (default: the newest).")
+def show(db: str, thread_id: str, checkpoint_id: str | None) -> None:
+    """Print the state of THREAD_ID at a checkpoint."""
+    with open_saver(db) as saver:
+        item = saver.get_tuple(_config(thread_id, checkpoint_id))
+        if item is None:
+            raise click.ClickException(f"thread {thread_id!r} has no checkpoint {checkpoint_id or ''}".strip())
+        meta = item.metadata
+        click.echo(f"checkpoint {item.config['configurable']['checkpoint_id']}  step {meta.get('step')}  "
+                   f"source {meta.get('source')}  next {list(item.checkpoint.get('next') or ())}")
+        _print_values(item.checkpoint.get("channel_values") or {})
+
+
+def _changes(older: CheckpointTuple | None, newer: CheckpointTuple) -> list[str]:
+    old = (older.checkpoint.get("channel_values") or {}) if older else {}
+    new = newer.checkpoint.get("channel_values") or {}
+    lines = []
+    for key in newer.checkpoint.get("updated_channels") or sorted(set(new) | set(old)):
+        before, after = old.get(key), new.get(key)
+        if isinstance(after, list) and all(isinstance(m, BaseMessage) for m in after) and after:
+            before_ids = {m.id for m in before or () if isinstance(m, BaseMessage)}
+            after_ids = {m.id for m in after}
+            added = [m for m in after if m.id not in before_ids]
+            removed = len(before_ids - after_ids)
+            lines += [f"  + {key}: {m.type} {_short(m.content, 60)}" for m in added]
+            if removed:
+                lines.append(f"  - {key}: {removed} message(s) removed")
+        elif before != after:
+            lines.append(f"  ~ {key}: {_short(repr(before), 40)} -> {_short(repr(after), 40)}")
+    return lines
+
+
+@click.command()
+@click.argument("db")
+@click.argument("thread_id")
+@click.option("--limit", default=20, show_default=True, help="How many steps, newest last.")
+def diff(db: str, thread_id: str, limit: int) -> None:
+    """Show what each step of THREAD_ID changed (messages added/removed, values replaced)."""
+    with open_saver(db) as saver:
+        items = list(saver.list(_config(thread_id), limit=limit + 1))[::-1]
+        for older, newer in zip([None, *items[:-1]], items, strict=True):
+            if older is None and len(items) > limit:
+                continue
+            meta = newer.metadata
+            click.echo(f"step {meta.get('step')} ({meta.get('source')}) -> next {list(newer.checkpoint.get('next') or ())}")
+            for line in _changes(older, newer):
+                click.echo(line)
+
+
+@click.command()
+@click.argument("db")
+@click.argument("thread_id")
+@click.option("--keep-last", type=click.IntRange(min=1), default=None, help="Keep this many newest checkpoints.")
+@click.option("--older-than", default=None, help="Delete checkpoints older than this (90s, 30m, 12h, 7d).")
+def prune(db: str, thread_id: str, keep_last: int | None, older_than: str | None) -> None:
+    """Delete old checkpoints of THREAD_ID (the newest one is always kept)."""
+    if keep_last is None and older_than is None:
+        raise click.UsageError("say what to prune: --keep-last N and/or --older-than 7d")
+    with open_saver(db) as saver:
+        deleted = saver.prune(thread_id, keep_last=keep_last,
+                              older_than=_seconds(older_than) if older_than else None)
+        click.echo(f"deleted {deleted} checkpoint(s) of thread {thread_id!r}")
+
+
+@click.command()
+@click.argument("db")
+def migrate(db: str) -> None:
+    """Create or upgrade the checkpoint tables in DB to this version of plait."""
+    with open_saver(db) as saver:
+        setup = getattr(saver, "setup", None)
+        if setup is None:
+            raise click.ClickException(f"{type(saver).__name__} has no tables to migrate")
+        setup()
+        click.echo(f"{db}: checkpoint tables are up to date")
