@@ -323,8 +323,15 @@ def test_postgres_survives_dropped_connection(pg_saver: Any) -> None:
 def test_postgres_setup_idempotent_and_versioned(pg_saver: Any) -> None:
     pg_saver.setup()
     pg_saver.setup()
-    rows = pg_saver._fetch("SELECT value FROM plait_meta WHERE key = 'schema_version'", [])
-    assert rows == [("1",)]
+    rows = pg_saver._fetch("SELECT v FROM checkpoint_migrations ORDER BY v", [])
+    assert rows == [(1,), (2,)]
+    tables = {r[0] for r in pg_saver._fetch(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()", [])}
+    assert {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"} <= tables
+    blob_cols = {r[0] for r in pg_saver._fetch(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'checkpoint_blobs'", [])}
+    assert {"thread_id", "checkpoint_ns", "channel", "version", "type", "blob"} <= blob_cols
 
 
 def test_postgres_import_error_names_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -82,16 +82,15 @@ class PostgresSaver(SqlSaverBase):
         with self._tx() as cur:
             cur.execute(_sql.LOCK)
             cur.execute(_sql.META_TABLE)
-            row = cur.execute(_sql.GET_META, ["schema_version"]).fetchone()
-            version = int(row[0]) if row else 0
+            row = cur.execute(_sql.GET_META).fetchone()
+            version = int(row[0]) if row and row[0] is not None else 0
             if version > _sql.SCHEMA_VERSION:
                 raise RuntimeError(f"Database schema version {version} is newer than this plait "
                                    f"({_sql.SCHEMA_VERSION}); upgrade plait to open it")
             for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
                 for statement in _sql.MIGRATIONS[target]:
                     cur.execute(statement)
-            if version != _sql.SCHEMA_VERSION:
-                cur.execute(_sql.SET_META, ["schema_version", str(_sql.SCHEMA_VERSION)])
+                cur.execute(_sql.SET_META, [target])
         self.is_setup = True
 
     def _setup_once(self) -> None:

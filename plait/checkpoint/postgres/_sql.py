@@ -30,7 +30,7 @@ __all__ = [
     "writes_query",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 LOCK = "SELECT pg_advisory_xact_lock(7046317051)"
 """Serialises concurrent setup()/migrations of several processes."""
@@ -53,11 +53,11 @@ MIGRATIONS: dict[int, list[str]] = {
             thread_id TEXT NOT NULL,
             checkpoint_ns TEXT NOT NULL DEFAULT '',
             channel TEXT NOT NULL,
-            checkpoint_id TEXT NOT NULL,
+            version TEXT NOT NULL,
             prev_id TEXT,
-            kind TEXT NOT NULL,
-            value BYTEA NOT NULL,
-            PRIMARY KEY (thread_id, checkpoint_ns, channel, checkpoint_id)
+            type TEXT NOT NULL,
+            blob BYTEA NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
         )""",
         """CREATE TABLE IF NOT EXISTS checkpoint_writes (
             thread_id TEXT NOT NULL,
@@ -67,16 +67,28 @@ MIGRATIONS: dict[int, list[str]] = {
             idx INTEGER NOT NULL,
             channel TEXT NOT NULL,
             task_path TEXT NOT NULL DEFAULT '',
-            value BYTEA NOT NULL,
+            type TEXT NOT NULL DEFAULT 'msgpack',
+            blob BYTEA NOT NULL,
             PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        )""",
+    ],
+    2: [
+        """CREATE TABLE IF NOT EXISTS checkpoint_leases (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            owner TEXT,
+            expires_at TIMESTAMPTZ NOT NULL,
+            waiter TEXT,
+            waiter_seen TIMESTAMPTZ,
+            PRIMARY KEY (thread_id, checkpoint_ns)
         )""",
     ],
 }
 
-META_TABLE = "CREATE TABLE IF NOT EXISTS plait_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-GET_META = "SELECT value FROM plait_meta WHERE key = %s"
-SET_META = """INSERT INTO plait_meta (key, value) VALUES (%s, %s)
-    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"""
+META_TABLE = "CREATE TABLE IF NOT EXISTS checkpoint_migrations (v INTEGER PRIMARY KEY)"
+"""Schema versions applied, one row each (LangGraph's table name and column)."""
+GET_META = "SELECT MAX(v) FROM checkpoint_migrations"
+SET_META = "INSERT INTO checkpoint_migrations (v) VALUES (%s) ON CONFLICT (v) DO NOTHING"
 
 INSERT_CHECKPOINT = """INSERT INTO checkpoints
     (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata)
@@ -86,23 +98,23 @@ INSERT_CHECKPOINT = """INSERT INTO checkpoints
       checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"""
 
 INSERT_BLOB = """INSERT INTO checkpoint_blobs
-    (thread_id, checkpoint_ns, channel, checkpoint_id, prev_id, kind, value) VALUES (%s, %s, %s, %s, %s, %s, %s)
-    ON CONFLICT (thread_id, checkpoint_ns, channel, checkpoint_id) DO UPDATE SET
-      prev_id = EXCLUDED.prev_id, kind = EXCLUDED.kind, value = EXCLUDED.value"""
+    (thread_id, checkpoint_ns, channel, version, prev_id, type, blob) VALUES (%s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
+      prev_id = EXCLUDED.prev_id, type = EXCLUDED.type, blob = EXCLUDED.blob"""
 
 DELETE_TASK_WRITES = """DELETE FROM checkpoint_writes
     WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s AND task_id = %s
     AND channel NOT IN ('__interrupt__', '__resume__')"""
 
 INSERT_WRITE = """INSERT INTO checkpoint_writes
-    (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, value)
+    (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, blob)
     VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
-      channel = EXCLUDED.channel, task_path = EXCLUDED.task_path, value = EXCLUDED.value"""
+      channel = EXCLUDED.channel, task_path = EXCLUDED.task_path, blob = EXCLUDED.blob"""
 
 _HEAD_COLUMNS = "c.checkpoint_id, c.parent_checkpoint_id, c.step, c.source, c.created_at, c.checkpoint, c.metadata"
 
-SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.value
+SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.blob
     FROM checkpoints c LEFT JOIN checkpoint_writes w
       ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
     WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = COALESCE(%s::text,
@@ -118,9 +130,9 @@ DELETE_THREAD = [
 
 PRUNE_ROWS = """SELECT checkpoint_ns, checkpoint_id, created_at, checkpoint FROM checkpoints
     WHERE thread_id = %s ORDER BY checkpoint_ns, checkpoint_id DESC"""
-BLOB_KEYS = "SELECT channel, checkpoint_id FROM checkpoint_blobs WHERE thread_id = %s AND checkpoint_ns = %s"
+BLOB_KEYS = "SELECT channel, version FROM checkpoint_blobs WHERE thread_id = %s AND checkpoint_ns = %s"
 DELETE_BLOB = """DELETE FROM checkpoint_blobs
-    WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND checkpoint_id = %s"""
+    WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND version = %s"""
 DELETE_CHECKPOINT = "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
 DELETE_WRITES_OF = "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
 
@@ -151,7 +163,7 @@ def list_query(thread: tuple[str, str] | None, after: tuple[str, str, str] | Non
 
 def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list[Any]]:
     """Pending writes of several checkpoints of one thread."""
-    sql = ("SELECT checkpoint_id, task_id, channel, value FROM checkpoint_writes "
+    sql = ("SELECT checkpoint_id, task_id, channel, blob FROM checkpoint_writes "
            "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = ANY(%s) "
            "ORDER BY checkpoint_id, task_id, idx")
     return sql, [*thread, list(ids)]
@@ -160,19 +172,19 @@ def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list
 def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> tuple[str, list[Any]]:
     """Blob rows of ``targets`` (``(channel, row id)`` pairs) and of every row their deltas build on."""
     # LATERAL forces one primary-key lookup per step whatever the table statistics say.
-    sql = """WITH RECURSIVE chain(channel, checkpoint_id, prev_id, kind, value) AS (
-        SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value
-        FROM unnest(%s::text[], %s::text[]) AS t(channel, checkpoint_id)
+    sql = """WITH RECURSIVE chain(channel, version, prev_id, type, blob) AS (
+        SELECT b.channel, b.version, b.prev_id, b.type, b.blob
+        FROM unnest(%s::text[], %s::text[]) AS t(channel, version)
         CROSS JOIN LATERAL (SELECT * FROM checkpoint_blobs x
           WHERE x.thread_id = %s AND x.checkpoint_ns = %s AND x.channel = t.channel
-            AND x.checkpoint_id = t.checkpoint_id LIMIT 1) b
+            AND x.version = t.version LIMIT 1) b
         UNION ALL
-        SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value
+        SELECT b.channel, b.version, b.prev_id, b.type, b.blob
         FROM chain CROSS JOIN LATERAL (SELECT * FROM checkpoint_blobs x
           WHERE x.thread_id = %s AND x.checkpoint_ns = %s AND x.channel = chain.channel
-            AND x.checkpoint_id = chain.prev_id LIMIT 1) b
-        WHERE chain.kind = 'delta'
-    ) SELECT channel, checkpoint_id, prev_id, kind, value FROM chain"""
+            AND x.version = chain.prev_id LIMIT 1) b
+        WHERE chain.type = 'delta'
+    ) SELECT channel, version, prev_id, type, blob FROM chain"""
     return sql, [[c for c, _ in targets], [r for _, r in targets], *thread, *thread]
 
 HEAD_ID = """SELECT MAX(checkpoint_id) FROM (SELECT checkpoint_id FROM checkpoints

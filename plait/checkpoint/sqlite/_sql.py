@@ -29,7 +29,7 @@ __all__ = [
     "writes_query",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -65,6 +65,20 @@ MIGRATIONS: dict[int, list[str]] = {
             task_path TEXT NOT NULL DEFAULT '',
             value BLOB NOT NULL,
             PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        ) WITHOUT ROWID""",
+    ],
+    2: [
+        # LangGraph's SQLite saver names this table ``writes``; the view keeps its SQL working.
+        """CREATE VIEW IF NOT EXISTS writes AS SELECT thread_id, checkpoint_ns, checkpoint_id, task_id,
+            task_path, idx, channel, 'msgpack' AS type, value FROM checkpoint_writes""",
+        """CREATE TABLE IF NOT EXISTS checkpoint_leases (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            owner TEXT,
+            expires_at REAL NOT NULL,
+            waiter TEXT,
+            waiter_seen REAL,
+            PRIMARY KEY (thread_id, checkpoint_ns)
         ) WITHOUT ROWID""",
     ],
 }

@@ -54,8 +54,15 @@ def test_tables_and_columns(db: Any) -> None:
     assert {"thread_id", "checkpoint_ns", "channel", "checkpoint_id", "prev_id", "kind", "value"} <= bcols
     wcols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoint_writes)")}
     assert {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "value"} <= wcols
-    assert conn.execute("SELECT value FROM plait_meta WHERE key='schema_version'").fetchone() == ("1",)
+    assert conn.execute("SELECT value FROM plait_meta WHERE key='schema_version'").fetchone() == ("2",)
     assert conn.execute("SELECT COUNT(DISTINCT thread_id) FROM checkpoints").fetchone() == (1,)
+    # LangGraph's table name, as a view, for SQL written against LangGraph's SqliteSaver
+    n_writes, n_view = conn.execute("SELECT (SELECT COUNT(*) FROM checkpoint_writes), "
+                                    "(SELECT COUNT(*) FROM writes)").fetchone()
+    assert n_writes == n_view
+    vcols = [r[1] for r in conn.execute("PRAGMA table_info(writes)")]
+    assert vcols == ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "idx", "channel",
+                     "type", "value"]
 
 
 def test_wal_mode_and_idempotent_setup(db: Any) -> None:
