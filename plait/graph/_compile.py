@@ -131,7 +131,8 @@ def build_plan(builder: StateGraph, interrupt_before: Any, interrupt_after: Any,
     state_keys = _keys(builder, builder.state_schema)
     edges: dict[str, list[str]] = {}
     for source, target in sorted(builder.edges):
-        edges.setdefault(source, []).append(target)
+        if target != END:  # reaching END schedules nothing
+            edges.setdefault(source, []).append(target)
     joins: dict[str, list[Join]] = {}
     for sources, target in sorted(builder.waiting_edges):
         join = Join(key=f"join:{'+'.join(sources)}:{target}", sources=frozenset(sources), target=target)

@@ -178,15 +178,14 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: 
             if seen >= join.sources:
                 del run.barriers[join.key]
                 pulls[join.target] = None
-    pulls.pop(END, None)
-    run.next = sorted(pulls)
+    run.next = sorted(pulls) if len(pulls) > 1 else list(pulls)
     run.sends = sends
 
 
 def _call_branch(branch: Branch, branch_input: Any, config: Mapping[str, Any] | None) -> Any:
     state = branch_input()
     result = branch.path(state, config or {}) if branch.takes_config else branch.path(state)
-    if branch.is_async or inspect.isawaitable(result):
+    if branch.is_async or (type(result) is not str and inspect.isawaitable(result)):
         from plait.pregel._callable import run_coroutine
 
         result = run_coroutine(result)
