@@ -14,8 +14,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import BaseMessage
-
 from plait._schema import MISSING
 from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import START
@@ -26,9 +24,9 @@ from plait.errors import (
     SerializationError,
     create_error_message,
 )
-from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._plan import Plan
 from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, schedule
+from plait.pregel._stream import INTERRUPT, EventSink
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Command, Interrupt
@@ -37,7 +35,6 @@ __all__ = ["INTERRUPT", "RESUME", "Loop", "RunOptions", "Save"]
 
 DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "10007"))
 """Supersteps a run may take when the config sets no ``recursion_limit`` (LangGraph's default)."""
-INTERRUPT = "__interrupt__"
 RESUME = "__resume__"
 Save = tuple[Any, ...]
 """A queued checkpoint operation: ``("put", config, checkpoint, metadata, versions, expected_head)``
@@ -89,7 +86,8 @@ class Loop:
         self.limit = int(config.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)
         self.before = plan.interrupt_before if interrupt_before is None else interrupt_before
         self.after = plan.interrupt_after if interrupt_after is None else interrupt_after
-        self.events: list[tuple[str, Any]] = []
+        self.sink = EventSink(modes, config)
+        self.events = self.sink.events
         self.saves: list[Save] = []
         self.checkpoint_id: str | None = None
         self.checkpoint_config: dict[str, Any] | None = None
@@ -101,28 +99,11 @@ class Loop:
         self.start_step = 0
         self.last_tasks: Sequence[Task] = ()
         self.expect_head: Any = None  # the thread head this run writes on (``...``: do not check)
-        self._metadata = dict(config.get("metadata") or {})
-        self.messages = MessageStreamHandler(self._emit_message) if "messages" in modes else None
-        self.lc_child = self.messages is not None or bool(config.get("callbacks"))
+        self._metadata = self.sink.metadata
 
-    def _emit_message(self, item: tuple[Any, dict[str, Any]]) -> None:
-        self.events.append(("messages", item))
-
-    def child_config(self, task: Task) -> dict[str, Any]:
-        """The LangChain config runnables inside ``task`` inherit (callbacks, tags, metadata)."""
-        callbacks = self.config.get("callbacks") or []
-        callbacks = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
-        if self.messages is not None:
-            callbacks.append(self.messages)
-        metadata = {**self._metadata, "langgraph_node": task.name, "langgraph_step": self.run.step,
-                    "langgraph_triggers": (task.name,)}
-        return {"callbacks": callbacks, "metadata": metadata, "tags": list(self.config.get("tags") or ()),
-                "configurable": dict(self.config.get("configurable") or {})}
-
-    def write_custom(self, chunk: Any) -> None:
-        """Emit a ``custom`` stream event (what a node's ``writer`` calls)."""
-        if "custom" in self.modes:
-            self.events.append(("custom", chunk))
+    def task_id(self, task: Task) -> str:
+        """Id of ``task`` in the step that follows the current checkpoint."""
+        return task_id(self.checkpoint_id, task)
 
     # -- start --------------------------------------------------------------
 
@@ -186,7 +167,7 @@ class Loop:
         changed = apply_writes(self.plan, run, [(START, writes)])
         run.barriers.clear()
         schedule(self.plan, run, [_START], self.branch_input, self.config)
-        self.emit_values()
+        self.sink.values(self.output)
         if self.saver is not None:
             self._checkpoint("loop", changed)
         run.step += 1
@@ -261,10 +242,7 @@ class Loop:
                 done = self.done_writes.pop(task_id(self.checkpoint_id, task), None)
                 if done is not None:
                     task.writes, task.done = done, True
-        if "tasks" in self.modes or "debug" in self.modes:
-            for task in tasks:
-                self.events.append(("tasks", {"id": task_id(self.checkpoint_id, task), "name": task.name,
-                                              "input": task.input, "triggers": (task.name,)}))
+        self.sink.started(tasks, self.task_id)
         return tasks
 
     @staticmethod
@@ -285,8 +263,8 @@ class Loop:
         changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
         schedule(self.plan, run, tasks, self.branch_input, self.config)
         if self.modes:
-            self._task_events(tasks)
-        self.emit_values()
+            self.sink.finished(tasks, self.task_id, run.step)
+            self.sink.values(self.output)
         if self.saver is not None:
             self._checkpoint("loop", changed)
         run.step += 1
@@ -301,23 +279,8 @@ class Loop:
             return failed
         for t in tasks:
             self.interrupts.extend(t.interrupts)
-        if "updates" in self.modes:
-            self.events.append(("updates", {INTERRUPT: tuple(self.interrupts)}))
+        self.sink.interrupted(self.interrupts)
         return None
-
-    def _task_events(self, tasks: Sequence[Task]) -> None:
-        modes, events = self.modes, self.events
-        for t in tasks:
-            if "updates" in modes:
-                events.append(("updates", {t.name: _update_payload(t)}))
-            if "tasks" in modes or "debug" in modes:
-                events.append(("tasks", {"id": task_id(self.checkpoint_id, t), "name": t.name, "error": None,
-                                         "result": t.writes, "interrupts": []}))
-            if self.messages is not None:
-                meta = {**self._metadata, "langgraph_node": t.name, "langgraph_step": self.run.step}
-                for _, value in t.writes:
-                    items = value if isinstance(value, list) else [value]
-                    self.messages.emit_written([m for m in items if isinstance(m, BaseMessage)], meta)
 
     def _save_partial(self, tasks: Sequence[Task]) -> None:
         if self.saver is None or self.checkpoint_config is None:
@@ -372,20 +335,15 @@ class Loop:
         self.expect_head = cid
         self.checkpoint_id = cid
         self.checkpoint_config = self.thread.config(cid)
-        if "checkpoints" in self.modes or "debug" in self.modes:
-            self.events.append(("checkpoints", {"config": self.checkpoint_config, "metadata": metadata,
-                                                "values": self.output(), "next": list(run.next)}))
+        config = self.checkpoint_config
+        self.sink.checkpoint(lambda: {"config": config, "metadata": metadata, "values": self.output(),
+                                      "next": list(run.next)})
 
     def branch_input(self) -> Any:
         """The state as conditional-edge functions receive it."""
         plan = self.plan
         state = read_state(self.run.values, plan.state_keys, plan.defaults)
         return state if plan.state_make is None else plan.state_make(state)
-
-    def emit_values(self) -> None:
-        """Queue a ``values`` event if that mode is being streamed."""
-        if "values" in self.modes:
-            self.events.append(("values", self.output()))
 
     def output(self) -> dict[str, Any]:
         """The run's result: the output keys that are set."""
@@ -399,13 +357,6 @@ class Loop:
         if real:
             out[INTERRUPT] = real
         return out
-
-
-def _update_payload(task: Task) -> Any:
-    result = task.result
-    if isinstance(result, dict):
-        return result
-    return dict(task.writes) if task.writes else None
 
 
 class _StartTask:

@@ -33,9 +33,10 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
     """The context object a task runs with."""
     tid = task_id(loop.checkpoint_id, task)
     resume = loop.resumes.get(tid) if loop.resumes else None
-    return TaskContext(config=loop.config, store=store, writer=loop.write_custom, context=context,
+    sink = loop.sink
+    return TaskContext(config=loop.config, store=store, writer=sink.custom, context=context,
                        node=task.name, task_id=tid, resume=list(resume) if resume else [],
-                       lc_config=loop.child_config(task) if loop.lc_child else None)
+                       lc_config=sink.child_config(task, loop.run.step) if sink.lc_child else None)
 
 
 def run_task(task: Task, ctx: TaskContext) -> None:
