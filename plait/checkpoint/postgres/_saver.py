@@ -11,6 +11,7 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
+from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite._engine import SqlSaverBase
@@ -23,6 +24,9 @@ class PostgresSaver(SqlSaverBase):
 
     Tables are created on first use (under an advisory lock, so several
     processes may start at once); :meth:`setup` does the same and is idempotent.
+    Runs on one thread never interleave, even from several processes: each run
+    holds a lease row in ``checkpoint_leases`` (see :meth:`lease`). The
+    connection's own row factory does not matter (cursors set theirs).
 
     Args:
         conn: A ``psycopg.Connection`` or a ``psycopg_pool.ConnectionPool``. A pool
@@ -30,13 +34,14 @@ class PostgresSaver(SqlSaverBase):
             several threads can work at once.
         serde: The serializer (register your own classes on it).
         cache_size: How many materialized values to keep in memory.
+        lease_ttl: Seconds after which the thread lease of a killed process can be taken over.
     """
 
     _q = _sql
 
     def __init__(self, conn: psycopg.Connection[Any] | ConnectionPool[Any], *,
-                 serde: Serializer | None = None, cache_size: int = 128) -> None:
-        super().__init__(serde=serde, cache_size=cache_size)
+                 serde: Serializer | None = None, cache_size: int = 128, lease_ttl: float = DEFAULT_TTL) -> None:
+        super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
         if not isinstance(conn, (psycopg.Connection, ConnectionPool)):
             raise TypeError(f"PostgresSaver needs a psycopg.Connection or psycopg_pool.ConnectionPool, got "
                             f"{type(conn).__name__}; use PostgresSaver.from_conn_string(dsn) to open one")
@@ -96,6 +101,15 @@ class PostgresSaver(SqlSaverBase):
     def _setup_once(self) -> None:
         if not self.is_setup:
             self.setup()
+
+    def _lease_scope(self) -> tuple[str, bool]:
+        """Server, database and schema; temporary schemas (``pg_temp``) are private to a connection."""
+        self._setup_once()
+        row = self._fetch("SELECT inet_server_addr()::text, inet_server_port(), current_database(), "
+                          "current_schema(), pg_my_temp_schema()::regnamespace::text", [])[0]
+        addr, port, database, schema, temp = row
+        private = schema is None or schema == temp or schema.startswith("pg_temp")
+        return f"postgres:{addr}:{port}/{database}/{schema}", not private
 
     def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self._connection() as conn:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from plait.checkpoint._lease import lease_sql
+
 __all__ = [
     "BLOB_KEYS",
     "DELETE_BLOB",
@@ -17,6 +19,7 @@ __all__ = [
     "INSERT_CHECKPOINT",
     "HEAD_ID",
     "INSERT_WRITE",
+    "LEASE",
     "LOCK",
     "LOCK_THREAD",
     "META_TABLE",
@@ -191,3 +194,6 @@ HEAD_ID = """SELECT MAX(checkpoint_id) FROM (SELECT checkpoint_id FROM checkpoin
     WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1) AS head"""
 LOCK_THREAD: str | None = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 """Taken before checking the thread head, so two writers cannot both pass the check."""
+
+LEASE = lease_sql("postgres")
+"""Statements on ``checkpoint_leases`` (the cross-process thread lease)."""

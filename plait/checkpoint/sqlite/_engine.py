@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import datetime, timezone
 from typing import Any
 
 from plait.checkpoint._delta import DELTA, FULL, Blob, Entry, ValueCache, encode_value, rebuild
+from plait.checkpoint._lease import DEFAULT_TTL, ThreadLeases
 from plait.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointTuple
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import _sql
@@ -59,19 +60,22 @@ class SqlSaverBase(BaseCheckpointSaver):
 
     Subclasses provide :meth:`_fetch` (run a query, return rows), :meth:`_tx`
     (a transaction yielding an object with ``execute``/``executemany``),
-    :meth:`_setup_once` and the ``_q`` module with the SQL text.
+    :meth:`_setup_once`, :meth:`_lease_scope` and the ``_q`` module with the SQL text.
 
     Args:
         serde: The serializer (default: :class:`~plait.checkpoint.serde.Serializer`).
         cache_size: How many materialized values to keep in memory.
+        lease_ttl: Seconds after which the thread lease of a vanished process can be taken over.
     """
 
     _q: Any = _sql
 
-    def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128) -> None:
+    def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128,
+                 lease_ttl: float = DEFAULT_TTL) -> None:
         self.serde = serde or Serializer()
         self._cache = ValueCache(cache_size)
         self._locs = ValueCache(cache_size)
+        self._leases = ThreadLeases(self._lease_tx, self._q.LEASE, lease_ttl, self._lease_scope)
 
     # -- backend hooks ------------------------------------------------------------
 
@@ -83,6 +87,30 @@ class SqlSaverBase(BaseCheckpointSaver):
 
     def _setup_once(self) -> None:
         raise NotImplementedError
+
+    def _lease_scope(self) -> tuple[str, bool]:
+        """``(name of the database, reachable by other processes?)``."""
+        raise NotImplementedError
+
+    # -- thread leases (see plait/checkpoint/_lease.py) ---------------------------------
+
+    def _lease_tx(self) -> AbstractContextManager[Any]:
+        self._setup_once()
+        return self._tx()
+
+    def lease(self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True,
+              timeout: float | None = None) -> AbstractContextManager[None]:
+        """Hold ``thread_id`` for one run, across threads **and processes** sharing the database.
+
+        Raises:
+            ThreadBusyError: the thread is held and ``wait`` is false or ``timeout`` passed.
+        """
+        return self._leases.hold(thread_id, checkpoint_ns, wait, timeout)
+
+    async def alease(self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True,
+                     timeout: float | None = None) -> AbstractAsyncContextManager[None]:
+        """Async :meth:`lease` (waits without blocking the event loop)."""
+        return self._leases.ahold(thread_id, checkpoint_ns, wait, timeout)
 
     # -- reading ------------------------------------------------------------------
 

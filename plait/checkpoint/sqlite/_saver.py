@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -9,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import _sql
 from plait.checkpoint.sqlite._engine import SqlSaverBase
@@ -21,16 +23,19 @@ class SqliteSaver(SqlSaverBase):
 
     Tables are created on first use. The connection is guarded by a lock, so
     one saver may serve several threads (open it with ``check_same_thread=False``).
+    Runs on one thread never interleave, even from several processes sharing the
+    file: each run holds a lease row in ``checkpoint_leases`` (see :meth:`lease`).
 
     Args:
         conn: An open ``sqlite3.Connection``.
         serde: The serializer (register your own classes on it).
         cache_size: How many materialized values to keep in memory.
+        lease_ttl: Seconds after which the thread lease of a killed process can be taken over.
     """
 
     def __init__(self, conn: sqlite3.Connection, *, serde: Serializer | None = None,
-                 cache_size: int = 128) -> None:
-        super().__init__(serde=serde, cache_size=cache_size)
+                 cache_size: int = 128, lease_ttl: float = DEFAULT_TTL) -> None:
+        super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
         if not isinstance(conn, sqlite3.Connection):
             raise TypeError(f"SqliteSaver needs a sqlite3.Connection, got {type(conn).__name__}; "
                             "use SqliteSaver.from_conn_string(path) to open one")
@@ -78,6 +83,15 @@ class SqliteSaver(SqlSaverBase):
     def _setup_once(self) -> None:
         if not self.is_setup:
             self.setup()
+
+    def _lease_scope(self) -> tuple[str, bool]:
+        """The database file (other processes can open it), or this saver for in-memory databases."""
+        with self.lock:
+            rows = self.conn.execute("PRAGMA database_list").fetchall()
+        path = next((r[2] for r in rows if r[1] == "main"), "")
+        if not path:
+            return f"sqlite-memory:{id(self)}", False
+        return f"sqlite:{os.path.realpath(path)}", True
 
     def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self.lock:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from plait.checkpoint._lease import lease_sql
+
 __all__ = [
     "BLOB_KEYS",
     "DELETE_BLOB",
@@ -17,6 +19,7 @@ __all__ = [
     "INSERT_CHECKPOINT",
     "HEAD_ID",
     "INSERT_WRITE",
+    "LEASE",
     "LOCK_THREAD",
     "META_TABLE",
     "MIGRATIONS",
@@ -186,3 +189,6 @@ DELETE_WRITES_OF = "DELETE FROM checkpoint_writes WHERE thread_id = ? AND checkp
 HEAD_ID = "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
 LOCK_THREAD: str | None = None
 """Taken before checking the thread head, so two writers cannot both pass the check."""
+
+LEASE = lease_sql("sqlite")
+"""Statements on ``checkpoint_leases`` (the cross-process thread lease)."""

@@ -1,0 +1,127 @@
+"""Child process for the multi-process tests: runs graphs against a shared saver.
+
+Usage: ``python _child.py TARGET MODE THREAD [ARGS...]`` where TARGET is
+``sqlite:<path>`` or ``postgres:<dsn>`` and MODE is one of:
+
+* ``turns N TAG [GO_FILE]``: N chat turns (human ids ``TAG-k``), printing ``TURN TAG-k`` after each returns;
+  waits for GO_FILE to exist first, if given; N = 0 means forever.
+* ``hold SECONDS``: one run whose node prints ``STARTED`` then sleeps.
+* ``fanout COUNT_DIR``: a step with parallel nodes ``a`` (succeeds) and ``b`` (fails unless COUNT_DIR/ok exists).
+
+Environment: ``LEASE_TTL`` (seconds, default 30).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+from typing_extensions import TypedDict
+
+from plait.graph import END, START, MessagesState, StateGraph
+
+
+@contextmanager
+def open_saver(target: str, ttl: float | None = None) -> Iterator[Any]:
+    """The saver ``target`` names; ``ttl`` defaults to ``$LEASE_TTL`` or 30 s."""
+    ttl = ttl if ttl is not None else float(os.environ.get("LEASE_TTL", "30"))
+    kind, _, where = target.partition(":")
+    if kind == "sqlite":
+        from plait.checkpoint.sqlite import SqliteSaver
+
+        with SqliteSaver.from_conn_string(where, lease_ttl=ttl) as saver:
+            yield saver
+    else:
+        from plait.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(where, pool_size=2, lease_ttl=ttl) as saver:
+            yield saver
+
+
+def chat_graph(saver: Any, pause: float = 0.0) -> Any:
+    """Echo chat: each AI message repeats the human message before it."""
+    def echo(state: MessagesState) -> dict[str, Any]:
+        if pause:
+            print("STARTED", flush=True)
+            time.sleep(pause)
+        last = state["messages"][-1]
+        return {"messages": [AIMessage(f"echo: {last.content}", id=f"ai-{last.id}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("echo", echo)
+    builder.add_edge(START, "echo")
+    builder.add_edge("echo", END)
+    return builder.compile(checkpointer=saver)
+
+
+class FanState(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def fanout_graph(saver: Any, count_dir: Path) -> Any:
+    """Two parallel nodes: ``a`` finishes at once; ``b`` fails later unless ``count_dir/ok`` exists."""
+    def a(state: FanState) -> dict[str, Any]:
+        with open(count_dir / "a.calls", "a") as f:
+            f.write("a\n")
+        return {"log": ["a"]}
+
+    def b(state: FanState) -> dict[str, Any]:
+        with open(count_dir / "b.calls", "a") as f:
+            f.write("b\n")
+        time.sleep(0.3)
+        if not (count_dir / "ok").exists():
+            raise RuntimeError("b failed on purpose")
+        return {"log": ["b"]}
+
+    builder = StateGraph(FanState)
+    builder.add_node("a", a)
+    builder.add_node("b", b)
+    builder.add_edge(START, "a")
+    builder.add_edge(START, "b")
+    builder.add_edge("a", END)
+    builder.add_edge("b", END)
+    return builder.compile(checkpointer=saver)
+
+
+def run_turns(saver: Any, config: dict[str, Any], count: int, tag: str, go: str | None) -> None:
+    """Chat turns, printing each one after ``invoke`` returns."""
+    graph = chat_graph(saver)
+    while go and not os.path.exists(go):
+        time.sleep(0.005)
+    k = 0
+    while count == 0 or k < count:
+        graph.invoke({"messages": [HumanMessage(f"{tag} says {k}", id=f"{tag}-{k}")]}, config)
+        print(f"TURN {tag}-{k}", flush=True)
+        k += 1
+
+
+def main(argv: list[str]) -> int:
+    """Entry point (see the module docstring)."""
+    target, mode, thread = argv[:3]
+    config = {"configurable": {"thread_id": thread}}
+    with open_saver(target) as saver:
+        if mode == "turns":
+            run_turns(saver, config, int(argv[3]), argv[4], argv[5] if len(argv) > 5 else None)
+        elif mode == "hold":
+            chat_graph(saver, pause=float(argv[3])).invoke({"messages": [HumanMessage("hold", id="hold")]}, config)
+            print("DONE", flush=True)
+        elif mode == "fanout":
+            count_dir = Path(argv[3])
+            try:
+                out = fanout_graph(saver, count_dir).invoke({"log": []} if argv[4] == "start" else None, config)
+            except RuntimeError as exc:
+                print(f"FAILED {exc}", flush=True)
+                return 3
+            print("RESULT " + ",".join(sorted(out["log"])), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
