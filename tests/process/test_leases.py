@@ -105,3 +105,33 @@ def test_failed_parallel_step_keeps_finished_node_writes(target: str, tmp_path: 
     assert code == 0 and "RESULT a,b" in out, err[-2000:]
     assert (tmp_path / "a.calls").read_text().splitlines() == ["a"]
     assert (tmp_path / "b.calls").read_text().splitlines() == ["b", "b"]
+
+
+async def _async_saver_turn(target: str, strategy: str) -> list[str]:
+    kind, _, where = target.partition(":")
+    if kind == "sqlite":
+        from plait.checkpoint.sqlite.aio import AsyncSqliteSaver as Saver
+    else:
+        from plait.checkpoint.postgres.aio import AsyncPostgresSaver as Saver  # type: ignore[assignment]
+    async with Saver.from_conn_string(where) as saver:
+        graph = child_module().chat_graph(saver)
+        config = {"configurable": {"thread_id": "async-busy"}}
+        out = await graph.ainvoke({"messages": [HumanMessage(strategy, id=strategy)]}, config,
+                                  multitask_strategy=strategy)
+        return [m.id for m in out["messages"]]
+
+
+async def test_async_saver_and_timeouts_respect_another_process(target: str) -> None:
+    holder = spawn(target, "hold", "async-busy", "2")
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "STARTED", finish(holder)[2][-2000:]
+    with pytest.raises(ThreadBusyError):
+        await _async_saver_turn(target, "reject")
+    with open_saver(target) as saver:
+        started = time.monotonic()
+        with pytest.raises(ThreadBusyError), saver.lease("async-busy", timeout=0.3):
+            pass
+        assert 0.25 < time.monotonic() - started < 2.0
+    ids = await _async_saver_turn(target, "enqueue")  # waits for the holder, then runs
+    assert ids == ["hold", "ai-hold", "enqueue", "ai-enqueue"]
+    assert finish(holder)[0] == 0
