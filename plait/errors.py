@@ -18,6 +18,7 @@ Tree::
     ├── ThreadBusyError               another run holds the thread
     ├── CheckpointConflictError       the thread head moved behind our back
     ├── SerializationError            a value cannot be stored or loaded
+    ├── SchemaVersionError (RuntimeError)  the database was written by a newer plait
     └── GraphInterrupt                the run stopped to wait for input
         └── NodeInterrupt
 """
@@ -37,6 +38,7 @@ __all__ = [
     "GraphRecursionError",
     "InvalidUpdateError",
     "NodeInterrupt",
+    "SchemaVersionError",
     "SerializationError",
     "StrictModeError",
     "ThreadBusyError",
@@ -181,6 +183,21 @@ class SerializationError(Exception):
         super().__init__(message)
         self.node = node
         self.key = key
+
+
+class SchemaVersionError(RuntimeError):
+    """The checkpoint tables were created by a newer plait than this one; nothing was changed.
+
+    Attributes:
+        found: The schema version stored in the database.
+        supported: The newest schema version this plait knows.
+    """
+
+    def __init__(self, found: int, supported: int, where: str = "database") -> None:
+        super().__init__(f"The {where} holds checkpoint schema version {found}, newer than this plait supports "
+                         f"({supported}); nothing was changed. Upgrade plait (pip install -U plait) to open it.")
+        self.found = found
+        self.supported = supported
 
 
 class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name

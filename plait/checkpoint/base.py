@@ -210,7 +210,8 @@ class BaseCheckpointSaver(ABC):
         """Hold ``thread_id`` for one run, so that two runs never interleave on a thread.
 
         The default lease is a lock in this process; backends shared by several
-        processes override it (SQLite: a lease row; PostgreSQL: an advisory lock).
+        processes override it (SQLite and PostgreSQL: a lease row renewed by a heartbeat,
+        which expires after a TTL if the holder dies).
 
         Args:
             thread_id: The thread to hold.

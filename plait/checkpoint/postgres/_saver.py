@@ -15,6 +15,7 @@ from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite._engine import SqlSaverBase
+from plait.errors import SchemaVersionError
 
 __all__ = ["PostgresSaver"]
 
@@ -90,8 +91,7 @@ class PostgresSaver(SqlSaverBase):
             row = cur.execute(_sql.GET_META).fetchone()
             version = int(row[0]) if row and row[0] is not None else 0
             if version > _sql.SCHEMA_VERSION:
-                raise RuntimeError(f"Database schema version {version} is newer than this plait "
-                                   f"({_sql.SCHEMA_VERSION}); upgrade plait to open it")
+                raise SchemaVersionError(version, _sql.SCHEMA_VERSION)
             for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
                 for statement in _sql.MIGRATIONS[target]:
                     cur.execute(statement)

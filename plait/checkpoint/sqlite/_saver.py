@@ -14,6 +14,7 @@ from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import _sql
 from plait.checkpoint.sqlite._engine import SqlSaverBase
+from plait.errors import SchemaVersionError
 
 __all__ = ["SqliteSaver"]
 
@@ -72,8 +73,7 @@ class SqliteSaver(SqlSaverBase):
                 row = cur.execute(_sql.GET_META, ["schema_version"]).fetchone()
                 version = int(row[0]) if row else 0
                 if version > _sql.SCHEMA_VERSION:
-                    raise RuntimeError(f"Database schema version {version} is newer than this plait "
-                                       f"({_sql.SCHEMA_VERSION}); upgrade plait to open it")
+                    raise SchemaVersionError(version, _sql.SCHEMA_VERSION)
                 for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
                     for statement in _sql.MIGRATIONS[target]:
                         cur.execute(statement)

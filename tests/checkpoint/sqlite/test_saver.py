@@ -231,3 +231,25 @@ async def test_async_sqlite_saver(tmp_path: Path) -> None:
         steps = [t.metadata["step"] async for t in saver.alist(config, limit=3)]
         assert steps == [4, 3, 2]
         assert len((await g.aget_state(config)).values["messages"]) == 4
+
+
+def test_database_from_a_newer_plait_is_refused_untouched(tmp_path) -> None:  # noqa: ANN001
+    import sqlite3
+
+    import pytest
+
+    from plait.checkpoint.sqlite import SqliteSaver
+    from plait.errors import SchemaVersionError
+
+    path = tmp_path / "future.db"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        saver.setup()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE plait_meta SET value = '999' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with SqliteSaver.from_conn_string(str(path)) as saver, pytest.raises(SchemaVersionError) as info:
+        saver.setup()
+    assert info.value.found == 999 and "Upgrade plait" in str(info.value)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM plait_meta WHERE key = 'schema_version'").fetchone() == ("999",)
