@@ -18,6 +18,7 @@ __all__ = [
     "INSERT_BLOB",
     "INSERT_CHECKPOINT",
     "HEAD_ID",
+    "THREADS",
     "INSERT_WRITE",
     "LEASE",
     "LOCK",
@@ -197,3 +198,9 @@ LOCK_THREAD: str | None = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 
 LEASE = lease_sql("postgres")
 """Statements on ``checkpoint_leases`` (the cross-process thread lease)."""
+
+THREADS = """SELECT c.thread_id, t.n, c.checkpoint_id, c.step, c.created_at FROM checkpoints c
+JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM checkpoints
+      WHERE checkpoint_ns = '' GROUP BY thread_id) t
+  ON c.thread_id = t.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id = t.head
+ORDER BY c.created_at DESC"""

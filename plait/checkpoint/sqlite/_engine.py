@@ -17,7 +17,13 @@ from typing import Any
 
 from plait.checkpoint._delta import DELTA, FULL, Blob, Entry, ValueCache, encode_value, rebuild
 from plait.checkpoint._lease import DEFAULT_TTL, ThreadLeases
-from plait.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, CheckpointTuple
+from plait.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    ThreadInfo,
+)
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import _sql
 from plait.errors import CheckpointConflictError, SerializationError
@@ -177,6 +183,12 @@ class SqlSaverBase(BaseCheckpointSaver):
             return None
         writes = [r[7:] for r in rows if r[7] is not None]
         return self._tuple(thread, rows[0][:7], writes, {})
+
+    def threads(self) -> Iterator[ThreadInfo]:
+        """Every thread of the root namespace, newest first, in one query."""
+        self._setup_once()
+        for thread_id, count, head, step, created in self._fetch(self._q.THREADS, []):
+            yield ThreadInfo(str(thread_id), int(count), str(head), int(step), str(created))
 
     def list(self, config: dict[str, Any] | None, *, filter: dict[str, Any] | None = None,  # noqa: A002
              before: dict[str, Any] | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
