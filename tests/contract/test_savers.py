@@ -149,6 +149,14 @@ def test_pending_writes(saver: Any) -> None:
     assert sorted(listed.pending_writes, key=repr) == sorted(writes, key=repr)
 
 
+def test_threads_lists_each_thread_with_its_head(saver: Any) -> None:
+    heads = {t: chain(saver, n, thread=t)[-1] for t, n in (("a", 2), ("b", 3))}
+    found = {info.thread_id: info for info in saver.threads()}
+    assert set(found) >= {"a", "b"}
+    assert (found["a"].checkpoints, found["b"].checkpoints) == (2, 3)
+    assert found["b"].head_id == heads["b"]["configurable"]["checkpoint_id"]
+
+
 def test_delete_thread(saver: Any) -> None:
     chain(saver, 3)
     chain(saver, 2, thread="keep")
