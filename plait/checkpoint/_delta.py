@@ -17,8 +17,9 @@ comparing or encoding it. A stored delta names the value it applies to (its
 replaying the deltas forward.
 
 Items are compared by identity only, so mutating a stored object in place
-(without putting a new object in the list) is not seen as a change, exactly
-as with :class:`plait.checkpoint.memory.InMemorySaver`, which shares objects.
+(without putting a new object in the list) is not seen as a change. A
+:class:`TrackedList` (what ``add_messages`` returns) records which list it
+extends, so an append is recognised without looking at the old items at all.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -36,11 +38,18 @@ __all__ = [
     "KEEP",
     "Blob",
     "Entry",
+    "TrackedList",
     "ValueCache",
     "diff",
     "encode_value",
     "materialize",
+    "pack_fields",
+    "pack_meta",
+    "pack_ts",
     "rebuild",
+    "unpack_fields",
+    "unpack_meta",
+    "unpack_ts",
 ]
 
 KEEP = 0
@@ -52,8 +61,58 @@ Segment = list[Any]
 """``[KEEP, start, stop]`` or ``[ADD, items]``."""
 
 SNAPSHOT_SLACK = 32
-"""A full value is written again once the chain holds this many (plus twice the
-live count) items that were added and later dropped, bounding cold reads."""
+"""Write a full value once the chain holds this many dropped items (plus twice the live count)."""
+
+
+class TrackedList(list):  # type: ignore[type-arg]
+    """A list that knows whether it was changed in place, and which list it extends.
+
+    Attributes:
+        token: Names this list's current contents; ``None`` once the list was
+            changed in place (any list method that modifies it resets it).
+        origin: ``(token, n)``: the first ``n`` items are the very items of the
+            list whose contents ``token`` named; or ``None``. Copies and pickles are plain lists.
+    """
+
+    __slots__ = ("origin", "token")
+
+    def __init__(self, items: Any = (), /) -> None:
+        list.__init__(self, items)
+        self.token: object | None = object()
+        self.origin: tuple[object, int] | None = None
+
+    def changed(self) -> None:
+        """Forget everything known about the contents (called before any in-place change)."""
+        self.token = None
+        self.origin = None
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (list, (list(self),))
+
+
+def _mutator(name: str) -> Callable[..., Any]:
+    inner = getattr(list, name)
+
+    def method(self: TrackedList, *args: Any, **kwargs: Any) -> Any:
+        self.changed()
+        return inner(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = inner.__doc__
+    return method
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop",
+              "remove", "clear", "sort", "reverse"):
+    setattr(TrackedList, _name, _mutator(_name))
+
+
+def _extends(old: Sequence[Any], new: Sequence[Any], token: object | None) -> bool:
+    """Whether ``new`` starts with the items of ``old`` (known without comparing items)."""
+    if token is None or type(new) is list or not isinstance(new, TrackedList):
+        return False
+    origin = new.origin
+    return new.token is not None and origin is not None and origin[0] is token and origin[1] == len(old)
 
 
 def diff(old: Sequence[Any], new: Sequence[Any]) -> list[Segment]:
@@ -117,19 +176,31 @@ class Entry(NamedTuple):
     """A materialized value held in the cache.
 
     Attributes:
-        items: The items, when the value is a list (a tuple: never mutated).
+        items: The items, when the value is a list: a tuple (never mutated), or
+            the :class:`TrackedList` itself (see ``token``).
         data: The encoded value, when it is not a list.
         chain: Items stored along its delta chain (back to the full value).
+        token: The :attr:`TrackedList.token` of the stored contents, if known.
+            When ``items`` is the list itself, the entry holds only while the
+            list still has this token.
     """
 
-    items: tuple[Any, ...] | None
+    items: tuple[Any, ...] | list[Any] | None
     data: bytes | None
     chain: int
+    token: object | None = None
+
+    @property
+    def valid(self) -> bool:
+        """Whether ``items`` still are the stored items (a shared list may have changed)."""
+        items = self.items
+        return not isinstance(items, TrackedList) or (items.token is not None and items.token is self.token)
 
     def value(self, loads: Callable[[bytes], Any]) -> Any:
-        """A fresh copy of the value: a new list, or a newly decoded object."""
-        if self.items is not None:
-            return list(self.items)
+        """The value: the shared tracked list itself, a new list, or a newly decoded object."""
+        items = self.items
+        if items is not None:
+            return items if isinstance(items, TrackedList) else list(items)
         assert self.data is not None  # noqa: S101 - one of the two is always set
         return loads(self.data)
 
@@ -142,15 +213,17 @@ class Blob(NamedTuple):
     data: bytes
 
 
-def encode_value(value: Any, base: Entry | None, base_id: str | None,
-                 dumps: Callable[[Any], bytes]) -> tuple[Blob, Entry]:
+def encode_value(value: Any, base: Entry | None, base_id: Any,  # noqa: PLR0913
+                 dumps: Callable[[Any], bytes], *, share: bool = False) -> tuple[Blob, Entry]:
     """Decide how to store ``value``: a delta against ``base`` when that is smaller.
 
     Args:
         value: The new value.
-        base: The cached previous value of the same key, if known.
+        base: The cached previous value of the same key, if known (and valid).
         base_id: Where ``base`` is stored (the id its row is keyed by).
         dumps: The serializer.
+        share: Let the returned entry hold a :class:`TrackedList` value itself
+            instead of a tuple copy (the caller checks :attr:`Entry.valid`).
 
     Returns:
         The row to write and the cache entry for the new value.
@@ -158,14 +231,21 @@ def encode_value(value: Any, base: Entry | None, base_id: str | None,
     if not isinstance(value, list):
         data = dumps(value)
         return Blob(FULL, None, data), Entry(None, data, 0)
-    items = tuple(value)
+    tracked = isinstance(value, TrackedList) and value.token is not None
+    token = value.token if tracked else None
+    items: Any = value if share and tracked else tuple(value)
     if base is not None and base.items is not None and base_id is not None:
-        segments = diff(base.items, items)
+        size = len(base.items)
+        if _extends(base.items, value, base.token):
+            segments: list[Segment] = [[KEEP, 0, size], [ADD, list(value[size:])]] if len(value) > size else [
+                [KEEP, 0, size]]
+        else:
+            segments = diff(base.items, value)
         reused = kept(segments)
-        chain = base.chain + len(items) - reused
-        if reused and chain <= 2 * len(items) + SNAPSHOT_SLACK:
-            return Blob(DELTA, base_id, dumps(segments)), Entry(items, None, chain)
-    return Blob(FULL, None, dumps(value)), Entry(items, None, len(items))
+        chain = base.chain + len(value) - reused
+        if reused and chain <= 2 * len(value) + SNAPSHOT_SLACK:
+            return Blob(DELTA, base_id, dumps(segments)), Entry(items, None, chain, token)
+    return Blob(FULL, None, dumps(list(value))), Entry(items, None, len(value), token)
 
 
 def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
@@ -216,6 +296,63 @@ def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
         if keep_all or rid == target:
             out[rid] = Entry(None if items is None else tuple(items), data, count)
     return out
+
+
+# -- compact checkpoint records (InMemorySaver) ----------------------------------------
+
+_EMPTY: dict[str, Any] = {"v": 1, "channel_versions": {}, "updated_channels": [], "next": [], "sends": [],
+                          "barriers": {}, "interrupts": []}
+_FIELDS = ("channel_versions", "updated_channels", "next", "sends", "barriers", "interrupts")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def pack_fields(checkpoint: Mapping[str, Any]) -> list[Any]:
+    """The checkpoint fields other than id, ts and values: positional, defaults left out."""
+    out = [checkpoint.get(k, _EMPTY[k]) for k in _FIELDS]
+    extra = {k: v for k, v in checkpoint.items()
+             if k not in _EMPTY and k not in ("channel_values", "id", "ts") or (k == "v" and v != 1)}
+    if extra:
+        return [*out, extra]
+    while out and out[-1] == _EMPTY[_FIELDS[len(out) - 1]]:
+        out.pop()
+    return out
+
+
+def unpack_fields(packed: list[Any]) -> dict[str, Any]:
+    fields = {**_EMPTY, **dict(zip(_FIELDS, packed[:len(_FIELDS)], strict=False))}
+    if len(packed) > len(_FIELDS):
+        fields.update(packed[-1])
+    return fields
+
+
+def pack_meta(meta: Mapping[str, Any]) -> Any:
+    """Metadata as ``[source, step, rest]`` when it has the runtime's shape, else as a map."""
+    if "source" in meta and "step" in meta and meta.get("parents") == {}:
+        rest = {k: v for k, v in meta.items() if k not in ("source", "step", "parents")}
+        return [meta["source"], meta["step"], rest] if rest else [meta["source"], meta["step"]]
+    return dict(meta)
+
+
+def unpack_meta(packed: Any) -> dict[str, Any]:
+    if type(packed) is dict:
+        return packed
+    return {**(packed[2] if len(packed) > 2 else {}), "source": packed[0], "step": packed[1], "parents": {}}
+
+
+def pack_ts(ts: str) -> Any:
+    """A UTC ISO timestamp as microseconds since the epoch, when that gives back the same text."""
+    try:
+        when = datetime.fromisoformat(ts)
+    except (TypeError, ValueError):
+        return ts
+    if when.tzinfo is None:
+        return ts
+    micros = (when - _EPOCH) // timedelta(microseconds=1)
+    return micros if unpack_ts(micros) == ts else ts
+
+
+def unpack_ts(packed: Any) -> str:
+    return packed if type(packed) is str else (_EPOCH + timedelta(microseconds=packed)).isoformat()
 
 
 class ValueCache:

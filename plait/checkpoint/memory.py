@@ -1,153 +1,399 @@
-"""``InMemorySaver``: threads kept in this process's memory (tests, demos, short-lived apps)."""
+"""``InMemorySaver``: threads kept in this process's memory (tests, demos, short-lived apps).
+
+Checkpoints are kept as bytes, in the layout the SQL savers use (see
+``docs/storage.md``), so a thread costs memory for what its steps added:
+
+* each checkpoint is **one bytes record** (MessagePack, via
+  :class:`~plait.checkpoint.serde.Serializer`): its parent, timestamp,
+  non-default checkpoint fields, metadata, and the value rows of the keys its
+  step changed. A key that did not change points at the record holding its
+  value (``loc``), and a changed list is stored as a delta against the value
+  it replaced (:mod:`plait.checkpoint._delta`);
+* a thread is the list of its records in write order, plus their ids;
+* a bounded LRU of materialized values means a live conversation never
+  decodes its history: the list ``add_messages`` returned is handed back as
+  is, and if anyone changes it in place the change is noticed and the value
+  is decoded again.
+
+Because values are stored as bytes, a value that cannot be serialized raises
+:class:`~plait.errors.SerializationError`, and nothing done to a value after
+``put`` (say, by a reducer that mutates its input) alters the stored history.
+"""
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
+from plait.checkpoint._delta import (
+    DELTA,
+    FULL,
+    Blob,
+    Entry,
+    ValueCache,
+    encode_value,
+    pack_fields,
+    pack_meta,
+    pack_ts,
+    rebuild,
+    unpack_fields,
+    unpack_meta,
+    unpack_ts,
+)
 from plait.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     conflict,
+    now_iso,
 )
+from plait.checkpoint.serde import Serializer
+from plait.errors import SerializationError
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 
-_Key = tuple[str, str]
+_Key = Any  # thread id (str) when the namespace is "", else (thread id, namespace)
+_SPECIAL = ("__interrupt__", "__resume__")
+_uids = itertools.count()
+
+
+class _Thread:
+    """The checkpoints of one (thread, namespace): records by write order (``seq``)."""
+
+    __slots__ = ("cids", "head", "ordered", "recs", "uid")
+
+    def __init__(self) -> None:
+        self.cids: list[str] = []  # seq -> checkpoint id
+        self.recs: list[Any] = []  # seq -> record bytes, or (record, pending-writes bytes)
+        self.head: str | None = None  # the newest (greatest) id
+        self.ordered = True  # ids grow with seq, so bisection finds them
+        self.uid = next(_uids)  # tells cache keys of a rebuilt (pruned) thread apart
+
+    def find(self, cid: str) -> int | None:
+        """The seq of checkpoint ``cid``, or ``None``."""
+        cids = self.cids
+        if self.ordered:
+            i = bisect_left(cids, cid)
+            return i if i < len(cids) and cids[i] == cid else None
+        return cids.index(cid) if cid in cids else None
+
+    def add(self, cid: str, record: Any) -> int:
+        """Append a record; return its seq."""
+        if self.head is not None and cid <= self.head:
+            self.ordered = False
+        self.head = cid if self.head is None or cid > self.head else self.head
+        self.cids.append(cid)
+        self.recs.append(record)
+        return len(self.cids) - 1
+
+    def newest_first(self) -> list[int]:
+        """Seqs ordered by checkpoint id, newest first."""
+        if self.ordered:
+            return list(range(len(self.cids) - 1, -1, -1))
+        return sorted(range(len(self.cids)), key=self.cids.__getitem__, reverse=True)
+
+
+class _Rows(Mapping[int, Blob]):
+    """The value rows of one key, read from a thread's records on demand (for :func:`rebuild`)."""
+
+    def __init__(self, saver: InMemorySaver, th: _Thread, channel: str) -> None:
+        self.saver, self.th, self.channel = saver, th, channel
+
+    def __getitem__(self, seq: int) -> Blob:
+        row = self.saver._record(self.th, seq)[5][self.channel]
+        return Blob(FULL, None, row) if isinstance(row, bytes) else Blob(DELTA, row[0], row[1])
+
+    def __iter__(self) -> Iterator[int]:  # noqa: D105
+        return iter(range(len(self)))
+
+    def __len__(self) -> int:  # noqa: D105
+        return len(self.th.recs)
 
 
 class InMemorySaver(BaseCheckpointSaver):
-    """Keeps every checkpoint of every thread in a dict; nothing survives the process.
+    """Keeps every checkpoint of every thread in this process, compactly; nothing survives the process.
 
-    Each checkpoint stores only the values of the keys its step changed; the
-    others are shared with the parent checkpoint, so a turn costs memory for
-    what it added, not for the whole conversation.
+    Args:
+        serde: The serializer (default: :class:`~plait.checkpoint.serde.Serializer`).
+        cache_size: How many materialized values to keep (least recently used go first).
     """
 
-    def __init__(self) -> None:
+    supports_head_check = True
+
+    def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128) -> None:
+        self.serde = serde or Serializer()
         self._lock = threading.RLock()
-        # (thread, ns) -> checkpoint id -> (checkpoint without values, metadata, parent id)
-        self._threads: dict[_Key, dict[str, tuple[dict[str, Any], dict[str, Any], str | None]]] = {}
-        # (thread, ns) -> (key, version) -> value
-        self._blobs: dict[_Key, dict[tuple[str, int], Any]] = {}
-        # (thread, ns, checkpoint id) -> [(task id, key, value)]
-        self._writes: dict[tuple[str, str, str], list[tuple[str, str, Any]]] = {}
+        self._threads: dict[_Key, _Thread] = {}
+        self._namespaces: dict[str, set[str]] = {}  # thread id -> namespaces other than ""
+        self._loose: dict[tuple[_Key, str], bytes] = {}  # writes put before their checkpoint
+        self._cache = ValueCache(cache_size)
 
     @staticmethod
-    def _key(config: Mapping[str, Any]) -> tuple[_Key, str | None]:
+    def _key(config: Mapping[str, Any]) -> tuple[_Key, str, str, str | None]:
         conf = config.get("configurable") or {}
-        return (str(conf["thread_id"]), conf.get("checkpoint_ns", "") or ""), conf.get("checkpoint_id")
+        if "thread_id" not in conf:
+            raise ValueError("Checkpointer config needs configurable.thread_id, e.g. "
+                             "{'configurable': {'thread_id': 'user-1'}}")
+        thread, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "") or ""
+        return (thread if not ns else (thread, ns)), thread, ns, conf.get("checkpoint_id")
 
-    def _tuple(self, key: _Key, cid: str) -> CheckpointTuple:
-        stored, metadata, parent = self._threads[key][cid]
-        blobs = self._blobs.get(key, {})
-        values = {}
-        for name, version in stored["channel_versions"].items():
-            found = blobs.get((name, version), _ABSENT)
-            if found is not _ABSENT:
-                values[name] = found
-        checkpoint: Checkpoint = {**stored, "channel_values": values}  # type: ignore[typeddict-item]
-        thread, ns = key
-        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
-        parent_config = None if parent is None else {
-            "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": parent}}
-        writes = list(self._writes.get((thread, ns, cid), ()))
-        return CheckpointTuple(config, checkpoint, dict(metadata), parent_config, writes)  # type: ignore[arg-type]
+    def _record(self, th: _Thread, seq: int) -> list[Any]:
+        """``[parent, ts, fields, metadata, loc, rows]`` of a checkpoint."""
+        rec = th.recs[seq]
+        return self.serde.loads(rec[0] if type(rec) is tuple else rec)
+
+    def _loc(self, th: _Thread, seq: int, record: list[Any] | None = None) -> dict[str, int]:
+        """Where each key's value of checkpoint ``seq`` is stored (the seq of the record with its row)."""
+        loc = dict((record or (record := self._record(th, seq)))[4])
+        loc.update(dict.fromkeys(record[5], seq))
+        return loc
+
+    def _entry(self, thread: str, th: _Thread, channel: str, seq: int) -> Entry:
+        """The materialized value of ``channel`` stored at ``seq``: cached, else rebuilt from its chain."""
+        key = (thread, th.uid, channel, seq)
+        found = self._cache.get(key)
+        if found is not None and found.valid:
+            return found
+        try:
+            found = rebuild(seq, _Rows(self, th, channel), {}, self.serde.loads)[seq]
+        except (KeyError, IndexError) as exc:
+            raise SerializationError(f"Stored value of key {channel!r} in thread {thread!r} is incomplete: "
+                                     f"missing row {exc}", key=channel) from None
+        self._cache.put(key, found)
+        return found
+
+    def _tuple(self, key: _Key, th: _Thread, seq: int) -> CheckpointTuple:
+        thread, ns = (key, "") if type(key) is str else key
+        record = self._record(th, seq)
+        parent, ts, fields, metadata, _, _ = record
+        values = {ch: self._entry(thread, th, ch, rseq).value(self.serde.loads)
+                  for ch, rseq in self._loc(th, seq, record).items()}
+        cid = th.cids[seq]
+        checkpoint = {**unpack_fields(fields), "id": cid, "ts": unpack_ts(ts), "channel_values": values}
+        if type(parent) is int:
+            parent = th.cids[parent]
+        parent_config = None if parent is None else _config(thread, ns, parent)
+        rec = th.recs[seq]
+        writes = self._read_writes(rec[1], cid) if type(rec) is tuple else []
+        return CheckpointTuple(_config(thread, ns, cid), checkpoint, unpack_meta(metadata), parent_config, writes)  # type: ignore[arg-type]
 
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The addressed checkpoint, or the thread's newest."""
-        key, cid = self._key(config)
+        key, _, _, cid = self._key(config)
         with self._lock:
-            checkpoints = self._threads.get(key)
-            if not checkpoints:
+            th = self._threads.get(key)
+            if th is None or th.head is None:
                 return None
-            if cid is None:
-                cid = max(checkpoints)
-            elif cid not in checkpoints:
-                return None
-            return self._tuple(key, cid)
+            seq = th.find(th.head if cid is None else cid)
+            return None if seq is None else self._tuple(key, th, seq)
 
     def list(self, config: dict[str, Any] | None, *, filter: dict[str, Any] | None = None,  # noqa: A002
              before: dict[str, Any] | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
-        """Checkpoints newest first."""
+        """Checkpoints newest first, built one at a time as the caller iterates."""
         with self._lock:
-            if config is None:
-                keys = list(self._threads)
-            else:
-                keys = [self._key(config)[0]]
-            ids = [(cid, key) for key in keys for cid in self._threads.get(key, {})]
-        ids.sort(reverse=True)
+            keys = list(self._threads) if config is None else [self._key(config)[0]]
+            items = [(th.cids[seq], key, th, seq) for key in keys if (th := self._threads.get(key))
+                     for seq in th.newest_first()]
+        if len(keys) > 1:
+            items.sort(key=lambda item: item[0], reverse=True)
         bound = (before or {}).get("configurable", {}).get("checkpoint_id") if before else None
         count = 0
-        for cid, key in ids:
+        for cid, key, th, seq in items:
             if bound is not None and cid >= bound:
                 continue
             with self._lock:
-                if cid not in self._threads.get(key, {}):
+                if filter and any(unpack_meta(self._record(th, seq)[3]).get(k) != v for k, v in filter.items()):
                     continue
-                item = self._tuple(key, cid)
-            if filter and any(item.metadata.get(k) != v for k, v in filter.items()):
-                continue
+                item = self._tuple(key, th, seq)
             yield item
             count += 1
             if limit is not None and count >= limit:
                 return
 
-    supports_head_check = True
+    # -- writing ------------------------------------------------------------------
 
     def put(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: Mapping[str, int], *, expected_head: Any = ...) -> dict[str, Any]:
-        """Store a checkpoint; only the values of ``new_versions`` are recorded.
+        """Store a checkpoint; keys not in ``new_versions`` point at their parent's value.
 
         Raises:
             CheckpointConflictError: ``expected_head`` is given and is not the thread's newest checkpoint.
+            SerializationError: A value cannot be stored (the error names the state key).
         """
-        key, parent = self._key(config)
-        values = checkpoint.get("channel_values") or {}
-        stored = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        key, thread, ns, parent = self._key(config)
+        cid = checkpoint["id"]
         with self._lock:
-            if expected_head is not ...:
-                existing = self._threads.get(key)
-                head = max(existing) if existing else None
-                if head != expected_head:
-                    raise conflict(key[0], expected_head, head)
-            blobs = self._blobs.setdefault(key, {})
-            for name, version in new_versions.items():
-                blobs[(name, version)] = values.get(name, _ABSENT)
-            for name, version in (checkpoint.get("channel_versions") or {}).items():
-                if (name, version) not in blobs and name in values:
-                    blobs[(name, version)] = values[name]
-            self._threads.setdefault(key, {})[checkpoint["id"]] = (stored, dict(metadata), parent)
-        thread, ns = key
-        return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+            th = self._threads.get(key)
+            if expected_head is not ... and (th.head if th else None) != expected_head:
+                raise conflict(thread, expected_head, th.head if th else None)
+            th = th or _Thread()
+            pseq = None if parent is None else th.find(parent)
+            ploc = {} if pseq is None else self._loc(th, pseq)
+            inherit = {ch for ch in ploc if ch not in new_versions}
+            loc, rows, entries = self._encode(thread, th, checkpoint.get("channel_values") or {}, ploc, inherit)
+            try:
+                ts = pack_ts(checkpoint.get("ts") or now_iso())
+                record = self.serde.dumps([parent if pseq is None else pseq, ts, pack_fields(checkpoint),
+                                           pack_meta(metadata), loc, rows])
+            except SerializationError as exc:
+                raise SerializationError(f"Cannot store checkpoint {cid}: {exc}") from exc
+            self._store(key, th, cid, record, entries)
+        return _config(thread, ns, cid)
+
+    def _encode(self, thread: str, th: _Thread, values: Mapping[str, Any], ploc: Mapping[str, int],
+                inherit: set[str]) -> tuple[dict[str, int], dict[str, Any], list[tuple[str, Entry]]]:
+        """Value rows for the keys that changed; ``loc`` entries for those in ``inherit``."""
+        loc: dict[str, int] = {}
+        rows: dict[str, Any] = {}
+        entries = []
+        for channel, value in values.items():
+            base_seq = ploc.get(channel)
+            if base_seq is not None and channel in inherit:
+                loc[channel] = base_seq
+                continue
+            base = None
+            if base_seq is not None and isinstance(value, list):
+                try:
+                    base = self._entry(thread, th, channel, base_seq)
+                except SerializationError:
+                    base = None
+            try:
+                blob, entry = encode_value(value, base, base_seq, self.serde.dumps, share=True)
+            except SerializationError as exc:
+                raise SerializationError(f"Cannot store state key {channel!r}: {exc}", key=channel) from exc
+            rows[channel] = blob.data if blob.kind == FULL else [blob.prev, blob.data]
+            entries.append((channel, entry))
+        return loc, rows, entries
+
+    def _store(self, key: _Key, th: _Thread, cid: str, record: bytes, entries: Sequence[tuple[str, Entry]]) -> None:
+        loose = self._loose.pop((key, cid), None) if self._loose else None
+        seq = th.find(cid)
+        if seq is None:
+            seq = th.add(cid, record if loose is None else (record, loose))
+        else:  # the same id again: replace the record, keep its pending writes
+            old = th.recs[seq]
+            th.recs[seq] = (record, old[1]) if type(old) is tuple else record
+            self._cache.drop_thread(key if type(key) is str else key[0])
+        if self._threads.get(key) is not th:
+            self._threads[key] = th
+            if type(key) is tuple:
+                self._namespaces.setdefault(key[0], set()).add(key[1])
+        thread = key if type(key) is str else key[0]
+        for channel, entry in entries:
+            self._cache.put((thread, th.uid, channel, seq), entry)
 
     def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
-        """Record writes of a task whose step has not completed."""
-        (thread, ns), cid = self._key(config)
+        """Record writes of a task whose step has not completed (replacing its earlier ones).
+
+        ``__interrupt__`` and ``__resume__`` writes are kept when the task writes again.
+
+        Raises:
+            SerializationError: A value cannot be stored (the error names the key).
+        """
+        key, _, _, cid = self._key(config)
+        cid = str(cid)
+        new = []
+        for channel, value in writes:
+            try:
+                new.append([channel, self.serde.dumps(value)])
+            except SerializationError as exc:
+                raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
+        short = task_id[len(cid):] if task_id.startswith(cid) else None
         with self._lock:
-            bucket = self._writes.setdefault((thread, ns, str(cid)), [])
-            bucket[:] = [w for w in bucket if w[0] != task_id or w[1] in ("__interrupt__", "__resume__")]
-            bucket.extend((task_id, k, v) for k, v in writes)
+            th = self._threads.get(key)
+            seq = None if th is None else th.find(cid)
+            rec = None if seq is None else th.recs[seq]
+            old = self._loose.get((key, cid)) if rec is None else rec[1] if type(rec) is tuple else None
+            kept = [w for w in self.serde.loads(old)
+                    if ((cid + w[0]) if w[1] else w[0]) != task_id or w[2] in _SPECIAL] if old else []
+            kept.extend([task_id if short is None else short, short is not None, ch, data] for ch, data in new)
+            data = self.serde.dumps(kept)
+            if rec is None:
+                self._loose[(key, cid)] = data
+            else:
+                th.recs[seq] = ((rec[0] if type(rec) is tuple else rec), data)
+
+    def _read_writes(self, data: bytes, cid: str) -> list[tuple[str, str, Any]]:
+        loads = self.serde.loads
+        return [((cid + task) if short else task, channel, loads(value))
+                for task, short, channel, value in loads(data)]
 
     def delete_thread(self, thread_id: str) -> None:
-        """Forget every checkpoint and write of the thread."""
+        """Forget every checkpoint and pending write of the thread, in every namespace."""
+        thread_id = str(thread_id)
         with self._lock:
-            for key in [k for k in self._threads if k[0] == thread_id]:
-                del self._threads[key]
-                self._blobs.pop(key, None)
-            for wkey in [k for k in self._writes if k[0] == thread_id]:
-                del self._writes[wkey]
+            self._threads.pop(thread_id, None)
+            for ns in self._namespaces.pop(thread_id, ()):
+                self._threads.pop((thread_id, ns), None)
+            for loose in [k for k in self._loose if (k[0] if type(k[0]) is str else k[0][0]) == thread_id]:
+                del self._loose[loose]
+        self._cache.drop_thread(thread_id)
+
+    # -- pruning ------------------------------------------------------------------
+
+    def prune(self, thread_id: str, *, keep_last: int | None = None, older_than: float | None = None) -> int:
+        """Delete old checkpoints of a thread; return how many were deleted.
+
+        A checkpoint is deleted when it is beyond the ``keep_last`` newest of its
+        namespace or older than ``older_than`` seconds; the newest one is always
+        kept. The kept checkpoints are stored again, so values whose delta chain
+        ran through deleted checkpoints are rewritten and the memory is freed.
+        """
+        thread_id = str(thread_id)
+        cutoff = None if older_than is None else datetime.fromtimestamp(
+            time.time() - older_than, timezone.utc).isoformat()
+        deleted = 0
+        with self._lock:
+            keys = [thread_id, *((thread_id, ns) for ns in self._namespaces.get(thread_id, ()))]
+            for key in keys:
+                th = self._threads.get(key)
+                if th is None:
+                    continue
+                order = th.newest_first()
+                doomed = {seq for i, seq in enumerate(order) if i > 0 and (
+                    (keep_last is not None and i >= keep_last)
+                    or (cutoff is not None and unpack_ts(self._record(th, seq)[1]) < cutoff))}
+                if doomed:
+                    self._threads[key] = self._copy(thread_id, th, doomed)
+                    deleted += len(doomed)
+        if deleted:
+            self._cache.drop_thread(thread_id)
+        return deleted
+
+    def _copy(self, thread: str, th: _Thread, doomed: set[int]) -> _Thread:
+        """A new thread holding the checkpoints of ``th`` that are not doomed."""
+        new = _Thread()
+        seqs: dict[int, int] = {}  # old seq -> new seq
+        for seq, cid in enumerate(th.cids):
+            if seq in doomed:
+                continue
+            record = self._record(th, seq)
+            parent = record[0]
+            old_loc = self._loc(th, seq, record)
+            kept_parent = seqs.get(parent) if type(parent) is int else None
+            ploc = {} if kept_parent is None else self._loc(new, kept_parent)
+            parent_loc = {} if kept_parent is None else self._loc(th, parent)
+            values = {ch: self._entry(thread, th, ch, rseq).value(self.serde.loads) for ch, rseq in old_loc.items()}
+            inherit = {ch for ch, rseq in old_loc.items() if parent_loc.get(ch) == rseq}
+            loc, rows, entries = self._encode(thread, new, values, ploc, inherit)
+            ref = kept_parent if kept_parent is not None else (th.cids[parent] if type(parent) is int else parent)
+            data = self.serde.dumps([ref, record[1], record[2], record[3], loc, rows])
+            rec = th.recs[seq]
+            seqs[seq] = new.add(cid, (data, rec[1]) if type(rec) is tuple else data)
+            for channel, entry in entries:
+                self._cache.put((thread, new.uid, channel, seqs[seq]), entry)
+        return new
 
 
-class _Absent:
-    __slots__ = ()
+def _config(thread: str, ns: str, cid: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
 
-_ABSENT: Any = _Absent()
-
-MemorySaver = InMemorySaver
-"""Alias kept for LangGraph compatibility."""
+MemorySaver = InMemorySaver  # LangGraph's name

@@ -13,6 +13,12 @@ a copy carrying the new id into the result and leaves the original untouched.
 Code that re-sends the *same* id-less object later therefore appends a second
 message in plait instead of replacing the first; give messages explicit ids
 when you mean to update them.
+
+Merging costs time proportional to the *update*, not to the transcript: the
+result is a :class:`MessageList`, a list that carries an index from message id
+to position. Appending to it extends the index; only replacing or removing
+messages (or changing the list in place, which the list notices) makes the
+next merge rebuild it.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ from langchain_core.messages import (
 )
 from typing_extensions import TypedDict
 
-__all__ = ["REMOVE_ALL_MESSAGES", "MessagesState", "add_messages"]
+from plait.checkpoint._delta import TrackedList
+
+__all__ = ["REMOVE_ALL_MESSAGES", "MessageList", "MessagesState", "add_messages"]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
 """Id for a ``RemoveMessage`` that clears every message before it."""
@@ -95,6 +103,36 @@ def add_messages(
     return _to_openai_format(merged) if format is not None else merged
 
 
+class MessageList(TrackedList):
+    """What :func:`add_messages` returns: a plain-behaving list of messages plus an id index.
+
+    The index (message id -> position) is handed on to the next merge, which
+    extends it for appended messages. It is trusted only while the list is
+    unchanged in place (see :class:`~plait.checkpoint._delta.TrackedList`) and
+    the index has exactly one entry per message; otherwise it is rebuilt.
+    """
+
+    __slots__ = ("index",)
+
+    def __init__(self, items: Any = (), /) -> None:
+        super().__init__(items)
+        self.index: dict[str | None, int] | None = None
+
+    def changed(self) -> None:
+        """Forget the index and the contents' token (called before any in-place change)."""
+        self.token = None
+        self.origin = None
+        self.index = None
+
+    def take_index(self) -> dict[str | None, int] | None:
+        """Hand the index over to a merge (it is extended there), or ``None`` if it is not valid."""
+        index = self.index
+        if index is None or self.token is None or len(index) != len(self):
+            return None
+        self.index = None
+        return index
+
+
 def _coerce(value: Any) -> list[BaseMessage]:
     """Turn one side of an update into a list of (non-chunk) messages.
 
@@ -102,6 +140,8 @@ def _coerce(value: Any) -> list[BaseMessage]:
     not mutate it, since it may be the caller's own list.
     """
     items = value if isinstance(value, list) else [value]
+    if type(items) is MessageList and items.token is not None:
+        return items  # built by add_messages and unchanged since: already messages
     for kind in set(map(type, items)):
         if not issubclass(kind, BaseMessage) or issubclass(kind, BaseMessageChunk):
             break
@@ -126,34 +166,55 @@ def _last_remove_all(messages: Sequence[BaseMessage]) -> int | None:
     return None
 
 
-def _merge(left: list[BaseMessage], right: list[BaseMessage]) -> list[BaseMessage]:
-    """Apply the update ``right`` to ``left``; both are already coerced."""
-    cut = _last_remove_all(right)
-    if cut is not None:
-        return [_with_id(m) for m in right[cut + 1 :]]
+def _positions(left: list[BaseMessage]) -> tuple[list[BaseMessage], dict[str | None, int], bool]:
+    """The transcript (ids filled in), its id -> position map, and whether the map is exact."""
+    if type(left) is MessageList:
+        index = left.take_index()
+        if index is not None:
+            return left, index, True
     position = {m.id: idx for idx, m in enumerate(left)}
     if None in position:  # rare: the transcript itself holds id-less messages
         left = [_with_id(m) for m in left]
         position = {m.id: idx for idx, m in enumerate(left)}
-    merged = list(left)
+    return left, position, len(position) == len(left)
+
+
+def _merge(left: list[BaseMessage], right: list[BaseMessage]) -> list[BaseMessage]:
+    """Apply the update ``right`` to ``left``; both are already coerced."""
+    cut = _last_remove_all(right)
+    if cut is not None:
+        return MessageList(_with_id(m) for m in right[cut + 1 :])
+    source = left
+    left, position, exact = _positions(left)
+    merged = MessageList(left)
+    size = len(merged)
     removed: set[str | None] = set()
+    first_edit = size
     for message in right:
         message = _with_id(message)
         idx = position.get(message.id)
+        if idx is not None and (idx >= len(merged) or merged[idx].id != message.id):
+            idx = None  # a stale entry (the index is shared only while exact)
         if idx is None:
             if isinstance(message, RemoveMessage):
                 raise ValueError(
                     f"Attempting to delete a message with an ID that doesn't exist ('{message.id}')"
                 )
             position[message.id] = len(merged)
-            merged.append(message)
-        elif isinstance(message, RemoveMessage):
+            list.append(merged, message)
+            continue
+        first_edit = min(first_edit, idx)
+        if isinstance(message, RemoveMessage):
             removed.add(message.id)
         else:
             removed.discard(message.id)
-            merged[idx] = message
+            list.__setitem__(merged, idx, message)
     if removed:
-        merged = [m for m in merged if m.id not in removed]
+        return MessageList(m for m in merged if m.id not in removed)
+    if exact and len(position) == len(merged):
+        merged.index = position
+    if isinstance(source, TrackedList) and source is left and source.token is not None:
+        merged.origin = (source.token, first_edit)
     return merged
 
 

@@ -391,3 +391,38 @@ def test_remove_then_readd(left: list[BaseMessage], data: st.DataObject) -> None
     later = add_messages(add_messages(left, [RemoveMessage(id=target)]), [AIMessage("back", id=target)])
     assert [m.id for m in later] == [m.id for m in left if m.id != target] + [target]
     assert later[-1].content == "back"
+
+
+# ---------------------------------------------------------------- the id index carried by MessageList
+
+
+def test_append_extends_the_index_and_hands_it_on() -> None:
+    first = add_messages([], [HumanMessage("a", id="1")])
+    second = add_messages(first, [AIMessage("b", id="2")])
+    assert isinstance(second, message_module.MessageList)
+    assert second.index == {"1": 0, "2": 1} and first.index is None
+    third = add_messages(second, [AIMessage("B", id="2")])
+    assert [m.content for m in third] == ["a", "B"] and third.index == {"1": 0, "2": 1}
+
+
+def test_list_changed_behind_its_back_is_reindexed() -> None:
+    merged = add_messages([HumanMessage("a", id="1")], [AIMessage("b", id="2")])
+    merged[0] = HumanMessage("x", id="9")  # in place: the index must not be trusted
+    out = add_messages(merged, [HumanMessage("X", id="9"), HumanMessage("c", id="1")])
+    assert [(m.id, m.content) for m in out] == [("9", "X"), ("2", "b"), ("1", "c")]
+    again = add_messages([HumanMessage("a", id="1")], [AIMessage("b", id="2")])
+    list.append(again, HumanMessage("hidden", id="3"))  # bypasses the tracking: caught by the length check
+    out = add_messages(again, [HumanMessage("H", id="3")])
+    assert [m.content for m in out] == ["a", "b", "H"]
+
+
+def test_removal_and_stale_shared_index() -> None:
+    base = add_messages([], [HumanMessage("a", id="1"), HumanMessage("b", id="2")])
+    index = base.index
+    grown = add_messages(base, [HumanMessage("c", id="3")])
+    assert grown.index is index and base.index is None
+    fork = add_messages(base, [HumanMessage("d", id="4")])  # base rebuilt its own index
+    assert [m.id for m in fork] == ["1", "2", "4"]
+    trimmed = add_messages(grown, [RemoveMessage(id="1")])
+    assert [m.id for m in trimmed] == ["2", "3"] and trimmed.index is None
+    assert [m.id for m in add_messages(trimmed, [HumanMessage("e", id="5")])] == ["2", "3", "5"]

@@ -1,0 +1,212 @@
+"""InMemorySaver specifics: values stored as bytes, shared rows, prune, tracked lists."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from typing_extensions import TypedDict
+
+from plait.checkpoint._delta import DELTA, Entry, TrackedList
+from plait.checkpoint.base import empty_checkpoint
+from plait.checkpoint.memory import InMemorySaver
+from plait.errors import SerializationError
+from plait.graph import END, START, MessagesState, StateGraph
+from plait.graph.message import MessageList, add_messages
+
+
+def cfg(thread: str = "t", cid: str | None = None, ns: str = "") -> dict[str, Any]:
+    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
+    if cid is not None:
+        conf["checkpoint_id"] = cid
+    return {"configurable": conf}
+
+
+def put(saver: InMemorySaver, parent: dict[str, Any], values: dict[str, Any], changed: dict[str, int],
+        step: int) -> dict[str, Any]:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = values
+    checkpoint["channel_versions"] = dict(changed)
+    return saver.put(parent, checkpoint, {"source": "loop", "step": step, "parents": {}}, changed)
+
+
+def echo_graph(saver: InMemorySaver) -> Any:
+    def echo(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage("echo: " + state["messages"][-1].content)]}
+
+    b = StateGraph(MessagesState)
+    b.add_node("echo", echo)
+    b.add_edge(START, "echo")
+    b.add_edge("echo", END)
+    return b.compile(checkpointer=saver)
+
+
+def test_records_are_bytes_and_lists_are_deltas() -> None:
+    saver = InMemorySaver()
+    g = echo_graph(saver)
+    for i in range(5):
+        g.invoke({"messages": [HumanMessage(f"q{i}")]}, cfg("c"))
+    th = saver._threads["c"]
+    assert all(isinstance(r, bytes) or (type(r) is tuple and all(isinstance(x, bytes) for x in r))
+               for r in th.recs)
+    last = saver._record(th, len(th.recs) - 1)
+    assert isinstance(last[5]["messages"], list)  # a delta row: [prev seq, segments]
+    assert len(last[5]["messages"][1]) < 200  # one message, not the transcript
+
+
+def test_unchanged_keys_share_the_parent_row() -> None:
+    saver = InMemorySaver()
+    first = put(saver, cfg(), {"a": [1, 2], "b": "x"}, {"a": 1, "b": 1}, 0)
+    put(saver, first, {"a": [1, 2], "b": "y"}, {"b": 2}, 1)
+    th = saver._threads["t"]
+    record = saver._record(th, 1)
+    assert record[4] == {"a": 0} and set(record[5]) == {"b"}
+    assert saver.get_tuple(cfg()).checkpoint["channel_values"] == {"a": [1, 2], "b": "y"}
+
+
+def bad(left: list[str], right: list[str]) -> list[str]:
+    left.extend(right)
+    return left
+
+
+class LogState(TypedDict):
+    log: Annotated[list[str], bad]
+
+
+def test_history_survives_a_reducer_that_mutates_its_input() -> None:
+    State = LogState  # noqa: N806
+
+    def node(state: State) -> dict[str, Any]:
+        return {"log": ["n"]}
+
+    b = StateGraph(State)
+    b.add_node("n", node)
+    b.add_edge(START, "n")
+    b.add_edge("n", END)
+    saver = InMemorySaver()
+    g = b.compile(checkpointer=saver)
+    g.invoke({"log": ["a"]}, cfg("m"))
+    g.invoke({"log": ["b"]}, cfg("m"))
+    history = [s.values.get("log") for s in g.get_state_history(cfg("m"))]
+    assert history[0] == ["a", "n", "b", "n"]
+    assert ["a"] in history and ["a", "n"] in history
+
+
+def test_mutating_a_returned_list_does_not_change_the_stored_value() -> None:
+    saver = InMemorySaver()
+    g = echo_graph(saver)
+    g.invoke({"messages": [HumanMessage("hi")]}, cfg("x"))
+    got = saver.get_tuple(cfg("x")).checkpoint["channel_values"]["messages"]
+    assert isinstance(got, MessageList)
+    got.append(HumanMessage("sneaky"))
+    got[0] = HumanMessage("changed")
+    again = saver.get_tuple(cfg("x")).checkpoint["channel_values"]["messages"]
+    assert [m.content for m in again] == ["hi", "echo: hi"]
+
+
+def test_unserializable_values_raise() -> None:
+    saver = InMemorySaver()
+    with pytest.raises(SerializationError, match="'bad'"):
+        put(saver, cfg(), {"bad": object()}, {"bad": 1}, 0)
+    assert saver.get_tuple(cfg()) is None
+    config = put(saver, cfg(), {"ok": 1}, {"ok": 1}, 0)
+    with pytest.raises(SerializationError, match="'w'"):
+        saver.put_writes(config, [("w", object())], "task")
+
+
+def test_pending_writes_are_decoded_fresh_and_specials_kept() -> None:
+    saver = InMemorySaver()
+    config = put(saver, cfg(), {"a": 1}, {"a": 1}, 0)
+    cid = config["configurable"]["checkpoint_id"]
+    saver.put_writes(config, [("__interrupt__", ["why"])], f"{cid}:n:0")
+    saver.put_writes(config, [("a", [1])], f"{cid}:n:0")
+    saver.put_writes(config, [("a", [2])], f"{cid}:n:0")
+    writes = saver.get_tuple(config).pending_writes
+    assert writes == [(f"{cid}:n:0", "__interrupt__", ["why"]), (f"{cid}:n:0", "a", [2])]
+    writes[1][2].append(3)
+    assert saver.get_tuple(config).pending_writes[1][2] == [2]
+
+
+def test_writes_before_their_checkpoint_are_attached() -> None:
+    saver = InMemorySaver()
+    checkpoint = empty_checkpoint()
+    saver.put_writes(cfg(cid=checkpoint["id"]), [("a", 1)], "task")
+    saver.put(cfg(), checkpoint, {"source": "input", "step": -1, "parents": {}}, {})
+    assert saver.get_tuple(cfg()).pending_writes == [("task", "a", 1)]
+
+
+def test_out_of_order_ids_and_namespaces() -> None:
+    saver = InMemorySaver()
+    late, early = empty_checkpoint(), empty_checkpoint()
+    saver.put(cfg(), early, {"step": 1}, {})
+    saver.put(cfg(), late, {"step": 0}, {})  # an id smaller than the head's
+    ids = [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg())]
+    assert ids == sorted(ids, reverse=True)
+    assert saver.get_tuple(cfg(cid=late["id"])).metadata == {"step": 0}
+    put(saver, cfg(ns="sub"), {"a": 1}, {"a": 1}, 0)
+    assert saver.get_tuple(cfg(ns="sub")).checkpoint["channel_values"] == {"a": 1}
+    saver.delete_thread("t")
+    assert saver.get_tuple(cfg()) is None and saver.get_tuple(cfg(ns="sub")) is None
+
+
+def test_prune_keeps_values_whole() -> None:
+    saver = InMemorySaver()
+    g = echo_graph(saver)
+    for i in range(10):
+        g.invoke({"messages": [HumanMessage(f"q{i}")]}, cfg("p"))
+    head = g.get_state(cfg("p")).values["messages"]
+    assert saver.prune("p", keep_last=4) == 26
+    history = list(saver.list(cfg("p")))
+    assert len(history) == 4
+    assert [m.content for m in history[0].checkpoint["channel_values"]["messages"]] == [m.content for m in head]
+    assert len(history[-1].checkpoint["channel_values"]["messages"]) == 18
+    saver._cache = type(saver._cache)(0)  # cold reads rebuild from the rewritten rows
+    assert [m.content for m in saver.get_tuple(cfg("p")).checkpoint["channel_values"]["messages"]] == [
+        m.content for m in head]
+    out = g.invoke({"messages": [HumanMessage("more")]}, cfg("p"))
+    assert len(out["messages"]) == 22
+    assert saver.prune("p", older_than=3600) == 0
+    assert saver.prune("p", older_than=0) == 6
+
+
+def test_long_chat_appends_are_constant_size_deltas() -> None:
+    saver = InMemorySaver()
+    g = echo_graph(saver)
+    for i in range(60):
+        g.invoke({"messages": [HumanMessage(f"q{i}")]}, cfg("long"))
+    th = saver._threads["long"]
+    sizes = [len(r if isinstance(r, bytes) else r[0]) for r in th.recs[-30:]]
+    assert max(sizes) < 400
+    state = g.get_state(cfg("long")).values["messages"]
+    assert [m.content for m in state[-2:]] == ["q59", "echo: q59"]
+
+
+def test_tracked_list_notices_changes_and_copies_are_plain() -> None:
+    items = TrackedList([1, 2])
+    token = items.token
+    assert token is not None and list(items) == [1, 2]
+    assert type(items[:]) is list and type(__import__("copy").copy(items)) is list
+    for change in (lambda x: x.append(3), lambda x: x.__setitem__(0, 9), lambda x: x.sort(reverse=True),
+                   lambda x: x.__delitem__(0), lambda x: operator.iadd(x, [4])):
+        fresh = TrackedList([1, 2])
+        change(fresh)
+        assert fresh.token is None
+    entry = Entry(items, None, 2, token)
+    assert entry.valid
+    items.pop()
+    assert not entry.valid
+
+
+def test_append_is_encoded_without_comparing_items() -> None:
+    from plait.checkpoint._delta import encode_value
+    from plait.checkpoint.serde import Serializer
+
+    dumps = Serializer().dumps
+    first = add_messages([], [HumanMessage("a", id="1")])
+    _, entry = encode_value(first, None, None, dumps, share=True)
+    second = add_messages(first, [AIMessage("b", id="2")])
+    assert second.origin == (first.token, 1)
+    blob, _ = encode_value(second, entry, "row", dumps, share=True)
+    assert blob.kind == DELTA and blob.prev == "row"
