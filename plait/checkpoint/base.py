@@ -301,7 +301,7 @@ class BaseCheckpointSaver(ABC):
         return None if found is None else found.checkpoint
 
 
-_leases: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], threading.Lock]] = weakref.WeakKeyDictionary()
+_leases: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], list[Any]]] = weakref.WeakKeyDictionary()
 _leases_lock = threading.Lock()
 
 
@@ -314,15 +314,23 @@ def busy(thread_id: str) -> ThreadBusyError:
 
 @contextmanager
 def _local_lease(owner: Any, thread_id: str, ns: str, wait: bool, timeout: float | None) -> Iterator[None]:
-    with _leases_lock:
+    key = (thread_id, ns)
+    with _leases_lock:  # [lock, users]: the entry lives only while someone holds or waits for it
         locks = _leases.setdefault(owner, {})
-        lock = locks.setdefault((thread_id, ns), threading.Lock())
-    if not lock.acquire(blocking=wait, timeout=-1 if timeout is None else timeout):
-        raise busy(thread_id)
+        entry = locks.setdefault(key, [threading.Lock(), 0])
+        entry[1] += 1
     try:
-        yield
+        if not entry[0].acquire(blocking=wait, timeout=-1 if timeout is None else timeout):
+            raise busy(thread_id)
+        try:
+            yield
+        finally:
+            entry[0].release()
     finally:
-        lock.release()
+        with _leases_lock:
+            entry[1] -= 1
+            if entry[1] == 0 and locks.get(key) is entry:
+                del locks[key]
 
 
 class _AsyncLease(AbstractAsyncContextManager[None]):

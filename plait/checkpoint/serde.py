@@ -232,6 +232,10 @@ class Serializer:
                 return self._pack(_KNOWN_PYDANTIC, [known, _pydantic_fields(obj)])
             self._check(kind)
             return self._pack(_PYDANTIC, [kind.__module__, kind.__qualname__, _pydantic_fields(obj)])
+        if isinstance(obj, list):  # list subclasses (e.g. the list add_messages returns) store as lists
+            return list(obj)
+        if isinstance(obj, dict):
+            return dict(obj)
         raise SerializationError(
             f"Cannot serialize a value of type {_path(kind)}: plait stores plain data, tuples, sets, "
             "bytes, Decimal, UUID, datetimes, enums, dataclasses, named tuples and pydantic models "

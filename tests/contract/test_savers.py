@@ -175,10 +175,16 @@ def test_head_check(saver: Any) -> None:
 
 
 def test_unserializable_value_names_key(saver: Any) -> None:
-    if isinstance(saver, InMemorySaver):
-        pytest.skip("the in-memory saver stores live objects")
     with pytest.raises(SerializationError, match="'bad'"):
         put(saver, cfg(), {"bad": object()}, {"bad": 1}, 0)
+
+
+def test_list_subclass_values_store_as_lists(saver: Any) -> None:
+    class Tagged(list):  # e.g. the list add_messages returns
+        pass
+
+    put(saver, cfg(), {"items": Tagged([1, 2])}, {"items": 1}, 0)
+    assert saver.get_tuple(cfg()).checkpoint["channel_values"]["items"] == [1, 2]
 
 
 async def test_async_api(saver: Any) -> None:
