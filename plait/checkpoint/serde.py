@@ -33,6 +33,7 @@ import enum
 import importlib
 import threading
 import uuid
+import zlib
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from decimal import Decimal
@@ -131,6 +132,19 @@ def _wrap_odd_dicts(obj: Any) -> Any:
     return obj
 
 
+_DEFLATED = b"\xc1"  # a byte MessagePack never uses: marks a deflated payload
+_SHRINK_FROM = 96  # smaller payloads do not compress enough to pay for it
+
+
+def _shrink(data: bytes) -> bytes:
+    """Deflate ``data`` when that saves space (text in messages usually halves)."""
+    if len(data) < _SHRINK_FROM:
+        return data
+    packed = zlib.compressobj(1, zlib.DEFLATED, -15)
+    small = packed.compress(data) + packed.flush()
+    return _DEFLATED + small if len(small) + 8 < len(data) else data
+
+
 class Serializer:
     """Encode and decode checkpoint values with MessagePack, safely.
 
@@ -169,11 +183,11 @@ class Serializer:
         self._failure.error = None
         try:
             try:
-                return ormsgpack.packb(obj, default=self._default, option=_OPTS)
+                return _shrink(ormsgpack.packb(obj, default=self._default, option=_OPTS))
             except TypeError as exc:
                 if "key" not in str(exc).lower() or self._failure.error is not None:
                     raise
-                return ormsgpack.packb(_wrap_odd_dicts(obj), default=self._default, option=_OPTS)
+                return _shrink(ormsgpack.packb(_wrap_odd_dicts(obj), default=self._default, option=_OPTS))
         except Exception as exc:  # noqa: BLE001 - every failure becomes a SerializationError
             stashed, self._failure.error = self._failure.error, None
             if stashed is not None:
@@ -260,6 +274,8 @@ class Serializer:
         """
         self._failure.error = None
         try:
+            if data[:1] == _DEFLATED:
+                data = zlib.decompress(data[1:], -15)
             return ormsgpack.unpackb(data, ext_hook=self._ext)
         except Exception as exc:  # noqa: BLE001 - corrupt data surfaces as SerializationError
             stashed, self._failure.error = getattr(self._failure, "error", None), None

@@ -134,7 +134,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         for channel, rid in wanted.items():
             key = (*thread, channel, rid)
             found = memo.get(key) or self._cache.get(key)
-            if found is None:
+            if found is None or not found.valid:  # a shared list changed in place: decode again
                 missing.append((channel, rid))
             else:
                 out[channel] = found
@@ -238,7 +238,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         if rid is None:
             return None
         found = self._cache.get((*thread, channel, rid))
-        if found is None:
+        if found is None or not found.valid:
             try:
                 found = self._entries(thread, {channel: rid}, {}).get(channel)
             except SerializationError:
@@ -268,7 +268,7 @@ class SqlSaverBase(BaseCheckpointSaver):
                 continue
             base = self._base(thread, channel, parent_loc.get(channel)) if isinstance(value, list) else None
             try:
-                blob, entry = encode_value(value, base, parent_loc.get(channel), self.serde.dumps)
+                blob, entry = encode_value(value, base, parent_loc.get(channel), self.serde.dumps, share=True)
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store state key {channel!r}: {exc}", key=channel) from exc
             blobs.append((channel, blob, entry))

@@ -22,7 +22,8 @@ __all__ = ["SqliteSaver"]
 class SqliteSaver(SqlSaverBase):
     """Checkpoints in a SQLite database, with delta-encoded lists (see ``docs/storage.md``).
 
-    Tables are created on first use. The connection is guarded by a lock, so
+    Tables are created on first use, and the database is switched to WAL mode
+    (``synchronous=NORMAL``), as LangGraph's saver does. The connection is guarded by a lock, so
     one saver may serve several threads (open it with ``check_same_thread=False``).
     Runs on one thread never interleave, even from several processes sharing the
     file: each run holds a lease row in ``checkpoint_leases`` (see :meth:`lease`).
@@ -68,6 +69,15 @@ class SqliteSaver(SqlSaverBase):
             fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
             if fresh and not conn.in_transaction:
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            if not conn.in_transaction:
+                # WAL (kept in the file) lets readers work during writes; with it, NORMAL sync
+                # survives a killed process (only an OS crash can lose the last commits).
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                # Fold the WAL back into the file often and truncate it, so the files on disk
+                # stay close to the data (a long thread otherwise carries a 4 MB WAL).
+                conn.execute("PRAGMA wal_autocheckpoint=32")
+                conn.execute("PRAGMA journal_size_limit=0")
             with self._tx() as cur:
                 cur.execute(_sql.META_TABLE)
                 row = cur.execute(_sql.GET_META, ["schema_version"]).fetchone()
