@@ -271,9 +271,12 @@ class BaseCheckpointSaver(ABC):
         before: dict[str, Any] | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        """Async :meth:`list`."""
-        items = await asyncio.to_thread(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
-        for item in items:
+        """Async :meth:`list`, streamed: each item is read (in a worker thread) when it is awaited."""
+        items = self.list(config, filter=filter, before=before, limit=limit)
+        while True:
+            item = await asyncio.to_thread(next, items, None)
+            if item is None:
+                return
             yield item
 
     async def aput(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,

@@ -375,7 +375,7 @@ async def test_async_postgres_saver() -> None:
         try:
             dsn = f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}options=-csearch_path%3D{schema}"
             async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
-                await saver.asetup()
+                await saver.setup()
                 g = echo_graph(saver)
                 config = {"configurable": {"thread_id": "async"}}
                 await g.ainvoke({"messages": [HumanMessage("x")]}, config)

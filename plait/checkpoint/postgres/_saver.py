@@ -85,6 +85,9 @@ class PostgresSaver(SqlSaverBase):
 
     def setup(self) -> None:
         """Create or migrate the tables (done automatically on first use; idempotent)."""
+        self._create_tables()
+
+    def _create_tables(self) -> None:
         with self._tx() as cur:
             cur.execute(_sql.LOCK)
             cur.execute(_sql.META_TABLE)
@@ -100,7 +103,7 @@ class PostgresSaver(SqlSaverBase):
 
     def _setup_once(self) -> None:
         if not self.is_setup:
-            self.setup()
+            self._create_tables()
 
     def _lease_scope(self) -> tuple[str, bool]:
         """Server, database and schema; temporary schemas (``pg_temp``) are private to a connection."""

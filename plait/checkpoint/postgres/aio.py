@@ -11,12 +11,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from plait.checkpoint.base import CheckpointTuple
 from plait.checkpoint.postgres._saver import PostgresSaver
 
 __all__ = ["AsyncPostgresSaver"]
 
-_DONE = object()
 
 
 class AsyncPostgresSaver(PostgresSaver):
@@ -41,22 +39,6 @@ class AsyncPostgresSaver(PostgresSaver):
         finally:
             await asyncio.to_thread(manager.__exit__, None, None, None)
 
-    async def asetup(self) -> None:
-        """Create or migrate the tables (done automatically on first use)."""
-        await asyncio.to_thread(self.setup)
-
-    async def alist(
-        self,
-        config: dict[str, Any] | None,
-        *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
-        before: dict[str, Any] | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Checkpoints newest first, streamed: each item is read when it is awaited."""
-        items = self.list(config, filter=filter, before=before, limit=limit)
-        while True:
-            item = await asyncio.to_thread(next, items, _DONE)
-            if item is _DONE:
-                return
-            yield item  # type: ignore[misc]
+    async def setup(self) -> None:  # type: ignore[override] # LangGraph's async savers: await saver.setup()
+        """Create or migrate the tables (done automatically on first use; idempotent)."""
+        await asyncio.to_thread(self._create_tables)

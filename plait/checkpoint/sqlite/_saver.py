@@ -64,6 +64,9 @@ class SqliteSaver(SqlSaverBase):
 
     def setup(self) -> None:
         """Create or migrate the tables (done automatically on first use; idempotent)."""
+        self._create_tables()
+
+    def _create_tables(self) -> None:
         with self.lock:
             conn = self.conn
             fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
@@ -92,7 +95,7 @@ class SqliteSaver(SqlSaverBase):
 
     def _setup_once(self) -> None:
         if not self.is_setup:
-            self.setup()
+            self._create_tables()
 
     def _lease_scope(self) -> tuple[str, bool]:
         """The database file (other processes can open it), or this saver for in-memory databases."""

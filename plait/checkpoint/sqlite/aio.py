@@ -13,12 +13,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from plait.checkpoint.base import CheckpointTuple
 from plait.checkpoint.sqlite._saver import SqliteSaver
 
 __all__ = ["AsyncSqliteSaver"]
 
-_DONE = object()
 
 
 class AsyncSqliteSaver(SqliteSaver):
@@ -43,22 +41,6 @@ class AsyncSqliteSaver(SqliteSaver):
         finally:
             await asyncio.to_thread(manager.__exit__, None, None, None)
 
-    async def setup_async(self) -> None:
-        """Create or migrate the tables (done automatically on first use)."""
-        await asyncio.to_thread(self.setup)
-
-    async def alist(
-        self,
-        config: dict[str, Any] | None,
-        *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
-        before: dict[str, Any] | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Checkpoints newest first, streamed: each item is read when it is awaited."""
-        items = self.list(config, filter=filter, before=before, limit=limit)
-        while True:
-            item = await asyncio.to_thread(next, items, _DONE)
-            if item is _DONE:
-                return
-            yield item  # type: ignore[misc]
+    async def setup(self) -> None:  # type: ignore[override] # LangGraph's async savers: await saver.setup()
+        """Create or migrate the tables (done automatically on first use; idempotent)."""
+        await asyncio.to_thread(self._create_tables)

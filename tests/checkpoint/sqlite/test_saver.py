@@ -253,3 +253,19 @@ def test_database_from_a_newer_plait_is_refused_untouched(tmp_path) -> None:  # 
     assert info.value.found == 999 and "Upgrade plait" in str(info.value)
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT value FROM plait_meta WHERE key = 'schema_version'").fetchone() == ("999",)
+
+
+async def test_async_saver_setup_is_awaitable_and_list_streams(tmp_path) -> None:  # noqa: ANN001
+    from plait.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from plait.graph import END, START, MessagesState, StateGraph
+
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
+        await saver.setup()
+        await saver.setup()
+        graph = (StateGraph(MessagesState).add_node("n", lambda s: {"messages": [("ai", "ok")]})
+                 .add_edge(START, "n").add_edge("n", END).compile(checkpointer=saver))
+        config = {"configurable": {"thread_id": "t"}}
+        for _ in range(3):
+            await graph.ainvoke({"messages": [("user", "hi")]}, config)
+        steps = [s.metadata["step"] async for s in graph.aget_state_history(config, limit=4)]
+        assert steps == [8, 7, 6, 5]
