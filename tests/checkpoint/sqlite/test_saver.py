@@ -268,4 +268,4 @@ async def test_async_saver_setup_is_awaitable_and_list_streams(tmp_path) -> None
         for _ in range(3):
             await graph.ainvoke({"messages": [("user", "hi")]}, config)
         steps = [s.metadata["step"] async for s in graph.aget_state_history(config, limit=4)]
-        assert steps == [8, 7, 6, 5]
+        assert steps == [7, 6, 5, 4]
