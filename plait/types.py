@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
@@ -119,6 +120,11 @@ class RetryPolicy:
     max_attempts: int = 3
     jitter: bool = True
     retry_on: type[BaseException] | Sequence[type[BaseException]] | Callable[[Exception], bool] = Exception
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        base = min(self.max_interval, self.initial_interval * self.backoff_factor ** (attempt - 1))
+        return base + (random.random() if self.jitter else 0.0)  # noqa: S311 - jitter, not crypto
 
     def should_retry(self, exc: Exception) -> bool:
         """Whether ``exc`` is one this policy retries."""

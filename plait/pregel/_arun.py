@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from plait.errors import GraphInterrupt, SerializationError
+from plait.errors import SerializationError
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._loop import Loop
-from plait.pregel._run import backoff, make_context, run_task
+from plait.pregel._run import make_context, run_task
 from plait.pregel._task import Task, collect
 
 __all__ = ["run_async"]
@@ -18,7 +18,6 @@ Event = tuple[str, Any]
 
 
 async def _run_async_task(task: Task, ctx: TaskContext) -> None:
-    policy = task.node.retry
     attempt = 0
     with task_scope(ctx):
         while True:
@@ -26,16 +25,11 @@ async def _run_async_task(task: Task, ctx: TaskContext) -> None:
             try:
                 collect(task, await task.node.call(task.input, ctx))
                 return
-            except GraphInterrupt as exc:
-                task.interrupts = tuple(exc.interrupts)
+            except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
+                delay = task.failed(exc, attempt)
+            if delay is None:
                 return
-            except Exception as exc:  # noqa: BLE001 - recorded and re-raised by the driver
-                if policy is None or attempt >= policy.max_attempts or not policy.should_retry(exc):
-                    task.error = exc
-                    return
-                task.writes.clear()
-                task.goto.clear()
-            await asyncio.sleep(backoff(policy, attempt))
+            await asyncio.sleep(delay)
 
 
 def _one(loop: Loop, task: Task, store: Any, context: Any) -> Any:

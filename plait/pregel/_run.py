@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections import deque
@@ -11,22 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
 from typing import Any
 
-from plait.errors import GraphInterrupt, SerializationError
+from plait.errors import SerializationError
 from plait.pregel._callable import run_coroutine
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._loop import Loop, task_id
 from plait.pregel._task import Task, collect
-from plait.types import RetryPolicy
 
 __all__ = ["run_sync", "run_task"]
 
 Event = tuple[str, Any]
-
-
-def backoff(policy: RetryPolicy, attempt: int) -> float:
-    """Seconds to wait before retry number ``attempt`` (1-based)."""
-    delay = min(policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1))
-    return delay + (random.random() if policy.jitter else 0.0)  # noqa: S311 - jitter, not crypto
 
 
 def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContext:
@@ -41,7 +33,6 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
 
 def run_task(task: Task, ctx: TaskContext) -> None:
     """Run one task to completion, recording its result, error or interrupt on it."""
-    policy = task.node.retry
     attempt = 0
     with task_scope(ctx):
         while True:
@@ -50,16 +41,11 @@ def run_task(task: Task, ctx: TaskContext) -> None:
                 value = task.node.call(task.input, ctx)
                 collect(task, run_coroutine(value) if task.node.is_async else value)
                 return
-            except GraphInterrupt as exc:
-                task.interrupts = tuple(exc.interrupts)
+            except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
+                delay = task.failed(exc, attempt)
+            if delay is None:
                 return
-            except Exception as exc:  # noqa: BLE001 - recorded and re-raised by the driver
-                if policy is None or attempt >= policy.max_attempts or not policy.should_retry(exc):
-                    task.error = exc
-                    return
-                task.writes.clear()
-                task.goto.clear()
-            time.sleep(backoff(policy, attempt))
+            time.sleep(delay)
 
 
 _POOL_SIZE = 64

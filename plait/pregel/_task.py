@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plait.errors import ErrorCode, InvalidUpdateError, create_error_message
+from plait.errors import ErrorCode, GraphInterrupt, InvalidUpdateError, create_error_message
 from plait.pregel._plan import NodeSpec
 from plait.types import Command, Send
 
@@ -29,6 +29,24 @@ class Task:
     error: BaseException | None = None
     interrupts: tuple[Any, ...] = ()
     result: Any = None
+
+    def failed(self, exc: Exception, attempt: int) -> float | None:
+        """Record that attempt ``attempt`` raised ``exc``.
+
+        Returns:
+            Seconds to wait before retrying, or ``None`` when the task is settled
+            (interrupted, or failed for good: ``error`` is set).
+        """
+        if isinstance(exc, GraphInterrupt):
+            self.interrupts = tuple(exc.interrupts)
+            return None
+        policy = self.node.retry
+        if policy is None or attempt >= policy.max_attempts or not policy.should_retry(exc):
+            self.error = exc
+            return None
+        self.writes.clear()
+        self.goto.clear()
+        return policy.delay(attempt)
 
 
 def _updates_of(value: Any) -> list[tuple[str, Any]] | None:
