@@ -9,7 +9,10 @@ Checkpoints are kept as bytes, in the layout the SQL savers use (see
   step changed. A key that did not change points at the record holding its
   value (``loc``), and a changed list is stored as a delta against the value
   it replaced (:mod:`plait.checkpoint._delta`);
-* a thread is the list of its records in write order, plus their ids;
+* a thread is one :class:`~plait.checkpoint._records.ThreadLog`: its records
+  and pending writes appended to one ``bytearray``, their offsets in one
+  ``array``, and its checkpoint ids as 16 raw bytes each in another
+  ``bytearray`` (a handful of objects per thread, whatever its length);
 * a bounded LRU of materialized values means a live conversation never
   decodes its history: the list ``add_messages`` returned is handed back as
   is, and if anyone changes it in place the change is noticed and the value
@@ -22,10 +25,8 @@ Because values are stored as bytes, a value that cannot be serialized raises
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
-from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -45,6 +46,7 @@ from plait.checkpoint._delta import (
     unpack_meta,
     unpack_ts,
 )
+from plait.checkpoint._records import ThreadLog as _Thread
 from plait.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -60,43 +62,6 @@ __all__ = ["InMemorySaver", "MemorySaver"]
 
 _Key = Any  # thread id (str) when the namespace is "", else (thread id, namespace)
 _SPECIAL = ("__interrupt__", "__resume__")
-_uids = itertools.count()
-
-
-class _Thread:
-    """The checkpoints of one (thread, namespace): records by write order (``seq``)."""
-
-    __slots__ = ("cids", "head", "ordered", "recs", "uid")
-
-    def __init__(self) -> None:
-        self.cids: list[str] = []  # seq -> checkpoint id
-        self.recs: list[Any] = []  # seq -> record bytes, or (record, pending-writes bytes)
-        self.head: str | None = None  # the newest (greatest) id
-        self.ordered = True  # ids grow with seq, so bisection finds them
-        self.uid = next(_uids)  # tells cache keys of a rebuilt (pruned) thread apart
-
-    def find(self, cid: str) -> int | None:
-        """The seq of checkpoint ``cid``, or ``None``."""
-        cids = self.cids
-        if self.ordered:
-            i = bisect_left(cids, cid)
-            return i if i < len(cids) and cids[i] == cid else None
-        return cids.index(cid) if cid in cids else None
-
-    def add(self, cid: str, record: Any) -> int:
-        """Append a record; return its seq."""
-        if self.head is not None and cid <= self.head:
-            self.ordered = False
-        self.head = cid if self.head is None or cid > self.head else self.head
-        self.cids.append(cid)
-        self.recs.append(record)
-        return len(self.cids) - 1
-
-    def newest_first(self) -> list[int]:
-        """Seqs ordered by checkpoint id, newest first."""
-        if self.ordered:
-            return list(range(len(self.cids) - 1, -1, -1))
-        return sorted(range(len(self.cids)), key=self.cids.__getitem__, reverse=True)
 
 
 class _Rows(Mapping[int, Blob]):
@@ -113,7 +78,7 @@ class _Rows(Mapping[int, Blob]):
         return iter(range(len(self)))
 
     def __len__(self) -> int:  # noqa: D105
-        return len(self.th.recs)
+        return len(self.th)
 
 
 class InMemorySaver(BaseCheckpointSaver):
@@ -133,6 +98,7 @@ class InMemorySaver(BaseCheckpointSaver):
         self._namespaces: dict[str, set[str]] = {}  # thread id -> namespaces other than ""
         self._loose: dict[tuple[_Key, str], bytes] = {}  # writes put before their checkpoint
         self._cache = ValueCache(cache_size)
+        self._recent: tuple[_Thread | None, int, dict[str, int]] = (None, -1, {})  # the last put's loc
 
     @staticmethod
     def _key(config: Mapping[str, Any]) -> tuple[_Key, str, str, str | None]:
@@ -145,8 +111,7 @@ class InMemorySaver(BaseCheckpointSaver):
 
     def _record(self, th: _Thread, seq: int) -> list[Any]:
         """``[parent, ts, fields, metadata, loc, rows]`` of a checkpoint."""
-        rec = th.recs[seq]
-        return self.serde.loads(rec[0] if type(rec) is tuple else rec)
+        return self.serde.loads(th.record(seq))
 
     def _loc(self, th: _Thread, seq: int, record: list[Any] | None = None) -> dict[str, int]:
         """Where each key's value of checkpoint ``seq`` is stored (the seq of the record with its row)."""
@@ -174,13 +139,13 @@ class InMemorySaver(BaseCheckpointSaver):
         parent, ts, fields, metadata, _, _ = record
         values = {ch: self._entry(thread, th, ch, rseq).value(self.serde.loads)
                   for ch, rseq in self._loc(th, seq, record).items()}
-        cid = th.cids[seq]
+        cid = th.cid(seq)
         checkpoint = {**unpack_fields(fields), "id": cid, "ts": unpack_ts(ts), "channel_values": values}
         if type(parent) is int:
-            parent = th.cids[parent]
+            parent = th.cid(parent)
         parent_config = None if parent is None else _config(thread, ns, parent)
-        rec = th.recs[seq]
-        writes = self._read_writes(rec[1], cid) if type(rec) is tuple else []
+        data = th.writes(seq)
+        writes = self._read_writes(data, cid) if data else []
         return CheckpointTuple(_config(thread, ns, cid), checkpoint, unpack_meta(metadata), parent_config, writes)  # type: ignore[arg-type]
 
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
@@ -188,9 +153,9 @@ class InMemorySaver(BaseCheckpointSaver):
         key, _, _, cid = self._key(config)
         with self._lock:
             th = self._threads.get(key)
-            if th is None or th.head is None:
+            if th is None or th.last < 0:
                 return None
-            seq = th.find(th.head if cid is None else cid)
+            seq = th.last if cid is None else th.find(cid)
             return None if seq is None else self._tuple(key, th, seq)
 
     def list(self, config: dict[str, Any] | None, *, filter: dict[str, Any] | None = None,  # noqa: A002
@@ -198,7 +163,7 @@ class InMemorySaver(BaseCheckpointSaver):
         """Checkpoints newest first, built one at a time as the caller iterates."""
         with self._lock:
             keys = list(self._threads) if config is None else [self._key(config)[0]]
-            items = [(th.cids[seq], key, th, seq) for key in keys if (th := self._threads.get(key))
+            items = [(th.cid(seq), key, th, seq) for key in keys if (th := self._threads.get(key))
                      for seq in th.newest_first()]
         if len(keys) > 1:
             items.sort(key=lambda item: item[0], reverse=True)
@@ -234,7 +199,8 @@ class InMemorySaver(BaseCheckpointSaver):
                 raise conflict(thread, expected_head, th.head if th else None)
             th = th or _Thread()
             pseq = None if parent is None else th.find(parent)
-            ploc = {} if pseq is None else self._loc(th, pseq)
+            recent = self._recent
+            ploc = {} if pseq is None else recent[2] if recent[0] is th and recent[1] == pseq else self._loc(th, pseq)
             inherit = {ch for ch in ploc if ch not in new_versions}
             loc, rows, entries = self._encode(thread, th, checkpoint.get("channel_values") or {}, ploc, inherit)
             try:
@@ -243,7 +209,8 @@ class InMemorySaver(BaseCheckpointSaver):
                                            pack_meta(metadata), loc, rows])
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store checkpoint {cid}: {exc}") from exc
-            self._store(key, th, cid, record, entries)
+            seq = self._store(key, th, cid, record, entries)
+            self._recent = (th, seq, {**loc, **dict.fromkeys(rows, seq)})
         return _config(thread, ns, cid)
 
     def _encode(self, thread: str, th: _Thread, values: Mapping[str, Any], ploc: Mapping[str, int],
@@ -271,14 +238,13 @@ class InMemorySaver(BaseCheckpointSaver):
             entries.append((channel, entry))
         return loc, rows, entries
 
-    def _store(self, key: _Key, th: _Thread, cid: str, record: bytes, entries: Sequence[tuple[str, Entry]]) -> None:
+    def _store(self, key: _Key, th: _Thread, cid: str, record: bytes, entries: Sequence[tuple[str, Entry]]) -> int:
         loose = self._loose.pop((key, cid), None) if self._loose else None
         seq = th.find(cid)
         if seq is None:
-            seq = th.add(cid, record if loose is None else (record, loose))
+            seq = th.add(cid, record, loose)
         else:  # the same id again: replace the record, keep its pending writes
-            old = th.recs[seq]
-            th.recs[seq] = (record, old[1]) if type(old) is tuple else record
+            th.set_record(seq, record)
             self._cache.drop_thread(key if type(key) is str else key[0])
         if self._threads.get(key) is not th:
             self._threads[key] = th
@@ -287,6 +253,7 @@ class InMemorySaver(BaseCheckpointSaver):
         thread = key if type(key) is str else key[0]
         for channel, entry in entries:
             self._cache.put((thread, th.uid, channel, seq), entry)
+        return seq
 
     def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
@@ -309,16 +276,15 @@ class InMemorySaver(BaseCheckpointSaver):
         with self._lock:
             th = self._threads.get(key)
             seq = None if th is None else th.find(cid)
-            rec = None if seq is None else th.recs[seq]
-            old = self._loose.get((key, cid)) if rec is None else rec[1] if type(rec) is tuple else None
+            old = self._loose.get((key, cid)) if seq is None else th.writes(seq)
             kept = [w for w in self.serde.loads(old)
                     if ((cid + w[0]) if w[1] else w[0]) != task_id or w[2] in _SPECIAL] if old else []
             kept.extend([task_id if short is None else short, short is not None, ch, data] for ch, data in new)
             data = self.serde.dumps(kept)
-            if rec is None:
+            if seq is None:
                 self._loose[(key, cid)] = data
             else:
-                th.recs[seq] = ((rec[0] if type(rec) is tuple else rec), data)
+                th.set_writes(seq, data)
 
     def _read_writes(self, data: bytes, cid: str) -> list[tuple[str, str, Any]]:
         loads = self.serde.loads
@@ -334,6 +300,7 @@ class InMemorySaver(BaseCheckpointSaver):
                 self._threads.pop((thread_id, ns), None)
             for loose in [k for k in self._loose if (k[0] if type(k[0]) is str else k[0][0]) == thread_id]:
                 del self._loose[loose]
+            self._recent = (None, -1, {})
         self._cache.drop_thread(thread_id)
 
     # -- pruning ------------------------------------------------------------------
@@ -362,6 +329,7 @@ class InMemorySaver(BaseCheckpointSaver):
                     or (cutoff is not None and unpack_ts(self._record(th, seq)[1]) < cutoff))}
                 if doomed:
                     self._threads[key] = self._copy(thread_id, th, doomed)
+                    self._recent = (None, -1, {})
                     deleted += len(doomed)
         if deleted:
             self._cache.drop_thread(thread_id)
@@ -371,7 +339,7 @@ class InMemorySaver(BaseCheckpointSaver):
         """A new thread holding the checkpoints of ``th`` that are not doomed."""
         new = _Thread()
         seqs: dict[int, int] = {}  # old seq -> new seq
-        for seq, cid in enumerate(th.cids):
+        for seq in range(len(th)):
             if seq in doomed:
                 continue
             record = self._record(th, seq)
@@ -383,10 +351,9 @@ class InMemorySaver(BaseCheckpointSaver):
             values = {ch: self._entry(thread, th, ch, rseq).value(self.serde.loads) for ch, rseq in old_loc.items()}
             inherit = {ch for ch, rseq in old_loc.items() if parent_loc.get(ch) == rseq}
             loc, rows, entries = self._encode(thread, new, values, ploc, inherit)
-            ref = kept_parent if kept_parent is not None else (th.cids[parent] if type(parent) is int else parent)
+            ref = kept_parent if kept_parent is not None else (th.cid(parent) if type(parent) is int else parent)
             data = self.serde.dumps([ref, record[1], record[2], record[3], loc, rows])
-            rec = th.recs[seq]
-            seqs[seq] = new.add(cid, (data, rec[1]) if type(rec) is tuple else data)
+            seqs[seq] = new.add(th.cid(seq), data, th.writes(seq))
             for channel, entry in entries:
                 self._cache.put((thread, new.uid, channel, seqs[seq]), entry)
         return new

@@ -49,9 +49,9 @@ def test_records_are_bytes_and_lists_are_deltas() -> None:
     for i in range(5):
         g.invoke({"messages": [HumanMessage(f"q{i}")]}, cfg("c"))
     th = saver._threads["c"]
-    assert all(isinstance(r, bytes) or (type(r) is tuple and all(isinstance(x, bytes) for x in r))
-               for r in th.recs)
-    last = saver._record(th, len(th.recs) - 1)
+    assert isinstance(th.buf, bytearray) and isinstance(th.ids, bytearray)  # one buffer, 16-byte ids
+    assert len(th.ids) == 16 * len(th) and th.writes(0)  # the input step's pending writes
+    last = saver._record(th, len(th) - 1)
     assert isinstance(last[5]["messages"], list)  # a delta row: [prev seq, segments]
     assert len(last[5]["messages"][1]) < 200  # one message, not the transcript
 
@@ -177,7 +177,7 @@ def test_long_chat_appends_are_constant_size_deltas() -> None:
     for i in range(60):
         g.invoke({"messages": [HumanMessage(f"q{i}")]}, cfg("long"))
     th = saver._threads["long"]
-    sizes = [len(r if isinstance(r, bytes) else r[0]) for r in th.recs[-30:]]
+    sizes = [len(th.record(seq)) for seq in range(len(th) - 30, len(th))]
     assert max(sizes) < 400
     state = g.get_state(cfg("long")).values["messages"]
     assert [m.content for m in state[-2:]] == ["q59", "echo: q59"]
@@ -210,3 +210,41 @@ def test_append_is_encoded_without_comparing_items() -> None:
     assert second.origin == (first.token, 1)
     blob, _ = encode_value(second, entry, "row", dumps, share=True)
     assert blob.kind == DELTA and blob.prev == "row"
+
+
+def test_thread_log_ids_order_and_compaction() -> None:
+    from plait.checkpoint._records import ThreadLog, pack_id
+
+    log = ThreadLog()
+    ids = ["00000000-0000-0000-0000-00000000000b", "00000000-0000-0000-0000-00000000000a",
+           "00000000-0000-0000-0000-00000000000c"]
+    for i, cid in enumerate(ids):
+        assert log.add(cid, bytes([i]) * 10) == i
+    assert isinstance(log.ids, bytearray) and not log.ordered and log.head == ids[2]
+    assert [log.find(c) for c in ids] == [0, 1, 2] and log.find(ids[0].upper()) is None
+    assert log.newest_first() == [2, 0, 1]
+    for n in range(2000):  # replaced writes leave dead bytes; the buffer is compacted
+        log.set_writes(1, bytes([n % 256]) * 50)
+    assert len(log.buf) < 8192 and log.writes(1) == bytes([1999 % 256]) * 50 and log.record(2) == b"\x02" * 10
+    log.add("not-a-uuid", b"r")  # any other id: ids kept as text from then on
+    assert log.ids == [*ids, "not-a-uuid"] and log.find("not-a-uuid") == 3 and log.find(ids[1]) == 1
+    assert pack_id("00000000-0000-0000-0000-00000000000 ") is None
+
+
+def test_text_ids_and_replaced_records() -> None:
+    saver = InMemorySaver()
+    first = put(saver, cfg(), {"a": [1]}, {"a": 1}, 0)
+    saver.put_writes(first, [("a", 5)], "task-1")
+    second = put(saver, first | {"configurable": {**first["configurable"]}}, {"a": [1, 2]}, {"a": 2}, 1)
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = "custom-id"
+    checkpoint["channel_values"] = {"a": [1, 2, 3]}
+    saver.put(second, checkpoint, {"source": "update", "step": 2, "parents": {}}, {"a": 3})
+    assert saver.get_tuple(cfg(cid="custom-id")).checkpoint["channel_values"] == {"a": [1, 2, 3]}
+    assert saver.get_tuple(first).pending_writes == [("task-1", "a", 5)]
+    again = empty_checkpoint()
+    again["id"] = first["configurable"]["checkpoint_id"]
+    again["channel_values"] = {"a": [9]}
+    saver.put(cfg(), again, {"source": "update", "step": 0, "parents": {}}, {"a": 1})  # same id: replaced
+    found = saver.get_tuple(first)
+    assert found.checkpoint["channel_values"] == {"a": [9]} and found.pending_writes == [("task-1", "a", 5)]

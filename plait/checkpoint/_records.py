@@ -1,0 +1,214 @@
+"""The storage of one ``InMemorySaver`` thread: ids, records and pending writes in a few flat buffers.
+
+A W9-style server holds many short threads, so what a thread costs beyond
+its payload matters. A :class:`ThreadLog` is one object holding three flat
+containers, whatever the number of its checkpoints:
+
+* ``ids``: the checkpoint ids. Canonical UUID text (what the runtime
+  generates) is kept as 16 raw bytes per checkpoint in one ``bytearray``;
+  raw bytes sort like the lowercase hex text, so ordering and bisection work
+  on them directly. The first other id turns ``ids`` into a list of strings.
+* ``buf``: an append-only ``bytearray`` holding every record and every
+  pending-writes blob. No ``bytes`` object is kept per record, and the
+  serializer's temporary output is freed at once (no heap fragmentation).
+* ``idx``: an ``array`` of four offsets per checkpoint: record start and
+  length, pending-writes start and length (length 0: none).
+
+Replacing a record or a pending-writes blob appends the new bytes and leaves
+the old ones dead; the buffer is compacted once more than half of it is dead.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from bisect import bisect_left
+
+__all__ = ["ThreadLog"]
+
+_uids = itertools.count()
+_COMPACT_MIN = 4096  # dead bytes tolerated whatever the buffer size
+_memo: tuple[str, bytes] = ("", b"")  # the last id converted: a put converts its parent's id again
+
+
+def pack_id(cid: str) -> bytes | None:
+    """16 raw bytes for a canonical (lowercase, dashed) UUID text; ``None`` for any other id."""
+    global _memo  # noqa: PLW0603 - one tuple, replaced atomically
+    memo = _memo
+    if cid == memo[0]:
+        return memo[1]
+    if len(cid) != 36 or cid[8] != "-" or cid[13] != "-" or cid[18] != "-" or cid[23] != "-" or cid != cid.lower():
+        return None
+    try:
+        raw = bytes.fromhex(cid[:8] + cid[9:13] + cid[14:18] + cid[19:23] + cid[24:])
+    except ValueError:
+        return None
+    if len(raw) != 16:  # whitespace (skipped by fromhex) leaves fewer bytes
+        return None
+    _memo = (cid, raw)
+    return raw
+
+
+def unpack_id(raw: bytes | bytearray) -> str:
+    """The UUID text of 16 raw bytes."""
+    global _memo  # noqa: PLW0603 - one tuple, replaced atomically
+    memo = _memo
+    if raw == memo[1]:
+        return memo[0]
+    h = raw.hex()
+    cid = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    _memo = (cid, bytes(raw))
+    return cid
+
+
+class ThreadLog:
+    """The checkpoints of one (thread, namespace), by write order (``seq``).
+
+    Attributes:
+        ids: Checkpoint ids: 16 raw bytes each (``bytearray``) or a list of strings.
+        buf: Records and pending-writes blobs, appended.
+        idx: Per seq: record offset, record length, writes offset, writes length.
+        last: Seq of the newest (greatest) id, or -1 when empty.
+        ordered: Ids grow with seq, so bisection finds them.
+        dead: Bytes of ``buf`` no longer referenced.
+        uid: Tells cache keys of a rebuilt (pruned) thread apart.
+    """
+
+    __slots__ = ("buf", "dead", "ids", "idx", "last", "ordered", "uid")
+
+    def __init__(self) -> None:
+        self.ids: bytearray | list[str] = bytearray()
+        self.buf = bytearray()
+        self.idx = array("I")
+        self.last = -1
+        self.ordered = True
+        self.dead = 0
+        self.uid = next(_uids)
+
+    def __len__(self) -> int:
+        return len(self.idx) >> 2
+
+    def cid(self, seq: int) -> str:
+        """The id of checkpoint ``seq``."""
+        ids = self.ids
+        if type(ids) is list:
+            return ids[seq]
+        return unpack_id(ids[seq << 4:(seq + 1) << 4])
+
+    @property
+    def head(self) -> str | None:
+        """The newest (greatest) checkpoint id, or ``None``."""
+        return None if self.last < 0 else self.cid(self.last)
+
+    def _key(self, seq: int) -> bytes | bytearray | str:
+        ids = self.ids
+        return ids[seq] if type(ids) is list else ids[seq << 4:(seq + 1) << 4]
+
+    def find(self, cid: str) -> int | None:
+        """The seq of checkpoint ``cid``, or ``None``."""
+        ids, last = self.ids, self.last
+        key: bytes | str | None = cid if type(ids) is list else pack_id(cid)
+        if key is None or last < 0:
+            return None
+        top = ids[last] if type(ids) is list else ids[last << 4:(last + 1) << 4]
+        if key == top:
+            return last
+        if key > top:  # type: ignore[operator]
+            return None
+        return self._search(key)
+
+    def _search(self, key: bytes | str) -> int | None:
+        ids, n = self.ids, len(self)
+        if self.ordered:
+            i = bisect_left(range(n), key, key=self._key)  # type: ignore[arg-type]
+            return i if i < n and self._key(i) == key else None
+        if type(ids) is list:
+            return ids.index(key) if key in ids else None  # type: ignore[arg-type]
+        i = ids.find(key)  # type: ignore[arg-type]
+        while i >= 0 and i & 15:
+            i = ids.find(key, i + 1)  # type: ignore[arg-type]
+        return None if i < 0 else i >> 4
+
+    def add(self, cid: str, record: bytes | bytearray, writes: bytes | bytearray | None = None) -> int:
+        """Append a checkpoint record (and its pending writes); return its seq."""
+        seq = len(self)
+        ids = self.ids
+        key: bytes | str | None = cid
+        if type(ids) is not list:
+            key = pack_id(cid)
+            if key is None:  # not a canonical UUID: keep every id as text from now on
+                ids = self.ids = [self.cid(i) for i in range(seq)]
+                key = cid
+        if self.last >= 0 and key <= self._key(self.last):  # type: ignore[operator]
+            self.ordered = False
+        else:
+            self.last = seq
+        if type(ids) is list:
+            ids.append(key)  # type: ignore[arg-type]
+        else:
+            ids += key  # type: ignore[operator]
+        self._index(*self._append(record), *self._append(writes))
+        return seq
+
+    def _append(self, data: bytes | bytearray | None) -> tuple[int, int]:
+        if not data:
+            return 0, 0
+        start = len(self.buf)
+        self.buf += data
+        return start, len(data)
+
+    def _index(self, *offsets: int) -> None:
+        try:
+            self.idx.extend(offsets)
+        except OverflowError:  # a thread beyond 4 GiB
+            self.idx = array("Q", self.idx)
+            self.idx.extend(offsets)
+
+    def _slice(self, pos: int) -> bytearray | None:
+        idx = self.idx
+        start, size = idx[pos], idx[pos + 1]
+        return self.buf[start:start + size] if size else None
+
+    def record(self, seq: int) -> bytearray:
+        """The record bytes of checkpoint ``seq``."""
+        return self._slice(seq << 2) or bytearray()
+
+    def writes(self, seq: int) -> bytearray | None:
+        """The pending-writes bytes of checkpoint ``seq``, or ``None``."""
+        return self._slice((seq << 2) + 2)
+
+    def set_record(self, seq: int, data: bytes) -> None:
+        """Replace the record of checkpoint ``seq``."""
+        self._replace(seq << 2, data)
+
+    def set_writes(self, seq: int, data: bytes) -> None:
+        """Replace the pending writes of checkpoint ``seq``."""
+        self._replace((seq << 2) + 2, data)
+
+    def _replace(self, pos: int, data: bytes) -> None:
+        self.dead += self.idx[pos + 1]
+        start, size = self._append(data)
+        try:
+            self.idx[pos], self.idx[pos + 1] = start, size
+        except OverflowError:
+            self.idx = array("Q", self.idx)
+            self.idx[pos], self.idx[pos + 1] = start, size
+        if self.dead > _COMPACT_MIN and self.dead * 2 > len(self.buf):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Copy the live bytes into a new buffer."""
+        old, idx, buf = self.buf, self.idx, bytearray()
+        for pos in range(0, len(idx), 2):
+            start, size = idx[pos], idx[pos + 1]
+            if size:
+                idx[pos] = len(buf)
+                buf += old[start:start + size]
+        self.buf, self.dead = buf, 0
+
+    def newest_first(self) -> list[int]:
+        """Seqs ordered by checkpoint id, newest first."""
+        n = len(self)
+        if self.ordered:
+            return list(range(n - 1, -1, -1))
+        return sorted(range(n), key=self._key, reverse=True)
