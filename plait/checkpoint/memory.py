@@ -92,7 +92,7 @@ class InMemorySaver(BaseCheckpointSaver):
     supports_head_check = True
 
     def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128) -> None:
-        self.serde = serde or Serializer()
+        self.serde = serde or Serializer(compress=False)
         self._lock = threading.RLock()
         self._threads: dict[_Key, _Thread] = {}
         self._namespaces: dict[str, set[str]] = {}  # thread id -> namespaces other than ""

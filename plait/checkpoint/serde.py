@@ -145,16 +145,24 @@ def _shrink(data: bytes) -> bytes:
     return _DEFLATED + small if len(small) + 8 < len(data) else data
 
 
+def _same(data: bytes) -> bytes:
+    return data
+
+
 class Serializer:
     """Encode and decode checkpoint values with MessagePack, safely.
 
     Args:
         allowed: Extra classes, module names or dotted class paths whose
             instances may be stored and rebuilt (see the module docstring).
+        compress: Deflate payloads of 96 bytes or more when that saves space
+            (database savers; the in-memory saver trades the space for speed).
+            Decoding reads both forms either way.
     """
 
-    def __init__(self, allowed: Iterable[type | str] = ()) -> None:
+    def __init__(self, allowed: Iterable[type | str] = (), *, compress: bool = True) -> None:
         self._allowed: set[str] = {_entry(i) for i in allowed}
+        self._shrink = _shrink if compress else _same
         self._failure = threading.local()
         self._classes: dict[tuple[str, str], type] = {}
 
@@ -183,11 +191,11 @@ class Serializer:
         self._failure.error = None
         try:
             try:
-                return _shrink(ormsgpack.packb(obj, default=self._default, option=_OPTS))
+                return self._shrink(ormsgpack.packb(obj, default=self._default, option=_OPTS))
             except TypeError as exc:
                 if "key" not in str(exc).lower() or self._failure.error is not None:
                     raise
-                return _shrink(ormsgpack.packb(_wrap_odd_dicts(obj), default=self._default, option=_OPTS))
+                return self._shrink(ormsgpack.packb(_wrap_odd_dicts(obj), default=self._default, option=_OPTS))
         except Exception as exc:  # noqa: BLE001 - every failure becomes a SerializationError
             stashed, self._failure.error = self._failure.error, None
             if stashed is not None:
