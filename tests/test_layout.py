@@ -54,3 +54,10 @@ def test_core_imports_do_not_load_optional_dependencies() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == ""
+
+
+def test_every_package_directory_has_an_init_so_wheels_ship_it() -> None:
+    root = Path(__file__).resolve().parents[1] / "plait"
+    missing = [str(d.relative_to(root.parent)) for d in [root, *root.rglob("*")]
+               if d.is_dir() and d.name != "__pycache__" and not (d / "__init__.py").exists()]
+    assert missing == []
