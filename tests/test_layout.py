@@ -57,7 +57,7 @@ def test_core_imports_do_not_load_optional_dependencies() -> None:
 
 
 def test_every_package_directory_has_an_init_so_wheels_ship_it() -> None:
-    root = Path(__file__).resolve().parents[1] / "plait"
+    root = pathlib.Path(__file__).resolve().parents[1] / "plait"
     missing = [str(d.relative_to(root.parent)) for d in [root, *root.rglob("*")]
                if d.is_dir() and d.name != "__pycache__" and not (d / "__init__.py").exists()]
     assert missing == []
