@@ -11,10 +11,10 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
+from plait.checkpoint._engine import SqlSaverBase
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.serde import Serializer
-from plait.checkpoint.sqlite._engine import SqlSaverBase
 from plait.errors import SchemaVersionError
 
 __all__ = ["PostgresSaver"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from plait.checkpoint._engine_sql import page_query
 from plait.checkpoint._lease import lease_sql
 
 __all__ = [
@@ -141,30 +142,6 @@ DELETE_CHECKPOINT = "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint
 DELETE_WRITES_OF = "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
 
 
-def list_query(thread: tuple[str, str] | None, after: tuple[str, str, str] | None,
-               where: dict[str, Any], limit: int) -> tuple[str, list[Any]]:
-    """One page of checkpoint rows, newest first (see the SQLite twin for the arguments)."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if thread is not None:
-        clauses.append("thread_id = %s AND checkpoint_ns = %s")
-        params.extend(thread)
-    if after is not None:
-        clauses.append("(checkpoint_id, thread_id, checkpoint_ns) < (%s, %s, %s)")
-        params.extend(after)
-    for column in ("step", "source"):
-        if column in where:
-            clauses.append(f"{column} = %s")
-            params.append(where[column])
-    if where.get("before") is not None:
-        clauses.append("checkpoint_id < %s")
-        params.append(where["before"])
-    sql = ("SELECT thread_id, checkpoint_ns, " + _HEAD_COLUMNS.replace("c.", "") + " FROM checkpoints"
-           + (" WHERE " + " AND ".join(clauses) if clauses else "")
-           + " ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT %s")
-    return sql, [*params, limit]
-
-
 def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list[Any]]:
     """Pending writes of several checkpoints of one thread."""
     sql = ("SELECT checkpoint_id, task_id, channel, blob FROM checkpoint_writes "
@@ -204,3 +181,9 @@ JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM checkpoin
       WHERE checkpoint_ns = '' GROUP BY thread_id) t
   ON c.thread_id = t.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id = t.head
 ORDER BY c.created_at DESC"""
+
+
+def list_query(thread: tuple[str, str] | None, after: tuple[str, str, str] | None,
+               where: dict[str, Any], limit: int) -> tuple[str, list[Any]]:
+    """One page of checkpoint rows, newest first (see :func:`plait.checkpoint._engine_sql.page_query`)."""
+    return page_query("%s", _HEAD_COLUMNS, thread, after, where, limit)

@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from plait.checkpoint._engine import SqlSaverBase
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import _sql
-from plait.checkpoint.sqlite._engine import SqlSaverBase
 from plait.errors import SchemaVersionError
 
 __all__ = ["SqliteSaver"]

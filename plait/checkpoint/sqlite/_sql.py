@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from plait.checkpoint._engine_sql import page_query
 from plait.checkpoint._lease import lease_sql
 
 __all__ = [
@@ -122,37 +123,6 @@ DELETE_THREAD = [
 ]
 
 
-def list_query(thread: tuple[str, str] | None, after: tuple[str, str, str] | None,
-               where: dict[str, Any], limit: int) -> tuple[str, list[Any]]:
-    """One page of checkpoint rows, newest first.
-
-    Args:
-        thread: ``(thread_id, checkpoint_ns)``, or ``None`` for every thread.
-        after: Keyset cursor ``(checkpoint_id, thread_id, checkpoint_ns)``: rows strictly older.
-        where: Extra column equalities (``step``, ``source``) and ``before`` (an id bound).
-        limit: Page size.
-    """
-    clauses: list[str] = []
-    params: list[Any] = []
-    if thread is not None:
-        clauses.append("thread_id = ? AND checkpoint_ns = ?")
-        params.extend(thread)
-    if after is not None:
-        clauses.append("(checkpoint_id, thread_id, checkpoint_ns) < (?, ?, ?)")
-        params.extend(after)
-    for column in ("step", "source"):
-        if column in where:
-            clauses.append(f"{column} = ?")
-            params.append(where[column])
-    if where.get("before") is not None:
-        clauses.append("checkpoint_id < ?")
-        params.append(where["before"])
-    sql = ("SELECT thread_id, checkpoint_ns, " + _HEAD_COLUMNS.replace("c.", "") + " FROM checkpoints"
-           + (" WHERE " + " AND ".join(clauses) if clauses else "")
-           + " ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT ?")
-    return sql, [*params, limit]
-
-
 def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list[Any]]:
     """Pending writes of several checkpoints of one thread."""
     marks = ", ".join("?" for _ in ids)
@@ -199,3 +169,9 @@ JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM checkpoin
       WHERE checkpoint_ns = '' GROUP BY thread_id) t
   ON c.thread_id = t.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id = t.head
 ORDER BY c.created_at DESC"""
+
+
+def list_query(thread: tuple[str, str] | None, after: tuple[str, str, str] | None,
+               where: dict[str, Any], limit: int) -> tuple[str, list[Any]]:
+    """One page of checkpoint rows, newest first (see :func:`plait.checkpoint._engine_sql.page_query`)."""
+    return page_query("?", _HEAD_COLUMNS, thread, after, where, limit)
