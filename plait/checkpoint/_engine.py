@@ -25,7 +25,6 @@ from plait.checkpoint.base import (
     ThreadInfo,
 )
 from plait.checkpoint.serde import Serializer
-from plait.checkpoint.sqlite import _sql
 from plait.errors import CheckpointConflictError, SerializationError
 
 __all__ = ["SqlSaverBase"]
@@ -74,7 +73,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         lease_ttl: Seconds after which the thread lease of a vanished process can be taken over.
     """
 
-    _q: Any = _sql
+    _q: Any = None  # the dialect module with the SQL text, set by each backend
 
     def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128,
                  lease_ttl: float = DEFAULT_TTL) -> None:

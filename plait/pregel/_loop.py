@@ -22,6 +22,7 @@ from plait.errors import (
     ErrorCode,
     GraphRecursionError,
     SerializationError,
+    StrictModeError,
     create_error_message,
 )
 from plait.pregel._plan import Plan
@@ -36,6 +37,7 @@ __all__ = ["INTERRUPT", "RESUME", "Loop", "RunOptions", "Save"]
 DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "10007"))
 """Supersteps a run may take when the config sets no ``recursion_limit`` (LangGraph's default)."""
 RESUME = "__resume__"
+_COMMAND = "__command__"
 Save = tuple[Any, ...]
 """A queued checkpoint operation: ``("put", config, checkpoint, metadata, versions, expected_head)``
 or ``("writes", config, writes, task_id)``."""
@@ -167,7 +169,7 @@ class Loop:
         changed = apply_writes(self.plan, run, [(START, writes)])
         run.barriers.clear()
         schedule(self.plan, run, [_START], self.branch_input, self.config)
-        self.sink.values(self.output)
+        self.sink.values(self.state_values)
         if self.saver is not None:
             self._checkpoint("loop", changed)
         run.step += 1
@@ -179,6 +181,13 @@ class Loop:
         if not isinstance(input, Mapping):
             raise EmptyInputError(f"Expected a dict (or state object) as graph input, got {input!r}")
         keys = self.plan.input_keys
+        if self.plan.strict:
+            extra = [k for k in input if k not in keys]
+            if extra:
+                raise StrictModeError(
+                    f"The graph input has key(s) {extra} that the input schema does not declare "
+                    f"(declared: {list(keys)}); without strict mode they would be dropped silently.",
+                    key=extra[0], value=input[extra[0]])
         return [(k, v) for k, v in input.items() if k in keys]
 
     def _resume(self) -> None:
@@ -195,7 +204,10 @@ class Loop:
         if cmd.resume is not None:
             self._queue_resume(cmd.resume)
         if cmd.update is not None or cmd.goto:
-            task = Task(START, None, None)  # type: ignore[arg-type]
+            # On a new thread the update is the run's input (START's edges fire, as in LangGraph);
+            # on an existing thread only ``goto`` decides what runs.
+            name = START if self.checkpoint_id is None else _COMMAND
+            task = Task(name, None, None)  # type: ignore[arg-type]
             collect(task, Command(update=cmd.update, goto=cmd.goto))
             apply_writes(self.plan, self.run, [(START, task.writes)])
             if cmd.goto:
@@ -234,6 +246,7 @@ class Loop:
             return None
         if not self.skip_before and self.before and any(self._matches(self.before, n) for n in run.next):
             self.interrupts.append(Interrupt(value=None, id="before"))
+            self.sink.interrupted(())
             return None
         self.skip_before = False
         tasks = prepare_tasks(self.plan, run)
@@ -242,7 +255,7 @@ class Loop:
                 done = self.done_writes.pop(task_id(self.checkpoint_id, task), None)
                 if done is not None:
                     task.writes, task.done = done, True
-        self.sink.started(tasks, self.task_id)
+        self.sink.started(tasks, self.task_id, run.step)
         return tasks
 
     @staticmethod
@@ -264,12 +277,13 @@ class Loop:
         schedule(self.plan, run, tasks, self.branch_input, self.config)
         if self.modes:
             self.sink.finished(tasks, self.task_id, run.step)
-            self.sink.values(self.output)
+            self.sink.values(self.state_values)
         if self.saver is not None:
             self._checkpoint("loop", changed)
         run.step += 1
         if self.after and any(self._matches(self.after, t.name) for t in tasks) and (run.next or run.sends):
             self.interrupts.append(Interrupt(value=None, id="after"))
+            self.sink.interrupted(())
         return None
 
     def _stop_step(self, tasks: Sequence[Task]) -> BaseException | None:
@@ -279,7 +293,7 @@ class Loop:
             return failed
         for t in tasks:
             self.interrupts.extend(t.interrupts)
-        self.sink.interrupted(self.interrupts)
+        self.sink.interrupted(tuple(self.interrupts))
         return None
 
     def _save_partial(self, tasks: Sequence[Task]) -> None:
@@ -336,14 +350,19 @@ class Loop:
         self.checkpoint_id = cid
         self.checkpoint_config = self.thread.config(cid)
         config = self.checkpoint_config
-        self.sink.checkpoint(lambda: {"config": config, "metadata": metadata, "values": self.output(),
-                                      "next": list(run.next)})
+        self.sink.checkpoint(lambda: {"config": config, "metadata": metadata, "values": self.state_values(),
+                                      "next": list(run.next)}, run.step)
 
     def branch_input(self) -> Any:
         """The state as conditional-edge functions receive it."""
         plan = self.plan
         state = read_state(self.run.values, plan.state_keys, plan.defaults)
         return state if plan.state_make is None else plan.state_make(state)
+
+    def state_values(self) -> dict[str, Any]:
+        """The state keys that are set (what ``stream_mode="values"`` shows)."""
+        values = self.run.values
+        return {k: values[k] for k in self.plan.state_keys if k in values}
 
     def output(self) -> dict[str, Any]:
         """The run's result: the output keys that are set."""

@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from plait.checkpoint.base import now_iso
 from plait.errors import GraphBuildError
 from plait.pregel._arun import run_async
 from plait.pregel._history import empty_snapshot, prepare_update, snapshot
@@ -85,7 +84,7 @@ class Pregel:
         modes, single = _modes(stream_mode, self.stream_mode)
         loop = self._loop(config, modes, kwargs)
         for event in run_sync(loop, input, self.store, context):
-            yield from _shape(event, modes, single, loop.run.step)
+            yield from _shape(event, modes, single)
 
     def invoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
@@ -104,7 +103,7 @@ class Pregel:
         modes, single = _modes(stream_mode, self.stream_mode)
         loop = self._loop(config, modes, kwargs)
         async for event in run_async(loop, input, self.store, context):
-            for item in _shape(event, modes, single, loop.run.step):
+            for item in _shape(event, modes, single):
                 yield item
 
     async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
@@ -203,13 +202,9 @@ def _head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:
     return {"expected_head": None if saved is None else saved.checkpoint["id"]}
 
 
-def _shape(event: tuple[str, Any], modes: frozenset[str], single: bool, step: int) -> list[Any]:
+def _shape(event: tuple[str, Any], modes: frozenset[str], single: bool) -> list[Any]:
     """Turn an internal event into what ``stream`` yields for the requested modes."""
     mode, payload = event
-    out: list[tuple[str, Any]] = []
-    if mode in modes:
-        out.append((mode, payload))
-    if "debug" in modes and mode in ("tasks", "checkpoints"):
-        kind = "checkpoint" if mode == "checkpoints" else ("task_result" if "result" in payload else "task")
-        out.append(("debug", {"type": kind, "step": step, "timestamp": now_iso(), "payload": payload}))
-    return [p for _, p in out] if single else out
+    if mode not in modes:
+        return []
+    return [payload if single else event]

@@ -12,6 +12,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from plait.checkpoint.base import now_iso
 from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._task import Task
 
@@ -63,12 +64,18 @@ class EventSink:
         return {"callbacks": callbacks, "metadata": metadata, "tags": list(self.config.get("tags") or ()),
                 "configurable": dict(self.config.get("configurable") or {})}
 
-    def started(self, tasks: Sequence[Task], task_id: Callable[[Task], str]) -> None:
+    def _emit(self, mode: str, payload: Any, step: int, kind: str) -> None:
+        if mode in self.modes:
+            self.events.append((mode, payload))
+        if "debug" in self.modes:
+            self.events.append(("debug", {"type": kind, "step": step, "timestamp": now_iso(), "payload": payload}))
+
+    def started(self, tasks: Sequence[Task], task_id: Callable[[Task], str], step: int) -> None:
         """Tasks about to run (``tasks``/``debug`` modes)."""
         if self.tasks_on:
             for task in tasks:
-                self.events.append(("tasks", {"id": task_id(task), "name": task.name, "input": task.input,
-                                              "triggers": (task.name,)}))
+                self._emit("tasks", {"id": task_id(task), "name": task.name, "input": task.input,
+                                     "triggers": (task.name,)}, step, "task")
 
     def finished(self, tasks: Sequence[Task], task_id: Callable[[Task], str], step: int) -> None:
         """Tasks that completed a step (``updates``, ``tasks``, ``messages`` modes)."""
@@ -77,8 +84,8 @@ class EventSink:
             if "updates" in modes:
                 self.events.append(("updates", {t.name: _update_payload(t)}))
             if self.tasks_on:
-                self.events.append(("tasks", {"id": task_id(t), "name": t.name, "error": None,
-                                              "result": t.writes, "interrupts": []}))
+                self._emit("tasks", {"id": task_id(t), "name": t.name, "error": None, "result": t.writes,
+                                     "interrupts": []}, step, "task_result")
             if self.messages is not None:
                 meta = {**self.metadata, "langgraph_node": t.name, "langgraph_step": step}
                 for _, value in t.writes:
@@ -95,7 +102,7 @@ class EventSink:
         if "values" in self.modes:
             self.events.append(("values", output()))
 
-    def checkpoint(self, payload: Callable[[], dict[str, Any]]) -> None:
+    def checkpoint(self, payload: Callable[[], dict[str, Any]], step: int) -> None:
         """A checkpoint was queued (``checkpoints``/``debug`` modes)."""
         if "checkpoints" in self.modes or "debug" in self.modes:
-            self.events.append(("checkpoints", payload()))
+            self._emit("checkpoints", payload(), step, "checkpoint")

@@ -35,6 +35,8 @@ class SqliteSaver(SqlSaverBase):
         lease_ttl: Seconds after which the thread lease of a killed process can be taken over.
     """
 
+    _q = _sql
+
     def __init__(self, conn: sqlite3.Connection, *, serde: Serializer | None = None,
                  cache_size: int = 128, lease_ttl: float = DEFAULT_TTL) -> None:
         super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
