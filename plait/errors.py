@@ -18,6 +18,7 @@ Tree::
     ├── ThreadBusyError               another run holds the thread
     ├── CheckpointConflictError       the thread head moved behind our back
     ├── SerializationError            a value cannot be stored or loaded
+    ├── ParentCommand                 a subgraph's Command for its parent graph
     ├── SchemaVersionError (RuntimeError)  the database was written by a newer plait
     └── GraphInterrupt                the run stopped to wait for input
         └── NodeInterrupt
@@ -38,6 +39,7 @@ __all__ = [
     "GraphRecursionError",
     "InvalidUpdateError",
     "NodeInterrupt",
+    "ParentCommand",
     "SchemaVersionError",
     "SerializationError",
     "StrictModeError",
@@ -198,6 +200,21 @@ class SchemaVersionError(RuntimeError):
                          f"({supported}); nothing was changed. Upgrade plait (pip install -U plait) to open it.")
         self.found = found
         self.supported = supported
+
+
+class ParentCommand(Exception):  # noqa: N818 - LangGraph's name
+    """Carries a ``Command(graph=Command.PARENT)`` from a subgraph's node up to its parent graph.
+
+    Attributes:
+        command: The command, to be applied by the parent as the subgraph node's result.
+    """
+
+    def __init__(self, command: Any, node: str | None = None) -> None:
+        super().__init__(
+            f"Node {node!r} returned Command(graph=Command.PARENT, ...): it is applied by the parent graph "
+            "when this graph runs as a subgraph; this graph has no parent here.")
+        self.command = command
+        self.node = node
 
 
 class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name

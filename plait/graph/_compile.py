@@ -89,7 +89,7 @@ def _interrupts(builder: StateGraph, nodes: Any) -> frozenset[str]:
 
 def _node_spec(builder: StateGraph, name: str, state_keys: tuple[str, ...]) -> NodeSpec:
     node = builder.nodes[name]
-    call, is_async, is_subgraph = make_call(node.action)
+    call, is_async, is_subgraph = make_call(node.action, frozenset(builder.channels))
     schema = node.input_schema
     reads = _keys(builder, schema) if schema is not None else state_keys
     make_input = _maker(schema if schema is not None else builder.state_schema)

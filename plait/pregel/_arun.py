@@ -6,11 +6,11 @@ import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from plait.errors import SerializationError
+from plait.errors import ParentCommand, SerializationError
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._loop import Loop
 from plait.pregel._run import make_context, run_task
-from plait.pregel._task import Task, collect
+from plait.pregel._task import Task, collect, from_child
 
 __all__ = ["run_async"]
 
@@ -23,7 +23,11 @@ async def _run_async_task(task: Task, ctx: TaskContext) -> None:
         while True:
             attempt += 1
             try:
-                collect(task, await task.node.call(task.input, ctx))
+                try:
+                    value = await task.node.call(task.input, ctx)
+                except ParentCommand as exc:  # a subgraph inside this node addressed this graph
+                    value = from_child(exc)
+                collect(task, value)
                 return
             except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
                 delay = task.failed(exc, attempt)

@@ -12,9 +12,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from plait.errors import GraphInterrupt
 from plait.pregel._context import TaskContext
 from plait.pregel._thread import config_with
 from plait.runtime import Runtime
+from plait.types import Command
+
+INTERRUPT = "__interrupt__"
 
 __all__ = ["accepts_config", "make_call"]
 
@@ -61,14 +65,42 @@ def _kwargs(names: tuple[str, ...], ctx: TaskContext) -> dict[str, Any]:
     return out
 
 
-def _subgraph_call(graph: Any) -> Callable[[Any, TaskContext], Any]:
+def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, Any]]:
+    """The graph to run and its config: where a subgraph keeps its state within the thread."""
+    mode = graph.subgraph_saving
+    if mode == "off" or (mode != "own" and ctx.saver is None):
+        return graph, {k: v for k, v in ctx.config.items() if k != "configurable"}
+    calls = ctx.subgraph_calls
+    ctx.subgraph_calls += 1
+    # inherit: a namespace per call, stable across a resume (the task id and call order repeat)
+    name = ctx.node if mode in ("own", "persist") else f"{ctx.node}:{ctx.task_id}:{calls}"
+    ns = f"{ctx.checkpoint_ns}|{name}" if ctx.checkpoint_ns else name
+    config = config_with(ctx.config, checkpoint_ns=ns, checkpoint_id=None)
+    return (graph if mode == "own" else graph.with_saver(ctx.saver)), config
+
+
+def run_nested(graph: Any, state: Any, ctx: TaskContext, **kwargs: Any) -> Any:
+    """Run ``graph`` inside the running task ``ctx``: it saves into the parent's thread and
+    its interrupts pause the parent task (resuming resumes the subgraph).
+
+    Raises:
+        GraphInterrupt: the subgraph paused.
+    """
+    sub, config = _subgraph_config(graph, ctx)
+    resuming = bool(ctx.resume) and sub.checkpointer is not None
+    out = sub.invoke(Command(resume=ctx.resume[-1]) if resuming else state, config, context=ctx.context,
+                     _nested=False, **kwargs)
+    if isinstance(out, dict) and out.get(INTERRUPT):
+        raise GraphInterrupt(tuple(out[INTERRUPT]))
+    return out
+
+
+def _subgraph_call(graph: Any, keys: frozenset[str]) -> Callable[[Any, TaskContext], Any]:
     def call(state: Any, ctx: TaskContext) -> Any:
-        config = ctx.config
-        if graph.checkpointer is None:
-            config = {k: v for k, v in config.items() if k != "configurable"}
-        else:
-            config = config_with(config, checkpoint_ns=ctx.node, checkpoint_id=None)
-        return graph.invoke(state, config, context=ctx.context)
+        out = run_nested(graph, state, ctx)
+        if isinstance(out, dict) and keys:  # the subgraph's own keys are not the parent's business
+            return {k: v for k, v in out.items() if k in keys}
+        return out
 
     return call
 
@@ -98,8 +130,12 @@ def _direct_call(fn: Any, config_positional: bool, names: tuple[str, ...]) -> Ca
     return plain
 
 
-def make_call(fn: Any) -> tuple[Callable[[Any, TaskContext], Any], bool, bool]:
+def make_call(fn: Any, keys: frozenset[str] = frozenset()) -> tuple[Callable[[Any, TaskContext], Any], bool, bool]:
     """Wrap ``fn`` as ``call(input, ctx)``.
+
+    Args:
+        fn: The node: a function, a runnable or a compiled graph.
+        keys: The parent graph's state keys (a subgraph's other output keys are dropped).
 
     Returns:
         ``(call, is_async, is_subgraph)``.
@@ -107,7 +143,7 @@ def make_call(fn: Any) -> tuple[Callable[[Any, TaskContext], Any], bool, bool]:
     from plait.pregel._pregel import Pregel
 
     if isinstance(fn, Pregel):
-        return _subgraph_call(fn), False, True
+        return _subgraph_call(fn, keys), False, True
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn)) and hasattr(fn, "invoke"):
         if hasattr(fn, "ainvoke") and not hasattr(fn, "func"):
             return _runnable_call(fn), False, False

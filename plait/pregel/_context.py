@@ -33,6 +33,8 @@ class TaskContext:
         node: Name of the running node.
         resume: Answers for this task's ``interrupt()`` calls, in call order.
         lc_config: LangChain child config (callbacks, metadata) for runnables the node invokes.
+        saver: The run's checkpointer (subgraphs save into it), or ``None``.
+        checkpoint_ns: The namespace of the running graph within the thread.
     """
 
     config: dict[str, Any]
@@ -43,6 +45,9 @@ class TaskContext:
     task_id: str = ""
     resume: list[Any] = field(default_factory=list)
     lc_config: dict[str, Any] | None = None
+    saver: Any = None
+    checkpoint_ns: str = ""
+    subgraph_calls: int = 0
     _calls: int = 0
 
     def interrupt(self, value: Any) -> Any:
@@ -67,6 +72,11 @@ def current_task() -> TaskContext:
     if task is None:
         raise RuntimeError("Called outside of a running graph node (get_config/get_store/interrupt need one)")
     return task
+
+
+def running_task() -> TaskContext | None:
+    """The context of the node running here, or ``None`` outside a run."""
+    return _TASK.get()
 
 
 def current_config() -> dict[str, Any]:

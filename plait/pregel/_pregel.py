@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from plait.errors import GraphBuildError
 from plait.pregel._arun import run_async
+from plait.pregel._callable import run_nested
+from plait.pregel._context import running_task
 from plait.pregel._history import empty_snapshot, prepare_update, snapshot
 from plait.pregel._loop import Loop, RunOptions
 from plait.pregel._plan import Plan
@@ -53,6 +56,10 @@ class Pregel:
                  debug: bool = False, stream_mode: str = "values") -> None:
         self.plan = plan
         self.checkpointer = checkpointer if checkpointer not in (True, False) else None
+        # As a subgraph: None inherits the parent's saver per call, True keeps one thread
+        # across calls, False never saves.
+        self.subgraph_saving = "inherit" if checkpointer is None else "persist" if checkpointer is True \
+            else "off" if checkpointer is False else "own"
         self.store = store
         self.name = name
         self.debug = debug
@@ -89,6 +96,8 @@ class Pregel:
     def invoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
         """Run the graph to completion (or to an interrupt) and return the output state."""
+        if kwargs.pop("_nested", True) and (task := _nesting(self, config)) is not None:
+            return run_nested(self, input, task, stream_mode=stream_mode, **kwargs)
         if stream_mode != "values":
             return list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
         loop = self._loop(config, frozenset(), kwargs)
@@ -188,11 +197,27 @@ class Pregel:
         parent, checkpoint, metadata, versions = prepare_update(self.plan, ref, saved, values, as_node)
         return await saver.aput(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
 
+    def with_saver(self, saver: Any) -> Pregel:
+        """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
+        clone = copy.copy(self)
+        clone.checkpointer = saver
+        return clone
+
     def validate(self) -> Pregel:
         """Kept for LangGraph compatibility; plans are validated by ``compile()``."""
         if not self.plan.nodes:
             raise GraphBuildError("Graph has no nodes")
         return self
+
+
+def _nesting(graph: Pregel, config: dict[str, Any] | None) -> Any:
+    """The running task a graph is invoked from (as a subgraph inside a node), if any."""
+    if graph.subgraph_saving != "inherit":
+        return None
+    task = running_task()
+    if task is None or task.saver is None or ((config or {}).get("configurable") or {}).get("thread_id"):
+        return None
+    return task
 
 
 def _head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:

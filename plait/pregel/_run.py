@@ -10,11 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
 from typing import Any
 
-from plait.errors import SerializationError
+from plait.errors import ParentCommand, SerializationError
 from plait.pregel._callable import run_coroutine
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._loop import Loop, task_id
-from plait.pregel._task import Task, collect
+from plait.pregel._task import Task, collect, from_child
 
 __all__ = ["run_sync", "run_task"]
 
@@ -28,7 +28,8 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
     sink = loop.sink
     return TaskContext(config=loop.config, store=store, writer=sink.custom, context=context,
                        node=task.name, task_id=tid, resume=list(resume) if resume else [],
-                       lc_config=sink.child_config(task, loop.run.step) if sink.lc_child else None)
+                       lc_config=sink.child_config(task, loop.run.step) if sink.lc_child else None,
+                       saver=loop.saver, checkpoint_ns=loop.thread.checkpoint_ns if loop.thread else "")
 
 
 def run_task(task: Task, ctx: TaskContext) -> None:
@@ -38,8 +39,12 @@ def run_task(task: Task, ctx: TaskContext) -> None:
         while True:
             attempt += 1
             try:
-                value = task.node.call(task.input, ctx)
-                collect(task, run_coroutine(value) if task.node.is_async else value)
+                try:
+                    value = task.node.call(task.input, ctx)
+                    value = run_coroutine(value) if task.node.is_async else value
+                except ParentCommand as exc:  # a subgraph inside this node addressed this graph
+                    value = from_child(exc)
+                collect(task, value)
                 return
             except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
                 delay = task.failed(exc, attempt)

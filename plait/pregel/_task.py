@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plait.errors import ErrorCode, GraphInterrupt, InvalidUpdateError, create_error_message
+from plait.errors import ErrorCode, GraphInterrupt, InvalidUpdateError, ParentCommand, create_error_message
 from plait.pregel._plan import NodeSpec
 from plait.types import Command, Send
 
-__all__ = ["Task", "collect"]
+__all__ = ["Task", "collect", "from_child"]
 
 
 @dataclass(slots=True)
@@ -39,6 +39,9 @@ class Task:
         """
         if isinstance(exc, GraphInterrupt):
             self.interrupts = tuple(exc.interrupts)
+            return None
+        if isinstance(exc, ParentCommand):  # bubbles up to the parent graph, never retried
+            self.error = exc
             return None
         policy = self.node.retry
         if policy is None or attempt >= policy.max_attempts or not policy.should_retry(exc):
@@ -71,6 +74,12 @@ def _bad_return(name: str, value: Any) -> InvalidUpdateError:
     return err
 
 
+def from_child(exc: ParentCommand) -> Command[Any]:
+    """A subgraph's ``Command(graph=PARENT)`` as this graph's node result."""
+    cmd = exc.command
+    return Command(update=cmd.update, goto=cmd.goto, resume=cmd.resume)
+
+
 def collect(task: Task, result: Any) -> None:
     """Record ``result`` as the task's writes and goto targets.
 
@@ -92,8 +101,7 @@ def collect(task: Task, result: Any) -> None:
                 task.goto.append(item)
                 continue
             if item.graph == Command.PARENT:
-                raise InvalidUpdateError("Command(graph=Command.PARENT) is only valid inside a subgraph",
-                                         node=task.name, value=item)
+                raise ParentCommand(item, task.name)
             if item.update is not None:
                 task.writes.extend(_command_updates(task.name, item.update))
             goto = item.goto
