@@ -21,6 +21,7 @@ __all__ = [
     "StateSnapshot",
     "StreamMode",
     "StreamWriter",
+    "default_retry_on",
     "interrupt",
 ]
 
@@ -101,6 +102,21 @@ class Interrupt:
     id: str = ""
 
 
+_NOT_TRANSIENT = (ValueError, TypeError, ArithmeticError, ImportError, LookupError, NameError, SyntaxError,
+                  RuntimeError, ReferenceError, StopIteration, StopAsyncIteration, OSError)
+
+
+def default_retry_on(exc: Exception) -> bool:
+    """Whether ``exc`` looks transient: connection errors and HTTP 5xx yes, programming errors no."""
+    if isinstance(exc, ConnectionError):
+        return True
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None) or getattr(response, "status", None)
+    if isinstance(status, int):
+        return status >= 500
+    return not isinstance(exc, _NOT_TRANSIENT)
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How a failing node is retried.
@@ -111,7 +127,9 @@ class RetryPolicy:
         max_interval: Upper bound of the interval in seconds.
         max_attempts: Attempts in total, the first one included.
         jitter: Add up to 1 s of random jitter to each interval.
-        retry_on: Exception classes (or a predicate) that are worth retrying.
+        retry_on: Exception classes (or a predicate) that are worth retrying. The default,
+            :func:`default_retry_on`, retries transient failures (connection errors, HTTP 5xx)
+            but not programming errors such as ``ValueError`` or ``KeyError``.
     """
 
     initial_interval: float = 0.5
@@ -119,7 +137,8 @@ class RetryPolicy:
     max_interval: float = 128.0
     max_attempts: int = 3
     jitter: bool = True
-    retry_on: type[BaseException] | Sequence[type[BaseException]] | Callable[[Exception], bool] = Exception
+    retry_on: type[BaseException] | Sequence[type[BaseException]] | Callable[[Exception], bool] = field(
+        default_factory=lambda: default_retry_on)
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""

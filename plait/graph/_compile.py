@@ -38,8 +38,7 @@ def _maker(schema: type | None) -> Callable[[dict[str, Any]], Any] | None:
 def _to_dict(schema: type) -> Callable[[Any], dict[str, Any]] | None:
     kind = schema_kind(schema)
     if kind == SchemaKind.PYDANTIC:
-        return lambda obj: obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in type(obj).model_fields
-                                                              if k in obj.model_fields_set}
+        return lambda obj: obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in type(obj).model_fields}
     if kind == SchemaKind.DATACLASS:
         return lambda obj: obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in obj.__dataclass_fields__}
     return None

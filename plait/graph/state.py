@@ -239,8 +239,24 @@ class CompiledStateGraph(Pregel):
         super().__init__(plan, **kwargs)
         self.builder = builder
 
+    def get_input_jsonschema(self, config: dict[str, Any] | None = None) -> dict[str, Any]:
+        """JSON schema of the graph input (needs pydantic)."""
+        return _json_schema(self.builder.input_schema)
+
+    def get_output_jsonschema(self, config: dict[str, Any] | None = None) -> dict[str, Any]:
+        """JSON schema of the graph output (needs pydantic)."""
+        return _json_schema(self.builder.output_schema)
+
     def get_graph(self, config: dict[str, Any] | None = None, *, xray: int | bool = False) -> Any:
         """A drawable view of the graph (``draw_mermaid()``, ``draw_ascii()``)."""
         from plait.graph._draw import DrawableGraph
 
         return DrawableGraph.from_builder(self.builder)
+
+
+def _json_schema(schema: type) -> dict[str, Any]:
+    try:
+        from pydantic import TypeAdapter
+    except ImportError as exc:  # pragma: no cover - pydantic is optional
+        raise ImportError("get_input_jsonschema/get_output_jsonschema need pydantic: pip install pydantic") from exc
+    return TypeAdapter(schema).json_schema()

@@ -103,7 +103,7 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
         if loop.interrupts:
             if saver is not None:
                 await _flush(loop)
-            for event in loop.events:
-                yield event
-            loop.events.clear()
             break
+    for event in loop.events:  # e.g. the interrupt chunk of interrupt_before
+        yield event
+    loop.events.clear()

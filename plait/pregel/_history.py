@@ -71,6 +71,8 @@ def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None,
     if as_node is not None and as_node not in plan.nodes and as_node not in (START, END):
         raise InvalidUpdateError(f"Node {as_node!r} does not exist; known nodes: {sorted(plan.nodes)}",
                                  node=as_node)
+    if saved is None and as_node is None:
+        as_node = START  # a new thread: the update is its input, and the graph starts from it
     loop = Loop(plan, None, {}, frozenset())
     loop.load(saved)
     run: RunState = loop.run
@@ -90,7 +92,7 @@ def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None,
         "channel_versions": dict(run.versions), "updated_channels": sorted(changed), "next": list(run.next),
         "sends": list(run.sends), "barriers": {k: sorted(v) for k, v in run.barriers.items()}, "interrupts": [],
     }
-    step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else -1
+    step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else 0
     metadata = {"source": "update", "step": step, "parents": {}}
     parent = saved.config if saved is not None else thread.config()
     versions = {k: run.versions[k] for k in changed if k in run.versions}

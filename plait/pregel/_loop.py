@@ -21,6 +21,7 @@ from plait.errors import (
     EmptyInputError,
     ErrorCode,
     GraphRecursionError,
+    InvalidUpdateError,
     SerializationError,
     StrictModeError,
     create_error_message,
@@ -179,7 +180,9 @@ class Loop:
         if self.plan.input_make is not None and not isinstance(input, dict):
             input = self.plan.input_make(input)  # noqa: A001
         if not isinstance(input, Mapping):
-            raise EmptyInputError(f"Expected a dict (or state object) as graph input, got {input!r}")
+            message = create_error_message(message=f"Expected dict, got {input}",
+                                           error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE)
+            raise InvalidUpdateError(message, node=START, value=input)
         keys = self.plan.input_keys
         if self.plan.strict:
             extra = [k for k in input if k not in keys]
@@ -360,9 +363,9 @@ class Loop:
         return state if plan.state_make is None else plan.state_make(state)
 
     def state_values(self) -> dict[str, Any]:
-        """The state keys that are set (what ``stream_mode="values"`` shows)."""
+        """Every key that is set, private ones included (what ``stream_mode="values"`` shows)."""
         values = self.run.values
-        return {k: values[k] for k in self.plan.state_keys if k in values}
+        return {k: values[k] for k in self.plan.channels if k in values}
 
     def output(self) -> dict[str, Any]:
         """The run's result: the output keys that are set."""

@@ -138,8 +138,8 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
         if loop.interrupts:
             if saver is not None:
                 _flush(loop)
-            if loop.events:
-                yield from loop.events
-                loop.events.clear()
             break
+    if loop.events:  # e.g. the interrupt chunk of interrupt_before
+        yield from loop.events
+        loop.events.clear()
     return loop

@@ -82,8 +82,9 @@ def apply_writes(plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequenc
     """Merge the step's writes into ``run.values``; return the keys whose value was written.
 
     ``writers`` pairs each writer (node name, or ``START`` for input) with its
-    writes. Writes are applied in writer-name order, so the result does not
-    depend on which node finished first.
+    writes, in the order the tasks were scheduled: nodes by name, then ``Send``
+    tasks in the order they were sent (as LangGraph does). The result never
+    depends on which node finished first.
     """
     if len(writers) == 1:
         name, writes = writers[0]
@@ -91,7 +92,7 @@ def apply_writes(plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequenc
             return _apply_one(plan, run, name, writes)
     pending: dict[str, tuple[list[Any], list[str]]] = {}
     channels = plan.channels
-    for name, writes in sorted(writers, key=_by_name):
+    for name, writes in writers:  # already ordered: pulls by node name, then Send tasks in order
         for key, value in writes:
             if key not in channels:
                 _unknown_key(plan, name, key, value)
@@ -134,10 +135,6 @@ def _merge(channel: Any, run: RunState, key: str, vals: Sequence[Any], nodes: Se
     else:
         values[key] = new
     run.versions[key] = run.versions.get(key, 0) + 1
-
-
-def _by_name(item: tuple[str, Any]) -> str:
-    return item[0]
 
 
 def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
