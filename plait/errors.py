@@ -31,12 +31,14 @@ from typing import Any
 
 __all__ = [
     "CheckpointConflictError",
+    "CheckpointNotFoundError",
     "EmptyChannelError",
     "EmptyInputError",
     "ErrorCode",
     "GraphBuildError",
     "GraphInterrupt",
     "GraphRecursionError",
+    "IncompatibleDatabaseError",
     "InvalidUpdateError",
     "NodeInterrupt",
     "ParentCommand",
@@ -215,6 +217,26 @@ class ParentCommand(Exception):  # noqa: N818 - LangGraph's name
             "when this graph runs as a subgraph; this graph has no parent here.")
         self.command = command
         self.node = node
+
+
+class CheckpointNotFoundError(LookupError):
+    """A config names a checkpoint that the thread does not have (never written, or pruned).
+
+    Attributes:
+        thread_id: The thread.
+        checkpoint_id: The missing checkpoint.
+    """
+
+    def __init__(self, thread_id: str, checkpoint_id: str) -> None:
+        super().__init__(f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r} (never written, deleted or "
+                         "pruned). Use get_state_history() to pick an existing one, or drop checkpoint_id to use "
+                         "the newest.")
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+
+
+class IncompatibleDatabaseError(RuntimeError):
+    """The database holds checkpoint tables plait did not write (e.g. LangGraph's); nothing was changed."""
 
 
 class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name

@@ -23,6 +23,7 @@ from plait.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     ThreadInfo,
+    check_prune,
 )
 from plait.checkpoint.serde import Serializer
 from plait.errors import CheckpointConflictError, SerializationError
@@ -119,11 +120,15 @@ class SqlSaverBase(BaseCheckpointSaver):
 
     # -- reading ------------------------------------------------------------------
 
-    def _decode(self, data: bytes, what: str) -> Any:
+    def _decode(self, data: bytes, what: str, *, record: bool = True) -> Any:
         try:
-            return self.serde.loads(bytes(data))
-        except SerializationError as exc:
+            value = self.serde.loads(bytes(data))
+        except (SerializationError, TypeError) as exc:
             raise SerializationError(f"Cannot read {what}: {exc}") from exc
+        if record and not isinstance(value, dict):
+            raise SerializationError(f"Cannot read {what}: expected a record, found {type(value).__name__} "
+                                     "(the row is corrupt)")
+        return value
 
     def _entries(self, thread: _Thread, wanted: Mapping[str, str], memo: dict[Any, Entry],
                  keep_all: bool = False) -> dict[str, Entry]:
@@ -169,7 +174,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         checkpoint = {**stored, "id": cid, "channel_values": values}
         metadata = {"parents": {}, **self._decode(meta, f"metadata of checkpoint {cid}")}
         metadata.update({k: v for k, v in (("source", source), ("step", step)) if v is not None})
-        pending = [(t, ch, self._decode(v, f"pending write {ch!r} of task {t}")) for t, ch, v in writes]
+        pending = [(t, ch, self._decode(v, f"pending write {ch!r} of task {t}", record=False)) for t, ch, v in writes]
         parent_config = _config(thread, parent) if parent else None
         return CheckpointTuple(_config(thread, cid), checkpoint, metadata, parent_config, pending)  # type: ignore[arg-type]
 
@@ -334,6 +339,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         kept. Values the kept checkpoints need are rewritten in full where their
         delta chain would lose its base.
         """
+        check_prune(keep_last, older_than)
         self._setup_once()
         cutoff = None if older_than is None else datetime.fromtimestamp(
             time.time() - older_than, timezone.utc).isoformat()

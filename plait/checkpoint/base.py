@@ -37,6 +37,7 @@ __all__ = [
     "CheckpointTuple",
     "PendingWrite",
     "ThreadInfo",
+    "check_prune",
     "empty_checkpoint",
     "get_checkpoint_id",
     "new_checkpoint_id",
@@ -109,6 +110,22 @@ class ThreadInfo(NamedTuple):
     head_id: str
     step: int
     updated_at: str
+
+
+def check_prune(keep_last: Any, older_than: Any) -> None:
+    """Validate ``prune`` arguments.
+
+    Raises:
+        ValueError: neither is given, ``keep_last`` is not an int >= 1, or ``older_than`` is negative.
+    """
+    if keep_last is None and older_than is None:
+        raise ValueError("prune() needs keep_last=N and/or older_than=seconds; nothing would be deleted")
+    if keep_last is not None and (isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1):
+        raise ValueError(f"prune(keep_last=...) must be an int >= 1 (the newest checkpoint is always kept), "
+                         f"got {keep_last!r}")
+    if older_than is not None and (isinstance(older_than, bool) or not isinstance(older_than, (int, float))
+                                   or older_than < 0):
+        raise ValueError(f"prune(older_than=...) must be a number of seconds >= 0, got {older_than!r}")
 
 
 def empty_checkpoint() -> Checkpoint:

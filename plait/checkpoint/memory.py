@@ -52,6 +52,7 @@ from plait.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    check_prune,
     conflict,
     now_iso,
 )
@@ -313,6 +314,7 @@ class InMemorySaver(BaseCheckpointSaver):
         kept. The kept checkpoints are stored again, so values whose delta chain
         ran through deleted checkpoints are rewritten and the memory is freed.
         """
+        check_prune(keep_last, older_than)
         thread_id = str(thread_id)
         cutoff = None if older_than is None else datetime.fromtimestamp(
             time.time() - older_than, timezone.utc).isoformat()

@@ -26,19 +26,53 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 @contextmanager
-def open_saver(db: str) -> Iterator[BaseCheckpointSaver]:
-    """Open the saver a ``DB`` argument names (SQLite path or PostgreSQL DSN)."""
-    if db.startswith(("postgres://", "postgresql://")):
-        from plait.checkpoint.postgres import PostgresSaver
+def open_saver(db: str, *, create: bool = False) -> Iterator[BaseCheckpointSaver]:
+    """Open the saver a ``DB`` argument names (SQLite path or PostgreSQL DSN).
 
-        with PostgresSaver.from_conn_string(db) as saver:
-            yield saver
+    Args:
+        db: A SQLite file path or a ``postgresql://`` DSN.
+        create: Allow creating the checkpoint tables (``migrate``); the other commands only read.
+    """
+    if db.startswith(("postgres://", "postgresql://")):
+        yield from _open_postgres(db)
         return
     if db != ":memory:" and not Path(db).exists():
         raise click.BadParameter(f"no such SQLite file: {db}", param_hint="DB")
+    _check_sqlite(db, create)
     from plait.checkpoint.sqlite import SqliteSaver
 
     with SqliteSaver.from_conn_string(db) as saver:
+        yield saver
+
+
+def _check_sqlite(db: str, create: bool) -> None:
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise click.BadParameter(f"{db} is not a SQLite database ({exc})", param_hint="DB") from None
+    if "checkpoints" in names and "plait_meta" not in names:
+        raise click.ClickException(f"{db} holds checkpoint tables that plait did not write (LangGraph's?)")
+    if "checkpoints" not in names and not create:
+        raise click.ClickException(f"{db} has no plait checkpoints yet (run `plait migrate {db}` to create the "
+                                   "tables)")
+
+
+def _open_postgres(db: str) -> Iterator[BaseCheckpointSaver]:
+    import psycopg
+
+    try:
+        psycopg.connect(db, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        raise click.ClickException(f"cannot connect to PostgreSQL: {str(exc).strip()}") from None
+    from plait.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(db) as saver:
         yield saver
 
 
@@ -161,8 +195,8 @@ def prune(db: str, thread_id: str, keep_last: int | None, older_than: str | None
     if keep_last is None and older_than is None:
         raise click.UsageError("say what to prune: --keep-last N and/or --older-than 7d")
     with open_saver(db) as saver:
-        deleted = saver.prune(thread_id, keep_last=keep_last,
-                              older_than=_seconds(older_than) if older_than else None)
+        seconds = _seconds(older_than) if older_than else None
+        deleted = saver.prune(thread_id, keep_last=keep_last, older_than=seconds)
         click.echo(f"deleted {deleted} checkpoint(s) of thread {thread_id!r}")
 
 
@@ -170,9 +204,9 @@ def prune(db: str, thread_id: str, keep_last: int | None, older_than: str | None
 @click.argument("db")
 def migrate(db: str) -> None:
     """Create or upgrade the checkpoint tables in DB to this version of plait."""
-    with open_saver(db) as saver:
+    with open_saver(db, create=True) as saver:
         setup = getattr(saver, "setup", None)
         if setup is None:
             raise click.ClickException(f"{type(saver).__name__} has no tables to migrate")
         setup()
-        click.echo(f"{db}: checkpoint tables are up to date")
+        click.echo("checkpoint tables are up to date")

@@ -8,7 +8,7 @@ from typing import Any
 
 from plait.errors import ParentCommand, SerializationError
 from plait.pregel._context import TaskContext, task_scope
-from plait.pregel._loop import Loop
+from plait.pregel._loop import Loop, found
 from plait.pregel._run import make_context, run_task
 from plait.pregel._task import Task, collect, from_child
 
@@ -72,7 +72,7 @@ async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = No
         thread = loop.thread
         assert thread is not None  # noqa: S101 - set whenever there is a saver
         async with await saver.alease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject"):
-            loop.load(await saver.aget_tuple(thread.config()))
+            loop.load(found(await saver.aget_tuple(thread.config()), thread))
             async for event in _drive(loop, input, store, context):
                 yield event
     if result is not None:

@@ -12,7 +12,7 @@ from plait._schema import MISSING
 from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
-from plait.pregel._loop import INTERRUPT, Loop
+from plait.pregel._loop import ERROR, INTERRUPT, RESUME, Loop
 from plait.pregel._plan import Plan
 from plait.pregel._step import RunState, apply_writes, schedule
 from plait.pregel._task import Task, collect
@@ -38,24 +38,38 @@ def snapshot(plan: Plan, saved: CheckpointTuple) -> StateSnapshot:
         if value is not MISSING:
             shown[key] = value
     interrupts: list[Interrupt] = []
-    errors: dict[str, Any] = {}
+    by_task: dict[str, dict[str, Any]] = {}
     for tid, key, value in saved.pending_writes or ():
+        info = by_task.setdefault(tid, {"writes": {}, "interrupts": [], "error": None})
         if key == INTERRUPT:
             interrupts.extend(value)
-            errors.setdefault(tid, None)
+            info["interrupts"].extend(value)
+        elif key == ERROR:
+            info["error"] = value
+        elif key != RESUME:
+            info["writes"][key] = value
     nxt = tuple(cp.get("next") or ()) + tuple(s[0] for s in cp.get("sends") or ())
-    by_node: dict[str, list[Interrupt]] = {}
-    for tid in errors:
-        by_node.setdefault(tid.split(":")[-2], []).extend(
-            i for t, k, v in saved.pending_writes or () if t == tid and k == INTERRUPT for i in v)
-    tasks = tuple(
-        PregelTask(id=f"{cp['id']}:{name}:{i}", name=name, path=("__pregel_pull", name),
-                   interrupts=tuple(by_node.get(name, ())))
-        for i, name in enumerate(nxt)
-    )
+    tasks = tuple(_task(cp["id"], name, index, by_task) for name, index in _task_keys(cp))
     return StateSnapshot(values=shown, next=nxt, config=saved.config, metadata=saved.metadata,
                          created_at=cp.get("ts"), parent_config=saved.parent_config, tasks=tasks,
                          interrupts=tuple(interrupts))
+
+
+def _task_keys(cp: Any) -> list[tuple[str, int]]:
+    keys = [(name, 0) for name in cp.get("next") or ()]
+    counts: dict[str, int] = {}
+    for name, _ in cp.get("sends") or ():
+        counts[name] = counts.get(name, -1) + 1
+        keys.append((name, counts[name]))
+    return keys
+
+
+def _task(cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]]) -> PregelTask:
+    tid = f"{cid}:{name}:{index}"
+    info = by_task.get(tid, {})
+    done = not info.get("error") and not info.get("interrupts") and tid in by_task
+    return PregelTask(id=tid, name=name, path=("__pregel_pull", name), error=info.get("error"),
+                      interrupts=tuple(info.get("interrupts", ())), result=info["writes"] if done else None)
 
 
 def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None, values: Any,

@@ -18,6 +18,7 @@ from plait._schema import MISSING
 from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import START
 from plait.errors import (
+    CheckpointNotFoundError,
     EmptyInputError,
     ErrorCode,
     GraphRecursionError,
@@ -33,15 +34,27 @@ from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Command, Interrupt
 
-__all__ = ["INTERRUPT", "RESUME", "Loop", "RunOptions", "Save"]
+__all__ = ["ERROR", "INTERRUPT", "RESUME", "Loop", "RunOptions", "Save"]
 
 DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "10007"))
 """Supersteps a run may take when the config sets no ``recursion_limit`` (LangGraph's default)."""
 RESUME = "__resume__"
+ERROR = "__error__"
 _COMMAND = "__command__"
 Save = tuple[Any, ...]
 """A queued checkpoint operation: ``("put", config, checkpoint, metadata, versions, expected_head)``
 or ``("writes", config, writes, task_id)``."""
+
+
+def found(saved: CheckpointTuple | None, thread: ThreadRef) -> CheckpointTuple | None:
+    """``saved``, unless the config named a checkpoint that is not there.
+
+    Raises:
+        CheckpointNotFoundError: ``thread.checkpoint_id`` names a missing checkpoint.
+    """
+    if saved is None and thread.checkpoint_id is not None:
+        raise CheckpointNotFoundError(thread.thread_id, thread.checkpoint_id)
+    return saved
 
 
 def task_id(checkpoint_id: str | None, task: Task) -> str:
@@ -139,6 +152,8 @@ class Loop:
         for tid, key, value in saved.pending_writes or ():
             if key == INTERRUPT:
                 self.interrupted.setdefault(tid, []).extend(value)
+                continue
+            if key == ERROR:
                 continue
             if key == RESUME:
                 self.resumes.setdefault(tid, []).extend(value)
@@ -311,6 +326,8 @@ class Loop:
                     self.saves.append(("writes", self.checkpoint_config, [(RESUME, list(resumes))], tid))
             elif t.error is None and t.done:
                 self.saves.append(("writes", self.checkpoint_config, list(t.writes), tid))
+            elif t.error is not None:  # shown by get_state().tasks; the task runs again on resume
+                self.saves.append(("writes", self.checkpoint_config, [(ERROR, repr(t.error))], tid))
 
     # -- checkpoint & output --------------------------------------------------
 

@@ -12,7 +12,7 @@ from plait.pregel._arun import run_async
 from plait.pregel._callable import run_nested
 from plait.pregel._context import running_task
 from plait.pregel._history import empty_snapshot, prepare_update, snapshot
-from plait.pregel._loop import Loop, RunOptions
+from plait.pregel._loop import Loop, RunOptions, found
 from plait.pregel._plan import Plan
 from plait.pregel._run import run_sync
 from plait.pregel._thread import ThreadRef
@@ -185,7 +185,7 @@ class Pregel:
         """
         ref = ThreadRef.from_config(config)
         saver = self._saver()
-        saved = saver.get_tuple(ref.config())
+        saved = found(saver.get_tuple(ref.config()), ref)
         parent, checkpoint, metadata, versions = prepare_update(self.plan, ref, saved, values, as_node)
         return saver.put(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
 
@@ -193,7 +193,7 @@ class Pregel:
         """Async :meth:`update_state`."""
         ref = ThreadRef.from_config(config)
         saver = self._saver()
-        saved = await saver.aget_tuple(ref.config())
+        saved = found(await saver.aget_tuple(ref.config()), ref)
         parent, checkpoint, metadata, versions = prepare_update(self.plan, ref, saved, values, as_node)
         return await saver.aput(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
 

@@ -13,7 +13,7 @@ from typing import Any
 from plait.errors import ParentCommand, SerializationError
 from plait.pregel._callable import run_coroutine
 from plait.pregel._context import TaskContext, task_scope
-from plait.pregel._loop import Loop, task_id
+from plait.pregel._loop import Loop, found, task_id
 from plait.pregel._task import Task, collect, from_child
 
 __all__ = ["run_sync", "run_task"]
@@ -113,7 +113,7 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
     thread = loop.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
     with saver.lease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject"):
-        loop.load(saver.get_tuple(thread.config()))
+        loop.load(found(saver.get_tuple(thread.config()), thread))
         return (yield from _drive(loop, input, store, context))
 
 

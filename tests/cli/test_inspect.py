@@ -74,3 +74,26 @@ def test_bad_input_is_a_clear_usage_error(db: str, tmp_path: Path) -> None:
 def test_migrate_is_idempotent(db: str) -> None:
     assert "up to date" in run("migrate", db)
     assert "up to date" in run("migrate", db)
+
+
+def test_inspector_refuses_foreign_or_broken_files_without_touching_them(tmp_path: Path) -> None:
+    import sqlite3
+
+    runner = CliRunner()
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database at all" * 100)
+    bad = runner.invoke(main, ["threads", str(junk)])
+    assert bad.exit_code == 2 and "is not a SQLite database" in bad.output
+    empty = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty).close()
+    none_yet = runner.invoke(main, ["threads", str(empty)])
+    assert none_yet.exit_code == 1 and "no plait checkpoints yet" in none_yet.output
+    foreign = tmp_path / "langgraph.sqlite"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE checkpoints (thread_id TEXT, checkpoint BLOB)")
+    conn.commit()
+    conn.close()
+    refused = runner.invoke(main, ["history", str(foreign), "t"])
+    assert refused.exit_code == 1 and "did not write" in refused.output
+    conn = sqlite3.connect(foreign)
+    assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master")} == {"checkpoints"}, "left untouched"

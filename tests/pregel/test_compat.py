@@ -112,3 +112,33 @@ def test_json_schemas_of_input_and_output() -> None:
              .add_edge(START, "n").compile())
     assert list(graph.get_input_jsonschema()["properties"]) == ["question"]
     assert list(graph.get_output_jsonschema()["properties"]) == ["answer"]
+
+
+def test_failed_parallel_step_shows_results_and_errors_in_get_state() -> None:
+    fail = [True]
+
+    def bad(state: S) -> dict:
+        if fail[0]:
+            raise RuntimeError("boom")
+        return {"log": ["b"]}
+
+    builder = StateGraph(S).add_node("a", _note("a")).add_node("b", bad).add_edge(START, "a").add_edge(START, "b")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(RuntimeError):
+        graph.invoke({"log": [], "x": 0}, config)
+    assert [(t.name, t.error, t.result) for t in graph.get_state(config).tasks] == [
+        ("a", None, {"log": ["a"]}), ("b", "RuntimeError('boom')", None)]
+    fail[0] = False
+    assert graph.invoke(None, config)["log"] == ["a", "b"]
+
+
+def test_a_missing_checkpoint_id_is_a_clear_error() -> None:
+    from plait.errors import CheckpointNotFoundError
+
+    graph = StateGraph(S).add_node("a", _note("a")).add_edge(START, "a").compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t", "checkpoint_id": "nope"}}
+    with pytest.raises(CheckpointNotFoundError, match="has no checkpoint 'nope'"):
+        graph.invoke({"log": [], "x": 0}, config)
+    with pytest.raises(CheckpointNotFoundError):
+        graph.update_state(config, {"x": 1})

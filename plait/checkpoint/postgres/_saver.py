@@ -44,8 +44,11 @@ class PostgresSaver(SqlSaverBase):
                  serde: Serializer | None = None, cache_size: int = 128, lease_ttl: float = DEFAULT_TTL) -> None:
         super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
         if not isinstance(conn, (psycopg.Connection, ConnectionPool)):
-            raise TypeError(f"PostgresSaver needs a psycopg.Connection or psycopg_pool.ConnectionPool, got "
-                            f"{type(conn).__name__}; use PostgresSaver.from_conn_string(dsn) to open one")
+            name = type(self).__name__
+            raise TypeError(
+                f"{name} needs a psycopg.Connection or psycopg_pool.ConnectionPool, got {type(conn).__name__}; "
+                f"use {name}.from_conn_string(dsn) to open one. (plait's async savers run psycopg's sync driver "
+                "in worker threads, so AsyncConnection / AsyncConnectionPool are not accepted.)")
         self.conn = conn
         self.lock = threading.RLock()
         self.is_setup = False

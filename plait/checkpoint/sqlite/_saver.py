@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +15,7 @@ from plait.checkpoint._engine import SqlSaverBase
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import _sql
-from plait.errors import SchemaVersionError
+from plait.errors import IncompatibleDatabaseError, SchemaVersionError
 
 __all__ = ["SqliteSaver"]
 
@@ -56,10 +57,11 @@ class SqliteSaver(SqlSaverBase):
             path: A file path, or ``":memory:"``.
             **kwargs: Passed to :class:`SqliteSaver`.
         """
-        conn = sqlite3.connect(str(path), check_same_thread=False)
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"SqliteSaver.from_conn_string needs a file path (str or Path), got {path!r}")
+        conn = sqlite3.connect(os.fspath(path), check_same_thread=False)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            _use_wal(conn)
             yield cls(conn, **kwargs)
         finally:
             conn.close()
@@ -71,18 +73,19 @@ class SqliteSaver(SqlSaverBase):
     def _create_tables(self) -> None:
         with self.lock:
             conn = self.conn
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+            if "checkpoints" in names and "plait_meta" not in names:
+                raise IncompatibleDatabaseError(
+                    "This SQLite database already has a 'checkpoints' table that plait did not create (LangGraph's "
+                    "SqliteSaver layout?). plait keeps its own layout (docs/storage.md); use a new file. "
+                    "Nothing was changed.")
             fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
             if fresh and not conn.in_transaction:
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             if not conn.in_transaction:
                 # WAL (kept in the file) lets readers work during writes; with it, NORMAL sync
                 # survives a killed process (only an OS crash can lose the last commits).
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                # Fold the WAL back into the file often and truncate it, so the files on disk
-                # stay close to the data (a long thread otherwise carries a 4 MB WAL).
-                conn.execute("PRAGMA wal_autocheckpoint=32")
-                conn.execute("PRAGMA journal_size_limit=0")
+                _use_wal(conn)
             with self._tx() as cur:
                 cur.execute(_sql.META_TABLE)
                 row = cur.execute(_sql.GET_META, ["schema_version"]).fetchone()
@@ -133,3 +136,26 @@ class SqliteSaver(SqlSaverBase):
             else:
                 self.conn.execute("VACUUM")
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """WAL mode with ``synchronous=NORMAL`` and a small, truncated WAL.
+
+    WAL lets readers work during writes; with it, NORMAL sync survives a killed
+    process (only an OS crash can lose the last commits). Folding the WAL back
+    often keeps the files on disk close to the data (a long thread otherwise
+    carries a 4 MB WAL). Switching the mode needs a moment without other
+    writers, so a busy database is retried briefly.
+    """
+    for attempt in range(50):
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 49:
+                raise
+            time.sleep(0.02)
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA wal_autocheckpoint=32")
+    conn.execute("PRAGMA journal_size_limit=0")

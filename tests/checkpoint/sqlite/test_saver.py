@@ -269,3 +269,60 @@ async def test_async_saver_setup_is_awaitable_and_list_streams(tmp_path) -> None
             await graph.ainvoke({"messages": [("user", "hi")]}, config)
         steps = [s.metadata["step"] async for s in graph.aget_state_history(config, limit=4)]
         assert steps == [7, 6, 5, 4]
+
+
+def test_foreign_checkpoint_tables_are_refused_and_left_alone(tmp_path) -> None:  # noqa: ANN001
+    import sqlite3
+
+    import pytest
+
+    from plait.checkpoint.sqlite import SqliteSaver
+    from plait.errors import IncompatibleDatabaseError
+
+    path = tmp_path / "lg.db"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    conn.execute("CREATE TABLE checkpoints (thread_id TEXT, checkpoint_ns TEXT, checkpoint_id TEXT)")
+    conn.commit()
+    with pytest.raises(IncompatibleDatabaseError, match="plait did not create"):
+        SqliteSaver(conn).setup()
+    assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master")} == {"checkpoints"}
+
+
+def test_from_conn_string_needs_a_path() -> None:
+    import pytest
+
+    from plait.checkpoint.sqlite import SqliteSaver
+
+    with pytest.raises(TypeError, match="needs a file path"), SqliteSaver.from_conn_string(None):  # type: ignore[arg-type]
+        pass
+
+
+def test_prune_arguments_are_checked(tmp_path) -> None:  # noqa: ANN001
+    import pytest
+
+    from plait.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(str(tmp_path / "p.db")) as saver:
+        for kwargs in ({}, {"keep_last": 0}, {"keep_last": "3"}, {"older_than": -5}):
+            with pytest.raises(ValueError, match="prune"):
+                saver.prune("t", **kwargs)
+
+
+def test_a_checkpoint_row_of_the_wrong_shape_is_a_serialization_error(tmp_path) -> None:  # noqa: ANN001
+    import pytest
+
+    from plait.checkpoint.sqlite import SqliteSaver
+    from plait.errors import SerializationError
+    from plait.graph import END, START, MessagesState, StateGraph
+
+    with SqliteSaver.from_conn_string(str(tmp_path / "c.db")) as saver:
+        graph = (StateGraph(MessagesState).add_node("n", lambda s: {"messages": [("ai", "ok")]})
+                 .add_edge(START, "n").add_edge("n", END).compile(checkpointer=saver))
+        config = {"configurable": {"thread_id": "t"}}
+        graph.invoke({"messages": [("user", "hi")]}, config)
+        saver.conn.execute("UPDATE checkpoints SET checkpoint = x'00ff00ff'")
+        saver.conn.commit()
+        saver._cache.drop_thread("t")
+        saver._locs.drop_thread("t")
+        with pytest.raises(SerializationError, match="corrupt|Cannot read"):
+            graph.get_state(config)
