@@ -46,6 +46,7 @@ __all__ = [
     "SerializationError",
     "StrictModeError",
     "ThreadBusyError",
+    "UndeclaredKeyWarning",
     "create_error_message",
 ]
 
@@ -237,6 +238,10 @@ class CheckpointNotFoundError(LookupError):
 
 class IncompatibleDatabaseError(RuntimeError):
     """The database holds checkpoint tables plait did not write (e.g. LangGraph's); nothing was changed."""
+
+
+class UndeclaredKeyWarning(UserWarning):
+    """A node wrote a key that no schema declares; the write was dropped (strict mode raises instead)."""
 
 
 class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name

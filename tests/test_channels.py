@@ -81,8 +81,11 @@ def test_reducer_folds_parallel_writes_in_node_name_order() -> None:
     assert g.compile().invoke({"entries": []})["entries"] == ["a", "b", "c"]
 
 
-def test_unknown_key_in_update_is_ignored() -> None:
+def test_unknown_key_in_update_is_dropped_with_a_warning() -> None:
+    from plait.errors import UndeclaredKeyWarning
+
     g = StateGraph(S)
     g.add_node("a", lambda s: {"nope": 1, "x": 2})
     g.add_edge(START, "a")
-    assert g.compile().invoke({"x": 0}) == {"entries": [], "x": 2}
+    with pytest.warns(UndeclaredKeyWarning, match="Node 'a' wrote key 'nope'"):
+        assert g.compile().invoke({"x": 0}) == {"entries": [], "x": 2}

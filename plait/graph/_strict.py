@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections.abc
 import copy
+import difflib
 import inspect
 import warnings
 from collections.abc import Callable, Sequence
@@ -149,21 +150,28 @@ def _changed(before: Any, after: Any) -> bool:
 
 
 def _warn_edit_without_id(key: str, node: str, current: list[Any], items: list[Any]) -> None:
-    recent = [m for m in current[-10:] if isinstance(m, BaseMessage)]
+    """Warn when an id-less message looks like an edit of the last message (seed 000 §6.4).
+
+    Only the newest message is a candidate, and only when the new text is the same
+    (ignoring case and spacing) or nearly so: a new turn that happens to start
+    the same way is not an edit.
+    """
+    old = current[-1]
+    if not isinstance(old, BaseMessage):
+        return
+    old_text = " ".join(str(old.content).split()).casefold()
     for item in items:
         if not isinstance(item, BaseMessage) or item.id is not None or isinstance(item, RemoveMessage):
             continue
-        text = str(item.content).strip().casefold()
-        for old in reversed(recent):
-            old_text = str(old.content).strip().casefold()
-            if old.type == item.type and text and old_text and (
-                    text == old_text or (min(len(text), len(old_text)) >= 12
-                                         and (text.startswith(old_text[:12]) or old_text.startswith(text[:12])))):
-                warnings.warn(
-                    f"Node {node!r} added a {type(item).__name__} without an id to {key!r} that looks like an edit "
-                    f"of message id={old.id!r} ({_short(old.content)}). add_messages appends it as a new message; "
-                    f"did you mean to replace it? Pass id={old.id!r}.", StrictModeWarning, stacklevel=2)
-                break
+        text = " ".join(str(item.content).split()).casefold()
+        if item.type != old.type or min(len(text), len(old_text)) < 8:
+            continue
+        if text == old_text or difflib.SequenceMatcher(None, text, old_text).ratio() >= 0.9:
+            warnings.warn(
+                f"Node {node!r} added a {type(item).__name__} without an id to {key!r} that looks like an edit "
+                f"of message id={old.id!r} ({_short(old.content)}). add_messages appends it as a new message; "
+                f"did you mean to replace it? Pass id={old.id!r}.", StrictModeWarning, stacklevel=2)
+            return
 
 
 def broken_tool_groups(messages: Sequence[Any]) -> list[str]:

@@ -19,13 +19,14 @@ nodes get a fresh shallow dict of the keys they read.
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from plait._schema import MISSING
 from plait.constants import END, START
-from plait.errors import InvalidUpdateError
+from plait.errors import InvalidUpdateError, UndeclaredKeyWarning
 from plait.pregel._plan import Branch, NodeSpec, Plan
 from plait.pregel._task import Task
 from plait.types import Send
@@ -146,6 +147,10 @@ def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
             f"Declared keys: {sorted(plan.channels)}. Add {key!r} to the state schema or fix the typo.",
             node=node, key=key, value=value,
         )
+    warnings.warn(  # LangGraph drops such writes silently; plait drops them too, but says so (once)
+        f"Node {node!r} wrote key {key!r}, which no schema declares; the value was dropped. Declare "
+        f"{key!r} in the state schema (or compile(strict=True) to make this an error).",
+        UndeclaredKeyWarning, stacklevel=2)
 
 
 def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: Any,

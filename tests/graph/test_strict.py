@@ -34,8 +34,11 @@ def test_undeclared_key_is_an_error_naming_node_key_and_value() -> None:
                         "Add 'typo' to the state schema or fix the typo.")
 
 
-def test_without_strict_mode_an_undeclared_key_is_dropped_like_langgraph() -> None:
-    assert _one(Plain, lambda s: {"a": "1", "typo": 2}, strict=False).invoke({"a": "x"}) == {"a": "1"}
+def test_without_strict_mode_an_undeclared_key_is_dropped_like_langgraph_with_a_warning() -> None:
+    from plait.errors import UndeclaredKeyWarning
+
+    with pytest.warns(UndeclaredKeyWarning, match="which no schema declares; the value was dropped"):
+        assert _one(Plain, lambda s: {"a": "1", "typo": 2}, strict=False).invoke({"a": "x"}) == {"a": "1"}
 
 
 def test_strict_mode_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -156,3 +159,15 @@ def test_parallel_writers_without_reducer_fail_at_compile_time() -> None:
 
 def test_strict_errors_are_invalid_update_errors() -> None:
     assert issubclass(StrictModeError, InvalidUpdateError)
+
+
+def test_edit_warning_ignores_new_turns_that_merely_look_alike() -> None:
+    def reply(state: MessagesState) -> dict:
+        return {"messages": [AIMessage("The weather in London is rainy")]}
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _one(MessagesState, reply).invoke({"messages": [AIMessage("The weather in Paris is sunny", id="p"),
+                                                        HumanMessage("and London?")]})
+        _one(MessagesState, lambda s: {"messages": [AIMessage("ok")]}).invoke({"messages": [AIMessage("ok", id="o")]})
+    assert not [w for w in caught if issubclass(w.category, StrictModeWarning)]
