@@ -140,6 +140,9 @@ def _checked(count: Callable[..., Any]) -> ListCounter:
 
 def _check_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Return ``messages`` as a list, rejecting anything that is not a message."""
+    if isinstance(messages, (BaseMessage, dict, str)) or not isinstance(messages, Sequence):
+        hint = " (pass state['messages'], not the state)" if isinstance(messages, dict) else ""
+        raise TypeError(f"expected a list of messages, got {type(messages).__name__}{hint}")
     for idx, message in enumerate(messages):
         if not isinstance(message, BaseMessage):
             raise TypeError(f"messages[{idx}] is {type(message).__name__}, expected a BaseMessage")

@@ -416,3 +416,15 @@ def test_trim_node_in_an_agent_loop_keeps_groups_whole() -> None:
     out = builder.compile().invoke({"messages": AGENT})
     assert ids(out["messages"]) == ["sys", "a2", "h2"]
     assert check_tool_groups(out["messages"]) == []
+
+
+def test_a_single_message_or_the_whole_state_is_a_clear_type_error() -> None:
+    import pytest
+    from langchain_core.messages import HumanMessage
+
+    from plait.memory import keep_last
+
+    with pytest.raises(TypeError, match="expected a list of messages, got HumanMessage"):
+        keep_last(HumanMessage("x"), 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"pass state\['messages'\], not the state"):
+        keep_last({"messages": []}, 1)  # type: ignore[arg-type]
