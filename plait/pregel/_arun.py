@@ -8,9 +8,10 @@ from typing import Any
 
 from plait.errors import ParentCommand, SerializationError
 from plait.pregel._context import TaskContext, task_scope
-from plait.pregel._loop import Loop, found
+from plait.pregel._loop import Loop
 from plait.pregel._run import make_context, run_task
 from plait.pregel._task import Task, collect, from_child
+from plait.pregel._thread import found
 
 __all__ = ["run_async"]
 

@@ -18,7 +18,6 @@ from plait._schema import MISSING
 from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import START
 from plait.errors import (
-    CheckpointNotFoundError,
     EmptyInputError,
     ErrorCode,
     GraphRecursionError,
@@ -44,17 +43,6 @@ _COMMAND = "__command__"
 Save = tuple[Any, ...]
 """A queued checkpoint operation: ``("put", config, checkpoint, metadata, versions, expected_head)``
 or ``("writes", config, writes, task_id)``."""
-
-
-def found(saved: CheckpointTuple | None, thread: ThreadRef) -> CheckpointTuple | None:
-    """``saved``, unless the config named a checkpoint that is not there.
-
-    Raises:
-        CheckpointNotFoundError: ``thread.checkpoint_id`` names a missing checkpoint.
-    """
-    if saved is None and thread.checkpoint_id is not None:
-        raise CheckpointNotFoundError(thread.thread_id, thread.checkpoint_id)
-    return saved
 
 
 def task_id(checkpoint_id: str | None, task: Task) -> str:

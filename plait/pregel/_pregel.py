@@ -12,10 +12,10 @@ from plait.pregel._arun import run_async
 from plait.pregel._callable import run_nested
 from plait.pregel._context import running_task
 from plait.pregel._history import empty_snapshot, prepare_update, snapshot
-from plait.pregel._loop import Loop, RunOptions, found
+from plait.pregel._loop import Loop, RunOptions
 from plait.pregel._plan import Plan
 from plait.pregel._run import run_sync
-from plait.pregel._thread import ThreadRef
+from plait.pregel._thread import ThreadRef, found
 from plait.types import StateSnapshot
 
 __all__ = ["Pregel"]

@@ -13,8 +13,9 @@ from typing import Any
 from plait.errors import ParentCommand, SerializationError
 from plait.pregel._callable import run_coroutine
 from plait.pregel._context import TaskContext, task_scope
-from plait.pregel._loop import Loop, found, task_id
+from plait.pregel._loop import Loop, task_id
 from plait.pregel._task import Task, collect, from_child
+from plait.pregel._thread import found
 
 __all__ = ["run_sync", "run_task"]
 

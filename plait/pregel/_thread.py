@@ -6,7 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ThreadRef", "config_with"]
+from plait.checkpoint.base import CheckpointTuple
+from plait.errors import CheckpointNotFoundError
+
+__all__ = ["ThreadRef", "config_with", "found"]
 
 _MISSING_THREAD = (
     "Checkpointer requires one or more of the following 'configurable' keys: thread_id, "
@@ -60,3 +63,14 @@ def config_with(config: Mapping[str, Any] | None, **configurable: Any) -> dict[s
 def user_configurable(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """The ``configurable`` entries a user passed (for node configs and metadata)."""
     return dict((config or {}).get("configurable") or {})
+
+
+def found(saved: CheckpointTuple | None, thread: ThreadRef) -> CheckpointTuple | None:
+    """``saved``, unless the config named a checkpoint that is not there.
+
+    Raises:
+        CheckpointNotFoundError: ``thread.checkpoint_id`` names a missing checkpoint.
+    """
+    if saved is None and thread.checkpoint_id is not None:
+        raise CheckpointNotFoundError(thread.thread_id, thread.checkpoint_id)
+    return saved
