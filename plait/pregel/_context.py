@@ -14,7 +14,7 @@ from typing import Any
 from plait.errors import GraphInterrupt
 from plait.types import Interrupt
 
-__all__ = ["TaskContext", "current_config", "current_task", "task_scope"]
+__all__ = ["TaskContext", "current_task", "running_task", "task_scope"]
 
 
 def _drop(_: Any) -> None:
@@ -77,12 +77,6 @@ def current_task() -> TaskContext:
 def running_task() -> TaskContext | None:
     """The context of the node running here, or ``None`` outside a run."""
     return _TASK.get()
-
-
-def current_config() -> dict[str, Any]:
-    """The config of the running task, or an empty dict outside a run."""
-    task = _TASK.get()
-    return {} if task is None else task.config
 
 
 class task_scope:  # noqa: N801 - used like a function

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from plait._schema import MISSING
-from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
+from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
 from plait.pregel._loop import ERROR, INTERRUPT, RESUME, Loop
@@ -96,18 +96,13 @@ def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None,
         collect(task, values)
     changed = apply_writes(plan, run, [(writer, task.writes)])
     if as_node is not None and as_node != END:
-        run.barriers.clear() if as_node == START else None
+        if as_node == START:
+            run.barriers.clear()
         schedule(plan, run, [task], loop.branch_input)
     elif as_node == END:
         run.next, run.sends = [], []
-    cid = new_checkpoint_id()
-    checkpoint = {
-        "v": 1, "id": cid, "ts": now_iso(), "channel_values": dict(run.values),
-        "channel_versions": dict(run.versions), "updated_channels": sorted(changed), "next": list(run.next),
-        "sends": list(run.sends), "barriers": {k: sorted(v) for k, v in run.barriers.items()}, "interrupts": [],
-    }
+    checkpoint, versions = run.checkpoint(new_checkpoint_id(), changed)
     step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else 0
     metadata = {"source": "update", "step": step, "parents": {}}
     parent = saved.config if saved is not None else thread.config()
-    versions = {k: run.versions[k] for k in changed if k in run.versions}
     return parent, checkpoint, metadata, versions

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plait._schema import MISSING
-from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id, now_iso
+from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id
 from plait.constants import START
 from plait.errors import (
     EmptyInputError,
@@ -343,14 +343,8 @@ class Loop:
     def _checkpoint(self, source: str, changed: set[str]) -> None:
         run = self.run
         cid = new_checkpoint_id()
-        checkpoint = {
-            "v": 1, "id": cid, "ts": now_iso(), "channel_values": dict(run.values),
-            "channel_versions": dict(run.versions), "updated_channels": sorted(changed),
-            "next": list(run.next), "sends": list(run.sends),
-            "barriers": {k: sorted(v) for k, v in run.barriers.items()}, "interrupts": [],
-        }
+        checkpoint, versions = run.checkpoint(cid, changed)
         metadata = {**self._metadata, "source": source, "step": run.step, "parents": {}}
-        versions = {k: run.versions[k] for k in changed if k in run.versions}
         assert self.thread is not None  # noqa: S101 - guarded by saver is not None
         parent = self.thread.config(self.checkpoint_id) if self.checkpoint_id else self.thread.config()
         self.saves.append(("put", parent, checkpoint, metadata, versions, self.expect_head))

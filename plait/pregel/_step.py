@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait._schema import MISSING
+from plait.checkpoint.base import now_iso
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError, UndeclaredKeyWarning
 from plait.pregel._plan import Branch, NodeSpec, Plan
@@ -54,6 +55,16 @@ class RunState:
     sends: list[tuple[str, Any]] = field(default_factory=list)
     step: int = 0
 
+    def checkpoint(self, cid: str, changed: set[str]) -> tuple[dict[str, Any], dict[str, int]]:
+        """The checkpoint of the current state and the versions of the ``changed`` keys."""
+        checkpoint = {
+            "v": 1, "id": cid, "ts": now_iso(), "channel_values": dict(self.values),
+            "channel_versions": dict(self.versions), "updated_channels": sorted(changed),
+            "next": list(self.next), "sends": list(self.sends),
+            "barriers": {k: sorted(v) for k, v in self.barriers.items()}, "interrupts": [],
+        }
+        return checkpoint, {k: self.versions[k] for k in changed if k in self.versions}
+
 
 def read_state(values: Mapping[str, Any], reads: Iterable[str], defaults: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     """Return a fresh dict of the keys in ``reads`` that are set, plus defaults."""
@@ -75,7 +86,7 @@ def prepare_tasks(plan: Plan, run: RunState) -> list[Task]:
     counts: dict[str, int] = {}
     for name, arg in run.sends:
         index = counts[name] = counts.get(name, -1) + 1
-        tasks.append(Task(name, plan.nodes[name], arg, index=index, packet=True))
+        tasks.append(Task(name, plan.nodes[name], arg, index=index))
     return tasks
 
 

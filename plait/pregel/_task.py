@@ -21,8 +21,6 @@ class Task:
     input: Any
     index: int = 0
     """Position among the step's tasks with the same name (``Send`` fan-out)."""
-    packet: bool = False
-    """The input came from a ``Send`` rather than the state."""
     writes: list[tuple[str, Any]] = field(default_factory=list)
     goto: list[Any] = field(default_factory=list)
     done: bool = False

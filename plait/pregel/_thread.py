@@ -60,11 +60,6 @@ def config_with(config: Mapping[str, Any] | None, **configurable: Any) -> dict[s
     return out
 
 
-def user_configurable(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``configurable`` entries a user passed (for node configs and metadata)."""
-    return dict((config or {}).get("configurable") or {})
-
-
 def found(saved: CheckpointTuple | None, thread: ThreadRef) -> CheckpointTuple | None:
     """``saved``, unless the config named a checkpoint that is not there.
 
