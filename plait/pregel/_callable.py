@@ -88,8 +88,7 @@ def run_nested(graph: Any, state: Any, ctx: TaskContext, **kwargs: Any) -> Any:
     """
     sub, config = _subgraph_config(graph, ctx)
     resuming = bool(ctx.resume) and sub.checkpointer is not None
-    out = sub.invoke(Command(resume=ctx.resume[-1]) if resuming else state, config, context=ctx.context,
-                     _nested=False, **kwargs)
+    out = sub.invoke_here(Command(resume=ctx.resume[-1]) if resuming else state, config, context=ctx.context, **kwargs)
     if isinstance(out, dict) and out.get(INTERRUPT):
         raise GraphInterrupt(tuple(out[INTERRUPT]))
     return out

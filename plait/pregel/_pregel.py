@@ -96,8 +96,13 @@ class Pregel:
     def invoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
         """Run the graph to completion (or to an interrupt) and return the output state."""
-        if kwargs.pop("_nested", True) and (task := _nesting(self, config)) is not None:
+        if (task := _nesting(self, config)) is not None:
             return run_nested(self, input, task, stream_mode=stream_mode, **kwargs)
+        return self.invoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
+
+    def invoke_here(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
+                    stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
+        """:meth:`invoke` as a graph of its own, even when called inside a running node."""
         if stream_mode != "values":
             return list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
         loop = self._loop(config, frozenset(), kwargs)
