@@ -18,6 +18,8 @@ from typing import Any
 from plait.checkpoint._delta import DELTA, FULL, Blob, Entry, ValueCache, encode_value, rebuild
 from plait.checkpoint._lease import DEFAULT_TTL, ThreadLeases
 from plait.checkpoint.base import (
+    INTERRUPT,
+    RESUME,
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
@@ -30,7 +32,7 @@ from plait.errors import CheckpointConflictError, SerializationError
 
 __all__ = ["SqlSaverBase"]
 
-_SPECIAL_IDX = {"__interrupt__": -1, "__resume__": -2}
+_SPECIAL_IDX = {INTERRUPT: -1, RESUME: -2}
 _PAGE = 64
 _Thread = tuple[str, str]
 

@@ -35,7 +35,10 @@ __all__ = [
     "Checkpoint",
     "CheckpointMetadata",
     "CheckpointTuple",
+    "ERROR",
+    "INTERRUPT",
     "PendingWrite",
+    "RESUME",
     "ThreadInfo",
     "check_prune",
     "empty_checkpoint",
@@ -87,6 +90,13 @@ class CheckpointMetadata(TypedDict, total=False):
     step: int
     parents: dict[str, str]
 
+
+INTERRUPT = "__interrupt__"
+"""Pending-write key of a task's interrupts (kept by savers when the task writes again)."""
+RESUME = "__resume__"
+"""Pending-write key of the answers given to a task's interrupts (kept like INTERRUPT)."""
+ERROR = "__error__"
+"""Pending-write key of a task's error (shown by ``get_state().tasks``)."""
 
 PendingWrite = tuple[str, str, Any]
 """``(task_id, key, value)``: a write of a task whose step has not completed."""

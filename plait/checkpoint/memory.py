@@ -48,6 +48,8 @@ from plait.checkpoint._delta import (
 )
 from plait.checkpoint._records import ThreadLog as _Thread
 from plait.checkpoint.base import (
+    INTERRUPT,
+    RESUME,
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
@@ -62,7 +64,7 @@ from plait.errors import SerializationError
 __all__ = ["InMemorySaver", "MemorySaver"]
 
 _Key = Any  # thread id (str) when the namespace is "", else (thread id, namespace)
-_SPECIAL = ("__interrupt__", "__resume__")
+_SPECIAL = (INTERRUPT, RESUME)
 
 
 class _Rows(Mapping[int, Blob]):

@@ -12,13 +12,12 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from plait.checkpoint.base import INTERRUPT
 from plait.errors import GraphInterrupt
 from plait.pregel._context import TaskContext
 from plait.pregel._thread import config_with
 from plait.runtime import Runtime
 from plait.types import Command
-
-INTERRUPT = "__interrupt__"
 
 __all__ = ["accepts_config", "make_call"]
 

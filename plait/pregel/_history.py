@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from plait._schema import MISSING
-from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id
+from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
-from plait.pregel._loop import ERROR, INTERRUPT, RESUME, Loop
+from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
 from plait.pregel._step import RunState, apply_writes, schedule
 from plait.pregel._task import Task, collect

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plait._schema import MISSING
-from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id
+from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id
 from plait.constants import START
 from plait.errors import (
     EmptyInputError,
@@ -28,17 +28,15 @@ from plait.errors import (
 )
 from plait.pregel._plan import Plan
 from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, schedule
-from plait.pregel._stream import INTERRUPT, EventSink
+from plait.pregel._stream import EventSink
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Command, Interrupt
 
-__all__ = ["ERROR", "INTERRUPT", "RESUME", "Loop", "RunOptions", "Save"]
+__all__ = ["Loop", "RunOptions", "Save"]
 
 DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "10007"))
 """Supersteps a run may take when the config sets no ``recursion_limit`` (LangGraph's default)."""
-RESUME = "__resume__"
-ERROR = "__error__"
 _COMMAND = "__command__"
 Save = tuple[Any, ...]
 """A queued checkpoint operation: ``("put", config, checkpoint, metadata, versions, expected_head)``

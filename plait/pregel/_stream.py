@@ -12,13 +12,12 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from plait.checkpoint.base import now_iso
+from plait.checkpoint.base import INTERRUPT, now_iso
 from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._task import Task
 
 __all__ = ["EventSink"]
 
-INTERRUPT = "__interrupt__"
 
 
 def _update_payload(task: Task) -> Any:
