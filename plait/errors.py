@@ -15,6 +15,7 @@ Tree::
     ├── EmptyInputError
     ├── EmptyChannelError
     ├── GraphBuildError (ValueError)  the graph cannot be compiled
+    ├── InvalidConfigError (ValueError)  the run config is malformed (thread_id, recursion_limit…)
     ├── ThreadBusyError               another run holds the thread
     ├── CheckpointConflictError       the thread head moved behind our back
     ├── SerializationError            a value cannot be stored or loaded
@@ -39,6 +40,7 @@ __all__ = [
     "GraphInterrupt",
     "GraphRecursionError",
     "IncompatibleDatabaseError",
+    "InvalidConfigError",
     "InvalidUpdateError",
     "NodeInterrupt",
     "ParentCommand",
@@ -139,6 +141,36 @@ class EmptyChannelError(Exception):
 
 class GraphBuildError(ValueError):
     """The graph definition is invalid; raised by the builder or ``compile()``."""
+
+
+class InvalidConfigError(ValueError):
+    """The run config cannot be used: wrong type, missing ``thread_id``, an id a database cannot store…
+
+    Raised before anything is read or written, instead of the database driver's
+    own error. The message says what is wrong, in which field, and how to fix it.
+
+    Attributes:
+        field: The config entry concerned: ``"config"``, ``"configurable"``, ``"thread_id"``,
+            ``"checkpoint_ns"``, ``"checkpoint_id"``, ``"recursion_limit"``, ``"metadata"`` or ``"tags"``.
+        value: The offending value (``None`` when it is missing).
+    """
+
+    def __init__(self, message: str = "", *, field: str | None = None, value: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.value = value
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_config_error, (type(self), self.message, self.field, self.value))
+
+
+def _rebuild_config_error(cls: type[InvalidConfigError], message: str, field: str | None,
+                          value: Any) -> InvalidConfigError:
+    return cls(message, field=field, value=value)
 
 
 class ThreadBusyError(Exception):

@@ -9,7 +9,7 @@ from typing import Any
 from plait.errors import ParentCommand, SerializationError
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._loop import Loop
-from plait.pregel._run import make_context, run_task
+from plait.pregel._run import claim, make_context, run_task, stack_is_deep
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._thread import found
 
@@ -44,10 +44,12 @@ def _one(loop: Loop, task: Task, store: Any, context: Any) -> Any:
     return asyncio.to_thread(run_task, task, ctx)
 
 
-async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any) -> None:
+async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool = False) -> None:
     todo = [t for t in tasks if not t.done]
     if len(todo) == 1:
-        await _one(loop, todo[0], store, context)
+        one = _one(loop, todo[0], store, context)
+        # deeply nested subgraphs: a new asyncio task starts on the event loop's short stack
+        await (asyncio.ensure_future(one) if deep else one)
     elif todo:
         await asyncio.gather(*(_one(loop, t, store, context) for t in todo))
 
@@ -65,6 +67,7 @@ async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = No
                     result: list[Loop] | None = None) -> AsyncGenerator[Event, None]:
     """Drive ``loop`` to the end, yielding its stream events; append the loop to ``result``."""
     saver = loop.saver
+    claim(loop)
     if saver is None:
         loop.load(None)
         async for event in _drive(loop, input, store, context):
@@ -72,7 +75,8 @@ async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = No
     else:
         thread = loop.thread
         assert thread is not None  # noqa: S101 - set whenever there is a saver
-        async with await saver.alease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject"):
+        async with await saver.alease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject",
+                                      timeout=loop.lease_timeout):
             loop.load(found(await saver.aget_tuple(thread.config()), thread))
             async for event in _drive(loop, input, store, context):
                 yield event
@@ -83,6 +87,7 @@ async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = No
 async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGenerator[Event, None]:  # noqa: A002
     saver = loop.saver
     loop.begin(input)
+    deep = stack_is_deep()  # every step runs at this depth
     while True:
         if saver is not None:
             await _flush(loop)
@@ -92,7 +97,7 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
         tasks = loop.tick()
         if tasks is None:
             break
-        await _execute(loop, tasks, store, context)
+        await _execute(loop, tasks, store, context, deep)
         if loop.plan.async_branches:  # async routing functions need a thread without a running loop
             error = await asyncio.to_thread(loop.finish, tasks)
         else:

@@ -7,7 +7,7 @@ Set through one context variable per task, read by ``get_config()``,
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,8 @@ class TaskContext:
         lc_config: LangChain child config (callbacks, metadata) for runnables the node invokes.
         saver: The run's checkpointer (subgraphs save into it), or ``None``.
         checkpoint_ns: The namespace of the running graph within the thread.
+        held: Thread leases held by this task's run and the runs it is nested in
+            (see :meth:`~plait.checkpoint.base.BaseCheckpointSaver.lease_id`).
     """
 
     config: dict[str, Any]
@@ -47,6 +49,7 @@ class TaskContext:
     lc_config: dict[str, Any] | None = None
     saver: Any = None
     checkpoint_ns: str = ""
+    held: frozenset[Hashable] = frozenset()
     subgraph_calls: int = 0
     _calls: int = 0
 

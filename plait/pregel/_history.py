@@ -101,7 +101,8 @@ def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None,
         schedule(plan, run, [task], loop.branch_input)
     elif as_node == END:
         run.next, run.sends = [], []
-    checkpoint, versions = run.checkpoint(new_checkpoint_id(), changed)
+    checkpoint, versions = run.checkpoint(
+        new_checkpoint_id(after=None if saved is None else saved.checkpoint["id"]), changed)
     step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else 0
     metadata = {"source": "update", "step": step, "parents": {}}
     parent = saved.config if saved is not None else thread.config()

@@ -10,7 +10,7 @@ I/O: checkpoint writes are queued in ``saves`` and stream events in
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,11 +56,13 @@ class RunOptions:
         interrupt_before: Nodes to pause before (overrides the plan's when given).
         interrupt_after: Nodes to pause after (overrides the plan's when given).
         multitask: ``"enqueue"`` waits for a busy thread, ``"reject"`` raises ThreadBusyError.
+        lease_timeout: Seconds to wait for a busy thread before ThreadBusyError (``None``: no limit).
     """
 
     interrupt_before: frozenset[str] | None = None
     interrupt_after: frozenset[str] | None = None
     multitask: str = "enqueue"
+    lease_timeout: float | None = None
 
 
 class Loop:
@@ -84,8 +86,11 @@ class Loop:
         self.thread = ThreadRef.from_config(config) if saver is not None else None
         self.modes = modes
         self.multitask = options.multitask
+        self.lease_timeout = options.lease_timeout
+        self.held: frozenset[Hashable] = frozenset()  # leases held by this run and the runs around it
         self.run = RunState(values={})
-        self.limit = int(config.get("recursion_limit") or DEFAULT_RECURSION_LIMIT)
+        limit = config.get("recursion_limit")  # checked by run_config: None or an int >= 1
+        self.limit = DEFAULT_RECURSION_LIMIT if limit is None else int(limit)
         self.before = plan.interrupt_before if interrupt_before is None else interrupt_before
         self.after = plan.interrupt_after if interrupt_after is None else interrupt_after
         self.sink = EventSink(modes, config)
@@ -340,7 +345,7 @@ class Loop:
 
     def _checkpoint(self, source: str, changed: set[str]) -> None:
         run = self.run
-        cid = new_checkpoint_id()
+        cid = new_checkpoint_id(after=self.checkpoint_id)
         checkpoint, versions = run.checkpoint(cid, changed)
         metadata = {**self._metadata, "source": source, "step": run.step, "parents": {}}
         assert self.thread is not None  # noqa: S101 - guarded by saver is not None

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import aclosing, closing
 from typing import Any
 
+from plait.checkpoint.base import get_checkpoint_id
 from plait.errors import GraphBuildError
 from plait.pregel._arun import run_async
 from plait.pregel._callable import run_nested
@@ -15,7 +17,7 @@ from plait.pregel._history import empty_snapshot, prepare_update, snapshot
 from plait.pregel._loop import Loop, RunOptions
 from plait.pregel._plan import Plan
 from plait.pregel._run import run_sync
-from plait.pregel._thread import ThreadRef, found
+from plait.pregel._thread import ThreadRef, found, run_config
 from plait.types import StateSnapshot
 
 __all__ = ["Pregel"]
@@ -72,8 +74,9 @@ class Pregel:
         if strategy not in ("enqueue", "reject"):
             raise ValueError(f"multitask_strategy must be 'enqueue' or 'reject', got {strategy!r}")
         options = RunOptions(interrupt_before=_as_set(kwargs.get("interrupt_before")),
-                             interrupt_after=_as_set(kwargs.get("interrupt_after")), multitask=strategy)
-        return Loop(self.plan, self.checkpointer, dict(config or {}), modes, options)
+                             interrupt_after=_as_set(kwargs.get("interrupt_after")), multitask=strategy,
+                             lease_timeout=_seconds(kwargs.get("lease_timeout")))
+        return Loop(self.plan, self.checkpointer, run_config(config), modes, options)
 
     def stream(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                stream_mode: Any = None, context: Any = None, **kwargs: Any) -> Iterator[Any]:
@@ -86,12 +89,14 @@ class Pregel:
             context: Run-scoped context object, available as ``runtime.context``.
             **kwargs: ``interrupt_before``, ``interrupt_after``, ``multitask_strategy``
                 (``"enqueue"``: wait for a busy thread, ``"reject"``: raise ThreadBusyError),
+                ``lease_timeout`` (seconds to wait for a busy thread, then ThreadBusyError),
                 ``durability`` and ``subgraphs`` (accepted for compatibility).
         """
         modes, single = _modes(stream_mode, self.stream_mode)
         loop = self._loop(config, modes, kwargs)
-        for event in run_sync(loop, input, self.store, context):
-            yield from _shape(event, modes, single)
+        with closing(run_sync(loop, input, self.store, context)) as events:
+            for event in events:
+                yield from _shape(event, modes, single)
 
     def invoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
@@ -116,9 +121,11 @@ class Pregel:
         """Async :meth:`stream`."""
         modes, single = _modes(stream_mode, self.stream_mode)
         loop = self._loop(config, modes, kwargs)
-        async for event in run_async(loop, input, self.store, context):
-            for item in _shape(event, modes, single):
-                yield item
+        # closing this generator closes the run at once (releasing its thread), not when collected
+        async with aclosing(run_async(loop, input, self.store, context)) as events:
+            async for event in events:
+                for item in _shape(event, modes, single):
+                    yield item
 
     async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                       stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
@@ -127,8 +134,9 @@ class Pregel:
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, context=context,
                                                   **kwargs)]
         loop = self._loop(config, frozenset(), kwargs)
-        async for _ in run_async(loop, input, self.store, context):
-            pass
+        async with aclosing(run_async(loop, input, self.store, context)) as events:
+            async for _ in events:
+                pass
         return loop.final()
 
     def batch(self, inputs: Sequence[Any], config: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
@@ -171,6 +179,7 @@ class Pregel:
                           before: dict[str, Any] | None = None, limit: int | None = None) -> Iterator[StateSnapshot]:
         """The thread's checkpoints as snapshots, newest first, read lazily."""
         ref = ThreadRef.from_config(config)
+        get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         for saved in self._saver().list(ref.config(), filter=filter, before=before, limit=limit):
             yield snapshot(self.plan, saved)
 
@@ -179,6 +188,7 @@ class Pregel:
                                  limit: int | None = None) -> AsyncIterator[StateSnapshot]:
         """Async :meth:`get_state_history`."""
         ref = ThreadRef.from_config(config)
+        get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         async for saved in self._saver().alist(ref.config(), filter=filter, before=before, limit=limit):
             yield snapshot(self.plan, saved)
 
@@ -215,12 +225,26 @@ class Pregel:
         return self
 
 
+def _seconds(value: Any) -> float | None:
+    """A ``lease_timeout``: ``None`` or a non-negative number of seconds."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"lease_timeout must be None or a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
 def _nesting(graph: Pregel, config: dict[str, Any] | None) -> Any:
-    """The running task a graph is invoked from (as a subgraph inside a node), if any."""
+    """The running task a graph is invoked from (as a subgraph inside a node), if any.
+
+    Raises:
+        InvalidConfigError: ``config`` is malformed (checked first, so that nothing runs).
+    """
+    thread_id = (run_config(config).get("configurable") or {}).get("thread_id")
     if graph.subgraph_saving != "inherit":
         return None
     task = running_task()
-    if task is None or task.saver is None or ((config or {}).get("configurable") or {}).get("thread_id"):
+    if task is None or task.saver is None or thread_id:
         return None
     return task
 

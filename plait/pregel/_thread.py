@@ -6,15 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from plait.checkpoint.base import CheckpointTuple
-from plait.errors import CheckpointNotFoundError
+from plait.checkpoint.base import CheckpointTuple, configurable_of, thread_key
+from plait.errors import CheckpointNotFoundError, InvalidConfigError
 
-__all__ = ["ThreadRef", "config_with", "found"]
-
-_MISSING_THREAD = (
-    "Checkpointer requires one or more of the following 'configurable' keys: thread_id, "
-    "checkpoint_ns, checkpoint_id. Pass config={'configurable': {'thread_id': '...'}} to invoke/stream."
-)
+__all__ = ["ThreadRef", "config_with", "found", "run_config"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,16 +28,13 @@ class ThreadRef:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None) -> ThreadRef:
-        """Read the thread from a run config.
+        """Read the thread from a run config (validated by :func:`~plait.checkpoint.base.thread_key`).
 
         Raises:
-            ValueError: no ``thread_id`` in ``config["configurable"]``.
+            InvalidConfigError: no ``thread_id`` in ``config["configurable"]``, or a malformed
+                config (see :func:`~plait.checkpoint.base.thread_key`); a ``ValueError``.
         """
-        conf = (config or {}).get("configurable") or {}
-        thread_id = conf.get("thread_id")
-        if thread_id is None or thread_id == "":
-            raise ValueError(_MISSING_THREAD)
-        return cls(str(thread_id), conf.get("checkpoint_ns", "") or "", conf.get("checkpoint_id"))
+        return cls(*thread_key(config))
 
     def config(self, checkpoint_id: str | None = None) -> dict[str, Any]:
         """A config addressing ``checkpoint_id`` (default: this ref's) on this thread."""
@@ -51,6 +43,45 @@ class ThreadRef:
         if cid is not None:
             conf["checkpoint_id"] = cid
         return {"configurable": conf}
+
+
+def run_config(config: Any) -> dict[str, Any]:
+    """A copy of a run config, checked before anything runs.
+
+    ``config`` and ``config["configurable"]`` must be dicts (or None),
+    ``recursion_limit`` an int >= 1 (or None: the default), ``metadata`` a dict
+    and ``tags`` a list of str. The thread fields are checked by
+    :meth:`ThreadRef.from_config` when the graph has a checkpointer.
+
+    Raises:
+        InvalidConfigError: one of these does not hold.
+    """
+    configurable_of(config)
+    out = dict(config or {})
+    limit = out.get("recursion_limit")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidConfigError(
+                f"recursion_limit must be an int, got {type(limit).__name__} {limit!r}. Set "
+                "config['recursion_limit'] to the number of supersteps allowed, e.g. {'recursion_limit': 50}, "
+                "or leave it out for the default.", field="recursion_limit", value=limit)
+        if limit < 1:
+            # LangGraph's wording ("recursion_limit must be at least 1"), which tests match on
+            raise InvalidConfigError(
+                f"recursion_limit must be at least 1, got {limit}. Set config['recursion_limit'] to the number "
+                "of supersteps allowed, e.g. {'recursion_limit': 50}, or leave it out for the default.",
+                field="recursion_limit", value=limit)
+    metadata = out.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise InvalidConfigError(
+            f"Invalid config['metadata']: expected a dict, got {type(metadata).__name__} {metadata!r:.60}. "
+            "Pass metadata as a dict, e.g. {'metadata': {'user': 'u1'}}.", field="metadata", value=metadata)
+    tags = out.get("tags")
+    if tags is not None and (not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)):
+        raise InvalidConfigError(
+            f"Invalid config['tags']: expected a list of str, got {type(tags).__name__} {tags!r:.60}. "
+            "Pass tags as a list, e.g. {'tags': ['nightly']}.", field="tags", value=tags)
+    return out
 
 
 def config_with(config: Mapping[str, Any] | None, **configurable: Any) -> dict[str, Any]:

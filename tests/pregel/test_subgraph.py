@@ -91,3 +91,154 @@ def test_command_parent_without_a_parent_is_a_clear_error() -> None:
     graph = StateGraph(Parent).add_node("handoff", handoff).add_edge(START, "handoff").compile()
     with pytest.raises(ParentCommand, match="Node 'handoff' returned Command"):
         graph.invoke({"log": [], "shared": ""})
+
+
+# -- deep nesting ------------------------------------------------------------------------
+
+DEPTH = 150
+
+
+class Count(TypedDict):
+    n: int
+    path: Annotated[list, operator.add]
+
+
+def _leaf(state: Count) -> dict:
+    return {"n": state["n"] + 1, "path": ["leaf"]}
+
+
+def _nested_chain(depth: int, how: str, leaf: Any = _leaf, checkpointer: Any = None) -> Any:
+    """``depth`` graphs, each running the previous one: as its node, or invoked inside a node.
+
+    Only the outermost graph gets ``checkpointer``; the others save into its thread.
+    """
+    graph = StateGraph(Count).add_node("leaf", leaf).add_edge(START, "leaf").compile()
+    for level in range(depth):
+        if how == "node":
+            node: Any = graph
+        elif how == "call":
+            def node(state: Count, inner: Any = graph, level: int = level) -> dict:
+                out = inner.invoke({"n": state["n"], "path": []})
+                return {"n": out["n"] + 1, "path": [*out["path"], level]}
+        else:  # "acall": an async node awaiting ainvoke
+            async def node(state: Count, inner: Any = graph, level: int = level) -> dict:
+                out = await inner.ainvoke({"n": state["n"], "path": []})
+                return {"n": out["n"] + 1, "path": [*out["path"], level]}
+        builder = StateGraph(Count).add_node(f"level{level}", node).add_edge(START, f"level{level}")
+        graph = builder.compile(checkpointer=checkpointer if level == depth - 1 else None)
+    return graph
+
+
+def _expected(how: str, depth: int = DEPTH) -> dict:
+    if how == "node":
+        return {"n": 1, "path": ["leaf"]}
+    return {"n": depth + 1, "path": ["leaf", *range(depth)]}
+
+
+@pytest.mark.parametrize("checkpointer", [False, True], ids=["no-saver", "saver"])
+@pytest.mark.parametrize("how", ["node", "call"])
+def test_150_nested_subgraphs_sync(how: str, checkpointer: bool) -> None:
+    graph = _nested_chain(DEPTH, how, checkpointer=InMemorySaver() if checkpointer else None)
+    config = {"configurable": {"thread_id": "deep"}} if checkpointer else None
+    assert graph.invoke({"n": 0, "path": []}, config) == _expected(how)
+    if checkpointer:
+        assert graph.get_state(config).values == _expected(how)
+
+
+@pytest.mark.parametrize("checkpointer", [False, True], ids=["no-saver", "saver"])
+@pytest.mark.parametrize("how", ["node", "call", "acall"])
+async def test_150_nested_subgraphs_async(how: str, checkpointer: bool) -> None:
+    depth = 2 * DEPTH if how == "acall" else DEPTH  # a level of awaiting async nodes costs fewer frames
+    graph = _nested_chain(depth, how, checkpointer=InMemorySaver() if checkpointer else None)
+    config = {"configurable": {"thread_id": "deep"}} if checkpointer else None
+    assert await graph.ainvoke({"n": 0, "path": []}, config) == _expected(how, depth)
+    if checkpointer:
+        assert (await graph.aget_state(config)).values == _expected(how, depth)
+
+
+@pytest.mark.parametrize("how", ["node", "call"])
+def test_interrupt_150_subgraphs_deep_pauses_and_resumes(how: str) -> None:
+    def ask(state: Count) -> dict:
+        return {"n": state["n"] + int(interrupt("how much?")), "path": ["asked"]}
+
+    graph = _nested_chain(DEPTH, how, leaf=ask, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "deep"}}
+    paused = graph.invoke({"n": 0, "path": []}, config)
+    assert [i.value for i in paused["__interrupt__"]] == ["how much?"]
+    done = graph.invoke(Command(resume="5"), config)
+    assert done["n"] == (5 if how == "node" else 5 + DEPTH)
+    assert done["path"][0] == "asked"
+
+
+def test_deep_nesting_leaves_the_recursion_limit_alone() -> None:
+    import sys
+
+    limit = sys.getrecursionlimit()
+    assert _nested_chain(DEPTH, "call").invoke({"n": 0, "path": []}) == _expected("call")
+    assert sys.getrecursionlimit() == limit
+
+
+@pytest.fixture
+def every_task_hops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run every task on a fresh thread / asyncio task, as deeply nested runs do."""
+    from plait.pregel import _arun, _run
+
+    monkeypatch.setattr(_run, "stack_is_deep", lambda: True)
+    monkeypatch.setattr(_arun, "stack_is_deep", lambda: True)
+
+
+@pytest.mark.usefixtures("every_task_hops")
+@pytest.mark.parametrize("scenario", [test_interrupt_inside_a_subgraph_node_pauses_the_parent_and_resumes,
+                                      test_interrupt_inside_a_subgraph_invoked_from_a_node], ids=["node", "call"])
+def test_subgraph_interrupts_cross_a_thread_hop(saver: Any, scenario: Any) -> None:
+    scenario(saver)
+
+
+@pytest.mark.usefixtures("every_task_hops")
+def test_commands_and_errors_cross_a_thread_hop() -> None:
+    test_command_parent_routes_in_the_parent_graph()
+    test_command_parent_without_a_parent_is_a_clear_error()
+    boom = KeyError("boom")
+
+    def fail(state: Parent) -> dict:
+        raise boom
+
+    graph = StateGraph(Parent).add_node("fail", fail).add_edge(START, "fail").compile()
+    with pytest.raises(KeyError) as info:
+        graph.invoke({"log": [], "shared": ""})
+    assert info.value is boom
+
+
+@pytest.mark.usefixtures("every_task_hops")
+async def test_async_interrupts_and_context_cross_a_hop(saver: Any) -> None:
+    from plait.config import get_config
+
+    seen = []
+
+    async def node(state: Parent) -> dict:
+        seen.append(get_config()["configurable"]["thread_id"])
+        return {"log": [interrupt("why?")]}
+
+    graph = (StateGraph(Parent).add_node("sub", _child()).add_node("node", node).add_edge(START, "sub")
+             .add_edge("sub", "node").compile(checkpointer=saver))
+    config = {"configurable": {"thread_id": "t"}}
+    assert [i.value for i in (await graph.ainvoke({"log": [], "shared": "x"}, config))["__interrupt__"]] == [
+        "need input"]
+    assert [i.value for i in (await graph.ainvoke(Command(resume="!"), config))["__interrupt__"]] == ["why?"]
+    assert await graph.ainvoke(Command(resume="because"), config) == {
+        "log": ["child", "ask", "because"], "shared": "x-child!"}
+    assert seen == ["t", "t"]
+
+
+@pytest.mark.usefixtures("every_task_hops")
+async def test_parallel_steps_cross_a_hop() -> None:
+    graph = (StateGraph(Parent).add_node("a", lambda s: {"log": ["a"]}).add_node("b", lambda s: {"log": ["b"]})
+             .add_node("sub", _child_without_interrupt()).add_edge(START, "a").add_edge(START, "b")
+             .add_edge(START, "sub").compile())
+    assert sorted(graph.invoke({"log": [], "shared": "x"})["log"]) == ["a", "b", "child"]
+    assert sorted((await graph.ainvoke({"log": [], "shared": "x"}))["log"]) == ["a", "b", "child"]
+
+
+def _child_without_interrupt() -> Any:
+    return (StateGraph(Child).add_node("step", lambda s: {"shared": s["shared"] + "-child", "log": ["child"]})
+            .add_edge(START, "step").compile())
