@@ -17,9 +17,9 @@ comparing or encoding it. A stored delta names the value it applies to (its
 replaying the deltas forward.
 
 Items are compared by identity only, so mutating a stored object in place
-(without putting a new object in the list) is not seen as a change. A
-:class:`TrackedList` (what ``add_messages`` returns) records which list it
-extends, so an append is recognised without looking at the old items at all.
+(without putting a new object in the list) is not seen as a change. An
+append is recognised by one pass of identity checks over the old items
+(pointer comparisons, no encoding).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ __all__ = [
     "KEEP",
     "Blob",
     "Entry",
-    "TrackedList",
     "ValueCache",
     "diff",
     "encode_value",
@@ -62,57 +61,6 @@ Segment = list[Any]
 
 SNAPSHOT_SLACK = 32
 """Write a full value once the chain holds this many dropped items (plus twice the live count)."""
-
-
-class TrackedList(list):  # type: ignore[type-arg]
-    """A list that knows whether it was changed in place, and which list it extends.
-
-    Attributes:
-        token: Names this list's current contents; ``None`` once the list was
-            changed in place (any list method that modifies it resets it).
-        origin: ``(token, n)``: the first ``n`` items are the very items of the
-            list whose contents ``token`` named; or ``None``. Copies and pickles are plain lists.
-    """
-
-    __slots__ = ("origin", "token")
-
-    def __init__(self, items: Any = (), /) -> None:
-        list.__init__(self, items)
-        self.token: object | None = object()
-        self.origin: tuple[object, int] | None = None
-
-    def changed(self) -> None:
-        """Forget everything known about the contents (called before any in-place change)."""
-        self.token = None
-        self.origin = None
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return (list, (list(self),))
-
-
-def _mutator(name: str) -> Callable[..., Any]:
-    inner = getattr(list, name)
-
-    def method(self: TrackedList, *args: Any, **kwargs: Any) -> Any:
-        self.changed()
-        return inner(self, *args, **kwargs)
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = inner.__doc__
-    return method
-
-
-for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop",
-              "remove", "clear", "sort", "reverse"):
-    setattr(TrackedList, _name, _mutator(_name))
-
-
-def _extends(old: Sequence[Any], new: Sequence[Any], token: object | None) -> bool:
-    """Whether ``new`` starts with the items of ``old`` (known without comparing items)."""
-    if token is None or type(new) is list or not isinstance(new, TrackedList):
-        return False
-    origin = new.origin
-    return new.token is not None and origin is not None and origin[0] is token and origin[1] == len(old)
 
 
 def diff(old: Sequence[Any], new: Sequence[Any]) -> list[Segment]:
@@ -176,33 +124,30 @@ class Entry(NamedTuple):
     """A materialized value held in the cache.
 
     Attributes:
-        items: The items, when the value is a list: a tuple (never mutated), or
-            the :class:`TrackedList` itself (see ``token``).
+        items: The items, when the value is a list: a tuple, so the cached
+            value can never change, whatever happens to lists handed out.
         data: The encoded value, when it is not a list.
         chain: Items stored along its delta chain (back to the full value).
-        token: The :attr:`TrackedList.token` of the stored contents, if known.
-            When ``items`` is the list itself, the entry holds only while the
-            list still has this token.
+        shared: The list the value was stored from, handed back as is while
+            it still holds exactly ``items`` (checked item by item, by
+            identity), so a live conversation keeps its list and whatever
+            index the reducer attached to it.
     """
 
-    items: tuple[Any, ...] | list[Any] | None
+    items: tuple[Any, ...] | None
     data: bytes | None
     chain: int
-    token: object | None = None
-
-    @property
-    def valid(self) -> bool:
-        """Whether ``items`` still are the stored items (a shared list may have changed)."""
-        items = self.items
-        return not isinstance(items, TrackedList) or (items.token is not None and items.token is self.token)
+    shared: list[Any] | None = None
 
     def value(self, loads: Callable[[bytes], Any]) -> Any:
-        """The value: the shared tracked list itself, a new list, or a newly decoded object."""
-        items = self.items
-        if items is not None:
-            return items if isinstance(items, TrackedList) else list(items)
-        assert self.data is not None  # noqa: S101 - one of the two is always set
-        return loads(self.data)
+        """The value: the shared list while it is unchanged, else a new list or a newly decoded object."""
+        items, shared = self.items, self.shared
+        if items is None:
+            assert self.data is not None  # noqa: S101 - one of the two is always set
+            return loads(self.data)
+        if shared is not None and len(shared) == len(items) and all(map(operator.is_, shared, items)):
+            return shared
+        return list(items)
 
 
 class Blob(NamedTuple):
@@ -219,11 +164,10 @@ def encode_value(value: Any, base: Entry | None, base_id: Any,  # noqa: PLR0913
 
     Args:
         value: The new value.
-        base: The cached previous value of the same key, if known (and valid).
+        base: The cached previous value of the same key, if known.
         base_id: Where ``base`` is stored (the id its row is keyed by).
         dumps: The serializer.
-        share: Let the returned entry hold a :class:`TrackedList` value itself
-            instead of a tuple copy (the caller checks :attr:`Entry.valid`).
+        share: Let the returned entry hand ``value`` itself back while it is unchanged.
 
     Returns:
         The row to write and the cache entry for the new value.
@@ -231,21 +175,15 @@ def encode_value(value: Any, base: Entry | None, base_id: Any,  # noqa: PLR0913
     if not isinstance(value, list):
         data = dumps(value)
         return Blob(FULL, None, data), Entry(None, data, 0)
-    tracked = isinstance(value, TrackedList) and value.token is not None
-    token = value.token if tracked else None
-    items: Any = value if share and tracked else tuple(value)
+    items = tuple(value)
+    shared = value if share else None
     if base is not None and base.items is not None and base_id is not None:
-        size = len(base.items)
-        if _extends(base.items, value, base.token):
-            segments: list[Segment] = [[KEEP, 0, size], [ADD, list(value[size:])]] if len(value) > size else [
-                [KEEP, 0, size]]
-        else:
-            segments = diff(base.items, value)
+        segments = diff(base.items, items)
         reused = kept(segments)
-        chain = base.chain + len(value) - reused
-        if reused and chain <= 2 * len(value) + SNAPSHOT_SLACK:
-            return Blob(DELTA, base_id, dumps(segments)), Entry(items, None, chain, token)
-    return Blob(FULL, None, dumps(list(value))), Entry(items, None, len(value), token)
+        chain = base.chain + len(items) - reused
+        if reused and chain <= 2 * len(items) + SNAPSHOT_SLACK:
+            return Blob(DELTA, base_id, dumps(segments)), Entry(items, None, chain, shared)
+    return Blob(FULL, None, dumps(list(items))), Entry(items, None, len(items), shared)
 
 
 def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],

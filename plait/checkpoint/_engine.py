@@ -25,10 +25,14 @@ from plait.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     ThreadInfo,
+    check_head,
     check_prune,
+    check_thread_id,
+    get_checkpoint_id,
+    thread_key,
 )
 from plait.checkpoint.serde import Serializer
-from plait.errors import CheckpointConflictError, SerializationError
+from plait.errors import SerializationError
 
 __all__ = ["SqlSaverBase"]
 
@@ -38,11 +42,8 @@ _Thread = tuple[str, str]
 
 
 def _thread(config: Mapping[str, Any]) -> tuple[_Thread, str | None]:
-    conf = config.get("configurable") or {}
-    if "thread_id" not in conf:
-        raise ValueError("Checkpointer config needs configurable.thread_id, e.g. "
-                         "{'configurable': {'thread_id': 'user-1'}}")
-    return (str(conf["thread_id"]), conf.get("checkpoint_ns", "") or ""), conf.get("checkpoint_id")
+    thread_id, ns, cid = thread_key(config)
+    return (thread_id, ns), cid
 
 
 def _config(thread: _Thread, cid: str) -> dict[str, Any]:
@@ -56,6 +57,19 @@ def _now() -> str:
 _EMPTY: dict[str, Any] = {"v": 1, "channel_versions": {}, "updated_channels": [], "next": [], "sends": [],
                           "barriers": {}, "interrupts": []}
 _MISSING = object()
+
+
+class _Incomplete(SerializationError):
+    """A value's row chain is missing a row (pruned while it was read, or damaged)."""
+
+
+class _ParentGone(Exception):  # noqa: N818 - internal signal, never escapes put()
+    """The parent checkpoint a put was encoded against was pruned meanwhile."""
+
+
+def _lock_name(thread: _Thread) -> str:
+    """The advisory lock that serialises writers and pruning of one (thread, namespace)."""
+    return f"{len(thread[0])}:{thread[0]}{thread[1]}"
 
 
 def _loc(stored: dict[str, str], cid: str) -> dict[str, str]:
@@ -120,6 +134,10 @@ class SqlSaverBase(BaseCheckpointSaver):
         """Async :meth:`lease` (waits without blocking the event loop)."""
         return self._leases.ahold(thread_id, checkpoint_ns, wait, timeout)
 
+    def lease_id(self, thread_id: str, checkpoint_ns: str = "") -> tuple[object, str, str]:
+        """Savers on the same database share leases, so their ids name the database."""
+        return self._leases.scope()[0], check_thread_id(thread_id), checkpoint_ns or ""
+
     # -- reading ------------------------------------------------------------------
 
     def _decode(self, data: bytes, what: str, *, record: bool = True) -> Any:
@@ -140,7 +158,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         for channel, rid in wanted.items():
             key = (*thread, channel, rid)
             found = memo.get(key) or self._cache.get(key)
-            if found is None or not found.valid:  # a shared list changed in place: decode again
+            if found is None:
                 missing.append((channel, rid))
             else:
                 out[channel] = found
@@ -154,8 +172,8 @@ class SqlSaverBase(BaseCheckpointSaver):
             try:
                 built = rebuild(rid, rows.get(channel, {}), known, self.serde.loads, keep_all=keep_all)
             except KeyError as exc:
-                raise SerializationError(f"Stored value of key {channel!r} in thread {thread[0]!r} is "
-                                         f"incomplete: missing row {exc}", key=channel) from None
+                raise _Incomplete(f"Stored value of key {channel!r} in thread {thread[0]!r} is "
+                                  f"incomplete: missing row {exc}", key=channel) from None
             except SerializationError as exc:
                 raise SerializationError(f"Cannot read key {channel!r} of thread {thread[0]!r} "
                                          f"(row {rid}): {exc}", key=channel) from exc
@@ -184,11 +202,17 @@ class SqlSaverBase(BaseCheckpointSaver):
         """The addressed checkpoint, or the thread's newest (one query plus at most one for values)."""
         self._setup_once()
         thread, cid = _thread(config)
-        rows = self._fetch(self._q.SELECT_HEAD, [*thread, cid, *thread])
-        if not rows:
-            return None
-        writes = [r[7:] for r in rows if r[7] is not None]
-        return self._tuple(thread, rows[0][:7], writes, {})
+        for attempt in (1, 2):
+            rows = self._fetch(self._q.SELECT_HEAD, [*thread, cid, *thread])
+            if not rows:
+                return None
+            writes = [r[7:] for r in rows if r[7] is not None]
+            try:
+                return self._tuple(thread, rows[0][:7], writes, {})
+            except _Incomplete:
+                if attempt == 2:  # not a checkpoint pruned while it was read: the rows are damaged
+                    raise
+        return None
 
     def threads(self) -> Iterator[ThreadInfo]:
         """Every thread of the root namespace, newest first, in one query."""
@@ -202,7 +226,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         self._setup_once()
         thread = _thread(config)[0] if config is not None else None
         where: dict[str, Any] = {k: v for k, v in (filter or {}).items() if k in ("step", "source")}
-        where["before"] = (before or {}).get("configurable", {}).get("checkpoint_id") if before else None
+        where["before"] = get_checkpoint_id(before)
         memo: dict[Any, Entry] = {}
         after, count = None, 0
         while limit is None or count < limit:
@@ -216,7 +240,12 @@ class SqlSaverBase(BaseCheckpointSaver):
                 for cid, task, ch, value in self._fetch(*self._q.writes_query(key, ids)):
                     writes.setdefault((*key, cid), []).append((task, ch, value))
             for row in page:
-                item = self._tuple((row[0], row[1]), row[2:], writes.get(tuple(row[:3]), []), memo, True)  # type: ignore[arg-type]
+                try:
+                    item = self._tuple((row[0], row[1]), row[2:], writes.get(tuple(row[:3]), []), memo, True)  # type: ignore[arg-type]
+                except _Incomplete:
+                    if self._fetch(self._q.SELECT_HEAD, [row[0], row[1], row[2], row[0], row[1]]):
+                        raise
+                    continue  # pruned while the page was read
                 if filter and any(item.metadata.get(k) != v for k, v in filter.items()):
                     continue
                 yield item
@@ -244,7 +273,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         if rid is None:
             return None
         found = self._cache.get((*thread, channel, rid))
-        if found is None or not found.valid:
+        if found is None:
             try:
                 found = self._entries(thread, {channel: rid}, {}).get(channel)
             except SerializationError:
@@ -257,15 +286,55 @@ class SqlSaverBase(BaseCheckpointSaver):
             new_versions: Mapping[str, int], *, expected_head: Any = ...) -> dict[str, Any]:
         """Store a checkpoint in one transaction; unchanged keys point at their earlier rows.
 
+        What the new rows build on (the parent checkpoint and its value rows) is
+        checked inside the write transaction, so a concurrent :meth:`prune` in
+        another thread or process can never leave the new checkpoint pointing
+        at deleted rows: if it removed the parent meanwhile, the values are
+        stored again in full.
+
         Raises:
-            CheckpointConflictError: ``expected_head`` is given and is not the thread's newest checkpoint.
+            CheckpointConflictError: ``expected_head`` is given and is not the thread's newest
+                checkpoint, or the new id does not sort after it (clock skew).
             SerializationError: A value cannot be stored (the error names the state key).
         """
         self._setup_once()
         thread, parent = _thread(config)
-        cid = checkpoint["id"]
-        values = checkpoint.get("channel_values") or {}
         parent_loc = self._parent_loc(thread, parent)
+        try:
+            return self._put(thread, parent, parent_loc, checkpoint, metadata, new_versions, expected_head)
+        except _ParentGone:
+            self._locs.drop_thread(thread[0])
+            return self._put(thread, parent, {}, checkpoint, metadata, new_versions, expected_head)
+
+    def _put(self, thread: _Thread, parent: str | None, parent_loc: dict[str, str],  # noqa: PLR0913
+             checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: Mapping[str, int],
+             expected_head: Any) -> dict[str, Any]:
+        cid = checkpoint["id"]
+        loc, blobs = self._encode(thread, cid, checkpoint.get("channel_values") or {}, parent_loc, new_versions)
+        stored = {k: v for k, v in checkpoint.items()
+                  if v != _EMPTY.get(k, _MISSING) and k not in ("channel_values", "id", "ts")}
+        meta = {k: v for k, v in metadata.items() if k not in ("step", "source") and not (k == "parents" and not v)}
+        row = [*thread, cid, parent, metadata.get("step"), metadata.get("source"), checkpoint.get("ts") or _now(),
+               self.serde.dumps({**stored, "loc": {ch: "" if rid == cid else rid for ch, rid in loc.items()}}),
+               self.serde.dumps(meta)]
+        with self._tx() as cur:
+            if self._q.LOCK_THREAD:
+                cur.execute(self._q.LOCK_THREAD, [_lock_name(thread)])
+            head, parent_there = cur.execute(self._q.HEAD_AND_PARENT, [*thread, *thread, parent]).fetchone()
+            if parent_loc and not parent_there:
+                raise _ParentGone
+            if expected_head is not ...:
+                check_head(thread[0], cid, expected_head, head)
+            cur.executemany(self._q.INSERT_BLOB, [(*thread, ch, cid, b.prev, b.kind, b.data) for ch, b, _ in blobs])
+            cur.execute(self._q.INSERT_CHECKPOINT, row)
+        for channel, _, entry in blobs:
+            self._cache.put((*thread, channel, cid), entry)
+        self._locs.put((*thread, cid), loc)
+        return _config(thread, cid)
+
+    def _encode(self, thread: _Thread, cid: str, values: Mapping[str, Any], parent_loc: Mapping[str, str],
+                new_versions: Mapping[str, int]) -> tuple[dict[str, str], list[tuple[str, Blob, Entry]]]:
+        """Where each value is stored, and the rows of the values that changed."""
         loc: dict[str, str] = {}
         blobs: list[tuple[str, Blob, Entry]] = []
         for channel, value in values.items():
@@ -279,32 +348,7 @@ class SqlSaverBase(BaseCheckpointSaver):
                 raise SerializationError(f"Cannot store state key {channel!r}: {exc}", key=channel) from exc
             blobs.append((channel, blob, entry))
             loc[channel] = cid
-        stored = {k: v for k, v in checkpoint.items()
-                  if v != _EMPTY.get(k, _MISSING) and k not in ("channel_values", "id", "ts")}
-        meta = {k: v for k, v in metadata.items() if k not in ("step", "source") and not (k == "parents" and not v)}
-        row = [*thread, cid, parent, metadata.get("step"), metadata.get("source"), checkpoint.get("ts") or _now(),
-               self.serde.dumps({**stored, "loc": {ch: "" if rid == cid else rid for ch, rid in loc.items()}}),
-               self.serde.dumps(meta)]
-        with self._tx() as cur:
-            if expected_head is not ...:
-                self._check_head(cur, thread, expected_head)
-            cur.executemany(self._q.INSERT_BLOB, [(*thread, ch, cid, b.prev, b.kind, b.data) for ch, b, _ in blobs])
-            cur.execute(self._q.INSERT_CHECKPOINT, row)
-        for channel, _, entry in blobs:
-            self._cache.put((*thread, channel, cid), entry)
-        self._locs.put((*thread, cid), loc)
-        return _config(thread, cid)
-
-    def _check_head(self, cur: Any, thread: _Thread, expected: str | None) -> None:
-        if self._q.LOCK_THREAD:
-            cur.execute(self._q.LOCK_THREAD, [f"{len(thread[0])}:{thread[0]}{thread[1]}"])
-        head = cur.execute(self._q.HEAD_ID, list(thread)).fetchone()[0]
-        if head != expected:
-            raise CheckpointConflictError(
-                f"Thread {thread[0]!r} moved on while this run was writing: expected head {expected!r}, "
-                f"found {head!r}. Another run or update_state wrote to the thread; nothing was written. "
-                "Re-read the thread (get_state) and retry, or fork explicitly from a checkpoint_id.",
-                thread_id=thread[0], expected=expected, actual=head)
+        return loc, blobs
 
     def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
@@ -325,11 +369,12 @@ class SqlSaverBase(BaseCheckpointSaver):
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, value and write of the thread."""
         self._setup_once()
+        thread_id = check_thread_id(thread_id)
         with self._tx() as cur:
             for sql in self._q.DELETE_THREAD:
-                cur.execute(sql, [str(thread_id)])
-        self._cache.drop_thread(str(thread_id))
-        self._locs.drop_thread(str(thread_id))
+                cur.execute(sql, [thread_id])
+        self._cache.drop_thread(thread_id)
+        self._locs.drop_thread(thread_id)
 
     # -- pruning ------------------------------------------------------------------
 
@@ -340,51 +385,76 @@ class SqlSaverBase(BaseCheckpointSaver):
         namespace or older than ``older_than`` seconds; the newest one is always
         kept. Values the kept checkpoints need are rewritten in full where their
         delta chain would lose its base.
+
+        Safe beside running writers, in this process or others: what to keep is
+        decided inside the write transaction that deletes, which writers of the
+        thread wait for (SQLite: the database write lock; PostgreSQL: the
+        thread's advisory lock), and a writer that built on a checkpoint pruned
+        meanwhile stores its values in full.
+
+        Raises:
+            SerializationError: a row the kept checkpoints need is unreadable (nothing is deleted).
         """
         check_prune(keep_last, older_than)
         self._setup_once()
         cutoff = None if older_than is None else datetime.fromtimestamp(
             time.time() - older_than, timezone.utc).isoformat()
+        thread_id = check_thread_id(thread_id)
         deleted = 0
-        by_ns: dict[str, list[tuple[str, str, bytes]]] = {}
-        for ns, cid, created, blob in self._fetch(self._q.PRUNE_ROWS, [str(thread_id)]):
-            by_ns.setdefault(ns, []).append((cid, str(created), blob))
-        for ns, rows in by_ns.items():
-            doomed = [cid for i, (cid, created, _) in enumerate(rows) if i > 0 and (
-                (keep_last is not None and i >= keep_last) or (cutoff is not None and created < cutoff))]
-            if doomed:
-                gone = set(doomed)
-                kept = [(cid, b) for cid, _, b in rows if cid not in gone]
-                self._prune_ns((str(thread_id), ns), doomed, kept)
-                deleted += len(doomed)
+        with self._tx() as cur:
+            namespaces = [r[0] for r in cur.execute(self._q.NAMESPACES, [thread_id]).fetchall()]
+            if self._q.LOCK_THREAD:
+                for ns in namespaces:
+                    cur.execute(self._q.LOCK_THREAD, [_lock_name((thread_id, ns))])
+            by_ns: dict[str, list[tuple[str, str, bytes]]] = {}
+            for ns, cid, created, blob in cur.execute(self._q.PRUNE_ROWS, [thread_id]).fetchall():
+                if ns in namespaces:  # a namespace created after the locks were taken waits for the next prune
+                    by_ns.setdefault(ns, []).append((cid, str(created), blob))
+            for ns, rows in by_ns.items():
+                doomed = [cid for i, (cid, created, _) in enumerate(rows) if i > 0 and (
+                    (keep_last is not None and i >= keep_last) or (cutoff is not None and created < cutoff))]
+                if doomed:
+                    gone = set(doomed)
+                    self._prune_ns(cur, (thread_id, ns), doomed, [(c, b) for c, _, b in rows if c not in gone])
+                    deleted += len(doomed)
         if deleted:
-            self._cache.drop_thread(str(thread_id))
-            self._locs.drop_thread(str(thread_id))
+            self._cache.drop_thread(thread_id)
+            self._locs.drop_thread(thread_id)
             self._reclaim()
         return deleted
 
-    def _prune_ns(self, thread: _Thread, doomed: list[str], kept: list[tuple[str, bytes]]) -> None:
+    def _prune_ns(self, cur: Any, thread: _Thread, doomed: list[str], kept: list[tuple[str, bytes]]) -> None:
+        """Delete ``doomed`` checkpoints of one namespace within the transaction ``cur``."""
         needed: dict[str, set[str]] = {}
         for cid, blob in kept:
-            for channel, rid in _loc(self._decode(blob, "checkpoint").get("loc", {}), cid).items():
+            record = self._decode(blob, f"checkpoint {cid} of thread {thread[0]!r}")
+            for channel, rid in _loc(record.get("loc", {}), cid).items():
                 needed.setdefault(channel, set()).add(rid)
         targets = [(ch, rid) for ch, ids in needed.items() for rid in ids]
         rows: dict[str, dict[str, Blob]] = {}
-        for ch, rid, prev, kind, value in (self._fetch(*self._q.chain_query(thread, targets)) if targets else []):
+        for ch, rid, prev, kind, value in (cur.execute(*self._q.chain_query(thread, targets)).fetchall()
+                                           if targets else []):
             rows.setdefault(ch, {})[rid] = Blob(kind, prev, bytes(value))
         rebased = []
         for ch, rid in targets:
             row = rows.get(ch, {}).get(rid)
-            if row is not None and row.kind == DELTA and row.prev not in needed[ch]:
-                entry = rebuild(rid, rows[ch], {}, self.serde.loads)[rid]
+            if row is None:
+                raise SerializationError(f"Cannot prune thread {thread[0]!r}: the value of key {ch!r} stored at "
+                                         f"{rid} is missing; nothing was deleted", key=ch)
+            if row.kind == DELTA and row.prev not in needed[ch]:
+                try:
+                    entry = rebuild(rid, rows[ch], {}, self.serde.loads)[rid]
+                except KeyError as exc:
+                    raise SerializationError(f"Cannot prune thread {thread[0]!r}: the value of key {ch!r} at {rid} "
+                                             f"is incomplete (missing row {exc}); nothing was deleted",
+                                             key=ch) from None
                 rebased.append((*thread, ch, rid, None, FULL, self.serde.dumps(list(entry.items or ()))))
-        present = self._fetch(self._q.BLOB_KEYS, list(thread))
+        present = cur.execute(self._q.BLOB_KEYS, list(thread)).fetchall()
         drop = [(*thread, ch, rid) for ch, rid in present if rid not in needed.get(ch, ())]
-        with self._tx() as cur:
-            cur.executemany(self._q.INSERT_BLOB, rebased)
-            cur.executemany(self._q.DELETE_BLOB, drop)
-            cur.executemany(self._q.DELETE_CHECKPOINT, [(*thread, cid) for cid in doomed])
-            cur.executemany(self._q.DELETE_WRITES_OF, [(*thread, cid) for cid in doomed])
+        cur.executemany(self._q.INSERT_BLOB, rebased)
+        cur.executemany(self._q.DELETE_BLOB, drop)
+        cur.executemany(self._q.DELETE_CHECKPOINT, [(*thread, cid) for cid in doomed])
+        cur.executemany(self._q.DELETE_WRITES_OF, [(*thread, cid) for cid in doomed])
 
     def _reclaim(self) -> None:
         """Give freed pages back to the file system (backend-specific)."""

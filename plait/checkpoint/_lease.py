@@ -86,14 +86,28 @@ def lease_sql(dialect: str) -> LeaseSql:
     return LeaseSql(*(re.sub(r":(\w+)", r"%(\1)s", s) for s in statements))
 
 
-_locals: dict[tuple[str, str, str], threading.Lock] = {}
+_locals: dict[tuple[str, str, str], list[Any]] = {}
 _locals_lock = threading.Lock()
 
 
-def _local_lock(scope: str, key: _Key) -> threading.Lock:
-    """The process-wide lock of one thread of one database (``scope`` names the database)."""
+@contextmanager
+def _local_entry(scope: str, key: _Key) -> Iterator[threading.Lock]:
+    """The process-wide lock of one thread of one database, listed only while someone holds or waits for it.
+
+    ``scope`` names the database; entries are ``[lock, users]`` so the table stays as small
+    as the number of threads in use, however many threads a long-lived process has run.
+    """
+    name = (scope, *key)
     with _locals_lock:
-        return _locals.setdefault((scope, *key), threading.Lock())
+        entry = _locals.setdefault(name, [threading.Lock(), 0])
+        entry[1] += 1
+    try:
+        yield entry[0]
+    finally:
+        with _locals_lock:
+            entry[1] -= 1
+            if entry[1] == 0 and _locals.get(name) is entry:
+                del _locals[name]
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -213,19 +227,19 @@ class ThreadLeases:
         key = (str(thread_id), ns or "")
         deadline = None if timeout is None else time.monotonic() + timeout
         name, shared = self.scope()
-        local = _local_lock(name, key)
-        left = _remaining(deadline)
-        if not local.acquire(blocking=wait, timeout=-1 if left is None or not wait else left):
-            raise busy(key[0])
-        try:
-            me = self._acquire(key, wait, deadline) if shared else None
+        with _local_entry(name, key) as local:
+            left = _remaining(deadline)
+            if not local.acquire(blocking=wait, timeout=-1 if left is None or not wait else left):
+                raise busy(key[0])
             try:
-                yield
+                me = self._acquire(key, wait, deadline) if shared else None
+                try:
+                    yield
+                finally:
+                    if me is not None:
+                        self.release(key, me)
             finally:
-                if me is not None:
-                    self.release(key, me)
-        finally:
-            local.release()
+                local.release()
 
     @asynccontextmanager
     async def ahold(self, thread_id: str, ns: str, wait: bool, timeout: float | None) -> AsyncIterator[None]:
@@ -233,20 +247,20 @@ class ThreadLeases:
         key = (str(thread_id), ns or "")
         deadline = None if timeout is None else time.monotonic() + timeout
         name, shared = await asyncio.to_thread(self.scope)
-        local = _local_lock(name, key)
-        await _poll(lambda: local.acquire(blocking=False), key, wait, deadline)
-        try:
-            me = self._owner_token() if shared else None
-            if me is not None:
-                await _poll(lambda: self.try_acquire(key, me, queue=wait), key, wait, deadline,
-                            orphan=lambda: self.release(key, me))
+        with _local_entry(name, key) as local:
+            await _poll(lambda: local.acquire(blocking=False), key, wait, deadline)
             try:
-                yield
-            finally:
+                me = self._owner_token() if shared else None
                 if me is not None:
-                    await asyncio.shield(asyncio.to_thread(self.release, key, me))
-        finally:
-            local.release()
+                    await _poll(lambda: self.try_acquire(key, me, queue=wait), key, wait, deadline,
+                                orphan=lambda: self.release(key, me))
+                try:
+                    yield
+                finally:
+                    if me is not None:
+                        await asyncio.shield(asyncio.to_thread(self.release, key, me))
+            finally:
+                local.release()
 
 
 async def _poll(attempt: Callable[[], bool], key: _Key, wait: bool, deadline: float | None,

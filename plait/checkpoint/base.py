@@ -28,6 +28,14 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager, cont
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypedDict
 
+from plait.checkpoint._config import (
+    MAX_ID_BYTES,
+    MAX_NS_BYTES,
+    check_thread_id,
+    configurable_of,
+    get_checkpoint_id,
+    thread_key,
+)
 from plait.errors import CheckpointConflictError, ThreadBusyError
 
 __all__ = [
@@ -37,13 +45,18 @@ __all__ = [
     "CheckpointTuple",
     "ERROR",
     "INTERRUPT",
+    "MAX_ID_BYTES",
+    "MAX_NS_BYTES",
     "PendingWrite",
     "RESUME",
     "ThreadInfo",
     "check_prune",
+    "check_thread_id",
+    "configurable_of",
     "empty_checkpoint",
     "get_checkpoint_id",
     "new_checkpoint_id",
+    "thread_key",
 ]
 
 FORMAT_VERSION = 1
@@ -157,15 +170,23 @@ _node = int.from_bytes(os.urandom(8), "big")
 _counter = itertools.count()
 
 
-def new_checkpoint_id() -> str:
-    """A new UUID-shaped id whose string order is creation order within this process.
+def new_checkpoint_id(after: str | None = None) -> str:
+    """A new UUID-shaped id whose string order is creation order.
 
     The first 60 bits hold the time in 100 ns units (kept strictly increasing),
     the rest is random per process plus a counter, so ids from different
     processes do not collide.
+
+    Args:
+        after: An id the new one must sort after (the thread head). A process
+            whose clock is behind the one that wrote ``after`` still produces
+            a greater id, so the thread's order never depends on clock skew.
     """
+    floor = _stamp_of(after) if after else 0
+    if floor >= (1 << 60) - 1:  # no greater stamp exists: such an id was not made by a clock
+        floor = 0
     with _lock:
-        stamp = max(time.time_ns() // 100, _last[0] + 1)
+        stamp = max(time.time_ns() // 100, _last[0] + 1, floor + 1)
         _last[0] = stamp
     low = (_node + next(_counter)) & ((1 << 62) - 1)
     value = (stamp << 68) | (0x7 << 64) | (0b10 << 62) | low
@@ -173,10 +194,15 @@ def new_checkpoint_id() -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
-def get_checkpoint_id(config: Mapping[str, Any]) -> str | None:
-    """The ``checkpoint_id`` a config addresses, if any."""
-    conf = config.get("configurable") or {}
-    return conf.get("checkpoint_id")
+def _stamp_of(cid: str) -> int:
+    """The time stamp (first 60 bits) of a UUID-shaped id; 0 for ids of another shape."""
+    digits = cid.replace("-", "")
+    if len(digits) != 32:
+        return 0
+    try:
+        return int(digits[:15], 16)
+    except ValueError:
+        return 0
 
 
 class BaseCheckpointSaver(ABC):
@@ -255,6 +281,15 @@ class BaseCheckpointSaver(ABC):
                      timeout: float | None = None) -> AbstractAsyncContextManager[None]:
         """Async :meth:`lease`: returns an async context manager."""
         return _AsyncLease(self.lease(thread_id, checkpoint_ns, wait=wait, timeout=timeout))
+
+    def lease_id(self, thread_id: str, checkpoint_ns: str = "") -> tuple[object, str, str]:
+        """What :meth:`lease` holds for ``thread_id``: equal for two savers that share a lease.
+
+        A run records the ids it holds, so a node that starts a run on its own
+        thread gets a :class:`~plait.errors.ThreadBusyError` at once instead of
+        waiting for itself.
+        """
+        return id(self), str(thread_id), checkpoint_ns or ""
 
     def threads(self) -> Iterator[ThreadInfo]:
         """Every thread with its checkpoint count and newest checkpoint (for inspectors).
@@ -342,6 +377,14 @@ def busy(thread_id: str) -> ThreadBusyError:
         "multitask_strategy='enqueue' (the default) to wait your turn.", thread_id=thread_id)
 
 
+def reentered(thread_id: str) -> ThreadBusyError:
+    """The error raised when a run would wait for a thread that its own run chain holds."""
+    return ThreadBusyError(
+        f"Thread {thread_id!r} is held by the run this call is made from: a node started a run on its own "
+        "thread_id, which would wait for itself forever. Use another thread_id, or invoke the graph without "
+        "a thread_id inside the node so that it runs as a subgraph of this thread.", thread_id=thread_id)
+
+
 @contextmanager
 def _local_lease(owner: Any, thread_id: str, ns: str, wait: bool, timeout: float | None) -> Iterator[None]:
     key = (thread_id, ns)
@@ -376,10 +419,23 @@ class _AsyncLease(AbstractAsyncContextManager[None]):
         await asyncio.to_thread(self.inner.__exit__, *exc)
 
 
-def conflict(thread_id: str, expected: str | None, actual: str | None) -> CheckpointConflictError:
-    """The error raised when a write would fork the thread head behind another run's back."""
-    return CheckpointConflictError(
-        f"Thread {thread_id!r} moved on while this run was writing: expected head {expected!r}, found "
-        f"{actual!r}. Another run or update_state wrote to the thread; nothing was overwritten. Re-read the "
-        "thread (get_state) and retry, or fork explicitly from a checkpoint_id.",
-        thread_id=thread_id, expected=expected, actual=actual)
+def check_head(thread_id: str, cid: str, expected: str | None, head: str | None) -> None:
+    """Refuse a write that would not become the thread head as its writer expects.
+
+    Raises:
+        CheckpointConflictError: the head moved (``head`` is not ``expected``), or
+            ``cid`` does not sort after it (the writer's clock is behind: clock skew).
+    """
+    if head != expected:
+        raise CheckpointConflictError(
+            f"Thread {thread_id!r} moved on while this run was writing: expected head {expected!r}, found "
+            f"{head!r}. Another run or update_state wrote to the thread; nothing was written. Re-read the "
+            "thread (get_state) and retry, or fork explicitly from a checkpoint_id.",
+            thread_id=thread_id, expected=expected, actual=head)
+    if head is not None and cid <= head:
+        raise CheckpointConflictError(
+            f"Checkpoint id {cid!r} does not sort after the head {head!r} of thread {thread_id!r}, so it would "
+            "not become the newest checkpoint; nothing was written. Checkpoint ids are time-ordered: the clock "
+            "of the process that made this id is behind the one that wrote the head (clock skew). Make ids "
+            "with plait.checkpoint.base.new_checkpoint_id(after=head).",
+            thread_id=thread_id, expected=expected, actual=head)

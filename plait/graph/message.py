@@ -39,8 +39,6 @@ from langchain_core.messages import (
 )
 from typing_extensions import TypedDict
 
-from plait.checkpoint._delta import TrackedList
-
 __all__ = ["REMOVE_ALL_MESSAGES", "MessageList", "MessagesState", "add_messages"]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
@@ -103,34 +101,57 @@ def add_messages(
     return _to_openai_format(merged) if format is not None else merged
 
 
-class MessageList(TrackedList):
+class MessageList(list):  # type: ignore[type-arg]
     """What :func:`add_messages` returns: a plain-behaving list of messages plus an id index.
 
     The index (message id -> position) is handed on to the next merge, which
-    extends it for appended messages. It is trusted only while the list is
-    unchanged in place (see :class:`~plait.checkpoint._delta.TrackedList`) and
-    the index has exactly one entry per message; otherwise it is rebuilt.
+    extends it for appended messages. Any list method that changes the list
+    in place drops the index, and an index is trusted only while it has
+    exactly one entry per message; otherwise the next merge rebuilds it.
+    Copies and pickles are plain lists.
     """
 
     __slots__ = ("index",)
 
     def __init__(self, items: Any = (), /) -> None:
-        super().__init__(items)
+        list.__init__(self, items)
         self.index: dict[str | None, int] | None = None
 
     def changed(self) -> None:
-        """Forget the index and the contents' token (called before any in-place change)."""
-        self.token = None
-        self.origin = None
+        """Forget the index (called before any in-place change)."""
         self.index = None
+
+    def intact(self) -> bool:
+        """Whether the list is as the merge built it (so it holds only messages)."""
+        index = self.index
+        return index is not None and len(index) == len(self)
 
     def take_index(self) -> dict[str | None, int] | None:
         """Hand the index over to a merge (it is extended there), or ``None`` if it is not valid."""
-        index = self.index
-        if index is None or self.token is None or len(index) != len(self):
+        if not self.intact():
             return None
-        self.index = None
+        index, self.index = self.index, None
         return index
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (list, (list(self),))
+
+
+def _mutator(name: str) -> Callable[..., Any]:
+    inner = getattr(list, name)
+
+    def method(self: MessageList, *args: Any, **kwargs: Any) -> Any:
+        self.index = None
+        return inner(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = inner.__doc__
+    return method
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop",
+              "remove", "clear", "sort", "reverse"):
+    setattr(MessageList, _name, _mutator(_name))
 
 
 def _coerce(value: Any) -> list[BaseMessage]:
@@ -140,7 +161,7 @@ def _coerce(value: Any) -> list[BaseMessage]:
     not mutate it, since it may be the caller's own list.
     """
     items = value if isinstance(value, list) else [value]
-    if type(items) is MessageList and items.token is not None:
+    if type(items) is MessageList and items.intact():
         return items  # built by add_messages and unchanged since: already messages
     for kind in set(map(type, items)):
         if not issubclass(kind, BaseMessage) or issubclass(kind, BaseMessageChunk):
@@ -184,12 +205,9 @@ def _merge(left: list[BaseMessage], right: list[BaseMessage]) -> list[BaseMessag
     cut = _last_remove_all(right)
     if cut is not None:
         return MessageList(_with_id(m) for m in right[cut + 1 :])
-    source = left
     left, position, exact = _positions(left)
     merged = MessageList(left)
-    size = len(merged)
     removed: set[str | None] = set()
-    first_edit = size
     for message in right:
         message = _with_id(message)
         idx = position.get(message.id)
@@ -203,7 +221,6 @@ def _merge(left: list[BaseMessage], right: list[BaseMessage]) -> list[BaseMessag
             position[message.id] = len(merged)
             list.append(merged, message)
             continue
-        first_edit = min(first_edit, idx)
         if isinstance(message, RemoveMessage):
             removed.add(message.id)
         else:
@@ -213,8 +230,6 @@ def _merge(left: list[BaseMessage], right: list[BaseMessage]) -> list[BaseMessag
         return MessageList(m for m in merged if m.id not in removed)
     if exact and len(position) == len(merged):
         merged.index = position
-    if isinstance(source, TrackedList) and source is left and source.token is not None:
-        merged.origin = (source.token, first_edit)
     return merged
 
 

@@ -7,6 +7,8 @@ Usage: ``python _child.py TARGET MODE THREAD [ARGS...]`` where TARGET is
   waits for GO_FILE to exist first, if given; N = 0 means forever.
 * ``hold SECONDS``: one run whose node prints ``STARTED`` then sleeps.
 * ``fanout COUNT_DIR``: a step with parallel nodes ``a`` (succeeds) and ``b`` (fails unless COUNT_DIR/ok exists).
+* ``prune STOP_FILE``: prunes the thread (keep_last 1 to 3) in a loop until STOP_FILE exists, printing
+  ``PRUNED n`` totals at the end.
 
 Environment: ``LEASE_TTL`` (seconds, default 30).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import operator
 import os
+import random
 import sys
 import time
 from collections.abc import Iterator
@@ -112,6 +115,14 @@ def main(argv: list[str]) -> int:
         elif mode == "hold":
             chat_graph(saver, pause=float(argv[3])).invoke({"messages": [HumanMessage("hold", id="hold")]}, config)
             print("DONE", flush=True)
+        elif mode == "prune":
+            total = rounds = 0
+            rng = random.Random(thread)
+            while not os.path.exists(argv[3]):
+                total += saver.prune(thread, keep_last=rng.randint(1, 3))
+                rounds += 1
+                time.sleep(rng.random() * 0.01)
+            print(f"PRUNED {total} in {rounds}", flush=True)
         elif mode == "fanout":
             count_dir = Path(argv[3])
             try:

@@ -18,7 +18,9 @@ __all__ = [
     "GET_META",
     "INSERT_BLOB",
     "INSERT_CHECKPOINT",
+    "HEAD_AND_PARENT",
     "HEAD_ID",
+    "NAMESPACES",
     "THREADS",
     "INSERT_WRITE",
     "LEASE",
@@ -172,6 +174,10 @@ HEAD_ID = """SELECT MAX(checkpoint_id) FROM (SELECT checkpoint_id FROM checkpoin
     WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1) AS head"""
 LOCK_THREAD: str | None = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 """Taken before checking the thread head, so two writers cannot both pass the check."""
+HEAD_AND_PARENT = f"""SELECT ({HEAD_ID}), EXISTS(SELECT 1 FROM checkpoints
+    WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s)"""
+"""The thread head and whether the parent a put builds on still exists (read inside the put's transaction)."""
+NAMESPACES = "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = %s ORDER BY checkpoint_ns"
 
 LEASE = lease_sql("postgres")
 """Statements on ``checkpoint_leases`` (the cross-process thread lease)."""

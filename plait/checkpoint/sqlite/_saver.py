@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -80,8 +81,13 @@ class SqliteSaver(SqlSaverBase):
                     "SqliteSaver layout?). plait keeps its own layout (docs/storage.md); use a new file. "
                     "Nothing was changed.")
             fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
-            if fresh and not conn.in_transaction:
+            if fresh and not conn.in_transaction and conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+                # incremental vacuum lets prune shrink the file in short steps; on a file that
+                # already has a header (WAL switched on), the mode takes effect through a VACUUM,
+                # instant while there are no tables
                 conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                with contextlib.suppress(sqlite3.OperationalError):  # busy: another process is setting up
+                    conn.execute("VACUUM")
             if not conn.in_transaction:
                 # WAL (kept in the file) lets readers work during writes; with it, NORMAL sync
                 # survives a killed process (only an OS crash can lose the last commits).
@@ -129,13 +135,40 @@ class SqliteSaver(SqlSaverBase):
             conn.commit()
 
     def _reclaim(self) -> None:
+        """Give freed pages back to the file system a few at a time.
+
+        Each step is a short write of its own, so the lease heartbeat and the
+        writers of other threads and processes never wait behind a long
+        ``VACUUM``. Files created before plait enabled incremental vacuum keep
+        their free pages for later writes; ``vacuum()`` compacts them.
+        """
         with self.lock:
-            mode = self.conn.execute("PRAGMA auto_vacuum").fetchone()[0]
-            if mode == 2:
-                self.conn.execute("PRAGMA incremental_vacuum")
-            else:
-                self.conn.execute("VACUUM")
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if self.conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+                return
+        for _ in range(_MAX_VACUUM_STEPS):
+            with self.lock:
+                if self.conn.in_transaction or not self.conn.execute("PRAGMA freelist_count").fetchone()[0]:
+                    break
+                self.conn.execute(f"PRAGMA incremental_vacuum({_VACUUM_PAGES})").fetchall()
+        with self.lock:
+            if not self.conn.in_transaction:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    def vacuum(self) -> None:
+        """Rebuild the file without its free pages (``VACUUM``): maintenance, run when the database is idle.
+
+        Holds the database for as long as the copy takes; other writers wait
+        (up to the connection's busy timeout). Turns on incremental vacuum for
+        files created without it, so later prunes shrink the file by themselves.
+        """
+        with self.lock:
+            self.conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+
+_VACUUM_PAGES = 256
+_MAX_VACUUM_STEPS = 100_000
 
 
 def _use_wal(conn: sqlite3.Connection) -> None:

@@ -18,7 +18,9 @@ __all__ = [
     "GET_META",
     "INSERT_BLOB",
     "INSERT_CHECKPOINT",
+    "HEAD_AND_PARENT",
     "HEAD_ID",
+    "NAMESPACES",
     "THREADS",
     "INSERT_WRITE",
     "LEASE",
@@ -160,6 +162,10 @@ DELETE_WRITES_OF = "DELETE FROM checkpoint_writes WHERE thread_id = ? AND checkp
 HEAD_ID = "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
 LOCK_THREAD: str | None = None
 """Taken before checking the thread head, so two writers cannot both pass the check."""
+HEAD_AND_PARENT = f"""SELECT ({HEAD_ID}), EXISTS(SELECT 1 FROM checkpoints
+    WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?)"""
+"""The thread head and whether the parent a put builds on still exists (read inside the put's transaction)."""
+NAMESPACES = "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns"
 
 LEASE = lease_sql("sqlite")
 """Statements on ``checkpoint_leases`` (the cross-process thread lease)."""
