@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""plait vs LangGraph micro-benchmarks (W1 invoke overhead, W2 fan-out/fan-in, W3 loop).
+"""plait vs LangGraph micro-benchmarks (W1 invoke overhead, W2 fan-out/fan-in, W3 loop, W4 history listing).
 
 Every (workload, implementation, run) executes ``bench/workloads.py`` in a fresh
 subprocess; runs are interleaved (plait, langgraph, plait, ...) so slow drift on
@@ -31,12 +31,13 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "workloads.py")
 REPO = os.path.dirname(HERE)
-WORKLOADS = ("W1", "W2", "W3")
+WORKLOADS = ("W1", "W2", "W3", "W4")
 # workload -> (label, unit, ns per unit or None for a rate, higher is better)
 UNITS: dict[str, tuple[str, str, float | None]] = {
     "W1": ("3-node chain, 1 str field", "µs/invoke", 1e3),
     "W2": ("64-way fan-out + join", "ms/invoke", 1e6),
     "W3": ("self-loop to 500", "steps/s", None),
+    "W4": ("InMemorySaver history of 3000 checkpoints", "ms/listing", 1e6),
 }
 W3_STEPS = 500
 

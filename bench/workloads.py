@@ -18,6 +18,11 @@ Workloads (same shapes as /work/shared/bench w1..w3):
   ``join`` (``add_edge([...], "join")``) -> END.  Unit: milliseconds per invoke.
 * W3 - one node ``inc`` + conditional self-edge until ``counter == 500``.
   Unit: node steps per second (``target / invoke time``).
+* W4 - (not in the shared suite) an echo chat graph (``MessagesState``,
+  ``START -> echo -> END``) on the implementation's ``InMemorySaver``, run
+  for 1000 turns (3000 checkpoints, 2000 messages at the head) before
+  timing; each timed call lists the whole history with values,
+  ``list(graph.get_state_history(config))``. Unit: milliseconds per listing.
 
 Every invoke is timed on its own with ``time.perf_counter_ns`` after a warm-up
 and a ``gc.collect()``; the raw samples (ns) are returned so the driver can
@@ -43,7 +48,9 @@ DEFAULTS: dict[str, tuple[int, int, int, int]] = {
     "W1": (3000, 300, 300, 30),
     "W2": (300, 30, 30, 5),
     "W3": (30, 3, 5, 1),
+    "W4": (10, 1, 2, 1),
 }
+W4_TURNS = 1000  # 3 checkpoints per turn (input, __start__, echo)
 
 
 class W1State(TypedDict):
@@ -141,7 +148,35 @@ def build_w3(g: Any, target: int = 500) -> tuple[Callable[[], Any], Callable[[An
     return (lambda: graph.invoke(inp, cfg)), check
 
 
-BUILDERS = {"W1": build_w1, "W2": build_w2, "W3": build_w3}
+def build_w4(g: Any, turns: int = W4_TURNS) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    memory = importlib.import_module(g.__name__.rsplit(".", 1)[0] + ".checkpoint.memory")
+    saver = getattr(memory, "InMemorySaver", None) or memory.MemorySaver
+
+    def echo(state: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage("echo: " + state["messages"][-1].content)]}
+
+    b = g.StateGraph(g.MessagesState)
+    b.add_node("echo", echo)
+    b.add_edge(g.START, "echo")
+    b.add_edge("echo", g.END)
+    graph = b.compile(checkpointer=saver())
+    cfg = {"configurable": {"thread_id": "w4"}}
+    for i in range(turns):
+        graph.invoke({"messages": [HumanMessage(f"q{i}")]}, cfg)
+
+    def check(history: Any) -> None:
+        assert len(history) == 3 * turns, len(history)
+        assert [m.content for m in history[0].values["messages"][-2:]] == [f"q{turns - 1}", f"echo: q{turns - 1}"]
+        lengths = [len(s.values.get("messages", ())) for s in history]
+        assert lengths[0] == 2 * turns and lengths == sorted(lengths, reverse=True), lengths[:6]
+        assert [m.content for m in history[len(history) // 2].values["messages"][:2]] == ["q0", "echo: q0"]
+
+    return (lambda: list(graph.get_state_history(cfg))), check
+
+
+BUILDERS = {"W1": build_w1, "W2": build_w2, "W3": build_w3, "W4": build_w4}
 
 
 def measure(call: Callable[[], Any], invokes: int, warmup: int) -> list[int]:

@@ -27,14 +27,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from plait.checkpoint._delta import (
-    DELTA,
     FULL,
-    Blob,
     Entry,
     ValueCache,
     encode_value,
@@ -46,6 +44,7 @@ from plait.checkpoint._delta import (
     unpack_meta,
     unpack_ts,
 )
+from plait.checkpoint._memory_read import Known, Memo, Rows, replay
 from plait.checkpoint._records import ThreadLog as _Thread
 from plait.checkpoint.base import (
     INTERRUPT,
@@ -54,9 +53,12 @@ from plait.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    check_head,
     check_prune,
-    conflict,
+    check_thread_id,
+    get_checkpoint_id,
     now_iso,
+    thread_key,
 )
 from plait.checkpoint.serde import Serializer
 from plait.errors import SerializationError
@@ -65,23 +67,6 @@ __all__ = ["InMemorySaver", "MemorySaver"]
 
 _Key = Any  # thread id (str) when the namespace is "", else (thread id, namespace)
 _SPECIAL = (INTERRUPT, RESUME)
-
-
-class _Rows(Mapping[int, Blob]):
-    """The value rows of one key, read from a thread's records on demand (for :func:`rebuild`)."""
-
-    def __init__(self, saver: InMemorySaver, th: _Thread, channel: str) -> None:
-        self.saver, self.th, self.channel = saver, th, channel
-
-    def __getitem__(self, seq: int) -> Blob:
-        row = self.saver._record(self.th, seq)[5][self.channel]
-        return Blob(FULL, None, row) if isinstance(row, bytes) else Blob(DELTA, row[0], row[1])
-
-    def __iter__(self) -> Iterator[int]:  # noqa: D105
-        return iter(range(len(self)))
-
-    def __len__(self) -> int:  # noqa: D105
-        return len(self.th)
 
 
 class InMemorySaver(BaseCheckpointSaver):
@@ -105,12 +90,8 @@ class InMemorySaver(BaseCheckpointSaver):
 
     @staticmethod
     def _key(config: Mapping[str, Any]) -> tuple[_Key, str, str, str | None]:
-        conf = config.get("configurable") or {}
-        if "thread_id" not in conf:
-            raise ValueError("Checkpointer config needs configurable.thread_id, e.g. "
-                             "{'configurable': {'thread_id': 'user-1'}}")
-        thread, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "") or ""
-        return (thread if not ns else (thread, ns)), thread, ns, conf.get("checkpoint_id")
+        thread, ns, cid = thread_key(config)
+        return (thread if not ns else (thread, ns)), thread, ns, cid
 
     def _record(self, th: _Thread, seq: int) -> list[Any]:
         """``[parent, ts, fields, metadata, loc, rows]`` of a checkpoint."""
@@ -122,26 +103,50 @@ class InMemorySaver(BaseCheckpointSaver):
         loc.update(dict.fromkeys(record[5], seq))
         return loc
 
-    def _entry(self, thread: str, th: _Thread, channel: str, seq: int) -> Entry:
-        """The materialized value of ``channel`` stored at ``seq``: cached, else rebuilt from its chain."""
+    def _entry(self, thread: str, th: _Thread, channel: str, seq: int, memo: Memo | None = None) -> Entry:
+        """The materialized value of ``channel`` stored at ``seq``: cached, else rebuilt from its chain.
+
+        A chain is replayed back to the nearest value already materialized (in
+        the cache, or in ``memo``), not necessarily to its full row. With
+        ``memo`` (a listing) the values along the chain are kept in the memo
+        for the older checkpoints (see :meth:`_replay`), and the LRU cache,
+        whose entries serve the threads' live heads, is left alone.
+        """
         key = (thread, th.uid, channel, seq)
+        values: dict[int, Entry] = {}
+        if memo is not None:
+            values = memo.values.setdefault((th.uid, channel), values)
+            floor = memo.floor.get(th.uid)
+            while values and floor is not None and next(reversed(values)) > floor:  # kept in ascending order
+                values.popitem()  # a value stored above the checkpoint being built is needed no more
+            found = values.get(seq)
+            if found is not None:
+                return found
         found = self._cache.get(key)
-        if found is not None and found.valid:
+        if found is not None:
             return found
+        known = Known(values, self._cache, key[:3])
         try:
-            found = rebuild(seq, _Rows(self, th, channel), {}, self.serde.loads)[seq]
+            if memo is None:
+                found = rebuild(seq, Rows(self.serde.loads, th, channel), known, self.serde.loads)[seq]
+                self._cache.put(key, found)
+            else:
+                found = replay(th, channel, seq, memo, values, known, self.serde.loads)
         except (KeyError, IndexError) as exc:
             raise SerializationError(f"Stored value of key {channel!r} in thread {thread!r} is incomplete: "
                                      f"missing row {exc}", key=channel) from None
-        self._cache.put(key, found)
         return found
 
-    def _tuple(self, key: _Key, th: _Thread, seq: int) -> CheckpointTuple:
+    def _tuple(self, key: _Key, th: _Thread, seq: int, memo: Memo | None = None,
+               record: list[Any] | None = None) -> CheckpointTuple:
         thread, ns = (key, "") if type(key) is str else key
-        record = self._record(th, seq)
+        if record is None:
+            record = self._record(th, seq)
         parent, ts, fields, metadata, _, _ = record
-        values = {ch: self._entry(thread, th, ch, rseq).value(self.serde.loads)
+        values = {ch: self._entry(thread, th, ch, rseq, memo).value(self.serde.loads)
                   for ch, rseq in self._loc(th, seq, record).items()}
+        if memo is not None:  # a listing builds each checkpoint once: its record is not needed again
+            memo.records.get(th.uid, {}).pop(seq, None)
         cid = th.cid(seq)
         checkpoint = {**unpack_fields(fields), "id": cid, "ts": unpack_ts(ts), "channel_values": values}
         if type(parent) is int:
@@ -163,22 +168,32 @@ class InMemorySaver(BaseCheckpointSaver):
 
     def list(self, config: dict[str, Any] | None, *, filter: dict[str, Any] | None = None,  # noqa: A002
              before: dict[str, Any] | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
-        """Checkpoints newest first, built one at a time as the caller iterates."""
+        """Checkpoints newest first, built one at a time as the caller iterates.
+
+        The listing shares decoded records and materialized values across its
+        checkpoints, so a thread's history costs one replay of each value's chain.
+        """
         with self._lock:
             keys = list(self._threads) if config is None else [self._key(config)[0]]
-            items = [(th.cid(seq), key, th, seq) for key in keys if (th := self._threads.get(key))
-                     for seq in th.newest_first()]
-        if len(keys) > 1:
-            items.sort(key=lambda item: item[0], reverse=True)
-        bound = (before or {}).get("configurable", {}).get("checkpoint_id") if before else None
+            logs = [(key, th, th.newest_first()) for key in keys if (th := self._threads.get(key))]
+        items: Iterable[tuple[str | None, _Key, _Thread, int]]
+        if len(logs) == 1:  # already newest first: ids are read only when ``before`` needs them
+            items = ((None, key, th, seq) for key, th, seqs in logs for seq in seqs)
+        else:
+            items = sorted(((th.cid(seq), key, th, seq) for key, th, seqs in logs for seq in seqs),
+                           key=lambda item: item[0], reverse=True)  # type: ignore[arg-type,return-value]
+        bound = get_checkpoint_id(before)
+        memo = Memo()
         count = 0
         for cid, key, th, seq in items:
-            if bound is not None and cid >= bound:
+            if bound is not None and (th.cid(seq) if cid is None else cid) >= bound:
                 continue
             with self._lock:
-                if filter and any(unpack_meta(self._record(th, seq)[3]).get(k) != v for k, v in filter.items()):
+                memo.floor[th.uid] = seq
+                record = memo.records.get(th.uid, {}).pop(seq, None) or self._record(th, seq)
+                if filter and any(unpack_meta(record[3]).get(k) != v for k, v in filter.items()):
                     continue
-                item = self._tuple(key, th, seq)
+                item = self._tuple(key, th, seq, memo, record)
             yield item
             count += 1
             if limit is not None and count >= limit:
@@ -198,8 +213,8 @@ class InMemorySaver(BaseCheckpointSaver):
         cid = checkpoint["id"]
         with self._lock:
             th = self._threads.get(key)
-            if expected_head is not ... and (th.head if th else None) != expected_head:
-                raise conflict(thread, expected_head, th.head if th else None)
+            if expected_head is not ...:
+                check_head(thread, cid, expected_head, th.head if th else None)
             th = th or _Thread()
             pseq = None if parent is None else th.find(parent)
             recent = self._recent
@@ -296,7 +311,7 @@ class InMemorySaver(BaseCheckpointSaver):
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget every checkpoint and pending write of the thread, in every namespace."""
-        thread_id = str(thread_id)
+        thread_id = check_thread_id(thread_id)
         with self._lock:
             self._threads.pop(thread_id, None)
             for ns in self._namespaces.pop(thread_id, ()):
@@ -317,7 +332,7 @@ class InMemorySaver(BaseCheckpointSaver):
         ran through deleted checkpoints are rewritten and the memory is freed.
         """
         check_prune(keep_last, older_than)
-        thread_id = str(thread_id)
+        thread_id = check_thread_id(thread_id)
         cutoff = None if older_than is None else datetime.fromtimestamp(
             time.time() - older_than, timezone.utc).isoformat()
         deleted = 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import operator
 from typing import Annotated, Any
 
@@ -9,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from typing_extensions import TypedDict
 
-from plait.checkpoint._delta import DELTA, Entry, TrackedList
+from plait.checkpoint._delta import DELTA, Entry
 from plait.checkpoint.base import empty_checkpoint
 from plait.checkpoint.memory import InMemorySaver
 from plait.errors import SerializationError
@@ -183,23 +184,20 @@ def test_long_chat_appends_are_constant_size_deltas() -> None:
     assert [m.content for m in state[-2:]] == ["q59", "echo: q59"]
 
 
-def test_tracked_list_notices_changes_and_copies_are_plain() -> None:
-    items = TrackedList([1, 2])
-    token = items.token
-    assert token is not None and list(items) == [1, 2]
-    assert type(items[:]) is list and type(__import__("copy").copy(items)) is list
-    for change in (lambda x: x.append(3), lambda x: x.__setitem__(0, 9), lambda x: x.sort(reverse=True),
-                   lambda x: x.__delitem__(0), lambda x: operator.iadd(x, [4])):
-        fresh = TrackedList([1, 2])
-        change(fresh)
-        assert fresh.token is None
-    entry = Entry(items, None, 2, token)
-    assert entry.valid
-    items.pop()
-    assert not entry.valid
+def test_entry_hands_back_the_shared_list_only_while_it_is_unchanged() -> None:
+    shared = [1, 2]
+    entry = Entry((1, 2), None, 2, shared)
+    assert entry.value(None) is shared  # type: ignore[arg-type]
+    for change in (lambda x: list.append(x, 3), lambda x: list.__setitem__(x, 0, 9), lambda x: x.sort(reverse=True),
+                   lambda x: heapq.heappush(x, 0), lambda x: operator.iadd(x, [4])):
+        shared = [1, 2]
+        entry = Entry((1, 2), None, 2, shared)
+        change(shared)
+        out = entry.value(None)  # type: ignore[arg-type]
+        assert out == [1, 2] and out is not shared
 
 
-def test_append_is_encoded_without_comparing_items() -> None:
+def test_append_is_encoded_as_a_delta() -> None:
     from plait.checkpoint._delta import encode_value
     from plait.checkpoint.serde import Serializer
 
@@ -207,7 +205,6 @@ def test_append_is_encoded_without_comparing_items() -> None:
     first = add_messages([], [HumanMessage("a", id="1")])
     _, entry = encode_value(first, None, None, dumps, share=True)
     second = add_messages(first, [AIMessage("b", id="2")])
-    assert second.origin == (first.token, 1)
     blob, _ = encode_value(second, entry, "row", dumps, share=True)
     assert blob.kind == DELTA and blob.prev == "row"
 
@@ -248,3 +245,49 @@ def test_text_ids_and_replaced_records() -> None:
     saver.put(cfg(), again, {"source": "update", "step": 0, "parents": {}}, {"a": 1})  # same id: replaced
     found = saver.get_tuple(first)
     assert found.checkpoint["channel_values"] == {"a": [9]} and found.pending_writes == [("task-1", "a", 5)]
+
+
+@pytest.mark.parametrize("window", ["whole", "windowed"])
+def test_history_of_3000_checkpoints_is_rebuilt_right(window: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listing a long thread newest first shares one replay of each chain; every value is still exact."""
+    import plait.checkpoint._memory_read as memory
+
+    if window == "windowed":  # a chain replayed 64 rows at a time, through every-64th bases
+        monkeypatch.setattr(memory, "_WINDOW_ITEMS", 1)
+        monkeypatch.setattr(memory, "_MIN_WINDOW", 64)
+    saver = InMemorySaver(cache_size=16)
+    config, messages, note = cfg("long"), [], ""
+    sample = {*range(0, 3000, 29), 1, 2, 400, 401, 402, 1499, 1500, 2801, 2997, 2998, 2999}
+    written: list[tuple[str, Any, str, int]] = []  # (id, message texts or count, note, step), oldest first
+    for step in range(3000):
+        changed = {"note": step + 1}
+        if step % 3:  # two steps in three add a message; every 400th step edits an old one (not an append)
+            new = (AIMessage(f"edited {step}", id=f"m{step // 2}") if step % 400 == 1 and messages
+                   else HumanMessage(f"m{step}", id=f"m{step}"))
+            messages = add_messages(messages, [new])
+            changed["messages"] = step + 1
+        note = f"n{step}" if step % 7 else note  # unchanged values share their parent's row
+        config = put(saver, config, {"messages": messages, "note": note}, changed, step)
+        texts = [m.content for m in messages] if step in sample else len(messages)
+        written.append((config["configurable"]["checkpoint_id"], texts, note, step))
+
+    history = []
+    for h, (cid, texts, note, step) in zip(saver.list(cfg("long")), reversed(written), strict=True):
+        assert h.config["configurable"]["checkpoint_id"] == cid
+        values = h.checkpoint["channel_values"]
+        got = values["messages"]
+        assert (len(got) if type(texts) is int else [m.content for m in got]) == texts, (cid, step)
+        assert values["note"] == note and h.metadata["step"] == step
+        got.clear()  # the lists handed out are the caller's: no other checkpoint of the listing changes
+        history.append(h)
+    assert history[-1].parent_config is None
+    assert history[0].parent_config["configurable"]["checkpoint_id"] == written[-2][0]
+    saver._cache = type(saver._cache)(0)  # cold single reads rebuild the same values
+    for i in (1, 2, 401, 1499, 2801, 2998, 2999):
+        cid, texts, note, _ = written[i]
+        values = saver.get_tuple(cfg("long", cid)).checkpoint["channel_values"]
+        assert [m.content for m in values["messages"]] == texts and values["note"] == note
+    page = list(saver.list(cfg("long"), before=cfg("long", written[1501][0]), limit=3))
+    assert [p.config["configurable"]["checkpoint_id"] for p in page] == [written[i][0] for i in (1500, 1499, 1498)]
+    assert [[m.content for m in p.checkpoint["channel_values"]["messages"]] for p in page[:2]] == [
+        written[1500][1], written[1499][1]]
