@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from typing import Any
 
 import pytest
 
@@ -19,3 +21,43 @@ def saver() -> InMemorySaver:
 def thread() -> dict:
     """A config addressing a brand-new thread."""
     return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex}"}}
+
+
+class Driver:
+    """Runs a graph through the sync or the async API, so one test covers both drivers."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return self.kind
+
+    def invoke(self, graph: Any, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        if self.kind == "sync":
+            return graph.invoke(input, config, **kwargs)
+        return asyncio.run(graph.ainvoke(input, config, **kwargs))
+
+    def stream(self, graph: Any, input: Any, config: Any = None, **kwargs: Any) -> list[Any]:  # noqa: A002
+        if self.kind == "sync":
+            return list(graph.stream(input, config, **kwargs))
+
+        async def collect() -> list[Any]:
+            return [chunk async for chunk in graph.astream(input, config, **kwargs)]
+
+        return asyncio.run(collect())
+
+    def get_state(self, graph: Any, config: Any) -> Any:
+        if self.kind == "sync":
+            return graph.get_state(config)
+        return asyncio.run(graph.aget_state(config))
+
+    def update_state(self, graph: Any, config: Any, values: Any, as_node: str | None = None) -> Any:
+        if self.kind == "sync":
+            return graph.update_state(config, values, as_node)
+        return asyncio.run(graph.aupdate_state(config, values, as_node))
+
+
+@pytest.fixture(params=["sync", "async"])
+def driver(request: pytest.FixtureRequest) -> Driver:
+    """The sync (``invoke``/``stream``) or the async (``ainvoke``/``astream``) driver."""
+    return Driver(request.param)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -14,6 +13,7 @@ from plait.constants import END, START
 from plait.errors import GraphBuildError
 from plait.pregel._callable import accepts_config, make_call
 from plait.pregel._plan import Branch, Join, NodeSpec, Plan
+from plait.pregel._pregel import Pregel
 
 if TYPE_CHECKING:
     from plait.graph.state import StateGraph
@@ -88,11 +88,12 @@ def _interrupts(builder: StateGraph, nodes: Any) -> frozenset[str]:
 
 def _node_spec(builder: StateGraph, name: str, state_keys: tuple[str, ...]) -> NodeSpec:
     node = builder.nodes[name]
-    call, is_async, is_subgraph = make_call(node.action, frozenset(builder.channels))
+    is_subgraph = isinstance(node.action, Pregel)
+    call, is_async, acall = make_call(node.action, frozenset(builder.channels), subgraph=is_subgraph)
     schema = node.input_schema
     reads = _keys(builder, schema) if schema is not None else state_keys
     make_input = _maker(schema if schema is not None else builder.state_schema)
-    return NodeSpec(name=name, call=call, is_async=is_async, reads=reads, defaults=_defaults(builder, reads),
+    return NodeSpec(name=name, call=call, is_async=is_async, acall=acall, reads=reads, defaults=_defaults(builder, reads),
                     make_input=make_input, retry=node.retry_policy, is_subgraph=is_subgraph,
                     metadata=node.metadata)
 
@@ -101,8 +102,8 @@ def _branches(builder: StateGraph) -> dict[str, tuple[Branch, ...]]:
     out: dict[str, tuple[Branch, ...]] = {}
     for source, branches in builder.branches.items():
         out[source] = tuple(
-            Branch(source=source, path=b.path, is_async=inspect.iscoroutinefunction(b.path),
-                   takes_config=accepts_config(b.path), path_map=b.path_map, ends=b.ends)
+            Branch(source=source, path=b.path, takes_config=accepts_config(b.path), path_map=b.path_map,
+                   ends=b.ends)
             for b in branches.values()
         )
     return out
@@ -116,7 +117,8 @@ def _strict(builder: StateGraph, channels: dict[str, BaseChannel],
     check_parallel_writes(builder)
     wrapped = {k: StrictChannel(c, builder.channels[k]) if builder.channels[k].reducer is not None else c
                for k, c in channels.items()}
-    calls = {k: replace(n, call=strict_call(k, n.call, n.is_async)) for k, n in nodes.items()}
+    calls = {k: replace(n, call=strict_call(k, n.call, n.is_async),
+                        acall=None if n.acall is None else strict_call(k, n.acall, True)) for k, n in nodes.items()}
     return wrapped, calls
 
 
@@ -147,7 +149,7 @@ def build_plan(builder: StateGraph, interrupt_before: Any, interrupt_after: Any,
         channels=channels,
         nodes=nodes,
         edges={k: tuple(v) for k, v in edges.items()},
-        branches=(branches := _branches(builder)),
+        branches=_branches(builder),
         joins={k: tuple(v) for k, v in joins.items()},
         input_keys=_keys(builder, builder.input_schema),
         output_keys=_keys(builder, builder.output_schema),
@@ -158,5 +160,4 @@ def build_plan(builder: StateGraph, interrupt_before: Any, interrupt_after: Any,
         strict=bool(strict),
         input_make=_to_dict(builder.input_schema),
         state_make=_maker(builder.state_schema),
-        async_branches=any(b.is_async for bs in branches.values() for b in bs),
     )

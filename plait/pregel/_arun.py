@@ -1,31 +1,36 @@
-"""The asynchronous driver: runs a :class:`Loop` on the event loop."""
+"""The asynchronous driver: executes a :class:`Loop`'s effects on the caller's event loop."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Sequence
-from typing import Any
+import inspect
+from collections.abc import AsyncGenerator, Generator, Sequence
+from typing import Any, TypeVar
 
-from plait.errors import ParentCommand, SerializationError
+from plait.errors import ParentCommand
 from plait.pregel._context import TaskContext, task_scope
+from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, RunTasks, Save, put_kwargs
 from plait.pregel._loop import Loop
-from plait.pregel._run import claim, make_context, run_task, stack_is_deep
+from plait.pregel._pool import stack_is_deep
+from plait.pregel._run import claim, make_context, run_task
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._thread import found
 
-__all__ = ["run_async"]
+__all__ = ["acall_routers", "afinish", "run_async"]
 
 Event = tuple[str, Any]
+T = TypeVar("T")
 
 
 async def _run_async_task(task: Task, ctx: TaskContext) -> None:
+    call = task.node.acall or task.node.call
     attempt = 0
     with task_scope(ctx):
         while True:
             attempt += 1
             try:
                 try:
-                    value = await task.node.call(task.input, ctx)
+                    value = await call(task.input, ctx)
                 except ParentCommand as exc:  # a subgraph inside this node addressed this graph
                     value = from_child(exc)
                 collect(task, value)
@@ -39,7 +44,7 @@ async def _run_async_task(task: Task, ctx: TaskContext) -> None:
 
 def _one(loop: Loop, task: Task, store: Any, context: Any) -> Any:
     ctx = make_context(loop, task, store, context)
-    if task.node.is_async:
+    if task.node.is_async or task.node.acall is not None:
         return _run_async_task(task, ctx)
     return asyncio.to_thread(run_task, task, ctx)
 
@@ -54,62 +59,78 @@ async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, 
         await asyncio.gather(*(_one(loop, t, store, context) for t in todo))
 
 
-async def _flush(loop: Loop) -> None:
-    saver = loop.saver
-    try:
-        for name, args, kwargs in loop.drain_saves():
-            await getattr(saver, "a" + name)(*args, **kwargs)
-    except SerializationError as err:
-        raise loop.blame(err) from None
+async def acall_routers(effect: CallRouters) -> list[Any]:
+    """The routers' answers; async routers are awaited here, on the caller's event loop."""
+    answers = [route(effect.state) for route in effect.routers]
+    return [await a if inspect.isawaitable(a) else a for a in answers]
+
+
+async def afinish(steps: Generator[CallRouters, list[Any], T]) -> T:
+    """Async :func:`~plait.pregel._run.finish_sync`."""
+    answer: list[Any] | None = None
+    while True:
+        try:
+            effect = steps.send(answer)  # type: ignore[arg-type]
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer = await acall_routers(effect)
 
 
 async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = None,  # noqa: A002
-                    result: list[Loop] | None = None) -> AsyncGenerator[Event, None]:
-    """Drive ``loop`` to the end, yielding its stream events; append the loop to ``result``."""
-    saver = loop.saver
+                    ) -> AsyncGenerator[Event, None]:
+    """Drive ``loop`` to the end, yielding its stream events."""
     claim(loop)
+    saver = loop.saver
     if saver is None:
         loop.load(None)
         async for event in _drive(loop, input, store, context):
             yield event
-    else:
-        thread = loop.thread
-        assert thread is not None  # noqa: S101 - set whenever there is a saver
-        async with await saver.alease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject",
-                                      timeout=loop.lease_timeout):
-            loop.load(found(await saver.aget_tuple(thread.config()), thread))
-            async for event in _drive(loop, input, store, context):
-                yield event
-    if result is not None:
-        result.append(loop)
+        return
+    thread = loop.thread
+    assert thread is not None  # noqa: S101 - set whenever there is a saver
+    async with await saver.alease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject",
+                                  timeout=loop.lease_timeout):
+        loop.load(found(await saver.aget_tuple(thread.config()), thread))
+        async for event in _drive(loop, input, store, context):
+            yield event
 
 
 async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGenerator[Event, None]:  # noqa: A002
-    saver = loop.saver
-    loop.begin(input)
+    """Execute the loop's effects on this event loop; an effect's error is thrown back into the loop."""
+    effects = loop.effects(input)
     deep = stack_is_deep()  # every step runs at this depth
-    while True:
-        if saver is not None:
-            await _flush(loop)
-        for event in loop.events:
-            yield event
-        loop.events.clear()
-        tasks = loop.tick()
-        if tasks is None:
-            break
-        await _execute(loop, tasks, store, context, deep)
-        if loop.plan.async_branches:  # async routing functions need a thread without a running loop
-            error = await asyncio.to_thread(loop.finish, tasks)
-        else:
-            error = loop.finish(tasks)
-        if error is not None:
-            if saver is not None:
-                await _flush(loop)
-            raise error
-        if loop.interrupts:
-            if saver is not None:
-                await _flush(loop)
-            break
-    for event in loop.events:  # e.g. the interrupt chunk of interrupt_before
-        yield event
-    loop.events.clear()
+    answer: Any = None
+    error: Exception | None = None
+    try:
+        while True:
+            try:
+                effect = effects.send(answer) if error is None else effects.throw(error)
+            except StopIteration:
+                return
+            answer, error = None, None
+            if type(effect) is Emit:
+                for event in effect.events:
+                    yield event
+                continue
+            try:
+                answer = await _perform(loop, effect, store, context, deep)
+            except Exception as exc:  # noqa: BLE001 - the loop decides what it means
+                error = exc
+    finally:
+        effects.close()
+
+
+async def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: bool) -> Any:  # noqa: PLR0913
+    kind = type(effect)
+    if kind is RunTasks:
+        await _execute(loop, effect.tasks, store, context, deep)  # type: ignore[union-attr]
+    elif kind is CallRouters:
+        return await acall_routers(effect)  # type: ignore[arg-type]
+    elif kind is Save:
+        saver = loop.saver
+        for op in effect.ops:  # type: ignore[union-attr]
+            if type(op) is PutCheckpoint:
+                await saver.aput(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
+            else:
+                await saver.aput_writes(op.config, op.writes, op.task_id)
+    return None

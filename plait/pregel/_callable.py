@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from plait.checkpoint.base import INTERRUPT
 from plait.errors import GraphInterrupt
@@ -20,7 +20,7 @@ from plait.pregel._thread import config_with
 from plait.runtime import Runtime
 from plait.types import Command
 
-__all__ = ["accepts_config", "make_call"]
+__all__ = ["NodeCalls", "accepts_config", "arun_nested", "make_call", "run_coroutine", "run_nested"]
 
 _EXTRAS = ("config", "runtime", "store", "writer")
 
@@ -98,6 +98,25 @@ def run_nested(graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozens
     sub, config = _subgraph_config(graph, ctx)
     resuming = bool(ctx.resume) and sub.checkpointer is not None
     out = sub.invoke_here(Command(resume=ctx.resume[-1]) if resuming else state, config, context=ctx.context, **kwargs)
+    return _nested_output(out, parent_keys)
+
+
+async def arun_nested(graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozenset[str] = frozenset(),
+                      **kwargs: Any) -> Any:
+    """Async :func:`run_nested`: the subgraph's nodes and routers run on this event loop."""
+    sub, config = _subgraph_config(graph, ctx)
+    resuming = bool(ctx.resume) and sub.checkpointer is not None
+    out = await sub.ainvoke_here(Command(resume=ctx.resume[-1]) if resuming else state, config,
+                                 context=ctx.context, **kwargs)
+    return _nested_output(out, parent_keys)
+
+
+def _nested_output(out: Any, parent_keys: frozenset[str]) -> Any:
+    """A subgraph's output as its parent sees it; an interrupt inside pauses the parent task.
+
+    Raises:
+        GraphInterrupt: the subgraph paused.
+    """
     if isinstance(out, dict):
         if out.get(INTERRUPT):
             raise GraphInterrupt(tuple(out[INTERRUPT]))
@@ -106,16 +125,18 @@ def run_nested(graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozens
     return out
 
 
-def _subgraph_call(graph: Any, keys: frozenset[str]) -> Callable[[Any, TaskContext], Any]:
-    # a partial, not a closure: one Python frame less per level of nesting
-    return partial(run_nested, graph, parent_keys=keys)
-
-
 def _runnable_call(runnable: Any) -> Callable[[Any, TaskContext], Any]:
     def call(state: Any, ctx: TaskContext) -> Any:
         return runnable.invoke(state, ctx.config)
 
     return call
+
+
+def _runnable_acall(runnable: Any) -> Callable[[Any, TaskContext], Awaitable[Any]]:
+    def acall(state: Any, ctx: TaskContext) -> Awaitable[Any]:
+        return runnable.ainvoke(state, ctx.config)  # type: ignore[no-any-return]
+
+    return acall
 
 
 def _direct_call(fn: Any, config_positional: bool, names: tuple[str, ...]) -> Callable[[Any, TaskContext], Any]:
@@ -136,28 +157,37 @@ def _direct_call(fn: Any, config_positional: bool, names: tuple[str, ...]) -> Ca
     return plain
 
 
-def make_call(fn: Any, keys: frozenset[str] = frozenset()) -> tuple[Callable[[Any, TaskContext], Any], bool, bool]:
-    """Wrap ``fn`` as ``call(input, ctx)``.
+class NodeCalls(NamedTuple):
+    """How the drivers call one node.
+
+    Attributes:
+        call: ``call(input, ctx)``; returns an awaitable when ``is_async``.
+        is_async: The node is a coroutine function.
+        acall: An async form for the async driver, where the node has one (subgraphs and
+            runnables: their own nodes then run on the caller's event loop), else ``None``.
+    """
+
+    call: Callable[[Any, TaskContext], Any]
+    is_async: bool
+    acall: Callable[[Any, TaskContext], Awaitable[Any]] | None = None
+
+
+def make_call(fn: Any, keys: frozenset[str] = frozenset(), *, subgraph: bool = False) -> NodeCalls:
+    """Wrap ``fn`` as ``call(input, ctx)`` (and ``acall``), inspecting its signature once.
 
     Args:
         fn: The node: a function, a runnable or a compiled graph.
         keys: The parent graph's state keys (a subgraph's other output keys are dropped).
-
-    Returns:
-        ``(call, is_async, is_subgraph)``.
+        subgraph: ``fn`` is a compiled graph.
     """
-    from plait.pregel._pregel import Pregel
-
-    if isinstance(fn, Pregel):
-        return _subgraph_call(fn, keys), False, True
+    if subgraph:
+        return NodeCalls(partial(run_nested, fn, parent_keys=keys), False, partial(arun_nested, fn, parent_keys=keys))
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn)) and hasattr(fn, "invoke"):
         if hasattr(fn, "ainvoke") and not hasattr(fn, "func"):
-            return _runnable_call(fn), False, False
+            return NodeCalls(_runnable_call(fn), False, _runnable_acall(fn))
     method = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
-    is_async = inspect.iscoroutinefunction(method)
     config_positional, names = _extras(fn)
-    call = _direct_call(fn, config_positional, names)
-    return call, is_async, False
+    return NodeCalls(_direct_call(fn, config_positional, names), inspect.iscoroutinefunction(method))
 
 
 def run_coroutine(value: Any) -> Any:

@@ -6,15 +6,17 @@ does the (sync or async) saver calls around them.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from plait._schema import MISSING
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
+from plait.pregel._effects import CallRouters
 from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
-from plait.pregel._step import RunState, apply_writes, schedule
+from plait.pregel._step import RunState, apply_writes, routers, schedule
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Interrupt, PregelTask, StateSnapshot
@@ -72,12 +74,16 @@ def _task(cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]]) -
                       interrupts=tuple(info.get("interrupts", ())), result=info["writes"] if done else None)
 
 
+Update = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, int]]
+"""What ``put`` needs for an update: ``(parent_config, checkpoint, metadata, new_versions)``."""
+
+
 def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None, values: Any,
-                   as_node: str | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, int]]:
+                   as_node: str | None) -> Generator[CallRouters, list[Any], Update]:
     """Apply ``values`` as if written by ``as_node``; return what ``put`` needs.
 
-    Returns:
-        ``(parent_config, checkpoint, metadata, new_versions)``.
+    A generator like the run loop: it yields the conditional edges ``as_node``
+    triggers (:class:`~plait.pregel._effects.CallRouters`) for the driver to call.
 
     Raises:
         InvalidUpdateError: ``as_node`` is not a node of the graph.
@@ -98,7 +104,9 @@ def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None,
     if as_node is not None and as_node != END:
         if as_node == START:
             run.barriers.clear()
-        schedule(plan, run, [task], loop.branch_input)
+        calls = routers(plan, [task], {})
+        answers = (yield CallRouters(calls, loop.branch_input())) if calls else ()
+        schedule(plan, run, [task], answers)
     elif as_node == END:
         run.next, run.sends = [], []
     checkpoint, versions = run.checkpoint(

@@ -1,16 +1,17 @@
-"""One run of a graph, shared by the sync and async drivers.
+"""One run of a graph as a state machine, shared by the sync and async drivers.
 
-:class:`Loop` holds everything that changes during a run and knows how to
-start it (load the thread, apply the input), finish each superstep (merge,
-schedule, checkpoint, stream events) and produce the output. It performs no
-I/O: checkpoint writes are queued in ``saves`` and stream events in
-``events``, and the driver executes / yields them, synchronously or not.
+:class:`Loop` holds everything that changes during a run. :meth:`Loop.effects`
+is the whole run (apply the input, then superstep after superstep: run the
+tasks, merge, route, checkpoint, stream) written once, as a generator of typed
+effects (:mod:`plait.pregel._effects`). It performs no I/O and calls no user
+code: the driver executes each effect, synchronously (``_run.py``) or on the
+caller's event loop (``_arun.py``), and sends back what the effect produced.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,21 +27,21 @@ from plait.errors import (
     StrictModeError,
     create_error_message,
 )
+from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, PutWrites, RunTasks, Save, SaveOp
 from plait.pregel._plan import Plan
-from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, schedule
+from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, routers, schedule
 from plait.pregel._stream import EventSink
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Command, Interrupt
 
-__all__ = ["Loop", "RunOptions", "Save"]
+__all__ = ["Loop", "RunOptions"]
 
 DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "10007"))
 """Supersteps a run may take when the config sets no ``recursion_limit`` (LangGraph's default)."""
 _COMMAND = "__command__"
-Save = tuple[Any, ...]
-"""A queued checkpoint operation: ``("put", config, checkpoint, metadata, versions, expected_head)``
-or ``("writes", config, writes, task_id)``."""
+Steps = Generator[Effect, Any, None]
+"""A part of the run, as effects."""
 
 
 def task_id(checkpoint_id: str | None, task: Task) -> str:
@@ -95,7 +96,7 @@ class Loop:
         self.after = plan.interrupt_after if interrupt_after is None else interrupt_after
         self.sink = EventSink(modes, config)
         self.events = self.sink.events
-        self.saves: list[Save] = []
+        self.saves: list[SaveOp] = []
         self.checkpoint_id: str | None = None
         self.checkpoint_config: dict[str, Any] | None = None
         self.interrupts: list[Interrupt] = []
@@ -151,31 +152,74 @@ class Loop:
             else:
                 self.done_writes.setdefault(tid, []).append((key, value))
 
-    def begin(self, input: Any) -> None:  # noqa: A002 - LangGraph's name
-        """Apply the run's input (or resume what the checkpoint left pending)."""
+    def effects(self, input: Any) -> Steps:  # noqa: A002 - LangGraph's name
+        """The run after :meth:`load`: apply ``input`` (or resume), then supersteps until it ends.
+
+        Saves are flushed before the events that report them, so a consumer never sees a
+        step that is not stored yet.
+
+        Raises:
+            BaseException: the first error of a failed step (after the step's successful writes
+                are saved), ``GraphRecursionError``, or an input error.
+        """
+        yield from self._begin(input)
+        while True:
+            yield from self._flush()
+            tasks = self._tick()
+            if tasks is None:
+                break
+            yield RunTasks(tuple(tasks))
+            if any(t.error is not None or t.interrupts for t in tasks):
+                error = self._stop_step(tasks)
+                yield from self._flush()
+                if error is not None:
+                    raise error
+                return
+            yield from self._finish(tasks)
+            if self.interrupts:
+                break
+        yield from self._flush()
+
+    def _flush(self) -> Steps:
+        if self.saves:
+            ops, self.saves = tuple(self.saves), []
+            try:
+                yield Save(ops)
+            except SerializationError as err:
+                raise self.blame(err) from None
+        if self.events:
+            events = tuple(self.events)
+            self.events.clear()
+            yield Emit(events)
+
+    def _schedule(self, finished: Sequence[Task]) -> Steps:
+        """Route from ``finished``: the driver calls the conditional edges, then the next step is chosen."""
+        calls = routers(self.plan, finished, self.config)
+        answers = (yield CallRouters(calls, self.branch_input())) if calls else ()
+        schedule(self.plan, self.run, finished, answers)
+
+    def _begin(self, input: Any) -> Steps:  # noqa: A002
         self.start_step = self.run.step
         if isinstance(input, Command):
-            self._begin_command(input)
+            yield from self._begin_command(input)
         elif input is None:
-            self._resume()
+            yield from self._resume()
         else:
-            self._apply_input(input)
+            writes = self._input_writes(input)
+            run = self.run
+            if self.saver is not None:
+                run.next, run.sends = [START], []
+                self._checkpoint("input", set())
+                self.saves.append(PutWrites(self.checkpoint_config or {}, writes,
+                                            task_id(self.checkpoint_id, _START)))
+            run.step += 1
+            yield from self._start_with(writes)
 
-    def _apply_input(self, input: Any) -> None:  # noqa: A002
-        writes = self._input_writes(input)
-        run = self.run
-        if self.saver is not None:
-            run.next, run.sends = [START], []
-            self._checkpoint("input", set())
-            self.saves.append(("writes", self.checkpoint_config, writes, task_id(self.checkpoint_id, _START)))
-        run.step += 1
-        self._start_with(writes)
-
-    def _start_with(self, writes: list[tuple[str, Any]]) -> None:
+    def _start_with(self, writes: list[tuple[str, Any]]) -> Steps:
         run = self.run
         changed = apply_writes(self.plan, run, [(START, writes)])
         run.barriers.clear()
-        schedule(self.plan, run, [_START], self.branch_input, self.config)
+        yield from self._schedule([_START])
         self.sink.values(self.state_values)
         if self.saver is not None:
             self._checkpoint("loop", changed)
@@ -199,17 +243,17 @@ class Loop:
                     key=extra[0], value=input[extra[0]])
         return [(k, v) for k, v in input.items() if k in keys]
 
-    def _resume(self) -> None:
+    def _resume(self) -> Steps:
         run = self.run
         if self.checkpoint_id is None:
             raise EmptyInputError("Received no input for __start__")
         if run.next == [START]:
             writes = self.done_writes.pop(task_id(self.checkpoint_id, _START), [])
-            self._start_with(writes)
+            yield from self._start_with(writes)
             return
         self.skip_before = True
 
-    def _begin_command(self, cmd: Command[Any]) -> None:
+    def _begin_command(self, cmd: Command[Any]) -> Steps:
         if cmd.resume is not None:
             self._queue_resume(cmd.resume)
         if cmd.update is not None or cmd.goto:
@@ -220,7 +264,7 @@ class Loop:
             collect(task, Command(update=cmd.update, goto=cmd.goto))
             apply_writes(self.plan, self.run, [(START, task.writes)])
             if cmd.goto:
-                schedule(self.plan, self.run, [task], self.branch_input, self.config)
+                yield from self._schedule([task])
         self.skip_before = True
 
     def _queue_resume(self, resume: Any) -> None:
@@ -234,7 +278,7 @@ class Loop:
 
     # -- steps --------------------------------------------------------------
 
-    def tick(self) -> list[Task] | None:
+    def _tick(self) -> list[Task] | None:
         """The tasks of the next superstep, or ``None`` when the run is over.
 
         Raises:
@@ -271,19 +315,12 @@ class Loop:
     def _matches(names: frozenset[str], node: str) -> bool:
         return "*" in names or node in names
 
-    def finish(self, tasks: Sequence[Task]) -> BaseException | None:
-        """Merge a finished step, schedule the next one and queue its checkpoint.
-
-        Returns the first task error (after saving the successful tasks' writes),
-        or ``None``. Interrupted tasks stop the run.
-        """
-        for t in tasks:
-            if t.error is not None or t.interrupts:
-                return self._stop_step(tasks)
+    def _finish(self, tasks: Sequence[Task]) -> Steps:
+        """Merge a completed step, route, queue its checkpoint; pause when ``interrupt_after`` says so."""
         run = self.run
         self.last_tasks = tasks
         changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
-        schedule(self.plan, run, tasks, self.branch_input, self.config)
+        yield from self._schedule(tasks)
         if self.modes:
             self.sink.finished(tasks, self.task_id, run.step)
             self.sink.values(self.state_values)
@@ -293,7 +330,6 @@ class Loop:
         if self.after and any(self._matches(self.after, t.name) for t in tasks) and (run.next or run.sends):
             self.interrupts.append(Interrupt(value=None, id="after"))
             self.sink.interrupted(())
-        return None
 
     def _stop_step(self, tasks: Sequence[Task]) -> BaseException | None:
         self._save_partial(tasks)
@@ -306,32 +342,22 @@ class Loop:
         return None
 
     def _save_partial(self, tasks: Sequence[Task]) -> None:
-        if self.saver is None or self.checkpoint_config is None:
+        config = self.checkpoint_config
+        if self.saver is None or config is None:
             return
         for t in tasks:
             tid = task_id(self.checkpoint_id, t)
             if t.interrupts:
-                self.saves.append(("writes", self.checkpoint_config, [(INTERRUPT, list(t.interrupts))], tid))
+                self.saves.append(PutWrites(config, [(INTERRUPT, list(t.interrupts))], tid))
                 resumes = self.resumes.get(tid)
                 if resumes:
-                    self.saves.append(("writes", self.checkpoint_config, [(RESUME, list(resumes))], tid))
+                    self.saves.append(PutWrites(config, [(RESUME, list(resumes))], tid))
             elif t.error is None and t.done:
-                self.saves.append(("writes", self.checkpoint_config, list(t.writes), tid))
+                self.saves.append(PutWrites(config, list(t.writes), tid))
             elif t.error is not None:  # shown by get_state().tasks; the task runs again on resume
-                self.saves.append(("writes", self.checkpoint_config, [(ERROR, repr(t.error))], tid))
+                self.saves.append(PutWrites(config, [(ERROR, repr(t.error))], tid))
 
     # -- checkpoint & output --------------------------------------------------
-
-    def drain_saves(self) -> Iterator[tuple[str, tuple[Any, ...], dict[str, Any]]]:
-        """The queued saver calls as ``(method, args, kwargs)``; the queue is emptied."""
-        saves, self.saves = self.saves, []
-        head_check = getattr(self.saver, "supports_head_check", False)
-        for op in saves:
-            if op[0] == "put":
-                kwargs = {"expected_head": op[5]} if head_check and op[5] is not ... else {}
-                yield "put", op[1:5], kwargs
-            else:
-                yield "put_writes", op[1:4], {}
 
     def blame(self, err: SerializationError) -> SerializationError:
         """Name the node that wrote the key a serialization error is about."""
@@ -350,7 +376,7 @@ class Loop:
         metadata = {**self._metadata, "source": source, "step": run.step, "parents": {}}
         assert self.thread is not None  # noqa: S101 - guarded by saver is not None
         parent = self.thread.config(self.checkpoint_id) if self.checkpoint_id else self.thread.config()
-        self.saves.append(("put", parent, checkpoint, metadata, versions, self.expect_head))
+        self.saves.append(PutCheckpoint(parent, dict(checkpoint), metadata, versions, self.expect_head))
         self.expect_head = cid
         self.checkpoint_id = cid
         self.checkpoint_config = self.thread.config(cid)

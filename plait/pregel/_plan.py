@@ -8,7 +8,7 @@ plan can be shared by any number of concurrent runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ class NodeSpec:
         name: The node name.
         call: ``call(input, context) -> result``; awaitable when ``is_async``.
         is_async: Whether ``call`` returns an awaitable.
+        acall: The async form the async driver prefers (subgraphs, runnables), if any.
         reads: The state keys the node receives.
         defaults: ``(key, value)`` pairs a node sees while the key is unset.
         make_input: Turns the dict of read values into what the node receives
@@ -38,6 +39,7 @@ class NodeSpec:
     call: Callable[[Any, Any], Any]
     is_async: bool
     reads: tuple[str, ...]
+    acall: Callable[[Any, Any], Awaitable[Any]] | None = None
     defaults: tuple[tuple[str, Any], ...] = ()
     make_input: Callable[[dict[str, Any]], Any] | None = None
     retry: RetryPolicy | None = None
@@ -52,7 +54,6 @@ class Branch:
     Attributes:
         source: The node it leaves from.
         path: ``path(state[, config])`` returning node name(s) or ``Send`` objects.
-        is_async: Whether ``path`` is a coroutine function.
         takes_config: Whether ``path`` accepts the run config as second argument.
         path_map: Maps ``path``'s return values to node names, or ``None``.
         ends: Every node the branch may lead to (for validation and drawing).
@@ -60,7 +61,6 @@ class Branch:
 
     source: str
     path: Callable[..., Any]
-    is_async: bool
     takes_config: bool
     path_map: Mapping[Any, str] | None
     ends: tuple[str, ...]
@@ -100,7 +100,6 @@ class Plan:
         strict: Turn silent failures into errors.
         input_make: Turns a state object given as input into a dict (dataclass / pydantic).
         state_make: Turns a dict of values into the state object (dataclass / pydantic).
-        async_branches: Some conditional edge is a coroutine function.
     """
 
     channels: Mapping[str, BaseChannel]
@@ -117,4 +116,3 @@ class Plan:
     strict: bool = False
     input_make: Callable[[Any], dict[str, Any]] | None = None
     state_make: Callable[[dict[str, Any]], Any] | None = None
-    async_branches: bool = False

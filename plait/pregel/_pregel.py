@@ -10,13 +10,13 @@ from typing import Any
 
 from plait.checkpoint.base import get_checkpoint_id
 from plait.errors import GraphBuildError
-from plait.pregel._arun import run_async
-from plait.pregel._callable import run_nested
+from plait.pregel._arun import afinish, run_async
+from plait.pregel._callable import arun_nested, run_nested
 from plait.pregel._context import running_task
 from plait.pregel._history import empty_snapshot, prepare_update, snapshot
 from plait.pregel._loop import Loop, RunOptions
 from plait.pregel._plan import Plan
-from plait.pregel._run import run_sync
+from plait.pregel._run import finish_sync, run_sync
 from plait.pregel._thread import ThreadRef, found, run_config
 from plait.types import StateSnapshot
 
@@ -130,6 +130,13 @@ class Pregel:
     async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
                       stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
         """Async :meth:`invoke`."""
+        if (task := _nesting(self, config)) is not None:
+            return await arun_nested(self, input, task, stream_mode=stream_mode, **kwargs)
+        return await self.ainvoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
+
+    async def ainvoke_here(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
+                           stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
+        """Async :meth:`invoke_here`."""
         if stream_mode != "values":
             return [c async for c in self.astream(input, config, stream_mode=stream_mode, context=context,
                                                   **kwargs)]
@@ -201,7 +208,7 @@ class Pregel:
         ref = ThreadRef.from_config(config)
         saver = self._saver()
         saved = found(saver.get_tuple(ref.config()), ref)
-        parent, checkpoint, metadata, versions = prepare_update(self.plan, ref, saved, values, as_node)
+        parent, checkpoint, metadata, versions = finish_sync(prepare_update(self.plan, ref, saved, values, as_node))
         return saver.put(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
 
     async def aupdate_state(self, config: dict[str, Any], values: Any, as_node: str | None = None) -> dict[str, Any]:
@@ -209,7 +216,7 @@ class Pregel:
         ref = ThreadRef.from_config(config)
         saver = self._saver()
         saved = found(await saver.aget_tuple(ref.config()), ref)
-        parent, checkpoint, metadata, versions = prepare_update(self.plan, ref, saved, values, as_node)
+        parent, checkpoint, metadata, versions = await afinish(prepare_update(self.plan, ref, saved, values, as_node))
         return await saver.aput(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
 
     def with_saver(self, saver: Any) -> Pregel:

@@ -1,27 +1,27 @@
-"""The synchronous driver: runs a :class:`Loop`, executing tasks in threads."""
+"""The synchronous driver: executes a :class:`Loop`'s effects, running parallel tasks in threads."""
 
 from __future__ import annotations
 
-import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
-from typing import Any
+from typing import Any, TypeVar
 
 from plait.checkpoint.base import reentered
-from plait.errors import ParentCommand, SerializationError
+from plait.errors import ParentCommand
 from plait.pregel._callable import run_coroutine
 from plait.pregel._context import TaskContext, running_task, task_scope
+from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, RunTasks, Save, put_kwargs
 from plait.pregel._loop import Loop, task_id
+from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._thread import found
 
-__all__ = ["claim", "on_fresh_thread", "run_sync", "run_task", "stack_is_deep"]
+__all__ = ["call_routers", "claim", "finish_sync", "make_context", "run_sync", "run_task"]
 
 Event = tuple[str, Any]
+T = TypeVar("T")
 
 
 def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContext:
@@ -57,59 +57,6 @@ def run_task(task: Task, ctx: TaskContext) -> None:
             time.sleep(delay)
 
 
-_POOL_SIZE = 64
-_pool: list[ThreadPoolExecutor] = []
-_pool_lock = threading.Lock()
-
-
-def _shared_pool() -> ThreadPoolExecutor:
-    """One process-wide pool for parallel nodes (threads are reused across runs)."""
-    if not _pool:
-        with _pool_lock:
-            if not _pool:
-                _pool.append(ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="plait-node"))
-    return _pool[0]
-
-
-_DEEP = 1000
-"""Frames a thread's stack may hold (at most half the recursion limit) before a task moves to a new thread."""
-
-
-def stack_is_deep() -> bool:
-    """Whether this thread's stack is so deep that the next nested run should start on a fresh one.
-
-    Python's recursion limit counts the frames of each thread separately, and
-    every level of subgraph nesting adds about ten of them; past half the limit
-    (or :data:`_DEEP` frames) nested runs continue on a new thread, so that
-    LangGraph-style chains of hundreds of nested graphs never hit ``RecursionError``.
-    """
-    try:
-        sys._getframe(min(sys.getrecursionlimit() // 2, _DEEP))
-    except ValueError:  # the stack is not that deep
-        return False
-    return True
-
-
-def on_fresh_thread(fn: Any, *args: Any) -> Any:
-    """``fn(*args)`` on a new thread (with an empty stack) in a copy of this context; its result or error."""
-    context = copy_context()
-    outcome: list[tuple[bool, Any]] = []
-
-    def target() -> None:
-        try:
-            outcome.append((True, context.run(fn, *args)))
-        except BaseException as exc:  # noqa: BLE001 - re-raised unchanged in the waiting thread
-            outcome.append((False, exc))
-
-    worker = threading.Thread(target=target, name="plait-nested")
-    worker.start()
-    worker.join()
-    ok, value = outcome.pop()
-    if not ok:
-        raise value
-    return value
-
-
 def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool = False) -> None:
     """Run the step's tasks: the calling thread works the queue together with pool helpers.
 
@@ -135,8 +82,8 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: 
                 return
             run_task(task, ctx)
 
-    pool = _shared_pool()
-    helpers = [pool.submit(copy_context().run, work) for _ in range(min(len(todo) - 1, _POOL_SIZE))]
+    pool = shared_pool()
+    helpers = [pool.submit(copy_context().run, work) for _ in range(min(len(todo) - 1, POOL_SIZE))]
     if deep:
         on_fresh_thread(work)
     else:
@@ -144,15 +91,6 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: 
     for helper in helpers:
         if not helper.cancel():
             helper.result()
-
-
-def _flush(loop: Loop) -> None:
-    saver = loop.saver
-    try:
-        for name, args, kwargs in loop.drain_saves():
-            getattr(saver, name)(*args, **kwargs)
-    except SerializationError as err:
-        raise loop.blame(err) from None
 
 
 def claim(loop: Loop) -> None:
@@ -171,45 +109,74 @@ def claim(loop: Loop) -> None:
     loop.held = held
 
 
+def call_routers(effect: CallRouters) -> list[Any]:
+    """The routers' answers (an async router runs to completion on a loop of its own: no caller loop here)."""
+    return [run_coroutine(route(effect.state)) for route in effect.routers]
+
+
+def finish_sync(steps: Generator[CallRouters, list[Any], T]) -> T:
+    """Run a routing-only generator (``update_state``) to its result."""
+    answer: list[Any] | None = None
+    while True:
+        try:
+            effect = steps.send(answer)  # type: ignore[arg-type]
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer = call_routers(effect)
+
+
 def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> Generator[Event, None, Loop]:  # noqa: A002
     """Drive ``loop`` to the end, yielding its stream events; return the loop."""
-    saver = loop.saver
     claim(loop)
+    saver = loop.saver
     if saver is None:
         loop.load(None)
-        return (yield from _drive(loop, input, store, context))
+        yield from _drive(loop, input, store, context)
+        return loop
     thread = loop.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
     with saver.lease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject",
                      timeout=loop.lease_timeout):
         loop.load(found(saver.get_tuple(thread.config()), thread))
-        return (yield from _drive(loop, input, store, context))
-
-
-def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event, None, Loop]:  # noqa: A002
-    saver = loop.saver
-    loop.begin(input)
-    deep = stack_is_deep()  # every step runs at this depth
-    while True:
-        if saver is not None:
-            _flush(loop)
-        if loop.events:
-            yield from loop.events
-            loop.events.clear()
-        tasks = loop.tick()
-        if tasks is None:
-            break
-        _execute(loop, tasks, store, context, deep)
-        error = loop.finish(tasks)
-        if error is not None:
-            if saver is not None:
-                _flush(loop)
-            raise error
-        if loop.interrupts:
-            if saver is not None:
-                _flush(loop)
-            break
-    if loop.events:  # e.g. the interrupt chunk of interrupt_before
-        yield from loop.events
-        loop.events.clear()
+        yield from _drive(loop, input, store, context)
     return loop
+
+
+def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event, None, None]:  # noqa: A002
+    """Execute the loop's effects; an effect's error is thrown back into the loop."""
+    effects = loop.effects(input)
+    deep = stack_is_deep()  # every step runs at this depth
+    answer: Any = None
+    error: Exception | None = None
+    try:
+        while True:
+            try:
+                effect = effects.send(answer) if error is None else effects.throw(error)
+            except StopIteration:
+                return
+            answer, error = None, None
+            if type(effect) is Emit:
+                yield from effect.events
+                continue
+            try:
+                answer = _perform(loop, effect, store, context, deep)
+            except Exception as exc:  # noqa: BLE001 - the loop decides what it means
+                error = exc
+    finally:
+        effects.close()
+
+
+def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: bool) -> Any:  # noqa: PLR0913
+    kind = type(effect)
+    if kind is RunTasks:
+        _execute(loop, effect.tasks, store, context, deep)  # type: ignore[union-attr]
+    elif kind is CallRouters:
+        return call_routers(effect)  # type: ignore[arg-type]
+    elif kind is Save:
+        saver = loop.saver
+        for op in effect.ops:  # type: ignore[union-attr]
+            if type(op) is PutCheckpoint:
+                saver.put(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
+            else:
+                saver.put_writes(op.config, op.writes, op.task_id)
+    return None

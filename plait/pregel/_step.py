@@ -9,30 +9,31 @@ A run is a sequence of supersteps. Each one:
    ``(key, value)`` writes plus explicit ``goto`` targets;
 3. :func:`apply_writes` merges all writes key by key, in node-name order, through
    each key's channel (overwrite or reducer);
-4. :func:`schedule` follows static edges, conditional edges, joins and
+4. the driver calls the conditional edges' routing functions (:func:`routers`),
+   then :func:`schedule` follows static edges, their answers, joins and
    ``Command.goto`` to pick the next step's tasks.
 
-The drivers save a checkpoint after step 4. Nothing here copies the state:
-nodes get a fresh shallow dict of the keys they read.
+No user code runs here and nothing here copies the state: nodes get a fresh
+shallow dict of the keys they read.
 """
 
 from __future__ import annotations
 
-import inspect
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from plait._schema import MISSING
 from plait.checkpoint.base import now_iso
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError, UndeclaredKeyWarning
-from plait.pregel._plan import Branch, NodeSpec, Plan
+from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._task import Task
 from plait.types import Send
 
-__all__ = ["RunState", "apply_writes", "prepare_tasks", "read_state", "schedule"]
+__all__ = ["RunState", "apply_writes", "prepare_tasks", "read_state", "routers", "schedule"]
 
 
 @dataclass(slots=True)
@@ -164,25 +165,40 @@ def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
         UndeclaredKeyWarning, stacklevel=2)
 
 
-def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: Any,
-             config: Mapping[str, Any] | None = None) -> None:
+def routers(plan: Plan, finished: Sequence[Task], config: Mapping[str, Any]) -> tuple[Callable[[Any], Any], ...]:
+    """The routing functions ``finished`` triggers, in the order :func:`schedule` takes their answers.
+
+    Each takes the state; one that declared a ``config`` parameter gets ``config`` too.
+    """
+    calls: list[Callable[[Any], Any]] = []
+    for task in finished:
+        for branch in plan.branches.get(task.name, ()):
+            calls.append(partial(_with_config, branch.path, config) if branch.takes_config else branch.path)
+    return tuple(calls)
+
+
+def _with_config(path: Callable[[Any, Any], Any], config: Mapping[str, Any], state: Any) -> Any:
+    return path(state, config)
+
+
+def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Sequence[Any] = ()) -> None:
     """Choose the tasks of the next step from what ``finished`` did.
 
     Args:
         plan: The compiled plan.
         run: The run; ``next``, ``sends`` and ``barriers`` are replaced/updated.
         finished: The tasks of the step that just ran (or the ``START`` pseudo-task).
-        branch_input: Callable returning the state as branch functions receive it.
-        config: The run config, for branch functions that take one.
+        answers: What the calls of :func:`routers` returned (awaited), in their order.
     """
     pulls: dict[str, None] = {}
     sends: list[tuple[str, Any]] = []
+    pending = iter(answers)
     for task in finished:
         name = task.name
         for target in plan.edges.get(name, ()):
             pulls[target] = None
         for branch in plan.branches.get(name, ()):
-            _route(plan, name, _call_branch(branch, branch_input, config), pulls, sends, branch.path_map)
+            _route(plan, name, next(pending), pulls, sends, branch.path_map)
         if task.goto:
             _route(plan, name, task.goto, pulls, sends, None)
         for join in plan.joins.get(name, ()):
@@ -193,16 +209,6 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], branch_input: 
                 pulls[join.target] = None
     run.next = sorted(pulls) if len(pulls) > 1 else list(pulls)
     run.sends = sends
-
-
-def _call_branch(branch: Branch, branch_input: Any, config: Mapping[str, Any] | None) -> Any:
-    state = branch_input()
-    result = branch.path(state, config or {}) if branch.takes_config else branch.path(state)
-    if branch.is_async or (type(result) is not str and inspect.isawaitable(result)):
-        from plait.pregel._callable import run_coroutine
-
-        result = run_coroutine(result)
-    return result
 
 
 def _route(plan: Plan, source: str, result: Any, pulls: dict[str, None],

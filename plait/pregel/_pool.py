@@ -1,0 +1,64 @@
+"""Threads for the sync driver: one shared pool for parallel nodes, and fresh stacks for deep nesting."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
+from typing import Any
+
+__all__ = ["POOL_SIZE", "on_fresh_thread", "shared_pool", "stack_is_deep"]
+
+POOL_SIZE = 64
+_pool: list[ThreadPoolExecutor] = []
+_pool_lock = threading.Lock()
+
+
+def shared_pool() -> ThreadPoolExecutor:
+    """One process-wide pool for parallel nodes (threads are reused across runs)."""
+    if not _pool:
+        with _pool_lock:
+            if not _pool:
+                _pool.append(ThreadPoolExecutor(max_workers=POOL_SIZE, thread_name_prefix="plait-node"))
+    return _pool[0]
+
+
+_DEEP = 1000
+"""Frames a thread's stack may hold (at most half the recursion limit) before a task moves to a new thread."""
+
+
+def stack_is_deep() -> bool:
+    """Whether this thread's stack is so deep that the next nested run should start on a fresh one.
+
+    Python's recursion limit counts the frames of each thread separately, and
+    every level of subgraph nesting adds about ten of them; past half the limit
+    (or :data:`_DEEP` frames) nested runs continue on a new thread, so that
+    LangGraph-style chains of hundreds of nested graphs never hit ``RecursionError``.
+    """
+    try:
+        sys._getframe(min(sys.getrecursionlimit() // 2, _DEEP))
+    except ValueError:  # the stack is not that deep
+        return False
+    return True
+
+
+def on_fresh_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` on a new thread (with an empty stack) in a copy of this context; its result or error."""
+    context = copy_context()
+    outcome: list[tuple[bool, Any]] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, context.run(fn, *args)))
+        except BaseException as exc:  # noqa: BLE001 - re-raised unchanged in the waiting thread
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=target, name="plait-nested")
+    worker.start()
+    worker.join()
+    ok, value = outcome.pop()
+    if not ok:
+        raise value
+    return value
