@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from plait.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from plait.errors import SerializationError
 
 __all__ = ["diff", "history", "migrate", "open_saver", "prune", "show", "threads"]
 
@@ -32,17 +33,25 @@ def open_saver(db: str, *, create: bool = False) -> Iterator[BaseCheckpointSaver
     Args:
         db: A SQLite file path or a ``postgresql://`` DSN.
         create: Allow creating the checkpoint tables (``migrate``); the other commands only read.
-    """
-    if db.startswith(("postgres://", "postgresql://")):
-        yield from _open_postgres(db)
-        return
-    if db != ":memory:" and not Path(db).exists():
-        raise click.BadParameter(f"no such SQLite file: {db}", param_hint="DB")
-    _check_sqlite(db, create)
-    from plait.checkpoint.sqlite import SqliteSaver
 
-    with SqliteSaver.from_conn_string(db) as saver:
-        yield saver
+    Stored rows are decoded by the same serializer as the savers use, so a file from an
+    untrusted source can rebuild nothing but data classes; a row that cannot be decoded
+    (corrupt, oversized, or naming a class that is not allowed) ends the command with one
+    ``Error:`` line instead of a traceback.
+    """
+    try:
+        if db.startswith(("postgres://", "postgresql://")):
+            yield from _open_postgres(db)
+            return
+        if db != ":memory:" and not Path(db).exists():
+            raise click.BadParameter(f"no such SQLite file: {db}", param_hint="DB")
+        _check_sqlite(db, create)
+        from plait.checkpoint.sqlite import SqliteSaver
+
+        with SqliteSaver.from_conn_string(db) as saver:
+            yield saver
+    except SerializationError as exc:
+        raise click.ClickException(f"cannot read a stored row: {exc}") from None
 
 
 def _check_sqlite(db: str, create: bool) -> None:
