@@ -56,6 +56,20 @@ class Driver:
             return graph.update_state(config, values, as_node)
         return asyncio.run(graph.aupdate_state(config, values, as_node))
 
+    def get_state_history(self, graph: Any, config: Any, **kwargs: Any) -> list[Any]:
+        if self.kind == "sync":
+            return list(graph.get_state_history(config, **kwargs))
+
+        async def collect() -> list[Any]:
+            return [snapshot async for snapshot in graph.aget_state_history(config, **kwargs)]
+
+        return asyncio.run(collect())
+
+    def batch(self, graph: Any, inputs: Any, config: Any = None, **kwargs: Any) -> list[Any]:
+        if self.kind == "sync":
+            return graph.batch(inputs, config, **kwargs)
+        return asyncio.run(graph.abatch(inputs, config, **kwargs))
+
 
 @pytest.fixture(params=["sync", "async"])
 def driver(request: pytest.FixtureRequest) -> Driver:

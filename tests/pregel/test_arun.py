@@ -1,8 +1,10 @@
-"""Asynchronous runs: ainvoke, astream, abatch with sync and async nodes."""
+"""Async nodes, on both drivers (the sync driver runs them on a private loop), and async-only concurrency."""
 
 import asyncio
 import operator
 from typing import Annotated, TypedDict
+
+import pytest
 
 from plait.constants import START
 from plait.graph import StateGraph
@@ -21,19 +23,12 @@ def _graph(*nodes):
     return g.compile()
 
 
-async def test_async_node_with_ainvoke() -> None:
-    async def node(state):
-        await asyncio.sleep(0)
-        return {"x": state["x"] + 1}
-
-    assert (await _graph(("n", node)).ainvoke({"x": 1}))["x"] == 2
-
-
-async def test_sync_node_with_ainvoke() -> None:
-    assert (await _graph(("n", lambda s: {"x": 7})).ainvoke({"x": 0}))["x"] == 7
+def test_sync_node(driver) -> None:
+    assert driver.invoke(_graph(("n", lambda s: {"x": 7})), {"x": 0})["x"] == 7
 
 
 async def test_async_parallel_nodes_run_concurrently() -> None:
+    # async-driver only: the nodes share asyncio primitives bound to the caller's running loop
     started = asyncio.Event()
 
     async def a(state):
@@ -47,55 +42,36 @@ async def test_async_parallel_nodes_run_concurrently() -> None:
     assert (await _graph(("b", b), ("a", a)).ainvoke({"x": 0}))["log"] == ["a", "b"]
 
 
-async def test_mixed_sync_and_async_nodes() -> None:
+def test_mixed_sync_and_async_nodes(driver) -> None:
     async def a(state):
         return {"log": ["a"]}
 
-    out = await _graph(("a", a), ("b", lambda s: {"log": ["b"]})).ainvoke({"x": 0})
+    out = driver.invoke(_graph(("a", a), ("b", lambda s: {"log": ["b"]})), {"x": 0})
     assert out["log"] == ["a", "b"]
 
 
-async def test_astream_values() -> None:
+def test_stream_values_of_async_node(driver) -> None:
     async def node(state):
         return {"x": 1}
 
-    chunks = [c async for c in _graph(("n", node)).astream({"x": 0}, stream_mode="values")]
+    chunks = driver.stream(_graph(("n", node)), {"x": 0}, stream_mode="values")
     assert chunks == [{"x": 0, "log": []}, {"x": 1, "log": []}]
 
 
-async def test_astream_updates() -> None:
+def test_stream_updates_of_async_node(driver) -> None:
     async def node(state):
         return {"x": 1}
 
-    chunks = [c async for c in _graph(("n", node)).astream({"x": 0}, stream_mode="updates")]
+    chunks = driver.stream(_graph(("n", node)), {"x": 0}, stream_mode="updates")
     assert chunks == [{"n": {"x": 1}}]
 
 
-async def test_abatch() -> None:
-    async def node(state):
-        return {"x": state["x"] + 1}
-
-    outs = await _graph(("n", node)).abatch([{"x": 1}, {"x": 2}])
-    assert [o["x"] for o in outs] == [2, 3]
-
-
-async def test_async_node_exception_propagates() -> None:
+def test_async_node_exception_propagates(driver) -> None:
     class Boom(Exception):
         pass
 
     async def node(state):
         raise Boom
 
-    import pytest
-
     with pytest.raises(Boom):
-        await _graph(("n", node)).ainvoke({"x": 0})
-
-
-async def test_async_writer_custom_events() -> None:
-    async def node(state, writer):
-        writer("hello")
-        return {"x": 1}
-
-    chunks = [c async for c in _graph(("n", node)).astream({"x": 0}, stream_mode="custom")]
-    assert chunks == ["hello"]
+        driver.invoke(_graph(("n", node)), {"x": 0})

@@ -1,9 +1,7 @@
-"""Pausing runs: interrupt_before/after and ``interrupt()`` with ``Command(resume=...)``."""
+"""Pausing runs, on both drivers: interrupt_before/after and ``interrupt()`` with ``Command(resume=...)``."""
 
 import operator
 from typing import Annotated, TypedDict
-
-import pytest
 
 from plait.constants import START
 from plait.graph import StateGraph
@@ -24,36 +22,36 @@ def _app(saver, **kw):
     return g.compile(checkpointer=saver, **kw)
 
 
-def test_interrupt_before_pauses(saver, thread) -> None:
+def test_interrupt_before_pauses(driver, saver, thread) -> None:
     app = _app(saver, interrupt_before=["b"])
-    assert app.invoke({"x": 0}, thread) == {"x": 0, "log": ["a"]}
-    assert app.get_state(thread).next == ("b",)
+    assert driver.invoke(app, {"x": 0}, thread) == {"x": 0, "log": ["a"]}
+    assert driver.get_state(app, thread).next == ("b",)
 
 
-def test_interrupt_before_resume_with_none(saver, thread) -> None:
+def test_interrupt_before_resume_with_none(driver, saver, thread) -> None:
     app = _app(saver, interrupt_before=["b"])
-    app.invoke({"x": 0}, thread)
-    assert app.invoke(None, thread) == {"x": 0, "log": ["a", "b"]}
-    assert app.get_state(thread).next == ()
+    driver.invoke(app, {"x": 0}, thread)
+    assert driver.invoke(app, None, thread) == {"x": 0, "log": ["a", "b"]}
+    assert driver.get_state(app, thread).next == ()
 
 
-def test_interrupt_after_pauses_and_resumes(saver, thread) -> None:
+def test_interrupt_after_pauses_and_resumes(driver, saver, thread) -> None:
     app = _app(saver, interrupt_after=["a"])
-    assert app.invoke({"x": 0}, thread)["log"] == ["a"]
-    assert app.get_state(thread).next == ("b",)
-    assert app.invoke(None, thread)["log"] == ["a", "b"]
+    assert driver.invoke(app, {"x": 0}, thread)["log"] == ["a"]
+    assert driver.get_state(app, thread).next == ("b",)
+    assert driver.invoke(app, None, thread)["log"] == ["a", "b"]
 
 
-def test_interrupt_before_given_at_invoke(saver, thread) -> None:
+def test_interrupt_before_given_at_invoke(driver, saver, thread) -> None:
     app = _app(saver)
-    assert app.invoke({"x": 0}, thread, interrupt_before=["b"])["log"] == ["a"]
+    assert driver.invoke(app, {"x": 0}, thread, interrupt_before=["b"])["log"] == ["a"]
 
 
-def test_update_state_while_paused_then_resume(saver, thread) -> None:
+def test_update_state_while_paused_then_resume(driver, saver, thread) -> None:
     app = _app(saver, interrupt_before=["b"])
-    app.invoke({"x": 0}, thread)
-    app.update_state(thread, {"x": 99})
-    assert app.invoke(None, thread) == {"x": 99, "log": ["a", "b"]}
+    driver.invoke(app, {"x": 0}, thread)
+    driver.update_state(app, thread, {"x": 99})
+    assert driver.invoke(app, None, thread) == {"x": 99, "log": ["a", "b"]}
 
 
 def _approval(saver):
@@ -69,30 +67,30 @@ def _approval(saver):
     return g.compile(checkpointer=saver)
 
 
-def test_interrupt_returns_payload_to_caller(saver, thread) -> None:
-    out = _approval(saver).invoke({"x": 0}, thread)
+def test_interrupt_returns_payload_to_caller(driver, saver, thread) -> None:
+    out = driver.invoke(_approval(saver), {"x": 0}, thread)
     assert [i.value for i in out["__interrupt__"]] == [{"question": "ok?"}]
     assert out["log"] == []
 
 
-def test_interrupt_visible_in_state(saver, thread) -> None:
+def test_interrupt_visible_in_state(driver, saver, thread) -> None:
     app = _approval(saver)
-    app.invoke({"x": 0}, thread)
-    snap = app.get_state(thread)
+    driver.invoke(app, {"x": 0}, thread)
+    snap = driver.get_state(app, thread)
     assert snap.next == ("ask",)
     assert [i.value for i in snap.interrupts] == [{"question": "ok?"}]
     assert [i.value for i in snap.tasks[0].interrupts] == [{"question": "ok?"}]
 
 
-def test_resume_with_command(saver, thread) -> None:
+def test_resume_with_command(driver, saver, thread) -> None:
     app = _approval(saver)
-    app.invoke({"x": 0}, thread)
-    out = app.invoke(Command(resume="yes"), thread)
+    driver.invoke(app, {"x": 0}, thread)
+    out = driver.invoke(app, Command(resume="yes"), thread)
     assert out == {"x": 0, "log": ["answer:yes", "after"]}
-    assert app.get_state(thread).next == ()
+    assert driver.get_state(app, thread).next == ()
 
 
-def test_node_reruns_from_start_on_resume(saver, thread) -> None:
+def test_node_reruns_from_start_on_resume(driver, saver, thread) -> None:
     calls = []
 
     def ask(state):
@@ -105,12 +103,12 @@ def test_node_reruns_from_start_on_resume(saver, thread) -> None:
     g.add_node("ask", ask)
     g.add_edge(START, "ask")
     app = g.compile(checkpointer=saver)
-    app.invoke({"x": 0}, thread)
-    app.invoke(Command(resume="r"), thread)
+    driver.invoke(app, {"x": 0}, thread)
+    driver.invoke(app, Command(resume="r"), thread)
     assert calls == ["before", "before", "r"]
 
 
-def test_two_interrupts_in_one_node(saver, thread) -> None:
+def test_two_interrupts_in_one_node(driver, saver, thread) -> None:
     def ask(state):
         first = interrupt("first")
         second = interrupt("second")
@@ -120,11 +118,11 @@ def test_two_interrupts_in_one_node(saver, thread) -> None:
     g.add_node("ask", ask)
     g.add_edge(START, "ask")
     app = g.compile(checkpointer=saver)
-    assert app.invoke({"x": 0}, thread)["__interrupt__"][0].value == "first"
-    assert app.invoke(Command(resume=1), thread)["__interrupt__"][0].value == "second"
-    assert app.invoke(Command(resume=2), thread)["log"] == [1, 2]
+    assert driver.invoke(app, {"x": 0}, thread)["__interrupt__"][0].value == "first"
+    assert driver.invoke(app, Command(resume=1), thread)["__interrupt__"][0].value == "second"
+    assert driver.invoke(app, Command(resume=2), thread)["log"] == [1, 2]
 
 
-def test_stream_updates_reports_interrupt(saver, thread) -> None:
-    chunks = list(_approval(saver).stream({"x": 0}, thread, stream_mode="updates"))
+def test_stream_updates_reports_interrupt(driver, saver, thread) -> None:
+    chunks = driver.stream(_approval(saver), {"x": 0}, thread, stream_mode="updates")
     assert any("__interrupt__" in c for c in chunks)

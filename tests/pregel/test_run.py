@@ -1,5 +1,6 @@
-"""Synchronous runs: node signatures, batch, subgraphs, retries."""
+"""Runs on both drivers: node signatures, sync and async nodes, batch, subgraphs, retries."""
 
+import asyncio
 import operator
 from typing import Annotated, TypedDict
 
@@ -23,14 +24,14 @@ def _one(node, **compile_kwargs):
     return g.compile(**compile_kwargs)
 
 
-def test_node_with_config_parameter() -> None:
+def test_node_with_config_parameter(driver) -> None:
     def node(state, config):
         return {"log": [config["configurable"]["user"]]}
 
-    assert _one(node).invoke({"x": 0}, {"configurable": {"user": "ann"}})["log"] == ["ann"]
+    assert driver.invoke(_one(node), {"x": 0}, {"configurable": {"user": "ann"}})["log"] == ["ann"]
 
 
-def test_node_with_keyword_only_store() -> None:
+def test_node_with_keyword_only_store(driver) -> None:
     class Store:
         pass
 
@@ -40,57 +41,69 @@ def test_node_with_keyword_only_store() -> None:
     def node(state, *, store):
         seen.append(store)
 
-    _one(node, store=store).invoke({"x": 0})
+    driver.invoke(_one(node, store=store), {"x": 0})
     assert seen == [store]
 
 
-def test_node_with_runtime_receives_context() -> None:
+def test_node_with_runtime_receives_context(driver) -> None:
     seen = []
 
     def node(state, runtime: Runtime):
         seen.append(runtime.context)
 
-    _one(node).invoke({"x": 0}, context={"tenant": "t1"})
+    driver.invoke(_one(node), {"x": 0}, context={"tenant": "t1"})
     assert seen == [{"tenant": "t1"}]
 
 
-def test_node_with_writer_emits_custom_events() -> None:
+def _writer_node(kind: str, *events):
     def node(state, writer):
-        writer({"progress": 1})
-        writer({"progress": 2})
+        for event in events:
+            writer(event)
         return {"x": 1}
 
-    chunks = list(_one(node).stream({"x": 0}, stream_mode="custom"))
-    assert chunks == [{"progress": 1}, {"progress": 2}]
-
-
-def test_writer_ignored_by_invoke() -> None:
-    def node(state, writer):
-        writer("ignored")
+    async def anode(state, writer):
+        for event in events:
+            writer(event)
         return {"x": 1}
 
-    assert _one(node).invoke({"x": 0})["x"] == 1
+    return node if kind == "def" else anode
 
 
-def test_async_node_with_sync_invoke() -> None:
+@pytest.mark.parametrize("kind", ["def", "async_def"])
+def test_node_with_writer_emits_custom_events(driver, kind: str) -> None:
+    node = _writer_node(kind, {"progress": 1}, {"progress": 2})
+    assert driver.stream(_one(node), {"x": 0}, stream_mode="custom") == [{"progress": 1}, {"progress": 2}]
+
+
+@pytest.mark.parametrize("kind", ["def", "async_def"])
+def test_writer_ignored_by_invoke(driver, kind: str) -> None:
+    assert driver.invoke(_one(_writer_node(kind, "ignored")), {"x": 0})["x"] == 1
+
+
+def test_async_node(driver) -> None:
+    async def node(state):
+        await asyncio.sleep(0)
+        return {"x": state["x"] + 1}
+
+    assert driver.invoke(_one(node), {"x": 1})["x"] == 2
+
+
+def test_batch(driver) -> None:
     async def node(state):
         return {"x": state["x"] + 1}
 
-    assert _one(node).invoke({"x": 1})["x"] == 2
-
-
-def test_batch() -> None:
     app = _one(lambda s: {"x": s["x"] * 2})
-    assert [o["x"] for o in app.batch([{"x": 1}, {"x": 2}, {"x": 3}])] == [2, 4, 6]
+    assert [o["x"] for o in driver.batch(app, [{"x": 1}, {"x": 2}, {"x": 3}])] == [2, 4, 6]
+    assert [o["x"] for o in driver.batch(_one(node), [{"x": 1}, {"x": 2}])] == [2, 3]
 
 
-def test_batch_with_config_per_input() -> None:
+def test_batch_with_config_per_input(driver) -> None:
     app = _one(lambda s, config: {"log": [config["configurable"]["k"]]})
-    outs = app.batch([{"x": 0}, {"x": 0}], [{"configurable": {"k": "a"}}, {"configurable": {"k": "b"}}])
+    outs = driver.batch(app, [{"x": 0}, {"x": 0}], [{"configurable": {"k": "a"}}, {"configurable": {"k": "b"}}])
     assert [o["log"] for o in outs] == [["a"], ["b"]]
 
 
-def test_compiled_graph_as_node() -> None:
+def test_compiled_graph_as_node(driver) -> None:
     sub = StateGraph(S)
     sub.add_node("inner", lambda s: {"x": s["x"] + 100, "log": ["inner"]})
     sub.add_edge(START, "inner")
@@ -100,12 +113,12 @@ def test_compiled_graph_as_node() -> None:
     g.add_node("sub", sub.compile())
     g.add_edge(START, "before")
     g.add_edge("before", "sub")
-    out = g.compile().invoke({"x": 1})
+    out = driver.invoke(g.compile(), {"x": 1})
     assert out["x"] == 101
     assert out["log"] == ["before", "before", "inner"]  # subgraph output goes through the reducer
 
 
-def test_subgraph_with_different_schema_via_wrapper() -> None:
+def test_subgraph_with_different_schema_via_wrapper(driver) -> None:
     class Inner(TypedDict):
         text: str
 
@@ -120,10 +133,10 @@ def test_subgraph_with_different_schema_via_wrapper() -> None:
     g = StateGraph(Outer)
     g.add_node("call", lambda s: {"msg": inner.invoke({"text": s["msg"]})["text"]})
     g.add_edge(START, "call")
-    assert g.compile().invoke({"msg": "hi"}) == {"msg": "HI"}
+    assert driver.invoke(g.compile(), {"msg": "hi"}) == {"msg": "HI"}
 
 
-def test_retry_policy_retries_flaky_node() -> None:
+def test_retry_policy_retries_flaky_node(driver) -> None:
     attempts = []
 
     def flaky(state):
@@ -135,10 +148,10 @@ def test_retry_policy_retries_flaky_node() -> None:
     g = StateGraph(S)
     g.add_node("n", flaky, retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.001, jitter=False))
     g.add_edge(START, "n")
-    assert g.compile().invoke({"x": 0})["x"] == 3
+    assert driver.invoke(g.compile(), {"x": 0})["x"] == 3
 
 
-def test_retry_policy_gives_up_after_max_attempts() -> None:
+def test_retry_policy_gives_up_after_max_attempts(driver) -> None:
     attempts = []
 
     def always(state):
@@ -149,11 +162,11 @@ def test_retry_policy_gives_up_after_max_attempts() -> None:
     g.add_node("n", always, retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.001, jitter=False))
     g.add_edge(START, "n")
     with pytest.raises(ConnectionError):
-        g.compile().invoke({"x": 0})
+        driver.invoke(g.compile(), {"x": 0})
     assert len(attempts) == 2
 
 
-def test_retry_policy_does_not_retry_other_exceptions() -> None:
+def test_retry_policy_does_not_retry_other_exceptions(driver) -> None:
     attempts = []
 
     def bad(state):
@@ -164,10 +177,10 @@ def test_retry_policy_does_not_retry_other_exceptions() -> None:
     g.add_node("n", bad, retry_policy=RetryPolicy(retry_on=ConnectionError, initial_interval=0.001))
     g.add_edge(START, "n")
     with pytest.raises(KeyError):
-        g.compile().invoke({"x": 0})
+        driver.invoke(g.compile(), {"x": 0})
     assert len(attempts) == 1
 
 
-def test_invoke_with_non_dict_input_fails() -> None:
+def test_invoke_with_non_dict_input_fails(driver) -> None:
     with pytest.raises(Exception):  # noqa: B017 - plait raises EmptyInputError, LangGraph differs
-        _one(lambda s: None).invoke(5)
+        driver.invoke(_one(lambda s: None), 5)

@@ -21,7 +21,7 @@ class State(TypedDict):
     obj: Any
 
 
-def test_unserializable_value_names_node_key_and_keeps_the_thread(tmp_path: Path) -> None:
+def test_unserializable_value_names_node_key_and_keeps_the_thread(tmp_path: Path, driver: Any) -> None:
     def count(state: State) -> dict:
         return {"n": state["n"] + 1}
 
@@ -34,9 +34,9 @@ def test_unserializable_value_names_node_key_and_keeps_the_thread(tmp_path: Path
         graph = builder.compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "t"}}
         with pytest.raises(SerializationError) as info:
-            graph.invoke({"n": 0}, config)
+            driver.invoke(graph, {"n": 0}, config)
         err = info.value
         assert (err.node, err.key) == ("maker", "obj")
         assert "Opaque" in str(err) and "written by node 'maker' at step 2" in str(err)
-        snapshot = graph.get_state(config)
+        snapshot = driver.get_state(graph, config)
         assert snapshot.values == {"n": 1} and snapshot.next == ("maker",), "the last good step is kept"

@@ -1,4 +1,4 @@
-"""One superstep: snapshot reads, update validation, step boundaries."""
+"""One superstep, on both drivers: snapshot reads, update validation, step boundaries."""
 
 import operator
 import threading
@@ -13,7 +13,7 @@ class S(TypedDict):
     log: Annotated[list, operator.add]
 
 
-def test_parallel_nodes_really_run_concurrently() -> None:
+def test_parallel_nodes_really_run_concurrently(driver) -> None:
     barrier = threading.Barrier(2, timeout=5)
 
     def node(name):
@@ -27,30 +27,30 @@ def test_parallel_nodes_really_run_concurrently() -> None:
     g.add_node("b", node("b"))
     g.add_edge(START, "a")
     g.add_edge(START, "b")
-    assert g.compile().invoke({"x": 0})["log"] == ["a", "b"]
+    assert driver.invoke(g.compile(), {"x": 0})["log"] == ["a", "b"]
 
 
-def test_next_step_sees_previous_step_writes() -> None:
+def test_next_step_sees_previous_step_writes(driver) -> None:
     seen = []
     g = StateGraph(S)
     g.add_node("a", lambda s: {"x": 5})
     g.add_node("b", lambda s: seen.append(s["x"]))
     g.add_edge(START, "a")
     g.add_edge("a", "b")
-    g.compile().invoke({"x": 0})
+    driver.invoke(g.compile(), {"x": 0})
     assert seen == [5]
 
 
-def test_node_sees_input_before_any_write() -> None:
+def test_node_sees_input_before_any_write(driver) -> None:
     seen = []
     g = StateGraph(S)
     g.add_node("a", lambda s: seen.append(dict(s)))
     g.add_edge(START, "a")
-    g.compile().invoke({"x": 3, "log": ["i"]})
+    driver.invoke(g.compile(), {"x": 3, "log": ["i"]})
     assert seen == [{"x": 3, "log": ["i"]}]
 
 
-def test_successor_reached_twice_in_one_step_runs_once() -> None:
+def test_successor_reached_twice_in_one_step_runs_once(driver) -> None:
     g = StateGraph(S)
     for n in ("a", "b", "c"):
         g.add_node(n, lambda s, n=n: {"log": [n]})
@@ -58,11 +58,11 @@ def test_successor_reached_twice_in_one_step_runs_once() -> None:
     g.add_edge(START, "b")
     g.add_edge("a", "c")
     g.add_edge("b", "c")
-    assert g.compile().invoke({"x": 0})["log"] == ["a", "b", "c"]
+    assert driver.invoke(g.compile(), {"x": 0})["log"] == ["a", "b", "c"]
 
 
-def test_updates_of_sequential_steps_apply_in_order() -> None:
+def test_updates_of_sequential_steps_apply_in_order(driver) -> None:
     g = StateGraph(S)
     g.add_sequence([("a", lambda s: {"x": 1}), ("b", lambda s: {"x": s["x"] * 10})])
     g.add_edge(START, "a")
-    assert g.compile().invoke({"x": 0})["x"] == 10
+    assert driver.invoke(g.compile(), {"x": 0})["x"] == 10

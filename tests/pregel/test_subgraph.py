@@ -1,4 +1,4 @@
-"""Subgraphs: interrupts inside them pause the parent; Command.PARENT; private keys stay inside."""
+"""Subgraphs, on both drivers: interrupts inside them pause the parent; Command.PARENT; private keys stay inside."""
 
 from __future__ import annotations
 
@@ -47,20 +47,20 @@ def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     return SqliteSaver(sqlite3.connect(tmp_path / "t.db", check_same_thread=False))
 
 
-def test_interrupt_inside_a_subgraph_node_pauses_the_parent_and_resumes(saver: Any) -> None:
+def test_interrupt_inside_a_subgraph_node_pauses_the_parent_and_resumes(saver: Any, driver: Any) -> None:
     builder = StateGraph(Parent).add_node("sub", _child()).add_node("after", lambda s: {"log": ["after"]})
     graph = builder.add_edge(START, "sub").add_edge("sub", "after").compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "t"}}
-    paused = graph.invoke({"log": [], "shared": "x"}, config)
+    paused = driver.invoke(graph, {"log": [], "shared": "x"}, config)
     assert [i.value for i in paused["__interrupt__"]] == ["need input"]
-    snapshot = graph.get_state(config)
+    snapshot = driver.get_state(graph, config)
     assert snapshot.next == ("sub",) and snapshot.values == {"log": [], "shared": "x"}
-    done = graph.invoke(Command(resume="!"), config)
+    done = driver.invoke(graph, Command(resume="!"), config)
     assert done == {"log": ["child", "ask", "after"], "shared": "x-child!"}
     assert "inner" not in done, "the subgraph's private key stays in the subgraph"
 
 
-def test_interrupt_inside_a_subgraph_invoked_from_a_node(saver: Any) -> None:
+def test_interrupt_inside_a_subgraph_invoked_from_a_node(saver: Any, driver: Any) -> None:
     child = _child()
 
     def call(state: Parent) -> dict:
@@ -69,11 +69,11 @@ def test_interrupt_inside_a_subgraph_invoked_from_a_node(saver: Any) -> None:
 
     graph = StateGraph(Parent).add_node("call", call).add_edge(START, "call").compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "t"}}
-    assert "__interrupt__" in graph.invoke({"log": [], "shared": "y"}, config)
-    assert graph.invoke(Command(resume="?"), config) == {"log": ["called"], "shared": "y-child?"}
+    assert "__interrupt__" in driver.invoke(graph, {"log": [], "shared": "y"}, config)
+    assert driver.invoke(graph, Command(resume="?"), config) == {"log": ["called"], "shared": "y-child?"}
 
 
-def test_command_parent_routes_in_the_parent_graph() -> None:
+def test_command_parent_routes_in_the_parent_graph(driver: Any) -> None:
     def handoff(state: Child) -> Command[Any]:
         return Command(graph=Command.PARENT, goto="after", update={"shared": "from child"})
 
@@ -81,16 +81,16 @@ def test_command_parent_routes_in_the_parent_graph() -> None:
     graph = (StateGraph(Parent).add_node("sub", child)
              .add_node("after", lambda s: {"log": [f"after:{s['shared']}"]})
              .add_edge(START, "sub").compile())
-    assert graph.invoke({"log": [], "shared": "x"}) == {"log": ["after:from child"], "shared": "from child"}
+    assert driver.invoke(graph, {"log": [], "shared": "x"}) == {"log": ["after:from child"], "shared": "from child"}
 
 
-def test_command_parent_without_a_parent_is_a_clear_error() -> None:
+def test_command_parent_without_a_parent_is_a_clear_error(driver: Any) -> None:
     def handoff(state: Parent) -> Command[Any]:
         return Command(graph=Command.PARENT, goto="x")
 
     graph = StateGraph(Parent).add_node("handoff", handoff).add_edge(START, "handoff").compile()
     with pytest.raises(ParentCommand, match="Node 'handoff' returned Command"):
-        graph.invoke({"log": [], "shared": ""})
+        driver.invoke(graph, {"log": [], "shared": ""})
 
 
 # -- deep nesting ------------------------------------------------------------------------
@@ -136,45 +136,35 @@ def _expected(how: str, depth: int = DEPTH) -> dict:
 
 
 @pytest.mark.parametrize("checkpointer", [False, True], ids=["no-saver", "saver"])
-@pytest.mark.parametrize("how", ["node", "call"])
-def test_150_nested_subgraphs_sync(how: str, checkpointer: bool) -> None:
-    graph = _nested_chain(DEPTH, how, checkpointer=InMemorySaver() if checkpointer else None)
-    config = {"configurable": {"thread_id": "deep"}} if checkpointer else None
-    assert graph.invoke({"n": 0, "path": []}, config) == _expected(how)
-    if checkpointer:
-        assert graph.get_state(config).values == _expected(how)
-
-
-@pytest.mark.parametrize("checkpointer", [False, True], ids=["no-saver", "saver"])
 @pytest.mark.parametrize("how", ["node", "call", "acall"])
-async def test_150_nested_subgraphs_async(how: str, checkpointer: bool) -> None:
+def test_150_nested_subgraphs(driver: Any, how: str, checkpointer: bool) -> None:
     depth = 2 * DEPTH if how == "acall" else DEPTH  # a level of awaiting async nodes costs fewer frames
     graph = _nested_chain(depth, how, checkpointer=InMemorySaver() if checkpointer else None)
     config = {"configurable": {"thread_id": "deep"}} if checkpointer else None
-    assert await graph.ainvoke({"n": 0, "path": []}, config) == _expected(how, depth)
+    assert driver.invoke(graph, {"n": 0, "path": []}, config) == _expected(how, depth)
     if checkpointer:
-        assert (await graph.aget_state(config)).values == _expected(how, depth)
+        assert driver.get_state(graph, config).values == _expected(how, depth)
 
 
 @pytest.mark.parametrize("how", ["node", "call"])
-def test_interrupt_150_subgraphs_deep_pauses_and_resumes(how: str) -> None:
+def test_interrupt_150_subgraphs_deep_pauses_and_resumes(driver: Any, how: str) -> None:
     def ask(state: Count) -> dict:
         return {"n": state["n"] + int(interrupt("how much?")), "path": ["asked"]}
 
     graph = _nested_chain(DEPTH, how, leaf=ask, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "deep"}}
-    paused = graph.invoke({"n": 0, "path": []}, config)
+    paused = driver.invoke(graph, {"n": 0, "path": []}, config)
     assert [i.value for i in paused["__interrupt__"]] == ["how much?"]
-    done = graph.invoke(Command(resume="5"), config)
+    done = driver.invoke(graph, Command(resume="5"), config)
     assert done["n"] == (5 if how == "node" else 5 + DEPTH)
     assert done["path"][0] == "asked"
 
 
-def test_deep_nesting_leaves_the_recursion_limit_alone() -> None:
+def test_deep_nesting_leaves_the_recursion_limit_alone(driver: Any) -> None:
     import sys
 
     limit = sys.getrecursionlimit()
-    assert _nested_chain(DEPTH, "call").invoke({"n": 0, "path": []}) == _expected("call")
+    assert driver.invoke(_nested_chain(DEPTH, "call"), {"n": 0, "path": []}) == _expected("call")
     assert sys.getrecursionlimit() == limit
 
 
@@ -190,14 +180,14 @@ def every_task_hops(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("every_task_hops")
 @pytest.mark.parametrize("scenario", [test_interrupt_inside_a_subgraph_node_pauses_the_parent_and_resumes,
                                       test_interrupt_inside_a_subgraph_invoked_from_a_node], ids=["node", "call"])
-def test_subgraph_interrupts_cross_a_thread_hop(saver: Any, scenario: Any) -> None:
-    scenario(saver)
+def test_subgraph_interrupts_cross_a_thread_hop(saver: Any, driver: Any, scenario: Any) -> None:
+    scenario(saver, driver)
 
 
 @pytest.mark.usefixtures("every_task_hops")
-def test_commands_and_errors_cross_a_thread_hop() -> None:
-    test_command_parent_routes_in_the_parent_graph()
-    test_command_parent_without_a_parent_is_a_clear_error()
+def test_commands_and_errors_cross_a_thread_hop(driver: Any) -> None:
+    test_command_parent_routes_in_the_parent_graph(driver)
+    test_command_parent_without_a_parent_is_a_clear_error(driver)
     boom = KeyError("boom")
 
     def fail(state: Parent) -> dict:
@@ -205,12 +195,12 @@ def test_commands_and_errors_cross_a_thread_hop() -> None:
 
     graph = StateGraph(Parent).add_node("fail", fail).add_edge(START, "fail").compile()
     with pytest.raises(KeyError) as info:
-        graph.invoke({"log": [], "shared": ""})
+        driver.invoke(graph, {"log": [], "shared": ""})
     assert info.value is boom
 
 
 @pytest.mark.usefixtures("every_task_hops")
-async def test_async_interrupts_and_context_cross_a_hop(saver: Any) -> None:
+def test_async_node_interrupts_and_context_cross_a_hop(saver: Any, driver: Any) -> None:
     from plait.config import get_config
 
     seen = []
@@ -222,21 +212,20 @@ async def test_async_interrupts_and_context_cross_a_hop(saver: Any) -> None:
     graph = (StateGraph(Parent).add_node("sub", _child()).add_node("node", node).add_edge(START, "sub")
              .add_edge("sub", "node").compile(checkpointer=saver))
     config = {"configurable": {"thread_id": "t"}}
-    assert [i.value for i in (await graph.ainvoke({"log": [], "shared": "x"}, config))["__interrupt__"]] == [
+    assert [i.value for i in driver.invoke(graph, {"log": [], "shared": "x"}, config)["__interrupt__"]] == [
         "need input"]
-    assert [i.value for i in (await graph.ainvoke(Command(resume="!"), config))["__interrupt__"]] == ["why?"]
-    assert await graph.ainvoke(Command(resume="because"), config) == {
+    assert [i.value for i in driver.invoke(graph, Command(resume="!"), config)["__interrupt__"]] == ["why?"]
+    assert driver.invoke(graph, Command(resume="because"), config) == {
         "log": ["child", "ask", "because"], "shared": "x-child!"}
     assert seen == ["t", "t"]
 
 
 @pytest.mark.usefixtures("every_task_hops")
-async def test_parallel_steps_cross_a_hop() -> None:
+def test_parallel_steps_cross_a_hop(driver: Any) -> None:
     graph = (StateGraph(Parent).add_node("a", lambda s: {"log": ["a"]}).add_node("b", lambda s: {"log": ["b"]})
              .add_node("sub", _child_without_interrupt()).add_edge(START, "a").add_edge(START, "b")
              .add_edge(START, "sub").compile())
-    assert sorted(graph.invoke({"log": [], "shared": "x"})["log"]) == ["a", "b", "child"]
-    assert sorted((await graph.ainvoke({"log": [], "shared": "x"}))["log"]) == ["a", "b", "child"]
+    assert sorted(driver.invoke(graph, {"log": [], "shared": "x"})["log"]) == ["a", "b", "child"]
 
 
 def _child_without_interrupt() -> Any:
