@@ -29,7 +29,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+
+from plait.errors import SerializationError
 
 __all__ = [
     "ADD",
@@ -38,6 +40,7 @@ __all__ = [
     "KEEP",
     "Blob",
     "Entry",
+    "Row",
     "ValueCache",
     "diff",
     "encode_value",
@@ -158,6 +161,25 @@ class Blob(NamedTuple):
     data: bytes
 
 
+_K = TypeVar("_K", bound=Hashable)
+_K_co = TypeVar("_K_co", bound=Hashable, covariant=True)
+_V = TypeVar("_V")
+
+
+class Row(Protocol[_K_co]):
+    """What :func:`rebuild` reads of a stored row: :class:`Blob` (rows keyed by checkpoint id), or
+    the ``InMemorySaver`` rows keyed by record number."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def prev(self) -> _K_co | None: ...
+
+    @property
+    def data(self) -> bytes: ...
+
+
 def encode_value(value: Any, base: Entry | None, base_id: Any,  # noqa: PLR0913
                  dumps: Callable[[Any], bytes], *, share: bool = False) -> tuple[Blob, Entry]:
     """Decide how to store ``value``: a delta against ``base`` when that is smaller.
@@ -186,8 +208,30 @@ def encode_value(value: Any, base: Entry | None, base_id: Any,  # noqa: PLR0913
     return Blob(FULL, None, dumps(list(items))), Entry(items, None, len(items), shared)
 
 
-def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
-            loads: Callable[[bytes], Any], *, keep_all: bool = False) -> dict[str, Entry]:
+def _check_segments(segments: Any, base_size: int, rid: object) -> None:
+    """Refuse a delta row whose segments are not ``[KEEP, start, stop]`` within the base or ``[ADD, list]``.
+
+    Raises:
+        SerializationError: the row is malformed (damaged or planted), naming the row.
+    """
+    if type(segments) is list:
+        for seg in segments:
+            if type(seg) is not list or not seg:
+                break
+            if seg[0] == KEEP and len(seg) == 3 and all(type(x) is int for x in seg[1:]) \
+                    and 0 <= seg[1] <= seg[2] <= base_size:
+                continue
+            if seg[0] == ADD and len(seg) == 2 and type(seg[1]) is list:
+                continue
+            break
+        else:
+            return
+    raise SerializationError(f"Stored delta row {rid} is malformed (expected [KEEP, start, stop] within "
+                             f"{base_size} items or [ADD, items] segments, found {segments!r:.80})")
+
+
+def rebuild(target: _K, rows: Mapping[_K, Row[_K]], known: Mapping[_K, Entry],
+            loads: Callable[[bytes], Any], *, keep_all: bool = False) -> dict[_K, Entry]:
     """Rebuild the value stored at ``target`` by replaying its chain.
 
     Args:
@@ -204,8 +248,8 @@ def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
     Raises:
         KeyError: A row of the chain is missing, or a delta has no list base.
     """
-    chain: list[str] = []
-    cursor: str | None = target
+    chain: list[_K] = []
+    cursor: _K | None = target
     while cursor is not None and cursor not in known:
         chain.append(cursor)
         row = rows[cursor]
@@ -216,7 +260,7 @@ def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
     items: list[Any] | None = None if base is None or base.items is None else list(base.items)
     count = 0 if base is None else base.chain
     data: bytes | None = None
-    out: dict[str, Entry] = {}
+    out: dict[_K, Entry] = {}
     for rid in reversed(chain):
         row = rows[rid]
         decoded = loads(row.data)
@@ -226,6 +270,7 @@ def rebuild(target: str, rows: Mapping[str, Blob], known: Mapping[str, Entry],
         else:
             if items is None:
                 raise KeyError(f"delta row {rid} has no list base")
+            _check_segments(decoded, len(items), rid)
             count += sum(len(s[1]) for s in decoded if s[0] == ADD)
             if len(decoded) == 2 and decoded[0] == [KEEP, 0, len(items)] and decoded[1][0] == ADD:
                 items.extend(decoded[1][1])
@@ -293,10 +338,11 @@ def unpack_ts(packed: Any) -> str:
     return packed if type(packed) is str else (_EPOCH + timedelta(microseconds=packed)).isoformat()
 
 
-class ValueCache:
+class ValueCache(Generic[_V]):
     """A bounded, thread-safe LRU of materialized values.
 
-    Keys are ``(thread_id, checkpoint_ns, channel, row_id)``. Stored rows never
+    Keys are tuples whose first item is the thread id, such as
+    ``(thread_id, checkpoint_ns, channel, row_id)``. Stored rows never
     change content (pruning rewrites a delta as the same value in full), so an
     entry never goes stale; entries of deleted threads are dropped explicitly.
 
@@ -306,10 +352,10 @@ class ValueCache:
 
     def __init__(self, maxsize: int = 128) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._data: OrderedDict[tuple[Hashable, ...], _V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> Any:
+    def get(self, key: tuple[Hashable, ...]) -> _V | None:
         """The entry for ``key`` (marked recently used), or ``None``."""
         with self._lock:
             found = self._data.get(key)
@@ -317,7 +363,7 @@ class ValueCache:
                 self._data.move_to_end(key)
             return found
 
-    def put(self, key: Hashable, entry: Any) -> None:
+    def put(self, key: tuple[Hashable, ...], entry: _V) -> None:
         """Remember ``entry``, evicting the least recently used beyond ``maxsize``."""
         if self.maxsize <= 0:
             return
@@ -330,7 +376,7 @@ class ValueCache:
     def drop_thread(self, thread_id: str) -> None:
         """Forget every value of ``thread_id``."""
         with self._lock:
-            for key in [k for k in self._data if k[0] == thread_id]:  # type: ignore[index]
+            for key in [k for k in self._data if k[0] == thread_id]:
                 del self._data[key]
 
     def __len__(self) -> int:

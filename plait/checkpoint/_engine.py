@@ -9,11 +9,12 @@ delta against the previous value whenever that is smaller.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from plait.checkpoint._delta import DELTA, FULL, Blob, Entry, ValueCache, encode_value, rebuild
 from plait.checkpoint._lease import DEFAULT_TTL, ThreadLeases
@@ -39,6 +40,8 @@ __all__ = ["SqlSaverBase"]
 _SPECIAL_IDX = {INTERRUPT: -1, RESUME: -2}
 _PAGE = 64
 _Thread = tuple[str, str]
+_Memo = dict[tuple[str, str, str, str], Entry]
+"""Values materialized while reading, by ``(thread_id, checkpoint_ns, channel, row id)``."""
 
 
 def _thread(config: Mapping[str, Any]) -> tuple[_Thread, str | None]:
@@ -95,8 +98,8 @@ class SqlSaverBase(BaseCheckpointSaver):
     def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128,
                  lease_ttl: float = DEFAULT_TTL) -> None:
         self.serde = serde or Serializer()
-        self._cache = ValueCache(cache_size)
-        self._locs = ValueCache(cache_size)
+        self._cache: ValueCache[Entry] = ValueCache(cache_size)
+        self._locs: ValueCache[dict[str, str]] = ValueCache(cache_size)
         self._leases = ThreadLeases(self._lease_tx, self._q.LEASE, lease_ttl, self._lease_scope)
 
     # -- backend hooks ------------------------------------------------------------
@@ -150,7 +153,7 @@ class SqlSaverBase(BaseCheckpointSaver):
                                      "(the row is corrupt)")
         return value
 
-    def _entries(self, thread: _Thread, wanted: Mapping[str, str], memo: dict[Any, Entry],
+    def _entries(self, thread: _Thread, wanted: Mapping[str, str], memo: _Memo,
                  keep_all: bool = False) -> dict[str, Entry]:
         """Materialized values for ``{channel: row id}``, via memo/cache, else one chain query."""
         out: dict[str, Entry] = {}
@@ -178,25 +181,30 @@ class SqlSaverBase(BaseCheckpointSaver):
                 raise SerializationError(f"Cannot read key {channel!r} of thread {thread[0]!r} "
                                          f"(row {rid}): {exc}", key=channel) from exc
             for bid, entry in built.items():
-                memo[(*thread, channel, bid)] = entry
+                memo[thread + (channel, bid)] = entry
             out[channel] = built[rid]
             self._cache.put((*thread, channel, rid), built[rid])
         return out
 
     def _tuple(self, thread: _Thread, head: Sequence[Any], writes: list[Any],  # noqa: PLR0913
-               memo: dict[Any, Entry], keep_all: bool = False) -> CheckpointTuple:
+               memo: _Memo, keep_all: bool = False) -> CheckpointTuple:
         cid, parent, step, source, created, blob, meta = head
         stored = {**_EMPTY, **self._decode(blob, f"checkpoint {cid} of thread {thread[0]!r}"), "ts": created}
         loc = _loc(stored.pop("loc", {}), cid)
         self._locs.put((*thread, cid), loc)
         entries = self._entries(thread, loc, memo, keep_all=keep_all)
         values = {ch: e.value(self.serde.loads) for ch, e in entries.items()}
-        checkpoint = {**stored, "id": cid, "channel_values": values}
-        metadata = {"parents": {}, **self._decode(meta, f"metadata of checkpoint {cid}")}
-        metadata.update({k: v for k, v in (("source", source), ("step", step)) if v is not None})
-        pending = [(t, ch, self._decode(v, f"pending write {ch!r} of task {t}", record=False)) for t, ch, v in writes]
+        # the rows hold what put() stored, so they have the shapes of a Checkpoint and its metadata
+        checkpoint = cast(Checkpoint, {**stored, "id": cid, "channel_values": values})
+        metadata = cast(CheckpointMetadata, {"parents": {}, **self._decode(meta, f"metadata of checkpoint {cid} of thread {thread[0]!r}")})
+        if source is not None:
+            metadata["source"] = source
+        if step is not None:
+            metadata["step"] = step
+        pending = [(t, ch, self._decode(v, f"pending write {ch!r} of task {t} (checkpoint {cid} of thread "
+                                           f"{thread[0]!r})", record=False)) for t, ch, v in writes]
         parent_config = _config(thread, parent) if parent else None
-        return CheckpointTuple(_config(thread, cid), checkpoint, metadata, parent_config, pending)  # type: ignore[arg-type]
+        return CheckpointTuple(_config(thread, cid), checkpoint, metadata, parent_config, pending)
 
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The addressed checkpoint, or the thread's newest (one query plus at most one for values)."""
@@ -227,7 +235,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         thread = _thread(config)[0] if config is not None else None
         where: dict[str, Any] = {k: v for k, v in (filter or {}).items() if k in ("step", "source")}
         where["before"] = get_checkpoint_id(before)
-        memo: dict[Any, Entry] = {}
+        memo: _Memo = {}
         after, count = None, 0
         while limit is None or count < limit:
             page = self._fetch(*self._q.list_query(thread, after, where, _PAGE))
@@ -241,7 +249,8 @@ class SqlSaverBase(BaseCheckpointSaver):
                     writes.setdefault((*key, cid), []).append((task, ch, value))
             for row in page:
                 try:
-                    item = self._tuple((row[0], row[1]), row[2:], writes.get(tuple(row[:3]), []), memo, True)  # type: ignore[arg-type]
+                    pending = writes.get((row[0], row[1], row[2]), [])
+                    item = self._tuple((row[0], row[1]), row[2:], pending, memo, True)
                 except _Incomplete:
                     if self._fetch(self._q.SELECT_HEAD, [row[0], row[1], row[2], row[0], row[1]]):
                         raise
@@ -333,10 +342,10 @@ class SqlSaverBase(BaseCheckpointSaver):
         return _config(thread, cid)
 
     def _encode(self, thread: _Thread, cid: str, values: Mapping[str, Any], parent_loc: Mapping[str, str],
-                new_versions: Mapping[str, int]) -> tuple[dict[str, str], list[tuple[str, Blob, Entry]]]:
+                new_versions: Mapping[str, int]) -> tuple[dict[str, str], builtins.list[tuple[str, Blob, Entry]]]:
         """Where each value is stored, and the rows of the values that changed."""
         loc: dict[str, str] = {}
-        blobs: list[tuple[str, Blob, Entry]] = []
+        blobs: builtins.list[tuple[str, Blob, Entry]] = []
         for channel, value in values.items():
             if channel not in new_versions and channel in parent_loc:
                 loc[channel] = parent_loc[channel]
@@ -423,7 +432,8 @@ class SqlSaverBase(BaseCheckpointSaver):
             self._reclaim()
         return deleted
 
-    def _prune_ns(self, cur: Any, thread: _Thread, doomed: list[str], kept: list[tuple[str, bytes]]) -> None:
+    def _prune_ns(self, cur: Any, thread: _Thread, doomed: builtins.list[str],
+                  kept: builtins.list[tuple[str, bytes]]) -> None:
         """Delete ``doomed`` checkpoints of one namespace within the transaction ``cur``."""
         needed: dict[str, set[str]] = {}
         for cid, blob in kept:

@@ -612,3 +612,27 @@ def test_random_extension_records_decode_or_raise_serialization_error(code: int,
         ser.loads(ext(code, payload))
     except SerializationError:
         pass
+
+
+@pytest.mark.parametrize("planted", [5, [[0, 0, 99]], [[7]], [[1, "x"]], ["junk"], [[0, 2, 1]]])
+def test_a_malformed_delta_row_is_a_serialization_error(tmp_path: Any, planted: Any) -> None:
+    """A delta row of the wrong shape (damaged or planted) is refused by name, never a TypeError."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from plait.checkpoint.sqlite import SqliteSaver
+    from plait.graph import END, START, MessagesState, StateGraph
+
+    path = tmp_path / "cp.db"
+    with SqliteSaver.from_conn_string(path) as saver:
+        graph = StateGraph(MessagesState).add_node("a", lambda s: {"messages": [AIMessage("x")]}) \
+            .add_edge(START, "a").add_edge("a", END).compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "t"}}
+        graph.invoke({"messages": [HumanMessage("hi")]}, config)
+        graph.invoke({"messages": [HumanMessage("again")]}, config)
+        saver.conn.execute("UPDATE checkpoint_blobs SET value = ? WHERE kind = 'delta'",
+                           [saver.serde.dumps(planted)])
+        saver.conn.commit()
+    with SqliteSaver.from_conn_string(path) as cold:
+        graph = StateGraph(MessagesState).add_node("a", lambda s: {}).add_edge(START, "a").compile(checkpointer=cold)
+        with pytest.raises(SerializationError, match="messages"):
+            graph.get_state(config)
