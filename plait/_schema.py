@@ -16,7 +16,7 @@ import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Protocol, cast, get_args, get_origin
 
 import typing_extensions
 
@@ -74,6 +74,36 @@ class SchemaKind:
     TYPED_DICT = "typeddict"
     DATACLASS = "dataclass"
     PYDANTIC = "pydantic"
+
+
+class _PydanticField(Protocol):
+    """What plait reads of a pydantic ``FieldInfo`` (pydantic is optional, so it is not imported)."""
+
+    annotation: Any
+    metadata: list[Any]
+
+    def is_required(self) -> bool: ...
+
+    def get_default(self, *, call_default_factory: bool) -> Any: ...
+
+
+class _PydanticModel(Protocol):
+    """A pydantic model class, as plait reads it."""
+
+    model_fields: dict[str, _PydanticField]
+
+
+def _model_fields(schema: type) -> dict[str, _PydanticField]:
+    """The fields of a pydantic model class (``schema_kind(schema) == SchemaKind.PYDANTIC``)."""
+    return cast(_PydanticModel, schema).model_fields
+
+
+def _annotated(info: _PydanticField) -> Any:
+    """A pydantic field's annotation with its metadata put back (``Annotated[tp, *metadata]``)."""
+    if not info.metadata:
+        return info.annotation
+    args = (info.annotation, *info.metadata)
+    return Annotated[args]
 
 
 def _is_pydantic(tp: Any) -> bool:
@@ -161,7 +191,7 @@ def _declared_defaults(schema: type, kind: str, names: list[str]) -> dict[str, A
             elif f.default_factory is not dataclasses.MISSING:
                 out[f.name] = f.default_factory()
     elif kind == SchemaKind.PYDANTIC:
-        for name, info in schema.model_fields.items():
+        for name, info in _model_fields(schema).items():
             if not info.is_required():
                 out[name] = info.get_default(call_default_factory=True)
     else:  # TypedDict: plait honours class-level defaults (seeds 001/002)
@@ -196,8 +226,7 @@ def fields_of(schema: type) -> tuple[FieldSpec, ...]:
             f"Invalid state schema {schema!r}: use a TypedDict, a dataclass or a pydantic BaseModel"
         )
     if kind == SchemaKind.PYDANTIC:
-        hints = {n: (Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation)
-                 for n, f in schema.model_fields.items()}
+        hints = {n: _annotated(f) for n, f in _model_fields(schema).items()}
     else:
         try:
             hints = typing.get_type_hints(schema, include_extras=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from plait.pregel._context import current_task
+from plait._context import current_task
 
 __all__ = ["get_config", "get_store", "get_stream_writer"]
 

@@ -65,6 +65,15 @@ class ErrorCode(Enum):
     INVALID_CHAT_HISTORY = "INVALID_CHAT_HISTORY"
 
 
+def add_note(err: BaseException, note: str) -> None:
+    """``err.add_note(note)``, also on Python 3.10 (which has ``__notes__`` but no ``add_note``)."""
+    adder = getattr(err, "add_note", None)
+    if adder is not None:
+        adder(note)
+    else:
+        vars(err).setdefault("__notes__", []).append(note)
+
+
 def create_error_message(*, message: str, error_code: ErrorCode) -> str:
     """Append the troubleshooting link for ``error_code`` to ``message``."""
     return f"{message}\nFor troubleshooting, visit: {_DOCS}{error_code.value}"

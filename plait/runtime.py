@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from plait._context import current_task
+
 __all__ = ["Runtime", "get_runtime"]
 
 C = TypeVar("C")
@@ -38,7 +40,5 @@ def get_runtime(context_schema: type[C] | None = None) -> Runtime[C]:
     Raises:
         RuntimeError: called outside a running node.
     """
-    from plait.pregel._context import current_task
-
     task = current_task()
     return Runtime(context=task.context, store=task.store, stream_writer=task.writer)

@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
 
+from plait._context import current_task
+
 __all__ = [
     "All",
     "CachePolicy",
@@ -207,6 +209,4 @@ def interrupt(value: Any) -> Any:
     in the checkpoint. When the run is resumed with ``Command(resume=x)``, the
     node runs again from its start and this call returns ``x``.
     """
-    from plait.pregel._context import current_task
-
     return current_task().interrupt(value)

@@ -59,5 +59,7 @@ def test_all_has_no_duplicates(name: str) -> None:
 def test_langgraph_core_names_importable() -> None:
     from plait.constants import END, START  # noqa: F401
     from plait.errors import GraphRecursionError, InvalidUpdateError  # noqa: F401
-    from plait.graph import END as E2, START as S2, StateGraph  # noqa: F401
+    from plait.graph import END as E2  # noqa: F401
+    from plait.graph import START as S2  # noqa: F401
+    from plait.graph import StateGraph  # noqa: F401
     from plait.types import Command, Interrupt, RetryPolicy, Send, interrupt  # noqa: F401

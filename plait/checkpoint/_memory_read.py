@@ -8,16 +8,24 @@ replayed once for the whole history.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from typing import Any, NamedTuple
 
-from plait.checkpoint._delta import DELTA, FULL, Blob, Entry, ValueCache, rebuild
+from plait.checkpoint._delta import DELTA, FULL, Entry, ValueCache, rebuild
 from plait.checkpoint._records import ThreadLog
 
-__all__ = ["Known", "Memo", "Rows", "replay"]
+__all__ = ["Known", "Memo", "Rows", "SeqBlob", "replay"]
 
 
-class Rows(Mapping[int, Blob]):
+class SeqBlob(NamedTuple):
+    """One value row of a record: a full value, or a delta against the row stored in record ``prev``."""
+
+    kind: str
+    prev: int | None
+    data: bytes
+
+
+class Rows(Mapping[int, SeqBlob]):
     """The value rows of one key, read from a thread's records on demand (for :func:`rebuild`).
 
     Each record is decoded once: ``records`` (seq -> decoded record) keeps them,
@@ -31,12 +39,12 @@ class Rows(Mapping[int, Blob]):
         self.loads, self.th, self.channel = loads, th, channel
         self.records = {} if records is None else records
 
-    def __getitem__(self, seq: int) -> Blob:
+    def __getitem__(self, seq: int) -> SeqBlob:
         record = self.records.get(seq)
         if record is None:
             record = self.records[seq] = self.loads(self.th.record(seq))
         row = record[5][self.channel]
-        return Blob(FULL, None, row) if isinstance(row, bytes) else Blob(DELTA, row[0], row[1])
+        return SeqBlob(FULL, None, row) if isinstance(row, bytes) else SeqBlob(DELTA, row[0], row[1])
 
     def __iter__(self) -> Iterator[int]:  # noqa: D105
         return iter(range(len(self)))
@@ -54,7 +62,8 @@ class Known(Mapping[int, Entry]):
 
     __slots__ = ("_hit", "cache", "memo", "prefix")
 
-    def __init__(self, memo: Mapping[int, Entry], cache: ValueCache, prefix: tuple[Any, ...]) -> None:
+    def __init__(self, memo: Mapping[int, Entry], cache: ValueCache[Entry],
+                 prefix: tuple[Hashable, ...]) -> None:
         self.memo, self.cache, self.prefix = memo, cache, prefix
         self._hit: tuple[int, Entry] | None = None  # the last lookup: ``in`` then ``[]`` read the cache once
 
@@ -127,9 +136,9 @@ def replay(th: ThreadLog, channel: str, seq: int, memo: Memo,  # noqa: PLR0913
     while cursor is not None and cursor not in known:
         chain.append(cursor)
         row = rows[cursor]
-        cursor = row.prev if row.kind == DELTA else None  # type: ignore[assignment]
+        cursor = row.prev if row.kind == DELTA else None
     window = max(_MIN_WINDOW, _WINDOW_ITEMS // max(1, len(chain)))
     for i in range((len(chain) - 1) // window * window, 0, -window):
-        values[chain[i]] = rebuild(chain[i], rows, known, loads)[chain[i]]  # type: ignore[index]
-    values.update(rebuild(seq, rows, known, loads, keep_all=True))  # type: ignore[arg-type]
+        values[chain[i]] = rebuild(chain[i], rows, known, loads)[chain[i]]
+    values.update(rebuild(seq, rows, known, loads, keep_all=True))
     return values[seq]

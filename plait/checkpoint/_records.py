@@ -91,7 +91,7 @@ class ThreadLog:
     def cid(self, seq: int) -> str:
         """The id of checkpoint ``seq``."""
         ids = self.ids
-        if type(ids) is list:
+        if isinstance(ids, list):
             return ids[seq]
         return unpack_id(ids[seq << 4:(seq + 1) << 4])
 
@@ -102,51 +102,57 @@ class ThreadLog:
 
     def _key(self, seq: int) -> bytes | bytearray | str:
         ids = self.ids
-        return ids[seq] if type(ids) is list else ids[seq << 4:(seq + 1) << 4]
+        return ids[seq] if isinstance(ids, list) else ids[seq << 4:(seq + 1) << 4]
 
     def find(self, cid: str) -> int | None:
         """The seq of checkpoint ``cid``, or ``None``."""
         ids, last = self.ids, self.last
-        key: bytes | str | None = cid if type(ids) is list else pack_id(cid)
-        if key is None or last < 0:
+        if last < 0:
             return None
-        top = ids[last] if type(ids) is list else ids[last << 4:(last + 1) << 4]
+        if isinstance(ids, list):
+            if cid == ids[last]:
+                return last
+            return None if cid > ids[last] else self._search(cid)
+        key = pack_id(cid)
+        if key is None:
+            return None
+        top = ids[last << 4:(last + 1) << 4]
         if key == top:
             return last
-        if key > top:  # type: ignore[operator]
-            return None
-        return self._search(key)
+        return None if key > top else self._search(key)
 
-    def _search(self, key: bytes | str) -> int | None:
+    def _search(self, key: bytes | bytearray | str) -> int | None:
         ids, n = self.ids, len(self)
         if self.ordered:
-            i = bisect_left(range(n), key, key=self._key)  # type: ignore[arg-type]
+            i = bisect_left(range(n), key, key=self._key)
             return i if i < n and self._key(i) == key else None
-        if type(ids) is list:
-            return ids.index(key) if key in ids else None  # type: ignore[arg-type]
-        i = ids.find(key)  # type: ignore[arg-type]
+        if isinstance(ids, list):
+            return ids.index(key) if isinstance(key, str) and key in ids else None
+        if isinstance(key, str):
+            return None
+        i = ids.find(key)
         while i >= 0 and i & 15:
-            i = ids.find(key, i + 1)  # type: ignore[arg-type]
+            i = ids.find(key, i + 1)
         return None if i < 0 else i >> 4
 
     def add(self, cid: str, record: bytes | bytearray, writes: bytes | bytearray | None = None) -> int:
         """Append a checkpoint record (and its pending writes); return its seq."""
         seq = len(self)
         ids = self.ids
-        key: bytes | str | None = cid
-        if type(ids) is not list:
-            key = pack_id(cid)
-            if key is None:  # not a canonical UUID: keep every id as text from now on
-                ids = self.ids = [self.cid(i) for i in range(seq)]
-                key = cid
-        if self.last >= 0 and key <= self._key(self.last):  # type: ignore[operator]
-            self.ordered = False
+        raw = None if isinstance(ids, list) else pack_id(cid)
+        if raw is None and not isinstance(ids, list):  # not a canonical UUID: keep every id as text from now on
+            ids = self.ids = [self.cid(i) for i in range(seq)]
+        if isinstance(ids, list):
+            newer = self.last < 0 or cid > ids[self.last]
+            ids.append(cid)
         else:
+            assert raw is not None  # noqa: S101 - set above whenever ids stay raw bytes
+            newer = self.last < 0 or raw > ids[self.last << 4:(self.last + 1) << 4]
+            ids += raw
+        if newer:
             self.last = seq
-        if type(ids) is list:
-            ids.append(key)  # type: ignore[arg-type]
         else:
-            ids += key  # type: ignore[operator]
+            self.ordered = False
         self._index(*self._append(record), *self._append(writes))
         return seq
 
@@ -164,16 +170,16 @@ class ThreadLog:
             self.idx = array("Q", self.idx)
             self.idx.extend(offsets)
 
-    def _slice(self, pos: int) -> bytearray | None:
+    def _slice(self, pos: int) -> bytes | None:
         idx = self.idx
         start, size = idx[pos], idx[pos + 1]
-        return self.buf[start:start + size] if size else None
+        return bytes(self.buf[start:start + size]) if size else None
 
-    def record(self, seq: int) -> bytearray:
+    def record(self, seq: int) -> bytes:
         """The record bytes of checkpoint ``seq``."""
-        return self._slice(seq << 2) or bytearray()
+        return self._slice(seq << 2) or b""
 
-    def writes(self, seq: int) -> bytearray | None:
+    def writes(self, seq: int) -> bytes | None:
         """The pending-writes bytes of checkpoint ``seq``, or ``None``."""
         return self._slice((seq << 2) + 2)
 

@@ -25,11 +25,12 @@ Because values are stored as bytes, a value that cannot be serialized raises
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from plait.checkpoint._delta import (
     FULL,
@@ -85,7 +86,7 @@ class InMemorySaver(BaseCheckpointSaver):
         self._threads: dict[_Key, _Thread] = {}
         self._namespaces: dict[str, set[str]] = {}  # thread id -> namespaces other than ""
         self._loose: dict[tuple[_Key, str], bytes] = {}  # writes put before their checkpoint
-        self._cache = ValueCache(cache_size)
+        self._cache: ValueCache[Entry] = ValueCache(cache_size)
         self._recent: tuple[_Thread | None, int, dict[str, int]] = (None, -1, {})  # the last put's loc
 
     @staticmethod
@@ -95,11 +96,14 @@ class InMemorySaver(BaseCheckpointSaver):
 
     def _record(self, th: _Thread, seq: int) -> list[Any]:
         """``[parent, ts, fields, metadata, loc, rows]`` of a checkpoint."""
-        return self.serde.loads(th.record(seq))
+        record: list[Any] = self.serde.loads(th.record(seq))
+        return record
 
     def _loc(self, th: _Thread, seq: int, record: list[Any] | None = None) -> dict[str, int]:
         """Where each key's value of checkpoint ``seq`` is stored (the seq of the record with its row)."""
-        loc = dict((record or (record := self._record(th, seq)))[4])
+        if record is None:
+            record = self._record(th, seq)
+        loc = dict(record[4])
         loc.update(dict.fromkeys(record[5], seq))
         return loc
 
@@ -148,13 +152,16 @@ class InMemorySaver(BaseCheckpointSaver):
         if memo is not None:  # a listing builds each checkpoint once: its record is not needed again
             memo.records.get(th.uid, {}).pop(seq, None)
         cid = th.cid(seq)
-        checkpoint = {**unpack_fields(fields), "id": cid, "ts": unpack_ts(ts), "channel_values": values}
+        # the record holds what put() stored, so it has the shape of a Checkpoint
+        checkpoint = cast(Checkpoint, {**unpack_fields(fields), "id": cid, "ts": unpack_ts(ts),
+                                       "channel_values": values})
         if type(parent) is int:
             parent = th.cid(parent)
         parent_config = None if parent is None else _config(thread, ns, parent)
         data = th.writes(seq)
         writes = self._read_writes(data, cid) if data else []
-        return CheckpointTuple(_config(thread, ns, cid), checkpoint, unpack_meta(metadata), parent_config, writes)  # type: ignore[arg-type]
+        meta = cast(CheckpointMetadata, unpack_meta(metadata))  # as put() received it
+        return CheckpointTuple(_config(thread, ns, cid), checkpoint, meta, parent_config, writes)
 
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The addressed checkpoint, or the thread's newest."""
@@ -180,8 +187,10 @@ class InMemorySaver(BaseCheckpointSaver):
         if len(logs) == 1:  # already newest first: ids are read only when ``before`` needs them
             items = ((None, key, th, seq) for key, th, seqs in logs for seq in seqs)
         else:
-            items = sorted(((th.cid(seq), key, th, seq) for key, th, seqs in logs for seq in seqs),
-                           key=lambda item: item[0], reverse=True)  # type: ignore[arg-type,return-value]
+            by_id: builtins.list[tuple[str, _Key, _Thread, int]] = sorted(
+                ((th.cid(seq), key, th, seq) for key, th, seqs in logs for seq in seqs),
+                key=lambda item: item[0], reverse=True)
+            items = by_id
         bound = get_checkpoint_id(before)
         memo = Memo()
         count = 0
@@ -232,11 +241,11 @@ class InMemorySaver(BaseCheckpointSaver):
         return _config(thread, ns, cid)
 
     def _encode(self, thread: str, th: _Thread, values: Mapping[str, Any], ploc: Mapping[str, int],
-                inherit: set[str]) -> tuple[dict[str, int], dict[str, Any], list[tuple[str, Entry]]]:
+                inherit: set[str]) -> tuple[dict[str, int], dict[str, Any], builtins.list[tuple[str, Entry]]]:
         """Value rows for the keys that changed; ``loc`` entries for those in ``inherit``."""
         loc: dict[str, int] = {}
         rows: dict[str, Any] = {}
-        entries = []
+        entries: builtins.list[tuple[str, Entry]] = []
         for channel, value in values.items():
             base_seq = ploc.get(channel)
             if base_seq is not None and channel in inherit:
@@ -294,17 +303,17 @@ class InMemorySaver(BaseCheckpointSaver):
         with self._lock:
             th = self._threads.get(key)
             seq = None if th is None else th.find(cid)
-            old = self._loose.get((key, cid)) if seq is None else th.writes(seq)
+            old = self._loose.get((key, cid)) if th is None or seq is None else th.writes(seq)
             kept = [w for w in self.serde.loads(old)
                     if ((cid + w[0]) if w[1] else w[0]) != task_id or w[2] in _SPECIAL] if old else []
             kept.extend([task_id if short is None else short, short is not None, ch, data] for ch, data in new)
             data = self.serde.dumps(kept)
-            if seq is None:
+            if th is None or seq is None:
                 self._loose[(key, cid)] = data
             else:
                 th.set_writes(seq, data)
 
-    def _read_writes(self, data: bytes, cid: str) -> list[tuple[str, str, Any]]:
+    def _read_writes(self, data: bytes, cid: str) -> builtins.list[tuple[str, str, Any]]:
         loads = self.serde.loads
         return [((cid + task) if short else task, channel, loads(value))
                 for task, short, channel, value in loads(data)]

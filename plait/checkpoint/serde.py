@@ -404,7 +404,7 @@ class Serializer:
             raise _shape(code, "a list of fields" if code == _NAMEDTUPLE else "a map of fields", body)
         try:
             if code == _ENUM:
-                return cls(body)  # type: ignore[call-arg]
+                return cls(body)
             return cls(*body) if code == _NAMEDTUPLE else cls(**body)
         except Exception as exc:  # noqa: BLE001 - any constructor failure is a decode failure
             fields = sorted(body) if isinstance(body, dict) else body

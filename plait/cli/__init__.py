@@ -1,23 +1,30 @@
-"""The ``plait`` command line (``pip install 'plait[cli]'``)."""
+"""The ``plait`` command line (``pip install 'plait[cli]'``).
+
+Without the ``cli`` extra (click, rich) :data:`main` is a stand-in that
+answers ``plait --version`` and otherwise prints one line naming the extra to
+install and exits with status 1.
+"""
 
 from __future__ import annotations
 
-try:
-    import click
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("The plait command line needs the 'cli' extra: pip install 'plait[cli]'") from exc
+from typing import TYPE_CHECKING
 
-from plait.cli.demo import demo
-from plait.cli.inspect import diff, history, migrate, prune, show, threads
+from plait.cli._extra import MissingExtra
+
+if TYPE_CHECKING:
+    import click
 
 __all__ = ["main"]
 
+main: click.Group | MissingExtra
+"""The ``plait`` console script: the click group, or :class:`MissingExtra` without the extra."""
 
-@click.group()
-@click.version_option(package_name="plait")
-def main() -> None:
-    """plait: stateful LLM applications as state graphs."""
+try:
+    import click as _click  # noqa: F401 - the extra's modules, checked before any subcommand imports them
+    import rich as _rich  # noqa: F401
+except ImportError as exc:
+    main = MissingExtra(exc)
+else:
+    from plait.cli import _app
 
-
-for command in (demo, threads, history, show, diff, prune, migrate):
-    main.add_command(command)
+    main = _app.main

@@ -17,6 +17,8 @@ from typing import Annotated, Any
 import click
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 
+from plait.checkpoint.memory import InMemorySaver
+from plait.checkpoint.sqlite import SqliteSaver
 from plait.graph import END, START, MessagesState, StateGraph
 
 __all__ = ["OfflineModel", "build_graph", "demo"]
@@ -70,7 +72,8 @@ def build_graph(model: Any = None) -> StateGraph:
         extra = len(state["messages"]) - MAX_MESSAGES
         if extra <= 0:
             return {}
-        return {"messages": [RemoveMessage(id=m.id) for m in state["messages"][:extra]]}
+        # add_messages gave every message an id
+        return {"messages": [RemoveMessage(id=m.id) for m in state["messages"][:extra] if m.id is not None]}
 
     builder = StateGraph(ChatState)
     builder.add_sequence([detect_topic, respond, trim])
@@ -81,11 +84,7 @@ def build_graph(model: Any = None) -> StateGraph:
 
 def _saver(db: str) -> AbstractContextManager[Any]:
     if db == ":memory:":
-        from plait.checkpoint.memory import InMemorySaver
-
         return nullcontext(InMemorySaver())
-    from plait.checkpoint.sqlite import SqliteSaver
-
     return SqliteSaver.from_conn_string(db)
 
 
@@ -105,5 +104,6 @@ def demo(db: str | None, thread_id: str) -> None:
                 click.echo(f"  [state] turn={out['turn']}  topics={out['topics']}  messages={len(out['messages'])}")
             snapshot = graph.get_state(config)
             history = sum(1 for _ in graph.get_state_history(config))
-            click.echo(f"\nthread {thread_id!r}: {history} checkpoints, step {snapshot.metadata['step']}, "
+            step = (snapshot.metadata or {}).get("step")
+            click.echo(f"\nthread {thread_id!r}: {history} checkpoints, step {step}, "
                        f"stored in {path if db else 'a temporary SQLite file'}")

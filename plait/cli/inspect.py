@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from plait.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from plait.checkpoint.sqlite import SqliteSaver
 from plait.errors import SerializationError
 
 __all__ = ["diff", "history", "migrate", "open_saver", "prune", "show", "threads"]
@@ -46,8 +47,6 @@ def open_saver(db: str, *, create: bool = False) -> Iterator[BaseCheckpointSaver
         if db != ":memory:" and not Path(db).exists():
             raise click.BadParameter(f"no such SQLite file: {db}", param_hint="DB")
         _check_sqlite(db, create)
-        from plait.checkpoint.sqlite import SqliteSaver
-
         with SqliteSaver.from_conn_string(db) as saver:
             yield saver
     except SerializationError as exc:

@@ -60,7 +60,7 @@ def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[s
         name = "condition"
     if isinstance(path_map, dict):
         mapping: dict[Hashable, str] | None = dict(path_map)
-        ends = tuple(mapping.values())
+        ends = tuple(path_map.values())
     elif isinstance(path_map, (list, tuple)):
         mapping = {p: p for p in path_map}
         ends = tuple(path_map)

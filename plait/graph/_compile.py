@@ -11,6 +11,8 @@ from plait._schema import MISSING, FieldSpec, SchemaKind, schema_kind
 from plait.channels import BaseChannel, BinaryOperatorAggregate, LastValue
 from plait.constants import END, START
 from plait.errors import GraphBuildError
+from plait.graph._lint import check_parallel_writes
+from plait.graph._strict import StrictChannel, strict_call
 from plait.pregel._callable import accepts_config, make_call
 from plait.pregel._plan import Branch, Join, NodeSpec, Plan
 from plait.pregel._pregel import Pregel
@@ -111,9 +113,6 @@ def _branches(builder: StateGraph) -> dict[str, tuple[Branch, ...]]:
 
 def _strict(builder: StateGraph, channels: dict[str, BaseChannel],
             nodes: dict[str, NodeSpec]) -> tuple[dict[str, BaseChannel], dict[str, NodeSpec]]:
-    from plait.graph._lint import check_parallel_writes
-    from plait.graph._strict import StrictChannel, strict_call
-
     check_parallel_writes(builder)
     wrapped = {k: StrictChannel(c, builder.channels[k]) if builder.channels[k].reducer is not None else c
                for k, c in channels.items()}

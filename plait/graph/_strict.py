@@ -191,7 +191,7 @@ def broken_tool_groups(messages: Sequence[Any]) -> list[str]:
                 problems.append(f"AIMessage #{at} requests tool call {call_id!r}, which has no ToolMessage")
             pending.clear()
         if isinstance(message, AIMessage):
-            pending.update({c["id"]: idx for c in message.tool_calls if c.get("id")})
+            pending.update({new_id: idx for c in message.tool_calls if (new_id := c.get("id"))})
     return problems
 
 

@@ -24,9 +24,9 @@ next merge rebuild it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar, overload
 
 from langchain_core.messages import (
     AnyMessage,
@@ -49,13 +49,34 @@ Messages = list[MessageLikeRepresentation] | MessageLikeRepresentation
 
 _FORMATS = ("langchain-openai",)
 
+_L = TypeVar("_L", bound=MessageLikeRepresentation)
+_R = TypeVar("_R", bound=MessageLikeRepresentation)
 
+
+@overload
 def add_messages(
-    left: Messages | None = None,
-    right: Messages | None = None,
+    left: list[_L] | _L,
+    right: list[_R] | _R,
     *,
     format: Literal["langchain-openai"] | None = None,
-) -> Messages | Callable[[Messages, Messages], Messages]:
+) -> list[BaseMessage]: ...
+
+
+@overload
+def add_messages(
+    left: None = None,
+    right: None = None,
+    *,
+    format: Literal["langchain-openai"] | None = None,
+) -> Callable[[Messages, Messages], list[BaseMessage]]: ...
+
+
+def add_messages(
+    left: object = None,
+    right: object = None,
+    *,
+    format: Literal["langchain-openai"] | None = None,
+) -> list[BaseMessage] | Callable[[Messages, Messages], list[BaseMessage]]:
     """Merge the messages in ``right`` into the transcript ``left`` by id.
 
     Both sides accept anything ``convert_to_messages`` understands: message
@@ -80,8 +101,9 @@ def add_messages(
             message format; as in LangGraph this rebuilds them without ids.
 
     Returns:
-        A new list; neither input list nor any input message is modified. When
-        both lists are omitted, a reducer with ``format`` bound.
+        A new list (a :class:`MessageList`); neither input list nor any input
+        message is modified. When both lists are omitted, a reducer with
+        ``format`` bound.
 
     Raises:
         ValueError: On an unknown ``format``, when only one of ``left`` and
@@ -101,36 +123,36 @@ def add_messages(
     return _to_openai_format(merged) if format is not None else merged
 
 
-class MessageList(list):  # type: ignore[type-arg]
+class MessageList(list[BaseMessage]):
     """What :func:`add_messages` returns: a plain-behaving list of messages plus an id index.
 
-    The index (message id -> position) is handed on to the next merge, which
-    extends it for appended messages. Any list method that changes the list
-    in place drops the index, and an index is trusted only while it has
-    exactly one entry per message; otherwise the next merge rebuilds it.
-    Copies and pickles are plain lists.
+    The index (message id -> position, the ``id_index`` attribute) is handed on
+    to the next merge, which extends it for appended messages. Any list method
+    that changes the list in place drops the index, and an index is trusted
+    only while it has exactly one entry per message; otherwise the next merge
+    rebuilds it. Copies and pickles are plain lists.
     """
 
-    __slots__ = ("index",)
+    __slots__ = ("id_index",)
 
-    def __init__(self, items: Any = (), /) -> None:
+    def __init__(self, items: Iterable[BaseMessage] = (), /) -> None:
         list.__init__(self, items)
-        self.index: dict[str | None, int] | None = None
+        self.id_index: dict[str | None, int] | None = None
 
     def changed(self) -> None:
         """Forget the index (called before any in-place change)."""
-        self.index = None
+        self.id_index = None
 
     def intact(self) -> bool:
         """Whether the list is as the merge built it (so it holds only messages)."""
-        index = self.index
+        index = self.id_index
         return index is not None and len(index) == len(self)
 
     def take_index(self) -> dict[str | None, int] | None:
         """Hand the index over to a merge (it is extended there), or ``None`` if it is not valid."""
         if not self.intact():
             return None
-        index, self.index = self.index, None
+        index, self.id_index = self.id_index, None
         return index
 
     def __reduce_ex__(self, protocol: Any) -> Any:
@@ -141,7 +163,7 @@ def _mutator(name: str) -> Callable[..., Any]:
     inner = getattr(list, name)
 
     def method(self: MessageList, *args: Any, **kwargs: Any) -> Any:
-        self.index = None
+        self.id_index = None
         return inner(self, *args, **kwargs)
 
     method.__name__ = method.__qualname__ = name
@@ -168,7 +190,7 @@ def _coerce(value: Any) -> list[BaseMessage]:
             break
     else:
         return items
-    return [message_chunk_to_message(m) for m in convert_to_messages(items)]  # type: ignore[arg-type]
+    return [message_chunk_to_message(m) for m in convert_to_messages(items)]
 
 
 def _with_id(message: BaseMessage) -> BaseMessage:
@@ -229,7 +251,7 @@ def _merge(left: list[BaseMessage], right: list[BaseMessage]) -> list[BaseMessag
     if removed:
         return MessageList(m for m in merged if m.id not in removed)
     if exact and len(position) == len(merged):
-        merged.index = position
+        merged.id_index = position
     return merged
 
 

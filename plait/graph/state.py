@@ -11,6 +11,8 @@ from plait._schema import FieldSpec, fields_of, is_schema
 from plait.constants import END, START
 from plait.errors import GraphBuildError
 from plait.graph._branch import BranchDef, make_branch
+from plait.graph._compile import build_plan
+from plait.graph._draw import DrawableGraph
 from plait.pregel._pregel import Pregel
 from plait.types import RetryPolicy
 
@@ -130,7 +132,7 @@ class StateGraph:
         for extra in (schema, hinted_out):
             if extra is not None:
                 self._add_schema(extra)
-        if isinstance(retry_policy, (list, tuple)):
+        if isinstance(retry_policy, Sequence):  # LangGraph accepts several; the first one applies
             retry_policy = retry_policy[0] if retry_policy else None
         self.nodes[node] = NodeDef(action, schema, retry_policy, dict(metadata or {}),
                                    tuple(destinations or ()))
@@ -225,8 +227,6 @@ class StateGraph:
         Raises:
             ValueError: the graph has no entry point, an edge names an unknown node, …
         """
-        from plait.graph._compile import build_plan
-
         plan = build_plan(self, interrupt_before, interrupt_after, strict)
         return CompiledStateGraph(self, plan, checkpointer=checkpointer, store=store,
                                   name=name or "LangGraph", debug=debug, stream_mode="updates")
@@ -249,8 +249,6 @@ class CompiledStateGraph(Pregel):
 
     def get_graph(self, config: dict[str, Any] | None = None, *, xray: int | bool = False) -> Any:
         """A drawable view of the graph (``draw_mermaid()``, ``draw_ascii()``)."""
-        from plait.graph._draw import DrawableGraph
-
         return DrawableGraph.from_builder(self.builder)
 
 

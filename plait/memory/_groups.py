@@ -35,7 +35,7 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
     """
     if not isinstance(message, AIMessage):
         return []
-    return [call["id"] for call in message.tool_calls if call.get("id")]
+    return [call_id for call in message.tool_calls if (call_id := call.get("id"))]
 
 
 def _group_ends(messages: Sequence[BaseMessage]) -> list[int]:

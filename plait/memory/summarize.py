@@ -207,7 +207,7 @@ def _system_update(
     """
     cheap: list[BaseMessage] = [*removals_between(older, 0, len(older)), note]
     wanted = [m.id for m in (*head, note, *window)]
-    if [m.id for m in add_messages(messages, cheap)] == wanted:  # type: ignore[union-attr]
+    if [m.id for m in add_messages(messages, cheap)] == wanted:
         return cheap
     return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *head, note, *window]
 

@@ -133,7 +133,7 @@ def _checked(count: Callable[..., Any]) -> ListCounter:
             ) from exc
         if isinstance(result, bool) or not isinstance(result, Real) or result < 0:
             raise TokenCounterError(f"token counter {count!r} returned {result!r}, not a count >= 0")
-        return result
+        return result if isinstance(result, (int, float)) else float(result)
 
     return count_list
 
@@ -380,21 +380,23 @@ def trim_node(
         ValueError: Unless exactly one of ``n`` and ``max_tokens`` is given,
             or if it is negative.
     """
-    if (n is None) == (max_tokens is None):
-        raise ValueError("trim_node needs exactly one of n= or max_tokens=")
-    if n is not None:
+    if n is not None and max_tokens is None:
+        budget, by_count = n, True
         _check_budget(n, "n")
-    else:
-        _check_budget(max_tokens, "max_tokens")  # type: ignore[arg-type]
+    elif max_tokens is not None and n is None:
+        budget, by_count = max_tokens, False
+        _check_budget(max_tokens, "max_tokens")
         resolve_token_counter(token_counter)  # fail at build time, not mid-run
+    else:
+        raise ValueError("trim_node needs exactly one of n= or max_tokens=")
 
     def trim(state: Any) -> dict[str, list[RemoveMessage]]:
         messages = state_messages(state, key)
-        if n is not None:
-            removals = keep_last(messages, n, keep_first=keep_first, keep_system=keep_system)
+        if by_count:
+            removals = keep_last(messages, budget, keep_first=keep_first, keep_system=keep_system)
         else:
             removals = keep_within_tokens(
-                messages, max_tokens, token_counter=token_counter,  # type: ignore[arg-type]
+                messages, budget, token_counter=token_counter,
                 keep_system=keep_system, keep_first=keep_first,
             )
         return {key: removals} if removals else {}

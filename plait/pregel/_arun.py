@@ -129,7 +129,7 @@ async def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: b
     elif kind is Save:
         saver = loop.saver
         for op in effect.ops:  # type: ignore[union-attr]
-            if type(op) is PutCheckpoint:
+            if isinstance(op, PutCheckpoint):
                 await saver.aput(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
             else:
                 await saver.aput_writes(op.config, op.writes, op.task_id)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from plait._context import TASK_CONTEXT, RunningTask
 from plait.errors import GraphInterrupt
 from plait.types import Interrupt
 
@@ -62,7 +63,6 @@ class TaskContext:
         raise GraphInterrupt((Interrupt(value=value, id=f"{self.task_id}:{index}"),))
 
 
-_TASK: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("plait_task", default=None)
 
 
 def current_task() -> TaskContext:
@@ -71,7 +71,7 @@ def current_task() -> TaskContext:
     Raises:
         RuntimeError: called outside a running graph node.
     """
-    task = _TASK.get()
+    task = running_task()
     if task is None:
         raise RuntimeError("Called outside of a running graph node (get_config/get_store/interrupt need one)")
     return task
@@ -79,7 +79,7 @@ def current_task() -> TaskContext:
 
 def running_task() -> TaskContext | None:
     """The context of the node running here, or ``None`` outside a run."""
-    return _TASK.get()
+    return cast("TaskContext | None", TASK_CONTEXT.get())  # only task_scope sets it, to a TaskContext
 
 
 class task_scope:  # noqa: N801 - used like a function
@@ -93,11 +93,11 @@ class task_scope:  # noqa: N801 - used like a function
 
     def __init__(self, ctx: TaskContext) -> None:
         self.ctx = ctx
-        self.token: contextvars.Token[TaskContext | None] | None = None
+        self.token: contextvars.Token[RunningTask | None] | None = None
         self.lc_token: Any = None
 
     def __enter__(self) -> TaskContext:
-        self.token = _TASK.set(self.ctx)
+        self.token = TASK_CONTEXT.set(self.ctx)
         if self.ctx.lc_config is not None:
             from langchain_core.runnables.config import var_child_runnable_config
 
@@ -110,4 +110,4 @@ class task_scope:  # noqa: N801 - used like a function
 
             var_child_runnable_config.reset(self.lc_token)
         if self.token is not None:
-            _TASK.reset(self.token)
+            TASK_CONTEXT.reset(self.token)

@@ -52,7 +52,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple) -> StateSnapshot:
             info["writes"][key] = value
     nxt = tuple(cp.get("next") or ()) + tuple(s[0] for s in cp.get("sends") or ())
     tasks = tuple(_task(cp["id"], name, index, by_task) for name, index in _task_keys(cp))
-    return StateSnapshot(values=shown, next=nxt, config=saved.config, metadata=saved.metadata,
+    return StateSnapshot(values=shown, next=nxt, config=saved.config, metadata=dict(saved.metadata),
                          created_at=cp.get("ts"), parent_config=saved.parent_config, tasks=tasks,
                          interrupts=tuple(interrupts))
 

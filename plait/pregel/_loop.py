@@ -25,6 +25,7 @@ from plait.errors import (
     InvalidUpdateError,
     SerializationError,
     StrictModeError,
+    add_note,
     create_error_message,
 )
 from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, PutWrites, RunTasks, Save, SaveOp
@@ -134,7 +135,7 @@ class Loop:
                     run.values[key] = value
         run.versions = dict(cp.get("channel_versions") or {})
         run.next = list(cp.get("next") or ())
-        run.sends = [tuple(s) for s in cp.get("sends") or ()]  # type: ignore[misc]
+        run.sends = [tuple(s) for s in cp.get("sends") or ()]
         run.barriers = {k: set(v) for k, v in (cp.get("barriers") or {}).items()}
         run.step = int((saved.metadata or {}).get("step", -1)) + 1
         self.checkpoint_id = cp["id"]
@@ -293,7 +294,7 @@ class Loop:
                 error_code=ErrorCode.GRAPH_RECURSION_LIMIT,
             )
             err = GraphRecursionError(message, step=run.step, nodes=nodes)
-            err.add_note(f"Nodes still scheduled after step {run.step - 1}: {list(nodes)}")
+            add_note(err, f"Nodes still scheduled after step {run.step - 1}: {list(nodes)}")
             raise err
         if not run.next and not run.sends:
             return None

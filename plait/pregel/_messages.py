@@ -61,7 +61,8 @@ class MessageStreamHandler(BaseCallbackHandler):
         if "langgraph_node" in meta:
             self._runs[run_id] = meta
 
-    def on_llm_new_token(self, token: str, *, chunk: Any = None, run_id: UUID, **kwargs: Any) -> None:
+    def on_llm_new_token(self, token: str, *, chunk: Any = None, run_id: UUID,  # type: ignore[override]  # LangChain passes only str tokens to chat handlers
+                         **kwargs: Any) -> None:
         """Emit one streamed chunk."""
         meta = self._runs.get(run_id)
         if meta is not None and isinstance(chunk, ChatGenerationChunk):

@@ -149,7 +149,7 @@ class Pregel:
     def batch(self, inputs: Sequence[Any], config: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
               **kwargs: Any) -> list[Any]:
         """Invoke once per input (one config for all, or one per input), in parallel threads."""
-        configs = list(config) if isinstance(config, (list, tuple)) else [config] * len(inputs)
+        configs = _configs(config, len(inputs))
         if len(inputs) <= 1:
             return [self.invoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
         from concurrent.futures import ThreadPoolExecutor
@@ -160,7 +160,7 @@ class Pregel:
     async def abatch(self, inputs: Sequence[Any],
                      config: dict[str, Any] | Sequence[dict[str, Any]] | None = None, **kwargs: Any) -> list[Any]:
         """Async :meth:`batch`."""
-        configs = list(config) if isinstance(config, (list, tuple)) else [config] * len(inputs)
+        configs = _configs(config, len(inputs))
         return list(await asyncio.gather(*(self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True))))
 
     # -- threads ------------------------------------------------------------
@@ -209,7 +209,8 @@ class Pregel:
         saver = self._saver()
         saved = found(saver.get_tuple(ref.config()), ref)
         parent, checkpoint, metadata, versions = finish_sync(prepare_update(self.plan, ref, saved, values, as_node))
-        return saver.put(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
+        written: dict[str, Any] = saver.put(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
+        return written
 
     async def aupdate_state(self, config: dict[str, Any], values: Any, as_node: str | None = None) -> dict[str, Any]:
         """Async :meth:`update_state`."""
@@ -217,7 +218,9 @@ class Pregel:
         saver = self._saver()
         saved = found(await saver.aget_tuple(ref.config()), ref)
         parent, checkpoint, metadata, versions = await afinish(prepare_update(self.plan, ref, saved, values, as_node))
-        return await saver.aput(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
+        written: dict[str, Any] = await saver.aput(parent, checkpoint, metadata, versions,
+                                                   **_head_check(saver, ref, saved))
+        return written
 
     def with_saver(self, saver: Any) -> Pregel:
         """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
@@ -230,6 +233,13 @@ class Pregel:
         if not self.plan.nodes:
             raise GraphBuildError("Graph has no nodes")
         return self
+
+
+def _configs(config: dict[str, Any] | Sequence[dict[str, Any]] | None, count: int) -> list[dict[str, Any] | None]:
+    """One config per input: the list given, or the one config repeated."""
+    if isinstance(config, (list, tuple)):
+        return list(config)
+    return [config] * count  # type: ignore[list-item]  # a dict (or None) here: sequences were taken above
 
 
 def _seconds(value: Any) -> float | None:

@@ -175,7 +175,7 @@ def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: bool) -
     elif kind is Save:
         saver = loop.saver
         for op in effect.ops:  # type: ignore[union-attr]
-            if type(op) is PutCheckpoint:
+            if isinstance(op, PutCheckpoint):
                 saver.put(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
             else:
                 saver.put_writes(op.config, op.writes, op.task_id)

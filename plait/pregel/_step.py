@@ -28,7 +28,7 @@ from typing import Any
 from plait._schema import MISSING
 from plait.checkpoint.base import now_iso
 from plait.constants import END, START
-from plait.errors import InvalidUpdateError, UndeclaredKeyWarning
+from plait.errors import InvalidUpdateError, StrictModeError, UndeclaredKeyWarning
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._task import Task
 from plait.types import Send
@@ -152,8 +152,6 @@ def _merge(channel: Any, run: RunState, key: str, vals: Sequence[Any], nodes: Se
 
 def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
     if plan.strict:
-        from plait.errors import StrictModeError
-
         raise StrictModeError(
             f"Node {node!r} wrote key {key!r}, which no schema declares (value: {value!r:.80}). "
             f"Declared keys: {sorted(plan.channels)}. Add {key!r} to the state schema or fix the typo.",

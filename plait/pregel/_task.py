@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plait.errors import ErrorCode, GraphInterrupt, InvalidUpdateError, ParentCommand, create_error_message
+from plait.errors import (
+    ErrorCode,
+    GraphInterrupt,
+    InvalidUpdateError,
+    ParentCommand,
+    add_note,
+    create_error_message,
+)
 from plait.pregel._plan import NodeSpec
 from plait.types import Command, Send
 
@@ -67,8 +74,8 @@ def _bad_return(name: str, value: Any) -> InvalidUpdateError:
         message=f"Expected dict, got {value}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
     )
     err = InvalidUpdateError(message, node=name, value=value)
-    err.add_note(f"Node {name!r} returned {type(value).__name__} {value!r}; a node must return a dict "
-                 "of state updates, a Command, or None. Route with add_conditional_edges instead.")
+    add_note(err, f"Node {name!r} returned {type(value).__name__} {value!r}; a node must return a dict "
+             "of state updates, a Command, or None. Route with add_conditional_edges instead.")
     return err
 
 

@@ -122,11 +122,12 @@ def _list_op(
     prefix: NamespacePath | None, suffix: NamespacePath | None, max_depth: int | None, limit: int, offset: int
 ) -> ListNamespacesOp:
     conditions = []
-    for kind, path in (("prefix", prefix), ("suffix", suffix)):
+    anchors: tuple[tuple[NamespaceMatchType, NamespacePath | None], ...] = (("prefix", prefix), ("suffix", suffix))
+    for kind, path in anchors:
         if path:
             path = tuple(path) if isinstance(path, list) else path
             _check_labels(path)
-            conditions.append(MatchCondition(kind, path))  # type: ignore[arg-type]
+            conditions.append(MatchCondition(kind, path))
     return ListNamespacesOp(tuple(conditions), max_depth, limit, offset)
 
 
@@ -213,6 +214,7 @@ class BaseStore(ABC):
         Raises:
             InvalidNamespaceError: If a namespace label is invalid.
         """
+        # batch() answers a GetOp with Item | None (one result per operation)
         return self.batch([self._get_op(namespace, key, refresh_ttl)])[0]  # type: ignore[return-value]
 
     def search(  # noqa: PLR0913 - signature mirrors LangGraph
@@ -245,6 +247,7 @@ class BaseStore(ABC):
         op = self._search_op(
             namespace_prefix, refresh_ttl, filter=filter, limit=limit, offset=offset, query=query
         )
+        # batch() answers a SearchOp with list[SearchItem] (one result per operation)
         return self.batch([op])[0]  # type: ignore[return-value]
 
     def put(
@@ -309,12 +312,14 @@ class BaseStore(ABC):
         Raises:
             InvalidNamespaceError: If a pattern label is invalid.
         """
+        # batch() answers a ListNamespacesOp with list[tuple[str, ...]] (one result per operation)
         return self.batch([_list_op(prefix, suffix, max_depth, limit, offset)])[0]  # type: ignore[return-value]
 
     async def aget(
         self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
     ) -> Item | None:
         """Async twin of :meth:`get`."""
+        # batch() answers a GetOp with Item | None (one result per operation)
         return (await self.abatch([self._get_op(namespace, key, refresh_ttl)]))[0]  # type: ignore[return-value]
 
     async def asearch(  # noqa: PLR0913 - signature mirrors LangGraph
@@ -332,6 +337,7 @@ class BaseStore(ABC):
         op = self._search_op(
             namespace_prefix, refresh_ttl, filter=filter, limit=limit, offset=offset, query=query
         )
+        # batch() answers a SearchOp with list[SearchItem] (one result per operation)
         return (await self.abatch([op]))[0]  # type: ignore[return-value]
 
     async def aput(
@@ -360,4 +366,5 @@ class BaseStore(ABC):
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
         """Async twin of :meth:`list_namespaces`."""
+        # batch() answers a ListNamespacesOp with list[tuple[str, ...]] (one result per operation)
         return (await self.abatch([_list_op(prefix, suffix, max_depth, limit, offset)]))[0]  # type: ignore[return-value]

@@ -400,9 +400,9 @@ def test_append_extends_the_index_and_hands_it_on() -> None:
     first = add_messages([], [HumanMessage("a", id="1")])
     second = add_messages(first, [AIMessage("b", id="2")])
     assert isinstance(second, message_module.MessageList)
-    assert second.index == {"1": 0, "2": 1} and first.index is None
+    assert second.id_index == {"1": 0, "2": 1} and first.id_index is None
     third = add_messages(second, [AIMessage("B", id="2")])
-    assert [m.content for m in third] == ["a", "B"] and third.index == {"1": 0, "2": 1}
+    assert [m.content for m in third] == ["a", "B"] and third.id_index == {"1": 0, "2": 1}
 
 
 def test_list_changed_behind_its_back_is_reindexed() -> None:
@@ -418,11 +418,17 @@ def test_list_changed_behind_its_back_is_reindexed() -> None:
 
 def test_removal_and_stale_shared_index() -> None:
     base = add_messages([], [HumanMessage("a", id="1"), HumanMessage("b", id="2")])
-    index = base.index
+    index = base.id_index
     grown = add_messages(base, [HumanMessage("c", id="3")])
-    assert grown.index is index and base.index is None
+    assert grown.id_index is index and base.id_index is None
     fork = add_messages(base, [HumanMessage("d", id="4")])  # base rebuilt its own index
     assert [m.id for m in fork] == ["1", "2", "4"]
     trimmed = add_messages(grown, [RemoveMessage(id="1")])
-    assert [m.id for m in trimmed] == ["2", "3"] and trimmed.index is None
+    assert [m.id for m in trimmed] == ["2", "3"] and trimmed.id_index is None
     assert [m.id for m in add_messages(trimmed, [HumanMessage("e", id="5")])] == ["2", "3", "5"]
+
+
+def test_merged_list_keeps_the_list_methods() -> None:
+    merged = add_messages([HumanMessage("a", id="1")], [AIMessage("b", id="2")])
+    assert merged.index(merged[1]) == 1  # the id index is an attribute of its own, not list.index
+    assert merged.count(merged[0]) == 1

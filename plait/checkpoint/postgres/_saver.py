@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
+from typing_extensions import Self
 
 from plait.checkpoint._engine import SqlSaverBase
 from plait.checkpoint._lease import DEFAULT_TTL
@@ -55,7 +56,7 @@ class PostgresSaver(SqlSaverBase):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, conn_string: str, *, pool_size: int = 1, **kwargs: Any) -> Iterator[PostgresSaver]:
+    def from_conn_string(cls, conn_string: str, *, pool_size: int = 1, **kwargs: Any) -> Iterator[Self]:
         """Open a connection pool on ``conn_string`` for the ``with`` block.
 
         Connections use autocommit and no server-side prepared statements

@@ -22,8 +22,8 @@ class AsyncPostgresSaver(PostgresSaver):
 
     @classmethod
     @asynccontextmanager
-    async def from_conn_string(cls, conn_string: str, *, pool_size: int = 4,  # type: ignore[override]
-                               **kwargs: Any) -> AsyncIterator[AsyncPostgresSaver]:
+    async def from_conn_string(  # type: ignore[override]  # LangGraph's async savers: `async with` it
+            cls, conn_string: str, *, pool_size: int = 4, **kwargs: Any) -> AsyncIterator[AsyncPostgresSaver]:
         """Open a connection pool on ``conn_string`` for the ``async with`` block.
 
         Args:
@@ -31,14 +31,13 @@ class AsyncPostgresSaver(PostgresSaver):
             pool_size: Maximum number of connections.
             **kwargs: Passed to the saver.
         """
-        manager = PostgresSaver.from_conn_string.__func__(cls, conn_string, pool_size=pool_size,  # type: ignore[attr-defined]
-                                                          **kwargs)
+        manager = super().from_conn_string(conn_string, pool_size=pool_size, **kwargs)
         saver = await asyncio.to_thread(manager.__enter__)
         try:
             yield saver
         finally:
             await asyncio.to_thread(manager.__exit__, None, None, None)
 
-    async def setup(self) -> None:  # type: ignore[override] # LangGraph's async savers: await saver.setup()
+    async def setup(self) -> None:  # type: ignore[override]  # LangGraph's async savers: await saver.setup()
         """Create or migrate the tables (done automatically on first use; idempotent)."""
         await asyncio.to_thread(self._create_tables)

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import Self
+
 from plait.checkpoint._engine import SqlSaverBase
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.serde import Serializer
@@ -51,7 +53,7 @@ class SqliteSaver(SqlSaverBase):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, path: str | Path, **kwargs: Any) -> Iterator[SqliteSaver]:
+    def from_conn_string(cls, path: str | Path, **kwargs: Any) -> Iterator[Self]:
         """Open (creating if needed) the database file at ``path`` in WAL mode; close it on exit.
 
         Args:

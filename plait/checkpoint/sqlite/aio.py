@@ -27,20 +27,21 @@ class AsyncSqliteSaver(SqliteSaver):
 
     @classmethod
     @asynccontextmanager
-    async def from_conn_string(cls, path: str | Path, **kwargs: Any) -> AsyncIterator[AsyncSqliteSaver]:  # type: ignore[override]
+    async def from_conn_string(  # type: ignore[override]  # LangGraph's async savers: `async with` it
+            cls, path: str | Path, **kwargs: Any) -> AsyncIterator[AsyncSqliteSaver]:
         """Open the database at ``path`` (WAL mode) for the ``async with`` block.
 
         Args:
             path: A file path, or ``":memory:"``.
             **kwargs: Passed to the saver.
         """
-        manager = SqliteSaver.from_conn_string.__func__(cls, path, **kwargs)  # type: ignore[attr-defined]
+        manager = super().from_conn_string(path, **kwargs)
         saver = await asyncio.to_thread(manager.__enter__)
         try:
             yield saver
         finally:
             await asyncio.to_thread(manager.__exit__, None, None, None)
 
-    async def setup(self) -> None:  # type: ignore[override] # LangGraph's async savers: await saver.setup()
+    async def setup(self) -> None:  # type: ignore[override]  # LangGraph's async savers: await saver.setup()
         """Create or migrate the tables (done automatically on first use; idempotent)."""
         await asyncio.to_thread(self._create_tables)
