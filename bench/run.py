@@ -65,12 +65,19 @@ def probe_langgraph(python: str | None) -> tuple[bool, str]:
     if not python:
         return False, "LangGraph skipped: --langgraph-python not given"
     try:
-        p = subprocess.run([python, "-c", "import langgraph.graph, importlib.metadata as m;"
-                            "print(m.version('langgraph'))"], capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [python, "-c", "import langgraph.graph, importlib.metadata as m;print(m.version('langgraph'))"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"LangGraph skipped: cannot run {python}: {exc}"
     if p.returncode != 0:
-        return False, f"LangGraph skipped: {python} cannot import langgraph ({(p.stderr.strip().splitlines() or ['?'])[-1][:200]})"
+        return (
+            False,
+            f"LangGraph skipped: {python} cannot import langgraph ({(p.stderr.strip().splitlines() or ['?'])[-1][:200]})",
+        )
     return True, f"LangGraph {p.stdout.strip()} via {python}"
 
 
@@ -78,7 +85,9 @@ def plait_env() -> dict[str, str]:
     """Environment for the plait worker: the checkout first on PYTHONPATH, no import aliasing."""
     env = dict(os.environ)
     env.pop("BENCH_ALIAS", None)
-    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     return env
 
 
@@ -102,13 +111,16 @@ def summarize(workload: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     run_meds = [to_unit(workload, pct([float(x) for x in r["samples_ns"]], 50)) for r in runs]
     rate = UNITS[workload][2] is None
     return {
-        "n_samples": len(pooled), "n_runs": len(runs),
+        "n_samples": len(pooled),
+        "n_runs": len(runs),
         "median": to_unit(workload, pct(pooled, 50)),
         # p90 of the time; for a rate that is the slow tail, i.e. the 10th percentile of the rate
         "p90": to_unit(workload, pct(pooled, 90)),
-        "run_medians": run_meds, "run_spread_pct": 100.0 * (max(run_meds) - min(run_meds)) / min(run_meds),
+        "run_medians": run_meds,
+        "run_spread_pct": 100.0 * (max(run_meds) - min(run_meds)) / min(run_meds),
         "higher_is_better": rate,
-        "impl_version": runs[0].get("impl_version"), "impl_file": runs[0].get("impl_file"),
+        "impl_version": runs[0].get("impl_version"),
+        "impl_file": runs[0].get("impl_file"),
         "executable": runs[0].get("executable"),
     }
 
@@ -127,9 +139,11 @@ def fmt(v: float) -> str:
 
 
 def markdown(results: dict[str, dict[str, Any]], notes: list[str]) -> str:
-    lines = ["| workload | unit | plait median (p90) [run medians min..max] | "
-             "LangGraph median (p90) [run medians min..max] | plait speed-up |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| workload | unit | plait median (p90) [run medians min..max] | "
+        "LangGraph median (p90) [run medians min..max] | plait speed-up |",
+        "|---|---|---|---|---|",
+    ]
     for w, res in results.items():
         label, unit, _ = UNITS[w]
         cells = []
@@ -142,16 +156,23 @@ def markdown(results: dict[str, dict[str, Any]], notes: list[str]) -> str:
             tail = "p10" if s["higher_is_better"] else "p90"
             cells.append(f"{fmt(s['median'])} ({tail} {fmt(s['p90'])}) [{fmt(min(rm))}..{fmt(max(rm))}]")
         ratio = res.get("speedup")
-        lines.append(f"| {w} {label} | {unit} | {cells[0]} | {cells[1]} | "
-                     f"{'-' if ratio is None else f'{ratio:.1f}x'} |")
+        lines.append(
+            f"| {w} {label} | {unit} | {cells[0]} | {cells[1]} | "
+            f"{'-' if ratio is None else f'{ratio:.1f}x'} |"
+        )
     return "\n".join(lines + [""] + [f"- {n}" for n in notes])
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--langgraph-python", default=None,
-                    help="interpreter with LangGraph installed (default: skip LangGraph)")
-    ap.add_argument("--plait-python", default=sys.executable, help="interpreter for plait (default: this one)")
+    ap.add_argument(
+        "--langgraph-python",
+        default=None,
+        help="interpreter with LangGraph installed (default: skip LangGraph)",
+    )
+    ap.add_argument(
+        "--plait-python", default=sys.executable, help="interpreter for plait (default: this one)"
+    )
     ap.add_argument("--only", default=",".join(WORKLOADS), help="comma list, e.g. W1,W3")
     ap.add_argument("--runs", type=int, default=3, help="subprocess runs per workload and implementation")
     ap.add_argument("--quick", action="store_true", help="tiny sample counts (numbers meaningless)")
@@ -177,22 +198,35 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"[{w} {impl} run {r + 1}/{a.runs}]")
                 rec = run_worker(python, w, impl, extra, a.timeout)
                 raw.setdefault(w, {}).setdefault(impl, []).append(rec)
-                log(f"   median {fmt(to_unit(w, pct([float(x) for x in rec['samples_ns']], 50)))} "
-                    f"{UNITS[w][1]}  loadavg {rec['loadavg_end'][0]:.2f}")
+                log(
+                    f"   median {fmt(to_unit(w, pct([float(x) for x in rec['samples_ns']], 50)))} "
+                    f"{UNITS[w][1]}  loadavg {rec['loadavg_end'][0]:.2f}"
+                )
     results: dict[str, dict[str, Any]] = {}
     for w in only:
         res: dict[str, Any] = {impl: summarize(w, runs) for impl, runs in raw[w].items()}
         res["speedup"] = speedup(w, res["plait"], res.get("langgraph"))
         res["unit"] = UNITS[w][1]
         results[w] = res
-    notes.append(f"{started:%Y-%m-%d %H:%M} UTC, {platform.node()}, {platform.platform()}, "
-                 f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
-                 f"loadavg before {load_before[0]:.2f} / after {os.getloadavg()[0]:.2f}")
-    notes.append(f"{a.runs} run(s) per workload and implementation, each in a fresh subprocess, interleaved; "
-                 "medians/p90 over the pooled per-invoke samples; [..] = spread of the per-run medians")
-    doc = {"started_utc": started.isoformat(timespec="seconds"), "host": platform.node(),
-           "platform": platform.platform(), "cpus": os.cpu_count(), "runs": a.runs, "quick": a.quick,
-           "notes": notes, "results": results}
+    notes.append(
+        f"{started:%Y-%m-%d %H:%M} UTC, {platform.node()}, {platform.platform()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"loadavg before {load_before[0]:.2f} / after {os.getloadavg()[0]:.2f}"
+    )
+    notes.append(
+        f"{a.runs} run(s) per workload and implementation, each in a fresh subprocess, interleaved; "
+        "medians/p90 over the pooled per-invoke samples; [..] = spread of the per-run medians"
+    )
+    doc = {
+        "started_utc": started.isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "runs": a.runs,
+        "quick": a.quick,
+        "notes": notes,
+        "results": results,
+    }
     print(markdown(results, notes))
     print()
     print(json.dumps(doc, indent=1))

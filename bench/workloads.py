@@ -168,7 +168,10 @@ def build_w4(g: Any, turns: int = W4_TURNS) -> tuple[Callable[[], Any], Callable
 
     def check(history: Any) -> None:
         assert len(history) == 3 * turns, len(history)
-        assert [m.content for m in history[0].values["messages"][-2:]] == [f"q{turns - 1}", f"echo: q{turns - 1}"]
+        assert [m.content for m in history[0].values["messages"][-2:]] == [
+            f"q{turns - 1}",
+            f"echo: q{turns - 1}",
+        ]
         lengths = [len(s.values.get("messages", ())) for s in history]
         assert lengths[0] == 2 * turns and lengths == sorted(lengths, reverse=True), lengths[:6]
         assert [m.content for m in history[len(history) // 2].values["messages"][:2]] == ["q0", "echo: q0"]
@@ -218,12 +221,23 @@ def main(argv: list[str] | None = None) -> int:
             version = importlib.metadata.version(a.impl)
         except Exception:  # noqa: BLE001 - informational only
             version = None
-    print(json.dumps({
-        "workload": a.workload, "impl": a.impl, "impl_module": g.StateGraph.__module__,
-        "impl_file": getattr(top, "__file__", None), "impl_version": version,
-        "python": sys.version.split()[0], "executable": sys.executable,
-        "invokes": invokes, "warmup": warmup, "samples_ns": samples, "loadavg_end": os.getloadavg(),
-    }))
+    print(
+        json.dumps(
+            {
+                "workload": a.workload,
+                "impl": a.impl,
+                "impl_module": g.StateGraph.__module__,
+                "impl_file": getattr(top, "__file__", None),
+                "impl_version": version,
+                "python": sys.version.split()[0],
+                "executable": sys.executable,
+                "invokes": invokes,
+                "warmup": warmup,
+                "samples_ns": samples,
+                "loadavg_end": os.getloadavg(),
+            }
+        )
+    )
     return 0
 
 

@@ -39,9 +39,13 @@ graph = builder.compile(checkpointer=InMemorySaver())
 cfg = {"configurable": {"thread_id": "summary"}}
 
 for i in range(10):
-    graph.invoke({"messages": [("user", f"第{i}轮对话，测试内容，增加文本长度，测试摘要压缩效果测试测试测试")]}, cfg)
+    graph.invoke(
+        {"messages": [("user", f"第{i}轮对话，测试内容，增加文本长度，测试摘要压缩效果测试测试测试")]}, cfg
+    )
     messages = graph.get_state(cfg).values["messages"]
-    print(f"round {i}: {len(messages)} messages, ~{half_len(messages)} tokens, types={[m.type for m in messages]}")
+    print(
+        f"round {i}: {len(messages)} messages, ~{half_len(messages)} tokens, types={[m.type for m in messages]}"
+    )
 
 messages = graph.get_state(cfg).values["messages"]
 print("final:")

@@ -245,8 +245,11 @@ def fields_of(schema: type) -> tuple[FieldSpec, ...]:
         default = defaults.get(name, MISSING)
         initial = None
         if reducer is not None:
-            initial = _copying(default) if default is not MISSING and default is not None \
+            initial = (
+                _copying(default)
+                if default is not MISSING and default is not None
                 else _zero_factory(annotation)
+            )
             default = MISSING
         specs.append(FieldSpec(name, annotation, reducer, initial, default))
     return tuple(specs)

@@ -177,8 +177,9 @@ class InvalidConfigError(ValueError):
         return (_rebuild_config_error, (type(self), self.message, self.field, self.value))
 
 
-def _rebuild_config_error(cls: type[InvalidConfigError], message: str, field: str | None,
-                          value: Any) -> InvalidConfigError:
+def _rebuild_config_error(
+    cls: type[InvalidConfigError], message: str, field: str | None, value: Any
+) -> InvalidConfigError:
     return cls(message, field=field, value=value)
 
 
@@ -240,8 +241,10 @@ class SchemaVersionError(RuntimeError):
     """
 
     def __init__(self, found: int, supported: int, where: str = "database") -> None:
-        super().__init__(f"The {where} holds checkpoint schema version {found}, newer than this plait supports "
-                         f"({supported}); nothing was changed. Upgrade plait (pip install -U plait) to open it.")
+        super().__init__(
+            f"The {where} holds checkpoint schema version {found}, newer than this plait supports "
+            f"({supported}); nothing was changed. Upgrade plait (pip install -U plait) to open it."
+        )
         self.found = found
         self.supported = supported
 
@@ -256,7 +259,8 @@ class ParentCommand(Exception):  # noqa: N818 - LangGraph's name
     def __init__(self, command: Any, node: str | None = None) -> None:
         super().__init__(
             f"Node {node!r} returned Command(graph=Command.PARENT, ...): it is applied by the parent graph "
-            "when this graph runs as a subgraph; this graph has no parent here.")
+            "when this graph runs as a subgraph; this graph has no parent here."
+        )
         self.command = command
         self.node = node
 
@@ -270,9 +274,11 @@ class CheckpointNotFoundError(LookupError):
     """
 
     def __init__(self, thread_id: str, checkpoint_id: str) -> None:
-        super().__init__(f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r} (never written, deleted or "
-                         "pruned). Use get_state_history() to pick an existing one, or drop checkpoint_id to use "
-                         "the newest.")
+        super().__init__(
+            f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r} (never written, deleted or "
+            "pruned). Use get_state_history() to pick an existing one, or drop checkpoint_id to use "
+            "the newest."
+        )
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id
 

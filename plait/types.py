@@ -104,8 +104,20 @@ class Interrupt:
     id: str = ""
 
 
-_NOT_TRANSIENT = (ValueError, TypeError, ArithmeticError, ImportError, LookupError, NameError, SyntaxError,
-                  RuntimeError, ReferenceError, StopIteration, StopAsyncIteration, OSError)
+_NOT_TRANSIENT = (
+    ValueError,
+    TypeError,
+    ArithmeticError,
+    ImportError,
+    LookupError,
+    NameError,
+    SyntaxError,
+    RuntimeError,
+    ReferenceError,
+    StopIteration,
+    StopAsyncIteration,
+    OSError,
+)
 
 
 def default_retry_on(exc: Exception) -> bool:
@@ -140,7 +152,8 @@ class RetryPolicy:
     max_attempts: int = 3
     jitter: bool = True
     retry_on: type[BaseException] | Sequence[type[BaseException]] | Callable[[Exception], bool] = field(
-        default_factory=lambda: default_retry_on)
+        default_factory=lambda: default_retry_on
+    )
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""

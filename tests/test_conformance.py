@@ -17,8 +17,13 @@ RUNNER = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" /
 def test_seed_conformance_suite_passes() -> None:
     env = dict(os.environ)
     env.setdefault("PLAIT_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-    proc = subprocess.run([sys.executable, str(RUNNER), "--impl", "plait", "-j", "2"], env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "--impl", "plait", "-j", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     summary = [ln for ln in proc.stdout.splitlines() if re.match(r"^\d+ passed, \d+ failed", ln)]
     failures = [ln for ln in proc.stdout.splitlines() if ln.startswith("FAIL")]
     assert summary, proc.stdout + proc.stderr

@@ -161,4 +161,11 @@ def test_invalid_update_error_picklable() -> None:
 
     err = InvalidUpdateError("m", node="a", key="x", value=1, step=2, nodes=("a", "b"))
     back = pickle.loads(pickle.dumps(err))
-    assert (str(back), back.node, back.key, back.value, back.step, back.nodes) == ("m", "a", "x", 1, 2, ("a", "b"))
+    assert (str(back), back.node, back.key, back.value, back.step, back.nodes) == (
+        "m",
+        "a",
+        "x",
+        1,
+        2,
+        ("a", "b"),
+    )

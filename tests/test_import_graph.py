@@ -3,7 +3,7 @@
 Layers, lowest first (a module imports its own layer and lower ones only)::
 
     core      constants, errors, _context, types, runtime, config
-    base      _schema, channels, checkpoint.base / _config / serde / _allow, store.base / _ops
+    base      _schema, channels, checkpoint.base / _config / serde / _allow / _deflate / _ext, store.base / _ops
     runtime   pregel
     builder   graph
     top       backends (the other checkpoint modules, store.memory), the memory toolkit, cli
@@ -52,7 +52,8 @@ class Import:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _resolve(module: str, node: ast.ImportFrom) -> str:
@@ -68,7 +69,9 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
         return [alias.name for alias in node.names]
     base = _resolve(module, node)
     # ``from package import submodule`` imports the submodule; ``from module import name`` the module
-    return sorted({f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names})
+    return sorted(
+        {f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names}
+    )
 
 
 def _collect(module: str, node: ast.AST, where: str, out: list[Import]) -> None:
@@ -76,12 +79,19 @@ def _collect(module: str, node: ast.AST, where: str, out: list[Import]) -> None:
         inner = where
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             inner = "function"
-        elif (where == "module" and isinstance(node, ast.If) and _is_type_checking(node.test)
-              and any(child is stmt for stmt in node.body)):
+        elif (
+            where == "module"
+            and isinstance(node, ast.If)
+            and _is_type_checking(node.test)
+            and any(child is stmt for stmt in node.body)
+        ):
             inner = "type_checking"
         if isinstance(child, (ast.Import, ast.ImportFrom)):
-            out.extend(Import(module, target, inner, child.lineno) for target in _targets(module, child)
-                       if target == "plait" or target.startswith("plait."))
+            out.extend(
+                Import(module, target, inner, child.lineno)
+                for target in _targets(module, child)
+                if target == "plait" or target.startswith("plait.")
+            )
         _collect(module, child, inner, out)
 
 
@@ -105,8 +115,9 @@ LOCAL_IMPORTS_ALLOWED = {
 
 
 def test_no_plait_import_inside_a_function() -> None:
-    local = sorted(str(i) for i in IMPORTS if i.where == "function"
-                   and (i.source, i.target) not in LOCAL_IMPORTS_ALLOWED)
+    local = sorted(
+        str(i) for i in IMPORTS if i.where == "function" and (i.source, i.target) not in LOCAL_IMPORTS_ALLOWED
+    )
     assert local == [], "import plait modules at module level (a cycle is fixed by moving code down a layer)"
 
 
@@ -136,7 +147,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(module)
         for target in sorted(graph[module]):
             if state.get(target) == 1:
-                return [*path[path.index(target):], target]
+                return [*path[path.index(target) :], target]
             if target not in state and (found := visit(target)) is not None:
                 return found
         path.pop()
@@ -168,14 +179,33 @@ def test_cycle_finder_finds_cycles() -> None:
 
 CORE, BASE, RUNTIME, BUILDER, TOP = range(5)
 _EXACT = {
-    "plait": CORE, "plait.constants": CORE, "plait.errors": CORE, "plait._context": CORE, "plait.types": CORE,
-    "plait.runtime": CORE, "plait.config": CORE,
-    "plait._schema": BASE, "plait.checkpoint": BASE, "plait.checkpoint.base": BASE,
-    "plait.checkpoint._config": BASE, "plait.checkpoint.serde": BASE, "plait.checkpoint._allow": BASE,
-    "plait.store.base": BASE, "plait.store._ops": BASE,
+    "plait": CORE,
+    "plait.constants": CORE,
+    "plait.errors": CORE,
+    "plait._context": CORE,
+    "plait.types": CORE,
+    "plait.runtime": CORE,
+    "plait.config": CORE,
+    "plait._schema": BASE,
+    "plait.checkpoint": BASE,
+    "plait.checkpoint.base": BASE,
+    "plait.checkpoint._config": BASE,
+    "plait.checkpoint.serde": BASE,
+    "plait.checkpoint._allow": BASE,
+    "plait.checkpoint._deflate": BASE,
+    "plait.checkpoint._ext": BASE,
+    "plait.store.base": BASE,
+    "plait.store._ops": BASE,
 }
-_TREES = {"plait.channels": BASE, "plait.pregel": RUNTIME, "plait.graph": BUILDER, "plait.checkpoint": TOP,
-          "plait.store": TOP, "plait.memory": TOP, "plait.cli": TOP}
+_TREES = {
+    "plait.channels": BASE,
+    "plait.pregel": RUNTIME,
+    "plait.graph": BUILDER,
+    "plait.checkpoint": TOP,
+    "plait.store": TOP,
+    "plait.memory": TOP,
+    "plait.cli": TOP,
+}
 BACKENDS = ("plait.checkpoint", "plait.store")  # their modules outside the base layer
 NAMES = ["core", "base", "runtime (pregel)", "builder (graph)", "top"]
 
@@ -240,11 +270,20 @@ def test_layer_exceptions_are_current() -> None:
     assert LAYER_EXCEPTIONS - found == set()
 
 
-@pytest.mark.parametrize(("module", "expected"), [
-    ("plait.types", CORE), ("plait.channels.binop", BASE), ("plait.checkpoint.serde", BASE),
-    ("plait.checkpoint.memory", TOP), ("plait.checkpoint.sqlite._saver", TOP), ("plait.pregel._loop", RUNTIME),
-    ("plait.graph.message", BUILDER), ("plait.store.memory", TOP), ("plait.cli.demo", TOP),
-])
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        ("plait.types", CORE),
+        ("plait.channels.binop", BASE),
+        ("plait.checkpoint.serde", BASE),
+        ("plait.checkpoint.memory", TOP),
+        ("plait.checkpoint.sqlite._saver", TOP),
+        ("plait.pregel._loop", RUNTIME),
+        ("plait.graph.message", BUILDER),
+        ("plait.store.memory", TOP),
+        ("plait.cli.demo", TOP),
+    ],
+)
 def test_layer_of(module: str, expected: int) -> None:
     assert layer(module) == expected
 

@@ -58,17 +58,37 @@ def test_core_imports_do_not_load_optional_dependencies() -> None:
 
 def test_every_package_directory_has_an_init_so_wheels_ship_it() -> None:
     root = pathlib.Path(__file__).resolve().parents[1] / "plait"
-    missing = [str(d.relative_to(root.parent)) for d in [root, *root.rglob("*")]
-               if d.is_dir() and d.name != "__pycache__" and not (d / "__init__.py").exists()]
+    missing = [
+        str(d.relative_to(root.parent))
+        for d in [root, *root.rglob("*")]
+        if d.is_dir() and d.name != "__pycache__" and not (d / "__init__.py").exists()
+    ]
     assert missing == []
 
 
-PUBLIC_MODULES = ["plait.graph", "plait.graph.message", "plait.graph.state", "plait.types", "plait.errors",
-                  "plait.constants", "plait.config", "plait.runtime", "plait.pregel", "plait.channels",
-                  "plait.checkpoint.base", "plait.checkpoint.memory", "plait.checkpoint.serde",
-                  "plait.checkpoint.sqlite", "plait.checkpoint.sqlite.aio", "plait.checkpoint.postgres",
-                  "plait.checkpoint.postgres.aio", "plait.store.base", "plait.store.memory", "plait.memory",
-                  "plait.cli"]
+PUBLIC_MODULES = [
+    "plait.graph",
+    "plait.graph.message",
+    "plait.graph.state",
+    "plait.types",
+    "plait.errors",
+    "plait.constants",
+    "plait.config",
+    "plait.runtime",
+    "plait.pregel",
+    "plait.channels",
+    "plait.checkpoint.base",
+    "plait.checkpoint.memory",
+    "plait.checkpoint.serde",
+    "plait.checkpoint.sqlite",
+    "plait.checkpoint.sqlite.aio",
+    "plait.checkpoint.postgres",
+    "plait.checkpoint.postgres.aio",
+    "plait.store.base",
+    "plait.store.memory",
+    "plait.memory",
+    "plait.cli",
+]
 
 
 @pytest.mark.parametrize("module", PUBLIC_MODULES)

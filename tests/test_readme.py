@@ -16,8 +16,12 @@ def test_readme_python_example_runs_and_persists(tmp_path: Path) -> None:
     assert code, "README has a python example"
     script = tmp_path / "example.py"
     script.write_text(code.group(1), encoding="utf-8")
-    first = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=True)
-    second = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=True)
+    first = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    second = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert first.stdout.split() == ["2", "4"]
     assert second.stdout.split() == ["4", "8"], "the thread continues from the SQLite file"
 

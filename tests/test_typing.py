@@ -16,6 +16,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_mypy_strict_reports_no_error() -> None:
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "plait"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "plait"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -28,7 +28,9 @@ class BinaryOperatorAggregate(BaseChannel):
 
     __slots__ = ("factory", "reducer")
 
-    def __init__(self, key: str, reducer: Callable[[Any, Any], Any], factory: Callable[[], Any] | None) -> None:
+    def __init__(
+        self, key: str, reducer: Callable[[Any, Any], Any], factory: Callable[[], Any] | None
+    ) -> None:
         super().__init__(key)
         self.reducer = reducer
         self.factory = factory
@@ -50,8 +52,10 @@ class BinaryOperatorAggregate(BaseChannel):
         for value in values:
             if isinstance(value, Overwrite):
                 if overwrite is not MISSING:
-                    message = create_error_message(message="Can receive only one Overwrite value per super-step.",
-                                                   error_code=ErrorCode.INVALID_CONCURRENT_GRAPH_UPDATE)
+                    message = create_error_message(
+                        message="Can receive only one Overwrite value per super-step.",
+                        error_code=ErrorCode.INVALID_CONCURRENT_GRAPH_UPDATE,
+                    )
                     raise InvalidUpdateError(message, key=self.key, value=value, nodes=tuple(nodes))
                 overwrite = value
         if overwrite is not MISSING:  # an Overwrite wins the whole step

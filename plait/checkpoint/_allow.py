@@ -17,18 +17,35 @@ from typing import Any
 
 from plait.errors import SerializationError
 
-__all__ = ["DEFAULT_ALLOWED_CLASSES", "DEFAULT_ALLOWED_MODULES", "VERSION", "AllowList", "NotAllowed", "allow"]
+__all__ = [
+    "DEFAULT_ALLOWED_CLASSES",
+    "DEFAULT_ALLOWED_MODULES",
+    "VERSION",
+    "AllowList",
+    "NotAllowed",
+    "allow",
+]
 
-DEFAULT_ALLOWED_MODULES: tuple[str, ...] = ("langchain_core.messages", "langchain_core.documents.base",
-                                            "langchain_core.outputs", "langchain_core.agents")
+DEFAULT_ALLOWED_MODULES: tuple[str, ...] = (
+    "langchain_core.messages",
+    "langchain_core.documents.base",
+    "langchain_core.outputs",
+    "langchain_core.agents",
+)
 """Module namespaces (submodules included) whose data classes are always rebuilt."""
 
-DEFAULT_ALLOWED_CLASSES: tuple[str, ...] = ("plait.types.Send", "plait.types.Overwrite", "plait.types.Interrupt",
-                                            "plait.types.Command")
+DEFAULT_ALLOWED_CLASSES: tuple[str, ...] = (
+    "plait.types.Send",
+    "plait.types.Overwrite",
+    "plait.types.Interrupt",
+    "plait.types.Command",
+)
 """Classes (exact dotted paths) that are always rebuilt."""
 
-HOW = ("Allow it with plait.checkpoint.serde.allow({name!r}) (process-wide) or "
-       "Serializer(allowed=[{name!r}]) passed to the saver as serde=...")
+HOW = (
+    "Allow it with plait.checkpoint.serde.allow({name!r}) (process-wide) or "
+    "Serializer(allowed=[{name!r}]) passed to the saver as serde=..."
+)
 
 _GLOBAL_NAMES: set[str] = set()
 _GLOBAL_CLASSES: dict[tuple[str, str], type] = {}
@@ -98,12 +115,16 @@ class AllowList:
             if not (_dotted(module) and _dotted(qualname)):
                 raise SerializationError(f"Stored value names {name!r}, which is not a class name")
             if not _within(module, qualname, names):
-                raise NotAllowed(f"Stored value is an instance of {name}, which is not allowed to be rebuilt (only "
-                                 "registered data classes are). If it is one of your data classes: "
-                                 + HOW.format(name=name))
+                raise NotAllowed(
+                    f"Stored value is an instance of {name}, which is not allowed to be rebuilt (only "
+                    "registered data classes are). If it is one of your data classes: "
+                    + HOW.format(name=name)
+                )
             found = _lookup(module, qualname)
         if not isinstance(found, type) or found.__module__ != module or found.__qualname__ != qualname:
-            raise SerializationError(f"Stored value names {name}, which is not a class defined under that name")
+            raise SerializationError(
+                f"Stored value names {name}, which is not a class defined under that name"
+            )
         return found
 
 
@@ -113,14 +134,18 @@ def _lookup(module: str, qualname: str) -> Any:
     try:
         found: Any = sys.modules.get(module) or importlib.import_module(module)
     except Exception as exc:  # noqa: BLE001 - any import failure is a decode failure
-        raise SerializationError(f"Stored value is an instance of {name}, which cannot be imported: {exc}. Make "
-                                 "sure the module is installed and the class still exists under that name.") from exc
+        raise SerializationError(
+            f"Stored value is an instance of {name}, which cannot be imported: {exc}. Make "
+            "sure the module is installed and the class still exists under that name."
+        ) from exc
     for part in qualname.split("."):
         # the namespace itself: no module __getattr__, no descriptors, no imported names
         found = vars(found).get(part) if hasattr(found, "__dict__") else None
         if not isinstance(found, type) or found.__module__ != module:
-            raise SerializationError(f"Stored value is an instance of {name}, which is not a class defined in "
-                                     f"{module} (renamed or moved? only classes defined there are rebuilt)")
+            raise SerializationError(
+                f"Stored value is an instance of {name}, which is not a class defined in "
+                f"{module} (renamed or moved? only classes defined there are rebuilt)"
+            )
     return found
 
 

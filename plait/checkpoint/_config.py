@@ -15,8 +15,14 @@ from typing import Any
 
 from plait.errors import InvalidConfigError
 
-__all__ = ["MAX_ID_BYTES", "MAX_NS_BYTES", "check_thread_id", "configurable_of", "get_checkpoint_id",
-           "thread_key"]
+__all__ = [
+    "MAX_ID_BYTES",
+    "MAX_NS_BYTES",
+    "check_thread_id",
+    "configurable_of",
+    "get_checkpoint_id",
+    "thread_key",
+]
 
 
 MAX_ID_BYTES = 1024
@@ -55,14 +61,20 @@ def configurable_of(config: Any) -> Mapping[str, Any]:
     if not isinstance(config, Mapping):
         raise InvalidConfigError(
             f"Invalid config: expected a dict (or None), got {_shown(config)}. Pass the run config as a dict, "
-            f"e.g. graph.invoke(input, {_EXAMPLE}).", field="config", value=config)
+            f"e.g. graph.invoke(input, {_EXAMPLE}).",
+            field="config",
+            value=config,
+        )
     conf = config.get("configurable")
     if conf is None:
         return {}
     if not isinstance(conf, Mapping):
         raise InvalidConfigError(
             f"Invalid config['configurable']: expected a dict, got {_shown(conf)}. Put thread_id and the other "
-            f"per-run settings in a dict, e.g. {_EXAMPLE}.", field="configurable", value=conf)
+            f"per-run settings in a dict, e.g. {_EXAMPLE}.",
+            field="configurable",
+            value=conf,
+        )
     return conf
 
 
@@ -72,7 +84,10 @@ def _text(value: str, field: str, limit: int) -> str:
     if "\x00" in value:
         raise InvalidConfigError(
             f"Invalid {where}: it contains a NUL character ('\\x00') at position {value.index(chr(0))}, which "
-            "databases cannot store. Remove it, e.g. value.replace('\\x00', '').", field=field, value=value)
+            "databases cannot store. Remove it, e.g. value.replace('\\x00', '').",
+            field=field,
+            value=value,
+        )
     if value.isascii():
         size = len(value)
     else:
@@ -82,13 +97,19 @@ def _text(value: str, field: str, limit: int) -> str:
             raise InvalidConfigError(
                 f"Invalid {where}: it is not valid Unicode (lone surrogate {value[err.start]!r} at position "
                 f"{err.start}) and cannot be encoded as UTF-8. Decode the id's bytes properly, or use a hex or "
-                "base64 form of them.", field=field, value=value) from None
+                "base64 form of them.",
+                field=field,
+                value=value,
+            ) from None
     if size > limit:
         name = "MAX_NS_BYTES" if field == "checkpoint_ns" else "MAX_ID_BYTES"
         raise InvalidConfigError(
             f"Invalid {where}: it is {size} bytes long in UTF-8; the limit is {limit} bytes "
             f"(plait.checkpoint.base.{name}). Use a shorter id, e.g. a hash: "
-            "hashlib.sha256(key.encode()).hexdigest().", field=field, value=value)
+            "hashlib.sha256(key.encode()).hexdigest().",
+            field=field,
+            value=value,
+        )
     return value
 
 
@@ -102,7 +123,10 @@ def _checkpoint_id(conf: Mapping[str, Any]) -> str | None:
         raise InvalidConfigError(
             f"Invalid config['configurable']['checkpoint_id']: expected a str or None, got {_shown(cid)}. Use "
             "an id from get_state() or get_state_history() (snapshot.config), or leave it out for the newest "
-            "checkpoint.", field="checkpoint_id", value=cid)
+            "checkpoint.",
+            field="checkpoint_id",
+            value=cid,
+        )
     return _text(cid, "checkpoint_id", MAX_ID_BYTES)
 
 
@@ -128,7 +152,10 @@ def thread_key(config: Any) -> tuple[str, str, str | None]:
     elif not isinstance(ns, str):
         raise InvalidConfigError(
             f"Invalid config['configurable']['checkpoint_ns']: expected a str, got {_shown(ns)}. Leave it out "
-            "(or pass '') to address the root graph; plait sets it for subgraphs.", field="checkpoint_ns", value=ns)
+            "(or pass '') to address the root graph; plait sets it for subgraphs.",
+            field="checkpoint_ns",
+            value=ns,
+        )
     elif ns:
         _text(ns, "checkpoint_ns", MAX_NS_BYTES)
     return thread_id, ns, _checkpoint_id(conf)
@@ -149,7 +176,10 @@ def check_thread_id(thread_id: Any) -> str:
     elif not isinstance(thread_id, str):
         raise InvalidConfigError(
             f"Invalid config['configurable']['thread_id']: expected a str, int or UUID, got {_shown(thread_id)}. "
-            f"Use a string id, e.g. {_EXAMPLE}.", field="thread_id", value=thread_id)
+            f"Use a string id, e.g. {_EXAMPLE}.",
+            field="thread_id",
+            value=thread_id,
+        )
     return _text(thread_id, "thread_id", MAX_ID_BYTES)
 
 

@@ -112,7 +112,7 @@ def materialize(base: Sequence[Any], segments: Sequence[Segment]) -> list[Any]:
     out: list[Any] = []
     for seg in segments:
         if seg[0] == KEEP:
-            out.extend(base[seg[1]:seg[2]])
+            out.extend(base[seg[1] : seg[2]])
         else:
             out.extend(seg[1])
     return out
@@ -180,8 +180,14 @@ class Row(Protocol[_K_co]):
     def data(self) -> bytes: ...
 
 
-def encode_value(value: Any, base: Entry | None, base_id: Any,  # noqa: PLR0913
-                 dumps: Callable[[Any], bytes], *, share: bool = False) -> tuple[Blob, Entry]:
+def encode_value(
+    value: Any,
+    base: Entry | None,
+    base_id: Any,  # noqa: PLR0913
+    dumps: Callable[[Any], bytes],
+    *,
+    share: bool = False,
+) -> tuple[Blob, Entry]:
     """Decide how to store ``value``: a delta against ``base`` when that is smaller.
 
     Args:
@@ -218,20 +224,32 @@ def _check_segments(segments: Any, base_size: int, rid: object) -> None:
         for seg in segments:
             if type(seg) is not list or not seg:
                 break
-            if seg[0] == KEEP and len(seg) == 3 and all(type(x) is int for x in seg[1:]) \
-                    and 0 <= seg[1] <= seg[2] <= base_size:
+            if (
+                seg[0] == KEEP
+                and len(seg) == 3
+                and all(type(x) is int for x in seg[1:])
+                and 0 <= seg[1] <= seg[2] <= base_size
+            ):
                 continue
             if seg[0] == ADD and len(seg) == 2 and type(seg[1]) is list:
                 continue
             break
         else:
             return
-    raise SerializationError(f"Stored delta row {rid} is malformed (expected [KEEP, start, stop] within "
-                             f"{base_size} items or [ADD, items] segments, found {segments!r:.80})")
+    raise SerializationError(
+        f"Stored delta row {rid} is malformed (expected [KEEP, start, stop] within "
+        f"{base_size} items or [ADD, items] segments, found {segments!r:.80})"
+    )
 
 
-def rebuild(target: _K, rows: Mapping[_K, Row[_K]], known: Mapping[_K, Entry],
-            loads: Callable[[bytes], Any], *, keep_all: bool = False) -> dict[_K, Entry]:
+def rebuild(
+    target: _K,
+    rows: Mapping[_K, Row[_K]],
+    known: Mapping[_K, Entry],
+    loads: Callable[[bytes], Any],
+    *,
+    keep_all: bool = False,
+) -> dict[_K, Entry]:
     """Rebuild the value stored at ``target`` by replaying its chain.
 
     Args:
@@ -283,8 +301,15 @@ def rebuild(target: _K, rows: Mapping[_K, Row[_K]], known: Mapping[_K, Entry],
 
 # -- compact checkpoint records (InMemorySaver) ----------------------------------------
 
-_EMPTY: dict[str, Any] = {"v": 1, "channel_versions": {}, "updated_channels": [], "next": [], "sends": [],
-                          "barriers": {}, "interrupts": []}
+_EMPTY: dict[str, Any] = {
+    "v": 1,
+    "channel_versions": {},
+    "updated_channels": [],
+    "next": [],
+    "sends": [],
+    "barriers": {},
+    "interrupts": [],
+}
 _FIELDS = ("channel_versions", "updated_channels", "next", "sends", "barriers", "interrupts")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -292,8 +317,11 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 def pack_fields(checkpoint: Mapping[str, Any]) -> list[Any]:
     """The checkpoint fields other than id, ts and values: positional, defaults left out."""
     out = [checkpoint.get(k, _EMPTY[k]) for k in _FIELDS]
-    extra = {k: v for k, v in checkpoint.items()
-             if k not in _EMPTY and k not in ("channel_values", "id", "ts") or (k == "v" and v != 1)}
+    extra = {
+        k: v
+        for k, v in checkpoint.items()
+        if k not in _EMPTY and k not in ("channel_values", "id", "ts") or (k == "v" and v != 1)
+    }
     if extra:
         return [*out, extra]
     while out and out[-1] == _EMPTY[_FIELDS[len(out) - 1]]:
@@ -302,7 +330,7 @@ def pack_fields(checkpoint: Mapping[str, Any]) -> list[Any]:
 
 
 def unpack_fields(packed: list[Any]) -> dict[str, Any]:
-    fields = {**_EMPTY, **dict(zip(_FIELDS, packed[:len(_FIELDS)], strict=False))}
+    fields = {**_EMPTY, **dict(zip(_FIELDS, packed[: len(_FIELDS)], strict=False))}
     if len(packed) > len(_FIELDS):
         fields.update(packed[-1])
     return fields

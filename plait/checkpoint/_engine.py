@@ -16,8 +16,9 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from plait.checkpoint._delta import DELTA, FULL, Blob, Entry, ValueCache, encode_value, rebuild
+from plait.checkpoint._delta import Blob, Entry, ValueCache, encode_value, rebuild
 from plait.checkpoint._lease import DEFAULT_TTL, ThreadLeases
+from plait.checkpoint._prune import locations, lock_name, prune_thread
 from plait.checkpoint.base import (
     INTERRUPT,
     RESUME,
@@ -57,8 +58,15 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
-_EMPTY: dict[str, Any] = {"v": 1, "channel_versions": {}, "updated_channels": [], "next": [], "sends": [],
-                          "barriers": {}, "interrupts": []}
+_EMPTY: dict[str, Any] = {
+    "v": 1,
+    "channel_versions": {},
+    "updated_channels": [],
+    "next": [],
+    "sends": [],
+    "barriers": {},
+    "interrupts": [],
+}
 _MISSING = object()
 
 
@@ -70,22 +78,12 @@ class _ParentGone(Exception):  # noqa: N818 - internal signal, never escapes put
     """The parent checkpoint a put was encoded against was pruned meanwhile."""
 
 
-def _lock_name(thread: _Thread) -> str:
-    """The advisory lock that serialises writers and pruning of one (thread, namespace)."""
-    return f"{len(thread[0])}:{thread[0]}{thread[1]}"
-
-
-def _loc(stored: dict[str, str], cid: str) -> dict[str, str]:
-    """Where each key's value is stored; ``""`` (stored for brevity) means this very checkpoint."""
-    return {ch: rid or cid for ch, rid in stored.items()}
-
-
 class SqlSaverBase(BaseCheckpointSaver):
     """Backend-independent part of the SQL savers.
 
     Subclasses provide :meth:`_fetch` (run a query, return rows), :meth:`_tx`
     (a transaction yielding an object with ``execute``/``executemany``),
-    :meth:`_setup_once`, :meth:`_lease_scope` and the ``_q`` module with the SQL text.
+    :meth:`_setup_once`, :meth:`_lease_scope` and the ``sql`` module with the SQL text.
 
     Args:
         serde: The serializer (default: :class:`~plait.checkpoint.serde.Serializer`).
@@ -93,14 +91,16 @@ class SqlSaverBase(BaseCheckpointSaver):
         lease_ttl: Seconds after which the thread lease of a vanished process can be taken over.
     """
 
-    _q: Any = None  # the dialect module with the SQL text, set by each backend
+    sql: Any = None
+    """The dialect module with the SQL text (set by each backend)."""
 
-    def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128,
-                 lease_ttl: float = DEFAULT_TTL) -> None:
+    def __init__(
+        self, *, serde: Serializer | None = None, cache_size: int = 128, lease_ttl: float = DEFAULT_TTL
+    ) -> None:
         self.serde = serde or Serializer()
         self._cache: ValueCache[Entry] = ValueCache(cache_size)
         self._locs: ValueCache[dict[str, str]] = ValueCache(cache_size)
-        self._leases = ThreadLeases(self._lease_tx, self._q.LEASE, lease_ttl, self._lease_scope)
+        self._leases = ThreadLeases(self._lease_tx, self.sql.LEASE, lease_ttl, self._lease_scope)
 
     # -- backend hooks ------------------------------------------------------------
 
@@ -123,8 +123,9 @@ class SqlSaverBase(BaseCheckpointSaver):
         self._setup_once()
         return self._tx()
 
-    def lease(self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True,
-              timeout: float | None = None) -> AbstractContextManager[None]:
+    def lease(
+        self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
+    ) -> AbstractContextManager[None]:
         """Hold ``thread_id`` for one run, across threads **and processes** sharing the database.
 
         Raises:
@@ -132,8 +133,9 @@ class SqlSaverBase(BaseCheckpointSaver):
         """
         return self._leases.hold(thread_id, checkpoint_ns, wait, timeout)
 
-    async def alease(self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True,
-                     timeout: float | None = None) -> AbstractAsyncContextManager[None]:
+    async def alease(
+        self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
+    ) -> AbstractAsyncContextManager[None]:
         """Async :meth:`lease` (waits without blocking the event loop)."""
         return self._leases.ahold(thread_id, checkpoint_ns, wait, timeout)
 
@@ -143,18 +145,20 @@ class SqlSaverBase(BaseCheckpointSaver):
 
     # -- reading ------------------------------------------------------------------
 
-    def _decode(self, data: bytes, what: str, *, record: bool = True) -> Any:
+    def decode(self, data: bytes, what: str, *, record: bool = True) -> Any:
         try:
             value = self.serde.loads(bytes(data))
         except (SerializationError, TypeError) as exc:
             raise SerializationError(f"Cannot read {what}: {exc}") from exc
         if record and not isinstance(value, dict):
-            raise SerializationError(f"Cannot read {what}: expected a record, found {type(value).__name__} "
-                                     "(the row is corrupt)")
+            raise SerializationError(
+                f"Cannot read {what}: expected a record, found {type(value).__name__} (the row is corrupt)"
+            )
         return value
 
-    def _entries(self, thread: _Thread, wanted: Mapping[str, str], memo: _Memo,
-                 keep_all: bool = False) -> dict[str, Entry]:
+    def _entries(
+        self, thread: _Thread, wanted: Mapping[str, str], memo: _Memo, keep_all: bool = False
+    ) -> dict[str, Entry]:
         """Materialized values for ``{channel: row id}``, via memo/cache, else one chain query."""
         out: dict[str, Entry] = {}
         missing: list[tuple[str, str]] = []
@@ -168,41 +172,64 @@ class SqlSaverBase(BaseCheckpointSaver):
         if not missing:
             return out
         rows: dict[str, dict[str, Blob]] = {}
-        for channel, rid, prev, kind, value in self._fetch(*self._q.chain_query(thread, missing)):
+        for channel, rid, prev, kind, value in self._fetch(*self.sql.chain_query(thread, missing)):
             rows.setdefault(channel, {})[rid] = Blob(kind, prev, bytes(value))
         for channel, rid in missing:
             known = {k[3]: v for k, v in memo.items() if k[2] == channel and k[:2] == thread}
             try:
                 built = rebuild(rid, rows.get(channel, {}), known, self.serde.loads, keep_all=keep_all)
             except KeyError as exc:
-                raise _Incomplete(f"Stored value of key {channel!r} in thread {thread[0]!r} is "
-                                  f"incomplete: missing row {exc}", key=channel) from None
+                raise _Incomplete(
+                    f"Stored value of key {channel!r} in thread {thread[0]!r} is "
+                    f"incomplete: missing row {exc}",
+                    key=channel,
+                ) from None
             except SerializationError as exc:
-                raise SerializationError(f"Cannot read key {channel!r} of thread {thread[0]!r} "
-                                         f"(row {rid}): {exc}", key=channel) from exc
+                raise SerializationError(
+                    f"Cannot read key {channel!r} of thread {thread[0]!r} (row {rid}): {exc}", key=channel
+                ) from exc
             for bid, entry in built.items():
                 memo[thread + (channel, bid)] = entry
             out[channel] = built[rid]
             self._cache.put((*thread, channel, rid), built[rid])
         return out
 
-    def _tuple(self, thread: _Thread, head: Sequence[Any], writes: list[Any],  # noqa: PLR0913
-               memo: _Memo, keep_all: bool = False) -> CheckpointTuple:
+    def _tuple(
+        self,
+        thread: _Thread,
+        head: Sequence[Any],
+        writes: list[Any],  # noqa: PLR0913
+        memo: _Memo,
+        keep_all: bool = False,
+    ) -> CheckpointTuple:
         cid, parent, step, source, created, blob, meta = head
-        stored = {**_EMPTY, **self._decode(blob, f"checkpoint {cid} of thread {thread[0]!r}"), "ts": created}
-        loc = _loc(stored.pop("loc", {}), cid)
+        stored = {**_EMPTY, **self.decode(blob, f"checkpoint {cid} of thread {thread[0]!r}"), "ts": created}
+        loc = locations(stored.pop("loc", {}), cid)
         self._locs.put((*thread, cid), loc)
         entries = self._entries(thread, loc, memo, keep_all=keep_all)
         values = {ch: e.value(self.serde.loads) for ch, e in entries.items()}
         # the rows hold what put() stored, so they have the shapes of a Checkpoint and its metadata
         checkpoint = cast(Checkpoint, {**stored, "id": cid, "channel_values": values})
-        metadata = cast(CheckpointMetadata, {"parents": {}, **self._decode(meta, f"metadata of checkpoint {cid} of thread {thread[0]!r}")})
+        metadata = cast(
+            CheckpointMetadata,
+            {"parents": {}, **self.decode(meta, f"metadata of checkpoint {cid} of thread {thread[0]!r}")},
+        )
         if source is not None:
             metadata["source"] = source
         if step is not None:
             metadata["step"] = step
-        pending = [(t, ch, self._decode(v, f"pending write {ch!r} of task {t} (checkpoint {cid} of thread "
-                                           f"{thread[0]!r})", record=False)) for t, ch, v in writes]
+        pending = [
+            (
+                t,
+                ch,
+                self.decode(
+                    v,
+                    f"pending write {ch!r} of task {t} (checkpoint {cid} of thread {thread[0]!r})",
+                    record=False,
+                ),
+            )
+            for t, ch, v in writes
+        ]
         parent_config = _config(thread, parent) if parent else None
         return CheckpointTuple(_config(thread, cid), checkpoint, metadata, parent_config, pending)
 
@@ -211,7 +238,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         self._setup_once()
         thread, cid = _thread(config)
         for attempt in (1, 2):
-            rows = self._fetch(self._q.SELECT_HEAD, [*thread, cid, *thread])
+            rows = self._fetch(self.sql.SELECT_HEAD, [*thread, cid, *thread])
             if not rows:
                 return None
             writes = [r[7:] for r in rows if r[7] is not None]
@@ -225,11 +252,17 @@ class SqlSaverBase(BaseCheckpointSaver):
     def threads(self) -> Iterator[ThreadInfo]:
         """Every thread of the root namespace, newest first, in one query."""
         self._setup_once()
-        for thread_id, count, head, step, created in self._fetch(self._q.THREADS, []):
+        for thread_id, count, head, step, created in self._fetch(self.sql.THREADS, []):
             yield ThreadInfo(str(thread_id), int(count), str(head), int(step), str(created))
 
-    def list(self, config: dict[str, Any] | None, *, filter: dict[str, Any] | None = None,  # noqa: A002
-             before: dict[str, Any] | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+    def list(
+        self,
+        config: dict[str, Any] | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, read a page at a time."""
         self._setup_once()
         thread = _thread(config)[0] if config is not None else None
@@ -238,21 +271,21 @@ class SqlSaverBase(BaseCheckpointSaver):
         memo: _Memo = {}
         after, count = None, 0
         while limit is None or count < limit:
-            page = self._fetch(*self._q.list_query(thread, after, where, _PAGE))
+            page = self._fetch(*self.sql.list_query(thread, after, where, _PAGE))
             if not page:
                 return
             after = (page[-1][2], page[-1][0], page[-1][1])
             writes: dict[tuple[str, str, str], list[Any]] = {}
             for key in {(r[0], r[1]) for r in page}:
                 ids = [r[2] for r in page if (r[0], r[1]) == key]
-                for cid, task, ch, value in self._fetch(*self._q.writes_query(key, ids)):
+                for cid, task, ch, value in self._fetch(*self.sql.writes_query(key, ids)):
                     writes.setdefault((*key, cid), []).append((task, ch, value))
             for row in page:
                 try:
                     pending = writes.get((row[0], row[1], row[2]), [])
                     item = self._tuple((row[0], row[1]), row[2:], pending, memo, True)
                 except _Incomplete:
-                    if self._fetch(self._q.SELECT_HEAD, [row[0], row[1], row[2], row[0], row[1]]):
+                    if self._fetch(self.sql.SELECT_HEAD, [row[0], row[1], row[2], row[0], row[1]]):
                         raise
                     continue  # pruned while the page was read
                 if filter and any(item.metadata.get(k) != v for k, v in filter.items()):
@@ -266,15 +299,15 @@ class SqlSaverBase(BaseCheckpointSaver):
 
     # -- writing ------------------------------------------------------------------
 
-    def _parent_loc(self, thread: _Thread, parent: str | None) -> dict[str, str]:
+    def _parentlocations(self, thread: _Thread, parent: str | None) -> dict[str, str]:
         if parent is None:
             return {}
         loc = self._locs.get((*thread, parent))
         if loc is None:
-            rows = self._fetch(self._q.SELECT_HEAD, [*thread, parent, *thread])
+            rows = self._fetch(self.sql.SELECT_HEAD, [*thread, parent, *thread])
             if not rows:
                 return {}
-            loc = _loc(self._decode(rows[0][5], f"checkpoint {parent}").get("loc", {}), parent)
+            loc = locations(self.decode(rows[0][5], f"checkpoint {parent}").get("loc", {}), parent)
             self._locs.put((*thread, parent), loc)
         return loc
 
@@ -291,8 +324,15 @@ class SqlSaverBase(BaseCheckpointSaver):
 
     supports_head_check = True
 
-    def put(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: Mapping[str, int], *, expected_head: Any = ...) -> dict[str, Any]:
+    def put(
+        self,
+        config: dict[str, Any],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, int],
+        *,
+        expected_head: Any = ...,
+    ) -> dict[str, Any]:
         """Store a checkpoint in one transaction; unchanged keys point at their earlier rows.
 
         What the new rows build on (the parent checkpoint and its value rows) is
@@ -308,41 +348,72 @@ class SqlSaverBase(BaseCheckpointSaver):
         """
         self._setup_once()
         thread, parent = _thread(config)
-        parent_loc = self._parent_loc(thread, parent)
+        parent_loc = self._parentlocations(thread, parent)
         try:
             return self._put(thread, parent, parent_loc, checkpoint, metadata, new_versions, expected_head)
         except _ParentGone:
             self._locs.drop_thread(thread[0])
             return self._put(thread, parent, {}, checkpoint, metadata, new_versions, expected_head)
 
-    def _put(self, thread: _Thread, parent: str | None, parent_loc: dict[str, str],  # noqa: PLR0913
-             checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: Mapping[str, int],
-             expected_head: Any) -> dict[str, Any]:
+    def _put(  # noqa: PLR0913 - the parts of one put
+        self,
+        thread: _Thread,
+        parent: str | None,
+        parent_loc: dict[str, str],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, int],
+        expected_head: Any,
+    ) -> dict[str, Any]:
         cid = checkpoint["id"]
-        loc, blobs = self._encode(thread, cid, checkpoint.get("channel_values") or {}, parent_loc, new_versions)
-        stored = {k: v for k, v in checkpoint.items()
-                  if v != _EMPTY.get(k, _MISSING) and k not in ("channel_values", "id", "ts")}
-        meta = {k: v for k, v in metadata.items() if k not in ("step", "source") and not (k == "parents" and not v)}
-        row = [*thread, cid, parent, metadata.get("step"), metadata.get("source"), checkpoint.get("ts") or _now(),
-               self.serde.dumps({**stored, "loc": {ch: "" if rid == cid else rid for ch, rid in loc.items()}}),
-               self.serde.dumps(meta)]
+        loc, blobs = self._encode(
+            thread, cid, checkpoint.get("channel_values") or {}, parent_loc, new_versions
+        )
+        stored = {
+            k: v
+            for k, v in checkpoint.items()
+            if v != _EMPTY.get(k, _MISSING) and k not in ("channel_values", "id", "ts")
+        }
+        meta = {
+            k: v
+            for k, v in metadata.items()
+            if k not in ("step", "source") and not (k == "parents" and not v)
+        }
+        row = [
+            *thread,
+            cid,
+            parent,
+            metadata.get("step"),
+            metadata.get("source"),
+            checkpoint.get("ts") or _now(),
+            self.serde.dumps({**stored, "loc": {ch: "" if rid == cid else rid for ch, rid in loc.items()}}),
+            self.serde.dumps(meta),
+        ]
         with self._tx() as cur:
-            if self._q.LOCK_THREAD:
-                cur.execute(self._q.LOCK_THREAD, [_lock_name(thread)])
-            head, parent_there = cur.execute(self._q.HEAD_AND_PARENT, [*thread, *thread, parent]).fetchone()
+            if self.sql.LOCK_THREAD:
+                cur.execute(self.sql.LOCK_THREAD, [lock_name(thread)])
+            head, parent_there = cur.execute(self.sql.HEAD_AND_PARENT, [*thread, *thread, parent]).fetchone()
             if parent_loc and not parent_there:
                 raise _ParentGone
             if expected_head is not ...:
                 check_head(thread[0], cid, expected_head, head)
-            cur.executemany(self._q.INSERT_BLOB, [(*thread, ch, cid, b.prev, b.kind, b.data) for ch, b, _ in blobs])
-            cur.execute(self._q.INSERT_CHECKPOINT, row)
+            cur.executemany(
+                self.sql.INSERT_BLOB, [(*thread, ch, cid, b.prev, b.kind, b.data) for ch, b, _ in blobs]
+            )
+            cur.execute(self.sql.INSERT_CHECKPOINT, row)
         for channel, _, entry in blobs:
             self._cache.put((*thread, channel, cid), entry)
         self._locs.put((*thread, cid), loc)
         return _config(thread, cid)
 
-    def _encode(self, thread: _Thread, cid: str, values: Mapping[str, Any], parent_loc: Mapping[str, str],
-                new_versions: Mapping[str, int]) -> tuple[dict[str, str], builtins.list[tuple[str, Blob, Entry]]]:
+    def _encode(
+        self,
+        thread: _Thread,
+        cid: str,
+        values: Mapping[str, Any],
+        parent_loc: Mapping[str, str],
+        new_versions: Mapping[str, int],
+    ) -> tuple[dict[str, str], builtins.list[tuple[str, Blob, Entry]]]:
         """Where each value is stored, and the rows of the values that changed."""
         loc: dict[str, str] = {}
         blobs: builtins.list[tuple[str, Blob, Entry]] = []
@@ -359,8 +430,9 @@ class SqlSaverBase(BaseCheckpointSaver):
             loc[channel] = cid
         return loc, blobs
 
-    def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
-                   task_path: str = "") -> None:
+    def put_writes(
+        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
         """Record writes of a task whose step has not completed (replacing its earlier ones)."""
         self._setup_once()
         thread, cid = _thread(config)
@@ -372,15 +444,15 @@ class SqlSaverBase(BaseCheckpointSaver):
                 raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
             rows.append((*thread, cid, task_id, _SPECIAL_IDX.get(channel, i), channel, task_path, data))
         with self._tx() as cur:
-            cur.execute(self._q.DELETE_TASK_WRITES, [*thread, cid, task_id])
-            cur.executemany(self._q.INSERT_WRITE, rows)
+            cur.execute(self.sql.DELETE_TASK_WRITES, [*thread, cid, task_id])
+            cur.executemany(self.sql.INSERT_WRITE, rows)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, value and write of the thread."""
         self._setup_once()
         thread_id = check_thread_id(thread_id)
         with self._tx() as cur:
-            for sql in self._q.DELETE_THREAD:
+            for sql in self.sql.DELETE_THREAD:
                 cur.execute(sql, [thread_id])
         self._cache.drop_thread(thread_id)
         self._locs.drop_thread(thread_id)
@@ -406,65 +478,19 @@ class SqlSaverBase(BaseCheckpointSaver):
         """
         check_prune(keep_last, older_than)
         self._setup_once()
-        cutoff = None if older_than is None else datetime.fromtimestamp(
-            time.time() - older_than, timezone.utc).isoformat()
+        cutoff = (
+            None
+            if older_than is None
+            else datetime.fromtimestamp(time.time() - older_than, timezone.utc).isoformat()
+        )
         thread_id = check_thread_id(thread_id)
-        deleted = 0
         with self._tx() as cur:
-            namespaces = [r[0] for r in cur.execute(self._q.NAMESPACES, [thread_id]).fetchall()]
-            if self._q.LOCK_THREAD:
-                for ns in namespaces:
-                    cur.execute(self._q.LOCK_THREAD, [_lock_name((thread_id, ns))])
-            by_ns: dict[str, list[tuple[str, str, bytes]]] = {}
-            for ns, cid, created, blob in cur.execute(self._q.PRUNE_ROWS, [thread_id]).fetchall():
-                if ns in namespaces:  # a namespace created after the locks were taken waits for the next prune
-                    by_ns.setdefault(ns, []).append((cid, str(created), blob))
-            for ns, rows in by_ns.items():
-                doomed = [cid for i, (cid, created, _) in enumerate(rows) if i > 0 and (
-                    (keep_last is not None and i >= keep_last) or (cutoff is not None and created < cutoff))]
-                if doomed:
-                    gone = set(doomed)
-                    self._prune_ns(cur, (thread_id, ns), doomed, [(c, b) for c, _, b in rows if c not in gone])
-                    deleted += len(doomed)
+            deleted = prune_thread(self, cur, thread_id, keep_last, cutoff)
         if deleted:
             self._cache.drop_thread(thread_id)
             self._locs.drop_thread(thread_id)
             self._reclaim()
         return deleted
-
-    def _prune_ns(self, cur: Any, thread: _Thread, doomed: builtins.list[str],
-                  kept: builtins.list[tuple[str, bytes]]) -> None:
-        """Delete ``doomed`` checkpoints of one namespace within the transaction ``cur``."""
-        needed: dict[str, set[str]] = {}
-        for cid, blob in kept:
-            record = self._decode(blob, f"checkpoint {cid} of thread {thread[0]!r}")
-            for channel, rid in _loc(record.get("loc", {}), cid).items():
-                needed.setdefault(channel, set()).add(rid)
-        targets = [(ch, rid) for ch, ids in needed.items() for rid in ids]
-        rows: dict[str, dict[str, Blob]] = {}
-        for ch, rid, prev, kind, value in (cur.execute(*self._q.chain_query(thread, targets)).fetchall()
-                                           if targets else []):
-            rows.setdefault(ch, {})[rid] = Blob(kind, prev, bytes(value))
-        rebased = []
-        for ch, rid in targets:
-            row = rows.get(ch, {}).get(rid)
-            if row is None:
-                raise SerializationError(f"Cannot prune thread {thread[0]!r}: the value of key {ch!r} stored at "
-                                         f"{rid} is missing; nothing was deleted", key=ch)
-            if row.kind == DELTA and row.prev not in needed[ch]:
-                try:
-                    entry = rebuild(rid, rows[ch], {}, self.serde.loads)[rid]
-                except KeyError as exc:
-                    raise SerializationError(f"Cannot prune thread {thread[0]!r}: the value of key {ch!r} at {rid} "
-                                             f"is incomplete (missing row {exc}); nothing was deleted",
-                                             key=ch) from None
-                rebased.append((*thread, ch, rid, None, FULL, self.serde.dumps(list(entry.items or ()))))
-        present = cur.execute(self._q.BLOB_KEYS, list(thread)).fetchall()
-        drop = [(*thread, ch, rid) for ch, rid in present if rid not in needed.get(ch, ())]
-        cur.executemany(self._q.INSERT_BLOB, rebased)
-        cur.executemany(self._q.DELETE_BLOB, drop)
-        cur.executemany(self._q.DELETE_CHECKPOINT, [(*thread, cid) for cid in doomed])
-        cur.executemany(self._q.DELETE_WRITES_OF, [(*thread, cid) for cid in doomed])
 
     def _reclaim(self) -> None:
         """Give freed pages back to the file system (backend-specific)."""

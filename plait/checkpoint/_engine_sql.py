@@ -7,8 +7,14 @@ from typing import Any
 __all__ = ["page_query"]
 
 
-def page_query(mark: str, columns: str, thread: tuple[str, str] | None,  # noqa: PLR0913 - one SQL builder
-               after: tuple[str, str, str] | None, where: dict[str, Any], limit: int) -> tuple[str, list[Any]]:
+def page_query(
+    mark: str,
+    columns: str,
+    thread: tuple[str, str] | None,  # noqa: PLR0913 - one SQL builder
+    after: tuple[str, str, str] | None,
+    where: dict[str, Any],
+    limit: int,
+) -> tuple[str, list[Any]]:
     """One page of checkpoint rows, newest first.
 
     Args:
@@ -34,7 +40,11 @@ def page_query(mark: str, columns: str, thread: tuple[str, str] | None,  # noqa:
     if where.get("before") is not None:
         clauses.append(f"checkpoint_id < {mark}")
         params.append(where["before"])
-    sql = ("SELECT thread_id, checkpoint_ns, " + columns.replace("c.", "") + " FROM checkpoints"
-           + (" WHERE " + " AND ".join(clauses) if clauses else "")
-           + f" ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT {mark}")
+    sql = (
+        "SELECT thread_id, checkpoint_ns, "
+        + columns.replace("c.", "")
+        + " FROM checkpoints"
+        + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        + f" ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT {mark}"
+    )
     return sql, [*params, limit]

@@ -124,8 +124,13 @@ class ThreadLeases:
         scope: Returns ``(name of the database, shared across processes?)``; called on first use.
     """
 
-    def __init__(self, tx: Callable[[], AbstractContextManager[Any]], sql: LeaseSql, ttl: float,
-                 scope: Callable[[], tuple[str, bool]]) -> None:
+    def __init__(
+        self,
+        tx: Callable[[], AbstractContextManager[Any]],
+        sql: LeaseSql,
+        ttl: float,
+        scope: Callable[[], tuple[str, bool]],
+    ) -> None:
         if not ttl > 0:
             raise ValueError(f"lease_ttl must be a positive number of seconds, got {ttl!r}")
         self.tx, self.sql, self.ttl = tx, sql, float(ttl)
@@ -144,8 +149,14 @@ class ThreadLeases:
     # -- one database round trip each ---------------------------------------------------
 
     def _params(self, key: _Key, me: str) -> dict[str, Any]:
-        return {"t": key[0], "ns": key[1], "me": me, "ttl": self.ttl, "now": time.time(),
-                "stale": max(1.0, 20 * _MAX_POLL)}
+        return {
+            "t": key[0],
+            "ns": key[1],
+            "me": me,
+            "ttl": self.ttl,
+            "now": time.time(),
+            "stale": max(1.0, 20 * _MAX_POLL),
+        }
 
     def try_acquire(self, key: _Key, me: str, queue: bool) -> bool:
         """One attempt; on failure with ``queue``, record ``me`` as the next in line."""
@@ -170,8 +181,9 @@ class ThreadLeases:
                 cur.execute(self.sql.drop, params)
                 cur.execute(self.sql.free, params)
         except Exception as exc:  # noqa: BLE001 - the run's own outcome matters more
-            _log.warning("Could not release the lease of thread %r (%s); it expires in %.0f s",
-                         key[0], exc, self.ttl)
+            _log.warning(
+                "Could not release the lease of thread %r (%s); it expires in %.0f s", key[0], exc, self.ttl
+            )
 
     def _renew_all(self) -> None:
         with self._held_lock:
@@ -184,8 +196,11 @@ class ThreadLeases:
                 _log.warning("Could not renew the lease of thread %r: %s", key[0], exc)
                 continue
             if kept == 0 and me in self._held:
-                _log.warning("Lease of thread %r was lost (it expired and another process took it); "
-                             "the run's next checkpoint write will be refused if the thread moved on", key[0])
+                _log.warning(
+                    "Lease of thread %r was lost (it expired and another process took it); "
+                    "the run's next checkpoint write will be refused if the thread moved on",
+                    key[0],
+                )
 
     # -- heartbeat -----------------------------------------------------------------------
 
@@ -252,8 +267,13 @@ class ThreadLeases:
             try:
                 me = self._owner_token() if shared else None
                 if me is not None:
-                    await _poll(lambda: self.try_acquire(key, me, queue=wait), key, wait, deadline,
-                                orphan=lambda: self.release(key, me))
+                    await _poll(
+                        lambda: self.try_acquire(key, me, queue=wait),
+                        key,
+                        wait,
+                        deadline,
+                        orphan=lambda: self.release(key, me),
+                    )
                 try:
                     yield
                 finally:
@@ -263,8 +283,13 @@ class ThreadLeases:
                 local.release()
 
 
-async def _poll(attempt: Callable[[], bool], key: _Key, wait: bool, deadline: float | None,
-                orphan: Callable[[], None] | None = None) -> None:
+async def _poll(
+    attempt: Callable[[], bool],
+    key: _Key,
+    wait: bool,
+    deadline: float | None,
+    orphan: Callable[[], None] | None = None,
+) -> None:
     """Call ``attempt`` until it succeeds, sleeping with backoff; raise ThreadBusyError on give-up.
 
     With ``orphan``, ``attempt`` blocks and runs in a worker thread; if the caller

@@ -34,8 +34,13 @@ class Rows(Mapping[int, SeqBlob]):
 
     __slots__ = ("channel", "loads", "records", "th")
 
-    def __init__(self, loads: Callable[[bytes], Any], th: ThreadLog, channel: str,
-                 records: dict[int, list[Any]] | None = None) -> None:
+    def __init__(
+        self,
+        loads: Callable[[bytes], Any],
+        th: ThreadLog,
+        channel: str,
+        records: dict[int, list[Any]] | None = None,
+    ) -> None:
         self.loads, self.th, self.channel = loads, th, channel
         self.records = {} if records is None else records
 
@@ -62,8 +67,9 @@ class Known(Mapping[int, Entry]):
 
     __slots__ = ("_hit", "cache", "memo", "prefix")
 
-    def __init__(self, memo: Mapping[int, Entry], cache: ValueCache[Entry],
-                 prefix: tuple[Hashable, ...]) -> None:
+    def __init__(
+        self, memo: Mapping[int, Entry], cache: ValueCache[Entry], prefix: tuple[Hashable, ...]
+    ) -> None:
         self.memo, self.cache, self.prefix = memo, cache, prefix
         self._hit: tuple[int, Entry] | None = None  # the last lookup: ``in`` then ``[]`` read the cache once
 
@@ -115,8 +121,15 @@ class Memo:
         self.floor: dict[int, int] = {}
 
 
-def replay(th: ThreadLog, channel: str, seq: int, memo: Memo,  # noqa: PLR0913
-           values: dict[int, Entry], known: Known, loads: Callable[[bytes], Any]) -> Entry:
+def replay(  # noqa: PLR0913 - one listing's state
+    th: ThreadLog,
+    channel: str,
+    seq: int,
+    memo: Memo,
+    values: dict[int, Entry],
+    known: Known,
+    loads: Callable[[bytes], Any],
+) -> Entry:
     """Rebuild the value at ``seq`` for a listing, keeping the values along its chain in ``values``.
 
     A chain of at most ``window`` rows is replayed once, keeping every value.

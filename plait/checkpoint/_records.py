@@ -37,7 +37,14 @@ def pack_id(cid: str) -> bytes | None:
     memo = _memo
     if cid == memo[0]:
         return memo[1]
-    if len(cid) != 36 or cid[8] != "-" or cid[13] != "-" or cid[18] != "-" or cid[23] != "-" or cid != cid.lower():
+    if (
+        len(cid) != 36
+        or cid[8] != "-"
+        or cid[13] != "-"
+        or cid[18] != "-"
+        or cid[23] != "-"
+        or cid != cid.lower()
+    ):
         return None
     try:
         raw = bytes.fromhex(cid[:8] + cid[9:13] + cid[14:18] + cid[19:23] + cid[24:])
@@ -93,7 +100,7 @@ class ThreadLog:
         ids = self.ids
         if isinstance(ids, list):
             return ids[seq]
-        return unpack_id(ids[seq << 4:(seq + 1) << 4])
+        return unpack_id(ids[seq << 4 : (seq + 1) << 4])
 
     @property
     def head(self) -> str | None:
@@ -102,7 +109,7 @@ class ThreadLog:
 
     def _key(self, seq: int) -> bytes | bytearray | str:
         ids = self.ids
-        return ids[seq] if isinstance(ids, list) else ids[seq << 4:(seq + 1) << 4]
+        return ids[seq] if isinstance(ids, list) else ids[seq << 4 : (seq + 1) << 4]
 
     def find(self, cid: str) -> int | None:
         """The seq of checkpoint ``cid``, or ``None``."""
@@ -116,7 +123,7 @@ class ThreadLog:
         key = pack_id(cid)
         if key is None:
             return None
-        top = ids[last << 4:(last + 1) << 4]
+        top = ids[last << 4 : (last + 1) << 4]
         if key == top:
             return last
         return None if key > top else self._search(key)
@@ -140,14 +147,16 @@ class ThreadLog:
         seq = len(self)
         ids = self.ids
         raw = None if isinstance(ids, list) else pack_id(cid)
-        if raw is None and not isinstance(ids, list):  # not a canonical UUID: keep every id as text from now on
+        if raw is None and not isinstance(
+            ids, list
+        ):  # not a canonical UUID: keep every id as text from now on
             ids = self.ids = [self.cid(i) for i in range(seq)]
         if isinstance(ids, list):
             newer = self.last < 0 or cid > ids[self.last]
             ids.append(cid)
         else:
             assert raw is not None  # noqa: S101 - set above whenever ids stay raw bytes
-            newer = self.last < 0 or raw > ids[self.last << 4:(self.last + 1) << 4]
+            newer = self.last < 0 or raw > ids[self.last << 4 : (self.last + 1) << 4]
             ids += raw
         if newer:
             self.last = seq
@@ -173,7 +182,7 @@ class ThreadLog:
     def _slice(self, pos: int) -> bytes | None:
         idx = self.idx
         start, size = idx[pos], idx[pos + 1]
-        return bytes(self.buf[start:start + size]) if size else None
+        return bytes(self.buf[start : start + size]) if size else None
 
     def record(self, seq: int) -> bytes:
         """The record bytes of checkpoint ``seq``."""
@@ -209,7 +218,7 @@ class ThreadLog:
             start, size = idx[pos], idx[pos + 1]
             if size:
                 idx[pos] = len(buf)
-                buf += old[start:start + size]
+                buf += old[start : start + size]
         self.buf, self.dead = buf, 0
 
     def newest_first(self) -> list[int]:

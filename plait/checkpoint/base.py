@@ -143,19 +143,32 @@ def check_prune(keep_last: Any, older_than: Any) -> None:
     """
     if keep_last is None and older_than is None:
         raise ValueError("prune() needs keep_last=N and/or older_than=seconds; nothing would be deleted")
-    if keep_last is not None and (isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1):
-        raise ValueError(f"prune(keep_last=...) must be an int >= 1 (the newest checkpoint is always kept), "
-                         f"got {keep_last!r}")
-    if older_than is not None and (isinstance(older_than, bool) or not isinstance(older_than, (int, float))
-                                   or older_than < 0):
+    if keep_last is not None and (
+        isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1
+    ):
+        raise ValueError(
+            f"prune(keep_last=...) must be an int >= 1 (the newest checkpoint is always kept), "
+            f"got {keep_last!r}"
+        )
+    if older_than is not None and (
+        isinstance(older_than, bool) or not isinstance(older_than, (int, float)) or older_than < 0
+    ):
         raise ValueError(f"prune(older_than=...) must be a number of seconds >= 0, got {older_than!r}")
 
 
 def empty_checkpoint() -> Checkpoint:
     """A checkpoint with no values, for a thread's first step."""
     return Checkpoint(
-        v=FORMAT_VERSION, id=new_checkpoint_id(), ts=now_iso(), channel_values={}, channel_versions={},
-        updated_channels=[], next=[], sends=[], barriers={}, interrupts=[],
+        v=FORMAT_VERSION,
+        id=new_checkpoint_id(),
+        ts=now_iso(),
+        channel_values={},
+        channel_versions={},
+        updated_channels=[],
+        next=[],
+        sends=[],
+        barriers={},
+        interrupts=[],
     )
 
 
@@ -250,16 +263,18 @@ class BaseCheckpointSaver(ABC):
         """
 
     @abstractmethod
-    def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
-                   task_path: str = "") -> None:
+    def put_writes(
+        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
         """Store the writes of one finished task of a step that has not completed yet."""
 
     @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of ``thread_id``."""
 
-    def lease(self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True,
-              timeout: float | None = None) -> AbstractContextManager[None]:
+    def lease(
+        self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
+    ) -> AbstractContextManager[None]:
         """Hold ``thread_id`` for one run, so that two runs never interleave on a thread.
 
         The default lease is a lock in this process; backends shared by several
@@ -277,8 +292,9 @@ class BaseCheckpointSaver(ABC):
         """
         return _local_lease(self, thread_id, checkpoint_ns, wait, timeout)
 
-    async def alease(self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True,
-                     timeout: float | None = None) -> AbstractAsyncContextManager[None]:
+    async def alease(
+        self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
+    ) -> AbstractAsyncContextManager[None]:
         """Async :meth:`lease`: returns an async context manager."""
         return _AsyncLease(self.lease(thread_id, checkpoint_ns, wait=wait, timeout=timeout))
 
@@ -301,9 +317,13 @@ class BaseCheckpointSaver(ABC):
             conf = item.config["configurable"]
             info = seen.get(conf["thread_id"])
             if info is None:
-                seen[conf["thread_id"]] = ThreadInfo(conf["thread_id"], 1, conf["checkpoint_id"],
-                                                     int(item.metadata.get("step", -1)),
-                                                     item.checkpoint.get("ts", ""))
+                seen[conf["thread_id"]] = ThreadInfo(
+                    conf["thread_id"],
+                    1,
+                    conf["checkpoint_id"],
+                    int(item.metadata.get("step", -1)),
+                    item.checkpoint.get("ts", ""),
+                )
             else:
                 seen[conf["thread_id"]] = info._replace(checkpoints=info.checkpoints + 1)
         yield from seen.values()
@@ -341,13 +361,20 @@ class BaseCheckpointSaver(ABC):
                 return
             yield item
 
-    async def aput(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: Mapping[str, int], **kwargs: Any) -> dict[str, Any]:
+    async def aput(
+        self,
+        config: dict[str, Any],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, int],
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         """Async :meth:`put` (``kwargs``: ``expected_head`` where supported)."""
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions, **kwargs)
 
-    async def aput_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
-                          task_path: str = "") -> None:
+    async def aput_writes(
+        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
         """Async :meth:`put_writes`."""
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
 
@@ -374,7 +401,9 @@ def busy(thread_id: str) -> ThreadBusyError:
     """The error raised when a thread is held by another run."""
     return ThreadBusyError(
         f"Thread {thread_id!r} is busy: another run holds it. Wait for it to finish, or invoke with "
-        "multitask_strategy='enqueue' (the default) to wait your turn.", thread_id=thread_id)
+        "multitask_strategy='enqueue' (the default) to wait your turn.",
+        thread_id=thread_id,
+    )
 
 
 def reentered(thread_id: str) -> ThreadBusyError:
@@ -382,7 +411,9 @@ def reentered(thread_id: str) -> ThreadBusyError:
     return ThreadBusyError(
         f"Thread {thread_id!r} is held by the run this call is made from: a node started a run on its own "
         "thread_id, which would wait for itself forever. Use another thread_id, or invoke the graph without "
-        "a thread_id inside the node so that it runs as a subgraph of this thread.", thread_id=thread_id)
+        "a thread_id inside the node so that it runs as a subgraph of this thread.",
+        thread_id=thread_id,
+    )
 
 
 @contextmanager
@@ -431,11 +462,17 @@ def check_head(thread_id: str, cid: str, expected: str | None, head: str | None)
             f"Thread {thread_id!r} moved on while this run was writing: expected head {expected!r}, found "
             f"{head!r}. Another run or update_state wrote to the thread; nothing was written. Re-read the "
             "thread (get_state) and retry, or fork explicitly from a checkpoint_id.",
-            thread_id=thread_id, expected=expected, actual=head)
+            thread_id=thread_id,
+            expected=expected,
+            actual=head,
+        )
     if head is not None and cid <= head:
         raise CheckpointConflictError(
             f"Checkpoint id {cid!r} does not sort after the head {head!r} of thread {thread_id!r}, so it would "
             "not become the newest checkpoint; nothing was written. Checkpoint ids are time-ordered: the clock "
             "of the process that made this id is behind the one that wrote the head (clock skew). Make ids "
             "with plait.checkpoint.base.new_checkpoint_id(after=head).",
-            thread_id=thread_id, expected=expected, actual=head)
+            thread_id=thread_id,
+            expected=expected,
+            actual=head,
+        )

@@ -137,24 +137,30 @@ class InMemorySaver(BaseCheckpointSaver):
             else:
                 found = replay(th, channel, seq, memo, values, known, self.serde.loads)
         except (KeyError, IndexError) as exc:
-            raise SerializationError(f"Stored value of key {channel!r} in thread {thread!r} is incomplete: "
-                                     f"missing row {exc}", key=channel) from None
+            raise SerializationError(
+                f"Stored value of key {channel!r} in thread {thread!r} is incomplete: missing row {exc}",
+                key=channel,
+            ) from None
         return found
 
-    def _tuple(self, key: _Key, th: _Thread, seq: int, memo: Memo | None = None,
-               record: list[Any] | None = None) -> CheckpointTuple:
+    def _tuple(
+        self, key: _Key, th: _Thread, seq: int, memo: Memo | None = None, record: list[Any] | None = None
+    ) -> CheckpointTuple:
         thread, ns = (key, "") if type(key) is str else key
         if record is None:
             record = self._record(th, seq)
         parent, ts, fields, metadata, _, _ = record
-        values = {ch: self._entry(thread, th, ch, rseq, memo).value(self.serde.loads)
-                  for ch, rseq in self._loc(th, seq, record).items()}
+        values = {
+            ch: self._entry(thread, th, ch, rseq, memo).value(self.serde.loads)
+            for ch, rseq in self._loc(th, seq, record).items()
+        }
         if memo is not None:  # a listing builds each checkpoint once: its record is not needed again
             memo.records.get(th.uid, {}).pop(seq, None)
         cid = th.cid(seq)
         # the record holds what put() stored, so it has the shape of a Checkpoint
-        checkpoint = cast(Checkpoint, {**unpack_fields(fields), "id": cid, "ts": unpack_ts(ts),
-                                       "channel_values": values})
+        checkpoint = cast(
+            Checkpoint, {**unpack_fields(fields), "id": cid, "ts": unpack_ts(ts), "channel_values": values}
+        )
         if type(parent) is int:
             parent = th.cid(parent)
         parent_config = None if parent is None else _config(thread, ns, parent)
@@ -173,8 +179,14 @@ class InMemorySaver(BaseCheckpointSaver):
             seq = th.last if cid is None else th.find(cid)
             return None if seq is None else self._tuple(key, th, seq)
 
-    def list(self, config: dict[str, Any] | None, *, filter: dict[str, Any] | None = None,  # noqa: A002
-             before: dict[str, Any] | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+    def list(
+        self,
+        config: dict[str, Any] | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, built one at a time as the caller iterates.
 
         The listing shares decoded records and materialized values across its
@@ -189,7 +201,9 @@ class InMemorySaver(BaseCheckpointSaver):
         else:
             by_id: builtins.list[tuple[str, _Key, _Thread, int]] = sorted(
                 ((th.cid(seq), key, th, seq) for key, th, seqs in logs for seq in seqs),
-                key=lambda item: item[0], reverse=True)
+                key=lambda item: item[0],
+                reverse=True,
+            )
             items = by_id
         bound = get_checkpoint_id(before)
         memo = Memo()
@@ -210,8 +224,15 @@ class InMemorySaver(BaseCheckpointSaver):
 
     # -- writing ------------------------------------------------------------------
 
-    def put(self, config: dict[str, Any], checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: Mapping[str, int], *, expected_head: Any = ...) -> dict[str, Any]:
+    def put(
+        self,
+        config: dict[str, Any],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, int],
+        *,
+        expected_head: Any = ...,
+    ) -> dict[str, Any]:
         """Store a checkpoint; keys not in ``new_versions`` point at their parent's value.
 
         Raises:
@@ -227,21 +248,38 @@ class InMemorySaver(BaseCheckpointSaver):
             th = th or _Thread()
             pseq = None if parent is None else th.find(parent)
             recent = self._recent
-            ploc = {} if pseq is None else recent[2] if recent[0] is th and recent[1] == pseq else self._loc(th, pseq)
+            ploc = (
+                {}
+                if pseq is None
+                else recent[2]
+                if recent[0] is th and recent[1] == pseq
+                else self._loc(th, pseq)
+            )
             inherit = {ch for ch in ploc if ch not in new_versions}
-            loc, rows, entries = self._encode(thread, th, checkpoint.get("channel_values") or {}, ploc, inherit)
+            loc, rows, entries = self._encode(
+                thread, th, checkpoint.get("channel_values") or {}, ploc, inherit
+            )
             try:
                 ts = pack_ts(checkpoint.get("ts") or now_iso())
-                record = self.serde.dumps([parent if pseq is None else pseq, ts, pack_fields(checkpoint),
-                                           pack_meta(metadata), loc, rows])
+                record = self.serde.dumps(
+                    [
+                        parent if pseq is None else pseq,
+                        ts,
+                        pack_fields(checkpoint),
+                        pack_meta(metadata),
+                        loc,
+                        rows,
+                    ]
+                )
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store checkpoint {cid}: {exc}") from exc
             seq = self._store(key, th, cid, record, entries)
             self._recent = (th, seq, {**loc, **dict.fromkeys(rows, seq)})
         return _config(thread, ns, cid)
 
-    def _encode(self, thread: str, th: _Thread, values: Mapping[str, Any], ploc: Mapping[str, int],
-                inherit: set[str]) -> tuple[dict[str, int], dict[str, Any], builtins.list[tuple[str, Entry]]]:
+    def _encode(
+        self, thread: str, th: _Thread, values: Mapping[str, Any], ploc: Mapping[str, int], inherit: set[str]
+    ) -> tuple[dict[str, int], dict[str, Any], builtins.list[tuple[str, Entry]]]:
         """Value rows for the keys that changed; ``loc`` entries for those in ``inherit``."""
         loc: dict[str, int] = {}
         rows: dict[str, Any] = {}
@@ -265,7 +303,9 @@ class InMemorySaver(BaseCheckpointSaver):
             entries.append((channel, entry))
         return loc, rows, entries
 
-    def _store(self, key: _Key, th: _Thread, cid: str, record: bytes, entries: Sequence[tuple[str, Entry]]) -> int:
+    def _store(
+        self, key: _Key, th: _Thread, cid: str, record: bytes, entries: Sequence[tuple[str, Entry]]
+    ) -> int:
         loose = self._loose.pop((key, cid), None) if self._loose else None
         seq = th.find(cid)
         if seq is None:
@@ -282,8 +322,9 @@ class InMemorySaver(BaseCheckpointSaver):
             self._cache.put((thread, th.uid, channel, seq), entry)
         return seq
 
-    def put_writes(self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str,
-                   task_path: str = "") -> None:
+    def put_writes(
+        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
         """Record writes of a task whose step has not completed (replacing its earlier ones).
 
         ``__interrupt__`` and ``__resume__`` writes are kept when the task writes again.
@@ -299,14 +340,23 @@ class InMemorySaver(BaseCheckpointSaver):
                 new.append([channel, self.serde.dumps(value)])
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
-        short = task_id[len(cid):] if task_id.startswith(cid) else None
+        short = task_id[len(cid) :] if task_id.startswith(cid) else None
         with self._lock:
             th = self._threads.get(key)
             seq = None if th is None else th.find(cid)
             old = self._loose.get((key, cid)) if th is None or seq is None else th.writes(seq)
-            kept = [w for w in self.serde.loads(old)
-                    if ((cid + w[0]) if w[1] else w[0]) != task_id or w[2] in _SPECIAL] if old else []
-            kept.extend([task_id if short is None else short, short is not None, ch, data] for ch, data in new)
+            kept = (
+                [
+                    w
+                    for w in self.serde.loads(old)
+                    if ((cid + w[0]) if w[1] else w[0]) != task_id or w[2] in _SPECIAL
+                ]
+                if old
+                else []
+            )
+            kept.extend(
+                [task_id if short is None else short, short is not None, ch, data] for ch, data in new
+            )
             data = self.serde.dumps(kept)
             if th is None or seq is None:
                 self._loose[(key, cid)] = data
@@ -315,8 +365,10 @@ class InMemorySaver(BaseCheckpointSaver):
 
     def _read_writes(self, data: bytes, cid: str) -> builtins.list[tuple[str, str, Any]]:
         loads = self.serde.loads
-        return [((cid + task) if short else task, channel, loads(value))
-                for task, short, channel, value in loads(data)]
+        return [
+            ((cid + task) if short else task, channel, loads(value))
+            for task, short, channel, value in loads(data)
+        ]
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget every checkpoint and pending write of the thread, in every namespace."""
@@ -342,8 +394,11 @@ class InMemorySaver(BaseCheckpointSaver):
         """
         check_prune(keep_last, older_than)
         thread_id = check_thread_id(thread_id)
-        cutoff = None if older_than is None else datetime.fromtimestamp(
-            time.time() - older_than, timezone.utc).isoformat()
+        cutoff = (
+            None
+            if older_than is None
+            else datetime.fromtimestamp(time.time() - older_than, timezone.utc).isoformat()
+        )
         deleted = 0
         with self._lock:
             keys = [thread_id, *((thread_id, ns) for ns in self._namespaces.get(thread_id, ()))]
@@ -352,9 +407,15 @@ class InMemorySaver(BaseCheckpointSaver):
                 if th is None:
                     continue
                 order = th.newest_first()
-                doomed = {seq for i, seq in enumerate(order) if i > 0 and (
-                    (keep_last is not None and i >= keep_last)
-                    or (cutoff is not None and unpack_ts(self._record(th, seq)[1]) < cutoff))}
+                doomed = {
+                    seq
+                    for i, seq in enumerate(order)
+                    if i > 0
+                    and (
+                        (keep_last is not None and i >= keep_last)
+                        or (cutoff is not None and unpack_ts(self._record(th, seq)[1]) < cutoff)
+                    )
+                }
                 if doomed:
                     self._threads[key] = self._copy(thread_id, th, doomed)
                     self._recent = (None, -1, {})
@@ -376,10 +437,16 @@ class InMemorySaver(BaseCheckpointSaver):
             kept_parent = seqs.get(parent) if type(parent) is int else None
             ploc = {} if kept_parent is None else self._loc(new, kept_parent)
             parent_loc = {} if kept_parent is None else self._loc(th, parent)
-            values = {ch: self._entry(thread, th, ch, rseq).value(self.serde.loads) for ch, rseq in old_loc.items()}
+            values = {
+                ch: self._entry(thread, th, ch, rseq).value(self.serde.loads) for ch, rseq in old_loc.items()
+            }
             inherit = {ch for ch, rseq in old_loc.items() if parent_loc.get(ch) == rseq}
             loc, rows, entries = self._encode(thread, new, values, ploc, inherit)
-            ref = kept_parent if kept_parent is not None else (th.cid(parent) if type(parent) is int else parent)
+            ref = (
+                kept_parent
+                if kept_parent is not None
+                else (th.cid(parent) if type(parent) is int else parent)
+            )
             data = self.serde.dumps([ref, record[1], record[2], record[3], loc, rows])
             seqs[seq] = new.add(th.cid(seq), data, th.writes(seq))
             for channel, entry in entries:

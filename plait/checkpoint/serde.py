@@ -33,15 +33,11 @@ earlier versions (``b"\\xc1"`` + raw deflate data) still read; inflating them st
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import enum
 import os
 import threading
-import uuid
-import zlib
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable
-from decimal import Decimal
+from collections.abc import Iterable
 from typing import Any
 
 import ormsgpack
@@ -55,42 +51,50 @@ from plait.checkpoint._allow import (
     NotAllowed,
     allow,
 )
+from plait.checkpoint._deflate import DEFLATED, LIMIT, deflate, inflate
+from plait.checkpoint._ext import (
+    BIGINT,
+    CLASS_CODES,
+    DATACLASS,
+    DECODERS,
+    ENUM,
+    FROZENSET,
+    KIND_NAMES,
+    KNOWN,
+    KNOWN_DATACLASS,
+    KNOWN_INDEX,
+    KNOWN_PYDANTIC,
+    NAMEDTUPLE,
+    PAIRS,
+    PYDANTIC,
+    SET,
+    SIMPLE,
+    TUPLE,
+    is_kind,
+    shape,
+)
 from plait.errors import SerializationError
 
-__all__ = ["DEFAULT_ALLOWED_CLASSES", "DEFAULT_ALLOWED_MODULES", "DEFAULT_MAX_VALUE_BYTES", "Serializer", "allow"]
+__all__ = [
+    "DEFAULT_ALLOWED_CLASSES",
+    "DEFAULT_ALLOWED_MODULES",
+    "DEFAULT_MAX_VALUE_BYTES",
+    "Serializer",
+    "allow",
+]
 
 DEFAULT_MAX_VALUE_BYTES = 256 * 1024 * 1024
 """Default largest encoded value (before compression) that is written or inflated."""
 
 _OPTS = (
-    ormsgpack.OPT_PASSTHROUGH_TUPLE | ormsgpack.OPT_PASSTHROUGH_UUID | ormsgpack.OPT_PASSTHROUGH_DATETIME
-    | ormsgpack.OPT_PASSTHROUGH_BIG_INT | ormsgpack.OPT_PASSTHROUGH_SUBCLASS | ormsgpack.OPT_PASSTHROUGH_ENUM
+    ormsgpack.OPT_PASSTHROUGH_TUPLE
+    | ormsgpack.OPT_PASSTHROUGH_UUID
+    | ormsgpack.OPT_PASSTHROUGH_DATETIME
+    | ormsgpack.OPT_PASSTHROUGH_BIG_INT
+    | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
+    | ormsgpack.OPT_PASSTHROUGH_ENUM
     | ormsgpack.OPT_PASSTHROUGH_DATACLASS
 )
-
-# extension type codes
-_TUPLE, _SET, _FROZENSET, _DECIMAL, _UUID, _DATETIME, _DATE, _TIME = 1, 2, 3, 4, 5, 6, 7, 8
-_TIMEDELTA, _BIGINT, _PAIRS, _ENUM, _DATACLASS, _PYDANTIC, _NAMEDTUPLE = 9, 10, 11, 12, 13, 14, 15
-_KNOWN_PYDANTIC, _KNOWN_DATACLASS = 16, 17
-_CLASS_CODES = frozenset((_ENUM, _DATACLASS, _PYDANTIC, _NAMEDTUPLE))
-_KIND_NAMES = {_ENUM: "an enum", _DATACLASS: "a dataclass", _PYDANTIC: "a pydantic model",
-               _NAMEDTUPLE: "a named tuple", _KNOWN_PYDANTIC: "a pydantic model", _KNOWN_DATACLASS: "a dataclass"}
-
-_KNOWN: tuple[tuple[str, str], ...] = tuple((f"langchain_core.messages.{m}", c) for m, c in (
-    ("human", "HumanMessage"), ("ai", "AIMessage"), ("system", "SystemMessage"), ("tool", "ToolMessage"),
-    ("modifier", "RemoveMessage"), ("chat", "ChatMessage"), ("function", "FunctionMessage"),
-    ("ai", "AIMessageChunk"), ("human", "HumanMessageChunk"), ("system", "SystemMessageChunk"),
-    ("tool", "ToolMessageChunk"), ("chat", "ChatMessageChunk"), ("function", "FunctionMessageChunk"),
-)) + (("plait.types", "Send"), ("plait.types", "Overwrite"), ("plait.types", "Interrupt"), ("plait.types", "Command"))
-"""Frequent classes stored as a small number instead of their import path.
-Append only: the position is part of the stored format."""
-_KNOWN_INDEX = {path: i for i, path in enumerate(_KNOWN)}
-
-_DEFLATED = b"\xc1"  # a byte MessagePack never uses: marks a deflated payload
-_SIZED = b"\xff"  # after _DEFLATED: a 4-byte length follows (0xff cannot start raw deflate data: block type 3)
-_DEFLATED_SIZED = _DEFLATED + _SIZED
-_SHRINK_FROM = 96  # smaller payloads do not compress enough to pay for it
-_LIMIT = 2**32 - 1  # the length field has 4 bytes
 
 # Strict decoding: ormsgpack ignores bytes after a value, so the stored value is decoded as the first item
 # of a 2-array whose second item is an 8-byte bin holding a random per-process nonce. That second item is
@@ -135,10 +139,15 @@ class Serializer:
             written, or inflated when read; larger ones raise ``SerializationError``.
     """
 
-    def __init__(self, allowed: Iterable[type | str] = (), *, compress: bool = True,
-                 max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES) -> None:
-        if type(max_value_bytes) is not int or not 0 < max_value_bytes <= _LIMIT:
-            raise ValueError(f"max_value_bytes must be an int from 1 to {_LIMIT}, got {max_value_bytes!r}")
+    def __init__(
+        self,
+        allowed: Iterable[type | str] = (),
+        *,
+        compress: bool = True,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    ) -> None:
+        if type(max_value_bytes) is not int or not 0 < max_value_bytes <= LIMIT:
+            raise ValueError(f"max_value_bytes must be an int from 1 to {LIMIT}, got {max_value_bytes!r}")
         self._allowed = AllowList(allowed)
         self._compress = compress
         self._max = max_value_bytes
@@ -185,13 +194,11 @@ class Serializer:
             raise SerializationError(f"Cannot serialize value: {exc}") from exc
         size = len(data)
         if size > self._max:
-            raise SerializationError(f"Cannot serialize value: it encodes to {size} bytes, more than "
-                                     f"max_value_bytes={self._max} (Serializer(max_value_bytes=...) raises it)")
-        if size < _SHRINK_FROM or not self._compress:
-            return data
-        packed = zlib.compressobj(1, zlib.DEFLATED, -15)
-        small = packed.compress(data) + packed.flush()
-        return b"".join((_DEFLATED_SIZED, size.to_bytes(4, "big"), small)) if len(small) + 12 < size else data
+            raise SerializationError(
+                f"Cannot serialize value: it encodes to {size} bytes, more than "
+                f"max_value_bytes={self._max} (Serializer(max_value_bytes=...) raises it)"
+            )
+        return deflate(data) if self._compress else data
 
     def _pack(self, code: int, payload: Any) -> ormsgpack.Ext:
         try:
@@ -207,48 +214,51 @@ class Serializer:
             return self._encode(obj)
         except Exception as exc:  # noqa: BLE001 - re-raised with the type named
             if getattr(self._failure, "error", None) is None:
-                self._failure.error = exc if isinstance(exc, SerializationError) else SerializationError(
-                    f"Cannot serialize a value of type {_path(type(obj))}: {exc}")
+                self._failure.error = (
+                    exc
+                    if isinstance(exc, SerializationError)
+                    else SerializationError(f"Cannot serialize a value of type {_path(type(obj))}: {exc}")
+                )
             raise
 
     def _encode(self, obj: Any) -> Any:  # noqa: C901, PLR0911 - one dispatch table
         kind = type(obj)
         if kind is _Pairs:
-            return self._pack(_PAIRS, obj.items)
+            return self._pack(PAIRS, obj.items)
         if isinstance(obj, enum.Enum):
             if kind not in self._writable:
-                self._check(_ENUM, kind)
-            return self._pack(_ENUM, [kind.__module__, kind.__qualname__, obj.value])
+                self._check(ENUM, kind)
+            return self._pack(ENUM, [kind.__module__, kind.__qualname__, obj.value])
         if kind is tuple:
-            return self._pack(_TUPLE, list(obj))
+            return self._pack(TUPLE, list(obj))
         if isinstance(obj, tuple) and hasattr(kind, "_fields"):
             if kind not in self._writable:
-                self._check(_NAMEDTUPLE, kind)
-            return self._pack(_NAMEDTUPLE, [kind.__module__, kind.__qualname__, list(obj)])
+                self._check(NAMEDTUPLE, kind)
+            return self._pack(NAMEDTUPLE, [kind.__module__, kind.__qualname__, list(obj)])
         if kind is set or kind is frozenset:
-            return self._pack(_SET if kind is set else _FROZENSET, list(obj))
-        simple = _SIMPLE.get(kind)
+            return self._pack(SET if kind is set else FROZENSET, list(obj))
+        simple = SIMPLE.get(kind)
         if simple is not None:
             return self._pack(simple[0], simple[1](obj))
         if kind is int:
-            return self._pack(_BIGINT, str(obj))
+            return self._pack(BIGINT, str(obj))
         if kind in (OrderedDict, defaultdict):
             return dict(obj)
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             if kind not in self._writable:
-                self._check(_DATACLASS, kind)
+                self._check(DATACLASS, kind)
             fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
-            known = _KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
+            known = KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
             if known is not None:
-                return self._pack(_KNOWN_DATACLASS, [known, fields])
-            return self._pack(_DATACLASS, [kind.__module__, kind.__qualname__, fields])
+                return self._pack(KNOWN_DATACLASS, [known, fields])
+            return self._pack(DATACLASS, [kind.__module__, kind.__qualname__, fields])
         if hasattr(kind, "model_fields") and hasattr(obj, "model_dump"):
             if kind not in self._writable:
-                self._check(_PYDANTIC, kind)
-            known = _KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
+                self._check(PYDANTIC, kind)
+            known = KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
             if known is not None:
-                return self._pack(_KNOWN_PYDANTIC, [known, _pydantic_fields(obj)])
-            return self._pack(_PYDANTIC, [kind.__module__, kind.__qualname__, _pydantic_fields(obj)])
+                return self._pack(KNOWN_PYDANTIC, [known, _pydantic_fields(obj)])
+            return self._pack(PYDANTIC, [kind.__module__, kind.__qualname__, _pydantic_fields(obj)])
         if isinstance(obj, list):  # list subclasses (e.g. the list add_messages returns) store as lists
             return list(obj)
         if isinstance(obj, dict):
@@ -258,7 +268,8 @@ class Serializer:
         raise SerializationError(
             f"Cannot serialize a value of type {_path(kind)}: plait stores plain data, tuples, sets, "
             "bytes, Decimal, UUID, datetimes, enums, dataclasses, named tuples and pydantic models "
-            "(including langchain-core messages). Convert the value to one of these before storing it.")
+            "(including langchain-core messages). Convert the value to one of these before storing it."
+        )
 
     def _check(self, code: int, kind: type) -> None:
         """Refuse to store an instance of ``kind`` unless reading its record rebuilds ``kind`` itself.
@@ -274,9 +285,10 @@ class Serializer:
             raise SerializationError(
                 f"Class {name} is not allowed in checkpoints: only langchain-core messages, documents, outputs "
                 "and agent steps, plait's Send/Overwrite/Interrupt/Command and registered classes are stored "
-                "and rebuilt; " + HOW.format(name=name)) from None
+                "and rebuilt; " + HOW.format(name=name)
+            ) from None
         except SerializationError as exc:
-            if not _is_kind(code, kind):
+            if not is_kind(code, kind):
                 raise SerializationError(f"Class {name} cannot be stored: {exc}") from None
             found = None
             why = f"it would not be found again when reading ({exc})"
@@ -285,7 +297,8 @@ class Serializer:
         if found is not kind:
             raise SerializationError(
                 f"Class {name} cannot be stored: {why}. Register the class object itself: "
-                f"plait.checkpoint.serde.allow({kind.__qualname__.rsplit('.', 1)[-1]}) or Serializer(allowed=[...]).")
+                f"plait.checkpoint.serde.allow({kind.__qualname__.rsplit('.', 1)[-1]}) or Serializer(allowed=[...])."
+            )
         self._writable.add(kind)
 
     # -- decoding -------------------------------------------------------------
@@ -300,18 +313,22 @@ class Serializer:
         """
         if type(data) is not bytes:
             if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise SerializationError(f"Cannot decode stored value: expected bytes, got {type(data).__name__}")
+                raise SerializationError(
+                    f"Cannot decode stored value: expected bytes, got {type(data).__name__}"
+                )
             data = bytes(data)
         self._failure.error = None
         try:
-            if data[:1] == _DEFLATED:
-                data = self._inflate(data)
+            if data[:1] == DEFLATED:
+                data = inflate(data, self._max)
             pair = ormsgpack.unpackb(_OPEN + data + _CLOSE, ext_hook=self._ext)
             end = pair[1]
             if type(end) is bytes and end == _NONCE:
                 return pair[0]
-            raise SerializationError(f"Cannot decode stored value ({len(data)} bytes): unexpected bytes after "
-                                     "the value (the row is corrupt or was overwritten)")
+            raise SerializationError(
+                f"Cannot decode stored value ({len(data)} bytes): unexpected bytes after "
+                "the value (the row is corrupt or was overwritten)"
+            )
         except Exception as exc:  # noqa: BLE001 - corrupt data surfaces as SerializationError
             stashed, self._failure.error = getattr(self._failure, "error", None), None
             if stashed is not None:
@@ -320,61 +337,50 @@ class Serializer:
                 raise
             raise SerializationError(f"Cannot decode stored value ({len(data)} bytes): {exc}") from exc
 
-    def _inflate(self, data: bytes) -> bytes:
-        where = f"Cannot decode stored value ({len(data)} bytes)"
-        inflate = zlib.decompressobj(-15)
-        if data[1:2] == _SIZED:
-            size = int.from_bytes(data[2:6], "big")
-            if len(data) < 6 or size > self._max:
-                raise SerializationError(f"{where}: truncated, or declares {size} bytes uncompressed, more than "
-                                         f"max_value_bytes={self._max} (Serializer(max_value_bytes=...) raises it)")
-            out = inflate.decompress(memoryview(data)[6:], size + 1)
-            if len(out) != size or not inflate.eof or inflate.unused_data:
-                raise SerializationError(f"{where}: the compressed data does not match its declared length "
-                                         f"{size} (the row is corrupt)")
-            return out
-        out = inflate.decompress(memoryview(data)[1:], self._max + 1)  # written before the length header
-        if len(out) > self._max:
-            raise SerializationError(f"{where}: it inflates to more than max_value_bytes={self._max} "
-                                     "(Serializer(max_value_bytes=...) raises the limit)")
-        if not inflate.eof or inflate.unused_data:
-            raise SerializationError(f"{where}: the compressed data is truncated or followed by other bytes")
-        return out
-
     def _ext(self, code: int, data: bytes) -> Any:
         try:
             return self._decode_ext(code, data)
         except Exception as exc:  # noqa: BLE001 - stashed: ormsgpack replaces it with a generic error
             if getattr(self._failure, "error", None) is None:
-                self._failure.error = exc if isinstance(exc, SerializationError) else SerializationError(
-                    f"Cannot decode stored value (extension type {code}): {exc}")
+                self._failure.error = (
+                    exc
+                    if isinstance(exc, SerializationError)
+                    else SerializationError(f"Cannot decode stored value (extension type {code}): {exc}")
+                )
             raise
 
     def _decode_ext(self, code: int, data: bytes) -> Any:
         # Only the outermost value is checked for bytes after it (see loads): records are written by
         # this class, and checking each one would cost ~0.5 us per record.
         payload = ormsgpack.unpackb(data, ext_hook=self._ext)
-        if code == _KNOWN_PYDANTIC or code == _KNOWN_DATACLASS:
+        if code == KNOWN_PYDANTIC or code == KNOWN_DATACLASS:
             if type(payload) is not list or len(payload) != 2:
-                raise _shape(code, "[class number, fields]", payload)
+                raise shape(code, "[class number, fields]", payload)
             number = payload[0]
             # the fast path (most of a message list); ``type`` first: True and 1.0 would match the key 1
-            cls = self._known.get((code, number)) if type(number) is int and self._version == _allow.VERSION[0] \
+            cls = (
+                self._known.get((code, number))
+                if type(number) is int and self._version == _allow.VERSION[0]
                 else None
+            )
             if cls is None:
-                if type(number) is not int or not 0 <= number < len(_KNOWN):
+                if type(number) is not int or not 0 <= number < len(KNOWN):
                     raise SerializationError(f"Cannot decode stored value: unknown class number {number!r}")
-                cls = self._known[(code, number)] = self._resolve(code, *_KNOWN[number])
+                cls = self._known[(code, number)] = self._resolve(code, *KNOWN[number])
             return self._build(code, cls, payload[1])
-        decoder = _DECODERS.get(code)
+        decoder = DECODERS.get(code)
         if decoder is not None:
             if type(payload) is not decoder[0]:
-                raise _shape(code, decoder[0].__name__, payload)
+                raise shape(code, decoder[0].__name__, payload)
             return decoder[1](payload)
-        if code in _CLASS_CODES:
-            if type(payload) is not list or len(payload) != 3 or type(payload[0]) is not str \
-                    or type(payload[1]) is not str:
-                raise _shape(code, "[module, qualname, value]", payload)
+        if code in CLASS_CODES:
+            if (
+                type(payload) is not list
+                or len(payload) != 3
+                or type(payload[0]) is not str
+                or type(payload[1]) is not str
+            ):
+                raise shape(code, "[module, qualname, value]", payload)
             return self._build(code, self._resolve(code, payload[0], payload[1]), payload[2])
         raise SerializationError(f"Cannot decode stored value: unknown extension type {code}")
 
@@ -392,48 +398,31 @@ class Serializer:
     def _find(self, code: int, module: str, qualname: str) -> type:
         """The class recorded as ``module``/``qualname`` (exact name only), if it is data of the recorded kind."""
         found = self._allowed.find(module, qualname)
-        if not _is_kind(code, found):
-            raise SerializationError(f"Stored value names {module}.{qualname}, which is not {_KIND_NAMES[code]} as "
-                                     "the record says; only data classes (enums, dataclasses, pydantic models, "
-                                     "named tuples) are rebuilt")
+        if not is_kind(code, found):
+            raise SerializationError(
+                f"Stored value names {module}.{qualname}, which is not {KIND_NAMES[code]} as "
+                "the record says; only data classes (enums, dataclasses, pydantic models, "
+                "named tuples) are rebuilt"
+            )
         return found
 
     @staticmethod
     def _build(code: int, cls: type, body: Any) -> Any:
-        if type(body) is not (list if code == _NAMEDTUPLE else dict) and code != _ENUM:
-            raise _shape(code, "a list of fields" if code == _NAMEDTUPLE else "a map of fields", body)
+        if type(body) is not (list if code == NAMEDTUPLE else dict) and code != ENUM:
+            raise shape(code, "a list of fields" if code == NAMEDTUPLE else "a map of fields", body)
         try:
-            if code == _ENUM:
+            if code == ENUM:
                 return cls(body)
-            return cls(*body) if code == _NAMEDTUPLE else cls(**body)
+            return cls(*body) if code == NAMEDTUPLE else cls(**body)
         except Exception as exc:  # noqa: BLE001 - any constructor failure is a decode failure
             fields = sorted(body) if isinstance(body, dict) else body
-            raise SerializationError(f"Cannot rebuild stored {_path(cls)} from its fields {fields!r}: {exc}") from exc
-
-
-def _is_kind(code: int, cls: type) -> bool:
-    if code == _ENUM:
-        return issubclass(cls, enum.Enum)
-    if code in (_DATACLASS, _KNOWN_DATACLASS):
-        return dataclasses.is_dataclass(cls)
-    if code == _NAMEDTUPLE:
-        return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
-    from pydantic import BaseModel  # a langchain-core dependency; imported only when a model is rebuilt
-
-    return issubclass(cls, BaseModel)
-
-
-def _shape(code: int, expected: str, payload: Any) -> SerializationError:
-    return SerializationError(f"Cannot decode stored value: extension type {code} holds "
-                              f"{type(payload).__name__}, expected {expected} (the row is corrupt)")
+            raise SerializationError(
+                f"Cannot rebuild stored {_path(cls)} from its fields {fields!r}: {exc}"
+            ) from exc
 
 
 def _path(kind: type) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
-
-
-def _hashable(key: Any) -> Any:
-    return tuple(_hashable(k) for k in key) if isinstance(key, list) else key
 
 
 def _pydantic_fields(obj: Any) -> dict[str, Any]:
@@ -443,39 +432,3 @@ def _pydantic_fields(obj: Any) -> dict[str, Any]:
     if extra:
         values.update(extra)
     return values
-
-
-def _timedelta(p: list[Any]) -> dt.timedelta:
-    if len(p) != 3 or any(type(x) is not int for x in p):
-        raise SerializationError(f"Cannot decode stored value: a timedelta is [days, seconds, microseconds], not {p!r}")
-    return dt.timedelta(days=p[0], seconds=p[1], microseconds=p[2])
-
-
-def _pairs(p: list[Any]) -> dict[Any, Any]:
-    if any(type(pair) is not list or len(pair) != 2 for pair in p):
-        raise SerializationError("Cannot decode stored value: a map with non-string keys is [key, value] pairs")
-    return {_hashable(k): v for k, v in p}
-
-
-_SIMPLE: dict[type, tuple[int, Callable[[Any], Any]]] = {
-    Decimal: (_DECIMAL, str),
-    uuid.UUID: (_UUID, lambda u: u.bytes),
-    dt.datetime: (_DATETIME, lambda d: d.isoformat()),
-    dt.date: (_DATE, lambda d: d.isoformat()),
-    dt.time: (_TIME, lambda t: t.isoformat()),
-    dt.timedelta: (_TIMEDELTA, lambda t: [t.days, t.seconds, t.microseconds]),
-}
-
-_DECODERS: dict[int, tuple[type, Callable[[Any], Any]]] = {  # code: (payload type, decoder)
-    _TUPLE: (list, tuple),
-    _SET: (list, lambda p: set(map(_hashable, p))),
-    _FROZENSET: (list, lambda p: frozenset(map(_hashable, p))),
-    _DECIMAL: (str, Decimal),
-    _UUID: (bytes, lambda b: uuid.UUID(bytes=b)),  # ValueError unless 16 bytes
-    _DATETIME: (str, dt.datetime.fromisoformat),
-    _DATE: (str, dt.date.fromisoformat),
-    _TIME: (str, dt.time.fromisoformat),
-    _TIMEDELTA: (list, _timedelta),
-    _BIGINT: (str, int),
-    _PAIRS: (list, _pairs),
-}

@@ -38,7 +38,13 @@ class MissingExtra:
             except PackageNotFoundError:
                 print("plait, version unknown")
             raise SystemExit(0)
-        reason = self.error.msg if isinstance(self.error.msg, str) and self.error.msg else type(self.error).__name__
-        print(f"plait: the command line needs the 'cli' extra ({reason}); install it with: {INSTALL_HINT}",
-              file=sys.stderr)
+        reason = (
+            self.error.msg
+            if isinstance(self.error.msg, str) and self.error.msg
+            else type(self.error).__name__
+        )
+        print(
+            f"plait: the command line needs the 'cli' extra ({reason}); install it with: {INSTALL_HINT}",
+            file=sys.stderr,
+        )
         raise SystemExit(1)

@@ -23,8 +23,18 @@ from plait.graph import END, START, MessagesState, StateGraph
 
 __all__ = ["OfflineModel", "build_graph", "demo"]
 
-KEYWORDS = {"退货": "售后", "退款": "售后", "换货": "售后", "发货": "物流", "快递": "物流", "滤芯": "设备",
-            "refund": "after-sales", "return": "after-sales", "ship": "logistics", "filter": "devices"}
+KEYWORDS = {
+    "退货": "售后",
+    "退款": "售后",
+    "换货": "售后",
+    "发货": "物流",
+    "快递": "物流",
+    "滤芯": "设备",
+    "refund": "after-sales",
+    "return": "after-sales",
+    "ship": "logistics",
+    "filter": "devices",
+}
 MAX_MESSAGES = 6
 QUESTIONS = ["我想退货，多少天内可以？", "那换货呢？", "顺便问下发货一般要多久", "滤芯多久换一次？"]
 
@@ -44,8 +54,11 @@ class ChatState(MessagesState):
 class OfflineModel:
     """A deterministic chat model: answers from the topics it is told about."""
 
-    ANSWERS = {"售后": "签收后 7 天内可无理由退货，15 天内可换货。", "物流": "现货 48 小时内发出。",
-               "设备": "滤芯建议每 3-6 个月更换一次。"}
+    ANSWERS = {
+        "售后": "签收后 7 天内可无理由退货，15 天内可换货。",
+        "物流": "现货 48 小时内发出。",
+        "设备": "滤芯建议每 3-6 个月更换一次。",
+    }
 
     def invoke(self, messages: list[Any]) -> AIMessage:
         """Reply to the last user message."""
@@ -65,7 +78,9 @@ def build_graph(model: Any = None) -> StateGraph:
         return {"turn": 1, "topics": [t for k, t in KEYWORDS.items() if k in text]}
 
     def respond(state: ChatState) -> dict[str, Any]:
-        system = f"你是客服助手。当前是第 {state['turn']} 轮，已识别话题：{'、'.join(state['topics']) or '暂无'}。"
+        system = (
+            f"你是客服助手。当前是第 {state['turn']} 轮，已识别话题：{'、'.join(state['topics']) or '暂无'}。"
+        )
         return {"messages": [model.invoke([{"role": "system", "content": system}, *state["messages"]])]}
 
     def trim(state: ChatState) -> dict[str, Any]:
@@ -89,7 +104,9 @@ def _saver(db: str) -> AbstractContextManager[Any]:
 
 
 @click.command()
-@click.option("--db", default=None, help="SQLite file for the thread (default: a temporary file; ':memory:' for none).")
+@click.option(
+    "--db", default=None, help="SQLite file for the thread (default: a temporary file; ':memory:' for none)."
+)
 @click.option("--thread", "thread_id", default="demo-001", show_default=True, help="Thread id.")
 def demo(db: str | None, thread_id: str) -> None:
     """Run the customer-service demo for four turns on a durable thread."""
@@ -101,9 +118,13 @@ def demo(db: str | None, thread_id: str) -> None:
             for question in QUESTIONS:
                 out = graph.invoke({"messages": [{"role": "user", "content": question}]}, config)
                 click.echo(f"\n用户：{question}\n助手：{out['messages'][-1].content}")
-                click.echo(f"  [state] turn={out['turn']}  topics={out['topics']}  messages={len(out['messages'])}")
+                click.echo(
+                    f"  [state] turn={out['turn']}  topics={out['topics']}  messages={len(out['messages'])}"
+                )
             snapshot = graph.get_state(config)
             history = sum(1 for _ in graph.get_state_history(config))
             step = (snapshot.metadata or {}).get("step")
-            click.echo(f"\nthread {thread_id!r}: {history} checkpoints, step {step}, "
-                       f"stored in {path if db else 'a temporary SQLite file'}")
+            click.echo(
+                f"\nthread {thread_id!r}: {history} checkpoints, step {step}, "
+                f"stored in {path if db else 'a temporary SQLite file'}"
+            )

@@ -67,8 +67,9 @@ def _check_sqlite(db: str, create: bool) -> None:
     if "checkpoints" in names and "plait_meta" not in names:
         raise click.ClickException(f"{db} holds checkpoint tables that plait did not write (LangGraph's?)")
     if "checkpoints" not in names and not create:
-        raise click.ClickException(f"{db} has no plait checkpoints yet (run `plait migrate {db}` to create the "
-                                   "tables)")
+        raise click.ClickException(
+            f"{db} has no plait checkpoints yet (run `plait migrate {db}` to create the tables)"
+        )
 
 
 def _open_postgres(db: str) -> Iterator[BaseCheckpointSaver]:
@@ -87,7 +88,9 @@ def _open_postgres(db: str) -> Iterator[BaseCheckpointSaver]:
 def _seconds(text: str) -> float:
     match = _DURATION.match(text.strip())
     if match is None:
-        raise click.BadParameter(f"{text!r} is not a duration; use e.g. 90s, 30m, 12h, 7d", param_hint="--older-than")
+        raise click.BadParameter(
+            f"{text!r} is not a duration; use e.g. 90s, 30m, 12h, 7d", param_hint="--older-than"
+        )
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
@@ -125,9 +128,14 @@ def history(db: str, thread_id: str, limit: int) -> None:
         table.add_column("checkpoint", overflow="fold", no_wrap=False)
         for item in saver.list(_config(thread_id), limit=limit):
             cp, meta = item.checkpoint, item.metadata
-            table.add_row(str(meta.get("step")), str(meta.get("source")), ", ".join(cp.get("updated_channels") or ()),
-                          ", ".join(cp.get("next") or ()), str(cp.get("ts", ""))[:19],
-                          item.config["configurable"]["checkpoint_id"])
+            table.add_row(
+                str(meta.get("step")),
+                str(meta.get("source")),
+                ", ".join(cp.get("updated_channels") or ()),
+                ", ".join(cp.get("next") or ()),
+                str(cp.get("ts", ""))[:19],
+                item.config["configurable"]["checkpoint_id"],
+            )
         Console(width=max(Console().width, 140)).print(table)
 
 
@@ -150,10 +158,14 @@ def show(db: str, thread_id: str, checkpoint_id: str | None) -> None:
     with open_saver(db) as saver:
         item = saver.get_tuple(_config(thread_id, checkpoint_id))
         if item is None:
-            raise click.ClickException(f"thread {thread_id!r} has no checkpoint {checkpoint_id or ''}".strip())
+            raise click.ClickException(
+                f"thread {thread_id!r} has no checkpoint {checkpoint_id or ''}".strip()
+            )
         meta = item.metadata
-        click.echo(f"checkpoint {item.config['configurable']['checkpoint_id']}  step {meta.get('step')}  "
-                   f"source {meta.get('source')}  next {list(item.checkpoint.get('next') or ())}")
+        click.echo(
+            f"checkpoint {item.config['configurable']['checkpoint_id']}  step {meta.get('step')}  "
+            f"source {meta.get('source')}  next {list(item.checkpoint.get('next') or ())}"
+        )
         _print_values(item.checkpoint.get("channel_values") or {})
 
 
@@ -188,7 +200,9 @@ def diff(db: str, thread_id: str, limit: int) -> None:
             if older is None and len(items) > limit:
                 continue
             meta = newer.metadata
-            click.echo(f"step {meta.get('step')} ({meta.get('source')}) -> next {list(newer.checkpoint.get('next') or ())}")
+            click.echo(
+                f"step {meta.get('step')} ({meta.get('source')}) -> next {list(newer.checkpoint.get('next') or ())}"
+            )
             for line in _changes(older, newer):
                 click.echo(line)
 
@@ -196,7 +210,9 @@ def diff(db: str, thread_id: str, limit: int) -> None:
 @click.command()
 @click.argument("db")
 @click.argument("thread_id")
-@click.option("--keep-last", type=click.IntRange(min=1), default=None, help="Keep this many newest checkpoints.")
+@click.option(
+    "--keep-last", type=click.IntRange(min=1), default=None, help="Keep this many newest checkpoints."
+)
 @click.option("--older-than", default=None, help="Delete checkpoints older than this (90s, 30m, 12h, 7d).")
 def prune(db: str, thread_id: str, keep_last: int | None, older_than: str | None) -> None:
     """Delete old checkpoints of THREAD_ID (the newest one is always kept)."""

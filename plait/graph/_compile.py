@@ -40,9 +40,13 @@ def _maker(schema: type | None) -> Callable[[dict[str, Any]], Any] | None:
 def _to_dict(schema: type) -> Callable[[Any], dict[str, Any]] | None:
     kind = schema_kind(schema)
     if kind == SchemaKind.PYDANTIC:
-        return lambda obj: obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in type(obj).model_fields}
+        return lambda obj: (
+            obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in type(obj).model_fields}
+        )
     if kind == SchemaKind.DATACLASS:
-        return lambda obj: obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in obj.__dataclass_fields__}
+        return lambda obj: (
+            obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in obj.__dataclass_fields__}
+        )
     return None
 
 
@@ -73,9 +77,13 @@ def _check_edges(builder: StateGraph) -> None:
         for branch in branches.values():
             for target in branch.ends:
                 if target != END and target not in nodes:
-                    raise GraphBuildError(f"At '{source}' node, '{branch.name}' branch found unknown target '{target}'")
+                    raise GraphBuildError(
+                        f"At '{source}' node, '{branch.name}' branch found unknown target '{target}'"
+                    )
     if not any(s == START for s, _ in builder.edges) and START not in builder.branches:
-        raise GraphBuildError("Graph must have an entrypoint: add at least one edge from START to another node")
+        raise GraphBuildError(
+            "Graph must have an entrypoint: add at least one edge from START to another node"
+        )
 
 
 def _interrupts(builder: StateGraph, nodes: Any) -> frozenset[str]:
@@ -95,29 +103,52 @@ def _node_spec(builder: StateGraph, name: str, state_keys: tuple[str, ...]) -> N
     schema = node.input_schema
     reads = _keys(builder, schema) if schema is not None else state_keys
     make_input = _maker(schema if schema is not None else builder.state_schema)
-    return NodeSpec(name=name, call=call, is_async=is_async, acall=acall, reads=reads, defaults=_defaults(builder, reads),
-                    make_input=make_input, retry=node.retry_policy, is_subgraph=is_subgraph,
-                    metadata=node.metadata)
+    return NodeSpec(
+        name=name,
+        call=call,
+        is_async=is_async,
+        acall=acall,
+        reads=reads,
+        defaults=_defaults(builder, reads),
+        make_input=make_input,
+        retry=node.retry_policy,
+        is_subgraph=is_subgraph,
+        metadata=node.metadata,
+    )
 
 
 def _branches(builder: StateGraph) -> dict[str, tuple[Branch, ...]]:
     out: dict[str, tuple[Branch, ...]] = {}
     for source, branches in builder.branches.items():
         out[source] = tuple(
-            Branch(source=source, path=b.path, takes_config=accepts_config(b.path), path_map=b.path_map,
-                   ends=b.ends)
+            Branch(
+                source=source,
+                path=b.path,
+                takes_config=accepts_config(b.path),
+                path_map=b.path_map,
+                ends=b.ends,
+            )
             for b in branches.values()
         )
     return out
 
 
-def _strict(builder: StateGraph, channels: dict[str, BaseChannel],
-            nodes: dict[str, NodeSpec]) -> tuple[dict[str, BaseChannel], dict[str, NodeSpec]]:
+def _strict(
+    builder: StateGraph, channels: dict[str, BaseChannel], nodes: dict[str, NodeSpec]
+) -> tuple[dict[str, BaseChannel], dict[str, NodeSpec]]:
     check_parallel_writes(builder)
-    wrapped = {k: StrictChannel(c, builder.channels[k]) if builder.channels[k].reducer is not None else c
-               for k, c in channels.items()}
-    calls = {k: replace(n, call=strict_call(k, n.call, n.is_async),
-                        acall=None if n.acall is None else strict_call(k, n.acall, True)) for k, n in nodes.items()}
+    wrapped = {
+        k: StrictChannel(c, builder.channels[k]) if builder.channels[k].reducer is not None else c
+        for k, c in channels.items()
+    }
+    calls = {
+        k: replace(
+            n,
+            call=strict_call(k, n.call, n.is_async),
+            acall=None if n.acall is None else strict_call(k, n.acall, True),
+        )
+        for k, n in nodes.items()
+    }
     return wrapped, calls
 
 

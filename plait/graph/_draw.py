@@ -42,10 +42,17 @@ class DrawableGraph:
                 labels = {v: k for k, v in (branch.path_map or {}).items()}
                 for target in targets:
                     label = labels.get(target)
-                    edges.append(Edge(source, target, True, None if label == target else
-                                      (str(label) if label is not None else None)))
+                    edges.append(
+                        Edge(
+                            source,
+                            target,
+                            True,
+                            None if label == target else (str(label) if label is not None else None),
+                        )
+                    )
         has_end = any(e.target == END for e in edges) or any(
-            not any(e.source == n for e in edges) for n in builder.nodes)
+            not any(e.source == n for e in edges) for n in builder.nodes
+        )
         for name in builder.nodes:
             if not any(e.source == name for e in edges):
                 edges.append(Edge(name, END))
@@ -69,19 +76,28 @@ class DrawableGraph:
                 arrow = f"-. {label} .->" if edge.conditional else f"-- {label} -->"
             lines.append(f"\t{_mid(edge.source)} {arrow} {_mid(edge.target)};")
         if with_styles:
-            lines += ["\tclassDef default fill:#f2f0ff,line-height:1.2",
-                      "\tclassDef first fill-opacity:0", "\tclassDef last fill:#bfb6fc"]
+            lines += [
+                "\tclassDef default fill:#f2f0ff,line-height:1.2",
+                "\tclassDef first fill-opacity:0",
+                "\tclassDef last fill:#bfb6fc",
+            ]
         return "\n".join(lines) + "\n"
 
     def draw_ascii(self) -> str:
         """The edges as plain text, one per line."""
-        return "\n".join(f"{e.source} {'-.->' if e.conditional else '-->'} {e.target}" for e in self.edges) + "\n"
+        return (
+            "\n".join(f"{e.source} {'-.->' if e.conditional else '-->'} {e.target}" for e in self.edges)
+            + "\n"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Nodes and edges as plain data."""
-        return {"nodes": [{"id": n} for n in self.nodes],
-                "edges": [{"source": e.source, "target": e.target, "conditional": e.conditional}
-                          for e in self.edges]}
+        return {
+            "nodes": [{"id": n} for n in self.nodes],
+            "edges": [
+                {"source": e.source, "target": e.target, "conditional": e.conditional} for e in self.edges
+            ],
+        }
 
 
 def _mid(name: str) -> str:

@@ -28,14 +28,22 @@ def _function_node(fn: Any) -> ast.AST | None:
     except SyntaxError:
         return None
     if getattr(fn, "__name__", "") != "<lambda>":
-        return next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        return next(
+            (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None
+        )
     lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
     if len(lambdas) <= 1:
         return lambdas[0] if lambdas else None
-    cols = {c for (line, _, c, _) in fn.__code__.co_positions() if c is not None and line == fn.__code__.co_firstlineno}
+    cols = {
+        c
+        for (line, _, c, _) in fn.__code__.co_positions()
+        if c is not None and line == fn.__code__.co_firstlineno
+    }
     for node in lambdas:
         body = node.body
-        if body.lineno == 1 and any(body.col_offset + indent <= c < (body.end_col_offset or 0) + indent for c in cols):
+        if body.lineno == 1 and any(
+            body.col_offset + indent <= c < (body.end_col_offset or 0) + indent for c in cols
+        ):
             return node
     return None
 
@@ -93,4 +101,8 @@ def check_parallel_writes(builder: StateGraph) -> None:
                 raise StrictModeError(
                     f"Nodes {nodes} run in the same superstep and all write {key!r}, which has no reducer: the run "
                     f"would fail with InvalidUpdateError. Give {key!r} a reducer (Annotated[T, operator.add], ...) "
-                    "or make the nodes write different keys.", key=key, node=nodes[0], nodes=tuple(nodes))
+                    "or make the nodes write different keys.",
+                    key=key,
+                    node=nodes[0],
+                    nodes=tuple(nodes),
+                )

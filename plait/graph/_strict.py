@@ -72,8 +72,9 @@ class StrictChannel(BaseChannel):
         super().__init__(inner.key)
         self.inner = inner
         self.is_add_messages = spec.reducer is add_messages
-        self.message_list = spec.reducer is not None and not self.is_add_messages and _is_message_list(
-            spec.annotation)
+        self.message_list = (
+            spec.reducer is not None and not self.is_add_messages and _is_message_list(spec.annotation)
+        )
         self.reducer_name = getattr(spec.reducer, "__name__", repr(spec.reducer))
 
     def initial(self) -> Any:
@@ -99,7 +100,11 @@ class StrictChannel(BaseChannel):
                 f"Reducer {self.reducer_name!r} of key {self.key!r} modified its first argument in place "
                 f"(merging {_writer(nodes[0])}). That rewrites earlier checkpoints and parallel snapshots. "
                 "Return a new value instead, e.g. `return existing + new` rather than `existing.extend(new)`.",
-                key=self.key, node=nodes[0], value=values[0], nodes=tuple(nodes))
+                key=self.key,
+                node=nodes[0],
+                value=values[0],
+                nodes=tuple(nodes),
+            )
         if self.is_add_messages and isinstance(merged, list):
             self._check_groups(merged, nodes)
         return merged
@@ -112,7 +117,10 @@ class StrictChannel(BaseChannel):
                     f"{self.key!r}, "
                     f"whose reducer {self.reducer_name!r} does not convert it to a message. "
                     "Use Annotated[list[AnyMessage], add_messages] or write message objects.",
-                    key=self.key, node=node, value=item)
+                    key=self.key,
+                    node=node,
+                    value=item,
+                )
 
     def _check_update(self, current: Any, value: Any, node: str) -> None:
         items = _as_list(value)
@@ -122,7 +130,11 @@ class StrictChannel(BaseChannel):
                 raise StrictModeError(
                     f"Node {node!r} put RemoveMessage(id=REMOVE_ALL_MESSAGES) after new messages in one update "
                     f"to {self.key!r}: it deletes them too. Put the REMOVE_ALL marker first, then the messages "
-                    "to keep.", key=self.key, node=node, value=value)
+                    "to keep.",
+                    key=self.key,
+                    node=node,
+                    value=value,
+                )
             if not isinstance(item, RemoveMessage):
                 seen_new = True
         if isinstance(current, list) and current:
@@ -135,7 +147,10 @@ class StrictChannel(BaseChannel):
                 f"After the update by {list(nodes)}, {self.key!r} has a broken tool-call group: "
                 f"{'; '.join(problems)}. Chat providers reject such a history; remove or keep an AIMessage with "
                 "tool_calls together with all its ToolMessages (plait.memory helpers do).",
-                key=self.key, node=nodes[0], nodes=tuple(nodes))
+                key=self.key,
+                node=nodes[0],
+                nodes=tuple(nodes),
+            )
 
 
 def _writer(node: str) -> str:
@@ -170,7 +185,10 @@ def _warn_edit_without_id(key: str, node: str, current: list[Any], items: list[A
             warnings.warn(
                 f"Node {node!r} added a {type(item).__name__} without an id to {key!r} that looks like an edit "
                 f"of message id={old.id!r} ({_short(old.content)}). add_messages appends it as a new message; "
-                f"did you mean to replace it? Pass id={old.id!r}.", StrictModeWarning, stacklevel=2)
+                f"did you mean to replace it? Pass id={old.id!r}.",
+                StrictModeWarning,
+                stacklevel=2,
+            )
             return
 
 
@@ -181,8 +199,10 @@ def broken_tool_groups(messages: Sequence[Any]) -> list[str]:
     for idx, message in enumerate(messages):
         if isinstance(message, ToolMessage):
             if message.tool_call_id not in pending:
-                problems.append(f"ToolMessage #{idx} (id={message.id!r}) answers tool call "
-                                f"{message.tool_call_id!r}, which no earlier AIMessage requested")
+                problems.append(
+                    f"ToolMessage #{idx} (id={message.id!r}) answers tool call "
+                    f"{message.tool_call_id!r}, which no earlier AIMessage requested"
+                )
             else:
                 del pending[message.tool_call_id]
             continue
@@ -211,17 +231,27 @@ def _check_input(name: str, state: Any, print_: tuple[dict[str, Any], dict[str, 
         if key not in fields or key not in shallow or fields[key] is not shallow[key]:
             raise StrictModeError(
                 f"Node {name!r} assigned state[{key!r}] on the state it received; that changes nothing. "
-                f"Return the update instead: return {{{key!r}: ...}}.", node=name, key=key, value=fields.get(key))
+                f"Return the update instead: return {{{key!r}: ...}}.",
+                node=name,
+                key=key,
+                value=fields.get(key),
+            )
         if deep[key] is not MISSING and _changed(deep[key], fields[key]):
             raise StrictModeError(
                 f"Node {name!r} modified state[{key!r}] in place; the change leaks into other nodes' snapshots and "
                 f"checkpoints without going through the reducer. Build a new value and return {{{key!r}: new}}.",
-                node=name, key=key, value=fields[key])
+                node=name,
+                key=key,
+                value=fields[key],
+            )
 
 
-def strict_call(name: str, call: Callable[[Any, TaskContext], Any], is_async: bool) -> Callable[[Any, TaskContext], Any]:
+def strict_call(
+    name: str, call: Callable[[Any, TaskContext], Any], is_async: bool
+) -> Callable[[Any, TaskContext], Any]:
     """Wrap a node call so that mutating the received state raises."""
     if is_async:
+
         async def acall(state: Any, ctx: TaskContext) -> Any:
             print_ = _fingerprint(state)
             result = call(state, ctx)

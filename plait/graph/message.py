@@ -171,8 +171,20 @@ def _mutator(name: str) -> Callable[..., Any]:
     return method
 
 
-for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop",
-              "remove", "clear", "sort", "reverse"):
+for _name in (
+    "__setitem__",
+    "__delitem__",
+    "__iadd__",
+    "__imul__",
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "clear",
+    "sort",
+    "reverse",
+):
     setattr(MessageList, _name, _mutator(_name))
 
 

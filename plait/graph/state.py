@@ -52,8 +52,11 @@ def _schema_hints(action: Any) -> tuple[type | None, type | None]:
     try:
         import inspect
 
-        params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         params = []
     first = hints.get(params[0].name) if params else None
@@ -75,14 +78,23 @@ class StateGraph:
         ValueError: a schema is invalid or declares a reducer that cannot take ``(old, new)``.
     """
 
-    def __init__(self, state_schema: type | None = None, context_schema: type | None = None, *,
-                 input_schema: type | None = None, output_schema: type | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        state_schema: type | None = None,
+        context_schema: type | None = None,
+        *,
+        input_schema: type | None = None,
+        output_schema: type | None = None,
+        **kwargs: Any,
+    ) -> None:
         context_schema = context_schema or kwargs.pop("config_schema", None)
         input_schema = input_schema or kwargs.pop("input", None)
         output_schema = output_schema or kwargs.pop("output", None)
         if state_schema is None:
             if input_schema is None or output_schema is None:
-                raise GraphBuildError("StateGraph needs a state_schema (or both input_schema and output_schema)")
+                raise GraphBuildError(
+                    "StateGraph needs a state_schema (or both input_schema and output_schema)"
+                )
             state_schema = input_schema
         self.state_schema = state_schema
         self.context_schema = context_schema
@@ -109,9 +121,17 @@ class StateGraph:
 
     # -- nodes ----------------------------------------------------------------
 
-    def add_node(self, node: str | Any, action: Any = None, *, metadata: dict[str, Any] | None = None,
-                 input_schema: type | None = None, retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-                 destinations: dict[str, str] | tuple[str, ...] | None = None, **kwargs: Any) -> StateGraph:
+    def add_node(
+        self,
+        node: str | Any,
+        action: Any = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+        input_schema: type | None = None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        destinations: dict[str, str] | tuple[str, ...] | None = None,
+        **kwargs: Any,
+    ) -> StateGraph:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
 
         Raises:
@@ -134,8 +154,9 @@ class StateGraph:
                 self._add_schema(extra)
         if isinstance(retry_policy, Sequence):  # LangGraph accepts several; the first one applies
             retry_policy = retry_policy[0] if retry_policy else None
-        self.nodes[node] = NodeDef(action, schema, retry_policy, dict(metadata or {}),
-                                   tuple(destinations or ()))
+        self.nodes[node] = NodeDef(
+            action, schema, retry_policy, dict(metadata or {}), tuple(destinations or ())
+        )
         return self
 
     def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
@@ -174,8 +195,9 @@ class StateGraph:
         self.waiting_edges.add((sources, end_key))
         return self
 
-    def add_conditional_edges(self, source: str, path: Callable[..., Any],
-                              path_map: dict[Hashable, str] | list[str] | None = None) -> StateGraph:
+    def add_conditional_edges(
+        self, source: str, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
+    ) -> StateGraph:
         """After ``source``, call ``path(state)`` to choose the next node(s).
 
         Args:
@@ -198,8 +220,9 @@ class StateGraph:
         """Start runs at ``key`` (same as ``add_edge(START, key)``)."""
         return self.add_edge(START, key)
 
-    def set_conditional_entry_point(self, path: Callable[..., Any],
-                                    path_map: dict[Hashable, str] | list[str] | None = None) -> StateGraph:
+    def set_conditional_entry_point(
+        self, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
+    ) -> StateGraph:
         """Choose the first node with ``path`` (same as ``add_conditional_edges(START, ...)``)."""
         return self.add_conditional_edges(START, path, path_map)
 
@@ -209,9 +232,18 @@ class StateGraph:
 
     # -- compile --------------------------------------------------------------
 
-    def compile(self, checkpointer: Any = None, *, cache: Any = None, store: Any = None,  # noqa: PLR0913 - LangGraph's API
-                interrupt_before: Any = None, interrupt_after: Any = None, debug: bool = False,
-                name: str | None = None, strict: bool | None = None) -> CompiledStateGraph:
+    def compile(  # noqa: PLR0913 - LangGraph's API
+        self,
+        checkpointer: Any = None,
+        *,
+        cache: Any = None,
+        store: Any = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        debug: bool = False,
+        name: str | None = None,
+        strict: bool | None = None,
+    ) -> CompiledStateGraph:
         """Validate the graph and freeze it into a runnable :class:`CompiledStateGraph`.
 
         Args:
@@ -228,8 +260,15 @@ class StateGraph:
             ValueError: the graph has no entry point, an edge names an unknown node, …
         """
         plan = build_plan(self, interrupt_before, interrupt_after, strict)
-        return CompiledStateGraph(self, plan, checkpointer=checkpointer, store=store,
-                                  name=name or "LangGraph", debug=debug, stream_mode="updates")
+        return CompiledStateGraph(
+            self,
+            plan,
+            checkpointer=checkpointer,
+            store=store,
+            name=name or "LangGraph",
+            debug=debug,
+            stream_mode="updates",
+        )
 
 
 class CompiledStateGraph(Pregel):
@@ -256,5 +295,7 @@ def _json_schema(schema: type) -> dict[str, Any]:
     try:
         from pydantic import TypeAdapter
     except ImportError as exc:  # pragma: no cover - pydantic is optional
-        raise ImportError("get_input_jsonschema/get_output_jsonschema need pydantic: pip install pydantic") from exc
+        raise ImportError(
+            "get_input_jsonschema/get_output_jsonschema need pydantic: pip install pydantic"
+        ) from exc
     return TypeAdapter(schema).json_schema()

@@ -170,7 +170,9 @@ def _text_of(response: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [p if isinstance(p, str) else p.get("text", "") for p in content if isinstance(p, (str, dict))]
+        parts = [
+            p if isinstance(p, str) else p.get("text", "") for p in content if isinstance(p, (str, dict))
+        ]
         return "".join(part for part in parts if isinstance(part, str))
     raise SummarizationError(f"cannot read a summary from a {type(response).__name__} response")
 
@@ -197,8 +199,11 @@ def _ask(model: SupportsInvoke, older: list[BaseMessage], existing: str | None, 
 
 
 def _system_update(
-    messages: list[BaseMessage], head: list[BaseMessage], window: list[BaseMessage],
-    older: list[BaseMessage], note: SystemMessage,
+    messages: list[BaseMessage],
+    head: list[BaseMessage],
+    window: list[BaseMessage],
+    older: list[BaseMessage],
+    note: SystemMessage,
 ) -> list[BaseMessage]:
     """Messages update placing ``note`` between ``head`` and ``window``.
 
@@ -278,8 +283,15 @@ def summarize(  # noqa: PLR0913 - the documented keyword API
         MissingMessageIdError: If a message to remove has no id.
     """
     opts = _options(
-        model, max_messages=max_messages, max_tokens=max_tokens, keep_last=keep_last, placement=placement,
-        token_counter=token_counter, prompt=prompt, extend_prompt=extend_prompt, summary_id=summary_id,
+        model,
+        max_messages=max_messages,
+        max_tokens=max_tokens,
+        keep_last=keep_last,
+        placement=placement,
+        token_counter=token_counter,
+        prompt=prompt,
+        extend_prompt=extend_prompt,
+        summary_id=summary_id,
         summary_prefix=summary_prefix,
     )
     return _run(messages, model, opts, existing_summary)
@@ -312,15 +324,24 @@ def summarize_node(  # noqa: PLR0913 - the documented keyword API
         ``"field"``), or ``{}`` when there is nothing to do.
     """
     opts = _options(
-        model, max_messages=max_messages, max_tokens=max_tokens, keep_last=keep_last, placement=placement,
-        token_counter=token_counter, prompt=prompt, extend_prompt=extend_prompt, summary_id=summary_id,
+        model,
+        max_messages=max_messages,
+        max_tokens=max_tokens,
+        keep_last=keep_last,
+        placement=placement,
+        token_counter=token_counter,
+        prompt=prompt,
+        extend_prompt=extend_prompt,
+        summary_id=summary_id,
         summary_prefix=summary_prefix,
     )
 
     def summarize_messages(state: Any) -> dict[str, Any]:
         existing = None
         if opts.placement == "field":
-            existing = state.get(summary_key) if isinstance(state, Mapping) else getattr(state, summary_key, None)
+            existing = (
+                state.get(summary_key) if isinstance(state, Mapping) else getattr(state, summary_key, None)
+            )
         result = _run(state_messages(state, key), model, opts, existing or None)
         return result.state_update(key, summary_key) if result else {}
 

@@ -155,7 +155,9 @@ def _check_budget(value: int, name: str) -> None:
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
 
 
-def _head_end(messages: Sequence[BaseMessage], spans: list[Span], *, keep_system: bool, keep_first: bool) -> int:
+def _head_end(
+    messages: Sequence[BaseMessage], spans: list[Span], *, keep_system: bool, keep_first: bool
+) -> int:
     """Index where the pinned head (leading system block, first unit) ends."""
     end = 0
     if keep_system:
@@ -199,7 +201,12 @@ def window_by_count(messages: Sequence[BaseMessage], n: int, *, keep_system: boo
 
 
 def window_by_tokens(
-    messages: Sequence[BaseMessage], max_tokens: int, count: ListCounter, *, keep_system: bool, keep_first: bool
+    messages: Sequence[BaseMessage],
+    max_tokens: int,
+    count: ListCounter,
+    *,
+    keep_system: bool,
+    keep_first: bool,
 ) -> Span:
     """Return ``(head_end, window_start)`` for the newest messages within ``max_tokens``.
 
@@ -320,7 +327,9 @@ def keep_within_tokens(
     _check_budget(max_tokens, "max_tokens")
     messages = _check_messages(messages)
     count = resolve_token_counter(token_counter)
-    head_end, start = window_by_tokens(messages, max_tokens, count, keep_system=keep_system, keep_first=keep_first)
+    head_end, start = window_by_tokens(
+        messages, max_tokens, count, keep_system=keep_system, keep_first=keep_first
+    )
     return removals_between(messages, head_end, start)
 
 
@@ -339,7 +348,9 @@ def view_within_tokens(
     _check_budget(max_tokens, "max_tokens")
     messages = _check_messages(messages)
     count = resolve_token_counter(token_counter)
-    head_end, start = window_by_tokens(messages, max_tokens, count, keep_system=keep_system, keep_first=keep_first)
+    head_end, start = window_by_tokens(
+        messages, max_tokens, count, keep_system=keep_system, keep_first=keep_first
+    )
     return messages[:head_end] + messages[start:]
 
 
@@ -396,8 +407,11 @@ def trim_node(
             removals = keep_last(messages, budget, keep_first=keep_first, keep_system=keep_system)
         else:
             removals = keep_within_tokens(
-                messages, budget, token_counter=token_counter,
-                keep_system=keep_system, keep_first=keep_first,
+                messages,
+                budget,
+                token_counter=token_counter,
+                keep_system=keep_system,
+                keep_first=keep_first,
             )
         return {key: removals} if removals else {}
 

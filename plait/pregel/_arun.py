@@ -76,8 +76,12 @@ async def afinish(steps: Generator[CallRouters, list[Any], T]) -> T:
         answer = await acall_routers(effect)
 
 
-async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = None,  # noqa: A002
-                    ) -> AsyncGenerator[Event, None]:
+async def run_async(
+    loop: Loop,
+    input: Any,
+    store: Any = None,
+    context: Any = None,  # noqa: A002
+) -> AsyncGenerator[Event, None]:
     """Drive ``loop`` to the end, yielding its stream events."""
     claim(loop)
     saver = loop.saver
@@ -88,8 +92,9 @@ async def run_async(loop: Loop, input: Any, store: Any = None, context: Any = No
         return
     thread = loop.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
-    async with await saver.alease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject",
-                                  timeout=loop.lease_timeout):
+    async with await saver.alease(
+        thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
+    ):
         loop.load(found(await saver.aget_tuple(thread.config()), thread))
         async for event in _drive(loop, input, store, context):
             yield event

@@ -46,8 +46,9 @@ def _extras(fn: Any) -> tuple[bool, tuple[str, ...]]:
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     config_positional = len(positional) >= 2 and positional[1].name == "config"
     taken = set(map(id, positional[: 2 if config_positional else 1]))
-    names = tuple(p.name for p in params if p.name in _EXTRAS and p.kind is not p.POSITIONAL_ONLY
-                  and id(p) not in taken)
+    names = tuple(
+        p.name for p in params if p.name in _EXTRAS and p.kind is not p.POSITIONAL_ONLY and id(p) not in taken
+    )
     return config_positional, names
 
 
@@ -79,8 +80,9 @@ def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, Any]]
     return (graph if mode == "own" else graph.with_saver(ctx.saver)), config
 
 
-def run_nested(graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozenset[str] = frozenset(),
-               **kwargs: Any) -> Any:
+def run_nested(
+    graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozenset[str] = frozenset(), **kwargs: Any
+) -> Any:
     """Run ``graph`` inside the running task ``ctx``: it saves into the parent's thread and
     its interrupts pause the parent task (resuming resumes the subgraph).
 
@@ -97,17 +99,21 @@ def run_nested(graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozens
     """
     sub, config = _subgraph_config(graph, ctx)
     resuming = bool(ctx.resume) and sub.checkpointer is not None
-    out = sub.invoke_here(Command(resume=ctx.resume[-1]) if resuming else state, config, context=ctx.context, **kwargs)
+    out = sub.invoke_here(
+        Command(resume=ctx.resume[-1]) if resuming else state, config, context=ctx.context, **kwargs
+    )
     return _nested_output(out, parent_keys)
 
 
-async def arun_nested(graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozenset[str] = frozenset(),
-                      **kwargs: Any) -> Any:
+async def arun_nested(
+    graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozenset[str] = frozenset(), **kwargs: Any
+) -> Any:
     """Async :func:`run_nested`: the subgraph's nodes and routers run on this event loop."""
     sub, config = _subgraph_config(graph, ctx)
     resuming = bool(ctx.resume) and sub.checkpointer is not None
-    out = await sub.ainvoke_here(Command(resume=ctx.resume[-1]) if resuming else state, config,
-                                 context=ctx.context, **kwargs)
+    out = await sub.ainvoke_here(
+        Command(resume=ctx.resume[-1]) if resuming else state, config, context=ctx.context, **kwargs
+    )
     return _nested_output(out, parent_keys)
 
 
@@ -139,13 +145,17 @@ def _runnable_acall(runnable: Any) -> Callable[[Any, TaskContext], Awaitable[Any
     return acall
 
 
-def _direct_call(fn: Any, config_positional: bool, names: tuple[str, ...]) -> Callable[[Any, TaskContext], Any]:
+def _direct_call(
+    fn: Any, config_positional: bool, names: tuple[str, ...]
+) -> Callable[[Any, TaskContext], Any]:
     if config_positional:
+
         def with_config(state: Any, ctx: TaskContext) -> Any:
             return fn(state, ctx.config, **_kwargs(names, ctx)) if names else fn(state, ctx.config)
 
         return with_config
     if names:
+
         def with_kwargs(state: Any, ctx: TaskContext) -> Any:
             return fn(state, **_kwargs(names, ctx))
 
@@ -181,8 +191,12 @@ def make_call(fn: Any, keys: frozenset[str] = frozenset(), *, subgraph: bool = F
         subgraph: ``fn`` is a compiled graph.
     """
     if subgraph:
-        return NodeCalls(partial(run_nested, fn, parent_keys=keys), False, partial(arun_nested, fn, parent_keys=keys))
-    if not (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn)) and hasattr(fn, "invoke"):
+        return NodeCalls(
+            partial(run_nested, fn, parent_keys=keys), False, partial(arun_nested, fn, parent_keys=keys)
+        )
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn)) and hasattr(
+        fn, "invoke"
+    ):
         if hasattr(fn, "ainvoke") and not hasattr(fn, "func"):
             return NodeCalls(_runnable_call(fn), False, _runnable_acall(fn))
     method = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__

@@ -63,8 +63,6 @@ class TaskContext:
         raise GraphInterrupt((Interrupt(value=value, id=f"{self.task_id}:{index}"),))
 
 
-
-
 def current_task() -> TaskContext:
     """The context of the node running in this thread or coroutine.
 

@@ -14,7 +14,17 @@ from typing import Any
 
 from plait.pregel._task import Task
 
-__all__ = ["CallRouters", "Effect", "Emit", "PutCheckpoint", "PutWrites", "RunTasks", "Save", "SaveOp", "put_kwargs"]
+__all__ = [
+    "CallRouters",
+    "Effect",
+    "Emit",
+    "PutCheckpoint",
+    "PutWrites",
+    "RunTasks",
+    "Save",
+    "SaveOp",
+    "put_kwargs",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,16 @@ __all__ = ["empty_snapshot", "prepare_update", "snapshot"]
 
 def empty_snapshot(config: dict[str, Any]) -> StateSnapshot:
     """The snapshot of a thread that has no checkpoint yet."""
-    return StateSnapshot(values={}, next=(), config=config, metadata=None, created_at=None,
-                         parent_config=None, tasks=(), interrupts=())
+    return StateSnapshot(
+        values={},
+        next=(),
+        config=config,
+        metadata=None,
+        created_at=None,
+        parent_config=None,
+        tasks=(),
+        interrupts=(),
+    )
 
 
 def snapshot(plan: Plan, saved: CheckpointTuple) -> StateSnapshot:
@@ -52,9 +60,16 @@ def snapshot(plan: Plan, saved: CheckpointTuple) -> StateSnapshot:
             info["writes"][key] = value
     nxt = tuple(cp.get("next") or ()) + tuple(s[0] for s in cp.get("sends") or ())
     tasks = tuple(_task(cp["id"], name, index, by_task) for name, index in _task_keys(cp))
-    return StateSnapshot(values=shown, next=nxt, config=saved.config, metadata=dict(saved.metadata),
-                         created_at=cp.get("ts"), parent_config=saved.parent_config, tasks=tasks,
-                         interrupts=tuple(interrupts))
+    return StateSnapshot(
+        values=shown,
+        next=nxt,
+        config=saved.config,
+        metadata=dict(saved.metadata),
+        created_at=cp.get("ts"),
+        parent_config=saved.parent_config,
+        tasks=tasks,
+        interrupts=tuple(interrupts),
+    )
 
 
 def _task_keys(cp: Any) -> list[tuple[str, int]]:
@@ -70,16 +85,23 @@ def _task(cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]]) -
     tid = f"{cid}:{name}:{index}"
     info = by_task.get(tid, {})
     done = not info.get("error") and not info.get("interrupts") and tid in by_task
-    return PregelTask(id=tid, name=name, path=("__pregel_pull", name), error=info.get("error"),
-                      interrupts=tuple(info.get("interrupts", ())), result=info["writes"] if done else None)
+    return PregelTask(
+        id=tid,
+        name=name,
+        path=("__pregel_pull", name),
+        error=info.get("error"),
+        interrupts=tuple(info.get("interrupts", ())),
+        result=info["writes"] if done else None,
+    )
 
 
 Update = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, int]]
 """What ``put`` needs for an update: ``(parent_config, checkpoint, metadata, new_versions)``."""
 
 
-def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None, values: Any,
-                   as_node: str | None) -> Generator[CallRouters, list[Any], Update]:
+def prepare_update(
+    plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None, values: Any, as_node: str | None
+) -> Generator[CallRouters, list[Any], Update]:
     """Apply ``values`` as if written by ``as_node``; return what ``put`` needs.
 
     A generator like the run loop: it yields the conditional edges ``as_node``
@@ -89,8 +111,9 @@ def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None,
         InvalidUpdateError: ``as_node`` is not a node of the graph.
     """
     if as_node is not None and as_node not in plan.nodes and as_node not in (START, END):
-        raise InvalidUpdateError(f"Node {as_node!r} does not exist; known nodes: {sorted(plan.nodes)}",
-                                 node=as_node)
+        raise InvalidUpdateError(
+            f"Node {as_node!r} does not exist; known nodes: {sorted(plan.nodes)}", node=as_node
+        )
     if saved is None and as_node is None:
         as_node = START  # a new thread: the update is its input, and the graph starts from it
     loop = Loop(plan, None, {}, frozenset())
@@ -110,7 +133,8 @@ def prepare_update(plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None,
     elif as_node == END:
         run.next, run.sends = [], []
     checkpoint, versions = run.checkpoint(
-        new_checkpoint_id(after=None if saved is None else saved.checkpoint["id"]), changed)
+        new_checkpoint_id(after=None if saved is None else saved.checkpoint["id"]), changed
+    )
     step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else 0
     metadata = {"source": "update", "step": step, "parents": {}}
     parent = saved.config if saved is not None else thread.config()

@@ -78,8 +78,14 @@ class Loop:
         options: Per-run overrides (interrupts, multitask strategy).
     """
 
-    def __init__(self, plan: Plan, saver: Any, config: dict[str, Any], modes: frozenset[str],
-                 options: RunOptions | None = None) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        saver: Any,
+        config: dict[str, Any],
+        modes: frozenset[str],
+        options: RunOptions | None = None,
+    ) -> None:
         options = options or RunOptions()
         interrupt_before, interrupt_after = options.interrupt_before, options.interrupt_after
         self.plan = plan
@@ -211,8 +217,9 @@ class Loop:
             if self.saver is not None:
                 run.next, run.sends = [START], []
                 self._checkpoint("input", set())
-                self.saves.append(PutWrites(self.checkpoint_config or {}, writes,
-                                            task_id(self.checkpoint_id, _START)))
+                self.saves.append(
+                    PutWrites(self.checkpoint_config or {}, writes, task_id(self.checkpoint_id, _START))
+                )
             run.step += 1
             yield from self._start_with(writes)
 
@@ -231,8 +238,9 @@ class Loop:
         if self.plan.input_make is not None and not isinstance(input, dict):
             input = self.plan.input_make(input)  # noqa: A001
         if not isinstance(input, Mapping):
-            message = create_error_message(message=f"Expected dict, got {input}",
-                                           error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE)
+            message = create_error_message(
+                message=f"Expected dict, got {input}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
+            )
             raise InvalidUpdateError(message, node=START, value=input)
         keys = self.plan.input_keys
         if self.plan.strict:
@@ -241,7 +249,9 @@ class Loop:
                 raise StrictModeError(
                     f"The graph input has key(s) {extra} that the input schema does not declare "
                     f"(declared: {list(keys)}); without strict mode they would be dropped silently.",
-                    key=extra[0], value=input[extra[0]])
+                    key=extra[0],
+                    value=input[extra[0]],
+                )
         return [(k, v) for k, v in input.items() if k in keys]
 
     def _resume(self) -> Steps:
@@ -365,9 +375,11 @@ class Loop:
         if err.key is not None and err.node is None:
             writers = [t.name for t in self.last_tasks if any(k == err.key for k, _ in t.writes)]
             err.node = writers[0] if writers else START
-            err.args = (f"{err.args[0] if err.args else err} (written by "
-                        f"{'the graph input' if err.node == START else f'node {err.node!r}'} "
-                        f"at step {self.run.step - 1})",)
+            err.args = (
+                f"{err.args[0] if err.args else err} (written by "
+                f"{'the graph input' if err.node == START else f'node {err.node!r}'} "
+                f"at step {self.run.step - 1})",
+            )
         return err
 
     def _checkpoint(self, source: str, changed: set[str]) -> None:
@@ -382,8 +394,15 @@ class Loop:
         self.checkpoint_id = cid
         self.checkpoint_config = self.thread.config(cid)
         config = self.checkpoint_config
-        self.sink.checkpoint(lambda: {"config": config, "metadata": metadata, "values": self.state_values(),
-                                      "next": list(run.next)}, run.step)
+        self.sink.checkpoint(
+            lambda: {
+                "config": config,
+                "metadata": metadata,
+                "values": self.state_values(),
+                "next": list(run.next),
+            },
+            run.step,
+        )
 
     def branch_input(self) -> Any:
         """The state as conditional-edge functions receive it."""

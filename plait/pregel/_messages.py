@@ -51,9 +51,16 @@ class MessageStreamHandler(BaseCallbackHandler):
         """Pass streamed output through unchanged."""
         return output
 
-    def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *,
-                            run_id: UUID, tags: list[str] | None = None,
-                            metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Remember which node started this model call."""
         if tags and TAG_NOSTREAM in tags:
             return
@@ -61,8 +68,14 @@ class MessageStreamHandler(BaseCallbackHandler):
         if "langgraph_node" in meta:
             self._runs[run_id] = meta
 
-    def on_llm_new_token(self, token: str, *, chunk: Any = None, run_id: UUID,  # type: ignore[override]  # LangChain passes only str tokens to chat handlers
-                         **kwargs: Any) -> None:
+    def on_llm_new_token(  # type: ignore[override]  # LangChain passes only str tokens to chat handlers
+        self,
+        token: str,
+        *,
+        chunk: Any = None,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
         """Emit one streamed chunk."""
         meta = self._runs.get(run_id)
         if meta is not None and isinstance(chunk, ChatGenerationChunk):

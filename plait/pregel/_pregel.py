@@ -54,14 +54,29 @@ class Pregel:
         stream_mode: What ``stream`` yields when no mode is given.
     """
 
-    def __init__(self, plan: Plan, *, checkpointer: Any = None, store: Any = None, name: str = "LangGraph",
-                 debug: bool = False, stream_mode: str = "values") -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        *,
+        checkpointer: Any = None,
+        store: Any = None,
+        name: str = "LangGraph",
+        debug: bool = False,
+        stream_mode: str = "values",
+    ) -> None:
         self.plan = plan
         self.checkpointer = checkpointer if checkpointer not in (True, False) else None
         # As a subgraph: None inherits the parent's saver per call, True keeps one thread
         # across calls, False never saves.
-        self.subgraph_saving = "inherit" if checkpointer is None else "persist" if checkpointer is True \
-            else "off" if checkpointer is False else "own"
+        self.subgraph_saving = (
+            "inherit"
+            if checkpointer is None
+            else "persist"
+            if checkpointer is True
+            else "off"
+            if checkpointer is False
+            else "own"
+        )
         self.store = store
         self.name = name
         self.debug = debug
@@ -73,13 +88,23 @@ class Pregel:
         strategy = kwargs.get("multitask_strategy") or "enqueue"
         if strategy not in ("enqueue", "reject"):
             raise ValueError(f"multitask_strategy must be 'enqueue' or 'reject', got {strategy!r}")
-        options = RunOptions(interrupt_before=_as_set(kwargs.get("interrupt_before")),
-                             interrupt_after=_as_set(kwargs.get("interrupt_after")), multitask=strategy,
-                             lease_timeout=_seconds(kwargs.get("lease_timeout")))
+        options = RunOptions(
+            interrupt_before=_as_set(kwargs.get("interrupt_before")),
+            interrupt_after=_as_set(kwargs.get("interrupt_after")),
+            multitask=strategy,
+            lease_timeout=_seconds(kwargs.get("lease_timeout")),
+        )
         return Loop(self.plan, self.checkpointer, run_config(config), modes, options)
 
-    def stream(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
-               stream_mode: Any = None, context: Any = None, **kwargs: Any) -> Iterator[Any]:
+    def stream(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,  # noqa: A002
+        stream_mode: Any = None,
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
         """Run the graph, yielding progress as it happens.
 
         Args:
@@ -98,15 +123,29 @@ class Pregel:
             for event in events:
                 yield from _shape(event, modes, single)
 
-    def invoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
-               stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
+    def invoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,  # noqa: A002
+        stream_mode: str = "values",
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         """Run the graph to completion (or to an interrupt) and return the output state."""
         if (task := _nesting(self, config)) is not None:
             return run_nested(self, input, task, stream_mode=stream_mode, **kwargs)
         return self.invoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
 
-    def invoke_here(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
-                    stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
+    def invoke_here(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,  # noqa: A002
+        stream_mode: str = "values",
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         """:meth:`invoke` as a graph of its own, even when called inside a running node."""
         if stream_mode != "values":
             return list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
@@ -116,8 +155,15 @@ class Pregel:
             pass
         return loop.final()
 
-    async def astream(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
-                      stream_mode: Any = None, context: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+    async def astream(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,  # noqa: A002
+        stream_mode: Any = None,
+        context: Any = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
         modes, single = _modes(stream_mode, self.stream_mode)
         loop = self._loop(config, modes, kwargs)
@@ -127,27 +173,47 @@ class Pregel:
                 for item in _shape(event, modes, single):
                     yield item
 
-    async def ainvoke(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
-                      stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
+    async def ainvoke(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,  # noqa: A002
+        stream_mode: str = "values",
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         """Async :meth:`invoke`."""
         if (task := _nesting(self, config)) is not None:
             return await arun_nested(self, input, task, stream_mode=stream_mode, **kwargs)
         return await self.ainvoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
 
-    async def ainvoke_here(self, input: Any, config: dict[str, Any] | None = None, *,  # noqa: A002
-                           stream_mode: str = "values", context: Any = None, **kwargs: Any) -> Any:
+    async def ainvoke_here(
+        self,
+        input: Any,
+        config: dict[str, Any] | None = None,
+        *,  # noqa: A002
+        stream_mode: str = "values",
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         """Async :meth:`invoke_here`."""
         if stream_mode != "values":
-            return [c async for c in self.astream(input, config, stream_mode=stream_mode, context=context,
-                                                  **kwargs)]
+            return [
+                c
+                async for c in self.astream(input, config, stream_mode=stream_mode, context=context, **kwargs)
+            ]
         loop = self._loop(config, frozenset(), kwargs)
         async with aclosing(run_async(loop, input, self.store, context)) as events:
             async for _ in events:
                 pass
         return loop.final()
 
-    def batch(self, inputs: Sequence[Any], config: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
-              **kwargs: Any) -> list[Any]:
+    def batch(
+        self,
+        inputs: Sequence[Any],
+        config: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> list[Any]:
         """Invoke once per input (one config for all, or one per input), in parallel threads."""
         configs = _configs(config, len(inputs))
         if len(inputs) <= 1:
@@ -155,13 +221,23 @@ class Pregel:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(16, len(inputs))) as pool:
-            return list(pool.map(lambda ic: self.invoke(ic[0], ic[1], **kwargs), zip(inputs, configs, strict=True)))
+            return list(
+                pool.map(lambda ic: self.invoke(ic[0], ic[1], **kwargs), zip(inputs, configs, strict=True))
+            )
 
-    async def abatch(self, inputs: Sequence[Any],
-                     config: dict[str, Any] | Sequence[dict[str, Any]] | None = None, **kwargs: Any) -> list[Any]:
+    async def abatch(
+        self,
+        inputs: Sequence[Any],
+        config: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> list[Any]:
         """Async :meth:`batch`."""
         configs = _configs(config, len(inputs))
-        return list(await asyncio.gather(*(self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True))))
+        return list(
+            await asyncio.gather(
+                *(self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True))
+            )
+        )
 
     # -- threads ------------------------------------------------------------
 
@@ -182,17 +258,28 @@ class Pregel:
         saved = await self._saver().aget_tuple(ref.config())
         return empty_snapshot(config) if saved is None else snapshot(self.plan, saved)
 
-    def get_state_history(self, config: dict[str, Any], *, filter: dict[str, Any] | None = None,  # noqa: A002
-                          before: dict[str, Any] | None = None, limit: int | None = None) -> Iterator[StateSnapshot]:
+    def get_state_history(
+        self,
+        config: dict[str, Any],
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints as snapshots, newest first, read lazily."""
         ref = ThreadRef.from_config(config)
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         for saved in self._saver().list(ref.config(), filter=filter, before=before, limit=limit):
             yield snapshot(self.plan, saved)
 
-    async def aget_state_history(self, config: dict[str, Any], *, filter: dict[str, Any] | None = None,  # noqa: A002
-                                 before: dict[str, Any] | None = None,
-                                 limit: int | None = None) -> AsyncIterator[StateSnapshot]:
+    async def aget_state_history(
+        self,
+        config: dict[str, Any],
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
         """Async :meth:`get_state_history`."""
         ref = ThreadRef.from_config(config)
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
@@ -208,18 +295,27 @@ class Pregel:
         ref = ThreadRef.from_config(config)
         saver = self._saver()
         saved = found(saver.get_tuple(ref.config()), ref)
-        parent, checkpoint, metadata, versions = finish_sync(prepare_update(self.plan, ref, saved, values, as_node))
-        written: dict[str, Any] = saver.put(parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved))
+        parent, checkpoint, metadata, versions = finish_sync(
+            prepare_update(self.plan, ref, saved, values, as_node)
+        )
+        written: dict[str, Any] = saver.put(
+            parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved)
+        )
         return written
 
-    async def aupdate_state(self, config: dict[str, Any], values: Any, as_node: str | None = None) -> dict[str, Any]:
+    async def aupdate_state(
+        self, config: dict[str, Any], values: Any, as_node: str | None = None
+    ) -> dict[str, Any]:
         """Async :meth:`update_state`."""
         ref = ThreadRef.from_config(config)
         saver = self._saver()
         saved = found(await saver.aget_tuple(ref.config()), ref)
-        parent, checkpoint, metadata, versions = await afinish(prepare_update(self.plan, ref, saved, values, as_node))
-        written: dict[str, Any] = await saver.aput(parent, checkpoint, metadata, versions,
-                                                   **_head_check(saver, ref, saved))
+        parent, checkpoint, metadata, versions = await afinish(
+            prepare_update(self.plan, ref, saved, values, as_node)
+        )
+        written: dict[str, Any] = await saver.aput(
+            parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved)
+        )
         return written
 
     def with_saver(self, saver: Any) -> Pregel:
@@ -235,7 +331,9 @@ class Pregel:
         return self
 
 
-def _configs(config: dict[str, Any] | Sequence[dict[str, Any]] | None, count: int) -> list[dict[str, Any] | None]:
+def _configs(
+    config: dict[str, Any] | Sequence[dict[str, Any]] | None, count: int
+) -> list[dict[str, Any] | None]:
     """One config per input: the list given, or the one config repeated."""
     if isinstance(config, (list, tuple)):
         return list(config)

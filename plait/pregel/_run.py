@@ -29,11 +29,19 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
     tid = task_id(loop.checkpoint_id, task)
     resume = loop.resumes.get(tid) if loop.resumes else None
     sink = loop.sink
-    return TaskContext(config=loop.config, store=store, writer=sink.custom, context=context,
-                       node=task.name, task_id=tid, resume=list(resume) if resume else [],
-                       lc_config=sink.child_config(task, loop.run.step) if sink.lc_child else None,
-                       saver=loop.saver, checkpoint_ns=loop.thread.checkpoint_ns if loop.thread else "",
-                       held=loop.held)
+    return TaskContext(
+        config=loop.config,
+        store=store,
+        writer=sink.custom,
+        context=context,
+        node=task.name,
+        task_id=tid,
+        resume=list(resume) if resume else [],
+        lc_config=sink.child_config(task, loop.run.step) if sink.lc_child else None,
+        saver=loop.saver,
+        checkpoint_ns=loop.thread.checkpoint_ns if loop.thread else "",
+        held=loop.held,
+    )
 
 
 def run_task(task: Task, ctx: TaskContext) -> None:
@@ -135,8 +143,9 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
         return loop
     thread = loop.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
-    with saver.lease(thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject",
-                     timeout=loop.lease_timeout):
+    with saver.lease(
+        thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
+    ):
         loop.load(found(saver.get_tuple(thread.config()), thread))
         yield from _drive(loop, input, store, context)
     return loop

@@ -59,15 +59,23 @@ class RunState:
     def checkpoint(self, cid: str, changed: set[str]) -> tuple[dict[str, Any], dict[str, int]]:
         """The checkpoint of the current state and the versions of the ``changed`` keys."""
         checkpoint = {
-            "v": 1, "id": cid, "ts": now_iso(), "channel_values": dict(self.values),
-            "channel_versions": dict(self.versions), "updated_channels": sorted(changed),
-            "next": list(self.next), "sends": list(self.sends),
-            "barriers": {k: sorted(v) for k, v in self.barriers.items()}, "interrupts": [],
+            "v": 1,
+            "id": cid,
+            "ts": now_iso(),
+            "channel_values": dict(self.values),
+            "channel_versions": dict(self.versions),
+            "updated_channels": sorted(changed),
+            "next": list(self.next),
+            "sends": list(self.sends),
+            "barriers": {k: sorted(v) for k, v in self.barriers.items()},
+            "interrupts": [],
         }
         return checkpoint, {k: self.versions[k] for k in changed if k in self.versions}
 
 
-def read_state(values: Mapping[str, Any], reads: Iterable[str], defaults: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+def read_state(
+    values: Mapping[str, Any], reads: Iterable[str], defaults: Iterable[tuple[str, Any]]
+) -> dict[str, Any]:
     """Return a fresh dict of the keys in ``reads`` that are set, plus defaults."""
     out = {k: values[k] for k in reads if k in values}
     for key, default in defaults:
@@ -91,7 +99,9 @@ def prepare_tasks(plan: Plan, run: RunState) -> list[Task]:
     return tasks
 
 
-def apply_writes(plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]) -> set[str]:
+def apply_writes(
+    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]
+) -> set[str]:
     """Merge the step's writes into ``run.values``; return the keys whose value was written.
 
     ``writers`` pairs each writer (node name, or ``START`` for input) with its
@@ -155,15 +165,21 @@ def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
         raise StrictModeError(
             f"Node {node!r} wrote key {key!r}, which no schema declares (value: {value!r:.80}). "
             f"Declared keys: {sorted(plan.channels)}. Add {key!r} to the state schema or fix the typo.",
-            node=node, key=key, value=value,
+            node=node,
+            key=key,
+            value=value,
         )
     warnings.warn(  # LangGraph drops such writes silently; plait drops them too, but says so (once)
         f"Node {node!r} wrote key {key!r}, which no schema declares; the value was dropped. Declare "
         f"{key!r} in the state schema (or compile(strict=True) to make this an error).",
-        UndeclaredKeyWarning, stacklevel=2)
+        UndeclaredKeyWarning,
+        stacklevel=2,
+    )
 
 
-def routers(plan: Plan, finished: Sequence[Task], config: Mapping[str, Any]) -> tuple[Callable[[Any], Any], ...]:
+def routers(
+    plan: Plan, finished: Sequence[Task], config: Mapping[str, Any]
+) -> tuple[Callable[[Any], Any], ...]:
     """The routing functions ``finished`` triggers, in the order :func:`schedule` takes their answers.
 
     Each takes the state; one that declared a ``config`` parameter gets ``config`` too.
@@ -209,14 +225,21 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Seque
     run.sends = sends
 
 
-def _route(plan: Plan, source: str, result: Any, pulls: dict[str, None],
-           sends: list[tuple[str, Any]], path_map: Mapping[Any, str] | None) -> None:
+def _route(
+    plan: Plan,
+    source: str,
+    result: Any,
+    pulls: dict[str, None],
+    sends: list[tuple[str, Any]],
+    path_map: Mapping[Any, str] | None,
+) -> None:
     items = result if isinstance(result, (list, tuple)) else [result]
     for item in items:
         if isinstance(item, Send):
             if item.node not in plan.nodes:
-                raise InvalidUpdateError(f"Send from {source!r} targets unknown node {item.node!r}",
-                                         node=source, value=item)
+                raise InvalidUpdateError(
+                    f"Send from {source!r} targets unknown node {item.node!r}", node=source, value=item
+                )
             sends.append((item.node, item.arg))
             continue
         target = item
@@ -224,12 +247,18 @@ def _route(plan: Plan, source: str, result: Any, pulls: dict[str, None],
             if item not in path_map:
                 raise InvalidUpdateError(
                     f"Conditional edge from {source!r} returned {item!r}, which is not in its path map "
-                    f"{sorted(map(str, path_map))}", node=source, value=item)
+                    f"{sorted(map(str, path_map))}",
+                    node=source,
+                    value=item,
+                )
             target = path_map[item]
         if target == END or target is None:
             continue
         if target not in plan.nodes or target == START:
             raise InvalidUpdateError(
                 f"Node {source!r} routed to {target!r}, which is not a node of this graph. "
-                f"Known nodes: {sorted(plan.nodes)}", node=source, value=item)
+                f"Known nodes: {sorted(plan.nodes)}",
+                node=source,
+                value=item,
+            )
         pulls[target] = None

@@ -19,7 +19,6 @@ from plait.pregel._task import Task
 __all__ = ["EventSink"]
 
 
-
 def _update_payload(task: Task) -> Any:
     result = task.result
     if isinstance(result, dict):
@@ -58,23 +57,37 @@ class EventSink:
         callbacks = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
         if self.messages is not None:
             callbacks.append(self.messages)
-        metadata = {**self.metadata, "langgraph_node": task.name, "langgraph_step": step,
-                    "langgraph_triggers": (task.name,)}
-        return {"callbacks": callbacks, "metadata": metadata, "tags": list(self.config.get("tags") or ()),
-                "configurable": dict(self.config.get("configurable") or {})}
+        metadata = {
+            **self.metadata,
+            "langgraph_node": task.name,
+            "langgraph_step": step,
+            "langgraph_triggers": (task.name,),
+        }
+        return {
+            "callbacks": callbacks,
+            "metadata": metadata,
+            "tags": list(self.config.get("tags") or ()),
+            "configurable": dict(self.config.get("configurable") or {}),
+        }
 
     def _emit(self, mode: str, payload: Any, step: int, kind: str) -> None:
         if mode in self.modes:
             self.events.append((mode, payload))
         if "debug" in self.modes:
-            self.events.append(("debug", {"type": kind, "step": step, "timestamp": now_iso(), "payload": payload}))
+            self.events.append(
+                ("debug", {"type": kind, "step": step, "timestamp": now_iso(), "payload": payload})
+            )
 
     def started(self, tasks: Sequence[Task], task_id: Callable[[Task], str], step: int) -> None:
         """Tasks about to run (``tasks``/``debug`` modes)."""
         if self.tasks_on:
             for task in tasks:
-                self._emit("tasks", {"id": task_id(task), "name": task.name, "input": task.input,
-                                     "triggers": (task.name,)}, step, "task")
+                self._emit(
+                    "tasks",
+                    {"id": task_id(task), "name": task.name, "input": task.input, "triggers": (task.name,)},
+                    step,
+                    "task",
+                )
 
     def finished(self, tasks: Sequence[Task], task_id: Callable[[Task], str], step: int) -> None:
         """Tasks that completed a step (``updates``, ``tasks``, ``messages`` modes)."""
@@ -83,8 +96,12 @@ class EventSink:
             if "updates" in modes:
                 self.events.append(("updates", {t.name: _update_payload(t)}))
             if self.tasks_on:
-                self._emit("tasks", {"id": task_id(t), "name": t.name, "error": None, "result": t.writes,
-                                     "interrupts": []}, step, "task_result")
+                self._emit(
+                    "tasks",
+                    {"id": task_id(t), "name": t.name, "error": None, "result": t.writes, "interrupts": []},
+                    step,
+                    "task_result",
+                )
             if self.messages is not None:
                 meta = {**self.metadata, "langgraph_node": t.name, "langgraph_step": step}
                 for _, value in t.writes:

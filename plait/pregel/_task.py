@@ -74,8 +74,11 @@ def _bad_return(name: str, value: Any) -> InvalidUpdateError:
         message=f"Expected dict, got {value}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
     )
     err = InvalidUpdateError(message, node=name, value=value)
-    add_note(err, f"Node {name!r} returned {type(value).__name__} {value!r}; a node must return a dict "
-             "of state updates, a Command, or None. Route with add_conditional_edges instead.")
+    add_note(
+        err,
+        f"Node {name!r} returned {type(value).__name__} {value!r}; a node must return a dict "
+        "of state updates, a Command, or None. Route with add_conditional_edges instead.",
+    )
     return err
 
 

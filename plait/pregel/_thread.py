@@ -64,23 +64,36 @@ def run_config(config: Any) -> dict[str, Any]:
             raise InvalidConfigError(
                 f"recursion_limit must be an int, got {type(limit).__name__} {limit!r}. Set "
                 "config['recursion_limit'] to the number of supersteps allowed, e.g. {'recursion_limit': 50}, "
-                "or leave it out for the default.", field="recursion_limit", value=limit)
+                "or leave it out for the default.",
+                field="recursion_limit",
+                value=limit,
+            )
         if limit < 1:
             # LangGraph's wording ("recursion_limit must be at least 1"), which tests match on
             raise InvalidConfigError(
                 f"recursion_limit must be at least 1, got {limit}. Set config['recursion_limit'] to the number "
                 "of supersteps allowed, e.g. {'recursion_limit': 50}, or leave it out for the default.",
-                field="recursion_limit", value=limit)
+                field="recursion_limit",
+                value=limit,
+            )
     metadata = out.get("metadata")
     if metadata is not None and not isinstance(metadata, Mapping):
         raise InvalidConfigError(
             f"Invalid config['metadata']: expected a dict, got {type(metadata).__name__} {metadata!r:.60}. "
-            "Pass metadata as a dict, e.g. {'metadata': {'user': 'u1'}}.", field="metadata", value=metadata)
+            "Pass metadata as a dict, e.g. {'metadata': {'user': 'u1'}}.",
+            field="metadata",
+            value=metadata,
+        )
     tags = out.get("tags")
-    if tags is not None and (not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)):
+    if tags is not None and (
+        not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)
+    ):
         raise InvalidConfigError(
             f"Invalid config['tags']: expected a list of str, got {type(tags).__name__} {tags!r:.60}. "
-            "Pass tags as a list, e.g. {'tags': ['nightly']}.", field="tags", value=tags)
+            "Pass tags as a list, e.g. {'tags': ['nightly']}.",
+            field="tags",
+            value=tags,
+        )
     return out
 
 

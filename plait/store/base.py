@@ -122,7 +122,10 @@ def _list_op(
     prefix: NamespacePath | None, suffix: NamespacePath | None, max_depth: int | None, limit: int, offset: int
 ) -> ListNamespacesOp:
     conditions = []
-    anchors: tuple[tuple[NamespaceMatchType, NamespacePath | None], ...] = (("prefix", prefix), ("suffix", suffix))
+    anchors: tuple[tuple[NamespaceMatchType, NamespacePath | None], ...] = (
+        ("prefix", prefix),
+        ("suffix", suffix),
+    )
     for kind, path in anchors:
         if path:
             path = tuple(path) if isinstance(path, list) else path

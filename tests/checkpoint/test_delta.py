@@ -37,7 +37,9 @@ edits = st.lists(
         st.tuples(st.just("drop"), st.integers(0, 50), st.integers(1, 5)),
         st.tuples(st.just("replace"), st.integers(0, 50)),
         st.tuples(st.just("insert"), st.integers(0, 50)),
-        st.tuples(st.just("clear"),),
+        st.tuples(
+            st.just("clear"),
+        ),
         st.tuples(st.just("dup"), st.integers(0, 50)),
     ),
     max_size=12,
@@ -52,7 +54,7 @@ def apply(old: list, edit: tuple, counter: list[int]) -> list:
         new.extend(Obj(counter[0] * 10 + i) for i in range(edit[1]))
     elif kind == "drop" and new:
         i = edit[1] % len(new)
-        del new[i:i + edit[2]]
+        del new[i : i + edit[2]]
     elif kind == "replace" and new:
         new[edit[1] % len(new)] = Obj(-counter[0])
     elif kind == "insert":

@@ -25,8 +25,9 @@ def cfg(thread: str = "t", cid: str | None = None, ns: str = "") -> dict[str, An
     return {"configurable": conf}
 
 
-def put(saver: InMemorySaver, parent: dict[str, Any], values: dict[str, Any], changed: dict[str, int],
-        step: int) -> dict[str, Any]:
+def put(
+    saver: InMemorySaver, parent: dict[str, Any], values: dict[str, Any], changed: dict[str, int], step: int
+) -> dict[str, Any]:
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = values
     checkpoint["channel_versions"] = dict(changed)
@@ -161,11 +162,14 @@ def test_prune_keeps_values_whole() -> None:
     assert saver.prune("p", keep_last=4) == 26
     history = list(saver.list(cfg("p")))
     assert len(history) == 4
-    assert [m.content for m in history[0].checkpoint["channel_values"]["messages"]] == [m.content for m in head]
+    assert [m.content for m in history[0].checkpoint["channel_values"]["messages"]] == [
+        m.content for m in head
+    ]
     assert len(history[-1].checkpoint["channel_values"]["messages"]) == 18
     saver._cache = type(saver._cache)(0)  # cold reads rebuild from the rewritten rows
     assert [m.content for m in saver.get_tuple(cfg("p")).checkpoint["channel_values"]["messages"]] == [
-        m.content for m in head]
+        m.content for m in head
+    ]
     out = g.invoke({"messages": [HumanMessage("more")]}, cfg("p"))
     assert len(out["messages"]) == 22
     assert saver.prune("p", older_than=3600) == 0
@@ -188,8 +192,13 @@ def test_entry_hands_back_the_shared_list_only_while_it_is_unchanged() -> None:
     shared = [1, 2]
     entry = Entry((1, 2), None, 2, shared)
     assert entry.value(None) is shared  # type: ignore[arg-type]
-    for change in (lambda x: list.append(x, 3), lambda x: list.__setitem__(x, 0, 9), lambda x: x.sort(reverse=True),
-                   lambda x: heapq.heappush(x, 0), lambda x: operator.iadd(x, [4])):
+    for change in (
+        lambda x: list.append(x, 3),
+        lambda x: list.__setitem__(x, 0, 9),
+        lambda x: x.sort(reverse=True),
+        lambda x: heapq.heappush(x, 0),
+        lambda x: operator.iadd(x, [4]),
+    ):
         shared = [1, 2]
         entry = Entry((1, 2), None, 2, shared)
         change(shared)
@@ -213,8 +222,11 @@ def test_thread_log_ids_order_and_compaction() -> None:
     from plait.checkpoint._records import ThreadLog, pack_id
 
     log = ThreadLog()
-    ids = ["00000000-0000-0000-0000-00000000000b", "00000000-0000-0000-0000-00000000000a",
-           "00000000-0000-0000-0000-00000000000c"]
+    ids = [
+        "00000000-0000-0000-0000-00000000000b",
+        "00000000-0000-0000-0000-00000000000a",
+        "00000000-0000-0000-0000-00000000000c",
+    ]
     for i, cid in enumerate(ids):
         assert log.add(cid, bytes([i]) * 10) == i
     assert isinstance(log.ids, bytearray) and not log.ordered and log.head == ids[2]
@@ -262,8 +274,11 @@ def test_history_of_3000_checkpoints_is_rebuilt_right(window: str, monkeypatch: 
     for step in range(3000):
         changed = {"note": step + 1}
         if step % 3:  # two steps in three add a message; every 400th step edits an old one (not an append)
-            new = (AIMessage(f"edited {step}", id=f"m{step // 2}") if step % 400 == 1 and messages
-                   else HumanMessage(f"m{step}", id=f"m{step}"))
+            new = (
+                AIMessage(f"edited {step}", id=f"m{step // 2}")
+                if step % 400 == 1 and messages
+                else HumanMessage(f"m{step}", id=f"m{step}")
+            )
             messages = add_messages(messages, [new])
             changed["messages"] = step + 1
         note = f"n{step}" if step % 7 else note  # unchanged values share their parent's row
@@ -288,6 +303,10 @@ def test_history_of_3000_checkpoints_is_rebuilt_right(window: str, monkeypatch: 
         values = saver.get_tuple(cfg("long", cid)).checkpoint["channel_values"]
         assert [m.content for m in values["messages"]] == texts and values["note"] == note
     page = list(saver.list(cfg("long"), before=cfg("long", written[1501][0]), limit=3))
-    assert [p.config["configurable"]["checkpoint_id"] for p in page] == [written[i][0] for i in (1500, 1499, 1498)]
+    assert [p.config["configurable"]["checkpoint_id"] for p in page] == [
+        written[i][0] for i in (1500, 1499, 1498)
+    ]
     assert [[m.content for m in p.checkpoint["channel_values"]["messages"]] for p in page[:2]] == [
-        written[1500][1], written[1499][1]]
+        written[1500][1],
+        written[1499][1],
+    ]

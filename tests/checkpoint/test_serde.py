@@ -63,19 +63,35 @@ def roundtrip(value, ser=S):
 
 
 scalars = (
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.binary()
-    | st.decimals(allow_nan=False, allow_infinity=False) | st.uuids() | st.datetimes(timezones=st.just(dt.timezone.utc))
-    | st.datetimes() | st.dates() | st.times() | st.timedeltas() | st.sampled_from(list(Color))
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text()
+    | st.binary()
+    | st.decimals(allow_nan=False, allow_infinity=False)
+    | st.uuids()
+    | st.datetimes(timezones=st.just(dt.timezone.utc))
+    | st.datetimes()
+    | st.dates()
+    | st.times()
+    | st.timedeltas()
+    | st.sampled_from(list(Color))
 )
 hashables = st.recursive(scalars, lambda c: st.tuples(c, c) | st.frozensets(c, max_size=3), max_leaves=8)
 values = st.recursive(
     scalars,
     lambda c: (
-        st.lists(c, max_size=4) | st.tuples(c, c) | st.dictionaries(st.text(), c, max_size=4)
-        | st.dictionaries(hashables, c, max_size=3) | st.sets(hashables, max_size=3)
+        st.lists(c, max_size=4)
+        | st.tuples(c, c)
+        | st.dictionaries(st.text(), c, max_size=4)
+        | st.dictionaries(hashables, c, max_size=3)
+        | st.sets(hashables, max_size=3)
         | st.builds(Point, st.integers(), st.lists(st.integers(), max_size=3))
         | st.builds(Pair, st.integers(), st.text())
-        | st.builds(Send, st.text(), c) | st.builds(Overwrite, c) | st.builds(Interrupt, c, st.text())
+        | st.builds(Send, st.text(), c)
+        | st.builds(Overwrite, c)
+        | st.builds(Interrupt, c, st.text())
     ),
     max_leaves=20,
 )
@@ -91,10 +107,18 @@ messages = st.one_of(
     st.builds(HumanMessage, content=st.text(), id=st.uuids().map(str)),
     st.builds(SystemMessage, content=st.text()),
     st.builds(
-        AIMessage, content=st.text(), id=st.text(min_size=1),
-        tool_calls=st.lists(st.builds(lambda n, a, i: {"name": n, "args": a, "id": i, "type": "tool_call"},
-                                      st.text(), st.dictionaries(st.text(), st.integers()), st.text()),
-                            max_size=2),
+        AIMessage,
+        content=st.text(),
+        id=st.text(min_size=1),
+        tool_calls=st.lists(
+            st.builds(
+                lambda n, a, i: {"name": n, "args": a, "id": i, "type": "tool_call"},
+                st.text(),
+                st.dictionaries(st.text(), st.integers()),
+                st.text(),
+            ),
+            max_size=2,
+        ),
         additional_kwargs=st.dictionaries(st.text(), st.integers() | st.text(), max_size=2),
     ),
     st.builds(ToolMessage, content=st.text(), tool_call_id=st.text()),
@@ -112,11 +136,18 @@ def test_messages_roundtrip_property(msgs):
 def test_all_message_types_keep_fields():
     msgs = [
         HumanMessage("hi", id="1", name="bob", additional_kwargs={"k": {1: "int key"}}),
-        AIMessage("", id="2", tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c1"}],
-                  usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
-                  response_metadata={"model": "x"}),
+        AIMessage(
+            "",
+            id="2",
+            tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c1"}],
+            usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+            response_metadata={"model": "x"},
+        ),
         ToolMessage("r", tool_call_id="c1", artifact=(1, 2), status="error"),
-        SystemMessage("s"), RemoveMessage(id="x"), AIMessageChunk("c"), ChatMessage("x", role="r"),
+        SystemMessage("s"),
+        RemoveMessage(id="x"),
+        AIMessageChunk("c"),
+        ChatMessage("x", role="r"),
         FunctionMessage("f", name="n"),
     ]
     out = roundtrip(msgs)
@@ -128,8 +159,13 @@ def test_all_message_types_keep_fields():
 
 def test_pydantic_and_plait_types():
     when = dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.timezone.utc)
-    value = {"m": Model(name="a", tags={"x"}, when=when), "cmd": Command(update={"a": 1}, goto=[Send("n", 1)]),
-             "big": 2**100, "neg": -(2**70), "dec": Decimal("1.10")}
+    value = {
+        "m": Model(name="a", tags={"x"}, when=when),
+        "cmd": Command(update={"a": 1}, goto=[Send("n", 1)]),
+        "big": 2**100,
+        "neg": -(2**70),
+        "dec": Decimal("1.10"),
+    }
     assert roundtrip(value) == value
 
 
@@ -184,8 +220,13 @@ def _legacy(data: bytes) -> bytes:
 
 nested = st.recursive(
     scalars | messages | st.text(min_size=90, max_size=300),
-    lambda c: (st.lists(c, max_size=4) | st.tuples(c, c) | st.dictionaries(st.text(max_size=8), c, max_size=4)
-               | st.sets(hashables, max_size=3) | st.builds(Send, st.text(max_size=5), c)),
+    lambda c: (
+        st.lists(c, max_size=4)
+        | st.tuples(c, c)
+        | st.dictionaries(st.text(max_size=8), c, max_size=4)
+        | st.sets(hashables, max_size=3)
+        | st.builds(Send, st.text(max_size=5), c)
+    ),
     max_leaves=12,
 )
 

@@ -30,14 +30,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from plait.checkpoint import serde as serde_mod
+from plait.checkpoint import _ext as codes
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.errors import SerializationError
 from plait.graph import END, START, MessagesState, StateGraph
 
-ENUM, DATACLASS, PYDANTIC, NAMEDTUPLE = serde_mod._ENUM, serde_mod._DATACLASS, serde_mod._PYDANTIC, serde_mod._NAMEDTUPLE
-KNOWN_PYDANTIC, KNOWN_DATACLASS = serde_mod._KNOWN_PYDANTIC, serde_mod._KNOWN_DATACLASS
+ENUM, DATACLASS, PYDANTIC, NAMEDTUPLE = (
+    codes.ENUM,
+    codes.DATACLASS,
+    codes.PYDANTIC,
+    codes.NAMEDTUPLE,
+)
+KNOWN_PYDANTIC, KNOWN_DATACLASS = codes.KNOWN_PYDANTIC, codes.KNOWN_DATACLASS
 CLASS_CODES = (ENUM, DATACLASS, PYDANTIC, NAMEDTUPLE)
 
 
@@ -80,7 +85,12 @@ def path_to(target: type, roots: list[str], depth: int = 5) -> tuple[str, str]:
 
 # -- 1. a stored row cannot run code ----------------------------------------------------------------
 
-PLAIT_ROOTS = ["plait.checkpoint._lease", "plait.pregel._arun", "plait.checkpoint.sqlite._saver", "plait.types"]
+PLAIT_ROOTS = [
+    "plait.checkpoint._lease",
+    "plait.pregel._arun",
+    "plait.checkpoint.sqlite._saver",
+    "plait.types",
+]
 ISSUE_PATH = ("plait.checkpoint._lease", "asyncio.subprocess.subprocess.Popen")
 """The record of the issue: getattr through what ``_lease`` imports reaches ``subprocess.Popen``."""
 try:
@@ -96,9 +106,13 @@ def _gadgets(tmp_path: Path) -> list[tuple[str, int, str, str, Any, Path]]:
     out = []
     places = {
         "popen": [ISSUE_PATH, path_to(subprocess.Popen, PLAIT_ROOTS)],
-        "fileio": [path_to(io.FileIO, PLAIT_ROOTS),
-                   path_to(io.FileIO, ["langchain_core.messages.ai", "langchain_core.messages.base"])],
-        "sqlite": [path_to(sqlite3.Connection, ["plait.checkpoint.sqlite._saver", "plait.checkpoint.sqlite"])],
+        "fileio": [
+            path_to(io.FileIO, PLAIT_ROOTS),
+            path_to(io.FileIO, ["langchain_core.messages.ai", "langchain_core.messages.base"]),
+        ],
+        "sqlite": [
+            path_to(sqlite3.Connection, ["plait.checkpoint.sqlite._saver", "plait.checkpoint.sqlite"])
+        ],
     }
     for kind, paths in places.items():
         for n, (module, qualname) in enumerate(paths):
@@ -110,7 +124,8 @@ def _gadgets(tmp_path: Path) -> list[tuple[str, int, str, str, Any, Path]]:
                     body: Any = {ENUM: args, NAMEDTUPLE: [args]}.get(code, {"args": args})
                 elif kind == "fileio":
                     body = {ENUM: str(marker), NAMEDTUPLE: [str(marker), "w"]}.get(
-                        code, {"file": str(marker), "mode": "w"})
+                        code, {"file": str(marker), "mode": "w"}
+                    )
                 else:
                     body = {ENUM: str(marker), NAMEDTUPLE: [str(marker)]}.get(code, {"database": str(marker)})
                 out.append((kind, code, module, qualname, body, marker))
@@ -121,11 +136,19 @@ def test_popen_fileio_and_sqlite_records_are_refused_and_run_nothing(tmp_path: P
     gadgets = _gadgets(tmp_path)
     for kind, code, module, qualname, body, marker in gadgets:
         data = record(code, module, qualname, body)
-        for ser in (Serializer(), Serializer(compress=False), Serializer(allowed=["plait", "langchain_core"])):
+        for ser in (
+            Serializer(),
+            Serializer(compress=False),
+            Serializer(allowed=["plait", "langchain_core"]),
+        ):
             with pytest.raises(SerializationError, match="not allowed|not a class defined"):
                 ser.loads(data)
-            nested = ormsgpack.packb({"pad": "x" * 200, "messages": [ormsgpack.Ext(
-                code, ormsgpack.packb([module, qualname, body]))]})
+            nested = ormsgpack.packb(
+                {
+                    "pad": "x" * 200,
+                    "messages": [ormsgpack.Ext(code, ormsgpack.packb([module, qualname, body]))],
+                }
+            )
             packer = zlib.compressobj(1, zlib.DEFLATED, -15)
             deflated = b"\xc1" + packer.compress(nested) + packer.flush()
             for wrapped in (nested, deflated):  # inside plain data, inside a (pre-header) deflated payload
@@ -140,10 +163,18 @@ def test_allowing_a_namespace_does_not_open_what_its_modules_import(tmp_path: Pa
     """Even with plait and langchain_core allowed wholesale, a class is found only where it is defined."""
     ser = Serializer(allowed=["plait", "langchain_core", "plait.checkpoint._lease"])
     marker = tmp_path / "m"
-    for qualname in ("subprocess.Popen", "asyncio.subprocess.subprocess.Popen", "os.system", "socket.socket",
-                     "LeaseSql.__class__", "LeaseSql._make.__globals__.sys"):
+    for qualname in (
+        "subprocess.Popen",
+        "asyncio.subprocess.subprocess.Popen",
+        "os.system",
+        "socket.socket",
+        "LeaseSql.__class__",
+        "LeaseSql._make.__globals__.sys",
+    ):
         with pytest.raises(SerializationError):
-            ser.loads(record(DATACLASS, "plait.checkpoint._lease", qualname, {"args": ["touch", str(marker)]}))
+            ser.loads(
+                record(DATACLASS, "plait.checkpoint._lease", qualname, {"args": ["touch", str(marker)]})
+            )
     # allowing a dotted path makes it rebuildable only if it names a data class; os.system is a function
     with pytest.raises(SerializationError):
         Serializer(allowed=["os.system"]).loads(record(ENUM, "os", "system", "touch " + str(marker)))
@@ -186,13 +217,20 @@ class NotData:
 
 def test_record_kind_must_match_the_class() -> None:
     ser = Serializer(allowed=[__name__])
-    for code, qualname, body in [(ENUM, "Outer", {"x": 1}), (PYDANTIC, "Outer", {"x": 1}),
-                                 (NAMEDTUPLE, "Outer", [1]), (DATACLASS, "Shade", {}), (DATACLASS, "NotData", {}),
-                                 (PYDANTIC, "NotData", {}), (ENUM, "NotData", 1), (NAMEDTUPLE, "NotData", [])]:
+    for code, qualname, body in [
+        (ENUM, "Outer", {"x": 1}),
+        (PYDANTIC, "Outer", {"x": 1}),
+        (NAMEDTUPLE, "Outer", [1]),
+        (DATACLASS, "Shade", {}),
+        (DATACLASS, "NotData", {}),
+        (PYDANTIC, "NotData", {}),
+        (ENUM, "NotData", 1),
+        (NAMEDTUPLE, "NotData", []),
+    ]:
         with pytest.raises(SerializationError, match="is not"):
             ser.loads(record(code, __name__, qualname, body))
     with pytest.raises(SerializationError):  # plait.types.Send is a dataclass, not a pydantic model
-        ser.loads(ext(KNOWN_PYDANTIC, [serde_mod._KNOWN_INDEX[("plait.types", "Send")], {"node": "a", "arg": 1}]))
+        ser.loads(ext(KNOWN_PYDANTIC, [codes.KNOWN_INDEX[("plait.types", "Send")], {"node": "a", "arg": 1}]))
     with pytest.raises(SerializationError):
         ser.loads(ext(KNOWN_DATACLASS, [0, {"content": "hi"}]))
     with pytest.raises(SerializationError, match="not allowed"):  # plait data classes are not all rebuilt
@@ -201,13 +239,16 @@ def test_record_kind_must_match_the_class() -> None:
 
 # The search: every class reachable from the modules plait allowed before (all of plait and langchain_core)
 
+
 def _all_modules() -> dict[str, types.ModuleType]:
     names = {"plait", "langchain_core"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for root in ("plait", "langchain_core"):
             pkg = importlib.import_module(root)
-            names.update(i.name for i in pkgutil.walk_packages(pkg.__path__, root + ".", onerror=lambda _: None))
+            names.update(
+                i.name for i in pkgutil.walk_packages(pkg.__path__, root + ".", onerror=lambda _: None)
+            )
         found = {}
         for name in sorted(names):
             try:
@@ -231,7 +272,11 @@ def _reachable(modules: dict[str, types.ModuleType]) -> dict[type, tuple[str, st
         if isinstance(obj, type):
             space += [(b.__name__, b) for b in obj.__mro__[1:]]
         for name, value in space:
-            if not isinstance(name, str) or not isinstance(value, (type, types.ModuleType)) or id(value) in seen:
+            if (
+                not isinstance(name, str)
+                or not isinstance(value, (type, types.ModuleType))
+                or id(value) in seen
+            ):
                 continue
             seen.add(id(value))
             here = f"{path}.{name}" if path else name
@@ -252,23 +297,33 @@ def _natural(cls: type) -> int:
 
 
 INTENDED = {
-    "plait.types.Send", "plait.types.Overwrite", "plait.types.Interrupt", "plait.types.Command",
-    "langchain_core.documents.base.Document", "langchain_core.documents.base.Blob",
+    "plait.types.Send",
+    "plait.types.Overwrite",
+    "plait.types.Interrupt",
+    "plait.types.Command",
+    "langchain_core.documents.base.Document",
+    "langchain_core.documents.base.Blob",
     "langchain_core.documents.base.BaseMedia",
-    "langchain_core.outputs.generation.Generation", "langchain_core.outputs.generation.GenerationChunk",
+    "langchain_core.outputs.generation.Generation",
+    "langchain_core.outputs.generation.GenerationChunk",
     "langchain_core.outputs.chat_generation.ChatGeneration",
-    "langchain_core.outputs.chat_generation.ChatGenerationChunk", "langchain_core.outputs.chat_result.ChatResult",
-    "langchain_core.outputs.llm_result.LLMResult", "langchain_core.outputs.run_info.RunInfo",
-    "langchain_core.agents.AgentAction", "langchain_core.agents.AgentActionMessageLog",
-    "langchain_core.agents.AgentStep", "langchain_core.agents.AgentFinish",
+    "langchain_core.outputs.chat_generation.ChatGenerationChunk",
+    "langchain_core.outputs.chat_result.ChatResult",
+    "langchain_core.outputs.llm_result.LLMResult",
+    "langchain_core.outputs.run_info.RunInfo",
+    "langchain_core.agents.AgentAction",
+    "langchain_core.agents.AgentActionMessageLog",
+    "langchain_core.agents.AgentStep",
+    "langchain_core.agents.AgentFinish",
 }
 """The data classes a default serializer rebuilds, besides the message classes of langchain_core.messages."""
 
 
 def _intended(cls: type) -> bool:
     name = f"{cls.__module__}.{cls.__qualname__}"
-    return name in INTENDED or (cls.__module__.startswith("langchain_core.messages.")
-                                and issubclass(cls, BaseMessage))
+    return name in INTENDED or (
+        cls.__module__.startswith("langchain_core.messages.") and issubclass(cls, BaseMessage)
+    )
 
 
 class _Spy(Serializer):
@@ -282,7 +337,11 @@ class _Spy(Serializer):
 
 def test_search_every_reachable_class_only_intended_data_classes_load() -> None:
     modules = _all_modules()
-    assert len(modules) > 100 and "plait.checkpoint._lease" in modules and "langchain_core.runnables.base" in modules
+    assert (
+        len(modules) > 100
+        and "plait.checkpoint._lease" in modules
+        and "langchain_core.runnables.base" in modules
+    )
     classes = _reachable(modules)
     assert {subprocess.Popen, io.FileIO, sqlite3.Connection, pydantic.BaseModel} <= set(classes)
     assert len(classes) > 2000
@@ -327,24 +386,43 @@ def test_default_write_side_keeps_storing_every_message_and_plait_type() -> None
     from plait.types import Command, Interrupt, Overwrite, Send
 
     ser = Serializer()
-    msgs = [cls(content="x", **extra) for cls, extra in [
-        (m.HumanMessage, {}), (m.AIMessage, {"tool_calls": [{"name": "f", "args": {}, "id": "1"}]}),
-        (m.SystemMessage, {}), (m.ToolMessage, {"tool_call_id": "1"}), (m.ChatMessage, {"role": "r"}),
-        (m.FunctionMessage, {"name": "f"}), (m.HumanMessageChunk, {}), (m.AIMessageChunk, {}),
-        (m.SystemMessageChunk, {}), (m.ToolMessageChunk, {"tool_call_id": "1"}), (m.ChatMessageChunk, {"role": "r"}),
-        (m.FunctionMessageChunk, {"name": "f"})]] + [m.RemoveMessage(id="x")]
-    value = {"m": msgs, "t": [Send("n", 1), Overwrite([1]), Interrupt("q", "i"), Command(goto="a", update={"k": 1})]}
+    msgs = [
+        cls(content="x", **extra)
+        for cls, extra in [
+            (m.HumanMessage, {}),
+            (m.AIMessage, {"tool_calls": [{"name": "f", "args": {}, "id": "1"}]}),
+            (m.SystemMessage, {}),
+            (m.ToolMessage, {"tool_call_id": "1"}),
+            (m.ChatMessage, {"role": "r"}),
+            (m.FunctionMessage, {"name": "f"}),
+            (m.HumanMessageChunk, {}),
+            (m.AIMessageChunk, {}),
+            (m.SystemMessageChunk, {}),
+            (m.ToolMessageChunk, {"tool_call_id": "1"}),
+            (m.ChatMessageChunk, {"role": "r"}),
+            (m.FunctionMessageChunk, {"name": "f"}),
+        ]
+    ] + [m.RemoveMessage(id="x")]
+    value = {
+        "m": msgs,
+        "t": [Send("n", 1), Overwrite([1]), Interrupt("q", "i"), Command(goto="a", update={"k": 1})],
+    }
     out = ser.loads(ser.dumps(value))
     assert out == value and [type(x) for x in out["m"]] == [type(x) for x in msgs]
     from langchain_core.agents import AgentAction
     from langchain_core.documents import Document
     from langchain_core.outputs import ChatGeneration
 
-    other = [Document("d", metadata={"a": 1}), AgentAction("t", {"q": 1}, "log"), ChatGeneration(message=msgs[1])]
+    other = [
+        Document("d", metadata={"a": 1}),
+        AgentAction("t", {"q": 1}, "log"),
+        ChatGeneration(message=msgs[1]),
+    ]
     assert ser.loads(ser.dumps(other)) == other
 
 
 # -- 1b. the same through real SQLite files and real graphs -----------------------------------------
+
 
 def _echo(state: MessagesState) -> dict[str, Any]:
     return {"messages": [AIMessage(f"echo {len(state['messages'])}", id=f"ai-{uuid.uuid4().hex[:6]}")]}
@@ -353,8 +431,13 @@ def _echo(state: MessagesState) -> dict[str, Any]:
 def _db(tmp_path: Path) -> str:
     path = str(tmp_path / "app.sqlite")
     with SqliteSaver.from_conn_string(path) as saver:
-        graph = StateGraph(MessagesState).add_node("echo", _echo).add_edge(START, "echo").add_edge("echo", END) \
+        graph = (
+            StateGraph(MessagesState)
+            .add_node("echo", _echo)
+            .add_edge(START, "echo")
+            .add_edge("echo", END)
             .compile(checkpointer=saver)
+        )
         for text in ("hi", "more " * 60):
             graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": "t"}})
     return path
@@ -371,25 +454,36 @@ def _plant(path: str, where: str, value: bytes) -> None:
             conn.execute("UPDATE checkpoints SET metadata = ?", (value,))
         else:
             head = conn.execute("SELECT MAX(checkpoint_id) FROM checkpoints").fetchone()[0]
-            conn.execute("INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
-                         "channel, task_path, value) VALUES ('t', '', ?, 'task', 0, 'messages', '', ?)", (head, value))
+            conn.execute(
+                "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
+                "channel, task_path, value) VALUES ('t', '', ?, 'task', 0, 'messages', '', ?)",
+                (head, value),
+            )
     conn.close()
 
 
 @pytest.mark.parametrize("where", ["blobs", "checkpoint", "metadata", "writes"])
 def test_planted_popen_row_in_a_real_sqlite_file_is_refused_by_get_state_history_and_invoke(
-        tmp_path: Path, where: str) -> None:
+    tmp_path: Path, where: str
+) -> None:
     path = _db(tmp_path)
     marker = tmp_path / "pwned"
     args = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
     evil = record(DATACLASS, *ISSUE_PATH, {"args": args})
     if where in ("checkpoint", "metadata"):  # these rows are maps: put the record inside one
-        evil = ormsgpack.packb({"a": ormsgpack.Ext(DATACLASS, ormsgpack.packb([*ISSUE_PATH, {"args": args}]))})
+        evil = ormsgpack.packb(
+            {"a": ormsgpack.Ext(DATACLASS, ormsgpack.packb([*ISSUE_PATH, {"args": args}]))}
+        )
     _plant(path, where, evil)
     config = {"configurable": {"thread_id": "t"}}
     with SqliteSaver.from_conn_string(path) as saver:
-        graph = StateGraph(MessagesState).add_node("echo", _echo).add_edge(START, "echo").add_edge("echo", END) \
+        graph = (
+            StateGraph(MessagesState)
+            .add_node("echo", _echo)
+            .add_edge(START, "echo")
+            .add_edge("echo", END)
             .compile(checkpointer=saver)
+        )
         with pytest.raises(SerializationError, match="Popen"):
             graph.get_state(config)
         with pytest.raises(SerializationError, match="Popen"):
@@ -407,13 +501,19 @@ def test_junk_over_a_row_is_an_error_not_an_empty_conversation(tmp_path: Path, w
     path = _db(tmp_path)
     _plant(path, where, b"\x80" + b"\x00 junk that overwrote the row" * 3)  # {} followed by garbage
     with SqliteSaver.from_conn_string(path) as saver:
-        graph = StateGraph(MessagesState).add_node("echo", _echo).add_edge(START, "echo").add_edge("echo", END) \
+        graph = (
+            StateGraph(MessagesState)
+            .add_node("echo", _echo)
+            .add_edge(START, "echo")
+            .add_edge("echo", END)
             .compile(checkpointer=saver)
+        )
         with pytest.raises(SerializationError, match="after the value|corrupt"):
             graph.get_state({"configurable": {"thread_id": "t"}})
 
 
 # -- 2. bounded inflating ---------------------------------------------------------------------------
+
 
 def _zeros_deflated(megabytes: int) -> bytes:
     """Raw deflate data of ``megabytes`` MiB of zeros (~1 KiB per MiB), built without inflating anything."""
@@ -446,14 +546,23 @@ def test_new_format_declares_its_length_and_lies_are_refused() -> None:
     ser = Serializer(max_value_bytes=2**20)
     value = {"text": "abc " * 1000}
     data = ser.dumps(value)
-    assert data[:2] == b"\xc1\xff" and int.from_bytes(data[2:6], "big") == len(Serializer(compress=False).dumps(value))
+    assert data[:2] == b"\xc1\xff" and int.from_bytes(data[2:6], "big") == len(
+        Serializer(compress=False).dumps(value)
+    )
     assert ser.loads(data) == value
     started = time.perf_counter()
-    with pytest.raises(SerializationError, match="declares"):  # declared beyond the cap: refused before inflating
+    with pytest.raises(
+        SerializationError, match="declares"
+    ):  # declared beyond the cap: refused before inflating
         ser.loads(b"\xc1\xff" + (2**31).to_bytes(4, "big") + _zeros_deflated(1024))
     stream = zlib.compressobj(9, zlib.DEFLATED, -15)
-    lying = b"\xc1\xff" + (100).to_bytes(4, "big") + stream.compress(_bin_header(2**30)) \
-        + stream.flush(zlib.Z_FULL_FLUSH) + _zeros_deflated(1024)
+    lying = (
+        b"\xc1\xff"
+        + (100).to_bytes(4, "big")
+        + stream.compress(_bin_header(2**30))
+        + stream.flush(zlib.Z_FULL_FLUSH)
+        + _zeros_deflated(1024)
+    )
     with pytest.raises(SerializationError, match="declared length"):  # says 100 bytes, inflates to a GiB
         Serializer().loads(lying)
     assert time.perf_counter() - started < 2
@@ -488,21 +597,49 @@ def test_rows_written_before_the_length_header_still_read() -> None:
 # -- 3. strict decoding -----------------------------------------------------------------------------
 
 S = Serializer()
-_K = len(serde_mod._KNOWN)
+_K = len(codes.KNOWN)
 
 BAD_SHAPES = [
-    (ENUM, "not a list"), (ENUM, [__name__, "Shade"]), (ENUM, [__name__, "Shade", 1, 2]), (ENUM, [1, "Shade", 1]),
-    (DATACLASS, ["plait.types", "Send", [1, 2]]), (NAMEDTUPLE, ["plait.types", "PregelTask", {"id": 1}]),
-    (KNOWN_PYDANTIC, [_K, {}]), (KNOWN_PYDANTIC, [-1, {}]), (KNOWN_PYDANTIC, [True, {"content": "x"}]),
-    (KNOWN_PYDANTIC, [0]), (KNOWN_PYDANTIC, "x"), (KNOWN_PYDANTIC, [0, ["content"]]), (KNOWN_DATACLASS, [13, "x"]),
-    (serde_mod._TUPLE, "abc"), (serde_mod._TUPLE, {"a": 1}), (serde_mod._SET, "abc"), (serde_mod._SET, {"a": 1}),
-    (serde_mod._SET, [[1], {"a": 1}]), (serde_mod._FROZENSET, 5),
-    (serde_mod._TIMEDELTA, [1, 2]), (serde_mod._TIMEDELTA, [1, 2, 3, 4]), (serde_mod._TIMEDELTA, "123"),
-    (serde_mod._TIMEDELTA, [1.5, 2, 3]), (serde_mod._DECIMAL, 5), (serde_mod._DECIMAL, "abc"),
-    (serde_mod._UUID, b"short"), (serde_mod._UUID, "x" * 16), (serde_mod._DATETIME, 5),
-    (serde_mod._DATETIME, "nope"), (serde_mod._DATE, [2024]), (serde_mod._TIME, "25:00"), (serde_mod._BIGINT, "zz"),
-    (serde_mod._BIGINT, 5), (serde_mod._PAIRS, [[1]]), (serde_mod._PAIRS, [1, 2]), (serde_mod._PAIRS, "ab"),
-    (serde_mod._PAIRS, [[[1], 2], [{"a": 1}, 3]]), (99, []), (-5, []), (0, []),
+    (ENUM, "not a list"),
+    (ENUM, [__name__, "Shade"]),
+    (ENUM, [__name__, "Shade", 1, 2]),
+    (ENUM, [1, "Shade", 1]),
+    (DATACLASS, ["plait.types", "Send", [1, 2]]),
+    (NAMEDTUPLE, ["plait.types", "PregelTask", {"id": 1}]),
+    (KNOWN_PYDANTIC, [_K, {}]),
+    (KNOWN_PYDANTIC, [-1, {}]),
+    (KNOWN_PYDANTIC, [True, {"content": "x"}]),
+    (KNOWN_PYDANTIC, [0]),
+    (KNOWN_PYDANTIC, "x"),
+    (KNOWN_PYDANTIC, [0, ["content"]]),
+    (KNOWN_DATACLASS, [13, "x"]),
+    (codes.TUPLE, "abc"),
+    (codes.TUPLE, {"a": 1}),
+    (codes.SET, "abc"),
+    (codes.SET, {"a": 1}),
+    (codes.SET, [[1], {"a": 1}]),
+    (codes.FROZENSET, 5),
+    (codes.TIMEDELTA, [1, 2]),
+    (codes.TIMEDELTA, [1, 2, 3, 4]),
+    (codes.TIMEDELTA, "123"),
+    (codes.TIMEDELTA, [1.5, 2, 3]),
+    (codes.DECIMAL, 5),
+    (codes.DECIMAL, "abc"),
+    (codes.UUID, b"short"),
+    (codes.UUID, "x" * 16),
+    (codes.DATETIME, 5),
+    (codes.DATETIME, "nope"),
+    (codes.DATE, [2024]),
+    (codes.TIME, "25:00"),
+    (codes.BIGINT, "zz"),
+    (codes.BIGINT, 5),
+    (codes.PAIRS, [[1]]),
+    (codes.PAIRS, [1, 2]),
+    (codes.PAIRS, "ab"),
+    (codes.PAIRS, [[[1], 2], [{"a": 1}, 3]]),
+    (99, []),
+    (-5, []),
+    (0, []),
 ]
 
 
@@ -542,11 +679,19 @@ class Pt(NamedTuple):
 
 
 SEEDS = [
-    {"messages": [HumanMessage("hello", id="1"), AIMessage("x" * 150, id="2",
-                                                         tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c"}])]},
+    {
+        "messages": [
+            HumanMessage("hello", id="1"),
+            AIMessage("x" * 150, id="2", tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c"}]),
+        ]
+    },
     [(1, 2), {3, 4}, frozenset({"a"}), uuid.UUID(int=5), {1: "int key"}, 2**80],
-    {"when": __import__("datetime").datetime(2024, 1, 2), "d": __import__("decimal").Decimal("1.5"),
-     "td": __import__("datetime").timedelta(3), "s": "t" * 200},
+    {
+        "when": __import__("datetime").datetime(2024, 1, 2),
+        "d": __import__("decimal").Decimal("1.5"),
+        "td": __import__("datetime").timedelta(3),
+        "s": "t" * 200,
+    },
 ]
 SEED_BYTES = [ser.dumps(v) for v in SEEDS for ser in (Serializer(), Serializer(compress=False))]
 
@@ -576,10 +721,19 @@ def test_any_bytes_after_a_valid_payload_are_an_error(seed: bytes, junk: bytes) 
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(SEED_BYTES), st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255),
-                                                         st.sampled_from(["set", "insert", "delete", "cut"])),
-                                               min_size=1, max_size=4))
-def test_mutated_payloads_decode_or_raise_serialization_error(seed: bytes, edits: list[tuple[int, int, str]]) -> None:
+@given(
+    st.sampled_from(SEED_BYTES),
+    st.lists(
+        st.tuples(
+            st.integers(0, 10**6), st.integers(0, 255), st.sampled_from(["set", "insert", "delete", "cut"])
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_mutated_payloads_decode_or_raise_serialization_error(
+    seed: bytes, edits: list[tuple[int, int, str]]
+) -> None:
     data = bytearray(seed)
     for pos, byte, how in edits:
         at = pos % (len(data) + 1)
@@ -594,18 +748,55 @@ def test_mutated_payloads_decode_or_raise_serialization_error(seed: bytes, edits
     _check_loads(bytes(data))
 
 
-_plain = st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=5) | st.binary(max_size=5),
-                      lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
-                      max_leaves=8)
-_names = st.sampled_from(["plait.types", "langchain_core.messages.ai", "langchain_core.messages.human",
-                          __name__, "os", "builtins", "", "plait.types.Send"])
-_quals = st.sampled_from(["Send", "Command", "AIMessage", "HumanMessage", "Shade", "Outer", "Outer.Inner", "Pt",
-                          "object", "getattr", "", "a..b", "Send.__init__"])
+_plain = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.text(max_size=5)
+    | st.binary(max_size=5),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+    max_leaves=8,
+)
+_names = st.sampled_from(
+    [
+        "plait.types",
+        "langchain_core.messages.ai",
+        "langchain_core.messages.human",
+        __name__,
+        "os",
+        "builtins",
+        "",
+        "plait.types.Send",
+    ]
+)
+_quals = st.sampled_from(
+    [
+        "Send",
+        "Command",
+        "AIMessage",
+        "HumanMessage",
+        "Shade",
+        "Outer",
+        "Outer.Inner",
+        "Pt",
+        "object",
+        "getattr",
+        "",
+        "a..b",
+        "Send.__init__",
+    ]
+)
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(-3, 20), st.one_of(_plain, st.tuples(_names, _quals, _plain).map(list),
-                                      st.tuples(st.integers(-2, _K + 2), _plain).map(list)))
+@given(
+    st.integers(-3, 20),
+    st.one_of(
+        _plain,
+        st.tuples(_names, _quals, _plain).map(list),
+        st.tuples(st.integers(-2, _K + 2), _plain).map(list),
+    ),
+)
 def test_random_extension_records_decode_or_raise_serialization_error(code: int, payload: Any) -> None:
     ser = Serializer(allowed=[__name__])
     try:
@@ -624,15 +815,26 @@ def test_a_malformed_delta_row_is_a_serialization_error(tmp_path: Any, planted: 
 
     path = tmp_path / "cp.db"
     with SqliteSaver.from_conn_string(path) as saver:
-        graph = StateGraph(MessagesState).add_node("a", lambda s: {"messages": [AIMessage("x")]}) \
-            .add_edge(START, "a").add_edge("a", END).compile(checkpointer=saver)
+        graph = (
+            StateGraph(MessagesState)
+            .add_node("a", lambda s: {"messages": [AIMessage("x")]})
+            .add_edge(START, "a")
+            .add_edge("a", END)
+            .compile(checkpointer=saver)
+        )
         config = {"configurable": {"thread_id": "t"}}
         graph.invoke({"messages": [HumanMessage("hi")]}, config)
         graph.invoke({"messages": [HumanMessage("again")]}, config)
-        saver.conn.execute("UPDATE checkpoint_blobs SET value = ? WHERE kind = 'delta'",
-                           [saver.serde.dumps(planted)])
+        saver.conn.execute(
+            "UPDATE checkpoint_blobs SET value = ? WHERE kind = 'delta'", [saver.serde.dumps(planted)]
+        )
         saver.conn.commit()
     with SqliteSaver.from_conn_string(path) as cold:
-        graph = StateGraph(MessagesState).add_node("a", lambda s: {}).add_edge(START, "a").compile(checkpointer=cold)
+        graph = (
+            StateGraph(MessagesState)
+            .add_node("a", lambda s: {})
+            .add_edge(START, "a")
+            .compile(checkpointer=cold)
+        )
         with pytest.raises(SerializationError, match="messages"):
             graph.get_state(config)

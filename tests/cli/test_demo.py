@@ -29,5 +29,7 @@ def test_demo_thread_survives_a_new_process(tmp_path: Path) -> None:
     first = subprocess.run(cmd, capture_output=True, text=True, check=True)
     second = subprocess.run(cmd, capture_output=True, text=True, check=True)
     assert _turns(first.stdout)[-1] == (4, 6)
-    assert _turns(second.stdout) == [(5, 6), (6, 6), (7, 6), (8, 6)], "the second process continues the thread"
+    assert _turns(second.stdout) == [(5, 6), (6, 6), (7, 6), (8, 6)], (
+        "the second process continues the thread"
+    )
     assert "40 checkpoints" in second.stdout

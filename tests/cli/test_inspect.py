@@ -101,14 +101,17 @@ def test_inspector_refuses_foreign_or_broken_files_without_touching_them(tmp_pat
 
 # -- untrusted files: a planted row runs nothing and ends the command with one error line -----------------
 
+
 def _evil_record(marker: Path) -> bytes:
     import sys
 
     import ormsgpack
 
     args = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
-    gadget = ormsgpack.Ext(13, ormsgpack.packb(["plait.checkpoint._lease", "asyncio.subprocess.subprocess.Popen",
-                                                {"args": args}]))
+    gadget = ormsgpack.Ext(
+        13,
+        ormsgpack.packb(["plait.checkpoint._lease", "asyncio.subprocess.subprocess.Popen", {"args": args}]),
+    )
     return ormsgpack.packb({"loc": gadget, "v": gadget})
 
 
@@ -118,10 +121,14 @@ def _plant(db: str, table: str, value: bytes) -> None:
     conn = sqlite3.connect(db)
     with conn:
         if table == "checkpoint_writes":
-            head = conn.execute("SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = 'alice'").fetchone()[0]
-            conn.execute("INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
-                         "channel, task_path, value) VALUES ('alice', '', ?, 'evil', 0, 'messages', '', ?)",
-                         (head, value))
+            head = conn.execute(
+                "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = 'alice'"
+            ).fetchone()[0]
+            conn.execute(
+                "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
+                "channel, task_path, value) VALUES ('alice', '', ?, 'evil', 0, 'messages', '', ?)",
+                (head, value),
+            )
         else:
             column = {"checkpoints": "checkpoint", "checkpoint_blobs": "value"}[table]
             conn.execute(f"UPDATE {table} SET {column} = ? WHERE thread_id = 'alice'", (value,))  # noqa: S608
@@ -129,7 +136,9 @@ def _plant(db: str, table: str, value: bytes) -> None:
 
 
 @pytest.mark.parametrize("table", ["checkpoints", "checkpoint_blobs", "checkpoint_writes"])
-def test_planted_rows_in_an_untrusted_file_run_nothing_and_fail_cleanly(db: str, tmp_path: Path, table: str) -> None:
+def test_planted_rows_in_an_untrusted_file_run_nothing_and_fail_cleanly(
+    db: str, tmp_path: Path, table: str
+) -> None:
     import time
 
     marker = tmp_path / "pwned"
@@ -156,8 +165,12 @@ def test_inspector_on_a_planted_file_in_a_real_process_prints_no_traceback(db: s
     marker = tmp_path / "pwned"
     _plant(db, "checkpoint_blobs", _evil_record(marker))
     _plant(db, "checkpoint_writes", b"\xc1\xff" + (2**31).to_bytes(4, "big") + b"\x00" * 64)  # declares 2 GiB
-    proc = subprocess.run([sys.executable, "-c", "from plait.cli import main; main()", "show", db, "alice"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from plait.cli import main; main()", "show", db, "alice"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: cannot read a stored row: ") and "Traceback" not in proc.stderr
     assert not marker.exists()

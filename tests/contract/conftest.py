@@ -56,5 +56,3 @@ def _pg_saver() -> Iterator[Any]:
                 yield s
         finally:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
-
-

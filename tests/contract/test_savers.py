@@ -26,12 +26,21 @@ def cfg(thread: str = "t", cid: str | None = None, ns: str = "") -> dict[str, An
     return {"configurable": conf}
 
 
-def put(saver: Any, parent: dict[str, Any], values: dict[str, Any], changed: dict[str, int],
-        step: int, **meta: Any) -> dict[str, Any]:
+def put(
+    saver: Any,
+    parent: dict[str, Any],
+    values: dict[str, Any],
+    changed: dict[str, int],
+    step: int,
+    **meta: Any,
+) -> dict[str, Any]:
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = values
-    prior = {} if parent["configurable"].get("checkpoint_id") is None else (
-        saver.get_tuple(parent).checkpoint["channel_versions"])
+    prior = (
+        {}
+        if parent["configurable"].get("checkpoint_id") is None
+        else (saver.get_tuple(parent).checkpoint["channel_versions"])
+    )
     checkpoint["channel_versions"] = {**prior, **changed}
     checkpoint["next"] = ["node"]
     return saver.put(parent, checkpoint, {"source": "loop", "step": step, "parents": {}, **meta}, changed)
@@ -43,8 +52,14 @@ def chain(saver: Any, n: int, thread: str = "t") -> list[dict[str, Any]]:
     items: list[str] = []
     for i in range(n):
         items = [*items, f"m{i}"]
-        parent = put(saver, parent, {"items": items, "count": i}, {"items": i + 1, "count": i + 1}, i,
-                     kind="even" if i % 2 == 0 else "odd")
+        parent = put(
+            saver,
+            parent,
+            {"items": items, "count": i},
+            {"items": i + 1, "count": i + 1},
+            i,
+            kind="even" if i % 2 == 0 else "odd",
+        )
         configs.append(parent)
     return configs
 
@@ -60,7 +75,9 @@ def test_put_get_roundtrip_and_latest(saver: Any) -> None:
     assert latest.checkpoint["channel_values"] == {"items": ["m0", "m1", "m2"], "count": 2}
     assert latest.checkpoint["next"] == ["node"]
     assert latest.metadata["step"] == 2 and latest.metadata["kind"] == "even"
-    assert latest.parent_config["configurable"]["checkpoint_id"] == configs[1]["configurable"]["checkpoint_id"]
+    assert (
+        latest.parent_config["configurable"]["checkpoint_id"] == configs[1]["configurable"]["checkpoint_id"]
+    )
     first = saver.get_tuple(configs[0])
     assert first.checkpoint["channel_values"] == {"items": ["m0"], "count": 0}
     assert saver.get_tuple(cfg(cid="00000000-0000-0000-0000-000000000000")) is None
@@ -76,7 +93,9 @@ def test_list_order_filter_before_limit(saver: Any) -> None:
     assert [t.metadata["step"] for t in saver.list(cfg(), filter={"step": 2})] == [2]
     assert [t.metadata["step"] for t in saver.list(cfg(), before=configs[3])] == [2, 1, 0]
     assert [t.metadata["step"] for t in saver.list(cfg(), limit=2)] == [5, 4]
-    assert [t.metadata["step"] for t in saver.list(cfg(), before=configs[4], filter={"kind": "even"}, limit=1)] == [2]
+    assert [
+        t.metadata["step"] for t in saver.list(cfg(), before=configs[4], filter={"kind": "even"}, limit=1)
+    ] == [2]
     assert len(list(saver.list(None))) == 8
     assert list(saver.list(cfg("nobody"))) == []
 
@@ -94,8 +113,14 @@ def test_pending_writes(saver: Any) -> None:
     saver.put_writes(config, [("__resume__", ["yes"])], "task2")
     writes = saver.get_tuple(config).pending_writes
     assert sorted(writes, key=repr) == sorted(
-        [("task1", "a", 1), ("task1", "b", {"x": (1, 2)}), ("task2", "__interrupt__", ["why"]),
-         ("task2", "__resume__", ["yes"])], key=repr)
+        [
+            ("task1", "a", 1),
+            ("task1", "b", {"x": (1, 2)}),
+            ("task2", "__interrupt__", ["why"]),
+            ("task2", "__resume__", ["yes"]),
+        ],
+        key=repr,
+    )
     saver.put_writes(config, [("a", 2)], "task1")
     writes = saver.get_tuple(config).pending_writes
     assert ("task1", "a", 2) in writes and ("task1", "b", {"x": (1, 2)}) not in writes
@@ -125,7 +150,13 @@ def test_head_check(saver: Any) -> None:
     configs = chain(saver, 2)
     checkpoint = empty_checkpoint()
     with pytest.raises(CheckpointConflictError):
-        saver.put(configs[0], checkpoint, {"source": "loop", "step": 9}, {}, expected_head=configs[0]["configurable"]["checkpoint_id"])
+        saver.put(
+            configs[0],
+            checkpoint,
+            {"source": "loop", "step": 9},
+            {},
+            expected_head=configs[0]["configurable"]["checkpoint_id"],
+        )
     assert saver.get_tuple(cfg()).metadata["step"] == 1
 
 
@@ -145,7 +176,10 @@ def test_list_subclass_values_store_as_lists(saver: Any) -> None:
 async def test_async_api(saver: Any) -> None:
     configs = chain(saver, 3)
     got = await saver.aget_tuple(cfg())
-    assert got.config == configs[-1] or got.config["configurable"]["checkpoint_id"] == configs[-1]["configurable"]["checkpoint_id"]
+    assert (
+        got.config == configs[-1]
+        or got.config["configurable"]["checkpoint_id"] == configs[-1]["configurable"]["checkpoint_id"]
+    )
     assert [t.metadata["step"] async for t in saver.alist(cfg(), limit=2)] == [2, 1]
 
 
@@ -294,12 +328,21 @@ def test_postgres_setup_idempotent_and_versioned(pg_saver: Any) -> None:
     pg_saver.setup()
     rows = pg_saver._fetch("SELECT v FROM checkpoint_migrations ORDER BY v", [])
     assert rows == [(1,), (2,)]
-    tables = {r[0] for r in pg_saver._fetch(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()", [])}
+    tables = {
+        r[0]
+        for r in pg_saver._fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()", []
+        )
+    }
     assert {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"} <= tables
-    blob_cols = {r[0] for r in pg_saver._fetch(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-        "AND table_name = 'checkpoint_blobs'", [])}
+    blob_cols = {
+        r[0]
+        for r in pg_saver._fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'checkpoint_blobs'",
+            [],
+        )
+    }
     assert {"thread_id", "checkpoint_ns", "channel", "version", "type", "blob"} <= blob_cols
 
 

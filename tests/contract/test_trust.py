@@ -24,8 +24,13 @@ def _echo(state: MessagesState) -> dict[str, Any]:
 
 
 def chat(saver: Any) -> Any:
-    return StateGraph(MessagesState).add_node("echo", _echo).add_edge(START, "echo").add_edge("echo", END) \
+    return (
+        StateGraph(MessagesState)
+        .add_node("echo", _echo)
+        .add_edge(START, "echo")
+        .add_edge("echo", END)
         .compile(checkpointer=saver)
+    )
 
 
 def cfg(thread: str) -> dict[str, Any]:
@@ -73,7 +78,7 @@ def test_prune_in_a_loop_beside_writer_threads(saver: Any) -> None:
     cold = chat(_cold(saver))
     for snap in cold.get_state_history(cfg("w")):  # every remaining checkpoint decodes, turns whole
         messages = snap.values["messages"]
-        assert [m.id for m in messages[1::2]] == [f"ai-{m.id}" for m in messages[::2]][:len(messages) // 2]
+        assert [m.id for m in messages[1::2]] == [f"ai-{m.id}" for m in messages[::2]][: len(messages) // 2]
     ids = [m.id for m in cold.get_state(cfg("w")).values["messages"]]
     assert sorted(ids[::2]) == sorted(acknowledged) and ids[1::2] == [f"ai-{i}" for i in ids[::2]]
 
@@ -81,9 +86,11 @@ def test_prune_in_a_loop_beside_writer_threads(saver: Any) -> None:
 def test_cache_cannot_drift_from_what_was_stored(saver: Any) -> None:
     graph = chat(saver)
     graph.invoke({"messages": [HumanMessage("one", id="1")]}, cfg("c"))
-    for change in (lambda m: list.append(m, HumanMessage("sneaky", id="s1")),
-                   lambda m: list.insert(m, 0, HumanMessage("sneaky", id="s2")),
-                   lambda m: list.__setitem__(m, 0, HumanMessage("swapped", id="s3"))):
+    for change in (
+        lambda m: list.append(m, HumanMessage("sneaky", id="s1")),
+        lambda m: list.insert(m, 0, HumanMessage("sneaky", id="s2")),
+        lambda m: list.__setitem__(m, 0, HumanMessage("swapped", id="s3")),
+    ):
         change(graph.get_state(cfg("c")).values["messages"])
         assert [m.id for m in graph.get_state(cfg("c")).values["messages"]] == ["1", "ai-1"]
     out = graph.invoke({"messages": [HumanMessage("two", id="2")]}, cfg("c"))
@@ -101,8 +108,12 @@ def _self_invoking(saver: Any, *, use_async: bool) -> Any:
         await graph.ainvoke({"messages": [HumanMessage("inner", id="inner")]}, cfg("self"))
         return {}
 
-    graph = StateGraph(MessagesState).add_node("n", anode if use_async else node).add_edge(START, "n") \
+    graph = (
+        StateGraph(MessagesState)
+        .add_node("n", anode if use_async else node)
+        .add_edge(START, "n")
         .compile(checkpointer=saver)
+    )
     return graph
 
 
@@ -113,7 +124,9 @@ def test_a_node_running_its_own_thread_fails_at_once(saver: Any) -> None:
         graph.invoke({"messages": [HumanMessage("outer", id="outer")]}, cfg("self"))
     assert caught.value.thread_id == "self" and time.monotonic() - started < 5
     # the thread was released: the next run on it is not refused
-    chat(saver).invoke({"messages": [HumanMessage("later", id="later")]}, cfg("self"), multitask_strategy="reject")
+    chat(saver).invoke(
+        {"messages": [HumanMessage("later", id="later")]}, cfg("self"), multitask_strategy="reject"
+    )
 
 
 async def test_an_async_node_running_its_own_thread_fails_at_once(saver: Any) -> None:
@@ -144,7 +157,9 @@ def _hold(saver: Any, thread: str) -> tuple[threading.Event, threading.Event, th
         return {}
 
     graph = StateGraph(MessagesState).add_node("w", wait).add_edge(START, "w").compile(checkpointer=saver)
-    runner = threading.Thread(target=graph.invoke, args=({"messages": [HumanMessage("h", id="h")]}, cfg(thread)))
+    runner = threading.Thread(
+        target=graph.invoke, args=({"messages": [HumanMessage("h", id="h")]}, cfg(thread))
+    )
     runner.start()
     assert inside.wait(30)
     return inside, release, runner
@@ -169,7 +184,9 @@ async def test_async_lease_timeout_bounds_the_wait(saver: Any) -> None:
     _, release, runner = _hold(saver, "aheld")
     try:
         with pytest.raises(ThreadBusyError):
-            await chat(saver).ainvoke({"messages": [HumanMessage("x", id="x")]}, cfg("aheld"), lease_timeout=0.2)
+            await chat(saver).ainvoke(
+                {"messages": [HumanMessage("x", id="x")]}, cfg("aheld"), lease_timeout=0.2
+            )
     finally:
         release.set()
         await asyncio.to_thread(runner.join)
@@ -183,8 +200,14 @@ def test_bad_lease_timeout_is_refused_before_anything_runs(saver: Any, bad: Any)
 
 
 def _two_steps(saver: Any) -> Any:
-    return StateGraph(MessagesState).add_node("a", _echo).add_node("b", _echo).add_edge(START, "a") \
-        .add_edge("a", "b").compile(checkpointer=saver)
+    return (
+        StateGraph(MessagesState)
+        .add_node("a", _echo)
+        .add_node("b", _echo)
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .compile(checkpointer=saver)
+    )
 
 
 @pytest.mark.parametrize("how", ["close", "del"])
@@ -197,7 +220,9 @@ def test_an_abandoned_stream_releases_its_thread(saver: Any, how: str) -> None:
     else:
         del stream
         gc.collect()
-    out = chat(saver).invoke({"messages": [HumanMessage("n", id="n")]}, cfg("st"), multitask_strategy="reject")
+    out = chat(saver).invoke(
+        {"messages": [HumanMessage("n", id="n")]}, cfg("st"), multitask_strategy="reject"
+    )
     assert out["messages"][-1].content == "echo: n"
 
 
@@ -206,8 +231,9 @@ async def test_an_abandoned_async_stream_releases_its_thread(saver: Any) -> None
     stream = graph.astream({"messages": [HumanMessage("s", id="s")]}, cfg("ast"), stream_mode="updates")
     await stream.__anext__()
     await stream.aclose()
-    out = await chat(saver).ainvoke({"messages": [HumanMessage("n", id="n")]}, cfg("ast"),
-                                    multitask_strategy="reject")
+    out = await chat(saver).ainvoke(
+        {"messages": [HumanMessage("n", id="n")]}, cfg("ast"), multitask_strategy="reject"
+    )
     assert out["messages"][-1].content == "echo: n"
 
 
@@ -220,8 +246,13 @@ def test_a_head_written_by_a_clock_ahead_does_not_block_this_process(saver: Any)
     future = f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
     assert future > new_checkpoint_id()
     checkpoint = {**saver.get_tuple(head.config).checkpoint, "id": future}
-    saver.put(head.config, checkpoint, {"source": "update", "step": head.metadata["step"] + 1, "parents": {}},
-              {"messages": 99}, expected_head=head.config["configurable"]["checkpoint_id"])
+    saver.put(
+        head.config,
+        checkpoint,
+        {"source": "update", "step": head.metadata["step"] + 1, "parents": {}},
+        {"messages": 99},
+        expected_head=head.config["configurable"]["checkpoint_id"],
+    )
     out = graph.invoke({"messages": [HumanMessage("b", id="b")]}, cfg("skew"))
     assert [m.id for m in out["messages"]] == ["a", "ai-a", "b", "ai-b"]
     assert graph.get_state(cfg("skew")).config["configurable"]["checkpoint_id"] > future

@@ -26,7 +26,9 @@ def _graph() -> StateGraph:
 def test_no_entry_point() -> None:
     g = _graph()
     g.add_node("a", inc)
-    with pytest.raises(ValueError, match="^Graph must have an entrypoint: add at least one edge from START to another node$"):
+    with pytest.raises(
+        ValueError, match="^Graph must have an entrypoint: add at least one edge from START to another node$"
+    ):
         g.compile()
 
 
@@ -72,7 +74,9 @@ def test_reserved_node_names(name: str) -> None:
 
 
 def test_colon_in_node_name() -> None:
-    with pytest.raises(ValueError, match="^':' is a reserved character and is not allowed in the node names.$"):
+    with pytest.raises(
+        ValueError, match="^':' is a reserved character and is not allowed in the node names.$"
+    ):
         _graph().add_node("a:b", inc)
 
 
@@ -141,8 +145,9 @@ def test_add_sequence_of_functions() -> None:
 
 def test_add_sequence_of_named_pairs() -> None:
     g = _graph()
-    g.add_sequence([("one", lambda s: {"log": [1]}), ("two", lambda s: {"log": [2]}),
-                    ("three", lambda s: {"log": [3]})])
+    g.add_sequence(
+        [("one", lambda s: {"log": [1]}), ("two", lambda s: {"log": [2]}), ("three", lambda s: {"log": [3]})]
+    )
     g.set_entry_point("one")
     assert g.compile().invoke({"x": 0})["log"] == [1, 2, 3]
 

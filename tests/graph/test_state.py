@@ -1,6 +1,5 @@
 """State semantics of ``StateGraph``: overwrite vs reducer, zero values, defaults, schema kinds."""
 
-
 import dataclasses
 import operator
 from typing import Annotated, Literal, Optional, TypedDict
@@ -255,7 +254,9 @@ def test_reducer_with_wrong_arity_is_rejected(reducer, shown) -> None:
     class S(TypedDict):
         v: Annotated[int, reducer]
 
-    with pytest.raises(ValueError, match=r"^Invalid reducer signature\. Expected \(a, b\) -> c\. Got ") as info:
+    with pytest.raises(
+        ValueError, match=r"^Invalid reducer signature\. Expected \(a, b\) -> c\. Got "
+    ) as info:
         StateGraph(S)
     assert str(info.value).endswith(shown)
 
@@ -267,7 +268,9 @@ def test_reducer_with_defaulted_third_arg_is_rejected() -> None:
     class S(TypedDict):
         v: Annotated[int, r]
 
-    with pytest.raises(ValueError, match=r"Invalid reducer signature\. Expected \(a, b\) -> c\. Got \(a, b, c=None\)"):
+    with pytest.raises(
+        ValueError, match=r"Invalid reducer signature\. Expected \(a, b\) -> c\. Got \(a, b, c=None\)"
+    ):
         StateGraph(S)
 
 

@@ -30,8 +30,10 @@ def test_undeclared_key_is_an_error_naming_node_key_and_value() -> None:
         _one(Plain, lambda s: {"a": "1", "typo": 2}).invoke({"a": "x"})
     err = info.value
     assert (err.node, err.key, err.value) == ("n", "typo", 2)
-    assert str(err) == ("Node 'n' wrote key 'typo', which no schema declares (value: 2). Declared keys: ['a']. "
-                        "Add 'typo' to the state schema or fix the typo.")
+    assert str(err) == (
+        "Node 'n' wrote key 'typo', which no schema declares (value: 2). Declared keys: ['a']. "
+        "Add 'typo' to the state schema or fix the typo."
+    )
 
 
 def test_without_strict_mode_an_undeclared_key_is_dropped_like_langgraph_with_a_warning() -> None:
@@ -55,8 +57,10 @@ def test_assigning_into_the_received_state_is_an_error() -> None:
 
     with pytest.raises(StrictModeError) as info:
         _one(Plain, node).invoke({"a": "x"})
-    assert str(info.value) == ("Node 'n' assigned state['a'] on the state it received; that changes nothing. "
-                               "Return the update instead: return {'a': ...}.")
+    assert str(info.value) == (
+        "Node 'n' assigned state['a'] on the state it received; that changes nothing. "
+        "Return the update instead: return {'a': ...}."
+    )
     assert info.value.key == "a"
 
 
@@ -86,7 +90,8 @@ def test_reducer_that_mutates_its_first_argument_is_an_error() -> None:
     with pytest.raises(StrictModeError) as info:
         graph.invoke({"log": ["a"]}, {"configurable": {"thread_id": "t"}})
     assert str(info.value).startswith(
-        "Reducer 'bad_reducer' of key 'log' modified its first argument in place (merging the graph input)")
+        "Reducer 'bad_reducer' of key 'log' modified its first argument in place (merging the graph input)"
+    )
 
 
 def test_non_message_in_an_operator_add_message_list_is_an_error() -> None:
@@ -97,12 +102,15 @@ def test_non_message_in_an_operator_add_message_list_is_an_error() -> None:
         _one(Wrong, lambda s: {"messages": [AIMessage("reply")]}).invoke({"messages": ["I am a string"]})
     assert str(info.value) == (
         "The graph input wrote 'I am a string' (str) to message list 'messages', whose reducer 'add' does not "
-        "convert it to a message. Use Annotated[list[AnyMessage], add_messages] or write message objects.")
+        "convert it to a message. Use Annotated[list[AnyMessage], add_messages] or write message objects."
+    )
 
 
 def test_remove_all_after_new_messages_is_an_error() -> None:
     node = lambda s: {"messages": [AIMessage("summary"), RemoveMessage(id=REMOVE_ALL_MESSAGES)]}  # noqa: E731
-    with pytest.raises(StrictModeError, match="after new messages in one update to 'messages': it deletes them"):
+    with pytest.raises(
+        StrictModeError, match="after new messages in one update to 'messages': it deletes them"
+    ):
         _one(MessagesState, node).invoke({"messages": [HumanMessage("hi")]})
 
 
@@ -121,9 +129,11 @@ def test_edit_without_id_warns_with_the_id_to_use() -> None:
         out = _one(MessagesState, shout).invoke({"messages": [AIMessage("hello world again", id="a1")]})
     assert len(out["messages"]) == 2  # behaviour unchanged: appended
     texts = [str(w.message) for w in caught if issubclass(w.category, StrictModeWarning)]
-    assert texts == ["Node 'n' added a AIMessage without an id to 'messages' that looks like an edit of message "
-                     "id='a1' ('hello world again'). add_messages appends it as a new message; did you mean to "
-                     "replace it? Pass id='a1'."]
+    assert texts == [
+        "Node 'n' added a AIMessage without an id to 'messages' that looks like an edit of message "
+        "id='a1' ('hello world again'). add_messages appends it as a new message; did you mean to "
+        "replace it? Pass id='a1'."
+    ]
 
 
 def test_broken_tool_call_group_is_an_error_but_a_call_in_flight_is_not() -> None:
@@ -134,7 +144,9 @@ def test_broken_tool_call_group_is_an_error_but_a_call_in_flight_is_not() -> Non
     with pytest.raises(StrictModeError, match="broken tool-call group: AIMessage #1 requests tool call 'c1'"):
         _one(MessagesState, broken).invoke({"messages": [HumanMessage("q")]})
     orphan = lambda s: {"messages": [ToolMessage("42", tool_call_id="nope")]}  # noqa: E731
-    with pytest.raises(StrictModeError, match="answers tool call 'nope', which no earlier AIMessage requested"):
+    with pytest.raises(
+        StrictModeError, match="answers tool call 'nope', which no earlier AIMessage requested"
+    ):
         _one(MessagesState, orphan).invoke({"messages": [HumanMessage("q")]})
 
 
@@ -152,7 +164,8 @@ def test_parallel_writers_without_reducer_fail_at_compile_time() -> None:
     assert str(info.value) == (
         "Nodes ['n1', 'n2'] run in the same superstep and all write 'a', which has no reducer: the run would fail "
         "with InvalidUpdateError. Give 'a' a reducer (Annotated[T, operator.add], ...) or make the nodes write "
-        "different keys.")
+        "different keys."
+    )
     with pytest.raises(InvalidUpdateError):  # without strict mode only the run fails
         builder.compile().invoke({"a": "x"})
 
@@ -167,7 +180,10 @@ def test_edit_warning_ignores_new_turns_that_merely_look_alike() -> None:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _one(MessagesState, reply).invoke({"messages": [AIMessage("The weather in Paris is sunny", id="p"),
-                                                        HumanMessage("and London?")]})
-        _one(MessagesState, lambda s: {"messages": [AIMessage("ok")]}).invoke({"messages": [AIMessage("ok", id="o")]})
+        _one(MessagesState, reply).invoke(
+            {"messages": [AIMessage("The weather in Paris is sunny", id="p"), HumanMessage("and London?")]}
+        )
+        _one(MessagesState, lambda s: {"messages": [AIMessage("ok")]}).invoke(
+            {"messages": [AIMessage("ok", id="o")]}
+        )
     assert not [w for w in caught if issubclass(w.category, StrictModeWarning)]

@@ -26,7 +26,7 @@ EXPECTED = {
     "memory_delete.py": [
         "after deleting a1: ['h1', 'h2', 'a2', 't1', 'a3']",
         "naive slice problems: [\"ToolMessage #0 (id='t1') answers tool call 'call-1', "
-        "which no earlier AIMessage requested\"]",
+        'which no earlier AIMessage requested"]',
         "keep_last(2) kept: ['a3'] problems: []",
         "after clearing: []",
     ],

@@ -202,8 +202,14 @@ def test_prompt_overrides() -> None:
     model = FakeModel()
     summarize(chat(3), model, keep_last=2, prompt="总结：")
     assert model.calls[0][-1].content == "总结："
-    summarize(chat(3), model, keep_last=2, placement="field", existing_summary="X",
-              extend_prompt="old={summary} {not a field}")
+    summarize(
+        chat(3),
+        model,
+        keep_last=2,
+        placement="field",
+        existing_summary="X",
+        extend_prompt="old={summary} {not a field}",
+    )
     assert model.calls[1][-1].content == "old=X {not a field}"
 
 
@@ -211,7 +217,9 @@ def test_prompt_overrides() -> None:
 
 
 @settings(max_examples=250, deadline=None)
-@given(histories(), st.integers(0, 6), st.sampled_from(["system", "field"]), st.lists(st.booleans(), max_size=3))
+@given(
+    histories(), st.integers(0, 6), st.sampled_from(["system", "field"]), st.lists(st.booleans(), max_size=3)
+)
 def test_property_summarize(messages, keep, placement, more_rounds) -> None:
     model = FakeModel()
     node = summarize_node(model, keep_last=keep, placement=placement)
@@ -219,7 +227,10 @@ def test_property_summarize(messages, keep, placement, more_rounds) -> None:
     for extra in [False, *more_rounds]:
         if extra:
             n = len(model.calls)
-            state["messages"] = state["messages"] + [HumanMessage("more", id=f"x{n}"), AIMessage("ok", id=f"y{n}")]
+            state["messages"] = state["messages"] + [
+                HumanMessage("more", id=f"x{n}"),
+                AIMessage("ok", id=f"y{n}"),
+            ]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MemoryBudgetWarning)
             update = node(state)
@@ -227,7 +238,9 @@ def test_property_summarize(messages, keep, placement, more_rounds) -> None:
             continue
         before = state["messages"]
         known = set(ids(before))
-        removals = [m for m in update["messages"] if isinstance(m, RemoveMessage) and m.id != REMOVE_ALL_MESSAGES]
+        removals = [
+            m for m in update["messages"] if isinstance(m, RemoveMessage) and m.id != REMOVE_ALL_MESSAGES
+        ]
         assert all(r.id in known for r in removals)
         assert check_tool_groups(model.calls[-1][:-1]) == []  # the summarizer gets whole groups
         state["messages"] = apply(state["messages"], update["messages"])
@@ -242,7 +255,9 @@ def test_property_summarize(messages, keep, placement, more_rounds) -> None:
         if placement == "system":
             assert ids(kept).count(SUMMARY_ID) == 1
             at = ids(kept).index(SUMMARY_ID)
-            assert all(isinstance(m, SystemMessage) for m in kept[:at])  # only leading system messages before it
+            assert all(
+                isinstance(m, SystemMessage) for m in kept[:at]
+            )  # only leading system messages before it
             assert len(kept) - at - 1 <= keep  # then the kept window
             assert ids(kept[at + 1 :]) == ids(before[len(before) - (len(kept) - at - 1) :])
         else:
@@ -267,7 +282,10 @@ def test_seed004_summarize_above_100_tokens_keep_last_4() -> None:
     graph = builder.compile(checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "session_001"}}
     for i in range(10):
-        graph.invoke({"messages": [("user", f"第{i}轮对话，测试内容，增加文本长度，测试摘要压缩效果测试测试测试")]}, cfg)
+        graph.invoke(
+            {"messages": [("user", f"第{i}轮对话，测试内容，增加文本长度，测试摘要压缩效果测试测试测试")]},
+            cfg,
+        )
         msgs = graph.get_state(cfg).values["messages"]
         summaries = [m for m in msgs if isinstance(m, SystemMessage)]
         assert len(summaries) <= 1  # never stacked
@@ -279,7 +297,9 @@ def test_seed004_summarize_above_100_tokens_keep_last_4() -> None:
     final = graph.get_state(cfg).values["messages"]
     assert [m.type for m in final] == ["system", "ai", "human", "ai", "human", "ai"]
     assert final[-2].content.startswith("第9轮")
-    summary_prompts = [c[-1].content for c in model.calls if str(c[-1].content).startswith(("Create", "This is"))]
+    summary_prompts = [
+        c[-1].content for c in model.calls if str(c[-1].content).startswith(("Create", "This is"))
+    ]
     assert summary_prompts[0] == DEFAULT_PROMPT
     assert all(p.startswith("This is summary") for p in summary_prompts[1:])
 

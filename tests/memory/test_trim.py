@@ -357,7 +357,14 @@ def test_seed004_trim_by_count_keeping_first() -> None:
         sizes.append(len(graph.get_state(cfg).values["messages"]))
     assert sizes == [2, 4, 6, 6, 6, 6]
     final = graph.get_state(cfg).values["messages"]
-    assert [m.content for m in final] == ["第0轮对话随便聊", "reply 4", "第4轮对话随便聊", "reply 5", "第5轮对话随便聊", "reply 6"]
+    assert [m.content for m in final] == [
+        "第0轮对话随便聊",
+        "reply 4",
+        "第4轮对话随便聊",
+        "reply 5",
+        "第5轮对话随便聊",
+        "reply 6",
+    ]
     assert [len(c) for c in model.calls] == [1, 3, 5, 5, 5, 5]
 
 

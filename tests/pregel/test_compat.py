@@ -24,8 +24,12 @@ def _note(name: str) -> Any:
 
 
 def test_update_state_on_a_new_thread_then_invoke_none_runs_the_graph(driver: Any) -> None:
-    graph = (StateGraph(S).add_node("a", lambda s: {"log": ["a"], "x": s["x"] + 1})
-             .add_edge(START, "a").compile(checkpointer=InMemorySaver()))
+    graph = (
+        StateGraph(S)
+        .add_node("a", lambda s: {"log": ["a"], "x": s["x"] + 1})
+        .add_edge(START, "a")
+        .compile(checkpointer=InMemorySaver())
+    )
     config = {"configurable": {"thread_id": "new"}}
     driver.update_state(graph, config, {"x": 5, "log": ["seed"]})
     snapshot = driver.get_state(graph, config)
@@ -65,8 +69,11 @@ def test_command_goto_on_an_existing_thread_runs_only_the_goto(driver: Any) -> N
 
 def test_interrupt_before_is_reported_in_the_updates_stream(driver: Any) -> None:
     builder = StateGraph(S).add_node("a", _note("a")).add_node("z", _note("z"))
-    graph = builder.add_edge(START, "a").add_edge("a", "z").compile(checkpointer=InMemorySaver(),
-                                                                    interrupt_before=["z"])
+    graph = (
+        builder.add_edge(START, "a")
+        .add_edge("a", "z")
+        .compile(checkpointer=InMemorySaver(), interrupt_before=["z"])
+    )
     chunks = driver.stream(graph, {"log": [], "x": 0}, {"configurable": {"thread_id": "q"}})
     assert chunks == [{"a": {"log": ["a"]}}, {"__interrupt__": ()}]
 
@@ -108,8 +115,12 @@ def test_json_schemas_of_input_and_output() -> None:
     class All(In, Out):
         pass
 
-    graph = (StateGraph(All, input_schema=In, output_schema=Out).add_node("n", lambda s: {"answer": "a"})
-             .add_edge(START, "n").compile())
+    graph = (
+        StateGraph(All, input_schema=In, output_schema=Out)
+        .add_node("n", lambda s: {"answer": "a"})
+        .add_edge(START, "n")
+        .compile()
+    )
     assert list(graph.get_input_jsonschema()["properties"]) == ["question"]
     assert list(graph.get_output_jsonschema()["properties"]) == ["answer"]
 
@@ -122,13 +133,17 @@ def test_failed_parallel_step_shows_results_and_errors_in_get_state(driver: Any)
             raise RuntimeError("boom")
         return {"log": ["b"]}
 
-    builder = StateGraph(S).add_node("a", _note("a")).add_node("b", bad).add_edge(START, "a").add_edge(START, "b")
+    builder = (
+        StateGraph(S).add_node("a", _note("a")).add_node("b", bad).add_edge(START, "a").add_edge(START, "b")
+    )
     graph = builder.compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
     with pytest.raises(RuntimeError):
         driver.invoke(graph, {"log": [], "x": 0}, config)
     assert [(t.name, t.error, t.result) for t in driver.get_state(graph, config).tasks] == [
-        ("a", None, {"log": ["a"]}), ("b", "RuntimeError('boom')", None)]
+        ("a", None, {"log": ["a"]}),
+        ("b", "RuntimeError('boom')", None),
+    ]
     fail[0] = False
     assert driver.invoke(graph, None, config)["log"] == ["a", "b"]
 

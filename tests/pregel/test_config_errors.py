@@ -56,15 +56,19 @@ def saver(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "memory":
         yield InMemorySaver()
     elif request.param == "sqlite":
-        with tempfile.TemporaryDirectory() as tmp, SqliteSaver.from_conn_string(os.path.join(tmp, "cp.db")) as s:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            SqliteSaver.from_conn_string(os.path.join(tmp, "cp.db")) as s,
+        ):
             yield s
     else:
         yield from _pg_saver()
 
 
 def _graph(saver: Any = None) -> Any:
-    return (StateGraph(S).add_node("a", lambda s: {"log": ["a"]}).add_edge(START, "a")
-            .compile(checkpointer=saver))
+    return (
+        StateGraph(S).add_node("a", lambda s: {"log": ["a"]}).add_edge(START, "a").compile(checkpointer=saver)
+    )
 
 
 def _threads(saver: Any) -> list[Any]:
@@ -107,11 +111,13 @@ BAD = [
 def test_bad_config_is_rejected_before_anything_is_written(saver: Any, config: Any, field: str) -> None:
     graph = _graph(saver)
     before = _threads(saver)
-    for call in (lambda: graph.invoke({"log": []}, config),
-                 lambda: list(graph.stream({"log": []}, config)),
-                 lambda: graph.get_state(config),
-                 lambda: list(graph.get_state_history(config)),
-                 lambda: graph.update_state(config, {"log": ["x"]})):
+    for call in (
+        lambda: graph.invoke({"log": []}, config),
+        lambda: list(graph.stream({"log": []}, config)),
+        lambda: graph.get_state(config),
+        lambda: list(graph.get_state_history(config)),
+        lambda: graph.update_state(config, {"log": ["x"]}),
+    ):
         with pytest.raises(InvalidConfigError) as info:
             call()
         assert info.value.field == field
@@ -120,14 +126,19 @@ def test_bad_config_is_rejected_before_anything_is_written(saver: Any, config: A
     _works(saver)
 
 
-@pytest.mark.parametrize(("config", "field"), [b[1:] for b in BAD[:4] + BAD[6:7] + BAD[11:13]],
-                         ids=[b[0] for b in BAD[:4] + BAD[6:7] + BAD[11:13]])
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [b[1:] for b in BAD[:4] + BAD[6:7] + BAD[11:13]],
+    ids=[b[0] for b in BAD[:4] + BAD[6:7] + BAD[11:13]],
+)
 async def test_bad_config_async(saver: Any, config: Any, field: str) -> None:
     graph = _graph(saver)
     before = _threads(saver)
-    for call in (lambda: graph.ainvoke({"log": []}, config),
-                 lambda: graph.aget_state(config),
-                 lambda: graph.aupdate_state(config, {"log": ["x"]})):
+    for call in (
+        lambda: graph.ainvoke({"log": []}, config),
+        lambda: graph.aget_state(config),
+        lambda: graph.aupdate_state(config, {"log": ["x"]}),
+    ):
         with pytest.raises(InvalidConfigError) as info:
             await call()
         assert info.value.field == field
@@ -145,7 +156,12 @@ def test_missing_thread_id_keeps_langgraph_wording(saver: Any) -> None:
 def test_messages_name_the_field_and_the_fix(saver: Any) -> None:
     cases = {
         "a\x00b": ("['thread_id']", "NUL", "replace"),
-        "x" * 1_000_000: ("['thread_id']", "1000000 bytes", f"limit is {MAX_ID_BYTES} bytes", "hashlib.sha256"),
+        "x" * 1_000_000: (
+            "['thread_id']",
+            "1000000 bytes",
+            f"limit is {MAX_ID_BYTES} bytes",
+            "hashlib.sha256",
+        ),
         "\ud800": ("['thread_id']", "surrogate", "UTF-8"),
         2.5: ("['thread_id']", "expected a str, int or UUID", "float"),
     }
@@ -167,7 +183,12 @@ def test_good_ids_of_every_accepted_kind_work(saver: Any) -> None:
     ident = uuid.uuid4()
     longest = uuid.uuid4().hex + "k" * (MAX_ID_BYTES - 32)
     unicode = "ü-" + uuid.uuid4().hex + "-日本"
-    for thread_id, same in ((number, str(number)), (ident, str(ident)), (longest, longest), (unicode, unicode)):
+    for thread_id, same in (
+        (number, str(number)),
+        (ident, str(ident)),
+        (longest, longest),
+        (unicode, unicode),
+    ):
         assert graph.invoke({"log": []}, conf(thread_id=thread_id)) == {"log": ["a"]}
         assert graph.get_state(conf(thread_id=same)).values == {"log": ["a"]}
     # an empty checkpoint_id means "the newest", as in LangGraph
@@ -219,8 +240,13 @@ def test_recursion_limit_none_means_the_default() -> None:
 
 def test_config_shape_checked_without_a_checkpointer() -> None:
     graph = _graph()
-    for config, field in (("t", "config"), ({"configurable": "x"}, "configurable"),
-                          ({"metadata": "m"}, "metadata"), ({"tags": "nightly"}, "tags"), ({"tags": [1]}, "tags")):
+    for config, field in (
+        ("t", "config"),
+        ({"configurable": "x"}, "configurable"),
+        ({"metadata": "m"}, "metadata"),
+        ({"tags": "nightly"}, "tags"),
+        ({"tags": [1]}, "tags"),
+    ):
         with pytest.raises(InvalidConfigError) as info:
             graph.invoke({"log": []}, config)
         assert info.value.field == field
@@ -256,7 +282,12 @@ def test_thread_key_and_get_checkpoint_id() -> None:
 def test_error_fields_and_pickling() -> None:
     err = InvalidConfigError("bad id", field="thread_id", value="a\x00")
     back = pickle.loads(pickle.dumps(err))
-    assert (type(back), str(back), back.field, back.value) == (InvalidConfigError, "bad id", "thread_id", "a\x00")
+    assert (type(back), str(back), back.field, back.value) == (
+        InvalidConfigError,
+        "bad id",
+        "thread_id",
+        "a\x00",
+    )
     assert isinstance(back, ValueError)
 
 

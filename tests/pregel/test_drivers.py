@@ -33,8 +33,13 @@ def test_a_subgraph_awaited_inside_a_node_pauses_the_parent(driver: Any) -> None
         out = await sub.ainvoke({"question": state["question"]})
         return {"answer": out["answer"], "log": ["relayed"]}
 
-    parent = StateGraph(S).add_node("p", relay).add_edge(START, "p").add_edge("p", END) \
+    parent = (
+        StateGraph(S)
+        .add_node("p", relay)
+        .add_edge(START, "p")
+        .add_edge("p", END)
         .compile(checkpointer=InMemorySaver())
+    )
     config = {"configurable": {"thread_id": "t"}}
     out = driver.invoke(parent, {"question": "name?", "log": []}, config)
     assert [i.value for i in out["__interrupt__"]] == ["name?"]
@@ -45,8 +50,13 @@ def test_a_subgraph_awaited_inside_a_node_pauses_the_parent(driver: Any) -> None
 
 
 def test_a_compiled_subgraph_node_pauses_and_resumes(driver: Any) -> None:
-    parent = StateGraph(S).add_node("sub", _asking_subgraph()).add_edge(START, "sub").add_edge("sub", END) \
+    parent = (
+        StateGraph(S)
+        .add_node("sub", _asking_subgraph())
+        .add_edge(START, "sub")
+        .add_edge("sub", END)
         .compile(checkpointer=InMemorySaver())
+    )
     config = {"configurable": {"thread_id": "t"}}
     out = driver.invoke(parent, {"question": "age?", "log": []}, config)
     assert [i.value for i in out["__interrupt__"]] == ["age?"]
@@ -63,9 +73,17 @@ def _routed(route: Any) -> Any:
     def right(state: S) -> dict[str, Any]:
         return {"log": ["right"]}
 
-    return (StateGraph(S).add_node("start", start).add_node("left", left).add_node("right", right)
-            .add_edge(START, "start").add_conditional_edges("start", route, ["left", "right"])
-            .add_edge("left", END).add_edge("right", END).compile())
+    return (
+        StateGraph(S)
+        .add_node("start", start)
+        .add_node("left", left)
+        .add_node("right", right)
+        .add_edge(START, "start")
+        .add_conditional_edges("start", route, ["left", "right"])
+        .add_edge("left", END)
+        .add_edge("right", END)
+        .compile()
+    )
 
 
 async def test_an_async_router_runs_on_the_callers_event_loop() -> None:
@@ -102,9 +120,15 @@ def test_update_state_as_a_routed_node_calls_its_router(driver: Any) -> None:
     async def aroute(state: S) -> str:
         return "right"
 
-    graph = (StateGraph(S).add_node("start", lambda s: {}).add_node("left", lambda s: {})
-             .add_node("right", lambda s: {}).add_edge(START, "start")
-             .add_conditional_edges("start", aroute, ["left", "right"]).compile(checkpointer=InMemorySaver()))
+    graph = (
+        StateGraph(S)
+        .add_node("start", lambda s: {})
+        .add_node("left", lambda s: {})
+        .add_node("right", lambda s: {})
+        .add_edge(START, "start")
+        .add_conditional_edges("start", aroute, ["left", "right"])
+        .compile(checkpointer=InMemorySaver())
+    )
     config = {"configurable": {"thread_id": "u"}}
     driver.update_state(graph, config, {"log": ["by hand"]}, as_node="start")
     assert driver.get_state(graph, config).next == ("right",)

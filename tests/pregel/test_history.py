@@ -75,7 +75,10 @@ def test_history_parent_chain(driver, saver, thread) -> None:
     driver.invoke(app, {"x": 0}, thread)
     history = driver.get_state_history(app, thread)
     for newer, older in zip(history, history[1:], strict=False):
-        assert newer.parent_config["configurable"]["checkpoint_id"] == older.config["configurable"]["checkpoint_id"]
+        assert (
+            newer.parent_config["configurable"]["checkpoint_id"]
+            == older.config["configurable"]["checkpoint_id"]
+        )
     assert history[-1].parent_config is None
 
 

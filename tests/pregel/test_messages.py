@@ -21,12 +21,20 @@ def _graph(reply: str, kind: str = "def"):
         return {"messages": [await model.ainvoke(state["messages"])]}
 
     node = chat if kind == "def" else achat
-    return StateGraph(MessagesState).add_node("chat", node).add_edge(START, "chat").add_edge("chat", END).compile()
+    return (
+        StateGraph(MessagesState)
+        .add_node("chat", node)
+        .add_edge(START, "chat")
+        .add_edge("chat", END)
+        .compile()
+    )
 
 
 @pytest.mark.parametrize("kind", ["def", "async_def"])
 def test_tokens_stream_from_a_model_invoked_inside_a_node(driver: Any, kind: str) -> None:
-    events = driver.stream(_graph("hello there friend", kind), {"messages": [("user", "hi")]}, stream_mode="messages")
+    events = driver.stream(
+        _graph("hello there friend", kind), {"messages": [("user", "hi")]}, stream_mode="messages"
+    )
     chunks = [m for m, _ in events]
     assert all(isinstance(m, AIMessageChunk) for m in chunks)
     assert "".join(str(m.content) for m in chunks) == "hello there friend"
@@ -41,9 +49,13 @@ def test_streamed_message_is_not_emitted_again_from_the_state_update(driver: Any
 
 
 def test_messages_a_node_returns_without_a_model_are_emitted_whole(driver: Any) -> None:
-    graph = (StateGraph(MessagesState)
-             .add_node("echo", lambda s: {"messages": [AIMessage("plain", id="p1")]})
-             .add_edge(START, "echo").add_edge("echo", END).compile())
+    graph = (
+        StateGraph(MessagesState)
+        .add_node("echo", lambda s: {"messages": [AIMessage("plain", id="p1")]})
+        .add_edge(START, "echo")
+        .add_edge("echo", END)
+        .compile()
+    )
     events = driver.stream(graph, {"messages": [HumanMessage("hi")]}, stream_mode="messages")
     assert [(m.content, m.id, meta["langgraph_node"]) for m, meta in events] == [("plain", "p1", "echo")]
 

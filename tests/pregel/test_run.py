@@ -99,7 +99,9 @@ def test_batch(driver) -> None:
 
 def test_batch_with_config_per_input(driver) -> None:
     app = _one(lambda s, config: {"log": [config["configurable"]["k"]]})
-    outs = driver.batch(app, [{"x": 0}, {"x": 0}], [{"configurable": {"k": "a"}}, {"configurable": {"k": "b"}}])
+    outs = driver.batch(
+        app, [{"x": 0}, {"x": 0}], [{"configurable": {"k": "a"}}, {"configurable": {"k": "b"}}]
+    )
     assert [o["log"] for o in outs] == [["a"], ["b"]]
 
 

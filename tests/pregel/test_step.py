@@ -20,6 +20,7 @@ def test_parallel_nodes_really_run_concurrently(driver) -> None:
         def run(s):
             barrier.wait()
             return {"log": [name]}
+
         return run
 
     g = StateGraph(S)

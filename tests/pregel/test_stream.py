@@ -96,4 +96,6 @@ def test_unknown_stream_mode_rejected(driver) -> None:
 
 def test_invoke_with_stream_mode_updates_returns_all_chunks(driver) -> None:
     assert driver.invoke(_app(), {"x": 0}, stream_mode="updates") == [
-        {"a": {"x": 1, "log": ["a"]}}, {"b": {"log": ["b"]}}]
+        {"a": {"x": 1, "log": ["a"]}},
+        {"b": {"log": ["b"]}},
+    ]

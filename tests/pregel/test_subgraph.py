@@ -34,8 +34,15 @@ def _child() -> Any:
         answer = interrupt("need input")
         return {"shared": state["shared"] + answer, "log": ["ask"]}
 
-    return (StateGraph(Child).add_node("step", step).add_node("ask", ask)
-            .add_edge(START, "step").add_edge("step", "ask").add_edge("ask", END).compile())
+    return (
+        StateGraph(Child)
+        .add_node("step", step)
+        .add_node("ask", ask)
+        .add_edge(START, "step")
+        .add_edge("step", "ask")
+        .add_edge("ask", END)
+        .compile()
+    )
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -78,10 +85,17 @@ def test_command_parent_routes_in_the_parent_graph(driver: Any) -> None:
         return Command(graph=Command.PARENT, goto="after", update={"shared": "from child"})
 
     child = StateGraph(Child).add_node("handoff", handoff).add_edge(START, "handoff").compile()
-    graph = (StateGraph(Parent).add_node("sub", child)
-             .add_node("after", lambda s: {"log": [f"after:{s['shared']}"]})
-             .add_edge(START, "sub").compile())
-    assert driver.invoke(graph, {"log": [], "shared": "x"}) == {"log": ["after:from child"], "shared": "from child"}
+    graph = (
+        StateGraph(Parent)
+        .add_node("sub", child)
+        .add_node("after", lambda s: {"log": [f"after:{s['shared']}"]})
+        .add_edge(START, "sub")
+        .compile()
+    )
+    assert driver.invoke(graph, {"log": [], "shared": "x"}) == {
+        "log": ["after:from child"],
+        "shared": "from child",
+    }
 
 
 def test_command_parent_without_a_parent_is_a_clear_error(driver: Any) -> None:
@@ -117,13 +131,16 @@ def _nested_chain(depth: int, how: str, leaf: Any = _leaf, checkpointer: Any = N
         if how == "node":
             node: Any = graph
         elif how == "call":
+
             def node(state: Count, inner: Any = graph, level: int = level) -> dict:
                 out = inner.invoke({"n": state["n"], "path": []})
                 return {"n": out["n"] + 1, "path": [*out["path"], level]}
         else:  # "acall": an async node awaiting ainvoke
+
             async def node(state: Count, inner: Any = graph, level: int = level) -> dict:
                 out = await inner.ainvoke({"n": state["n"], "path": []})
                 return {"n": out["n"] + 1, "path": [*out["path"], level]}
+
         builder = StateGraph(Count).add_node(f"level{level}", node).add_edge(START, f"level{level}")
         graph = builder.compile(checkpointer=checkpointer if level == depth - 1 else None)
     return graph
@@ -178,8 +195,14 @@ def every_task_hops(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("every_task_hops")
-@pytest.mark.parametrize("scenario", [test_interrupt_inside_a_subgraph_node_pauses_the_parent_and_resumes,
-                                      test_interrupt_inside_a_subgraph_invoked_from_a_node], ids=["node", "call"])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        test_interrupt_inside_a_subgraph_node_pauses_the_parent_and_resumes,
+        test_interrupt_inside_a_subgraph_invoked_from_a_node,
+    ],
+    ids=["node", "call"],
+)
 def test_subgraph_interrupts_cross_a_thread_hop(saver: Any, driver: Any, scenario: Any) -> None:
     scenario(saver, driver)
 
@@ -209,25 +232,45 @@ def test_async_node_interrupts_and_context_cross_a_hop(saver: Any, driver: Any) 
         seen.append(get_config()["configurable"]["thread_id"])
         return {"log": [interrupt("why?")]}
 
-    graph = (StateGraph(Parent).add_node("sub", _child()).add_node("node", node).add_edge(START, "sub")
-             .add_edge("sub", "node").compile(checkpointer=saver))
+    graph = (
+        StateGraph(Parent)
+        .add_node("sub", _child())
+        .add_node("node", node)
+        .add_edge(START, "sub")
+        .add_edge("sub", "node")
+        .compile(checkpointer=saver)
+    )
     config = {"configurable": {"thread_id": "t"}}
     assert [i.value for i in driver.invoke(graph, {"log": [], "shared": "x"}, config)["__interrupt__"]] == [
-        "need input"]
+        "need input"
+    ]
     assert [i.value for i in driver.invoke(graph, Command(resume="!"), config)["__interrupt__"]] == ["why?"]
     assert driver.invoke(graph, Command(resume="because"), config) == {
-        "log": ["child", "ask", "because"], "shared": "x-child!"}
+        "log": ["child", "ask", "because"],
+        "shared": "x-child!",
+    }
     assert seen == ["t", "t"]
 
 
 @pytest.mark.usefixtures("every_task_hops")
 def test_parallel_steps_cross_a_hop(driver: Any) -> None:
-    graph = (StateGraph(Parent).add_node("a", lambda s: {"log": ["a"]}).add_node("b", lambda s: {"log": ["b"]})
-             .add_node("sub", _child_without_interrupt()).add_edge(START, "a").add_edge(START, "b")
-             .add_edge(START, "sub").compile())
+    graph = (
+        StateGraph(Parent)
+        .add_node("a", lambda s: {"log": ["a"]})
+        .add_node("b", lambda s: {"log": ["b"]})
+        .add_node("sub", _child_without_interrupt())
+        .add_edge(START, "a")
+        .add_edge(START, "b")
+        .add_edge(START, "sub")
+        .compile()
+    )
     assert sorted(driver.invoke(graph, {"log": [], "shared": "x"})["log"]) == ["a", "b", "child"]
 
 
 def _child_without_interrupt() -> Any:
-    return (StateGraph(Child).add_node("step", lambda s: {"shared": s["shared"] + "-child", "log": ["child"]})
-            .add_edge(START, "step").compile())
+    return (
+        StateGraph(Child)
+        .add_node("step", lambda s: {"shared": s["shared"] + "-child", "log": ["child"]})
+        .add_edge(START, "step")
+        .compile()
+    )

@@ -50,6 +50,7 @@ def open_saver(target: str, ttl: float | None = None) -> Iterator[Any]:
 
 def chat_graph(saver: Any, pause: float = 0.0) -> Any:
     """Echo chat: each AI message repeats the human message before it."""
+
     def echo(state: MessagesState) -> dict[str, Any]:
         if pause:
             print("STARTED", flush=True)
@@ -70,6 +71,7 @@ class FanState(TypedDict):
 
 def fanout_graph(saver: Any, count_dir: Path) -> Any:
     """Two parallel nodes: ``a`` finishes at once; ``b`` fails later unless ``count_dir/ok`` exists."""
+
     def a(state: FanState) -> dict[str, Any]:
         with open(count_dir / "a.calls", "a") as f:
             f.write("a\n")
@@ -113,7 +115,9 @@ def main(argv: list[str]) -> int:
         if mode == "turns":
             run_turns(saver, config, int(argv[3]), argv[4], argv[5] if len(argv) > 5 else None)
         elif mode == "hold":
-            chat_graph(saver, pause=float(argv[3])).invoke({"messages": [HumanMessage("hold", id="hold")]}, config)
+            chat_graph(saver, pause=float(argv[3])).invoke(
+                {"messages": [HumanMessage("hold", id="hold")]}, config
+            )
             print("DONE", flush=True)
         elif mode == "prune":
             total = rounds = 0
@@ -126,7 +130,9 @@ def main(argv: list[str]) -> int:
         elif mode == "fanout":
             count_dir = Path(argv[3])
             try:
-                out = fanout_graph(saver, count_dir).invoke({"log": []} if argv[4] == "start" else None, config)
+                out = fanout_graph(saver, count_dir).invoke(
+                    {"log": []} if argv[4] == "start" else None, config
+                )
             except RuntimeError as exc:
                 print(f"FAILED {exc}", flush=True)
                 return 3

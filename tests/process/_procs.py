@@ -46,8 +46,14 @@ def spawn(target: str, *args: str, ttl: float | None = None) -> subprocess.Popen
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     if ttl is not None:
         env["LEASE_TTL"] = str(ttl)
-    return subprocess.Popen([sys.executable, str(CHILD), target, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT))
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), target, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=str(ROOT),
+    )
 
 
 def finish(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:

@@ -116,8 +116,9 @@ async def _async_saver_turn(target: str, strategy: str) -> list[str]:
     async with Saver.from_conn_string(where) as saver:
         graph = child_module().chat_graph(saver)
         config = {"configurable": {"thread_id": "async-busy"}}
-        out = await graph.ainvoke({"messages": [HumanMessage(strategy, id=strategy)]}, config,
-                                  multitask_strategy=strategy)
+        out = await graph.ainvoke(
+            {"messages": [HumanMessage(strategy, id=strategy)]}, config, multitask_strategy=strategy
+        )
         return [m.id for m in out["messages"]]
 
 

@@ -116,17 +116,31 @@ class PrivatePostgres:
                 args = ["runuser", "-u", self.owner, "--", *args]
             else:
                 args = ["su", "-s", "/bin/sh", self.owner, "-c", shlex.join(args)]
-        done = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        done = subprocess.run(
+            args, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout, check=False
+        )
         if done.returncode != 0:
             log = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
-            raise RuntimeError(f"{shlex.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}\n"
-                               f"server log:\n{log}")
+            raise RuntimeError(
+                f"{shlex.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}\n"
+                f"server log:\n{log}"
+            )
         return done
 
     def init(self) -> None:
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                  "--locale=C", "--no-sync")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
         self._mkdir(self.sockets)
 
     def _mkdir(self, path: Path) -> None:
@@ -138,12 +152,36 @@ class PrivatePostgres:
         """Start the server (on a new free port the first time) and wait until it accepts connections."""
         for attempt in range(3):
             port = self.port or _free_port()
-            options = shlex.join(["-c", "listen_addresses=127.0.0.1", "-c", f"port={port}",
-                                  "-k", str(self.sockets), "-c", "fsync=off", "-c", "max_connections=20",
-                                  "-c", "shared_buffers=16MB"])
+            options = shlex.join(
+                [
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    f"port={port}",
+                    "-k",
+                    str(self.sockets),
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "max_connections=20",
+                    "-c",
+                    "shared_buffers=16MB",
+                ]
+            )
             try:
-                self._run("pg_ctl", "start", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                          "-o", options)
+                self._run(
+                    "pg_ctl",
+                    "start",
+                    "-D",
+                    str(self.data),
+                    "-l",
+                    str(self.log),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-o",
+                    options,
+                )
             except RuntimeError:
                 if self.port or attempt == 2:  # a restart keeps its port: the saver's pool points at it
                     raise
@@ -170,8 +208,9 @@ class PrivatePostgres:
     def create_database(self) -> None:
         import psycopg
 
-        with psycopg.connect(f"postgresql://postgres@127.0.0.1:{self.port}/postgres", autocommit=True,
-                             connect_timeout=10) as admin:
+        with psycopg.connect(
+            f"postgresql://postgres@127.0.0.1:{self.port}/postgres", autocommit=True, connect_timeout=10
+        ) as admin:
             admin.execute(f"CREATE DATABASE {DATABASE}")
 
     def wait_until_up(self, timeout: float = 60.0) -> None:
@@ -212,8 +251,10 @@ def private_pg() -> Iterator[PrivatePostgres]:
     pytest.importorskip("psycopg", reason="the PostgreSQL saver needs psycopg")
     bindir = _bindir()
     if bindir is None:
-        _unavailable("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found in $PLAIT_PG_BINDIR, "
-                     "/usr/lib/postgresql/*/bin or PATH")
+        _unavailable(
+            "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found in $PLAIT_PG_BINDIR, "
+            "/usr/lib/postgresql/*/bin or PATH"
+        )
     assert bindir is not None
     server = PrivatePostgres(bindir)
     try:

@@ -36,7 +36,9 @@ def test_prune_loop_beside_two_writer_processes_loses_nothing(target: str, tmp_p
     assert code == 0, err[-3000:]
     assert all(c == 0 for c, _, _ in results), [e[-3000:] for _, _, e in results]
     assert int(out.split()[1]) > 0, out  # the pruner really deleted checkpoints meanwhile
-    acknowledged = [line.split()[1] for _, o, _ in results for line in o.splitlines() if line.startswith("TURN")]
+    acknowledged = [
+        line.split()[1] for _, o, _ in results for line in o.splitlines() if line.startswith("TURN")
+    ]
     assert len(acknowledged) == 80
     ids, remaining = _read_cold(target, "busy")
     assert sorted(i for i in ids if not i.startswith("ai-")) == sorted(acknowledged)

@@ -39,17 +39,24 @@ class PostgresSaver(SqlSaverBase):
         lease_ttl: Seconds after which the thread lease of a killed process can be taken over.
     """
 
-    _q = _sql
+    sql = _sql
 
-    def __init__(self, conn: psycopg.Connection[Any] | ConnectionPool[Any], *,
-                 serde: Serializer | None = None, cache_size: int = 128, lease_ttl: float = DEFAULT_TTL) -> None:
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any] | ConnectionPool[Any],
+        *,
+        serde: Serializer | None = None,
+        cache_size: int = 128,
+        lease_ttl: float = DEFAULT_TTL,
+    ) -> None:
         super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
         if not isinstance(conn, (psycopg.Connection, ConnectionPool)):
             name = type(self).__name__
             raise TypeError(
                 f"{name} needs a psycopg.Connection or psycopg_pool.ConnectionPool, got {type(conn).__name__}; "
                 f"use {name}.from_conn_string(dsn) to open one. (plait's async savers run psycopg's sync driver "
-                "in worker threads, so AsyncConnection / AsyncConnectionPool are not accepted.)")
+                "in worker threads, so AsyncConnection / AsyncConnectionPool are not accepted.)"
+            )
         self.conn = conn
         self.lock = threading.RLock()
         self.is_setup = False
@@ -70,7 +77,11 @@ class PostgresSaver(SqlSaverBase):
             **kwargs: Passed to :class:`PostgresSaver`.
         """
         pool: ConnectionPool[Any] = ConnectionPool(
-            conn_string, min_size=1, max_size=pool_size, open=True, check=ConnectionPool.check_connection,
+            conn_string,
+            min_size=1,
+            max_size=pool_size,
+            open=True,
+            check=ConnectionPool.check_connection,
             kwargs={"autocommit": True, "prepare_threshold": None},
         )
         try:
@@ -112,8 +123,11 @@ class PostgresSaver(SqlSaverBase):
     def _lease_scope(self) -> tuple[str, bool]:
         """Server, database and schema; temporary schemas (``pg_temp``) are private to a connection."""
         self._setup_once()
-        row = self._fetch("SELECT inet_server_addr()::text, inet_server_port(), current_database(), "
-                          "current_schema(), pg_my_temp_schema()::regnamespace::text", [])[0]
+        row = self._fetch(
+            "SELECT inet_server_addr()::text, inet_server_port(), current_database(), "
+            "current_schema(), pg_my_temp_schema()::regnamespace::text",
+            [],
+        )[0]
         addr, port, database, schema, temp = row
         private = schema is None or schema == temp or schema.startswith("pg_temp")
         return f"postgres:{addr}:{port}/{database}/{schema}", not private

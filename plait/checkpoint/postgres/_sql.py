@@ -119,7 +119,9 @@ INSERT_WRITE = """INSERT INTO checkpoint_writes
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
       channel = EXCLUDED.channel, task_path = EXCLUDED.task_path, blob = EXCLUDED.blob"""
 
-_HEAD_COLUMNS = "c.checkpoint_id, c.parent_checkpoint_id, c.step, c.source, c.created_at, c.checkpoint, c.metadata"
+_HEAD_COLUMNS = (
+    "c.checkpoint_id, c.parent_checkpoint_id, c.step, c.source, c.created_at, c.checkpoint, c.metadata"
+)
 
 SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.blob
     FROM checkpoints c LEFT JOIN checkpoint_writes w
@@ -140,15 +142,21 @@ PRUNE_ROWS = """SELECT checkpoint_ns, checkpoint_id, created_at, checkpoint FROM
 BLOB_KEYS = "SELECT channel, version FROM checkpoint_blobs WHERE thread_id = %s AND checkpoint_ns = %s"
 DELETE_BLOB = """DELETE FROM checkpoint_blobs
     WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND version = %s"""
-DELETE_CHECKPOINT = "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
-DELETE_WRITES_OF = "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+DELETE_CHECKPOINT = (
+    "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+)
+DELETE_WRITES_OF = (
+    "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+)
 
 
 def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list[Any]]:
     """Pending writes of several checkpoints of one thread."""
-    sql = ("SELECT checkpoint_id, task_id, channel, blob FROM checkpoint_writes "
-           "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = ANY(%s) "
-           "ORDER BY checkpoint_id, task_id, idx")
+    sql = (
+        "SELECT checkpoint_id, task_id, channel, blob FROM checkpoint_writes "
+        "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = ANY(%s) "
+        "ORDER BY checkpoint_id, task_id, idx"
+    )
     return sql, [*thread, list(ids)]
 
 
@@ -170,6 +178,7 @@ def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> 
     ) SELECT channel, version, prev_id, type, blob FROM chain"""
     return sql, [[c for c, _ in targets], [r for _, r in targets], *thread, *thread]
 
+
 HEAD_ID = """SELECT MAX(checkpoint_id) FROM (SELECT checkpoint_id FROM checkpoints
     WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1) AS head"""
 LOCK_THREAD: str | None = "SELECT pg_advisory_xact_lock(hashtext(%s))"
@@ -189,7 +198,8 @@ JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM checkpoin
 ORDER BY c.created_at DESC"""
 
 
-def list_query(thread: tuple[str, str] | None, after: tuple[str, str, str] | None,
-               where: dict[str, Any], limit: int) -> tuple[str, list[Any]]:
+def list_query(
+    thread: tuple[str, str] | None, after: tuple[str, str, str] | None, where: dict[str, Any], limit: int
+) -> tuple[str, list[Any]]:
     """One page of checkpoint rows, newest first (see :func:`plait.checkpoint._engine_sql.page_query`)."""
     return page_query("%s", _HEAD_COLUMNS, thread, after, where, limit)

@@ -16,14 +16,14 @@ from plait.checkpoint.postgres._saver import PostgresSaver
 __all__ = ["AsyncPostgresSaver"]
 
 
-
 class AsyncPostgresSaver(PostgresSaver):
     """A :class:`PostgresSaver` whose ``a``-methods run in worker threads."""
 
     @classmethod
     @asynccontextmanager
     async def from_conn_string(  # type: ignore[override]  # LangGraph's async savers: `async with` it
-            cls, conn_string: str, *, pool_size: int = 4, **kwargs: Any) -> AsyncIterator[AsyncPostgresSaver]:
+        cls, conn_string: str, *, pool_size: int = 4, **kwargs: Any
+    ) -> AsyncIterator[AsyncPostgresSaver]:
         """Open a connection pool on ``conn_string`` for the ``async with`` block.
 
         Args:

@@ -39,14 +39,22 @@ class SqliteSaver(SqlSaverBase):
         lease_ttl: Seconds after which the thread lease of a killed process can be taken over.
     """
 
-    _q = _sql
+    sql = _sql
 
-    def __init__(self, conn: sqlite3.Connection, *, serde: Serializer | None = None,
-                 cache_size: int = 128, lease_ttl: float = DEFAULT_TTL) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        serde: Serializer | None = None,
+        cache_size: int = 128,
+        lease_ttl: float = DEFAULT_TTL,
+    ) -> None:
         super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
         if not isinstance(conn, sqlite3.Connection):
-            raise TypeError(f"SqliteSaver needs a sqlite3.Connection, got {type(conn).__name__}; "
-                            "use SqliteSaver.from_conn_string(path) to open one")
+            raise TypeError(
+                f"SqliteSaver needs a sqlite3.Connection, got {type(conn).__name__}; "
+                "use SqliteSaver.from_conn_string(path) to open one"
+            )
         self.conn = conn
         self.lock = threading.RLock()
         self.is_setup = False
@@ -76,12 +84,15 @@ class SqliteSaver(SqlSaverBase):
     def _create_tables(self) -> None:
         with self.lock:
             conn = self.conn
-            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+            names = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+            }
             if "checkpoints" in names and "plait_meta" not in names:
                 raise IncompatibleDatabaseError(
                     "This SQLite database already has a 'checkpoints' table that plait did not create (LangGraph's "
                     "SqliteSaver layout?). plait keeps its own layout (docs/storage.md); use a new file. "
-                    "Nothing was changed.")
+                    "Nothing was changed."
+                )
             fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
             if fresh and not conn.in_transaction and conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
                 # incremental vacuum lets prune shrink the file in short steps; on a file that

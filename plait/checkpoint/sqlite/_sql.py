@@ -109,7 +109,9 @@ INSERT_WRITE = """INSERT OR REPLACE INTO checkpoint_writes
     (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, value)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
 
-_HEAD_COLUMNS = "c.checkpoint_id, c.parent_checkpoint_id, c.step, c.source, c.created_at, c.checkpoint, c.metadata"
+_HEAD_COLUMNS = (
+    "c.checkpoint_id, c.parent_checkpoint_id, c.step, c.source, c.created_at, c.checkpoint, c.metadata"
+)
 
 SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.value
     FROM checkpoints c LEFT JOIN checkpoint_writes w
@@ -128,9 +130,11 @@ DELETE_THREAD = [
 def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list[Any]]:
     """Pending writes of several checkpoints of one thread."""
     marks = ", ".join("?" for _ in ids)
-    sql = ("SELECT checkpoint_id, task_id, channel, value FROM checkpoint_writes "
-           f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks}) "
-           "ORDER BY checkpoint_id, task_id, idx")
+    sql = (
+        "SELECT checkpoint_id, task_id, channel, value FROM checkpoint_writes "
+        f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({marks}) "
+        "ORDER BY checkpoint_id, task_id, idx"
+    )
     return sql, [*thread, *ids]
 
 
@@ -157,7 +161,9 @@ BLOB_KEYS = "SELECT channel, checkpoint_id FROM checkpoint_blobs WHERE thread_id
 DELETE_BLOB = """DELETE FROM checkpoint_blobs
     WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND checkpoint_id = ?"""
 DELETE_CHECKPOINT = "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-DELETE_WRITES_OF = "DELETE FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+DELETE_WRITES_OF = (
+    "DELETE FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+)
 
 HEAD_ID = "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
 LOCK_THREAD: str | None = None
@@ -177,7 +183,8 @@ JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM checkpoin
 ORDER BY c.created_at DESC"""
 
 
-def list_query(thread: tuple[str, str] | None, after: tuple[str, str, str] | None,
-               where: dict[str, Any], limit: int) -> tuple[str, list[Any]]:
+def list_query(
+    thread: tuple[str, str] | None, after: tuple[str, str, str] | None, where: dict[str, Any], limit: int
+) -> tuple[str, list[Any]]:
     """One page of checkpoint rows, newest first (see :func:`plait.checkpoint._engine_sql.page_query`)."""
     return page_query("?", _HEAD_COLUMNS, thread, after, where, limit)

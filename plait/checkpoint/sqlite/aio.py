@@ -18,7 +18,6 @@ from plait.checkpoint.sqlite._saver import SqliteSaver
 __all__ = ["AsyncSqliteSaver"]
 
 
-
 class AsyncSqliteSaver(SqliteSaver):
     """A :class:`SqliteSaver` whose ``a``-methods run in worker threads.
 
@@ -28,7 +27,8 @@ class AsyncSqliteSaver(SqliteSaver):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(  # type: ignore[override]  # LangGraph's async savers: `async with` it
-            cls, path: str | Path, **kwargs: Any) -> AsyncIterator[AsyncSqliteSaver]:
+        cls, path: str | Path, **kwargs: Any
+    ) -> AsyncIterator[AsyncSqliteSaver]:
         """Open the database at ``path`` (WAL mode) for the ``async with`` block.
 
         Args:

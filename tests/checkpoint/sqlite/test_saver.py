@@ -48,8 +48,17 @@ def test_tables_and_columns(db: Any) -> None:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "plait_meta"} <= tables
     cols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoints)")}
-    assert {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "step", "source",
-            "created_at", "checkpoint", "metadata"} <= cols
+    assert {
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "step",
+        "source",
+        "created_at",
+        "checkpoint",
+        "metadata",
+    } <= cols
     bcols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoint_blobs)")}
     assert {"thread_id", "checkpoint_ns", "channel", "checkpoint_id", "prev_id", "kind", "value"} <= bcols
     wcols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoint_writes)")}
@@ -57,12 +66,22 @@ def test_tables_and_columns(db: Any) -> None:
     assert conn.execute("SELECT value FROM plait_meta WHERE key='schema_version'").fetchone() == ("2",)
     assert conn.execute("SELECT COUNT(DISTINCT thread_id) FROM checkpoints").fetchone() == (1,)
     # LangGraph's table name, as a view, for SQL written against LangGraph's SqliteSaver
-    n_writes, n_view = conn.execute("SELECT (SELECT COUNT(*) FROM checkpoint_writes), "
-                                    "(SELECT COUNT(*) FROM writes)").fetchone()
+    n_writes, n_view = conn.execute(
+        "SELECT (SELECT COUNT(*) FROM checkpoint_writes), (SELECT COUNT(*) FROM writes)"
+    ).fetchone()
     assert n_writes == n_view
     vcols = [r[1] for r in conn.execute("PRAGMA table_info(writes)")]
-    assert vcols == ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "idx", "channel",
-                     "type", "value"]
+    assert vcols == [
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "task_id",
+        "task_path",
+        "idx",
+        "channel",
+        "type",
+        "value",
+    ]
 
 
 def test_wal_mode_and_idempotent_setup(db: Any) -> None:
@@ -183,8 +202,13 @@ def test_rejects_non_sqlite_connection() -> None:
         SqliteSaver(object())  # type: ignore[arg-type]
 
 
-edits = st.lists(st.tuples(st.sampled_from(["append", "drop", "replace", "clear", "same"]),
-                           st.integers(0, 30), st.integers(1, 4)), min_size=1, max_size=25)
+edits = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "drop", "replace", "clear", "same"]), st.integers(0, 30), st.integers(1, 4)
+    ),
+    min_size=1,
+    max_size=25,
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -200,7 +224,7 @@ def test_random_edits_read_back_cold(tmp_path_factory: Any, script: list[tuple[s
         if kind == "append":
             value.extend(f"v{i}.{j}" for j in range(n))
         elif kind == "drop" and value:
-            del value[at % len(value):at % len(value) + n]
+            del value[at % len(value) : at % len(value) + n]
         elif kind == "replace" and value:
             value[at % len(value)] = f"r{i}"
         elif kind == "clear":
@@ -262,8 +286,13 @@ async def test_async_saver_setup_is_awaitable_and_list_streams(tmp_path) -> None
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
         await saver.setup()
         await saver.setup()
-        graph = (StateGraph(MessagesState).add_node("n", lambda s: {"messages": [("ai", "ok")]})
-                 .add_edge(START, "n").add_edge("n", END).compile(checkpointer=saver))
+        graph = (
+            StateGraph(MessagesState)
+            .add_node("n", lambda s: {"messages": [("ai", "ok")]})
+            .add_edge(START, "n")
+            .add_edge("n", END)
+            .compile(checkpointer=saver)
+        )
         config = {"configurable": {"thread_id": "t"}}
         for _ in range(3):
             await graph.ainvoke({"messages": [("user", "hi")]}, config)
@@ -316,8 +345,13 @@ def test_a_checkpoint_row_of_the_wrong_shape_is_a_serialization_error(tmp_path) 
     from plait.graph import END, START, MessagesState, StateGraph
 
     with SqliteSaver.from_conn_string(str(tmp_path / "c.db")) as saver:
-        graph = (StateGraph(MessagesState).add_node("n", lambda s: {"messages": [("ai", "ok")]})
-                 .add_edge(START, "n").add_edge("n", END).compile(checkpointer=saver))
+        graph = (
+            StateGraph(MessagesState)
+            .add_node("n", lambda s: {"messages": [("ai", "ok")]})
+            .add_edge(START, "n")
+            .add_edge("n", END)
+            .compile(checkpointer=saver)
+        )
         config = {"configurable": {"thread_id": "t"}}
         graph.invoke({"messages": [("user", "hi")]}, config)
         saver.conn.execute("UPDATE checkpoints SET checkpoint = x'00ff00ff'")
