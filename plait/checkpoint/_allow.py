@@ -61,7 +61,7 @@ class NotAllowed(SerializationError):
 def _register(item: type | str, names: set[str], classes: dict[tuple[str, str], type]) -> None:
     if isinstance(item, type):
         classes[(item.__module__, item.__qualname__)] = item
-    elif isinstance(item, str) and _dotted(item):
+    elif isinstance(item, str) and _dotted(item):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: callers may pass anything
         names.add(item)
     else:
         raise TypeError(f"allow() takes classes or dotted names, got {item!r}")
@@ -120,7 +120,7 @@ class AllowList:
                     "registered data classes are). If it is one of your data classes: "
                     + HOW.format(name=name)
                 )
-            found = _lookup(module, qualname)
+            found = _lookup(module, qualname, _importable(module, qualname, names))
         if not isinstance(found, type) or found.__module__ != module or found.__qualname__ != qualname:
             raise SerializationError(
                 f"Stored value names {name}, which is not a class defined under that name"
@@ -128,11 +128,33 @@ class AllowList:
         return found
 
 
-def _lookup(module: str, qualname: str) -> Any:
-    """Import ``module`` and take ``qualname`` from its namespace, hopping only through its own classes."""
+def _importable(module: str, qualname: str, names: Iterable[str]) -> bool:
+    """Whether reading a record may import ``module``: it was allowed by exact name, or is a default one.
+
+    A submodule of a package allowed as a whole is only looked up once the application has
+    imported it: a stored row must never make a module run its top-level code.
+    """
+    path = f"{module}.{qualname}"
+    return any(path == n or module == n for n in names) or any(
+        module == n or module.startswith(n + ".") for n in DEFAULT_ALLOWED_MODULES
+    )
+
+
+def _lookup(module: str, qualname: str, may_import: bool) -> Any:
+    """Take ``qualname`` from ``module``'s own namespace, hopping only through its own classes.
+
+    ``module`` is imported only when ``may_import`` (see :func:`_importable`).
+    """
     name = f"{module}.{qualname}"
+    found: Any = sys.modules.get(module)
+    if found is None and not may_import:
+        raise SerializationError(
+            f"Stored value is an instance of {name}, but module {module} is not imported. plait never "
+            "imports a module that a stored row names unless it was allowed by its exact name: import "
+            f"{module} before reading, or allow({module!r}) or allow({name!r})."
+        )
     try:
-        found: Any = sys.modules.get(module) or importlib.import_module(module)
+        found = found or importlib.import_module(module)
     except Exception as exc:  # noqa: BLE001 - any import failure is a decode failure
         raise SerializationError(
             f"Stored value is an instance of {name}, which cannot be imported: {exc}. Make "

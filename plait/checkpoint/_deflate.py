@@ -6,6 +6,12 @@ uses, and ``0xff`` cannot start raw deflate data, so older readers fail loudly o
 these rows instead of misreading them. Inflating stops at the declared length;
 rows written before the length header (``b"\\xc1"`` + raw deflate data) inflate
 up to the caller's bound only.
+
+Both forms are also bounded by their stored length: a payload never inflates to more
+than :data:`MAX_RATIO` times its stored size. plait never writes a deflated payload
+that compresses better than that (it stores such data uncompressed), so only a planted
+or damaged row can exceed it; the memory a stored row can take when read is then
+proportional to its own size, however it was crafted.
 """
 
 from __future__ import annotations
@@ -14,13 +20,18 @@ import zlib
 
 from plait.errors import SerializationError
 
-__all__ = ["DEFLATED", "LIMIT", "deflate", "inflate"]
+__all__ = ["DEFLATED", "LIMIT", "MAX_RATIO", "deflate", "inflate"]
 
 DEFLATED = b"\xc1"  # a byte MessagePack never uses: marks a deflated payload
 _SIZED = b"\xff"  # after DEFLATED: a 4-byte length follows (0xff cannot start raw deflate data: block type 3)
 _DEFLATED_SIZED = DEFLATED + _SIZED
 _SHRINK_FROM = 96  # smaller payloads do not compress enough to pay for it
 LIMIT = 2**32 - 1  # the length field has 4 bytes
+MAX_RATIO = 32
+"""The most a stored payload may inflate, as a multiple of its stored size (text compresses 2-5 times)."""
+_OLD_RATIO = 256
+"""The same bound for rows written before the length header: their writer (deflate level 1) cannot
+compress more than about 230 times, so no row it wrote is refused."""
 
 
 def deflate(data: bytes) -> bytes:
@@ -30,7 +41,9 @@ def deflate(data: bytes) -> bytes:
         return data
     packed = zlib.compressobj(1, zlib.DEFLATED, -15)
     small = packed.compress(data) + packed.flush()
-    return b"".join((_DEFLATED_SIZED, size.to_bytes(4, "big"), small)) if len(small) + 12 < size else data
+    if len(small) + 12 >= size or size > (len(small) + 6) * MAX_RATIO:  # no gain, or readers would refuse it
+        return data
+    return b"".join((_DEFLATED_SIZED, size.to_bytes(4, "big"), small))
 
 
 def inflate(data: bytes, max_bytes: int) -> bytes:
@@ -43,10 +56,11 @@ def inflate(data: bytes, max_bytes: int) -> bytes:
     stream = zlib.decompressobj(-15)
     if data[1:2] == _SIZED:
         size = int.from_bytes(data[2:6], "big")
-        if len(data) < 6 or size > max_bytes:
+        if len(data) < 6 or size > max_bytes or size > len(data) * MAX_RATIO:
             raise SerializationError(
                 f"{where}: truncated, or declares {size} bytes uncompressed, more than "
-                f"max_value_bytes={max_bytes} (Serializer(max_value_bytes=...) raises it)"
+                f"{MAX_RATIO} times its stored size or max_value_bytes={max_bytes} (the row was not "
+                "written by plait: damaged or planted)"
             )
         out = stream.decompress(memoryview(data)[6:], size + 1)
         if len(out) != size or not stream.eof or stream.unused_data:
@@ -54,11 +68,13 @@ def inflate(data: bytes, max_bytes: int) -> bytes:
                 f"{where}: the compressed data does not match its declared length {size} (the row is corrupt)"
             )
         return out
-    out = stream.decompress(memoryview(data)[1:], max_bytes + 1)  # written before the length header
-    if len(out) > max_bytes:
+    bound = min(max_bytes, len(data) * _OLD_RATIO)  # a row written before the length header
+    out = stream.decompress(memoryview(data)[1:], bound + 1)
+    if len(out) > bound:
         raise SerializationError(
-            f"{where}: it inflates to more than max_value_bytes={max_bytes} "
-            "(Serializer(max_value_bytes=...) raises the limit)"
+            f"{where}: it inflates to more than {min(max_bytes, len(data) * _OLD_RATIO)} bytes "
+            f"({_OLD_RATIO} times its stored size, at most max_value_bytes={max_bytes}); plait never "
+            "wrote such a row (damaged or planted)"
         )
     if not stream.eof or stream.unused_data:
         raise SerializationError(f"{where}: the compressed data is truncated or followed by other bytes")

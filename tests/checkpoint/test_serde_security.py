@@ -544,7 +544,7 @@ def test_old_format_bomb_is_refused_within_the_cap_quickly() -> None:
 
 def test_new_format_declares_its_length_and_lies_are_refused() -> None:
     ser = Serializer(max_value_bytes=2**20)
-    value = {"text": "abc " * 1000}
+    value = {"text": " ".join(f"word{i}" for i in range(1000))}
     data = ser.dumps(value)
     assert data[:2] == b"\xc1\xff" and int.from_bytes(data[2:6], "big") == len(
         Serializer(compress=False).dumps(value)
@@ -838,3 +838,46 @@ def test_a_malformed_delta_row_is_a_serialization_error(tmp_path: Any, planted: 
         )
         with pytest.raises(SerializationError, match="messages"):
             graph.get_state(config)
+
+
+def test_a_row_naming_a_submodule_of_an_allowed_package_never_imports_it(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """Allowing a whole package must not let a stored row run the top-level code of its other modules."""
+    package = tmp_path / "pkg_allowed"
+    package.mkdir()
+    marker = tmp_path / "ran"
+    (package / "__init__.py").write_text("")
+    (package / "models.py").write_text(
+        "import dataclasses\n\n@dataclasses.dataclass\nclass Order:\n    id: int\n"
+    )
+    (package / "__main__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    serializer = Serializer(allowed=["pkg_allowed"])
+    from pkg_allowed.models import Order  # type: ignore[import-not-found]  # made by this test
+
+    assert serializer.loads(serializer.dumps(Order(1))) == Order(1)
+    row = ormsgpack.packb(ormsgpack.Ext(codes.DATACLASS, ormsgpack.packb(["pkg_allowed.__main__", "X", {}])))
+    with pytest.raises(SerializationError, match="not imported"):
+        serializer.loads(row)
+    assert not marker.exists()
+    exact = Serializer(allowed=["pkg_allowed.models"])  # a module allowed by its exact name is imported
+    stored = exact.dumps(Order(2))
+    monkeypatch.delitem(sys.modules, "pkg_allowed.models")
+    assert exact.loads(stored).id == 2 and "pkg_allowed.models" in sys.modules
+
+
+def test_inflating_is_bounded_by_the_stored_size() -> None:
+    """A row inflates to at most 32 times its stored size (256 for rows of the old form), so the memory
+    one read can take is proportional to what is stored, whatever the row holds."""
+    ser = Serializer()
+    repetitive = {"text": "=" * 100_000}  # compresses ~200 times: stored uncompressed instead
+    data = ser.dumps(repetitive)
+    assert data[:1] != b"\xc1" and ser.loads(data) == repetitive
+    many = ormsgpack.packb([{} for _ in range(1_000_000)])  # a million dicts from a few kB
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    small = packer.compress(many) + packer.flush()
+    with pytest.raises(SerializationError, match="32 times its stored size"):
+        ser.loads(b"\xc1\xff" + len(many).to_bytes(4, "big") + small)
+    with pytest.raises(SerializationError, match="256 times its stored size"):
+        ser.loads(b"\xc1" + small)
