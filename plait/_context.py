@@ -23,21 +23,26 @@ class RunningTask(Protocol):
     @property
     def config(self) -> dict[str, Any]:
         """The run config (``configurable`` included)."""
+        ...
 
     @property
     def store(self) -> Any:
         """The long-term store given to ``compile()``, if any."""
+        ...
 
     @property
     def writer(self) -> Callable[[Any], None]:
         """Emits ``custom`` stream events."""
+        ...
 
     @property
     def context(self) -> Any:
         """The run's ``context`` object (``context_schema``)."""
+        ...
 
     def interrupt(self, value: Any) -> Any:
         """Return the resume value for this call, or stop the node with an ``Interrupt``."""
+        ...
 
 
 TASK_CONTEXT: contextvars.ContextVar[RunningTask | None] = contextvars.ContextVar("plait_task", default=None)

@@ -176,9 +176,13 @@ def _split_annotated(hint: Any) -> tuple[Any, Callable[[Any, Any], Any] | None]:
     return base, reducer
 
 
+def _constant(value: Any) -> Callable[[], Any]:
+    return lambda: value
+
+
 def _copying(value: Any) -> Callable[[], Any]:
     if isinstance(value, (str, bytes, int, float, bool, type(None), tuple, frozenset)):
-        return lambda: value
+        return _constant(value)
     return lambda: copy.copy(value)
 
 
@@ -237,7 +241,7 @@ def fields_of(schema: type) -> tuple[FieldSpec, ...]:
                 "level, or drop `from __future__ import annotations` for a schema defined inside a function."
             ) from exc
     defaults = _declared_defaults(schema, kind, list(hints))
-    specs = []
+    specs: list[FieldSpec] = []
     for name, hint in hints.items():
         if name.startswith("__") or get_origin(hint) is typing.ClassVar:
             continue

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, cast
 
 from plait._context import current_task
 
@@ -166,7 +166,9 @@ class RetryPolicy:
         if isinstance(rule, type):
             return isinstance(exc, rule)
         if isinstance(rule, Sequence):
-            return isinstance(exc, tuple(rule))
+            # cast: pyright's isinstance() also keeps a Sequence-and-Callable of Unknown items; the
+            # Sequence[type[BaseException]] arm of retry_on is the one meant here
+            return isinstance(exc, tuple(cast("Iterable[type[BaseException]]", rule)))
         return bool(rule(exc))
 
 

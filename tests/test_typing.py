@@ -1,8 +1,9 @@
-"""``mypy --strict plait`` passes (configuration: ``[tool.mypy]`` in pyproject.toml)."""
+"""``mypy --strict plait`` and ``pyright`` (strict) pass (configuration: ``[tool.mypy]``, ``[tool.pyright]``)."""
 
 from __future__ import annotations
 
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -22,5 +23,14 @@ def test_mypy_strict_reports_no_error() -> None:
         capture_output=True,
         text=True,
         timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="pyright runs on Node.js, which this machine lacks")
+def test_pyright_strict_reports_no_error() -> None:
+    pytest.importorskip("pyright", reason="pyright comes with the 'dev' extra")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pyright"], cwd=ROOT, capture_output=True, text=True, timeout=900
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from plait.errors import InvalidConfigError
 
@@ -65,7 +65,8 @@ def configurable_of(config: Any) -> Mapping[str, Any]:
             field="config",
             value=config,
         )
-    conf = config.get("configurable")
+    # The isinstance check above leaves the key and value types unknown; run configs are str-keyed.
+    conf: Any = cast("Mapping[str, Any]", config).get("configurable")
     if conf is None:
         return {}
     if not isinstance(conf, Mapping):
@@ -75,7 +76,7 @@ def configurable_of(config: Any) -> Mapping[str, Any]:
             field="configurable",
             value=conf,
         )
-    return conf
+    return cast("Mapping[str, Any]", conf)  # checked to be a Mapping just above
 
 
 def _text(value: str, field: str, limit: int) -> str:

@@ -29,7 +29,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from plait.errors import SerializationError
 
@@ -203,8 +203,9 @@ def encode_value(
     if not isinstance(value, list):
         data = dumps(value)
         return Blob(FULL, None, data), Entry(None, data, 0)
-    items = tuple(value)
-    shared = value if share else None
+    listed = cast("list[object]", value)  # isinstance leaves the item type unknown
+    items = tuple(listed)
+    shared = listed if share else None
     if base is not None and base.items is not None and base_id is not None:
         segments = diff(base.items, items)
         reused = kept(segments)
@@ -221,9 +222,10 @@ def _check_segments(segments: Any, base_size: int, rid: object) -> None:
         SerializationError: the row is malformed (damaged or planted), naming the row.
     """
     if type(segments) is list:
-        for seg in segments:
-            if type(seg) is not list or not seg:
+        for raw in cast("list[object]", segments):  # a list, checked just above
+            if type(raw) is not list or not raw:
                 break
+            seg = cast("Sequence[Any]", raw)  # a list, checked just above
             if (
                 seg[0] == KEEP
                 and len(seg) == 3
@@ -283,7 +285,11 @@ def rebuild(
         row = rows[rid]
         decoded = loads(row.data)
         if row.kind == FULL:
-            items, data = (list(decoded), None) if isinstance(decoded, list) else (None, row.data)
+            items, data = (
+                (list(cast("Sequence[Any]", decoded)), None)
+                if isinstance(decoded, list)
+                else (None, row.data)
+            )
             count = len(items) if items is not None else 0
         else:
             if items is None:
@@ -346,7 +352,7 @@ def pack_meta(meta: Mapping[str, Any]) -> Any:
 
 def unpack_meta(packed: Any) -> dict[str, Any]:
     if type(packed) is dict:
-        return packed
+        return cast("dict[str, Any]", packed)  # metadata maps are str-keyed
     return {**(packed[2] if len(packed) > 2 else {}), "source": packed[0], "step": packed[1], "parents": {}}
 
 

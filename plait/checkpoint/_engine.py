@@ -16,6 +16,8 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import datetime, timezone
 from typing import Any, cast
 
+from typing_extensions import LiteralString
+
 from plait.checkpoint._delta import Blob, Entry, ValueCache, encode_value, rebuild
 from plait.checkpoint._lease import DEFAULT_TTL, ThreadLeases
 from plait.checkpoint._prune import locations, lock_name, prune_thread
@@ -104,7 +106,8 @@ class SqlSaverBase(BaseCheckpointSaver):
 
     # -- backend hooks ------------------------------------------------------------
 
-    def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def _fetch(self, sql: LiteralString, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Rows of the query ``sql``: plait's own SQL text (psycopg wants a LiteralString), values in ``params``."""
         raise NotImplementedError
 
     def _tx(self) -> AbstractContextManager[Any]:
@@ -154,7 +157,7 @@ class SqlSaverBase(BaseCheckpointSaver):
             raise SerializationError(
                 f"Cannot read {what}: expected a record, found {type(value).__name__} (the row is corrupt)"
             )
-        return value
+        return cast(Any, value)  # undo the isinstance narrowing to dict[Unknown, Unknown]
 
     def _entries(
         self, thread: _Thread, wanted: Mapping[str, str], memo: _Memo, keep_all: bool = False
@@ -365,7 +368,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         new_versions: Mapping[str, int],
         expected_head: Any,
     ) -> dict[str, Any]:
-        cid = checkpoint["id"]
+        cid = checkpoint["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]  # the runtime always sets "id"; a KeyError is the right failure otherwise
         loc, blobs = self._encode(
             thread, cid, checkpoint.get("channel_values") or {}, parent_loc, new_versions
         )
@@ -436,7 +439,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         """Record writes of a task whose step has not completed (replacing its earlier ones)."""
         self._setup_once()
         thread, cid = _thread(config)
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         for i, (channel, value) in enumerate(writes):
             try:
                 data = self.serde.dumps(value)

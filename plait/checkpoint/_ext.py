@@ -13,7 +13,7 @@ import enum
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from plait.errors import SerializationError
 
@@ -96,7 +96,10 @@ def is_kind(code: int, cls: type) -> bool:
     if code in (DATACLASS, KNOWN_DATACLASS):
         return dataclasses.is_dataclass(cls)
     if code == NAMEDTUPLE:
-        return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
+        # cast: issubclass narrows cls to type[tuple[Unknown, ...]]
+        return issubclass(cls, tuple) and isinstance(
+            getattr(cast("type[object]", cls), "_fields", None), tuple
+        )
     from pydantic import BaseModel  # a langchain-core dependency; imported only when a model is rebuilt
 
     return issubclass(cls, BaseModel)
@@ -110,7 +113,7 @@ def shape(code: int, expected: str, payload: Any) -> SerializationError:
 
 
 def hashable(key: Any) -> Any:
-    return tuple(hashable(k) for k in key) if isinstance(key, list) else key
+    return tuple(hashable(k) for k in cast("list[object]", key)) if isinstance(key, list) else key
 
 
 def timedelta(p: list[Any]) -> dt.timedelta:

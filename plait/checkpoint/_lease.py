@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any, NamedTuple
 
@@ -91,7 +91,7 @@ _locals_lock = threading.Lock()
 
 
 @contextmanager
-def _local_entry(scope: str, key: _Key) -> Iterator[threading.Lock]:
+def _local_entry(scope: str, key: _Key) -> Generator[threading.Lock, None, None]:
     """The process-wide lock of one thread of one database, listed only while someone holds or waits for it.
 
     ``scope`` names the database; entries are ``[lock, users]`` so the table stays as small
@@ -237,7 +237,7 @@ class ThreadLeases:
         return me
 
     @contextmanager
-    def hold(self, thread_id: str, ns: str, wait: bool, timeout: float | None) -> Iterator[None]:
+    def hold(self, thread_id: str, ns: str, wait: bool, timeout: float | None) -> Generator[None, None, None]:
         """The sync lease: local lock, then (for shared databases) the lease row."""
         key = (str(thread_id), ns or "")
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -257,7 +257,9 @@ class ThreadLeases:
                 local.release()
 
     @asynccontextmanager
-    async def ahold(self, thread_id: str, ns: str, wait: bool, timeout: float | None) -> AsyncIterator[None]:
+    async def ahold(
+        self, thread_id: str, ns: str, wait: bool, timeout: float | None
+    ) -> AsyncGenerator[None, None]:
         """The async lease: never blocks the event loop, and never leaks a lease on cancellation."""
         key = (str(thread_id), ns or "")
         deadline = None if timeout is None else time.monotonic() + timeout

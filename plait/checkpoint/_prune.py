@@ -81,11 +81,12 @@ def prune_namespace(
             needed.setdefault(channel, set()).add(rid)
     targets = [(ch, rid) for ch, ids in needed.items() for rid in ids]
     rows: dict[str, dict[str, Blob]] = {}
-    for ch, rid, prev, kind, value in (
+    chain_rows: list[tuple[Any, ...]] = (
         cur.execute(*saver.sql.chain_query(thread, targets)).fetchall() if targets else []
-    ):
+    )
+    for ch, rid, prev, kind, value in chain_rows:
         rows.setdefault(ch, {})[rid] = Blob(kind, prev, bytes(value))
-    rebased = []
+    rebased: list[tuple[Any, ...]] = []
     for ch, rid in targets:
         row = rows.get(ch, {}).get(rid)
         if row is None:

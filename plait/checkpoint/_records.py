@@ -124,7 +124,7 @@ class ThreadLog:
         if key is None:
             return None
         top = ids[last << 4 : (last + 1) << 4]
-        if key == top:
+        if key == top:  # pyright: ignore[reportUnnecessaryComparison]  # bytes == bytearray compares contents
             return last
         return None if key > top else self._search(key)
 

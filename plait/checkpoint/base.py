@@ -23,7 +23,7 @@ import threading
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypedDict
@@ -417,7 +417,9 @@ def reentered(thread_id: str) -> ThreadBusyError:
 
 
 @contextmanager
-def _local_lease(owner: Any, thread_id: str, ns: str, wait: bool, timeout: float | None) -> Iterator[None]:
+def _local_lease(
+    owner: Any, thread_id: str, ns: str, wait: bool, timeout: float | None
+) -> Generator[None, None, None]:
     key = (thread_id, ns)
     with _leases_lock:  # [lock, users]: the entry lives only while someone holds or waits for it
         locks = _leases.setdefault(owner, {})
@@ -462,6 +464,16 @@ def check_head(thread_id: str, cid: str, expected: str | None, head: str | None)
             f"Thread {thread_id!r} moved on while this run was writing: expected head {expected!r}, found "
             f"{head!r}. Another run or update_state wrote to the thread; nothing was written. Re-read the "
             "thread (get_state) and retry, or fork explicitly from a checkpoint_id.",
+            thread_id=thread_id,
+            expected=expected,
+            actual=head,
+        )
+    if head is not None and cid <= head and not 0 < _stamp_of(head) < (1 << 60) - 1:
+        raise CheckpointConflictError(
+            f"The head {head!r} of thread {thread_id!r} is not a time-ordered checkpoint id, and "
+            f"{cid!r} sorts before it, so it would not become the newest checkpoint; nothing was written. "
+            "plait orders a thread's checkpoints by id: write checkpoints with ids from "
+            "plait.checkpoint.base.new_checkpoint_id(), or start a new thread.",
             thread_id=thread_id,
             expected=expected,
             actual=head,

@@ -66,7 +66,7 @@ from plait.errors import SerializationError
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 
-_Key = Any  # thread id (str) when the namespace is "", else (thread id, namespace)
+_Key = str | tuple[str, str]  # thread id (str) when the namespace is "", else (thread id, namespace)
 _SPECIAL = (INTERRUPT, RESUME)
 
 
@@ -146,7 +146,7 @@ class InMemorySaver(BaseCheckpointSaver):
     def _tuple(
         self, key: _Key, th: _Thread, seq: int, memo: Memo | None = None, record: list[Any] | None = None
     ) -> CheckpointTuple:
-        thread, ns = (key, "") if type(key) is str else key
+        thread, ns = (key, "") if isinstance(key, str) else key
         if record is None:
             record = self._record(th, seq)
         parent, ts, fields, metadata, _, _ = record
@@ -240,7 +240,7 @@ class InMemorySaver(BaseCheckpointSaver):
             SerializationError: A value cannot be stored (the error names the state key).
         """
         key, thread, ns, parent = self._key(config)
-        cid = checkpoint["id"]
+        cid = checkpoint["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]  # the runtime always sets "id"; a KeyError is the right failure otherwise
         with self._lock:
             th = self._threads.get(key)
             if expected_head is not ...:
@@ -334,10 +334,10 @@ class InMemorySaver(BaseCheckpointSaver):
         """
         key, _, _, cid = self._key(config)
         cid = str(cid)
-        new = []
+        new: list[tuple[str, bytes]] = []
         for channel, value in writes:
             try:
-                new.append([channel, self.serde.dumps(value)])
+                new.append((channel, self.serde.dumps(value)))
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
         short = task_id[len(cid) :] if task_id.startswith(cid) else None
@@ -401,7 +401,7 @@ class InMemorySaver(BaseCheckpointSaver):
         )
         deleted = 0
         with self._lock:
-            keys = [thread_id, *((thread_id, ns) for ns in self._namespaces.get(thread_id, ()))]
+            keys: list[_Key] = [thread_id, *((thread_id, ns) for ns in self._namespaces.get(thread_id, ()))]
             for key in keys:
                 th = self._threads.get(key)
                 if th is None:

@@ -37,8 +37,8 @@ import enum
 import os
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 import ormsgpack
 
@@ -114,7 +114,7 @@ class _Pairs:
 
 def _wrap_odd_dicts(obj: Any) -> Any:
     """Replace dicts with non-string keys by :class:`_Pairs` (only on the slow path)."""
-    kind = type(obj)
+    kind = cast("type[object]", type(obj))  # pyright takes type() of an Any for type[Unknown]
     if kind is dict:
         if any(type(k) is not str for k in obj):
             return _Pairs([[_wrap_odd_dicts(k), _wrap_odd_dicts(v)] for k, v in obj.items()])
@@ -209,7 +209,7 @@ class Serializer:
             data = ormsgpack.packb(_wrap_odd_dicts(payload), default=self._default, option=_OPTS)
         return ormsgpack.Ext(code, data)
 
-    def _default(self, obj: Any) -> Any:
+    def _default(self, obj: object) -> Any:
         try:
             return self._encode(obj)
         except Exception as exc:  # noqa: BLE001 - re-raised with the type named
@@ -222,7 +222,7 @@ class Serializer:
             raise
 
     def _encode(self, obj: Any) -> Any:  # noqa: C901, PLR0911 - one dispatch table
-        kind = type(obj)
+        kind = cast("type[object]", type(obj))  # pyright takes type() of an Any for type[Unknown]
         if kind is _Pairs:
             return self._pack(PAIRS, obj.items)
         if isinstance(obj, enum.Enum):
@@ -231,7 +231,7 @@ class Serializer:
             return self._pack(ENUM, [kind.__module__, kind.__qualname__, obj.value])
         if kind is tuple:
             return self._pack(TUPLE, list(obj))
-        if isinstance(obj, tuple) and hasattr(kind, "_fields"):
+        if _is_named_tuple(obj, kind):
             if kind not in self._writable:
                 self._check(NAMEDTUPLE, kind)
             return self._pack(NAMEDTUPLE, [kind.__module__, kind.__qualname__, list(obj)])
@@ -257,12 +257,12 @@ class Serializer:
                 self._check(PYDANTIC, kind)
             known = KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
             if known is not None:
-                return self._pack(KNOWN_PYDANTIC, [known, _pydantic_fields(obj)])
-            return self._pack(PYDANTIC, [kind.__module__, kind.__qualname__, _pydantic_fields(obj)])
+                return self._pack(KNOWN_PYDANTIC, [known, _pydantic_fields(obj, kind)])
+            return self._pack(PYDANTIC, [kind.__module__, kind.__qualname__, _pydantic_fields(obj, kind)])
         if isinstance(obj, list):  # list subclasses (e.g. the list add_messages returns) store as lists
-            return list(obj)
+            return list(cast("Iterable[Any]", obj))  # isinstance leaves the item type unknown
         if isinstance(obj, dict):
-            return dict(obj)
+            return dict(cast("Mapping[Any, Any]", obj))  # isinstance leaves the key and value types unknown
         if isinstance(obj, str):  # str subclasses (e.g. langchain-core's TextAccessor) store as str
             return str(obj)
         raise SerializationError(
@@ -312,7 +312,7 @@ class Serializer:
                 class of the recorded kind, cannot be imported or rejects the stored fields.
         """
         if type(data) is not bytes:
-            if not isinstance(data, (bytes, bytearray, memoryview)):
+            if not isinstance(data, (bytes, bytearray, memoryview)):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: callers may pass anything
                 raise SerializationError(
                     f"Cannot decode stored value: expected bytes, got {type(data).__name__}"
                 )
@@ -354,9 +354,12 @@ class Serializer:
         # this class, and checking each one would cost ~0.5 us per record.
         payload = ormsgpack.unpackb(data, ext_hook=self._ext)
         if code == KNOWN_PYDANTIC or code == KNOWN_DATACLASS:
-            if type(payload) is not list or len(payload) != 2:
+            pair = (
+                cast("Sequence[Any]", payload) if type(payload) is list else None
+            )  # items unknown until checked
+            if pair is None or len(pair) != 2:
                 raise shape(code, "[class number, fields]", payload)
-            number = payload[0]
+            number = pair[0]
             # the fast path (most of a message list); ``type`` first: True and 1.0 would match the key 1
             cls = (
                 self._known.get((code, number))
@@ -367,21 +370,19 @@ class Serializer:
                 if type(number) is not int or not 0 <= number < len(KNOWN):
                     raise SerializationError(f"Cannot decode stored value: unknown class number {number!r}")
                 cls = self._known[(code, number)] = self._resolve(code, *KNOWN[number])
-            return self._build(code, cls, payload[1])
+            return self._build(code, cls, pair[1])
         decoder = DECODERS.get(code)
         if decoder is not None:
             if type(payload) is not decoder[0]:
                 raise shape(code, decoder[0].__name__, payload)
             return decoder[1](payload)
         if code in CLASS_CODES:
-            if (
-                type(payload) is not list
-                or len(payload) != 3
-                or type(payload[0]) is not str
-                or type(payload[1]) is not str
-            ):
+            record = (
+                cast("Sequence[Any]", payload) if type(payload) is list else None
+            )  # items unknown until checked
+            if record is None or len(record) != 3 or type(record[0]) is not str or type(record[1]) is not str:
                 raise shape(code, "[module, qualname, value]", payload)
-            return self._build(code, self._resolve(code, payload[0], payload[1]), payload[2])
+            return self._build(code, self._resolve(code, record[0], record[1]), record[2])
         raise SerializationError(f"Cannot decode stored value: unknown extension type {code}")
 
     def _resolve(self, code: int, module: str, qualname: str) -> type:
@@ -407,15 +408,17 @@ class Serializer:
         return found
 
     @staticmethod
-    def _build(code: int, cls: type, body: Any) -> Any:
+    def _build(code: int, cls: type[Any], body: Any) -> Any:
         if type(body) is not (list if code == NAMEDTUPLE else dict) and code != ENUM:
             raise shape(code, "a list of fields" if code == NAMEDTUPLE else "a map of fields", body)
         try:
             if code == ENUM:
                 return cls(body)
-            return cls(*body) if code == NAMEDTUPLE else cls(**body)
+            # body is the list or the map checked above
+            return cls(*body) if code == NAMEDTUPLE else cls(**cast("dict[str, Any]", body))
         except Exception as exc:  # noqa: BLE001 - any constructor failure is a decode failure
-            fields = sorted(body) if isinstance(body, dict) else body
+            # a map shows its field names; the casts only undo the unknown item types of the check above
+            fields = sorted(cast("Iterable[Any]", body)) if isinstance(body, dict) else cast(object, body)
             raise SerializationError(
                 f"Cannot rebuild stored {_path(cls)} from its fields {fields!r}: {exc}"
             ) from exc
@@ -425,9 +428,14 @@ def _path(kind: type) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def _pydantic_fields(obj: Any) -> dict[str, Any]:
-    """The explicitly set fields (defaults are filled in again when rebuilding)."""
-    values = {name: getattr(obj, name) for name in obj.model_fields_set if name in type(obj).model_fields}
+def _is_named_tuple(obj: object, kind: type) -> bool:
+    """``obj`` (of type ``kind``) is a named tuple (a plain bool: no narrowing of ``obj`` leaks to the caller)."""
+    return isinstance(obj, tuple) and hasattr(kind, "_fields")
+
+
+def _pydantic_fields(obj: Any, kind: type[Any]) -> dict[str, Any]:
+    """The explicitly set fields of ``obj``, of model class ``kind`` (defaults are filled in again when rebuilding)."""
+    values = {name: getattr(obj, name) for name in obj.model_fields_set if name in kind.model_fields}
     extra = getattr(obj, "__pydantic_extra__", None)
     if extra:
         values.update(extra)

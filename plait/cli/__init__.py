@@ -20,8 +20,8 @@ main: click.Group | MissingExtra
 """The ``plait`` console script: the click group, or :class:`MissingExtra` without the extra."""
 
 try:
-    import click as _click  # noqa: F401 - the extra's modules, checked before any subcommand imports them
-    import rich as _rich  # noqa: F401
+    import click as _click  # noqa: F401  # pyright: ignore[reportUnusedImport]  # the extra's modules, checked before any subcommand imports them
+    import rich as _rich  # noqa: F401  # pyright: ignore[reportUnusedImport]  # imported only to check the extra is installed
 except ImportError as exc:
     main = MissingExtra(exc)
 else:

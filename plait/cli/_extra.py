@@ -40,7 +40,7 @@ class MissingExtra:
             raise SystemExit(0)
         reason = (
             self.error.msg
-            if isinstance(self.error.msg, str) and self.error.msg
+            if isinstance(self.error.msg, str) and self.error.msg  # pyright: ignore[reportUnnecessaryIsInstance]  # typeshed says str, but ImportError().msg is None
             else type(self.error).__name__
         )
         print(

@@ -7,10 +7,10 @@ running application or a hosted service: it reads the checkpoint tables.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 import click
 from langchain_core.messages import BaseMessage
@@ -28,7 +28,7 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 @contextmanager
-def open_saver(db: str, *, create: bool = False) -> Iterator[BaseCheckpointSaver]:
+def open_saver(db: str, *, create: bool = False) -> Generator[BaseCheckpointSaver, None, None]:
     """Open the saver a ``DB`` argument names (SQLite path or PostgreSQL DSN).
 
     Args:
@@ -139,9 +139,17 @@ def history(db: str, thread_id: str, limit: int) -> None:
         Console(width=max(Console().width, 140)).print(table)
 
 
+def _is_messages(value: object) -> TypeGuard[list[BaseMessage]]:
+    """``value`` is a non-empty list of messages."""
+    if not isinstance(value, list) or not value:
+        return False
+    items = cast("list[object]", value)  # isinstance leaves the item type unknown
+    return all(isinstance(m, BaseMessage) for m in items)
+
+
 def _print_values(values: dict[str, Any]) -> None:
     for key, value in values.items():
-        if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
+        if _is_messages(value):
             click.echo(f"{key}: {len(value)} messages")
             for i, message in enumerate(value):
                 click.echo(f"  [{i}] {message.type:<6} {_short(message.content)}  id={message.id}")
@@ -172,10 +180,10 @@ def show(db: str, thread_id: str, checkpoint_id: str | None) -> None:
 def _changes(older: CheckpointTuple | None, newer: CheckpointTuple) -> list[str]:
     old = (older.checkpoint.get("channel_values") or {}) if older else {}
     new = newer.checkpoint.get("channel_values") or {}
-    lines = []
+    lines: list[str] = []
     for key in newer.checkpoint.get("updated_channels") or sorted(set(new) | set(old)):
         before, after = old.get(key), new.get(key)
-        if isinstance(after, list) and all(isinstance(m, BaseMessage) for m in after) and after:
+        if _is_messages(after):
             before_ids = {m.id for m in before or () if isinstance(m, BaseMessage)}
             after_ids = {m.id for m in after}
             added = [m for m in after if m.id not in before_ids]

@@ -69,4 +69,5 @@ def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[s
         ends = _literal_targets(path)
     else:
         raise GraphBuildError(f"path_map must be a dict or a list of node names, got {path_map!r}")
-    return BranchDef(name, path, mapping, tuple(e if e is not None else END for e in ends))
+    # runtime guard: a user's path_map may map a result to None, which means END
+    return BranchDef(name, path, mapping, tuple(e if e is not None else END for e in ends))  # pyright: ignore[reportUnnecessaryComparison]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from plait._schema import MISSING, FieldSpec, SchemaKind, schema_kind
 from plait.channels import BaseChannel, BinaryOperatorAggregate, LastValue
@@ -18,6 +18,8 @@ from plait.pregel._plan import Branch, Join, NodeSpec, Plan
 from plait.pregel._pregel import Pregel
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from plait.graph.state import StateGraph
 
 __all__ = ["build_plan"]
@@ -37,16 +39,26 @@ def _maker(schema: type | None) -> Callable[[dict[str, Any]], Any] | None:
     return None
 
 
+def _model_to_dict(obj: Any) -> dict[str, Any]:
+    if isinstance(obj, dict):
+        return cast("dict[str, Any]", obj)  # already the state mapping: keys are field names
+    model = cast("type[BaseModel]", type(obj))  # schema_kind() said PYDANTIC
+    return {k: getattr(obj, k) for k in model.model_fields}
+
+
+def _dataclass_to_dict(obj: Any) -> dict[str, Any]:
+    if isinstance(obj, dict):
+        return cast("dict[str, Any]", obj)  # already the state mapping: keys are field names
+    fields: dict[str, Any] = obj.__dataclass_fields__
+    return {k: getattr(obj, k) for k in fields}
+
+
 def _to_dict(schema: type) -> Callable[[Any], dict[str, Any]] | None:
     kind = schema_kind(schema)
     if kind == SchemaKind.PYDANTIC:
-        return lambda obj: (
-            obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in type(obj).model_fields}
-        )
+        return _model_to_dict
     if kind == SchemaKind.DATACLASS:
-        return lambda obj: (
-            obj if isinstance(obj, dict) else {k: getattr(obj, k) for k in obj.__dataclass_fields__}
-        )
+        return _dataclass_to_dict
     return None
 
 
@@ -55,7 +67,7 @@ def _keys(builder: StateGraph, schema: type) -> tuple[str, ...]:
 
 
 def _defaults(builder: StateGraph, keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
-    out = []
+    out: list[tuple[str, Any]] = []
     for key in keys:
         spec = builder.channels.get(key)
         if spec is not None and spec.reducer is None and spec.default is not MISSING:

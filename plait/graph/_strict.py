@@ -12,9 +12,9 @@ import copy
 import difflib
 import inspect
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, cast, get_args, get_origin
 
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
 
@@ -55,7 +55,8 @@ def _safe_copy(value: Any) -> Any:
 
 
 def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+    # cast: isinstance() narrows Any to list[Unknown] | tuple[Unknown, ...]; the items are anything
+    return list(cast("Sequence[Any]", value)) if isinstance(value, (list, tuple)) else [value]
 
 
 def _short(value: Any) -> str:
@@ -106,7 +107,9 @@ class StrictChannel(BaseChannel):
                 nodes=tuple(nodes),
             )
         if self.is_add_messages and isinstance(merged, list):
-            self._check_groups(merged, nodes)
+            messages = cast("Sequence[Any]", merged)  # isinstance() narrows Any to list[Unknown]
+            self._check_groups(messages, nodes)
+            return messages
         return merged
 
     def _check_messages(self, value: Any, node: str) -> None:
@@ -138,9 +141,9 @@ class StrictChannel(BaseChannel):
             if not isinstance(item, RemoveMessage):
                 seen_new = True
         if isinstance(current, list) and current:
-            _warn_edit_without_id(self.key, node, current, items)
+            _warn_edit_without_id(self.key, node, cast("Sequence[Any]", current), items)
 
-    def _check_groups(self, messages: list[Any], nodes: Sequence[str]) -> None:
+    def _check_groups(self, messages: Sequence[Any], nodes: Sequence[str]) -> None:
         problems = broken_tool_groups(messages)
         if problems:
             raise StrictModeError(
@@ -164,7 +167,7 @@ def _changed(before: Any, after: Any) -> bool:
         return False
 
 
-def _warn_edit_without_id(key: str, node: str, current: list[Any], items: list[Any]) -> None:
+def _warn_edit_without_id(key: str, node: str, current: Sequence[Any], items: list[Any]) -> None:
     """Warn when an id-less message looks like an edit of the last message (seed 000 §6.4).
 
     Only the newest message is a candidate, and only when the new text is the same
@@ -211,13 +214,24 @@ def broken_tool_groups(messages: Sequence[Any]) -> list[str]:
                 problems.append(f"AIMessage #{at} requests tool call {call_id!r}, which has no ToolMessage")
             pending.clear()
         if isinstance(message, AIMessage):
-            pending.update({new_id: idx for c in message.tool_calls if (new_id := c.get("id"))})
+            # ToolCall read as a Mapping: its TypedDict is partly Unknown to pyright (langchain-core
+            # imports typing.NotRequired, absent from Python 3.10), and .get() tolerates a missing "id"
+            calls = cast("Sequence[Mapping[str, Any]]", message.tool_calls)
+            pending.update({new_id: idx for c in calls if (new_id := c.get("id"))})
     return problems
 
 
+def _state_fields(state: Any) -> dict[str, Any] | None:
+    """The keys of a state: the mapping itself, or an object's ``__dict__`` (``None`` without one)."""
+    if isinstance(state, dict):
+        return cast("dict[str, Any]", state)  # isinstance() narrows Any to dict[Unknown, Unknown]
+    fields = getattr(state, "__dict__", None)
+    return cast("dict[str, Any]", fields) if isinstance(fields, dict) else None
+
+
 def _fingerprint(state: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    fields = state if isinstance(state, dict) else getattr(state, "__dict__", None)
-    if not isinstance(fields, dict):
+    fields = _state_fields(state)
+    if fields is None:
         return None
     return dict(fields), {k: _safe_copy(v) for k, v in fields.items()}
 
@@ -226,7 +240,8 @@ def _check_input(name: str, state: Any, print_: tuple[dict[str, Any], dict[str, 
     if print_ is None:
         return
     shallow, deep = print_
-    fields = state if isinstance(state, dict) else state.__dict__
+    # a state mapping or an object's __dict__ (_fingerprint() found one): str keys
+    fields = cast("dict[str, Any]", state if isinstance(state, dict) else state.__dict__)
     for key in set(shallow) | set(fields):
         if key not in fields or key not in shallow or fields[key] is not shallow[key]:
             raise StrictModeError(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Annotated, Any, Literal, TypeVar, overload
+from typing import Annotated, Any, Literal, TypeGuard, TypeVar, overload
 
 from langchain_core.messages import (
     AnyMessage,
@@ -48,6 +48,12 @@ Messages = list[MessageLikeRepresentation] | MessageLikeRepresentation
 """One message-like value, or a list of them."""
 
 _FORMATS = ("langchain-openai",)
+
+# list's own methods, which skip MessageList's index-dropping overrides; spelled through
+# list[BaseMessage] (the same function objects at runtime) so that they are typed.
+_list_init = list[BaseMessage].__init__
+_list_append = list[BaseMessage].append
+_list_setitem = list[BaseMessage].__setitem__
 
 _L = TypeVar("_L", bound=MessageLikeRepresentation)
 _R = TypeVar("_R", bound=MessageLikeRepresentation)
@@ -136,7 +142,7 @@ class MessageList(list[BaseMessage]):
     __slots__ = ("id_index",)
 
     def __init__(self, items: Iterable[BaseMessage] = (), /) -> None:
-        list.__init__(self, items)
+        _list_init(self, items)
         self.id_index: dict[str | None, int] | None = None
 
     def changed(self) -> None:
@@ -188,13 +194,18 @@ for _name in (
     setattr(MessageList, _name, _mutator(_name))
 
 
+def _is_list(value: object) -> TypeGuard[list[Any]]:
+    """``isinstance(value, list)``, typed: the items are anything until checked."""
+    return isinstance(value, list)
+
+
 def _coerce(value: Any) -> list[BaseMessage]:
     """Turn one side of an update into a list of (non-chunk) messages.
 
     The returned list is new whenever it differs from ``value``; callers must
     not mutate it, since it may be the caller's own list.
     """
-    items = value if isinstance(value, list) else [value]
+    items: list[Any] = value if _is_list(value) else [value]
     if type(items) is MessageList and items.intact():
         return items  # built by add_messages and unchanged since: already messages
     for kind in set(map(type, items)):
@@ -253,13 +264,13 @@ def _merge(left: list[BaseMessage], right: list[BaseMessage]) -> list[BaseMessag
                     f"Attempting to delete a message with an ID that doesn't exist ('{message.id}')"
                 )
             position[message.id] = len(merged)
-            list.append(merged, message)
+            _list_append(merged, message)
             continue
         if isinstance(message, RemoveMessage):
             removed.add(message.id)
         else:
             removed.discard(message.id)
-            list.__setitem__(merged, idx, message)
+            _list_setitem(merged, idx, message)
     if removed:
         return MessageList(m for m in merged if m.id not in removed)
     if exact and len(position) == len(merged):

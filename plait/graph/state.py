@@ -5,7 +5,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from plait._schema import FieldSpec, fields_of, is_schema
 from plait.constants import END, START
@@ -26,7 +26,8 @@ class NodeDef:
     action: Any
     input_schema: type | None = None
     retry_policy: RetryPolicy | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    # the factory is cast once, here, to its element types (it stays the builtin dict)
+    metadata: dict[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
     destinations: tuple[str, ...] = ()
 
 
@@ -165,7 +166,10 @@ class StateGraph:
             raise GraphBuildError("add_sequence needs at least one node")
         previous: str | None = None
         for item in nodes:
-            name, action = item if isinstance(item, tuple) else (_name_of(item), item)
+            # a (name, callable) pair; isinstance() alone narrows it to tuple[Unknown, ...]
+            name, action = (
+                cast("tuple[str, Any]", item) if isinstance(item, tuple) else (_name_of(item), item)
+            )
             self.add_node(name, action)
             if previous is not None:
                 self.add_edge(previous, name)

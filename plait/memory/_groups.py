@@ -13,7 +13,8 @@ sits between them). Overlapping groups are merged into one unit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -35,7 +36,10 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
     """
     if not isinstance(message, AIMessage):
         return []
-    return [call_id for call in message.tool_calls if (call_id := call.get("id"))]
+    # ToolCall read as a Mapping: its TypedDict is partly Unknown to pyright (langchain-core imports
+    # typing.NotRequired, absent from Python 3.10), and .get() tolerates a missing "id"
+    calls = cast("Sequence[Mapping[str, Any]]", message.tool_calls)
+    return [call_id for call in calls if (call_id := call.get("id"))]
 
 
 def _group_ends(messages: Sequence[BaseMessage]) -> list[int]:

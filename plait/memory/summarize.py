@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage, RemoveMessage, SystemMessage
 
@@ -170,8 +170,12 @@ def _text_of(response: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
+        # block content: strings and {"type": ..., "text": ...} dicts (isinstance() leaves them Unknown)
+        blocks = cast("list[object]", content)
         parts = [
-            p if isinstance(p, str) else p.get("text", "") for p in content if isinstance(p, (str, dict))
+            p if isinstance(p, str) else cast("dict[str, object]", p).get("text", "")
+            for p in blocks
+            if isinstance(p, (str, dict))
         ]
         return "".join(part for part in parts if isinstance(part, str))
     raise SummarizationError(f"cannot read a summary from a {type(response).__name__} response")
@@ -337,10 +341,12 @@ def summarize_node(  # noqa: PLR0913 - the documented keyword API
     )
 
     def summarize_messages(state: Any) -> dict[str, Any]:
-        existing = None
+        existing: Any = None
         if opts.placement == "field":
             existing = (
-                state.get(summary_key) if isinstance(state, Mapping) else getattr(state, summary_key, None)
+                cast("Mapping[str, Any]", state).get(summary_key)
+                if isinstance(state, Mapping)
+                else getattr(state, summary_key, None)
             )
         result = _run(state_messages(state, key), model, opts, existing or None)
         return result.state_update(key, summary_key) if result else {}

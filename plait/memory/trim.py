@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from numbers import Real
-from typing import Any, Protocol, Union
+from typing import Any, Protocol, Union, cast
 
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -61,6 +61,7 @@ class SupportsTokenCount(Protocol):
 
     def get_num_tokens_from_messages(self, messages: list[BaseMessage]) -> int:
         """Return the number of tokens ``messages`` take up."""
+        ...
 
 
 ListCounter = Callable[[Sequence[BaseMessage]], float]
@@ -140,18 +141,20 @@ def _checked(count: Callable[..., Any]) -> ListCounter:
 
 def _check_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Return ``messages`` as a list, rejecting anything that is not a message."""
-    if isinstance(messages, (BaseMessage, dict, str)) or not isinstance(messages, Sequence):
+    # runtime guard: callers pass whatever they hold (a state dict, a single message)
+    if isinstance(messages, (BaseMessage, dict, str)) or not isinstance(messages, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
         hint = " (pass state['messages'], not the state)" if isinstance(messages, dict) else ""
         raise TypeError(f"expected a list of messages, got {type(messages).__name__}{hint}")
     for idx, message in enumerate(messages):
-        if not isinstance(message, BaseMessage):
+        if not isinstance(message, BaseMessage):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: untyped callers
             raise TypeError(f"messages[{idx}] is {type(message).__name__}, expected a BaseMessage")
     return list(messages)
 
 
 def _check_budget(value: int, name: str) -> None:
     """Reject a negative or non-integer budget."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    # runtime guard: a budget may come from untyped configuration (a float, a string)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
 
 
@@ -356,12 +359,14 @@ def view_within_tokens(
 
 def state_messages(state: Any, key: str) -> list[BaseMessage]:
     """Read the message list stored under ``key`` in a dict or object state."""
-    value = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    value = (
+        cast("Mapping[str, Any]", state).get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    )
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"state[{key!r}] is {type(value).__name__}, expected a list of messages")
-    return list(value)
+    return list(cast("Sequence[Any]", value))  # isinstance() leaves the items Unknown
 
 
 def trim_node(

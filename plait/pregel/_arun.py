@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncGenerator, Generator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from plait.errors import ParentCommand
 from plait.pregel._context import TaskContext, task_scope
@@ -95,7 +95,8 @@ async def run_async(
     async with await saver.alease(
         thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
     ):
-        loop.load(found(await saver.aget_tuple(thread.config()), thread))
+        head = await saver.aget_tuple(thread.head().config()) if thread.checkpoint_id is not None else None
+        loop.load(found(await saver.aget_tuple(thread.config()), thread), head)
         async for event in _drive(loop, input, store, context):
             yield event
 
@@ -133,7 +134,7 @@ async def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: b
         return await acall_routers(effect)  # type: ignore[arg-type]
     elif kind is Save:
         saver = loop.saver
-        for op in effect.ops:  # type: ignore[union-attr]
+        for op in cast(Save, effect).ops:  # kind is Save (type() held in a local does not narrow)
             if isinstance(op, PutCheckpoint):
                 await saver.aput(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
             else:

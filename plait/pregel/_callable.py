@@ -11,7 +11,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from plait.checkpoint.base import INTERRUPT
 from plait.errors import GraphInterrupt
@@ -124,10 +124,12 @@ def _nested_output(out: Any, parent_keys: frozenset[str]) -> Any:
         GraphInterrupt: the subgraph paused.
     """
     if isinstance(out, dict):
-        if out.get(INTERRUPT):
-            raise GraphInterrupt(tuple(out[INTERRUPT]))
+        values = cast("dict[str, Any]", out)  # the subgraph's output state
+        if values.get(INTERRUPT):
+            raise GraphInterrupt(tuple(values[INTERRUPT]))
         if parent_keys:
-            return {k: v for k, v in out.items() if k in parent_keys}
+            return {k: v for k, v in values.items() if k in parent_keys}
+        return values
     return out
 
 

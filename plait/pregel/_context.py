@@ -46,7 +46,8 @@ class TaskContext:
     context: Any = None
     node: str = ""
     task_id: str = ""
-    resume: list[Any] = field(default_factory=list)
+    # the factory is cast once, here, to its element type (it stays the builtin list)
+    resume: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))
     lc_config: dict[str, Any] | None = None
     saver: Any = None
     checkpoint_ns: str = ""

@@ -59,7 +59,8 @@ def snapshot(plan: Plan, saved: CheckpointTuple) -> StateSnapshot:
         elif key != RESUME:
             info["writes"][key] = value
     nxt = tuple(cp.get("next") or ()) + tuple(s[0] for s in cp.get("sends") or ())
-    tasks = tuple(_task(cp["id"], name, index, by_task) for name, index in _task_keys(cp))
+    # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
+    tasks = tuple(_task(cp["id"], name, index, by_task) for name, index in _task_keys(cp))  # pyright: ignore[reportTypedDictNotRequiredAccess]
     return StateSnapshot(
         values=shown,
         next=nxt,
@@ -132,10 +133,10 @@ def prepare_update(
         schedule(plan, run, [task], answers)
     elif as_node == END:
         run.next, run.sends = [], []
-    checkpoint, versions = run.checkpoint(
-        new_checkpoint_id(after=None if saved is None else saved.checkpoint["id"]), changed
-    )
+    # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
+    after = None if saved is None else saved.checkpoint["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
+    checkpoint, versions = run.checkpoint(new_checkpoint_id(after=after), changed)
     step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else 0
-    metadata = {"source": "update", "step": step, "parents": {}}
+    metadata: dict[str, Any] = {"source": "update", "step": step, "parents": {}}
     parent = saved.config if saved is not None else thread.config()
     return parent, checkpoint, metadata, versions

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from plait._schema import MISSING
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id
@@ -105,6 +105,7 @@ class Loop:
         self.events = self.sink.events
         self.saves: list[SaveOp] = []
         self.checkpoint_id: str | None = None
+        self.newest: str | None = None  # the thread head when the run forks from an older checkpoint
         self.checkpoint_config: dict[str, Any] | None = None
         self.interrupts: list[Interrupt] = []
         self.done_writes: dict[str, list[tuple[str, Any]]] = {}
@@ -122,8 +123,15 @@ class Loop:
 
     # -- start --------------------------------------------------------------
 
-    def load(self, saved: CheckpointTuple | None) -> None:
-        """Restore the thread's checkpoint (``None``: a new thread)."""
+    def load(self, saved: CheckpointTuple | None, head: CheckpointTuple | None = None) -> None:
+        """Restore the thread's checkpoint (``None``: a new thread).
+
+        Args:
+            saved: The checkpoint the run starts from.
+            head: The thread's newest checkpoint, when ``saved`` is an older one (time travel):
+                the run's new checkpoint ids then sort after it too, whatever this process's clock says.
+        """
+        self.newest = head.checkpoint["id"] if head is not None else None  # pyright: ignore[reportTypedDictNotRequiredAccess]  # a stored checkpoint has an id
         run = self.run
         if saved is None:
             for key, channel in self.plan.channels.items():
@@ -141,13 +149,16 @@ class Loop:
                     run.values[key] = value
         run.versions = dict(cp.get("channel_versions") or {})
         run.next = list(cp.get("next") or ())
-        run.sends = [tuple(s) for s in cp.get("sends") or ()]
+        # stored sends may come back as lists; tuple() restores the (node, arg) pairs
+        run.sends = cast("list[tuple[str, Any]]", [tuple(s) for s in cp.get("sends") or ()])
         run.barriers = {k: set(v) for k, v in (cp.get("barriers") or {}).items()}
         run.step = int((saved.metadata or {}).get("step", -1)) + 1
-        self.checkpoint_id = cp["id"]
+        # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
+        self.checkpoint_id = cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
         self.checkpoint_config = saved.config
         explicit = self.thread is not None and self.thread.checkpoint_id is not None
-        self.expect_head = ... if explicit else cp["id"]  # time travel: the first write forks on purpose
+        # time travel: the first write forks on purpose
+        self.expect_head = ... if explicit else cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
         for tid, key, value in saved.pending_writes or ():
             if key == INTERRUPT:
                 self.interrupted.setdefault(tid, []).extend(value)
@@ -208,7 +219,8 @@ class Loop:
     def _begin(self, input: Any) -> Steps:  # noqa: A002
         self.start_step = self.run.step
         if isinstance(input, Command):
-            yield from self._begin_command(input)
+            # cast: isinstance() leaves the node-name parameter Unknown; an input Command's may be anything
+            yield from self._begin_command(cast("Command[object]", input))
         elif input is None:
             yield from self._resume()
         else:
@@ -242,17 +254,19 @@ class Loop:
                 message=f"Expected dict, got {input}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
             )
             raise InvalidUpdateError(message, node=START, value=input)
+        # the input state (isinstance() leaves it Mapping[Unknown, Unknown])
+        values = cast("Mapping[str, Any]", input)
         keys = self.plan.input_keys
         if self.plan.strict:
-            extra = [k for k in input if k not in keys]
+            extra = [k for k in values if k not in keys]
             if extra:
                 raise StrictModeError(
                     f"The graph input has key(s) {extra} that the input schema does not declare "
                     f"(declared: {list(keys)}); without strict mode they would be dropped silently.",
                     key=extra[0],
-                    value=input[extra[0]],
+                    value=values[extra[0]],
                 )
-        return [(k, v) for k, v in input.items() if k in keys]
+        return [(k, v) for k, v in values.items() if k in keys]
 
     def _resume(self) -> Steps:
         run = self.run
@@ -264,7 +278,7 @@ class Loop:
             return
         self.skip_before = True
 
-    def _begin_command(self, cmd: Command[Any]) -> Steps:
+    def _begin_command(self, cmd: Command[object]) -> Steps:
         if cmd.resume is not None:
             self._queue_resume(cmd.resume)
         if cmd.update is not None or cmd.goto:
@@ -280,10 +294,12 @@ class Loop:
 
     def _queue_resume(self, resume: Any) -> None:
         by_id = {i.id: tid for tid, items in self.interrupted.items() for i in items}
-        if isinstance(resume, Mapping) and resume and all(k in by_id for k in resume):
-            for key, value in resume.items():
-                self.resumes.setdefault(by_id[key], []).append(value)
-            return
+        if isinstance(resume, Mapping):
+            by_interrupt = cast("Mapping[str, Any]", resume)  # interrupt id -> resume value, perhaps
+            if by_interrupt and all(k in by_id for k in by_interrupt):
+                for key, value in by_interrupt.items():
+                    self.resumes.setdefault(by_id[key], []).append(value)
+                return
         for tid in self.interrupted:
             self.resumes.setdefault(tid, []).append(resume)
 
@@ -384,9 +400,11 @@ class Loop:
 
     def _checkpoint(self, source: str, changed: set[str]) -> None:
         run = self.run
-        cid = new_checkpoint_id(after=self.checkpoint_id)
+        newest = self.newest
+        after = self.checkpoint_id if newest is None or (self.checkpoint_id or "") > newest else newest
+        cid = new_checkpoint_id(after=after)
         checkpoint, versions = run.checkpoint(cid, changed)
-        metadata = {**self._metadata, "source": source, "step": run.step, "parents": {}}
+        metadata: dict[str, Any] = {**self._metadata, "source": source, "step": run.step, "parents": {}}
         assert self.thread is not None  # noqa: S101 - guarded by saver is not None
         parent = self.thread.config(self.checkpoint_id) if self.checkpoint_id else self.thread.config()
         self.saves.append(PutCheckpoint(parent, dict(checkpoint), metadata, versions, self.expect_head))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from plait.channels.base import BaseChannel
 from plait.types import RetryPolicy
@@ -44,7 +44,8 @@ class NodeSpec:
     make_input: Callable[[dict[str, Any]], Any] | None = None
     retry: RetryPolicy | None = None
     is_subgraph: bool = False
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    # the factory is cast once, here, to its element types (it stays the builtin dict)
+    metadata: Mapping[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
 
 
 @dataclass(frozen=True, slots=True)

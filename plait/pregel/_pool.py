@@ -38,7 +38,8 @@ def stack_is_deep() -> bool:
     LangGraph-style chains of hundreds of nested graphs never hit ``RecursionError``.
     """
     try:
-        sys._getframe(min(sys.getrecursionlimit() // 2, _DEEP))
+        # sys._getframe is CPython's documented frame accessor, the cheap way to probe the depth
+        sys._getframe(min(sys.getrecursionlimit() // 2, _DEEP))  # pyright: ignore[reportPrivateUsage]
     except ValueError:  # the stack is not that deep
         return False
     return True

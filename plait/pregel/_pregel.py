@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import aclosing, closing
 from typing import Any
@@ -220,10 +221,11 @@ class Pregel:
             return [self.invoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
         from concurrent.futures import ThreadPoolExecutor
 
+        def invoke_one(ic: tuple[Any, dict[str, Any] | None]) -> Any:
+            return self.invoke(ic[0], ic[1], **kwargs)
+
         with ThreadPoolExecutor(max_workers=min(16, len(inputs))) as pool:
-            return list(
-                pool.map(lambda ic: self.invoke(ic[0], ic[1], **kwargs), zip(inputs, configs, strict=True))
-            )
+            return list(pool.map(invoke_one, zip(inputs, configs, strict=True)))
 
     async def abatch(
         self,
@@ -346,7 +348,7 @@ def _seconds(value: Any) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise ValueError(f"lease_timeout must be None or a number of seconds >= 0, got {value!r}")
-    return float(value)
+    return None if value >= threading.TIMEOUT_MAX else float(value)  # longer than a lock can wait: no limit
 
 
 def _nesting(graph: Pregel, config: dict[str, Any] | None) -> Any:
@@ -355,7 +357,8 @@ def _nesting(graph: Pregel, config: dict[str, Any] | None) -> Any:
     Raises:
         InvalidConfigError: ``config`` is malformed (checked first, so that nothing runs).
     """
-    thread_id = (run_config(config).get("configurable") or {}).get("thread_id")
+    configurable: dict[str, Any] = run_config(config).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
     if graph.subgraph_saving != "inherit":
         return None
     task = running_task()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Hashable, Sequence
 from contextvars import copy_context
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from plait.checkpoint.base import reentered
 from plait.errors import ParentCommand
@@ -108,7 +108,7 @@ def claim(loop: Loop) -> None:
         ThreadBusyError: an enclosing run holds that very lease (the run would wait for itself).
     """
     outer = running_task()
-    held = outer.held if outer is not None else frozenset()
+    held: frozenset[Hashable] = outer.held if outer is not None else frozenset()
     if loop.saver is not None and loop.thread is not None:
         key = loop.saver.lease_id(loop.thread.thread_id, loop.thread.checkpoint_ns)
         if key in held:
@@ -146,7 +146,8 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
     with saver.lease(
         thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
     ):
-        loop.load(found(saver.get_tuple(thread.config()), thread))
+        head = saver.get_tuple(thread.head().config()) if thread.checkpoint_id is not None else None
+        loop.load(found(saver.get_tuple(thread.config()), thread), head)
         yield from _drive(loop, input, store, context)
     return loop
 
@@ -183,7 +184,7 @@ def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: bool) -
         return call_routers(effect)  # type: ignore[arg-type]
     elif kind is Save:
         saver = loop.saver
-        for op in effect.ops:  # type: ignore[union-attr]
+        for op in cast(Save, effect).ops:  # kind is Save (type() held in a local does not narrow)
             if isinstance(op, PutCheckpoint):
                 saver.put(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
             else:

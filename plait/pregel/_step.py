@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from plait._schema import MISSING
 from plait.checkpoint.base import now_iso
@@ -50,10 +50,11 @@ class RunState:
     """
 
     values: dict[str, Any]
-    versions: dict[str, int] = field(default_factory=dict)
-    barriers: dict[str, set[str]] = field(default_factory=dict)
-    next: list[str] = field(default_factory=list)
-    sends: list[tuple[str, Any]] = field(default_factory=list)
+    # the factories are cast once, here, to the element types (they stay the builtins dict and list)
+    versions: dict[str, int] = field(default_factory=cast("Callable[[], dict[str, int]]", dict))
+    barriers: dict[str, set[str]] = field(default_factory=cast("Callable[[], dict[str, set[str]]]", dict))
+    next: list[str] = field(default_factory=cast("Callable[[], list[str]]", list))
+    sends: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
     step: int = 0
 
     def checkpoint(self, cid: str, changed: set[str]) -> tuple[dict[str, Any], dict[str, int]]:
@@ -133,7 +134,7 @@ def apply_writes(
 
 def _apply_one(plan: Plan, run: RunState, name: str, writes: Sequence[tuple[str, Any]]) -> set[str]:
     channels = plan.channels
-    changed = set()
+    changed: set[str] = set()
     for key, value in writes:
         channel = channels.get(key)
         if channel is None:
@@ -233,7 +234,8 @@ def _route(
     sends: list[tuple[str, Any]],
     path_map: Mapping[Any, str] | None,
 ) -> None:
-    items = result if isinstance(result, (list, tuple)) else [result]
+    # a list of answers (isinstance() leaves the items Unknown) or a single one
+    items = cast("Sequence[Any]", result) if isinstance(result, (list, tuple)) else [result]
     for item in items:
         if isinstance(item, Send):
             if item.node not in plan.nodes:

@@ -8,7 +8,7 @@ plain ``invoke`` (no modes) pays for none of it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
 
@@ -22,7 +22,8 @@ __all__ = ["EventSink"]
 def _update_payload(task: Task) -> Any:
     result = task.result
     if isinstance(result, dict):
-        return result
+        # a node's update (isinstance() leaves it dict[Unknown, Unknown])
+        return cast("dict[str, Any]", result)
     return dict(task.writes) if task.writes else None
 
 
@@ -38,7 +39,7 @@ class EventSink:
         self.modes = modes
         self.config = config
         self.events: list[tuple[str, Any]] = []
-        self.metadata = dict(config.get("metadata") or {})
+        self.metadata: dict[str, Any] = dict(config.get("metadata") or {})
         self.messages = MessageStreamHandler(self._message) if "messages" in modes else None
         self.lc_child = self.messages is not None or bool(config.get("callbacks"))
         self.tasks_on = "tasks" in modes or "debug" in modes
@@ -53,8 +54,9 @@ class EventSink:
 
     def child_config(self, task: Task, step: int) -> dict[str, Any]:
         """The LangChain config runnables inside ``task`` inherit (callbacks, tags, metadata)."""
-        callbacks = self.config.get("callbacks") or []
-        callbacks = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks]
+        given = self.config.get("callbacks") or ()
+        # a list of handlers or a callback manager; isinstance() leaves the handlers Unknown
+        callbacks = list(cast("Sequence[Any]", given)) if isinstance(given, (list, tuple)) else [given]
         if self.messages is not None:
             callbacks.append(self.messages)
         metadata = {
@@ -105,7 +107,7 @@ class EventSink:
             if self.messages is not None:
                 meta = {**self.metadata, "langgraph_node": t.name, "langgraph_step": step}
                 for _, value in t.writes:
-                    items = value if isinstance(value, list) else [value]
+                    items = cast("Sequence[Any]", value) if isinstance(value, list) else [value]
                     self.messages.emit_written([m for m in items if isinstance(m, BaseMessage)], meta)
 
     def interrupted(self, interrupts: Sequence[Any]) -> None:

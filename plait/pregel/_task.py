@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from plait.errors import (
     ErrorCode,
@@ -28,8 +29,9 @@ class Task:
     input: Any
     index: int = 0
     """Position among the step's tasks with the same name (``Send`` fan-out)."""
-    writes: list[tuple[str, Any]] = field(default_factory=list)
-    goto: list[Any] = field(default_factory=list)
+    # the factories are cast once, here, to the element types (the factory stays the builtin list)
+    writes: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
+    goto: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))
     done: bool = False
     error: BaseException | None = None
     interrupts: tuple[Any, ...] = ()
@@ -59,11 +61,12 @@ class Task:
 
 def _updates_of(value: Any) -> list[tuple[str, Any]] | None:
     if isinstance(value, dict):
-        return list(value.items())
-    fields = getattr(type(value), "model_fields", None)
+        return list(cast("dict[str, Any]", value).items())  # isinstance() leaves keys and values Unknown
+    kind = cast("type[object]", type(value))  # pyright reads type() of an Any value as type[Unknown]
+    fields = getattr(kind, "model_fields", None)
     if fields is not None:  # a pydantic model instance
         return [(k, getattr(value, k)) for k in fields]
-    slots = getattr(type(value), "__dataclass_fields__", None)
+    slots = getattr(kind, "__dataclass_fields__", None)
     if slots is not None:
         return [(k, getattr(value, k)) for k in slots]
     return None
@@ -98,11 +101,17 @@ def collect(task: Task, result: Any) -> None:
     task.done = True
     task.result = result
     if type(result) is dict:
-        task.writes.extend(result.items())
+        task.writes.extend(cast("dict[str, Any]", result).items())  # narrowing leaves dict[Unknown, Unknown]
         return
     if result is None:
         return
-    items = [result] if isinstance(result, Command) else result if isinstance(result, (list, tuple)) else None
+    items: Sequence[Any] | None = (
+        [result]
+        if isinstance(result, Command)
+        else cast("Sequence[Any]", result)
+        if isinstance(result, (list, tuple))
+        else None
+    )
     if items is not None and items and all(isinstance(i, (Command, Send)) for i in items):
         for item in items:
             if isinstance(item, Send):
@@ -113,7 +122,7 @@ def collect(task: Task, result: Any) -> None:
             if item.update is not None:
                 task.writes.extend(_command_updates(task.name, item.update))
             goto = item.goto
-            task.goto.extend(goto if isinstance(goto, (list, tuple)) else [goto])
+            task.goto.extend(cast("Sequence[Any]", goto) if isinstance(goto, (list, tuple)) else [goto])
         return
     writes = _updates_of(result)
     if writes is None:
@@ -122,8 +131,10 @@ def collect(task: Task, result: Any) -> None:
 
 
 def _command_updates(name: str, update: Any) -> list[tuple[str, Any]]:
-    if isinstance(update, (list, tuple)) and all(isinstance(w, tuple) and len(w) == 2 for w in update):
-        return list(update)
+    if isinstance(update, (list, tuple)):
+        pairs = cast("Sequence[object]", update)  # isinstance() leaves the items Unknown
+        if all(isinstance(w, tuple) and len(cast("tuple[object, ...]", w)) == 2 for w in pairs):
+            return cast("list[tuple[str, Any]]", list(pairs))
     writes = _updates_of(update)
     if writes is None:
         raise _bad_return(name, update)

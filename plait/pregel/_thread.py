@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from plait.checkpoint.base import CheckpointTuple, configurable_of, thread_key
 from plait.errors import CheckpointNotFoundError, InvalidConfigError
@@ -36,6 +36,10 @@ class ThreadRef:
         """
         return cls(*thread_key(config))
 
+    def head(self) -> ThreadRef:
+        """This thread without a checkpoint id: it addresses the newest checkpoint."""
+        return ThreadRef(self.thread_id, self.checkpoint_ns)
+
     def config(self, checkpoint_id: str | None = None) -> dict[str, Any]:
         """A config addressing ``checkpoint_id`` (default: this ref's) on this thread."""
         conf: dict[str, Any] = {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns}
@@ -43,6 +47,13 @@ class ThreadRef:
         if cid is not None:
             conf["checkpoint_id"] = cid
         return {"configurable": conf}
+
+
+def _is_str_list(value: object) -> bool:
+    """Whether ``value`` is a list or tuple of str."""
+    if not isinstance(value, (list, tuple)):
+        return False
+    return all(isinstance(t, str) for t in cast("Sequence[object]", value))  # items Unknown to isinstance()
 
 
 def run_config(config: Any) -> dict[str, Any]:
@@ -85,9 +96,7 @@ def run_config(config: Any) -> dict[str, Any]:
             value=metadata,
         )
     tags = out.get("tags")
-    if tags is not None and (
-        not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)
-    ):
+    if tags is not None and not _is_str_list(tags):
         raise InvalidConfigError(
             f"Invalid config['tags']: expected a list of str, got {type(tags).__name__} {tags!r:.60}. "
             "Pass tags as a list, e.g. {'tags': ['nightly']}.",

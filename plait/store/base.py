@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from plait.store._ops import (
     NOT_PROVIDED,
@@ -69,7 +69,7 @@ def _check_labels(namespace: Any) -> None:
         raise InvalidNamespaceError(
             f"Namespace must be a tuple of strings, got {type(namespace).__name__}: {namespace!r}."
         )
-    for label in namespace:
+    for label in cast("tuple[object, ...]", namespace):  # a tuple (checked above) of unchecked labels
         where = f"Invalid namespace label {label!r} found in {namespace!r}"
         if not isinstance(label, str):
             raise InvalidNamespaceError(f"{where}: labels must be strings, not {type(label).__name__}.")
@@ -112,7 +112,7 @@ def validate_op_namespace(op: Op) -> None:
         _check_labels(op.namespace)
     elif isinstance(op, SearchOp):
         _check_labels(op.namespace_prefix)
-    elif isinstance(op, ListNamespacesOp):
+    elif isinstance(op, ListNamespacesOp):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: batch() callers may pass anything
         for condition in op.match_conditions or ():
             path = condition.path
             _check_labels(tuple(path) if isinstance(path, list) else path)
@@ -121,7 +121,7 @@ def validate_op_namespace(op: Op) -> None:
 def _list_op(
     prefix: NamespacePath | None, suffix: NamespacePath | None, max_depth: int | None, limit: int, offset: int
 ) -> ListNamespacesOp:
-    conditions = []
+    conditions: list[MatchCondition] = []
     anchors: tuple[tuple[NamespaceMatchType, NamespacePath | None], ...] = (
         ("prefix", prefix),
         ("suffix", suffix),

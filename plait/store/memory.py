@@ -29,9 +29,9 @@ import heapq
 import itertools
 import operator
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from plait.store.base import (
     BaseStore,
@@ -245,7 +245,7 @@ def _validate(op: Any) -> None:
     if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
         raise ValueError(f"Unknown operation type: {type(op)}")
     validate_op_namespace(op)
-    if isinstance(op, PutOp) and op.value is not None and not isinstance(op.value, Mapping):
+    if isinstance(op, PutOp) and op.value is not None and not isinstance(op.value, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: batch() callers may pass anything
         raise TypeError(f"Store values must be mappings, got {type(op.value).__name__}.")
     if isinstance(op, SearchOp) and op.filter:
         _check_filter(op.filter)
@@ -258,16 +258,17 @@ def _validate(op: Any) -> None:
 def _check_filter(expected: Any) -> None:
     """Raise ``ValueError`` if a filter uses an operator the store lacks."""
     if isinstance(expected, dict):
-        operators = [name for name in expected if isinstance(name, str) and name.startswith("$")]
-        if operators and len(operators) != len(expected):
+        fields = cast("Mapping[object, Any]", expected)  # isinstance leaves the key and value types unknown
+        operators = [name for name in fields if isinstance(name, str) and name.startswith("$")]
+        if operators and len(operators) != len(fields):
             raise ValueError(f"A filter dict cannot mix operators and field names: {expected!r}")
         for name in operators:
             if name not in _OPERATORS:
                 raise ValueError(f"Unsupported filter operator: {name!r}. Use one of {sorted(_OPERATORS)}.")
-        for sub in expected.values():
+        for sub in fields.values():
             _check_filter(sub)
     elif isinstance(expected, (list, tuple)):
-        for sub in expected:
+        for sub in cast("Sequence[Any]", expected):  # isinstance leaves the item type unknown
             _check_filter(sub)
 
 
@@ -282,16 +283,18 @@ def _matches(actual: Any, expected: Any) -> bool:
     A dict whose keys start with ``$`` is a set of operators; values of types
     that cannot be ordered against each other never satisfy ``$gt`` and kin.
     """
+    # The isinstance checks below leave key and item types unknown: the casts only name them.
     if isinstance(expected, dict):
-        if any(isinstance(name, str) and name.startswith("$") for name in expected):
-            return all(_apply_operator(actual, name, arg) for name, arg in expected.items())
-        return isinstance(actual, dict) and _matches_filter(actual, expected)
+        fields = cast("Mapping[Any, Any]", expected)
+        if any(isinstance(name, str) and name.startswith("$") for name in fields):
+            return all(_apply_operator(actual, name, arg) for name, arg in fields.items())
+        return isinstance(actual, dict) and _matches_filter(cast("dict[str, Any]", actual), fields)
     if isinstance(expected, (list, tuple)):
-        return (
-            isinstance(actual, (list, tuple))
-            and len(actual) == len(expected)
-            and all(_matches(a, e) for a, e in zip(actual, expected, strict=True))
-        )
+        items = cast("Sequence[Any]", expected)
+        if not isinstance(actual, (list, tuple)):
+            return False
+        found = cast("Sequence[Any]", actual)
+        return len(found) == len(items) and all(_matches(a, e) for a, e in zip(found, items, strict=True))
     return bool(actual == expected)
 
 

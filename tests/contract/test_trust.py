@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from plait.checkpoint import _lease
 from plait.checkpoint.base import new_checkpoint_id
-from plait.errors import ThreadBusyError
+from plait.errors import CheckpointConflictError, ThreadBusyError
 from plait.graph import END, START, MessagesState, StateGraph
 
 
@@ -237,11 +237,10 @@ async def test_an_abandoned_async_stream_releases_its_thread(saver: Any) -> None
     assert out["messages"][-1].content == "echo: n"
 
 
-def test_a_head_written_by_a_clock_ahead_does_not_block_this_process(saver: Any) -> None:
-    graph = chat(saver)
-    graph.invoke({"messages": [HumanMessage("a", id="a")]}, cfg("skew"))
-    head = graph.get_state(cfg("skew"))
-    stamp = (time.time_ns() // 100 + 36_000_000_000) << 68  # another process's clock, an hour ahead
+def _future_head(saver: Any, graph: Any, thread: str) -> str:
+    """Store a head checkpoint as a process whose clock is an hour ahead would; return its id."""
+    head = graph.get_state(cfg(thread))
+    stamp = (time.time_ns() // 100 + 36_000_000_000) << 68
     text = f"{stamp | (0x7 << 64) | (0b10 << 62) | 1:032x}"
     future = f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
     assert future > new_checkpoint_id()
@@ -253,9 +252,37 @@ def test_a_head_written_by_a_clock_ahead_does_not_block_this_process(saver: Any)
         {"messages": 99},
         expected_head=head.config["configurable"]["checkpoint_id"],
     )
+    return future
+
+
+def test_a_head_written_by_a_clock_ahead_does_not_block_this_process(saver: Any) -> None:
+    graph = chat(saver)
+    graph.invoke({"messages": [HumanMessage("a", id="a")]}, cfg("skew"))
+    future = _future_head(saver, graph, "skew")
     out = graph.invoke({"messages": [HumanMessage("b", id="b")]}, cfg("skew"))
     assert [m.id for m in out["messages"]] == ["a", "ai-a", "b", "ai-b"]
     assert graph.get_state(cfg("skew")).config["configurable"]["checkpoint_id"] > future
+
+
+def test_time_travel_from_a_clock_behind_the_head_writes_every_step(saver: Any) -> None:
+    graph = _two_steps(saver)
+    graph.invoke({"messages": [HumanMessage("a", id="a")]}, cfg("travel"))
+    start = [s for s in graph.get_state_history(cfg("travel")) if s.next == ("a",)][-1]
+    future = _future_head(saver, graph, "travel")
+    out = graph.invoke(None, start.config)  # replays a and b: three writes after the fork
+    assert [m.id for m in out["messages"]] == ["a", "ai-a", "ai-ai-a"]
+    newest = graph.get_state(cfg("travel"))
+    assert newest.config["configurable"]["checkpoint_id"] > future and newest.next == ()
+
+
+def test_a_head_that_is_not_a_time_ordered_id_is_refused_by_name(saver: Any) -> None:
+    graph = chat(saver)
+    graph.invoke({"messages": [HumanMessage("a", id="a")]}, cfg("legacy"))
+    head = graph.get_state(cfg("legacy"))
+    checkpoint = {**saver.get_tuple(head.config).checkpoint, "id": "legacy-0001"}
+    saver.put(head.config, checkpoint, {"source": "update", "step": 9, "parents": {}}, {})
+    with pytest.raises(CheckpointConflictError, match="not a time-ordered checkpoint id"):
+        graph.invoke({"messages": [HumanMessage("b", id="b")]}, cfg("legacy"))
 
 
 def test_in_process_lease_tables_do_not_grow_with_threads(saver: Any) -> None:

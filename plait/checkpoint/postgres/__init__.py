@@ -7,8 +7,8 @@ psycopg_pool). See ``docs/storage.md`` for the storage layout.
 from __future__ import annotations
 
 try:
-    import psycopg  # noqa: F401
-    import psycopg_pool  # noqa: F401
+    import psycopg  # noqa: F401  # pyright: ignore[reportUnusedImport]  # imported only to check the extra is installed
+    import psycopg_pool  # noqa: F401  # pyright: ignore[reportUnusedImport]  # imported only to check the extra is installed
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         f"plait.checkpoint.postgres needs psycopg 3 and psycopg_pool ({exc.name} is missing); "

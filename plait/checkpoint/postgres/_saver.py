@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
-from typing_extensions import Self
+from typing_extensions import LiteralString, Self
 
 from plait.checkpoint._engine import SqlSaverBase
 from plait.checkpoint._lease import DEFAULT_TTL
@@ -50,7 +50,7 @@ class PostgresSaver(SqlSaverBase):
         lease_ttl: float = DEFAULT_TTL,
     ) -> None:
         super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
-        if not isinstance(conn, (psycopg.Connection, ConnectionPool)):
+        if not isinstance(conn, (psycopg.Connection, ConnectionPool)):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: callers may pass anything
             name = type(self).__name__
             raise TypeError(
                 f"{name} needs a psycopg.Connection or psycopg_pool.ConnectionPool, got {type(conn).__name__}; "
@@ -63,7 +63,9 @@ class PostgresSaver(SqlSaverBase):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, conn_string: str, *, pool_size: int = 1, **kwargs: Any) -> Iterator[Self]:
+    def from_conn_string(
+        cls, conn_string: str, *, pool_size: int = 1, **kwargs: Any
+    ) -> Generator[Self, None, None]:
         """Open a connection pool on ``conn_string`` for the ``with`` block.
 
         Connections use autocommit and no server-side prepared statements
@@ -90,7 +92,7 @@ class PostgresSaver(SqlSaverBase):
             pool.close()
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _connection(self) -> Generator[psycopg.Connection[Any], None, None]:
         if isinstance(self.conn, ConnectionPool):
             with self.conn.connection() as conn:
                 yield conn
@@ -124,15 +126,16 @@ class PostgresSaver(SqlSaverBase):
         """Server, database and schema; temporary schemas (``pg_temp``) are private to a connection."""
         self._setup_once()
         row = self._fetch(
-            "SELECT inet_server_addr()::text, inet_server_port(), current_database(), "
-            "current_schema(), pg_my_temp_schema()::regnamespace::text",
+            # the server's identity, whatever route reached it (TCP, another host name, a unix socket)
+            "SELECT (SELECT system_identifier FROM pg_control_system())::text, current_setting('port'), "
+            "current_database(), current_schema(), pg_my_temp_schema()::regnamespace::text",
             [],
         )[0]
         addr, port, database, schema, temp = row
         private = schema is None or schema == temp or schema.startswith("pg_temp")
         return f"postgres:{addr}:{port}/{database}/{schema}", not private
 
-    def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def _fetch(self, sql: LiteralString, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self._connection() as conn:
             if conn.autocommit:
                 with conn.cursor(row_factory=tuple_row) as cur:
@@ -141,6 +144,6 @@ class PostgresSaver(SqlSaverBase):
                 return cur.execute(sql, list(params)).fetchall()
 
     @contextmanager
-    def _tx(self) -> Iterator[psycopg.Cursor[Any]]:
+    def _tx(self) -> Generator[psycopg.Cursor[Any], None, None]:
         with self._connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
             yield cur

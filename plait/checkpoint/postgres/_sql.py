@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from typing_extensions import LiteralString
+
 from plait.checkpoint._engine_sql import page_query
 from plait.checkpoint._lease import lease_sql
 
@@ -42,7 +44,7 @@ SCHEMA_VERSION = 2
 LOCK = "SELECT pg_advisory_xact_lock(7046317051)"
 """Serialises concurrent setup()/migrations of several processes."""
 
-MIGRATIONS: dict[int, list[str]] = {
+MIGRATIONS: dict[int, list[LiteralString]] = {
     1: [
         """CREATE TABLE IF NOT EXISTS checkpoints (
             thread_id TEXT NOT NULL,

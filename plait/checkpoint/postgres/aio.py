@@ -7,7 +7,7 @@ event loop is never blocked; the storage format is the sync saver's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,7 +23,7 @@ class AsyncPostgresSaver(PostgresSaver):
     @asynccontextmanager
     async def from_conn_string(  # type: ignore[override]  # LangGraph's async savers: `async with` it
         cls, conn_string: str, *, pool_size: int = 4, **kwargs: Any
-    ) -> AsyncIterator[AsyncPostgresSaver]:
+    ) -> AsyncGenerator[AsyncPostgresSaver, None]:
         """Open a connection pool on ``conn_string`` for the ``async with`` block.
 
         Args:

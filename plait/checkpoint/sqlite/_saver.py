@@ -7,7 +7,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ class SqliteSaver(SqlSaverBase):
         lease_ttl: float = DEFAULT_TTL,
     ) -> None:
         super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
-        if not isinstance(conn, sqlite3.Connection):
+        if not isinstance(conn, sqlite3.Connection):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: callers may pass anything
             raise TypeError(
                 f"SqliteSaver needs a sqlite3.Connection, got {type(conn).__name__}; "
                 "use SqliteSaver.from_conn_string(path) to open one"
@@ -61,14 +61,14 @@ class SqliteSaver(SqlSaverBase):
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, path: str | Path, **kwargs: Any) -> Iterator[Self]:
+    def from_conn_string(cls, path: str | Path, **kwargs: Any) -> Generator[Self, None, None]:
         """Open (creating if needed) the database file at ``path`` in WAL mode; close it on exit.
 
         Args:
             path: A file path, or ``":memory:"``.
             **kwargs: Passed to :class:`SqliteSaver`.
         """
-        if not isinstance(path, (str, os.PathLike)):
+        if not isinstance(path, (str, os.PathLike)):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: callers may pass anything
             raise TypeError(f"SqliteSaver.from_conn_string needs a file path (str or Path), got {path!r}")
         conn = sqlite3.connect(os.fspath(path), check_same_thread=False)
         try:
@@ -135,7 +135,7 @@ class SqliteSaver(SqlSaverBase):
             return self.conn.execute(sql, list(params)).fetchall()
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self) -> Generator[sqlite3.Connection, None, None]:
         with self.lock:
             conn = self.conn
             if not conn.in_transaction:

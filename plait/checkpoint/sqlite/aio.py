@@ -8,7 +8,7 @@ event loop is never blocked.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ class AsyncSqliteSaver(SqliteSaver):
     @asynccontextmanager
     async def from_conn_string(  # type: ignore[override]  # LangGraph's async savers: `async with` it
         cls, path: str | Path, **kwargs: Any
-    ) -> AsyncIterator[AsyncSqliteSaver]:
+    ) -> AsyncGenerator[AsyncSqliteSaver, None]:
         """Open the database at ``path`` (WAL mode) for the ``async with`` block.
 
         Args:
