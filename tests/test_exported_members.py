@@ -17,6 +17,7 @@ PUBLIC = [
     "plait.runtime",
     "plait.pregel",
     "plait.channels",
+    "plait.typing",
 ]
 
 

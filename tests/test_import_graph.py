@@ -186,6 +186,7 @@ _EXACT = {
     "plait.types": CORE,
     "plait.runtime": CORE,
     "plait.config": CORE,
+    "plait.typing": CORE,
     "plait._schema": BASE,
     "plait.checkpoint": BASE,
     "plait.checkpoint.base": BASE,

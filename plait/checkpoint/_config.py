@@ -16,6 +16,7 @@ from typing import Any, cast
 from plait.errors import InvalidConfigError
 
 __all__ = [
+    "checkpoint_config",
     "MAX_ID_BYTES",
     "MAX_NS_BYTES",
     "check_thread_id",
@@ -191,3 +192,14 @@ def get_checkpoint_id(config: Mapping[str, Any] | None) -> str | None:
         InvalidConfigError: the config or its ``checkpoint_id`` is malformed (see :func:`thread_key`).
     """
     return _checkpoint_id(configurable_of(config))
+
+
+def checkpoint_config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, Any]:
+    """The config that addresses one stored checkpoint (what savers hand back)."""
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }

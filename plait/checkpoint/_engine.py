@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from typing_extensions import LiteralString
 
+from plait.checkpoint._config import checkpoint_config
 from plait.checkpoint._delta import Blob, Entry, ValueCache, encode_value, rebuild
 from plait.checkpoint._lease import DEFAULT_TTL, ThreadLeases
 from plait.checkpoint._prune import locations, lock_name, prune_thread
@@ -53,7 +54,7 @@ def _thread(config: Mapping[str, Any]) -> tuple[_Thread, str | None]:
 
 
 def _config(thread: _Thread, cid: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread[0], "checkpoint_ns": thread[1], "checkpoint_id": cid}}
+    return checkpoint_config(thread[0], thread[1], cid)
 
 
 def _now() -> str:

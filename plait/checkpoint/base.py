@@ -314,18 +314,18 @@ class BaseCheckpointSaver(ABC):
         """
         seen: dict[str, ThreadInfo] = {}
         for item in self.list(None):
-            conf = item.config["configurable"]
-            info = seen.get(conf["thread_id"])
+            thread_id, _, checkpoint_id = thread_key(item.config)
+            info = seen.get(thread_id)
             if info is None:
-                seen[conf["thread_id"]] = ThreadInfo(
-                    conf["thread_id"],
+                seen[thread_id] = ThreadInfo(
+                    thread_id,
                     1,
-                    conf["checkpoint_id"],
+                    checkpoint_id or "",
                     int(item.metadata.get("step", -1)),
                     item.checkpoint.get("ts", ""),
                 )
             else:
-                seen[conf["thread_id"]] = info._replace(checkpoints=info.checkpoints + 1)
+                seen[thread_id] = info._replace(checkpoints=info.checkpoints + 1)
         yield from seen.values()
 
     def prune(self, thread_id: str, *, keep_last: int | None = None, older_than: float | None = None) -> int:

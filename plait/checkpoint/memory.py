@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, cast
 
+from plait.checkpoint._config import checkpoint_config
 from plait.checkpoint._delta import (
     FULL,
     Entry,
@@ -455,7 +456,7 @@ class InMemorySaver(BaseCheckpointSaver):
 
 
 def _config(thread: str, ns: str, cid: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
+    return checkpoint_config(thread, ns, cid)
 
 
 MemorySaver = InMemorySaver  # LangGraph's name

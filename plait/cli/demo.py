@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import click
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 
 from plait.checkpoint.memory import InMemorySaver
 from plait.checkpoint.sqlite import SqliteSaver
@@ -69,7 +70,7 @@ class OfflineModel:
         return AIMessage(answer)
 
 
-def build_graph(model: Any = None) -> StateGraph:
+def build_graph(model: Any = None) -> StateGraph[Any, Any, Any, Any]:
     """The demo graph: detect_topic → respond → trim."""
     model = model or OfflineModel()
 
@@ -114,7 +115,7 @@ def demo(db: str | None, thread_id: str) -> None:
         path = db or str(Path(tmp) / "plait-demo.sqlite")
         with _saver(path) as saver:
             graph = build_graph().compile(checkpointer=saver)
-            config = {"configurable": {"thread_id": thread_id}}
+            config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
             for question in QUESTIONS:
                 out = graph.invoke({"messages": [{"role": "user", "content": question}]}, config)
                 click.echo(f"\n用户：{question}\n助手：{out['messages'][-1].content}")

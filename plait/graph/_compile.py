@@ -62,11 +62,11 @@ def _to_dict(schema: type) -> Callable[[Any], dict[str, Any]] | None:
     return None
 
 
-def _keys(builder: StateGraph, schema: type) -> tuple[str, ...]:
+def _keys(builder: StateGraph[Any, Any, Any, Any], schema: type) -> tuple[str, ...]:
     return tuple(spec.name for spec in builder.schemas[schema])
 
 
-def _defaults(builder: StateGraph, keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+def _defaults(builder: StateGraph[Any, Any, Any, Any], keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     out: list[tuple[str, Any]] = []
     for key in keys:
         spec = builder.channels.get(key)
@@ -75,7 +75,7 @@ def _defaults(builder: StateGraph, keys: tuple[str, ...]) -> tuple[tuple[str, An
     return tuple(out)
 
 
-def _check_edges(builder: StateGraph) -> None:
+def _check_edges(builder: StateGraph[Any, Any, Any, Any]) -> None:
     nodes = builder.nodes
     sources = [s for s, _ in builder.edges] + [s for ss, _ in builder.waiting_edges for s in ss]
     for source in sources + list(builder.branches):
@@ -98,7 +98,7 @@ def _check_edges(builder: StateGraph) -> None:
         )
 
 
-def _interrupts(builder: StateGraph, nodes: Any) -> frozenset[str]:
+def _interrupts(builder: StateGraph[Any, Any, Any, Any], nodes: Any) -> frozenset[str]:
     if not nodes:
         return frozenset()
     names = frozenset(["*"] if nodes == "*" else nodes)
@@ -108,7 +108,7 @@ def _interrupts(builder: StateGraph, nodes: Any) -> frozenset[str]:
     return names
 
 
-def _node_spec(builder: StateGraph, name: str, state_keys: tuple[str, ...]) -> NodeSpec:
+def _node_spec(builder: StateGraph[Any, Any, Any, Any], name: str, state_keys: tuple[str, ...]) -> NodeSpec:
     node = builder.nodes[name]
     is_subgraph = isinstance(node.action, Pregel)
     call, is_async, acall = make_call(node.action, frozenset(builder.channels), subgraph=is_subgraph)
@@ -129,7 +129,7 @@ def _node_spec(builder: StateGraph, name: str, state_keys: tuple[str, ...]) -> N
     )
 
 
-def _branches(builder: StateGraph) -> dict[str, tuple[Branch, ...]]:
+def _branches(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, tuple[Branch, ...]]:
     out: dict[str, tuple[Branch, ...]] = {}
     for source, branches in builder.branches.items():
         out[source] = tuple(
@@ -146,7 +146,7 @@ def _branches(builder: StateGraph) -> dict[str, tuple[Branch, ...]]:
 
 
 def _strict(
-    builder: StateGraph, channels: dict[str, BaseChannel], nodes: dict[str, NodeSpec]
+    builder: StateGraph[Any, Any, Any, Any], channels: dict[str, BaseChannel], nodes: dict[str, NodeSpec]
 ) -> tuple[dict[str, BaseChannel], dict[str, NodeSpec]]:
     check_parallel_writes(builder)
     wrapped = {
@@ -164,7 +164,9 @@ def _strict(
     return wrapped, calls
 
 
-def build_plan(builder: StateGraph, interrupt_before: Any, interrupt_after: Any, strict: bool | None) -> Plan:
+def build_plan(
+    builder: StateGraph[Any, Any, Any, Any], interrupt_before: Any, interrupt_after: Any, strict: bool | None
+) -> Plan:
     """Check ``builder`` and compile it.
 
     Raises:

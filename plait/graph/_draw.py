@@ -31,7 +31,7 @@ class DrawableGraph:
     edges: tuple[Edge, ...]
 
     @classmethod
-    def from_builder(cls, builder: StateGraph) -> DrawableGraph:
+    def from_builder(cls, builder: StateGraph[Any, Any, Any, Any]) -> DrawableGraph:
         """Collect the nodes and edges a builder declares."""
         edges = [Edge(s, t) for s, t in sorted(builder.edges)]
         for sources, target in sorted(builder.waiting_edges):

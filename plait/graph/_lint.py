@@ -70,7 +70,7 @@ def returned_keys(fn: Any) -> set[str]:
     return keys
 
 
-def _steps(builder: StateGraph) -> list[set[str]]:
+def _steps(builder: StateGraph[Any, Any, Any, Any]) -> list[set[str]]:
     edges: dict[str, set[str]] = {}
     for source, target in builder.edges:
         edges.setdefault(source, set()).add(target)
@@ -84,7 +84,7 @@ def _steps(builder: StateGraph) -> list[set[str]]:
     return steps
 
 
-def check_parallel_writes(builder: StateGraph) -> None:
+def check_parallel_writes(builder: StateGraph[Any, Any, Any, Any]) -> None:
     """Reject nodes that run in the same superstep and both write a key without a reducer.
 
     Raises:

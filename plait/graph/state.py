@@ -5,7 +5,9 @@ from __future__ import annotations
 import typing
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Generic, cast
+
+from typing_extensions import Self
 
 from plait._schema import FieldSpec, fields_of, is_schema
 from plait.constants import END, START
@@ -15,6 +17,7 @@ from plait.graph._compile import build_plan
 from plait.graph._draw import DrawableGraph
 from plait.pregel._pregel import Pregel
 from plait.types import RetryPolicy
+from plait.typing import ContextT, InputT, OutputT, StateT
 
 __all__ = ["CompiledStateGraph", "StateGraph"]
 
@@ -65,7 +68,7 @@ def _schema_hints(action: Any) -> tuple[type | None, type | None]:
     return (first if is_schema(first) else None), (ret if is_schema(ret) else None)
 
 
-class StateGraph:
+class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
     """A graph whose nodes read a shared state and return partial updates.
 
     Args:
@@ -81,33 +84,32 @@ class StateGraph:
 
     def __init__(
         self,
-        state_schema: type | None = None,
-        context_schema: type | None = None,
+        state_schema: type[StateT] | None = None,
+        context_schema: type[ContextT] | None = None,
         *,
-        input_schema: type | None = None,
-        output_schema: type | None = None,
+        input_schema: type[InputT] | None = None,
+        output_schema: type[OutputT] | None = None,
         **kwargs: Any,
     ) -> None:
         context_schema = context_schema or kwargs.pop("config_schema", None)
         input_schema = input_schema or kwargs.pop("input", None)
         output_schema = output_schema or kwargs.pop("output", None)
-        if state_schema is None:
-            if input_schema is None or output_schema is None:
-                raise GraphBuildError(
-                    "StateGraph needs a state_schema (or both input_schema and output_schema)"
-                )
-            state_schema = input_schema
-        self.state_schema = state_schema
-        self.context_schema = context_schema
-        self.input_schema = input_schema or state_schema
-        self.output_schema = output_schema or state_schema
+        if kwargs:
+            raise TypeError(f"StateGraph() got unexpected keyword arguments: {sorted(kwargs)}")
+        state: type[Any] | None = state_schema or input_schema
+        if state is None or (state_schema is None and output_schema is None):
+            raise GraphBuildError("StateGraph needs a state_schema (or both input_schema and output_schema)")
+        self.state_schema: type[Any] = state
+        self.context_schema: type[Any] | None = context_schema
+        self.input_schema: type[Any] = input_schema or state
+        self.output_schema: type[Any] = output_schema or state
         self.schemas: dict[type, tuple[FieldSpec, ...]] = {}
         self.channels: dict[str, FieldSpec] = {}
         self.nodes: dict[str, NodeDef] = {}
         self.edges: set[tuple[str, str]] = set()
         self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
         self.branches: dict[str, dict[str, BranchDef]] = {}
-        for schema in (state_schema, self.input_schema, self.output_schema):
+        for schema in (state, self.input_schema, self.output_schema):
             self._add_schema(schema)
 
     def _add_schema(self, schema: type) -> None:
@@ -132,7 +134,7 @@ class StateGraph:
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         destinations: dict[str, str] | tuple[str, ...] | None = None,
         **kwargs: Any,
-    ) -> StateGraph:
+    ) -> Self:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
 
         Raises:
@@ -160,7 +162,7 @@ class StateGraph:
         )
         return self
 
-    def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
+    def add_sequence(self, nodes: Sequence[Any]) -> Self:
         """Add nodes (callables or ``(name, callable)`` pairs) chained by edges, in order."""
         if not nodes:
             raise GraphBuildError("add_sequence needs at least one node")
@@ -178,7 +180,7 @@ class StateGraph:
 
     # -- edges ----------------------------------------------------------------
 
-    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
+    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
         """Run ``end_key`` after ``start_key``; with a list, after all of them have run.
 
         Raises:
@@ -201,7 +203,7 @@ class StateGraph:
 
     def add_conditional_edges(
         self, source: str, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
-    ) -> StateGraph:
+    ) -> Self:
         """After ``source``, call ``path(state)`` to choose the next node(s).
 
         Args:
@@ -220,17 +222,17 @@ class StateGraph:
         self.branches.setdefault(source, {})[name] = branch
         return self
 
-    def set_entry_point(self, key: str) -> StateGraph:
+    def set_entry_point(self, key: str) -> Self:
         """Start runs at ``key`` (same as ``add_edge(START, key)``)."""
         return self.add_edge(START, key)
 
     def set_conditional_entry_point(
         self, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
-    ) -> StateGraph:
+    ) -> Self:
         """Choose the first node with ``path`` (same as ``add_conditional_edges(START, ...)``)."""
         return self.add_conditional_edges(START, path, path_map)
 
-    def set_finish_point(self, key: str) -> StateGraph:
+    def set_finish_point(self, key: str) -> Self:
         """Finish runs after ``key`` (same as ``add_edge(key, END)``)."""
         return self.add_edge(key, END)
 
@@ -247,7 +249,7 @@ class StateGraph:
         debug: bool = False,
         name: str | None = None,
         strict: bool | None = None,
-    ) -> CompiledStateGraph:
+    ) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]:
         """Validate the graph and freeze it into a runnable :class:`CompiledStateGraph`.
 
         Args:
@@ -275,10 +277,12 @@ class StateGraph:
         )
 
 
-class CompiledStateGraph(Pregel):
+class CompiledStateGraph(Pregel[StateT, ContextT, InputT, OutputT]):
     """A compiled :class:`StateGraph`: run it with ``invoke`` / ``stream``, inspect its threads."""
 
-    def __init__(self, builder: StateGraph, plan: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, builder: StateGraph[StateT, ContextT, InputT, OutputT], plan: Any, **kwargs: Any
+    ) -> None:
         super().__init__(plan, **kwargs)
         self.builder = builder
 

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, cast
 from plait.checkpoint.base import INTERRUPT
 from plait.errors import GraphInterrupt
 from plait.pregel._context import TaskContext
-from plait.pregel._thread import config_with
+from plait.pregel._thread import config_with, without_thread
 from plait.runtime import Runtime
 from plait.types import Command
 
@@ -70,7 +70,7 @@ def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, Any]]
     """The graph to run and its config: where a subgraph keeps its state within the thread."""
     mode = graph.subgraph_saving
     if mode == "off" or (mode != "own" and ctx.saver is None):
-        return graph, {k: v for k, v in ctx.config.items() if k != "configurable"}
+        return graph, without_thread(ctx.config)
     calls = ctx.subgraph_calls
     ctx.subgraph_calls += 1
     # inherit: a namespace per call, stable across a resume (the task id and call order repeat)

@@ -6,7 +6,7 @@ does the (sync or async) saver calls around them.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from plait._schema import MISSING
@@ -24,12 +24,12 @@ from plait.types import Interrupt, PregelTask, StateSnapshot
 __all__ = ["empty_snapshot", "prepare_update", "snapshot"]
 
 
-def empty_snapshot(config: dict[str, Any]) -> StateSnapshot:
+def empty_snapshot(config: Mapping[str, Any]) -> StateSnapshot:
     """The snapshot of a thread that has no checkpoint yet."""
     return StateSnapshot(
         values={},
         next=(),
-        config=config,
+        config=dict(config),
         metadata=None,
         created_at=None,
         parent_config=None,

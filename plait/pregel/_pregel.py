@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing, closing
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, cast
+
+from typing_extensions import Self
 
 from plait.checkpoint.base import get_checkpoint_id
 from plait.errors import GraphBuildError
@@ -18,8 +21,12 @@ from plait.pregel._history import empty_snapshot, prepare_update, snapshot
 from plait.pregel._loop import Loop, RunOptions
 from plait.pregel._plan import Plan
 from plait.pregel._run import finish_sync, run_sync
-from plait.pregel._thread import ThreadRef, found, run_config
-from plait.types import StateSnapshot
+from plait.pregel._thread import ThreadRef, configurable_of, found, run_config
+from plait.types import Command, StateSnapshot
+from plait.typing import ContextT, InputT, OutputT, StateT
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 __all__ = ["Pregel"]
 
@@ -43,7 +50,7 @@ def _as_set(nodes: Any) -> frozenset[str] | None:
     return frozenset(["*"] if nodes == "*" else nodes)
 
 
-class Pregel:
+class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     """A runnable graph: the plan plus its checkpointer and store.
 
     Args:
@@ -85,7 +92,7 @@ class Pregel:
 
     # -- running ------------------------------------------------------------
 
-    def _loop(self, config: dict[str, Any] | None, modes: frozenset[str], kwargs: dict[str, Any]) -> Loop:
+    def _loop(self, config: Mapping[str, Any] | None, modes: frozenset[str], kwargs: dict[str, Any]) -> Loop:
         strategy = kwargs.get("multitask_strategy") or "enqueue"
         if strategy not in ("enqueue", "reject"):
             raise ValueError(f"multitask_strategy must be 'enqueue' or 'reject', got {strategy!r}")
@@ -99,11 +106,11 @@ class Pregel:
 
     def stream(
         self,
-        input: Any,
-        config: dict[str, Any] | None = None,
+        input: InputT | Command[Any] | None,
+        config: RunnableConfig | None = None,
         *,  # noqa: A002
         stream_mode: Any = None,
-        context: Any = None,
+        context: ContextT | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Run the graph, yielding progress as it happens.
@@ -126,11 +133,11 @@ class Pregel:
 
     def invoke(
         self,
-        input: Any,
-        config: dict[str, Any] | None = None,
+        input: InputT | Command[Any] | None,
+        config: RunnableConfig | None = None,
         *,  # noqa: A002
         stream_mode: str = "values",
-        context: Any = None,
+        context: ContextT | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run the graph to completion (or to an interrupt) and return the output state."""
@@ -140,11 +147,11 @@ class Pregel:
 
     def invoke_here(
         self,
-        input: Any,
-        config: dict[str, Any] | None = None,
+        input: InputT | Command[Any] | None,
+        config: RunnableConfig | None = None,
         *,  # noqa: A002
         stream_mode: str = "values",
-        context: Any = None,
+        context: ContextT | None = None,
         **kwargs: Any,
     ) -> Any:
         """:meth:`invoke` as a graph of its own, even when called inside a running node."""
@@ -158,11 +165,11 @@ class Pregel:
 
     async def astream(
         self,
-        input: Any,
-        config: dict[str, Any] | None = None,
+        input: InputT | Command[Any] | None,
+        config: RunnableConfig | None = None,
         *,  # noqa: A002
         stream_mode: Any = None,
-        context: Any = None,
+        context: ContextT | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
@@ -176,11 +183,11 @@ class Pregel:
 
     async def ainvoke(
         self,
-        input: Any,
-        config: dict[str, Any] | None = None,
+        input: InputT | Command[Any] | None,
+        config: RunnableConfig | None = None,
         *,  # noqa: A002
         stream_mode: str = "values",
-        context: Any = None,
+        context: ContextT | None = None,
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke`."""
@@ -190,11 +197,11 @@ class Pregel:
 
     async def ainvoke_here(
         self,
-        input: Any,
-        config: dict[str, Any] | None = None,
+        input: InputT | Command[Any] | None,
+        config: RunnableConfig | None = None,
         *,  # noqa: A002
         stream_mode: str = "values",
-        context: Any = None,
+        context: ContextT | None = None,
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke_here`."""
@@ -212,16 +219,15 @@ class Pregel:
     def batch(
         self,
         inputs: Sequence[Any],
-        config: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
         **kwargs: Any,
     ) -> list[Any]:
         """Invoke once per input (one config for all, or one per input), in parallel threads."""
         configs = _configs(config, len(inputs))
         if len(inputs) <= 1:
             return [self.invoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
-        from concurrent.futures import ThreadPoolExecutor
 
-        def invoke_one(ic: tuple[Any, dict[str, Any] | None]) -> Any:
+        def invoke_one(ic: tuple[Any, RunnableConfig | None]) -> Any:
             return self.invoke(ic[0], ic[1], **kwargs)
 
         with ThreadPoolExecutor(max_workers=min(16, len(inputs))) as pool:
@@ -230,7 +236,7 @@ class Pregel:
     async def abatch(
         self,
         inputs: Sequence[Any],
-        config: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
         **kwargs: Any,
     ) -> list[Any]:
         """Async :meth:`batch`."""
@@ -248,13 +254,13 @@ class Pregel:
             raise ValueError("No checkpointer set: compile(checkpointer=...) to use threads and get_state")
         return self.checkpointer
 
-    def get_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's newest checkpoint (or the one ``checkpoint_id`` names) as a snapshot."""
         ref = ThreadRef.from_config(config)
         saved = self._saver().get_tuple(ref.config())
         return empty_snapshot(config) if saved is None else snapshot(self.plan, saved)
 
-    async def aget_state(self, config: dict[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async :meth:`get_state`."""
         ref = ThreadRef.from_config(config)
         saved = await self._saver().aget_tuple(ref.config())
@@ -262,7 +268,7 @@ class Pregel:
 
     def get_state_history(
         self,
-        config: dict[str, Any],
+        config: RunnableConfig,
         *,
         filter: dict[str, Any] | None = None,  # noqa: A002
         before: dict[str, Any] | None = None,
@@ -276,7 +282,7 @@ class Pregel:
 
     async def aget_state_history(
         self,
-        config: dict[str, Any],
+        config: RunnableConfig,
         *,
         filter: dict[str, Any] | None = None,  # noqa: A002
         before: dict[str, Any] | None = None,
@@ -288,7 +294,7 @@ class Pregel:
         async for saved in self._saver().alist(ref.config(), filter=filter, before=before, limit=limit):
             yield snapshot(self.plan, saved)
 
-    def update_state(self, config: dict[str, Any], values: Any, as_node: str | None = None) -> dict[str, Any]:
+    def update_state(self, config: RunnableConfig, values: Any, as_node: str | None = None) -> dict[str, Any]:
         """Write ``values`` to the thread through the reducers, as if ``as_node`` had returned them.
 
         Returns:
@@ -320,13 +326,13 @@ class Pregel:
         )
         return written
 
-    def with_saver(self, saver: Any) -> Pregel:
+    def with_saver(self, saver: Any) -> Self:
         """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
         clone = copy.copy(self)
         clone.checkpointer = saver
         return clone
 
-    def validate(self) -> Pregel:
+    def validate(self) -> Self:
         """Kept for LangGraph compatibility; plans are validated by ``compile()``."""
         if not self.plan.nodes:
             raise GraphBuildError("Graph has no nodes")
@@ -334,12 +340,12 @@ class Pregel:
 
 
 def _configs(
-    config: dict[str, Any] | Sequence[dict[str, Any]] | None, count: int
-) -> list[dict[str, Any] | None]:
+    config: RunnableConfig | Sequence[RunnableConfig] | None, count: int
+) -> list[RunnableConfig | None]:
     """One config per input: the list given, or the one config repeated."""
     if isinstance(config, (list, tuple)):
-        return list(config)
-    return [config] * count  # type: ignore[list-item]  # a dict (or None) here: sequences were taken above
+        return list(cast("Sequence[RunnableConfig]", config))
+    return [cast("RunnableConfig | None", config)] * count  # a config (or None): sequences were taken above
 
 
 def _seconds(value: Any) -> float | None:
@@ -351,14 +357,13 @@ def _seconds(value: Any) -> float | None:
     return None if value >= threading.TIMEOUT_MAX else float(value)  # longer than a lock can wait: no limit
 
 
-def _nesting(graph: Pregel, config: dict[str, Any] | None) -> Any:
+def _nesting(graph: Pregel[Any, Any, Any, Any], config: Mapping[str, Any] | None) -> Any:
     """The running task a graph is invoked from (as a subgraph inside a node), if any.
 
     Raises:
         InvalidConfigError: ``config`` is malformed (checked first, so that nothing runs).
     """
-    configurable: dict[str, Any] = run_config(config).get("configurable") or {}
-    thread_id = configurable.get("thread_id")
+    thread_id = configurable_of(run_config(config)).get("thread_id")
     if graph.subgraph_saving != "inherit":
         return None
     task = running_task()

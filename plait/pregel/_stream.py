@@ -15,6 +15,7 @@ from langchain_core.messages import BaseMessage
 from plait.checkpoint.base import INTERRUPT, now_iso
 from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._task import Task
+from plait.pregel._thread import configurable_of
 
 __all__ = ["EventSink"]
 
@@ -69,7 +70,7 @@ class EventSink:
             "callbacks": callbacks,
             "metadata": metadata,
             "tags": list(self.config.get("tags") or ()),
-            "configurable": dict(self.config.get("configurable") or {}),
+            "configurable": dict(configurable_of(self.config)),
         }
 
     def _emit(self, mode: str, payload: Any, step: int, kind: str) -> None:

@@ -9,7 +9,9 @@ from typing import Any, cast
 from plait.checkpoint.base import CheckpointTuple, configurable_of, thread_key
 from plait.errors import CheckpointNotFoundError, InvalidConfigError
 
-__all__ = ["ThreadRef", "config_with", "found", "run_config"]
+__all__ = ["ThreadRef", "config_with", "configurable_of", "found", "run_config", "without_thread"]
+
+_CONFIGURABLE = "configurable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ class ThreadRef:
         cid = checkpoint_id or self.checkpoint_id
         if cid is not None:
             conf["checkpoint_id"] = cid
-        return {"configurable": conf}
+        return {_CONFIGURABLE: conf}
 
 
 def _is_str_list(value: object) -> bool:
@@ -106,10 +108,15 @@ def run_config(config: Any) -> dict[str, Any]:
     return out
 
 
+def without_thread(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Copy ``config`` without its ``configurable`` part (a subgraph run that keeps no thread)."""
+    return {k: v for k, v in config.items() if k != _CONFIGURABLE}
+
+
 def config_with(config: Mapping[str, Any] | None, **configurable: Any) -> dict[str, Any]:
     """Copy ``config`` with extra ``configurable`` entries (used for subgraph and node configs)."""
     out = dict(config or {})
-    out["configurable"] = {**(out.get("configurable") or {}), **configurable}
+    out[_CONFIGURABLE] = {**configurable_of(out), **configurable}
     return out
 
 

@@ -1,0 +1,72 @@
+"""The public API is generic: ``StateGraph[State, Context, Input, Output]`` and typed ``invoke``."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+
+import pytest
+from typing_extensions import TypedDict
+
+from plait.graph import START, CompiledStateGraph, StateGraph
+
+
+class State(TypedDict):
+    x: int
+
+
+@dataclass
+class Context:
+    user: str
+
+
+def test_graphs_are_subscriptable_like_langgraphs() -> None:
+    builder = StateGraph[State, Context](State, context_schema=Context)
+    builder.add_node("inc", lambda s: {"x": s["x"] + 1}).add_edge(START, "inc")
+    graph: CompiledStateGraph[State, Context, State, State] = builder.compile()
+    assert graph.invoke({"x": 1}, context=Context("ada")) == {"x": 2}
+    assert StateGraph[State] is not None and CompiledStateGraph[State, None, State, State] is not None
+
+
+def test_unknown_keyword_arguments_are_refused() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword arguments: \\['state_shema'\\]"):
+        StateGraph(State, state_shema=State)  # type: ignore[call-arg]
+
+
+def test_a_type_checker_sees_the_input_and_context_types(tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("mypy", reason="mypy comes with the 'dev' extra")
+    program = tmp_path / "user_code.py"
+    program.write_text(
+        textwrap.dedent(
+            """
+            from dataclasses import dataclass
+            from typing_extensions import TypedDict
+            from plait.graph import START, StateGraph
+
+            class State(TypedDict):
+                x: int
+
+            @dataclass
+            class Context:
+                user: str
+
+            graph = StateGraph(State, context_schema=Context).add_edge(START, "n").compile()
+            graph.invoke({"x": 1}, {"configurable": {"thread_id": "t"}}, context=Context("ada"))
+            graph.invoke({"x": "one"})
+            graph.invoke({"x": 1}, context="ada")
+            """
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(program)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    errors = [int(line.split(":")[1]) for line in proc.stdout.splitlines() if ": error:" in line]
+    lines = program.read_text().splitlines()
+    wrong = [n for n, text in enumerate(lines, 1) if '"one"' in text or 'context="ada"' in text]
+    assert errors == wrong and len(wrong) == 2, proc.stdout
