@@ -34,6 +34,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 from plait.errors import SerializationError
 
 __all__ = [
+    "EMPTY_FIELDS",
     "ADD",
     "DELTA",
     "FULL",
@@ -307,7 +308,7 @@ def rebuild(
 
 # -- compact checkpoint records (InMemorySaver) ----------------------------------------
 
-_EMPTY: dict[str, Any] = {
+EMPTY_FIELDS: dict[str, Any] = {  # the default of every checkpoint field: stored only when different
     "v": 1,
     "channel_versions": {},
     "updated_channels": [],
@@ -322,21 +323,21 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 def pack_fields(checkpoint: Mapping[str, Any]) -> list[Any]:
     """The checkpoint fields other than id, ts and values: positional, defaults left out."""
-    out = [checkpoint.get(k, _EMPTY[k]) for k in _FIELDS]
+    out = [checkpoint.get(k, EMPTY_FIELDS[k]) for k in _FIELDS]
     extra = {
         k: v
         for k, v in checkpoint.items()
-        if k not in _EMPTY and k not in ("channel_values", "id", "ts") or (k == "v" and v != 1)
+        if k not in EMPTY_FIELDS and k not in ("channel_values", "id", "ts") or (k == "v" and v != 1)
     }
     if extra:
         return [*out, extra]
-    while out and out[-1] == _EMPTY[_FIELDS[len(out) - 1]]:
+    while out and out[-1] == EMPTY_FIELDS[_FIELDS[len(out) - 1]]:
         out.pop()
     return out
 
 
 def unpack_fields(packed: list[Any]) -> dict[str, Any]:
-    fields = {**_EMPTY, **dict(zip(_FIELDS, packed[: len(_FIELDS)], strict=False))}
+    fields = {**EMPTY_FIELDS, **dict(zip(_FIELDS, packed[: len(_FIELDS)], strict=False))}
     if len(packed) > len(_FIELDS):
         fields.update(packed[-1])
     return fields

@@ -19,7 +19,7 @@ from typing import Any, cast
 from typing_extensions import LiteralString
 
 from plait.checkpoint._config import checkpoint_config
-from plait.checkpoint._delta import Blob, Entry, ValueCache, encode_value, rebuild
+from plait.checkpoint._delta import EMPTY_FIELDS, Blob, Entry, ValueCache, encode_value, rebuild
 from plait.checkpoint._lease import DEFAULT_TTL, ThreadLeases
 from plait.checkpoint._prune import locations, lock_name, prune_thread
 from plait.checkpoint.base import (
@@ -61,15 +61,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
-_EMPTY: dict[str, Any] = {
-    "v": 1,
-    "channel_versions": {},
-    "updated_channels": [],
-    "next": [],
-    "sends": [],
-    "barriers": {},
-    "interrupts": [],
-}
 _MISSING = object()
 
 
@@ -207,7 +198,11 @@ class SqlSaverBase(BaseCheckpointSaver):
         keep_all: bool = False,
     ) -> CheckpointTuple:
         cid, parent, step, source, created, blob, meta = head
-        stored = {**_EMPTY, **self.decode(blob, f"checkpoint {cid} of thread {thread[0]!r}"), "ts": created}
+        stored = {
+            **EMPTY_FIELDS,
+            **self.decode(blob, f"checkpoint {cid} of thread {thread[0]!r}"),
+            "ts": created,
+        }
         loc = locations(stored.pop("loc", {}), cid)
         self._locs.put((*thread, cid), loc)
         entries = self._entries(thread, loc, memo, keep_all=keep_all)
@@ -376,7 +371,7 @@ class SqlSaverBase(BaseCheckpointSaver):
         stored = {
             k: v
             for k, v in checkpoint.items()
-            if v != _EMPTY.get(k, _MISSING) and k not in ("channel_values", "id", "ts")
+            if v != EMPTY_FIELDS.get(k, _MISSING) and k not in ("channel_values", "id", "ts")
         }
         meta = {
             k: v
