@@ -57,6 +57,10 @@ def configurable_of(config: Any) -> Mapping[str, Any]:
     Raises:
         InvalidConfigError: ``config`` is neither a mapping nor None, or ``configurable`` is not a mapping.
     """
+    if type(config) is dict:  # the common case, without the abstract-class checks below
+        found: object = cast("dict[str, object]", config).get("configurable")
+        if type(found) is dict:
+            return cast("dict[str, Any]", found)
     if config is None:
         return {}
     if not isinstance(config, Mapping):
@@ -82,6 +86,8 @@ def configurable_of(config: Any) -> Mapping[str, Any]:
 
 def _text(value: str, field: str, limit: int) -> str:
     """``value``, if a database can store it: no NUL, valid UTF-8, at most ``limit`` bytes."""
+    if value.isascii() and len(value) <= limit and "\x00" not in value:  # the common case, checked at C speed
+        return value
     where = f"config['configurable'][{field!r}]"
     if "\x00" in value:
         raise InvalidConfigError(

@@ -128,17 +128,17 @@ class Entry(NamedTuple):
     """A materialized value held in the cache.
 
     Attributes:
-        items: The items, when the value is a list: a tuple, so the cached
-            value can never change, whatever happens to lists handed out.
+        items: The items, when the value is a list: a private copy, never handed out, so
+            the cached value cannot change whatever happens to lists handed out.
         data: The encoded value, when it is not a list.
         chain: Items stored along its delta chain (back to the full value).
-        shared: The list the value was stored from, handed back as is while
-            it still holds exactly ``items`` (checked item by item, by
-            identity), so a live conversation keeps its list and whatever
-            index the reducer attached to it.
+        shared: The list the value was stored from, handed back as is while it
+            still holds exactly ``items`` (checked item by item: identity first,
+            at C speed), so a live conversation keeps its list and whatever index
+            the reducer attached to it.
     """
 
-    items: tuple[Any, ...] | None
+    items: list[Any] | None
     data: bytes | None
     chain: int
     shared: list[Any] | None = None
@@ -149,9 +149,11 @@ class Entry(NamedTuple):
         if items is None:
             assert self.data is not None  # noqa: S101 - one of the two is always set
             return loads(self.data)
-        if shared is not None and len(shared) == len(items) and all(map(operator.is_, shared, items)):
+        # list equality compares by identity first: an item changed in place is noticed, one
+        # replaced by an equal object is the same stored value
+        if shared is not None and len(shared) == len(items) and shared == items:
             return shared
-        return list(items)
+        return items[:]
 
 
 class Blob(NamedTuple):
@@ -205,10 +207,16 @@ def encode_value(
         data = dumps(value)
         return Blob(FULL, None, data), Entry(None, data, 0)
     listed = cast("list[object]", value)  # isinstance leaves the item type unknown
-    items = tuple(listed)
+    items = listed[:]  # a plain list, even of a list subclass (memcpy speed)
     shared = listed if share else None
     if base is not None and base.items is not None and base_id is not None:
-        segments = diff(base.items, items)
+        old, size = base.items, len(base.items)
+        if size and len(items) >= size and items[:size] == old:  # an append: one C-speed comparison
+            segments: list[Segment] = (
+                [[KEEP, 0, size], [ADD, list(items[size:])]] if len(items) > size else [[KEEP, 0, size]]
+            )
+        else:
+            segments = diff(old, items)
         reused = kept(segments)
         chain = base.chain + len(items) - reused
         if reused and chain <= 2 * len(items) + SNAPSHOT_SLACK:
@@ -278,7 +286,7 @@ def rebuild(
     if not chain:
         return {target: known[target]}
     base = known[cursor] if cursor is not None else None
-    items: list[Any] | None = None if base is None or base.items is None else list(base.items)
+    items: list[Any] | None = None if base is None or base.items is None else base.items[:]
     count = 0 if base is None else base.chain
     data: bytes | None = None
     out: dict[_K, Entry] = {}
@@ -302,7 +310,7 @@ def rebuild(
             else:
                 items = materialize(items, decoded)
         if keep_all or rid == target:
-            out[rid] = Entry(None if items is None else tuple(items), data, count)
+            out[rid] = Entry(None if items is None else items[:], data, count)
     return out
 
 

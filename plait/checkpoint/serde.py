@@ -252,7 +252,7 @@ class Serializer:
             if known is not None:
                 return self._pack(KNOWN_DATACLASS, [known, fields])
             return self._pack(DATACLASS, [kind.__module__, kind.__qualname__, fields])
-        if hasattr(kind, "model_fields") and hasattr(obj, "model_dump"):
+        if hasattr(kind, "__pydantic_fields__") and hasattr(obj, "model_dump"):
             if kind not in self._writable:
                 self._check(PYDANTIC, kind)
             known = KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
@@ -435,7 +435,10 @@ def _is_named_tuple(obj: object, kind: type) -> bool:
 
 def _pydantic_fields(obj: Any, kind: type[Any]) -> dict[str, Any]:
     """The explicitly set fields of ``obj``, of model class ``kind`` (defaults are filled in again when rebuilding)."""
-    values = {name: getattr(obj, name) for name in obj.model_fields_set if name in kind.model_fields}
+    fields: dict[str, Any] = (
+        kind.__pydantic_fields__
+    )  # the class's own dict (``model_fields`` is a slow property)
+    values = {name: getattr(obj, name) for name in obj.model_fields_set if name in fields}
     extra = getattr(obj, "__pydantic_extra__", None)
     if extra:
         values.update(extra)

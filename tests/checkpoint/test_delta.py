@@ -96,7 +96,7 @@ def test_trim_front_and_replace_middle():
 def test_encode_value_uses_delta_and_falls_back():
     old = ["a" * 50 for _ in range(3)]
     blob, entry = encode_value(old, None, None, S.dumps)
-    assert blob.kind == FULL and entry.items == tuple(old)
+    assert blob.kind == FULL and entry.items == old
     new = [*old, "b"]
     blob2, entry2 = encode_value(new, entry, "c1", S.dumps)
     assert blob2.kind == DELTA and blob2.prev == "c1" and len(blob2.data) < len(S.dumps(new))

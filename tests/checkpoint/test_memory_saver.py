@@ -190,7 +190,7 @@ def test_long_chat_appends_are_constant_size_deltas() -> None:
 
 def test_entry_hands_back_the_shared_list_only_while_it_is_unchanged() -> None:
     shared = [1, 2]
-    entry = Entry((1, 2), None, 2, shared)
+    entry = Entry([1, 2], None, 2, shared)
     assert entry.value(None) is shared  # type: ignore[arg-type]
     for change in (
         lambda x: list.append(x, 3),
@@ -200,7 +200,7 @@ def test_entry_hands_back_the_shared_list_only_while_it_is_unchanged() -> None:
         lambda x: operator.iadd(x, [4]),
     ):
         shared = [1, 2]
-        entry = Entry((1, 2), None, 2, shared)
+        entry = Entry([1, 2], None, 2, shared)
         change(shared)
         out = entry.value(None)  # type: ignore[arg-type]
         assert out == [1, 2] and out is not shared
