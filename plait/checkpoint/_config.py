@@ -138,6 +138,26 @@ def _checkpoint_id(conf: Mapping[str, Any]) -> str | None:
     return _text(cid, "checkpoint_id", MAX_ID_BYTES)
 
 
+def _ok(text: object, limit: int) -> bool:
+    return type(text) is str and 0 < len(text) <= limit and text.isascii() and "\x00" not in text
+
+
+def _plain_key(config: Any) -> tuple[str, str, str | None] | None:
+    """:func:`thread_key` of the configs runs and savers pass around (plain dicts, ASCII ids), or ``None``."""
+    if type(config) is not dict:
+        return None
+    conf: object = cast("dict[str, object]", config).get("configurable")
+    if type(conf) is not dict:
+        return None
+    found = cast("dict[str, object]", conf)
+    thread_id, ns, cid = found.get("thread_id"), found.get("checkpoint_ns") or "", found.get("checkpoint_id")
+    if not _ok(thread_id, MAX_ID_BYTES) or not (ns == "" or _ok(ns, MAX_NS_BYTES)):
+        return None
+    if cid is None or cid == "":
+        return cast(str, thread_id), cast(str, ns), None
+    return (cast(str, thread_id), cast(str, ns), cast(str, cid)) if _ok(cid, MAX_ID_BYTES) else None
+
+
 def thread_key(config: Any) -> tuple[str, str, str | None]:
     """Validate a config and return the ``(thread_id, checkpoint_ns, checkpoint_id)`` it addresses.
 
@@ -152,6 +172,9 @@ def thread_key(config: Any) -> tuple[str, str, str | None]:
         InvalidConfigError: the config is not a dict, ``configurable`` is not a dict,
             ``thread_id`` is missing, or a field has the wrong type or text.
     """
+    fast = _plain_key(config)
+    if fast is not None:
+        return fast
     conf = configurable_of(config)
     thread_id = check_thread_id(conf.get("thread_id"))
     ns = conf.get("checkpoint_ns")
