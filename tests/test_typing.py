@@ -31,6 +31,18 @@ def test_mypy_strict_reports_no_error() -> None:
 def test_pyright_strict_reports_no_error() -> None:
     pytest.importorskip("pyright", reason="pyright comes with the 'dev' extra")
     proc = subprocess.run(
-        [sys.executable, "-m", "pyright"], cwd=ROOT, capture_output=True, text=True, timeout=900
+        [
+            sys.executable,
+            "-m",
+            "pyright",
+            "--project",
+            str(ROOT / "pyproject.toml"),
+            "--pythonpath",
+            sys.executable,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
