@@ -182,7 +182,8 @@ class Loop:
         """
         yield from self._begin(input)
         while True:
-            yield from self._flush()
+            if self.saves or self.events:  # most steps of a run without saver or stream have nothing
+                yield from self._flush()
             tasks = self._tick()
             if tasks is None:
                 break
