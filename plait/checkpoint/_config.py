@@ -86,7 +86,7 @@ def configurable_of(config: Any) -> Mapping[str, Any]:
 
 def _text(value: str, field: str, limit: int) -> str:
     """``value``, if a database can store it: no NUL, valid UTF-8, at most ``limit`` bytes."""
-    if value.isascii() and len(value) <= limit and "\x00" not in value:  # the common case, checked at C speed
+    if _ok(value, limit):  # the common case, checked at C speed
         return value
     where = f"config['configurable'][{field!r}]"
     if "\x00" in value:

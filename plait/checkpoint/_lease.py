@@ -33,7 +33,7 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any, NamedTuple
 
-from plait.checkpoint.base import busy
+from plait.checkpoint.base import busy, local_lock
 
 __all__ = ["DEFAULT_TTL", "LeaseSql", "ThreadLeases", "lease_sql"]
 
@@ -84,30 +84,6 @@ def lease_sql(dialect: str) -> LeaseSql:
     if dialect == "sqlite":
         return statements
     return LeaseSql(*(re.sub(r":(\w+)", r"%(\1)s", s) for s in statements))
-
-
-_locals: dict[tuple[str, str, str], list[Any]] = {}
-_locals_lock = threading.Lock()
-
-
-@contextmanager
-def _local_entry(scope: str, key: _Key) -> Generator[threading.Lock, None, None]:
-    """The process-wide lock of one thread of one database, listed only while someone holds or waits for it.
-
-    ``scope`` names the database; entries are ``[lock, users]`` so the table stays as small
-    as the number of threads in use, however many threads a long-lived process has run.
-    """
-    name = (scope, *key)
-    with _locals_lock:
-        entry = _locals.setdefault(name, [threading.Lock(), 0])
-        entry[1] += 1
-    try:
-        yield entry[0]
-    finally:
-        with _locals_lock:
-            entry[1] -= 1
-            if entry[1] == 0 and _locals.get(name) is entry:
-                del _locals[name]
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -242,7 +218,7 @@ class ThreadLeases:
         key = (str(thread_id), ns or "")
         deadline = None if timeout is None else time.monotonic() + timeout
         name, shared = self.scope()
-        with _local_entry(name, key) as local:
+        with local_lock((name, *key)) as local:
             left = _remaining(deadline)
             if not local.acquire(blocking=wait, timeout=-1 if left is None or not wait else left):
                 raise busy(key[0])
@@ -264,7 +240,7 @@ class ThreadLeases:
         key = (str(thread_id), ns or "")
         deadline = None if timeout is None else time.monotonic() + timeout
         name, shared = await asyncio.to_thread(self.scope)
-        with _local_entry(name, key) as local:
+        with local_lock((name, *key)) as local:
             await _poll(lambda: local.acquire(blocking=False), key, wait, deadline)
             try:
                 me = self._owner_token() if shared else None

@@ -21,9 +21,8 @@ import itertools
 import os
 import threading
 import time
-import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Hashable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypedDict
@@ -393,8 +392,8 @@ class BaseCheckpointSaver(ABC):
         return None if found is None else found.checkpoint
 
 
-_leases: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], list[Any]]] = weakref.WeakKeyDictionary()
-_leases_lock = threading.Lock()
+_locks: dict[Hashable, list[Any]] = {}
+_locks_lock = threading.Lock()
 
 
 def busy(thread_id: str) -> ThreadBusyError:
@@ -417,26 +416,35 @@ def reentered(thread_id: str) -> ThreadBusyError:
 
 
 @contextmanager
-def _local_lease(
-    owner: Any, thread_id: str, ns: str, wait: bool, timeout: float | None
-) -> Generator[None, None, None]:
-    key = (thread_id, ns)
-    with _leases_lock:  # [lock, users]: the entry lives only while someone holds or waits for it
-        locks = _leases.setdefault(owner, {})
-        entry = locks.setdefault(key, [threading.Lock(), 0])
+def local_lock(name: Hashable) -> Generator[threading.Lock, None, None]:
+    """The process-wide lock named ``name`` (a lease id), listed only while someone holds or waits for it.
+
+    Entries are ``[lock, users]``, so the table stays as small as the number of threads in
+    use, however many threads a long-lived process has run.
+    """
+    with _locks_lock:
+        entry = _locks.setdefault(name, [threading.Lock(), 0])
         entry[1] += 1
     try:
-        if not entry[0].acquire(blocking=wait, timeout=-1 if timeout is None else timeout):
+        yield entry[0]
+    finally:
+        with _locks_lock:
+            entry[1] -= 1
+            if entry[1] == 0 and _locks.get(name) is entry:
+                del _locks[name]
+
+
+@contextmanager
+def _local_lease(
+    saver: BaseCheckpointSaver, thread_id: str, ns: str, wait: bool, timeout: float | None
+) -> Generator[None, None, None]:
+    with local_lock(saver.lease_id(thread_id, ns)) as lock:
+        if not lock.acquire(blocking=wait, timeout=-1 if timeout is None else timeout):
             raise busy(thread_id)
         try:
             yield
         finally:
-            entry[0].release()
-    finally:
-        with _leases_lock:
-            entry[1] -= 1
-            if entry[1] == 0 and locks.get(key) is entry:
-                del locks[key]
+            lock.release()
 
 
 class _AsyncLease(AbstractAsyncContextManager[None]):
