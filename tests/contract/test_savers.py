@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import PG_DSN, _pg_available, _pg_saver
+from _pg import PG_DSN, pg_saver, private_schema
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 
 from plait.checkpoint.base import empty_checkpoint
@@ -299,14 +297,9 @@ def test_sqlite_bytes_per_turn_do_not_grow(tmp_path: Any) -> None:
 # -- PostgreSQL specifics -------------------------------------------------------------
 
 
-@pytest.fixture
-def pg_saver() -> Iterator[Any]:
-    reason = _pg_available()
-    if reason is not None:
-        if os.environ.get("PLAIT_REQUIRE_PG"):
-            pytest.fail(reason + " and PLAIT_REQUIRE_PG is set")
-        pytest.skip(reason)
-    yield from _pg_saver()
+@pytest.fixture(name="pg_saver")
+def pg_saver_fixture() -> Iterator[Any]:
+    yield from pg_saver()
 
 
 def test_postgres_survives_dropped_connection(pg_saver: Any) -> None:
@@ -358,27 +351,14 @@ def test_postgres_import_error_names_extra(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 async def test_async_postgres_saver() -> None:
-    reason = _pg_available()
-    if reason is not None:
-        if os.environ.get("PLAIT_REQUIRE_PG"):
-            pytest.fail(reason + " and PLAIT_REQUIRE_PG is set")
-        pytest.skip(reason)
-    import psycopg
-
     from plait.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    schema = f"plait_t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_DSN, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-        try:
-            dsn = f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}options=-csearch_path%3D{schema}"
-            async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
-                await saver.setup()
-                g = echo_graph(saver)
-                config = {"configurable": {"thread_id": "async"}}
-                await g.ainvoke({"messages": [HumanMessage("x")]}, config)
-                out = await g.ainvoke({"messages": [HumanMessage("y")]}, config)
-                assert [m.content for m in out["messages"]] == ["x", "echo 1: x", "y", "echo 3: y"]
-                assert [t.metadata["step"] async for t in saver.alist(config, limit=2)] == [4, 3]
-        finally:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+    with private_schema() as dsn:
+        async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+            await saver.setup()
+            g = echo_graph(saver)
+            config = {"configurable": {"thread_id": "async"}}
+            await g.ainvoke({"messages": [HumanMessage("x")]}, config)
+            out = await g.ainvoke({"messages": [HumanMessage("y")]}, config)
+            assert [m.content for m in out["messages"]] == ["x", "echo 1: x", "y", "echo 3: y"]
+            assert [t.metadata["step"] async for t in saver.alist(config, limit=2)] == [4, 3]

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from _pg import pg_saver
 
 from plait.checkpoint.base import MAX_ID_BYTES, check_thread_id, get_checkpoint_id, thread_key
 from plait.checkpoint.memory import InMemorySaver
@@ -19,35 +20,11 @@ from plait.checkpoint.sqlite import SqliteSaver
 from plait.errors import InvalidConfigError
 from plait.graph import START, StateGraph
 
-PG_DSN = os.environ.get("PLAIT_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 MISSING = "Checkpointer requires one or more of the following 'configurable' keys: thread_id, checkpoint_ns, checkpoint_id"
 
 
 class S(TypedDict):
     log: Annotated[list, operator.add]
-
-
-def _pg_saver() -> Iterator[Any]:
-    try:
-        import psycopg
-
-        psycopg.connect(PG_DSN, connect_timeout=3).close()
-    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
-        reason = f"PostgreSQL not reachable at {PG_DSN} ({type(exc).__name__}); set PLAIT_PG_DSN"
-        if os.environ.get("PLAIT_REQUIRE_PG"):
-            pytest.fail(reason + " and PLAIT_REQUIRE_PG is set")
-        pytest.skip(reason)
-    from plait.checkpoint.postgres import PostgresSaver
-
-    schema = f"plait_cfg_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_DSN, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
-        try:
-            dsn = f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}options=-csearch_path%3D{schema}"
-            with PostgresSaver.from_conn_string(dsn, pool_size=2) as saver:
-                yield saver
-        finally:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture(scope="module", params=["memory", "sqlite", "postgres"])
@@ -62,7 +39,7 @@ def saver(request: pytest.FixtureRequest) -> Iterator[Any]:
         ):
             yield s
     else:
-        yield from _pg_saver()
+        yield from pg_saver("plait_cfg")
 
 
 def _graph(saver: Any = None) -> Any:

@@ -1,0 +1,49 @@
+"""PostgreSQL for tests: the server from ``PLAIT_PG_DSN`` and private schemas on it, dropped afterwards."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+PG_DSN = os.environ.get("PLAIT_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def require_pg() -> None:
+    """Skip the test when PostgreSQL is unreachable (fail instead when ``PLAIT_REQUIRE_PG`` is set)."""
+    try:
+        import psycopg
+
+        psycopg.connect(PG_DSN, connect_timeout=3).close()
+    except Exception as exc:  # noqa: BLE001 - any failure means "not reachable"
+        reason = f"PostgreSQL not reachable at {PG_DSN} ({type(exc).__name__}); set PLAIT_PG_DSN"
+        if os.environ.get("PLAIT_REQUIRE_PG"):
+            pytest.fail(reason + " and PLAIT_REQUIRE_PG is set")
+        pytest.skip(reason)
+
+
+@contextmanager
+def private_schema(prefix: str = "plait_t") -> Iterator[str]:
+    """A DSN whose ``search_path`` is a new schema; the schema is dropped on exit."""
+    require_pg()
+    import psycopg
+
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            yield f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}options=-csearch_path%3D{schema}"
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def pg_saver(prefix: str = "plait_t") -> Iterator[Any]:
+    """A ``PostgresSaver`` on a private schema (for ``yield from`` in fixtures)."""
+    from plait.checkpoint.postgres import PostgresSaver
+
+    with private_schema(prefix) as dsn, PostgresSaver.from_conn_string(dsn, pool_size=2) as saver:
+        yield saver
