@@ -1,8 +1,9 @@
 """Long-term stores: memory that outlives a single thread.
 
-The interface lives in :mod:`plait.store.base` and the in-memory
-implementation in :mod:`plait.store.memory`; the main names are re-exported
-here for convenience.
+The interface lives in :mod:`plait.store.base`; the stores are
+:mod:`plait.store.memory`, :mod:`plait.store.sqlite` (and ``.aio``) and
+:mod:`plait.store.postgres` (and ``.aio``, needs the ``postgres`` extra). The
+main names are re-exported here for convenience; see ``docs/store.md``.
 """
 
 from __future__ import annotations

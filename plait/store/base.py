@@ -38,9 +38,11 @@ from plait.store._ops import (
 __all__ = [
     "NOT_PROVIDED",
     "BaseStore",
+    "EmbeddingDimensionError",
     "GetOp",
     "IndexConfig",
     "InvalidNamespaceError",
+    "InvalidValueError",
     "Item",
     "ListNamespacesOp",
     "MatchCondition",
@@ -61,6 +63,31 @@ _RESERVED_ROOT = "langgraph"
 
 class InvalidNamespaceError(ValueError):
     """A namespace is empty, not a tuple, or has a bad label."""
+
+
+class InvalidValueError(TypeError):
+    """A value to store is not a JSON object (a dict of JSON values with string keys).
+
+    Attributes:
+        namespace: The namespace of the rejected item.
+        key: The key of the rejected item.
+    """
+
+    def __init__(self, message: str, *, namespace: tuple[str, ...] = (), key: str = "") -> None:
+        """Create the error; ``str(err)`` names the item.
+
+        Args:
+            message: What is wrong and how to fix it.
+            namespace: The item's namespace.
+            key: The item's key.
+        """
+        super().__init__(f"{message} (item {key!r} in namespace {namespace!r}); nothing was stored.")
+        self.namespace = namespace
+        self.key = key
+
+
+class EmbeddingDimensionError(ValueError):
+    """The embedder returned vectors of another length than ``index["dims"]``, or too few of them."""
 
 
 def _check_labels(namespace: Any) -> None:

@@ -3,36 +3,42 @@
 Data lives in the process only; each new instance starts empty. The public
 API mirrors ``langgraph.store.memory.InMemoryStore``; the differences are:
 
-* No semantic index. ``InMemoryStore(index=...)`` raises
-  ``NotImplementedError``, the ``index`` argument of ``put`` is ignored, and a
-  search ``query`` is ignored: results come in storage order (namespace
-  first-write order, then key first-write order) with ``score=None``. This is
-  what LangGraph's store does when it has no index.
+* Semantic search with ``index={"dims", "embed", "fields"}``: a search with a
+  ``query`` ranks items by cosine similarity (the best of their embedded
+  fields) and sets ``score``; matching items without vectors follow with
+  ``score=None``. Without an index, or without a query, results come in
+  storage order (namespace first-write order, then key first-write order)
+  with ``score=None``, and the ``index`` argument of ``put`` has no effect.
 * TTL is implemented (``supports_ttl`` is ``True``): an item put with ``ttl``
   (minutes, or the ``default_ttl`` of the ``ttl`` config) expires that long
   after its last write, or its last read when reads refresh TTLs. Expired
   items are never returned; they are dropped at the start of the next store
-  call rather than by a background sweeper, so ``sweep_interval_minutes`` is
-  ignored.
+  call (and by :meth:`InMemoryStore.sweep_ttl`).
 * The operations of one ``batch`` run in order, each seeing the effect of the
   ones before it, and the whole batch runs under the store's lock.
 * Overwriting an item keeps its ``created_at``.
 * Deleting the last item of a namespace removes the namespace from
   ``list_namespaces``.
+* Values must be JSON objects, as in the SQL stores (``InvalidValueError``).
 * Items returned by reads carry a shallow copy of the stored value, so
   reassigning its keys does not change the store (nested objects are shared).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import heapq
 import itertools
-import operator
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
-from typing import Any, cast
+from typing import Any
 
+from plait.store._codec import encode_value
+from plait.store._embed import Embedded, IndexSpec
+from plait.store._filter import check_filter, matches
+from plait.store._rank import cosine
+from plait.store._ttl import Sweeper, interval_seconds
 from plait.store.base import (
     BaseStore,
     GetOp,
@@ -52,15 +58,6 @@ from plait.store.base import (
 __all__ = ["InMemoryStore"]
 
 Namespace = tuple[str, ...]
-
-_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "$eq": operator.eq,
-    "$ne": operator.ne,
-    "$gt": operator.gt,
-    "$gte": operator.ge,
-    "$lt": operator.lt,
-    "$lte": operator.le,
-}
 
 
 def _now() -> datetime:
@@ -87,22 +84,21 @@ class InMemoryStore(BaseStore):
         """Create an empty store.
 
         Args:
-            index: Semantic-search settings; not supported, must be ``None``.
+            index: Semantic-search settings: ``dims``, ``embed`` (an ``Embeddings``,
+                a function, or a ``"provider:model"`` string) and ``fields``.
             ttl: TTL defaults (``default_ttl`` in minutes, ``refresh_on_read``).
-
-        Raises:
-            NotImplementedError: If ``index`` is given.
         """
-        if index is not None:
-            raise NotImplementedError(
-                "plait's InMemoryStore has no semantic index; create it without `index`."
-            )
+        self.index_spec = IndexSpec.parse(index) if index is not None else None
+        self.index_config = self.index_spec.config if self.index_spec else None
         self.ttl_config = ttl
         self._data: dict[Namespace, dict[str, Item]] = {}
+        self._vectors: dict[tuple[Namespace, str], list[tuple[str, list[float]]]] = {}
         self._expiry: dict[tuple[Namespace, str], tuple[float, datetime]] = {}
         self._heap: list[tuple[datetime, int, Namespace, str]] = []
         self._seq = itertools.count()
         self._lock = threading.RLock()
+        self._sweeper = Sweeper(self.sweep_ttl)
+        self._embedded: Embedded | None = None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run operations in order and return their results.
@@ -124,13 +120,10 @@ class InMemoryStore(BaseStore):
         ops = list(ops)
         for op in ops:
             _validate(op)
-        with self._lock:
-            now = _now()
-            self._purge_expired(now)
-            return [self._run(op, now) for op in ops]
+        return self._execute(ops, self.index_spec.embed(ops) if self.index_spec else None)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Async twin of :meth:`batch`.
+        """Async twin of :meth:`batch` (embeds with the embedder's async methods).
 
         Args:
             ops: The operations to run.
@@ -138,15 +131,57 @@ class InMemoryStore(BaseStore):
         Returns:
             One result per operation.
         """
-        return self.batch(ops)
+        ops = list(ops)
+        for op in ops:
+            _validate(op)
+        return self._execute(ops, await self.index_spec.aembed(ops) if self.index_spec else None)
 
-    def _run(self, op: Op, now: datetime) -> Result:
+    def _execute(self, ops: list[Op], embedded: Embedded | None) -> list[Result]:
+        with self._lock:
+            now = _now()
+            self._purge_expired(now)
+            self._embedded = embedded
+            return [self._run(i, op, now) for i, op in enumerate(ops)]
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items now.
+
+        Returns:
+            How many items were deleted.
+        """
+        with self._lock:
+            before = sum(len(items) for items in self._data.values())
+            self._purge_expired(_now())
+            return before - sum(len(items) for items in self._data.values())
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items periodically on a background thread.
+
+        Args:
+            sweep_interval_minutes: Minutes between sweeps (default: the ``ttl``
+                setting's ``sweep_interval_minutes``, else 5).
+
+        Returns:
+            A future that completes when the sweeper stops.
+        """
+        return self._sweeper.start(interval_seconds(self.ttl_config, sweep_interval_minutes))
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the background sweeper; ``True`` when it stopped within ``timeout`` seconds."""
+        return self._sweeper.stop(timeout)
+
+    def _run(self, i: int, op: Op, now: datetime) -> Result:
         if isinstance(op, GetOp):
             return self._get(op, now)
         if isinstance(op, SearchOp):
             return self._search(op, now)
         if isinstance(op, PutOp):
             self._put(op, now)
+            if self.index_spec is not None and op.value is not None:
+                docs = self._embedded.docs.get(i, []) if self._embedded else []
+                self._vectors[(op.namespace, op.key)] = docs
             return None
         return self._list_namespaces(op)
 
@@ -166,24 +201,41 @@ class InMemoryStore(BaseStore):
 
     def _search(self, op: SearchOp, now: datetime) -> list[SearchItem]:
         prefix, size = op.namespace_prefix, len(op.namespace_prefix)
-        stop = op.offset + op.limit if min(op.offset, op.limit) >= 0 else None
+        qvec = self._embedded.queries.get(op.query) if self._embedded and op.query else None
+        ranked = qvec is not None
+        stop = op.offset + op.limit if min(op.offset, op.limit) >= 0 and not ranked else None
         hits: list[Item] = []
         for namespace, items in self._data.items():
             if namespace[:size] != prefix:
                 continue
-            hits.extend(
-                item for item in items.values() if not op.filter or _matches_filter(item.value, op.filter)
-            )
+            hits.extend(item for item in items.values() if not op.filter or matches(item.value, op.filter))
             if stop is not None and len(hits) >= stop:
                 break
-        hits = hits[op.offset : op.offset + op.limit]
+        scored = self._rank(hits, qvec) if qvec is not None else [(item, None) for item in hits]
+        scored = scored[op.offset : op.offset + op.limit]
         if op.refresh_ttl:
-            for item in hits:
+            for item, _ in scored:
                 self._refresh_expiry(item.namespace, item.key, now)
         return [
-            SearchItem(item.namespace, item.key, dict(item.value), item.created_at, item.updated_at)
-            for item in hits
+            SearchItem(item.namespace, item.key, dict(item.value), item.created_at, item.updated_at, score)
+            for item, score in scored
         ]
+
+    def _rank(self, hits: list[Item], query: list[float]) -> list[tuple[Item, float | None]]:
+        """Items with vectors by their best cosine score, then the others in storage order."""
+        flat = [
+            (n, v)
+            for n, item in enumerate(hits)
+            for _, v in self._vectors.get((item.namespace, item.key), [])
+        ]
+        scores = cosine(query, [v for _, v in flat])
+        best: dict[int, float] = {}
+        for (n, _), score in zip(flat, scores, strict=True):
+            best[n] = max(score, best.get(n, score))
+        order = sorted(best, key=lambda n: -best[n])
+        rest = [(item, None) for n, item in enumerate(hits) if n not in best]
+        ranked: list[tuple[Item, float | None]] = [(hits[n], best[n]) for n in order]
+        return ranked + rest
 
     def _put(self, op: PutOp, now: datetime) -> None:
         namespace, key = op.namespace, op.key
@@ -194,6 +246,7 @@ class InMemoryStore(BaseStore):
                 if not items:
                     del self._data[namespace]
             self._expiry.pop((namespace, key), None)
+            self._vectors.pop((namespace, key), None)
             return
         old = items.get(key) if items is not None else None
         self._data.setdefault(namespace, {})[key] = Item(
@@ -245,64 +298,14 @@ def _validate(op: Any) -> None:
     if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
         raise ValueError(f"Unknown operation type: {type(op)}")
     validate_op_namespace(op)
-    if isinstance(op, PutOp) and op.value is not None and not isinstance(op.value, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: batch() callers may pass anything
-        raise TypeError(f"Store values must be mappings, got {type(op.value).__name__}.")
+    if isinstance(op, PutOp) and op.value is not None:
+        encode_value(op.namespace, op.key, op.value)
     if isinstance(op, SearchOp) and op.filter:
-        _check_filter(op.filter)
+        check_filter(op.filter)
     if isinstance(op, ListNamespacesOp):
         for condition in op.match_conditions or ():
             if condition.match_type not in ("prefix", "suffix"):
                 raise ValueError(f"Unsupported match type: {condition.match_type!r}")
-
-
-def _check_filter(expected: Any) -> None:
-    """Raise ``ValueError`` if a filter uses an operator the store lacks."""
-    if isinstance(expected, dict):
-        fields = cast("Mapping[object, Any]", expected)  # isinstance leaves the key and value types unknown
-        operators = [name for name in fields if isinstance(name, str) and name.startswith("$")]
-        if operators and len(operators) != len(fields):
-            raise ValueError(f"A filter dict cannot mix operators and field names: {expected!r}")
-        for name in operators:
-            if name not in _OPERATORS:
-                raise ValueError(f"Unsupported filter operator: {name!r}. Use one of {sorted(_OPERATORS)}.")
-        for sub in fields.values():
-            _check_filter(sub)
-    elif isinstance(expected, (list, tuple)):
-        for sub in cast("Sequence[Any]", expected):  # isinstance leaves the item type unknown
-            _check_filter(sub)
-
-
-def _matches_filter(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
-    """Whether a stored value satisfies every top-level filter condition."""
-    return all(_matches(value.get(key), expected) for key, expected in conditions.items())
-
-
-def _matches(actual: Any, expected: Any) -> bool:
-    """Compare a stored value with a filter value, recursing into dicts and lists.
-
-    A dict whose keys start with ``$`` is a set of operators; values of types
-    that cannot be ordered against each other never satisfy ``$gt`` and kin.
-    """
-    # The isinstance checks below leave key and item types unknown: the casts only name them.
-    if isinstance(expected, dict):
-        fields = cast("Mapping[Any, Any]", expected)
-        if any(isinstance(name, str) and name.startswith("$") for name in fields):
-            return all(_apply_operator(actual, name, arg) for name, arg in fields.items())
-        return isinstance(actual, dict) and _matches_filter(cast("dict[str, Any]", actual), fields)
-    if isinstance(expected, (list, tuple)):
-        items = cast("Sequence[Any]", expected)
-        if not isinstance(actual, (list, tuple)):
-            return False
-        found = cast("Sequence[Any]", actual)
-        return len(found) == len(items) and all(_matches(a, e) for a, e in zip(found, items, strict=True))
-    return bool(actual == expected)
-
-
-def _apply_operator(actual: Any, name: str, arg: Any) -> bool:
-    try:
-        return bool(_OPERATORS[name](actual, arg))
-    except TypeError:
-        return False
 
 
 def _namespace_matches(condition: MatchCondition, namespace: Namespace) -> bool:

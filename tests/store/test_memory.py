@@ -379,12 +379,17 @@ async def test_async_twins(store: InMemoryStore) -> None:
 # ---------------------------------------------------------------- TTL and index
 
 
-def test_index_is_rejected() -> None:
-    with pytest.raises(NotImplementedError):
-        InMemoryStore(index={"dims": 3, "embed": lambda texts: [[0.0] * 3 for _ in texts]})
+def test_index_ranks_a_query_and_scores_hits() -> None:
+    store = InMemoryStore(index={"dims": 2, "embed": lambda texts: [[float("cat" in t), 1.0] for t in texts]})
+    store.put(("a",), "dog", {"text": "dog"})
+    store.put(("a",), "cat", {"text": "cat"})
+    hits = store.search(("a",), query="cat")
+    assert [h.key for h in hits] == ["cat", "dog"]
+    assert hits[0].score == pytest.approx(1.0) and hits[1].score == pytest.approx(0.7071, abs=1e-3)
+    assert all(h.score is None for h in store.search(("a",)))
 
 
-def test_put_index_argument_is_accepted_and_ignored(store: InMemoryStore) -> None:
+def test_put_index_argument_without_an_index_has_no_effect(store: InMemoryStore) -> None:
     store.put(("a",), "k", {"v": 1}, index=False)
     store.put(("a",), "j", {"v": 1}, index=["v"])
     assert len(store.search(("a",))) == 2

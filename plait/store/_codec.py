@@ -1,0 +1,75 @@
+"""Values as JSON: the one check every store runs before it writes anything."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from plait.store.base import InvalidValueError
+
+__all__ = ["decode_value", "encode_value"]
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def _problem(value: Any, path: str) -> str | None:
+    """Describe the first part of ``value`` that JSON cannot hold, or ``None``."""
+    if isinstance(value, _SCALARS):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path} is {value!r}, which JSON cannot hold"
+    if isinstance(value, Mapping):
+        for name, sub in cast("Mapping[object, Any]", value).items():
+            if not isinstance(name, str):
+                return f"{path} has the key {name!r} ({type(name).__name__}); JSON object keys are strings"
+            if (found := _problem(sub, f"{path}[{name!r}]")) is not None:
+                return found
+        return None
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        for i, sub in enumerate(cast("Sequence[object]", value)):
+            if (found := _problem(sub, f"{path}[{i}]")) is not None:
+                return found
+        return None
+    return f"{path} is a {type(value).__name__}, which is not JSON (use str, int, float, bool, None, list or dict)"
+
+
+def encode_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
+    """Serialize an item's value to JSON text, or say exactly what is wrong.
+
+    Args:
+        namespace: The item's namespace (for the error message).
+        key: The item's key (for the error message).
+        value: The value to store.
+
+    Returns:
+        Compact JSON text.
+
+    Raises:
+        InvalidValueError: If the value is not a mapping of JSON values with string keys.
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidValueError(
+            f"Store values must be mappings (dicts), got {type(value).__name__}; wrap it, e.g. {{'value': ...}}",
+            namespace=namespace,
+            key=key,
+        )
+    found = _problem(value, "value")
+    if found is not None:
+        raise InvalidValueError(f"{found}; convert it before storing", namespace=namespace, key=key)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_value(text: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    """Read a stored value back (drivers may already have decoded it).
+
+    Args:
+        text: JSON text, or an already decoded dict.
+
+    Returns:
+        The value.
+    """
+    if isinstance(text, dict):
+        return text
+    return cast("dict[str, Any]", json.loads(text))

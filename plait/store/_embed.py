@@ -1,0 +1,326 @@
+"""Semantic-index settings: the embedder, the fields to embed, and the dimension check.
+
+``index={"dims": ..., "embed": ..., "fields": [...]}`` is read once into a frozen
+:class:`IndexSpec`. ``embed`` may be a LangChain ``Embeddings``, a sync or async
+function ``texts -> vectors``, or a ``"provider:model"`` string (LangChain's
+``init_embeddings``). Field paths follow LangGraph: ``"a.b"``, ``"a[0]"``,
+``"a[*].c"``, ``"*"``, ``"{a,b}"``; ``"$"`` (the default) embeds the whole value.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langchain_core.embeddings import Embeddings
+
+from plait.store.base import EmbeddingDimensionError, IndexConfig, PutOp, SearchOp
+
+__all__ = [
+    "Embedded",
+    "EmbeddingsLambda",
+    "IndexSpec",
+    "ensure_embeddings",
+    "get_text_at_path",
+    "tokenize_path",
+]
+
+Vector = list[float]
+Path = tuple[str, ...]
+_KEYS = {"dims", "embed", "fields", "distance_type", "ann_index_config"}
+
+
+class EmbeddingsLambda(Embeddings):
+    """LangChain ``Embeddings`` over a plain function (sync or async) ``list[str] -> list[vector]``."""
+
+    def __init__(self, func: Callable[[list[str]], Any]) -> None:
+        """Wrap ``func``; an async function serves the async methods only.
+
+        Args:
+            func: The embedding function.
+        """
+        self.func = func
+        self.is_async = inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+            getattr(func, "__call__", None)  # noqa: B004 - async callable objects count too
+        )
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts with the sync function."""
+        if self.is_async:
+            raise TypeError(
+                "the store's `embed` is an async function, so only the async store methods "
+                "(aput, asearch, abatch) can embed; pass a sync function or an Embeddings object"
+            )
+        return cast("list[list[float]]", self.func(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query text."""
+        return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts, awaiting an async function or calling a sync one."""
+        if self.is_async:
+            return cast("list[list[float]]", await cast("Awaitable[Any]", self.func(texts)))
+        return self.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Embed one query text (async)."""
+        return (await self.aembed_documents([text]))[0]
+
+
+def ensure_embeddings(embed: Any) -> Embeddings:
+    """Turn the ``embed`` setting into a LangChain ``Embeddings`` object.
+
+    Args:
+        embed: An ``Embeddings``, a function, or a ``"provider:model"`` string.
+
+    Returns:
+        The embeddings object.
+
+    Raises:
+        ImportError: For a string when LangChain's ``init_embeddings`` is not installed.
+        TypeError: For anything else.
+    """
+    if isinstance(embed, Embeddings):
+        return embed
+    if isinstance(embed, str):
+        try:
+            module = importlib.import_module("langchain.embeddings")
+        except ImportError as exc:
+            raise ImportError(
+                f"index embed={embed!r} is a model name, which needs LangChain's init_embeddings: "
+                "pip install langchain plus the provider's package (e.g. langchain-openai); "
+                "or pass an Embeddings object or a function instead"
+            ) from exc
+        return cast("Embeddings", module.init_embeddings(embed))
+    if callable(embed):
+        return EmbeddingsLambda(cast("Callable[[list[str]], Any]", embed))
+    raise TypeError(
+        f"index['embed'] must be an Embeddings object, a function or a 'provider:model' string, got {embed!r}"
+    )
+
+
+def tokenize_path(path: str) -> Path:
+    """Split a field path into tokens: names, ``[i]``/``[*]`` and ``{a,b}`` groups.
+
+    Args:
+        path: A path such as ``"a.b[*].c"``.
+
+    Returns:
+        The tokens.
+    """
+    tokens: list[str] = []
+    word = ""
+    i = 0
+    while i < len(path):
+        char = path[i]
+        if char in "[{":
+            if word:
+                tokens.append(word)
+                word = ""
+            close = "]" if char == "[" else "}"
+            end = path.find(close, i)
+            end = len(path) - 1 if end < 0 else end
+            tokens.append(path[i : end + 1])
+            i = end + 1
+            continue
+        if char == ".":
+            if word:
+                tokens.append(word)
+            word = ""
+        else:
+            word += char
+        i += 1
+    if word:
+        tokens.append(word)
+    return tuple(tokens)
+
+
+def _leaf(obj: Any) -> list[str]:
+    if isinstance(obj, (str, int, float, bool)):
+        return [str(obj)]
+    if isinstance(obj, (list, dict)):
+        return [json.dumps(obj, sort_keys=True, ensure_ascii=False)]
+    return []
+
+
+def _child(obj: Any, name: str) -> Any:
+    return cast("dict[str, Any]", obj).get(name) if isinstance(obj, dict) else None
+
+
+def _walk(obj: Any, tokens: Path) -> list[str]:
+    if not tokens:
+        return _leaf(obj)
+    token, rest = tokens[0], tokens[1:]
+    if token.startswith("["):
+        if not isinstance(obj, list):
+            return []
+        items = cast("list[object]", obj)
+        inner = token[1:-1]
+        if inner == "*":
+            return [text for item in items for text in _walk(item, rest)]
+        try:
+            return _walk(items[int(inner)], rest)
+        except (ValueError, IndexError):
+            return []
+    if token.startswith("{"):
+        if not isinstance(obj, dict):
+            return []
+        found: list[str] = []
+        for field in token[1:-1].split(","):
+            target: Any = cast("dict[str, Any]", obj)
+            for name in tokenize_path(field.strip()):
+                target = _child(target, name)
+            found.extend(_leaf(target) if target is not None else [])
+        return found
+    if token == "*":
+        values = cast("dict[str, Any]", obj).values() if isinstance(obj, dict) else obj
+        return (
+            [text for item in values for text in _walk(item, rest)] if isinstance(obj, (dict, list)) else []
+        )
+    if isinstance(obj, dict) and token in obj:
+        return _walk(cast("dict[str, Any]", obj)[token], rest)
+    return []
+
+
+def get_text_at_path(obj: Any, path: str | Path) -> list[str]:
+    """The texts found at ``path`` in ``obj`` (``"$"`` or empty: the whole value as JSON).
+
+    Args:
+        obj: A stored value.
+        path: A path string or its tokens.
+
+    Returns:
+        The texts, in document order; missing fields give none.
+    """
+    if path in ("", "$", ()):
+        return [
+            json.dumps(
+                dict(cast("Mapping[str, Any]", obj)) if isinstance(obj, Mapping) else obj,
+                sort_keys=True,
+                ensure_ascii=False,
+            )
+        ]
+    return _walk(obj, tokenize_path(path) if isinstance(path, str) else path)
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """Vectors computed for one batch, before any database work."""
+
+    docs: dict[int, list[tuple[str, Vector]]]
+    """Per put-operation index: ``(field name, vector)`` pairs."""
+    queries: dict[str, Vector]
+    """Per search query text: its vector."""
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A validated ``index`` configuration."""
+
+    dims: int
+    """Length of every vector."""
+    embeddings: Embeddings
+    """The embedder."""
+    fields: tuple[tuple[str, Path], ...]
+    """Default fields: ``(path as written, tokens)``."""
+    config: dict[str, Any]
+    """The configuration as given (``store.index_config``)."""
+
+    @classmethod
+    def parse(cls, index: IndexConfig | Mapping[str, Any]) -> IndexSpec:
+        """Validate an ``index`` setting.
+
+        Args:
+            index: The setting.
+
+        Returns:
+            The spec.
+
+        Raises:
+            TypeError: On unknown keys or a bad ``dims``/``fields``.
+            NotImplementedError: For a distance other than cosine.
+        """
+        unknown = set(index) - _KEYS
+        if unknown:
+            raise TypeError(f"unknown index settings {sorted(unknown)}; use {sorted(_KEYS)}")
+        dims = index.get("dims")
+        if not isinstance(dims, int) or isinstance(dims, bool) or dims <= 0:
+            raise TypeError(
+                f"index['dims'] must be a positive int (the embedder's vector length), got {dims!r}"
+            )
+        if index.get("distance_type", "cosine") != "cosine":
+            raise NotImplementedError(
+                f"index distance_type={index.get('distance_type')!r}: plait ranks by cosine only"
+            )
+        if "embed" not in index:
+            raise TypeError(
+                "index needs 'embed': an Embeddings object, a function or a 'provider:model' string"
+            )
+        fields = index.get("fields") or ["$"]
+        if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+            raise TypeError(f"index['fields'] must be a list of field paths, got {fields!r}")
+        tokens = tuple((f, tokenize_path(f) if f != "$" else ()) for f in fields)
+        return cls(dims, ensure_embeddings(index["embed"]), tokens, dict(index))
+
+    def texts(self, op: PutOp) -> list[tuple[str, str]]:
+        """The ``(field name, text)`` pairs to embed for a put (none for deletes or ``index=False``)."""
+        if op.value is None or op.index is False:
+            return []
+        paths = self.fields if op.index is None else tuple((f, tokenize_path(f)) for f in op.index)
+        out: list[tuple[str, str]] = []
+        for name, tokens in paths:
+            found = get_text_at_path(op.value, tokens)
+            out.extend((f"{name}.{i}" if len(found) > 1 else name, text) for i, text in enumerate(found))
+        return out
+
+    def check(self, vectors: Sequence[Sequence[float]], count: int) -> list[Vector]:
+        """Check the embedder's answer: ``count`` vectors of ``dims`` numbers each."""
+        if len(vectors) != count:
+            raise EmbeddingDimensionError(
+                f"the embedder returned {len(vectors)} vectors for {count} texts; it must return one per text"
+            )
+        out = [list(map(float, v)) for v in vectors]
+        for vector in out:
+            if len(vector) != self.dims:
+                raise EmbeddingDimensionError(
+                    f"the embedder returned a vector of {len(vector)} numbers but index['dims'] is {self.dims}; "
+                    "set dims to the model's vector size (nothing was stored)"
+                )
+        return out
+
+    def plan(self, ops: Sequence[Any]) -> tuple[list[tuple[int, str, str]], list[str]]:
+        """What to embed for a batch: ``(op index, field, text)`` for puts, and distinct queries."""
+        docs = [(i, f, t) for i, op in enumerate(ops) if isinstance(op, PutOp) for f, t in self.texts(op)]
+        queries = sorted({op.query for op in ops if isinstance(op, SearchOp) and op.query})
+        return docs, queries
+
+    def embed(self, ops: Sequence[Any]) -> Embedded:
+        """Embed a batch's documents and queries (sync)."""
+        docs, queries = self.plan(ops)
+        vectors = (
+            self.check(self.embeddings.embed_documents([t for _, _, t in docs]), len(docs)) if docs else []
+        )
+        qvecs = [self.check([self.embeddings.embed_query(q)], 1)[0] for q in queries]
+        return _embedded(docs, vectors, queries, qvecs)
+
+    async def aembed(self, ops: Sequence[Any]) -> Embedded:
+        """Embed a batch's documents and queries (async)."""
+        docs, queries = self.plan(ops)
+        texts = [t for _, _, t in docs]
+        vectors = self.check(await self.embeddings.aembed_documents(texts), len(docs)) if docs else []
+        qvecs = [self.check([await self.embeddings.aembed_query(q)], 1)[0] for q in queries]
+        return _embedded(docs, vectors, queries, qvecs)
+
+
+def _embedded(
+    docs: list[tuple[int, str, str]], vectors: list[Vector], queries: list[str], qvecs: list[Vector]
+) -> Embedded:
+    by_op: dict[int, list[tuple[str, Vector]]] = {}
+    for (i, field, _), vector in zip(docs, vectors, strict=True):
+        by_op.setdefault(i, []).append((field, vector))
+    return Embedded(by_op, dict(zip(queries, qvecs, strict=True)))

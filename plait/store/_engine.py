@@ -1,0 +1,257 @@
+"""The SQL stores' logic, written once for SQLite and PostgreSQL, sync and async.
+
+A batch is run by generators that *yield* :class:`Sql` statements and receive
+their rows: the sync stores execute them on a connection, the async ones await
+them, and nothing here does I/O. Embeddings are computed before the batch's
+transaction opens (:meth:`IndexSpec.embed`), so a slow embedder holds no lock.
+What differs between databases (DDL, placeholders, vector search) is a
+:class:`Dialect` in ``sqlite/_sql.py`` and ``postgres/_sql.py``.
+
+Operations run in order in one transaction, each seeing the effects of those
+before it (as in ``InMemoryStore``); runs of consecutive puts are written in
+bulk, the last put of a key winning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from plait.store._codec import encode_value
+from plait.store._embed import Embedded, IndexSpec
+from plait.store._filter import Term, check_filter, scalar_terms
+from plait.store._search import Query, run_search
+from plait.store._statement import Rows, Sql, Step, ns_text, prefix_condition
+from plait.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchOp,
+    validate_op_namespace,
+)
+
+__all__ = ["Dialect", "Engine", "Rows", "Sql", "Step"]
+
+ITEM_COLUMNS = "s.prefix, s.key, s.value, s.created_at, s.updated_at"
+
+
+class Dialect(Protocol):
+    """What a database contributes: SQL text and value conversions."""
+
+    p: str
+    """The parameter placeholder (``?`` or ``%s``)."""
+
+    def now(self, seconds: float) -> Any:
+        """A timestamp parameter."""
+        ...
+
+    def timestamp(self, column: Any) -> Any:
+        """A timestamp column as a ``datetime``."""
+        ...
+
+    def alive(self, now: Any) -> tuple[str, list[Any]]:
+        """The condition "not expired at ``now``" on ``s``."""
+        ...
+
+    def terms(self, terms: list[Term]) -> tuple[str, list[Any]]:
+        """Filter terms as one SQL condition on ``s.value``."""
+        ...
+
+    def put_rows(self, rows: list[tuple[Any, ...]]) -> list[Sql]:
+        """Upserts of ``(prefix, key, json, now, expires_at, ttl_minutes)``."""
+        ...
+
+    def put_vectors(self, rows: list[tuple[str, str, str, list[float]]]) -> list[Sql]:
+        """Inserts of ``(prefix, key, field, vector)``."""
+        ...
+
+    def refresh(self, keys: list[tuple[str, str]], now: Any) -> list[Sql]:
+        """Restart the TTL clocks of these items."""
+        ...
+
+    def drop_vectors(self, keys: list[tuple[str, str]]) -> list[Sql]:
+        """Delete the vectors of these items."""
+        ...
+
+    def rank(self, query: Query) -> Step:
+        """Rank the items matching ``query`` by similarity: ``[(prefix, key, score)]``, best first."""
+        ...
+
+    def value(self, column: Any) -> dict[str, Any]:
+        """A value column as a dict."""
+        ...
+
+
+@dataclass
+class Prepared:
+    """A validated batch: operations and their encoded values."""
+
+    ops: list[Op]
+    values: dict[int, str] = field(default_factory=dict[int, str])
+
+
+class Engine:
+    """Runs batches of store operations as SQL, for any :class:`Dialect`."""
+
+    def __init__(self, dialect: Dialect, index: IndexSpec | None) -> None:
+        """Bind a dialect and the store's semantic index.
+
+        Args:
+            dialect: The database's SQL.
+            index: The semantic index, if any.
+        """
+        self.d = dialect
+        self.index = index
+
+    def prepare(self, ops: Sequence[Any]) -> Prepared:
+        """Check every operation (and encode every value) before anything runs.
+
+        Raises:
+            InvalidNamespaceError: On a bad namespace.
+            InvalidValueError: On a value that is not a JSON object.
+            ValueError: On an unknown operation, filter operator or a negative limit.
+        """
+        prepared = Prepared(list(ops))
+        for i, op in enumerate(prepared.ops):
+            if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard
+                raise ValueError(f"Unknown operation type: {type(op)}")
+            validate_op_namespace(op)
+            if isinstance(op, PutOp) and op.value is not None:
+                prepared.values[i] = encode_value(op.namespace, op.key, op.value)
+            elif isinstance(op, (SearchOp, ListNamespacesOp)):
+                if op.limit < 0 or op.offset < 0:
+                    raise ValueError(
+                        f"limit and offset must be >= 0, got limit={op.limit}, offset={op.offset}"
+                    )
+                if isinstance(op, SearchOp) and op.filter:
+                    check_filter(op.filter)
+            if isinstance(op, ListNamespacesOp):
+                for cond in op.match_conditions or ():
+                    if cond.match_type not in ("prefix", "suffix"):
+                        raise ValueError(f"Unsupported match type: {cond.match_type!r}")
+        return prepared
+
+    def run(self, prepared: Prepared, embedded: Embedded | None, now: float) -> Step:
+        """Execute a prepared batch; returns one result per operation."""
+        results: list[Result] = []
+        ops = prepared.ops
+        i = 0
+        while i < len(ops):
+            op = ops[i]
+            if isinstance(op, PutOp):
+                end = i
+                while end < len(ops) and isinstance(ops[end], PutOp):
+                    end += 1
+                yield from self._puts(prepared, range(i, end), embedded, now)
+                results.extend([None] * (end - i))
+                i = end
+                continue
+            if isinstance(op, GetOp):
+                results.append((yield from self._get(op, now)))
+            elif isinstance(op, SearchOp):
+                qvec = embedded.queries.get(op.query) if embedded and op.query else None
+                results.append((yield from run_search(self, op, qvec, now)))
+            elif isinstance(op, ListNamespacesOp):  # pyright: ignore[reportUnnecessaryIsInstance]
+                results.append((yield from self._list(op, now)))
+            i += 1
+        return results
+
+    def _puts(self, prepared: Prepared, span: range, embedded: Embedded | None, now: float) -> Step:
+        latest: dict[tuple[str, str], int] = {}
+        for i in span:
+            op = prepared.ops[i]
+            assert isinstance(op, PutOp)  # noqa: S101 - the caller groups puts
+            latest[(ns_text(op.namespace), op.key)] = i
+        deletes = [k for k, i in latest.items() if i not in prepared.values]
+        upserts = [(k, i) for k, i in latest.items() if i in prepared.values]
+        p, when = self.d.p, self.d.now(now)
+        if deletes:
+            yield Sql(f"DELETE FROM plait_store WHERE prefix = {p} AND key = {p}", deletes, many=True)
+        rows: list[tuple[Any, ...]] = []
+        for (prefix, key), i in upserts:
+            ttl = _ttl(prepared.ops[i])
+            expires = self.d.now(now + ttl * 60) if ttl is not None else None
+            rows.append((prefix, key, prepared.values[i], when, expires, ttl))
+        for sql in self.d.put_rows(rows):
+            _ = yield sql
+        if self.index is not None and upserts:
+            for sql in self.d.drop_vectors([k for k, _ in upserts]):
+                _ = yield sql
+            docs = embedded.docs if embedded else {}
+            vectors = [(pk[0], pk[1], f, v) for pk, i in upserts for f, v in docs.get(i, [])]
+            for sql in self.d.put_vectors(vectors) if vectors else []:
+                _ = yield sql
+
+    def _get(self, op: GetOp, now: float) -> Step:
+        p = self.d.p
+        alive, params = self.d.alive(self.d.now(now))
+        rows = yield Sql(
+            f"SELECT {ITEM_COLUMNS}, s.ttl_minutes FROM plait_store s "
+            f"WHERE s.prefix = {p} AND s.key = {p} AND {alive}",
+            [ns_text(op.namespace), op.key, *params],
+        )
+        if not rows:
+            return None
+        if op.refresh_ttl and rows[0][5] is not None:
+            for sql in self.d.refresh([(rows[0][0], rows[0][1])], self.d.now(now)):
+                _ = yield sql
+        return self.item(rows[0])
+
+    def item(self, row: tuple[Any, ...]) -> Item:
+        """An :class:`Item` from ``prefix, key, value, created_at, updated_at`` columns."""
+        return Item(
+            namespace=tuple(row[0].split(".")),
+            key=row[1],
+            value=self.d.value(row[2]),
+            created_at=self.d.timestamp(row[3]),
+            updated_at=self.d.timestamp(row[4]),
+        )
+
+    def _list(self, op: ListNamespacesOp, now: float) -> Step:
+        alive, params = self.d.alive(self.d.now(now))
+        where, more = "1=1", list[Any]()
+        for cond in op.match_conditions or ():
+            literal = tuple(cond.path[: cond.path.index("*")] if "*" in cond.path else cond.path)
+            if cond.match_type == "prefix" and literal:
+                where, more = prefix_condition(self.d.p, literal)
+        rows = yield Sql(
+            f"SELECT DISTINCT s.prefix FROM plait_store s WHERE {alive} AND {where}", [*params, *more]
+        )
+        found = {tuple(r[0].split(".")) for r in rows}
+        found = {
+            ns
+            for ns in found
+            if all(_fits(c.match_type, tuple(c.path), ns) for c in op.match_conditions or ())
+        }
+        if op.max_depth is not None:
+            found = {ns[: op.max_depth] for ns in found}
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+    def sweep(self, now: float) -> Step:
+        """Delete expired items; returns how many went."""
+        rows = yield Sql(
+            f"DELETE FROM plait_store WHERE expires_at IS NOT NULL AND expires_at <= {self.d.p} RETURNING 1",
+            [self.d.now(now)],
+        )
+        return len(rows)
+
+
+def _fits(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> bool:
+    if len(path) > len(ns):
+        return False
+    part = ns[: len(path)] if kind == "prefix" else ns[len(ns) - len(path) :]
+    return all(want in ("*", got) for want, got in zip(path, part, strict=True))
+
+
+def _ttl(op: Op) -> float | None:
+    assert isinstance(op, PutOp)  # noqa: S101 - only puts have a ttl
+    return None if op.ttl is None else float(op.ttl)
+
+
+def terms_or_none(op: SearchOp) -> list[Term] | None:
+    """The SQL terms of a search's filter (``None``: evaluate it in Python)."""
+    return scalar_terms(op.filter)

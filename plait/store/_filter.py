@@ -1,0 +1,157 @@
+"""Search filters: checking them, the reference matcher, and the part SQL can evaluate.
+
+A filter maps top-level value keys to a plain value (equality; a dict matches
+the keys it names, a list element-wise) or to a dict of operators ``$eq``,
+``$ne``, ``$gt``, ``$gte``, ``$lt`` and ``$lte``. Comparisons follow JSON types:
+``True`` does not equal ``1``, a missing key equals ``None``, and ordering
+compares numbers with numbers and strings with strings (by code point) only;
+any other pair does not match. Every store answers the same; the SQL stores
+translate filters on scalars to SQL (:func:`scalar_terms`) and evaluate the
+rest with :func:`matches`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+__all__ = ["OPERATORS", "Term", "check_filter", "kind_of", "matches", "scalar_terms"]
+
+OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+Term = tuple[str, str, Any]
+"""One SQL-evaluable condition: ``(key, operator, scalar)``."""
+
+_MISSING: Any = None
+_INT64 = 2**63
+
+
+def check_filter(expected: Any) -> None:
+    """Raise ``ValueError`` for an unknown operator or a dict mixing operators and keys."""
+    if isinstance(expected, Mapping):
+        fields = cast("Mapping[object, Any]", expected)  # isinstance leaves the key type unknown
+        operators = [n for n in fields if isinstance(n, str) and n.startswith("$")]
+        if operators and len(operators) != len(fields):
+            raise ValueError(f"A filter dict cannot mix operators and field names: {expected!r}")
+        for name in operators:
+            if name not in OPERATORS:
+                raise ValueError(f"Unsupported filter operator: {name!r}. Use one of {sorted(OPERATORS)}.")
+        for sub in fields.values():
+            check_filter(sub)
+    elif isinstance(expected, (list, tuple)):
+        for sub in cast("Sequence[Any]", expected):
+            check_filter(sub)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return "object" if isinstance(value, Mapping) else "other"
+
+
+def _equal(actual: Any, expected: Any) -> bool:
+    """Deep JSON equality: kinds must agree at every level."""
+    kind = _kind(expected)
+    if _kind(actual) != kind:
+        return False
+    if kind == "array":
+        a, e = cast("Sequence[Any]", actual), cast("Sequence[Any]", expected)
+        return len(a) == len(e) and all(_equal(x, y) for x, y in zip(a, e, strict=True))
+    if kind == "object":
+        a2, e2 = cast("Mapping[str, Any]", actual), cast("Mapping[str, Any]", expected)
+        return a2.keys() == e2.keys() and all(_equal(a2[k], e2[k]) for k in e2)
+    return bool(actual == expected)
+
+
+def _compare(actual: Any, name: str, arg: Any) -> bool:
+    if name == "$eq":
+        return _equal(actual, arg)
+    if name == "$ne":
+        return not _equal(actual, arg)
+    kind = _kind(arg)
+    if kind not in ("number", "string") or _kind(actual) != kind:
+        return False
+    if name == "$gt":
+        return bool(actual > arg)
+    if name == "$gte":
+        return bool(actual >= arg)
+    if name == "$lt":
+        return bool(actual < arg)
+    return bool(actual <= arg)
+
+
+def _match(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, Mapping):
+        fields = cast("Mapping[str, Any]", expected)
+        if any(str(n).startswith("$") for n in fields):
+            return all(_compare(actual, n, arg) for n, arg in fields.items())
+        if not isinstance(actual, Mapping):
+            return False
+        found = cast("Mapping[str, Any]", actual)
+        return all(_match(found.get(k, _MISSING), e) for k, e in fields.items())
+    if isinstance(expected, (list, tuple)):
+        items = cast("Sequence[Any]", expected)
+        if not isinstance(actual, (list, tuple)):
+            return False
+        got = cast("Sequence[Any]", actual)
+        return len(got) == len(items) and all(_match(a, e) for a, e in zip(got, items, strict=True))
+    return _equal(actual, expected)
+
+
+def matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
+    """Whether a stored value satisfies every top-level condition of a filter.
+
+    Args:
+        value: The stored value.
+        conditions: The filter.
+
+    Returns:
+        ``True`` when all conditions hold.
+    """
+    return all(_match(value.get(key, _MISSING), expected) for key, expected in conditions.items())
+
+
+def _scalar(value: Any) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -_INT64 <= value < _INT64
+    return value is None or isinstance(value, (str, float, bool))
+
+
+def scalar_terms(conditions: Mapping[str, Any] | None) -> list[Term] | None:
+    """The filter as ``(key, operator, scalar)`` terms, or ``None`` if SQL cannot evaluate it.
+
+    Only conditions on scalars (and keys without quotes or backslashes) translate;
+    a filter with nested dicts or lists is evaluated by :func:`matches` instead.
+
+    Args:
+        conditions: The filter.
+
+    Returns:
+        The terms (all must hold), or ``None``.
+    """
+    terms: list[Term] = []
+    for key, expected in (conditions or {}).items():
+        if '"' in key or "\\" in key:
+            return None
+        if isinstance(expected, Mapping):
+            for name, arg in cast("Mapping[str, Any]", expected).items():
+                if not name.startswith("$") or not _scalar(arg):
+                    return None
+                terms.append((key, name, arg))
+        elif _scalar(expected):
+            terms.append((key, "$eq", expected))
+        else:
+            return None
+    return terms
+
+
+def kind_of(value: Any) -> str:
+    """The JSON kind of a scalar: ``null``, ``bool``, ``number`` or ``string``."""
+    return _kind(value)

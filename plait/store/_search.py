@@ -1,0 +1,185 @@
+"""Search for the SQL stores: filters, pagination, ranking by a query vector.
+
+Ranked results come first, best first; items that match but have no vectors
+(put with ``index=False``, or before the store had an index) follow with
+``score=None`` -- as ``InMemoryStore`` does. Unranked results are ordered by
+``updated_at``, newest first (LangGraph's SQL stores' order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from plait.store._codec import decode_value
+from plait.store._filter import matches, scalar_terms
+from plait.store._rank import cosine, unpack
+from plait.store._statement import Rows, Sql, prefix_condition
+from plait.store.base import SearchItem, SearchOp
+
+if TYPE_CHECKING:
+    from plait.store._engine import Engine
+
+__all__ = ["Query", "among", "ordered_rank", "run_search", "scan_rank"]
+
+Ranked = list[tuple[str, str, float]]
+_NO_VECTORS = "NOT EXISTS (SELECT 1 FROM plait_store_vectors v WHERE v.prefix = s.prefix AND v.key = s.key)"
+_COLUMNS = "s.prefix, s.key, s.value, s.created_at, s.updated_at"
+
+
+@dataclass(frozen=True)
+class Query:
+    """A ranked search as a ranking strategy sees it."""
+
+    where: str
+    """SQL condition on the items (``s``): namespace, expiry and SQL-evaluable filters."""
+    params: list[Any]
+    """Parameters of ``where``."""
+    vector: list[float]
+    """The query vector."""
+    want: int
+    """How many distinct items are needed (offset + limit)."""
+    filter: dict[str, Any] | None
+    """A filter left for Python (``None`` when SQL evaluates it)."""
+
+
+def run_search(
+    engine: Engine, op: SearchOp, vector: list[float] | None, now: float
+) -> Generator[Any, Rows, Any]:
+    """Answer one search operation (a step generator)."""
+    d = engine.d
+    when = d.now(now)
+    alive, params = d.alive(when)
+    where, more = prefix_condition(d.p, op.namespace_prefix)
+    clauses, params = [alive, where], [*params, *more]
+    terms = scalar_terms(op.filter)
+    if terms:
+        sql, extra = d.terms(terms)
+        clauses.append(sql)
+        params.extend(extra)
+    left = op.filter if terms is None else None
+    query = Query(" AND ".join(clauses), params, vector or [], op.offset + op.limit, left)
+    if vector is not None and engine.index is not None:
+        hits = yield from _ranked(engine, op, query)
+    else:
+        hits = yield from _plain(engine, query, op.offset, op.limit, ranked_first=False)
+    if op.refresh_ttl and hits:
+        for refresh in d.refresh([(".".join(h.namespace), h.key) for h in hits], when):
+            _ = yield refresh
+    return hits
+
+
+def _ranked(engine: Engine, op: SearchOp, query: Query) -> Generator[Any, Rows, list[SearchItem]]:
+    ranked: Ranked = yield from engine.d.rank(query)
+    page = ranked[op.offset : query.want]
+    hits: list[SearchItem] = []
+    if page:
+        rows = yield Sql(
+            f"{among(engine.d.p, len(page))} SELECT {_COLUMNS} FROM w JOIN plait_store s ON s.prefix = w.p AND s.key = w.k",
+            [x for prefix, key, _ in page for x in (prefix, key)],
+        )
+        found = {(r[0], r[1]): r for r in rows}
+        for prefix, key, score in page:
+            if (row := found.get((prefix, key))) is not None:
+                hits.append(_hit(engine, row, score))
+    if len(ranked) < query.want:
+        skip = max(0, op.offset - len(ranked))
+        count = query.want - max(op.offset, len(ranked))
+        hits += yield from _plain(engine, query, skip, count, ranked_first=True)
+    return hits
+
+
+def _plain(
+    engine: Engine, query: Query, offset: int, limit: int, *, ranked_first: bool
+) -> Generator[Any, Rows, list[SearchItem]]:
+    where = f"{query.where} AND {_NO_VECTORS}" if ranked_first and engine.index is not None else query.where
+    order = f"SELECT {_COLUMNS} FROM plait_store s WHERE {where} ORDER BY s.updated_at DESC, s.prefix, s.key"
+    if query.filter is None:
+        p = engine.d.p
+        rows = yield Sql(f"{order} LIMIT {p} OFFSET {p}", [*query.params, limit, offset])
+    else:
+        rows = yield Sql(order, query.params)
+        rows = [r for r in rows if matches(engine.d.value(r[2]), query.filter)][offset : offset + limit]
+    return [_hit(engine, r, None) for r in rows]
+
+
+def among(p: str, count: int) -> str:
+    """``WITH w(p, k) AS (VALUES ...)``: ``count`` (prefix, key) pairs to join on (index lookups)."""
+    return f"WITH w(p, k) AS (VALUES {', '.join(f'({p}, {p})' for _ in range(count))})"
+
+
+def _hit(engine: Engine, row: tuple[Any, ...], score: float | None) -> SearchItem:
+    item = engine.item(row)
+    return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
+
+
+def _dedupe(rows: Rows, score: Callable[[Any], float]) -> Ranked:
+    seen: set[tuple[str, str]] = set()
+    out: Ranked = []
+    for row in rows:
+        if (row[0], row[1]) not in seen:
+            seen.add((row[0], row[1]))
+            out.append((row[0], row[1], score(row[2])))
+    return out
+
+
+def ordered_rank(
+    p: str, query: Query, distance: str, vector_param: Any, *, to_score: Callable[[Any], float]
+) -> Generator[Any, Rows, Ranked]:
+    """Rank in SQL: ``ORDER BY distance LIMIT n``, widening ``n`` until enough distinct items come back.
+
+    Args:
+        p: The placeholder.
+        query: The search.
+        distance: SQL distance expression over ``v.embedding`` with one placeholder for the query.
+        vector_param: The query vector as that placeholder's parameter.
+        to_score: Distance to score.
+    """
+    if query.filter is not None:
+        return (yield from scan_rank(p, query, decode=None))
+    limit = max(query.want * 2, 16)
+    while True:
+        rows = yield Sql(
+            f"SELECT v.prefix, v.key, {distance} AS distance FROM plait_store_vectors v "
+            f"JOIN plait_store s ON s.prefix = v.prefix AND s.key = v.key "
+            f"WHERE {query.where} ORDER BY distance LIMIT {p}",
+            [vector_param, *query.params, limit],
+        )
+        ranked = _dedupe(sorted(rows, key=lambda r: float(r[2])), to_score)  # relaxed-order index scans
+        if len(ranked) >= query.want or len(rows) < limit:
+            return ranked
+        limit *= 4
+
+
+def scan_rank(
+    p: str, query: Query, *, decode: Callable[[Any], list[float]] | None, vector_sql: str = "v.embedding"
+) -> Generator[Any, Rows, Ranked]:
+    """Rank exactly in Python: fetch the candidates' vectors, score them all.
+
+    Args:
+        p: The placeholder (unused; kept for a uniform signature).
+        query: The search.
+        decode: Column to vector (``None``: the column is JSON text such as ``[1,2]``).
+        vector_sql: The SQL expression selecting the vector.
+    """
+    del p
+    rows = yield Sql(
+        f"SELECT v.prefix, v.key, {vector_sql}, s.value FROM plait_store_vectors v "
+        f"JOIN plait_store s ON s.prefix = v.prefix AND s.key = v.key WHERE {query.where}",
+        query.params,
+    )
+    if query.filter is not None:
+        rows = [r for r in rows if matches(decode_value(r[3]), query.filter)]
+    vectors = [decode(r[2]) if decode else _parse(r[2]) for r in rows]
+    scores = cosine(query.vector, vectors)
+    order = sorted(range(len(rows)), key=lambda i: -scores[i])
+    return _dedupe([(rows[i][0], rows[i][1], scores[i]) for i in order], float)
+
+
+def _parse(column: Any) -> list[float]:
+    if isinstance(column, (bytes, bytearray, memoryview)):
+        return unpack(bytes(cast("bytes", column)))
+    if isinstance(column, str):
+        return [float(x) for x in column.strip("[]").split(",") if x]
+    return [float(x) for x in column]

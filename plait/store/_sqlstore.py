@@ -1,0 +1,128 @@
+"""What the SQLite and PostgreSQL stores share: batches, embedding, TTL sweeping.
+
+A subclass says how to run a step generator in one transaction
+(:meth:`SqlStore._transact`, and :meth:`SqlStore._atransact` for native async
+drivers); everything else -- validation, embedding before the transaction,
+the SQL itself -- is here and in :mod:`plait.store._engine`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Iterable
+from typing import Any, cast
+
+from plait.store._embed import IndexSpec
+from plait.store._engine import Dialect, Engine
+from plait.store._statement import Step
+from plait.store._ttl import Sweeper, interval_seconds
+from plait.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
+
+__all__ = ["SqlStore"]
+
+MakeStep = Callable[[float], Step]
+
+
+class SqlStore(BaseStore):
+    """A :class:`BaseStore` whose batches run as SQL through an :class:`Engine`.
+
+    Attributes:
+        index_config: The ``index`` setting, or ``None``.
+        ttl_config: The ``ttl`` setting, or ``None``.
+    """
+
+    supports_ttl = True
+
+    def __init__(self, dialect: Dialect, *, index: IndexConfig | None, ttl: TTLConfig | None) -> None:
+        """Bind the SQL dialect and parse the settings.
+
+        Args:
+            dialect: The database's SQL.
+            index: Semantic-search settings.
+            ttl: TTL settings.
+        """
+        self.index_spec = IndexSpec.parse(index) if index is not None else None
+        self.index_config = self.index_spec.config if self.index_spec else None
+        self.ttl_config = ttl
+        self.engine = Engine(dialect, self.index_spec)
+        self._sweeper = Sweeper(lambda: SqlStore.sweep_ttl(self))
+
+    @abstractmethod
+    def _transact(self, make_step: MakeStep) -> Any:
+        """Run ``make_step(now)`` in one transaction and return its result."""
+
+    async def _atransact(self, make_step: MakeStep) -> Any:
+        """Async :meth:`_transact`; by default it runs in a worker thread."""
+        return await asyncio.to_thread(self._transact, make_step)
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run operations in order, in one transaction.
+
+        Every operation is checked, and every embedding computed, before the
+        transaction opens: an invalid batch changes nothing.
+
+        Args:
+            ops: The operations.
+
+        Returns:
+            One result per operation.
+        """
+        prepared = self.engine.prepare(list(ops))
+        embedded = self.index_spec.embed(prepared.ops) if self.index_spec else None
+        return cast("list[Result]", self._transact(lambda now: self.engine.run(prepared, embedded, now)))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async twin of :meth:`batch` (embeds with the embedder's async methods).
+
+        Args:
+            ops: The operations.
+
+        Returns:
+            One result per operation.
+        """
+        prepared = self.engine.prepare(list(ops))
+        embedded = await self.index_spec.aembed(prepared.ops) if self.index_spec else None
+        return cast(
+            "list[Result]", await self._atransact(lambda now: self.engine.run(prepared, embedded, now))
+        )
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items now.
+
+        Returns:
+            How many items were deleted.
+        """
+        return cast("int", self._transact(self.engine.sweep))
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items periodically on a background thread.
+
+        Args:
+            sweep_interval_minutes: Minutes between sweeps; defaults to the ``ttl``
+                setting's ``sweep_interval_minutes``, else 5.
+
+        Returns:
+            A future that completes when the sweeper stops.
+        """
+        return self._sweeper.start(interval_seconds(self.ttl_config, sweep_interval_minutes))
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the background sweeper.
+
+        Args:
+            timeout: Seconds to wait for it.
+
+        Returns:
+            Whether it stopped in time.
+        """
+        return self._sweeper.stop(timeout)
+
+
+def now() -> float:
+    """Seconds since the epoch: the stores' clock."""
+    return time.time()

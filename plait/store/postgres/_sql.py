@@ -1,0 +1,226 @@
+"""PostgreSQL's part of the store: DDL and setup, filters as SQL, vector ranking.
+
+Values are ``jsonb``, times ``timestamptz``. With the pgvector extension,
+vectors are ``vector(dims)`` columns under an HNSW index (cosine), searched in
+SQL; without it (e.g. a server that lacks pgvector) they are float32 ``bytea``
+ranked exactly in Python, and a warning says so once. Bulk writes pass arrays
+to ``unnest`` so a batch of puts is one statement.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, cast
+
+from plait.store._filter import Term, kind_of
+from plait.store._rank import pack, unpack, warn_once
+from plait.store._search import Query, ordered_rank, scan_rank
+from plait.store._statement import Sql, Step
+from plait.store.base import EmbeddingDimensionError
+
+__all__ = ["PostgresDialect", "setup_step"]
+
+_LOCK_KEY = 5_170_217_012  # pg_advisory_xact_lock key serialising concurrent setups
+_NO_PGVECTOR = (
+    "the PostgreSQL server has no pgvector extension ('vector'), so PostgresStore ranks vectors by an "
+    "exact scan in Python (slow on large stores); install pgvector on the server "
+    "(https://github.com/pgvector/pgvector, e.g. the postgresql-NN-pgvector package) and run setup() again "
+    "on a new database"
+)
+
+_STORE = """
+CREATE TABLE IF NOT EXISTS plait_store (
+    prefix TEXT COLLATE "C" NOT NULL,
+    key TEXT NOT NULL,
+    value JSONB NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL,
+    expires_at TIMESTAMPTZ,
+    ttl_minutes DOUBLE PRECISION,
+    PRIMARY KEY (prefix, key)
+)"""
+_VECTORS = """
+CREATE TABLE IF NOT EXISTS plait_store_vectors (
+    prefix TEXT COLLATE "C" NOT NULL,
+    key TEXT NOT NULL,
+    field TEXT NOT NULL,
+    embedding {type} NOT NULL,
+    PRIMARY KEY (prefix, key, field),
+    FOREIGN KEY (prefix, key) REFERENCES plait_store (prefix, key) ON DELETE CASCADE
+)"""
+_UPSERT = """
+INSERT INTO plait_store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
+SELECT u.p, u.k, u.v::jsonb, %s, %s, u.e, u.t
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::float8[]) AS u(p, k, v, e, t)
+ON CONFLICT (prefix, key) DO UPDATE SET
+    value = excluded.value,
+    created_at = CASE WHEN plait_store.expires_at IS NOT NULL AND plait_store.expires_at <= excluded.updated_at
+                      THEN excluded.created_at ELSE plait_store.created_at END,
+    updated_at = excluded.updated_at,
+    expires_at = excluded.expires_at,
+    ttl_minutes = excluded.ttl_minutes
+"""
+
+
+def setup_step(dims: int | None, ann: dict[str, Any]) -> Step:
+    """Create the tables (and the HNSW index); returns whether pgvector is used.
+
+    Args:
+        dims: Vector length, if the store has an index.
+        ann: ``m`` and ``ef_construction`` of the HNSW index.
+    """
+    _ = yield Sql(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})")
+    _ = yield Sql(_STORE)
+    _ = yield Sql(
+        "CREATE INDEX IF NOT EXISTS plait_store_expires_at ON plait_store (expires_at) WHERE expires_at IS NOT NULL"
+    )
+    if dims is None:
+        return False
+    rows = yield Sql(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = to_regclass('plait_store_vectors') AND attname = 'embedding'"
+    )
+    if rows:
+        kind = str(rows[0][0])
+        if kind.startswith("vector") and kind != f"vector({dims})":
+            raise EmbeddingDimensionError(
+                f"this database stores {kind} embeddings but index['dims'] is {dims}"
+            )
+        use_vector = kind.startswith("vector")
+    else:
+        use_vector = yield from _create_extension()
+        _ = yield Sql(_VECTORS.format(type=f"vector({dims})" if use_vector else "BYTEA"))
+    if use_vector:
+        m, ef = int(ann.get("m", 16)), int(ann.get("ef_construction", 64))
+        _ = yield Sql(
+            "CREATE INDEX IF NOT EXISTS plait_store_vectors_hnsw ON plait_store_vectors "
+            f"USING hnsw (embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef})"
+        )
+    return use_vector
+
+
+def _create_extension() -> Step:
+    rows = yield Sql("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+    if rows:
+        return True
+    rows = yield Sql("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+    if rows:
+        _ = yield Sql("SAVEPOINT plait_vector")
+        try:
+            _ = yield Sql("CREATE EXTENSION IF NOT EXISTS vector")
+        except Exception:  # noqa: BLE001 - e.g. no privilege: fall back to the exact scan
+            _ = yield Sql("ROLLBACK TO SAVEPOINT plait_vector")
+        else:
+            return True
+    return False
+
+
+def _term(key: str, op: str, arg: Any) -> tuple[str, list[Any]]:
+    kind = kind_of(arg)
+    if op in ("$eq", "$ne"):
+        if kind == "null":
+            sql, params = "COALESCE(jsonb_typeof(s.value -> %s), 'null') = 'null'", [key]
+        else:
+            sql, params = "COALESCE(s.value -> %s = %s::jsonb, FALSE)", [key, json.dumps(arg)]
+        return (f"NOT {sql}" if op == "$ne" else sql), params
+    if kind not in ("number", "string"):
+        return "FALSE", []
+    sign = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
+    if kind == "number":
+        compare, value = f"(s.value -> %s) {sign} %s::jsonb", json.dumps(arg)
+    else:
+        compare, value = f'((s.value ->> %s) COLLATE "C") {sign} (%s::text COLLATE "C")', arg
+    return f"CASE WHEN jsonb_typeof(s.value -> %s) = '{kind}' THEN {compare} ELSE FALSE END", [
+        key,
+        key,
+        value,
+    ]
+
+
+class PostgresDialect:
+    """The PostgreSQL dialect of the store engine."""
+
+    p = "%s"
+
+    def __init__(self, dims: int | None, ann: dict[str, Any]) -> None:
+        """Configure vectors.
+
+        Args:
+            dims: Vector length, if the store has an index.
+            ann: HNSW settings (``m``, ``ef_construction``, ``ef_search``).
+        """
+        self.dims = dims
+        self.ann = ann
+        self.vector = False
+
+    def now(self, seconds: float) -> datetime:
+        """An aware UTC datetime."""
+        return datetime.fromtimestamp(seconds, timezone.utc)
+
+    def timestamp(self, column: Any) -> datetime:
+        """Columns are already datetimes."""
+        return column  # type: ignore[no-any-return]
+
+    def value(self, column: Any) -> dict[str, Any]:
+        """psycopg decodes jsonb already."""
+        return cast("dict[str, Any]", column if isinstance(column, dict) else json.loads(column))
+
+    def alive(self, now: Any) -> tuple[str, list[Any]]:
+        """Not expired at ``now``."""
+        return "(s.expires_at IS NULL OR s.expires_at > %s)", [now]
+
+    def terms(self, terms: list[Term]) -> tuple[str, list[Any]]:
+        """Filter terms on ``s.value`` (jsonb)."""
+        parts = [_term(*term) for term in terms]
+        return " AND ".join(sql for sql, _ in parts), [x for _, params in parts for x in params]
+
+    def put_rows(self, rows: list[tuple[Any, ...]]) -> list[Sql]:
+        """One ``unnest`` upsert."""
+        if not rows:
+            return []
+        now = rows[0][3]
+        columns = list(zip(*[(p, k, v, e, t) for p, k, v, _, e, t in rows], strict=True))
+        return [Sql(_UPSERT, [now, now, *[list(c) for c in columns]])]
+
+    def put_vectors(self, rows: list[tuple[str, str, str, list[float]]]) -> list[Sql]:
+        """One ``unnest`` insert (vector literals, or float32 ``bytea``)."""
+        prefixes, keys, fields = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+        if self.vector:
+            source = "unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS u(p, k, f, e)"
+            vectors: list[Any] = [json.dumps(r[3]) for r in rows]
+            value = f"u.e::vector({self.dims})"
+        else:
+            source = "unnest(%s::text[], %s::text[], %s::text[], %s::bytea[]) AS u(p, k, f, e)"
+            vectors, value = [pack(r[3]) for r in rows], "u.e"
+        text = f"INSERT INTO plait_store_vectors (prefix, key, field, embedding) SELECT u.p, u.k, u.f, {value} FROM {source}"
+        return [Sql(text, [prefixes, keys, fields, vectors])]
+
+    def drop_vectors(self, keys: list[tuple[str, str]]) -> list[Sql]:
+        """Delete the vectors of these items (one statement)."""
+        text = (
+            "DELETE FROM plait_store_vectors v USING unnest(%s::text[], %s::text[]) AS u(p, k) "
+            "WHERE v.prefix = u.p AND v.key = u.k"
+        )
+        return [Sql(text, [[p for p, _ in keys], [k for _, k in keys]])]
+
+    def refresh(self, keys: list[tuple[str, str]], now: Any) -> list[Sql]:
+        """Restart TTL clocks."""
+        text = (
+            "UPDATE plait_store s SET expires_at = %s + s.ttl_minutes * interval '1 minute' "
+            "FROM unnest(%s::text[], %s::text[]) AS u(p, k) "
+            "WHERE s.prefix = u.p AND s.key = u.k AND s.ttl_minutes IS NOT NULL"
+        )
+        return [Sql(text, [now, [p for p, _ in keys], [k for _, k in keys]])]
+
+    def rank(self, query: Query) -> Step:
+        """HNSW in SQL with pgvector, else an exact scan in Python."""
+        if not self.vector:
+            warn_once("pgvector", _NO_PGVECTOR)
+            return (yield from scan_rank("%s", query, decode=unpack))
+        ef = max(int(self.ann.get("ef_search", 100)), query.want)
+        _ = yield Sql(f"SET LOCAL hnsw.ef_search = {ef}")
+        _ = yield Sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        vector = json.dumps(query.vector)
+        distance = f"v.embedding <=> %s::vector({self.dims})"
+        return (yield from ordered_rank("%s", query, distance, vector, to_score=lambda d: 1.0 - float(d)))

@@ -1,0 +1,195 @@
+"""``PostgresStore``: the long-term store in PostgreSQL (psycopg 3, sync connections or pools)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator
+from contextlib import contextmanager
+from typing import Any, cast
+
+from psycopg import Connection
+from psycopg.rows import tuple_row
+from psycopg_pool import ConnectionPool
+from typing_extensions import LiteralString, Self
+
+from plait.store._sqlstore import MakeStep, SqlStore, now
+from plait.store._statement import Rows, Sql, Step, drive
+from plait.store.base import IndexConfig, TTLConfig
+from plait.store.postgres._sql import PostgresDialect, setup_step
+
+__all__ = ["PostgresStore", "ann_settings", "check_options", "pool_args"]
+
+
+def ann_settings(index: IndexConfig | None) -> dict[str, Any]:
+    """HNSW settings from ``index["ann_index_config"]`` (only ``kind="hnsw"`` is implemented)."""
+    ann: dict[str, Any] = dict(cast("dict[str, Any]", (index or {}).get("ann_index_config") or {}))
+    kind = ann.pop("kind", "hnsw")
+    if kind != "hnsw" or ann.pop("vector_type", "vector") != "vector":
+        raise NotImplementedError(
+            f"ann_index_config {kind=!r}: plait's PostgresStore builds HNSW over vector only"
+        )
+    unknown = set(ann) - {"m", "ef_construction", "ef_search"}
+    if unknown:
+        raise NotImplementedError(
+            f"ann_index_config keys {sorted(unknown)}: use m, ef_construction, ef_search"
+        )
+    return ann
+
+
+def pool_args(pool_config: dict[str, Any]) -> tuple[int, int | None, dict[str, Any]]:
+    """``min_size`` (default 1), ``max_size`` and connection ``kwargs`` (autocommit) of a pool."""
+    unknown = set(pool_config) - {"min_size", "max_size", "kwargs"}
+    if unknown:
+        raise NotImplementedError(f"pool_config keys {sorted(unknown)}: use min_size, max_size, kwargs")
+    kwargs: dict[str, Any] = {"autocommit": True, **dict(pool_config.get("kwargs") or {})}
+    return int(pool_config.get("min_size", 1)), pool_config.get("max_size"), kwargs
+
+
+def check_options(pipe: Any, deserializer: Any) -> None:
+    """Reject LangGraph options plait does not implement."""
+    if pipe is not None:
+        raise NotImplementedError(
+            "PostgresStore(pipe=...): pass a connection or pool; use pipeline=True in from_conn_string"
+        )
+    if deserializer is not None:
+        raise NotImplementedError(
+            "PostgresStore(deserializer=...): plait stores values as jsonb and reads dicts"
+        )
+
+
+class PostgresStore(SqlStore):
+    """Long-term store in PostgreSQL, with semantic search (pgvector, HNSW) and TTL.
+
+    Tables ``plait_store`` and ``plait_store_vectors`` are created by :meth:`setup`
+    (also run on first use). Each batch is one transaction. Without pgvector on
+    the server, search still works by an exact scan and warns once.
+
+    Example:
+        >>> with PostgresStore.from_conn_string("postgresql://localhost/db") as store:
+        ...     store.setup()
+        ...     store.put(("users", "u1"), "profile", {"name": "Ann"})
+
+    Args:
+        conn: A psycopg ``Connection`` (autocommit) or ``ConnectionPool``.
+        pipe: Not supported.
+        deserializer: Not supported (values are jsonb).
+        index: Semantic-search settings: ``dims``, ``embed``, ``fields``, and optionally
+            ``ann_index_config`` (``m``, ``ef_construction``, ``ef_search``).
+        ttl: TTL settings.
+    """
+
+    def __init__(
+        self,
+        conn: Connection[Any] | ConnectionPool[Any],
+        *,
+        pipe: Any = None,
+        deserializer: Any = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        """Create the store (see the class docstring)."""
+        check_options(pipe, deserializer)
+        if not isinstance(conn, (Connection, ConnectionPool)):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"PostgresStore needs a psycopg Connection or ConnectionPool, got {type(conn).__name__}; "
+                "async ones go to plait.store.postgres.aio.AsyncPostgresStore"
+            )
+        dialect = PostgresDialect(index.get("dims") if index else None, ann_settings(index))
+        super().__init__(dialect, index=index, ttl=ttl)
+        self.dialect = dialect
+        self.conn = conn
+        self.pipeline = False
+        self.lock = threading.Lock()
+        self.is_setup = False
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(  # noqa: PLR0913 - LangGraph's signature
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_config: dict[str, Any] | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> Generator[Self, None, None]:
+        """Connect (one connection, or a pool with ``pool_config``) for the ``with`` block.
+
+        Args:
+            conn_string: A libpq DSN or URL.
+            pipeline: Send each batch's statements in psycopg pipeline mode.
+            pool_config: ``min_size``, ``max_size`` and ``kwargs`` of a ``ConnectionPool``.
+            index: Semantic-search settings.
+            ttl: TTL settings.
+        """
+        if pool_config is not None:
+            min_size, max_size, kwargs = pool_args(pool_config)
+            with ConnectionPool(
+                conn_string, min_size=min_size, max_size=max_size, kwargs=kwargs, open=True
+            ) as pool:
+                yield from cls._serve(pool, pipeline, index, ttl)
+        else:
+            with Connection.connect(conn_string, autocommit=True) as conn:
+                yield from cls._serve(conn, pipeline, index, ttl)
+
+    @classmethod
+    def _serve(
+        cls, conn: Any, pipeline: bool, index: IndexConfig | None, ttl: TTLConfig | None
+    ) -> Generator[Self, None, None]:
+        store = cls(conn, index=index, ttl=ttl)
+        store.pipeline = pipeline
+        try:
+            yield store
+        finally:
+            store._sweeper.stop(5)
+
+    def setup(self) -> None:
+        """Create the tables, the pgvector extension and HNSW index when available (idempotent)."""
+        self._run(self._setup_step, setup=True)
+
+    def _setup_step(self, _: float) -> Step:
+        self.dialect.vector = yield from setup_step(self.dialect.dims, self.dialect.ann)
+        self.is_setup = True
+
+    @contextmanager
+    def _connection(self) -> Generator[Connection[Any], None, None]:
+        if isinstance(self.conn, ConnectionPool):
+            with self.conn.connection() as conn:
+                yield conn
+        else:
+            with self.lock:
+                yield self.conn
+
+    def _run(self, make_step: MakeStep, *, setup: bool = False) -> Any:
+        with self._connection() as conn:
+            if not self.is_setup and not setup:
+                with conn.transaction():
+                    drive(self._setup_step(0.0), _executor(conn))
+            with conn.transaction():
+                if self.pipeline:
+                    with conn.pipeline() as pipe:
+                        return drive(make_step(now()), _executor(conn, pipe))
+                return drive(make_step(now()), _executor(conn))
+
+    def _transact(self, make_step: MakeStep) -> Any:
+        return self._run(make_step)
+
+
+def _literal(text: str) -> LiteralString:
+    """The store's SQL is built from constants and placeholders only (values travel as parameters)."""
+    return text  # pyright: ignore[reportReturnType]
+
+
+def _executor(conn: Connection[Any], pipe: Any = None) -> Any:
+    cursor = conn.cursor(row_factory=tuple_row)
+
+    def execute(sql: Sql) -> Rows:
+        if sql.many:
+            cursor.executemany(_literal(sql.text), sql.params)
+            return []
+        cursor.execute(_literal(sql.text), sql.params)
+        if pipe is not None:
+            pipe.sync()  # results are known only after a sync in pipeline mode
+        return cursor.fetchall() if cursor.description is not None else []
+
+    return execute
