@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import click
 
+from plait.cli.chat import chat
 from plait.cli.demo import demo
-from plait.cli.inspect import diff, history, migrate, prune, show, threads
+from plait.cli.inspect import diff, history, prune, show, threads
+from plait.cli.migrate import migrate
+from plait.cli.serve import serve
 
 __all__ = ["main"]
 
@@ -16,5 +19,5 @@ def main() -> None:
     """plait: stateful LLM applications as state graphs."""
 
 
-for command in (demo, threads, history, show, diff, prune, migrate):
+for command in (chat, demo, threads, history, show, diff, prune, migrate, serve):
     main.add_command(command)
