@@ -21,8 +21,19 @@ from typing import Annotated, Any, Protocol, cast, get_args, get_origin
 import typing_extensions
 
 from plait.errors import GraphBuildError
+from plait.managed.base import is_managed_value
 
-__all__ = ["MISSING", "FieldSpec", "SchemaKind", "fields_of", "is_schema", "schema_kind", "validate_reducer"]
+__all__ = [
+    "MISSING",
+    "ROOT",
+    "FieldSpec",
+    "SchemaKind",
+    "fields_of",
+    "is_schema",
+    "schema_kind",
+    "validate_reducer",
+    "zero_factory",
+]
 
 
 class _Missing:
@@ -37,6 +48,9 @@ class _Missing:
 
 MISSING: Any = _Missing()
 """Marker for "no value" (distinct from ``None``, which is a value)."""
+
+ROOT = "__root__"
+"""The one key of a state that is a single value (``StateGraph(Annotated[list, operator.add])``)."""
 
 _ABSTRACT_TO_CONCRETE: dict[Any, type] = {
     collections.abc.Sequence: list,
@@ -59,6 +73,10 @@ class FieldSpec:
         initial: Factory of the value a reducer starts from (zero value or
             declared default), or ``None`` when there is none.
         default: Value nodes see while the key is unset (overwrite keys only).
+        channel: The channel declared in the annotation (``Annotated[list[str], Topic(str)]``),
+            bound to this key, or ``None``.
+        managed: The managed value class (``RemainingSteps``…): the key is filled in per
+            task and never written or stored.
     """
 
     name: str
@@ -66,6 +84,8 @@ class FieldSpec:
     reducer: Callable[[Any, Any], Any] | None
     initial: Callable[[], Any] | None
     default: Any = MISSING
+    channel: Any = None
+    managed: Any = None
 
 
 class SchemaKind:
@@ -74,6 +94,10 @@ class SchemaKind:
     TYPED_DICT = "typeddict"
     DATACLASS = "dataclass"
     PYDANTIC = "pydantic"
+    CLASS = "class"
+    """A plain class with annotations: its keys, as a dict (LangGraph accepts it)."""
+    ROOT = "root"
+    """Not a class with keys: the state is one value (key :data:`ROOT`)."""
 
 
 class _PydanticField(Protocol):
@@ -150,7 +174,10 @@ def validate_reducer(reducer: Any) -> None:
     raise GraphBuildError(f"Invalid reducer signature. Expected (a, b) -> c. Got {sig}")
 
 
-def _zero_factory(annotation: Any) -> Callable[[], Any] | None:
+def zero_factory(annotation: Any) -> Callable[[], Any] | None:
+    """``tp`` when ``tp()`` builds a zero value of ``annotation`` (``list``, ``int``…), else ``None``."""
+    if annotation is None:
+        return None
     tp = get_origin(annotation) or annotation
     tp = _ABSTRACT_TO_CONCRETE.get(tp, tp)
     if not isinstance(tp, type):
@@ -162,10 +189,50 @@ def _zero_factory(annotation: Any) -> Callable[[], Any] | None:
     return tp
 
 
-def _split_annotated(hint: Any) -> tuple[Any, Callable[[Any, Any], Any] | None]:
+_WRAPPERS = (typing_extensions.Required, typing_extensions.NotRequired, typing_extensions.ReadOnly)
+
+
+def _unwrap(hint: Any) -> Any:
+    """``hint`` without ``Required[...]`` / ``NotRequired[...]`` / ``ReadOnly[...]`` around it."""
+    while get_origin(hint) in _WRAPPERS:
+        hint = get_args(hint)[0]
+    return hint
+
+
+def _is_channel(extra: Any) -> bool:
+    # plait.channels imports this module, so a channel is recognised by its interface
+    return callable(getattr(extra, "merge", None)) and callable(getattr(extra, "from_checkpoint", None))
+
+
+@dataclass(frozen=True, slots=True)
+class _Extras:
+    base: Any
+    reducer: Callable[[Any, Any], Any] | None = None
+    channel: Any = None
+    managed: Any = None
+
+
+def _managed_of(hint: Any) -> Any:
+    if get_origin(hint) is Annotated:
+        last = get_args(hint)[-1]
+        last = get_origin(last) or last
+        if is_managed_value(last):
+            return last
+    return None
+
+
+def _split_annotated(hint: Any) -> _Extras:
+    hint = _unwrap(hint)
+    managed = _managed_of(hint)
+    if managed is not None:
+        return _Extras(_unwrap(get_args(hint)[0]), managed=managed)
     if get_origin(hint) is not Annotated:
-        return hint, None
+        return _Extras(hint)
     base, *extras = get_args(hint)
+    base = _unwrap(base)
+    for extra in extras:
+        if _is_channel(extra):
+            return _Extras(base, channel=_bind(extra, base))
     reducer = None
     for extra in reversed(extras):
         if callable(extra):
@@ -173,7 +240,14 @@ def _split_annotated(hint: Any) -> tuple[Any, Callable[[Any, Any], Any] | None]:
             break
     if reducer is not None:
         validate_reducer(reducer)
-    return base, reducer
+    return _Extras(base, reducer=reducer)
+
+
+def _bind(extra: Any, base: Any) -> Any:
+    """A channel instance for a key: ``Topic(str)`` is copied, a class such as ``EphemeralValue`` built."""
+    if isinstance(extra, type):
+        return extra(get_origin(base) or base)
+    return extra
 
 
 def _constant(value: Any) -> Callable[[], Any]:
@@ -217,43 +291,67 @@ def _typeddict_lineage(schema: type) -> list[type]:
     return found
 
 
-def fields_of(schema: type) -> tuple[FieldSpec, ...]:
+def _hints(schema: type, kind: str) -> dict[str, Any]:
+    if kind == SchemaKind.PYDANTIC:
+        return {n: _annotated(f) for n, f in _model_fields(schema).items()}
+    try:
+        return typing.get_type_hints(schema, include_extras=True)
+    except NameError as exc:
+        raise GraphBuildError(
+            f"Cannot resolve the annotations of state schema {schema.__qualname__}: {exc}. Names used in "
+            "annotations (reducers, types) must be importable from the schema's module: define them at module "
+            "level, or drop `from __future__ import annotations` for a schema defined inside a function."
+        ) from exc
+
+
+def _spec(name: str, hint: Any, default: Any) -> FieldSpec:
+    extras = _split_annotated(hint)
+    annotation, reducer = extras.base, extras.reducer
+    if extras.managed is not None:
+        return FieldSpec(name, annotation, None, None, managed=extras.managed)
+    if extras.channel is not None:
+        channel = extras.channel
+        if not channel.state_field:
+            raise NotImplementedError(
+                f"State key {name!r}: {type(channel).__name__} is a runtime channel and cannot serve a state "
+                "key; use LastValue, BinaryOperatorAggregate, Topic, EphemeralValue, UntrackedValue or AnyValue"
+            )
+        return FieldSpec(name, annotation, None, None, channel=channel)
+    initial = None
+    if reducer is not None:
+        initial = (
+            _copying(default) if default is not MISSING and default is not None else zero_factory(annotation)
+        )
+        default = MISSING
+    return FieldSpec(name, annotation, reducer, initial, default)
+
+
+def fields_of(schema: Any) -> tuple[FieldSpec, ...]:
     """Read ``schema`` into field specs, in declaration order.
 
+    A TypedDict, dataclass, pydantic model or any class with annotations has one
+    field per annotation. Anything else (``list``, ``Annotated[str, operator.add]``)
+    makes the state a single value: one field named :data:`ROOT`.
+
     Raises:
-        GraphBuildError: ``schema`` is not a TypedDict, dataclass or pydantic model,
-            or one of its reducers has the wrong signature.
+        GraphBuildError: one of the reducers has the wrong signature, or the
+            annotations cannot be resolved.
     """
     kind = schema_kind(schema)
     if kind is None:
-        raise GraphBuildError(
-            f"Invalid state schema {schema!r}: use a TypedDict, a dataclass or a pydantic BaseModel"
-        )
-    if kind == SchemaKind.PYDANTIC:
-        hints = {n: _annotated(f) for n, f in _model_fields(schema).items()}
-    else:
-        try:
-            hints = typing.get_type_hints(schema, include_extras=True)
-        except NameError as exc:
-            raise GraphBuildError(
-                f"Cannot resolve the annotations of state schema {schema.__qualname__}: {exc}. Names used in "
-                "annotations (reducers, types) must be importable from the schema's module: define them at module "
-                "level, or drop `from __future__ import annotations` for a schema defined inside a function."
-            ) from exc
-    defaults = _declared_defaults(schema, kind, list(hints))
+        if not _has_keys(schema):
+            return (_spec(ROOT, schema, MISSING),)
+        kind = SchemaKind.CLASS
+    hints = _hints(schema, kind)
+    defaults = _declared_defaults(schema, kind, list(hints)) if kind != SchemaKind.CLASS else {}
     specs: list[FieldSpec] = []
     for name, hint in hints.items():
         if name.startswith("__") or get_origin(hint) is typing.ClassVar:
             continue
-        annotation, reducer = _split_annotated(hint)
-        default = defaults.get(name, MISSING)
-        initial = None
-        if reducer is not None:
-            initial = (
-                _copying(default)
-                if default is not MISSING and default is not None
-                else _zero_factory(annotation)
-            )
-            default = MISSING
-        specs.append(FieldSpec(name, annotation, reducer, initial, default))
+        specs.append(_spec(name, hint, defaults.get(name, MISSING)))
     return tuple(specs)
+
+
+def _has_keys(schema: Any) -> bool:
+    """A class with annotations of its own (LangGraph reads its keys from them)."""
+    return isinstance(schema, type) and bool(getattr(schema, "__annotations__", None))

@@ -3,8 +3,6 @@
 import operator
 from typing import Annotated, TypedDict
 
-import pytest
-
 from plait.constants import START
 from plait.graph import StateGraph
 
@@ -127,6 +125,35 @@ def test_reducer_from_private_schema_applies() -> None:
     assert g.compile().invoke({"out": []}) == {"out": [1, 2]}
 
 
-def test_non_schema_state_rejected() -> None:
-    with pytest.raises(ValueError):
-        StateGraph(int)
+def test_non_schema_state_is_one_value() -> None:
+    # as in LangGraph: a type without keys makes the whole state one value
+    g = StateGraph(int).add_node("inc", lambda n: n + 1).add_edge(START, "inc")
+    assert g.compile().invoke(41) == 42
+
+
+def test_annotated_channels_and_managed_values_are_read_into_specs() -> None:
+    from typing_extensions import NotRequired
+
+    from plait._schema import ROOT, fields_of
+    from plait.channels import EphemeralValue, Topic
+    from plait.managed import RemainingSteps
+
+    class State(TypedDict):
+        topic: Annotated[list[str], Topic(str, accumulate=True)]
+        flag: NotRequired[Annotated[str, EphemeralValue]]
+        steps: RemainingSteps
+
+    topic, flag, steps = fields_of(State)
+    assert isinstance(topic.channel, Topic) and topic.channel.accumulate and topic.reducer is None
+    assert isinstance(flag.channel, EphemeralValue) and flag.channel.typ is str
+    assert steps.managed is not None and steps.channel is None
+    (root,) = fields_of(Annotated[list, operator.add])
+    assert root.name == ROOT and root.reducer is operator.add and root.initial is list
+
+
+def test_plain_class_with_annotations_is_a_keyed_schema() -> None:
+    class Plain:
+        info: Annotated[list[str], operator.add]
+
+    g = StateGraph(Plain).add_node("a", lambda s: {"info": ["x"]}).add_edge(START, "a")
+    assert g.compile().invoke({"info": ["y"]}) == {"info": ["y", "x"]}

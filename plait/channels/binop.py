@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from plait._schema import MISSING
+from plait._schema import MISSING, zero_factory
 from plait.channels.base import BaseChannel
 from plait.errors import ErrorCode, InvalidUpdateError, create_error_message
 from plait.types import Overwrite
@@ -13,8 +13,19 @@ from plait.types import Overwrite
 __all__ = ["BinaryOperatorAggregate"]
 
 
+class _Zero:
+    __slots__ = ()
+
+
+ZERO = _Zero()
+"""Default ``factory``: the zero value of ``typ`` (``list()``, ``int()``…), if it has one."""
+
+
 class BinaryOperatorAggregate(BaseChannel):
     """Folds writes into the value with a reducer, starting from a zero value.
+
+    ``BinaryOperatorAggregate(int, operator.add)`` (LangGraph's form) starts from
+    ``int()``; plait's compiler passes ``(key, reducer, factory)``.
 
     When the annotation has no zero value (``Optional[int]``, ``Literal``) the
     first write is stored as is. ``Overwrite(x)`` sets the value to ``x``
@@ -29,11 +40,18 @@ class BinaryOperatorAggregate(BaseChannel):
     __slots__ = ("factory", "reducer")
 
     def __init__(
-        self, key: str, reducer: Callable[[Any, Any], Any], factory: Callable[[], Any] | None
+        self,
+        typ: Any,
+        reducer: Callable[[Any, Any], Any],
+        factory: Callable[[], Any] | None | _Zero = ZERO,
     ) -> None:
-        super().__init__(key)
+        key = ""
+        if isinstance(typ, str):  # plait's own form: (key, reducer, factory)
+            typ, key = None, typ
+        super().__init__(key, typ)
         self.reducer = reducer
-        self.factory = factory
+        self.factory = zero_factory(typ) if isinstance(factory, _Zero) else factory
+        self.value = self.initial()
 
     def initial(self) -> Any:
         """A fresh zero value (or declared default), or ``MISSING``."""

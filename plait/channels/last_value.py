@@ -5,17 +5,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from plait._schema import MISSING
 from plait.channels.base import BaseChannel
-from plait.errors import ErrorCode, InvalidUpdateError, create_error_message
+from plait.errors import EmptyChannelError, ErrorCode, InvalidUpdateError, create_error_message
 from plait.types import Overwrite
 
-__all__ = ["LastValue"]
+__all__ = ["LastValue", "LastValueAfterFinish"]
 
 
 class LastValue(BaseChannel):
-    """Stores the value written in a step; two writes in one step are an error."""
+    """Stores the value written in a step; two writes in one step are an error.
+
+    Args:
+        typ: The value type (LangGraph's first argument); a ``str`` is taken as the key.
+        key: The state key.
+    """
 
     __slots__ = ()
+
+    def __init__(self, typ: Any = None, key: str = "") -> None:
+        if isinstance(typ, str) and not key:  # plait's own LastValue(key)
+            typ, key = None, typ
+        super().__init__(key, typ)
 
     def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
         """Return the single written value.
@@ -32,3 +43,69 @@ class LastValue(BaseChannel):
             raise InvalidUpdateError(message, key=self.key, value=list(values), nodes=tuple(nodes))
         value = values[0]
         return value.value if isinstance(value, Overwrite) else value
+
+
+class LastValueAfterFinish(BaseChannel):
+    """Stores the last value written, readable only once the run finishes; reading consumes it.
+
+    The runtime uses this for deferred nodes; it cannot serve a state key.
+    """
+
+    __slots__ = ("finished",)
+    state_field = False
+
+    def __init__(self, typ: Any = None, key: str = "") -> None:
+        super().__init__(key, typ)
+        self.finished = False
+
+    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+        """The last written value (unchanged when nothing was written)."""
+        return values[-1] if values else current
+
+    def update(self, values: Sequence[Any]) -> bool:
+        """Keep the last of ``values``; it is not readable until :meth:`finish`."""
+        if not values:
+            return False
+        self.finished = False
+        self.value = values[-1]
+        return True
+
+    def get(self) -> Any:
+        """The value, once finished.
+
+        Raises:
+            EmptyChannelError: nothing was written, or the run has not finished.
+        """
+        if not self.finished:
+            raise EmptyChannelError(f"Channel {self.key!r} is not readable before the run finishes")
+        return super().get()
+
+    def is_available(self) -> bool:
+        """Whether a value was written and the run has finished."""
+        return self.finished and self.value is not MISSING
+
+    def checkpoint(self) -> Any:
+        """``(value, finished)``, or ``MISSING`` when empty."""
+        return MISSING if self.value is MISSING else (self.value, self.finished)
+
+    def from_checkpoint(self, checkpoint: Any) -> LastValueAfterFinish:
+        """A new channel holding ``checkpoint`` (``(value, finished)``)."""
+        clone = self.bind(self.key)
+        clone.finished = False
+        if checkpoint is not MISSING:
+            clone.value, clone.finished = checkpoint
+        return clone
+
+    def consume(self) -> bool:
+        """Clear the value once it was read after finishing."""
+        if self.finished:
+            self.finished, self.value = False, MISSING
+            return True
+        return False
+
+    def finish(self) -> bool:
+        """Make the value readable."""
+        if not self.finished and self.value is not MISSING:
+            self.finished = True
+            return True
+        return False

@@ -1,0 +1,80 @@
+"""What ``compile()`` adds to a plan: callbacks around nodes, and special state fields.
+
+* every node reports a chain run to the run's callbacks, when there are any
+  (:func:`~plait.graph._runnable.traced_call`);
+
+* channels declared in annotations (``Annotated[list[str], Topic(str)]``) replace the
+  default overwrite channel of their key;
+* managed values (``RemainingSteps``…) are filled into the input of the nodes whose
+  schema declares them;
+* a state that is one value (``StateGraph(Annotated[str, operator.add])``) makes nodes
+  receive and return that value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from plait._schema import ROOT, FieldSpec
+from plait.graph._runnable import traced_call
+from plait.pregel._plan import NodeSpec, Plan
+from plait.pregel._root import root_call, root_state, root_value
+
+if TYPE_CHECKING:
+    from plait.graph.state import StateGraph
+
+__all__ = ["finish_plan"]
+
+
+def _channels(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> dict[str, Any]:
+    channels = dict(plan.channels)
+    for name, spec in builder.channels.items():
+        if spec.channel is not None:
+            channels[name] = spec.channel.bind(name, spec.annotation)
+    return channels
+
+
+def _managed(builder: StateGraph[Any, Any, Any, Any], name: str) -> tuple[tuple[str, Any], ...]:
+    schema = builder.nodes[name].input_schema or builder.state_schema
+    specs: tuple[FieldSpec, ...] = builder.schemas.get(schema, ())
+    return tuple((s.name, s.managed) for s in specs if s.managed is not None)
+
+
+def _traced_node(node: NodeSpec) -> NodeSpec:
+    return replace(
+        node,
+        call=traced_call(node.call, node.name, node.is_async),
+        acall=None if node.acall is None else traced_call(node.acall, node.name, True),
+    )
+
+
+def _root_node(node: NodeSpec) -> NodeSpec:
+    return replace(
+        node,
+        call=root_call(node.call, node.is_async),
+        acall=None if node.acall is None else root_call(node.acall, True),
+        make_input=root_state,
+    )
+
+
+def finish_plan(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> Plan:
+    """``plan`` with the builder's declared channels, managed values and root state applied."""
+    special = any(s.channel is not None for s in builder.channels.values())
+    nodes = {name: _traced_node(node) for name, node in plan.nodes.items()}
+    if builder.managed:
+        for name, node in nodes.items():
+            managed = _managed(builder, name)
+            if managed:
+                nodes[name] = replace(node, managed=managed)
+    root = plan.state_keys == (ROOT,)
+    if root:
+        nodes = {name: _root_node(node) for name, node in nodes.items()}
+    return replace(
+        plan,
+        channels=_channels(builder, plan) if special else plan.channels,
+        nodes=nodes,
+        root=root,
+        input_make=root_value if root else plan.input_make,
+        state_make=root_state if root else plan.state_make,
+    )

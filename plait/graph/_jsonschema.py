@@ -1,0 +1,89 @@
+"""JSON schemas (and pydantic models) of a compiled graph's input, output and context."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Union, cast, get_args, get_origin
+
+import typing_extensions
+from pydantic import BaseModel, RootModel, TypeAdapter, create_model
+
+from plait._schema import ROOT, FieldSpec
+
+__all__ = ["context_jsonschema", "schema_model", "state_jsonschema"]
+
+
+def _optional(tp: Any) -> bool:
+    if get_origin(tp) is typing.Annotated:
+        return _optional(get_args(tp)[0])
+    return get_origin(tp) in (Union, types.UnionType) and type(None) in get_args(tp)
+
+
+def _default(schema: Any, spec: FieldSpec) -> Any:
+    """The field's default in a generated model: ``...`` when required (LangGraph's rules)."""
+    optional_keys: frozenset[str] = getattr(schema, "__optional_keys__", frozenset())
+    if spec.name in optional_keys:
+        return None
+    if dataclasses.is_dataclass(schema):
+        for f in dataclasses.fields(schema):
+            if f.name != spec.name:
+                continue
+            if f.default is not dataclasses.MISSING and f.default is not ...:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+    return None if _optional(spec.annotation) else ...
+
+
+def schema_model(schema: Any, specs: tuple[FieldSpec, ...], name: str) -> type[BaseModel]:
+    """A pydantic model of ``schema`` (the class itself when it is one)."""
+    given = _pydantic(schema)
+    if given is not None:
+        return given
+    if len(specs) == 1 and specs[0].name == ROOT:
+        root: Any = RootModel  # parametrised with a type known only at run time
+        return cast("type[BaseModel]", root[specs[0].annotation])
+    fields: dict[str, Any] = {
+        s.name: (s.annotation, _default(schema, s))
+        for s in specs
+        if s.managed is None and not s.name.startswith("_")
+    }
+    built: type[BaseModel] = create_model(name, **fields)
+    return built
+
+
+def _pydantic(schema: Any) -> type[BaseModel] | None:
+    return schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
+
+
+def _adapted(schema: Any) -> dict[str, Any]:
+    adapter: TypeAdapter[Any] = TypeAdapter(schema)
+    return adapter.json_schema()
+
+
+def state_jsonschema(schema: Any, specs: tuple[FieldSpec, ...], name: str) -> dict[str, Any]:
+    """The JSON schema of a state schema, as LangGraph reports it."""
+    model = _pydantic(schema)
+    if model is not None:
+        return model.model_json_schema()
+    if typing_extensions.is_typeddict(schema):
+        return _adapted(schema)
+    return schema_model(schema, specs, name).model_json_schema()
+
+
+def context_jsonschema(schema: Any) -> dict[str, Any] | None:
+    """The JSON schema of a context schema, or ``None`` without one.
+
+    Raises:
+        ValueError: the context schema is not a pydantic model, TypedDict or dataclass.
+    """
+    if schema is None:
+        return None
+    model = _pydantic(schema)
+    if model is not None:
+        return model.model_json_schema()
+    if typing_extensions.is_typeddict(schema) or dataclasses.is_dataclass(schema):
+        return _adapted(schema)
+    raise ValueError(f"Invalid context schema type: {schema}. Must be a BaseModel, TypedDict or dataclass.")

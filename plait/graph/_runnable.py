@@ -1,0 +1,430 @@
+"""A compiled graph as a LangChain ``Runnable``: config, callbacks, events, composition.
+
+The runtime knows nothing of LangChain's Runnable machinery. This facade adds it
+around the run:
+
+* ``with_config`` / ``copy`` return a graph (not a binding) whose config applies to every run;
+* with callbacks in the config (or LangSmith tracing on), a run reports a chain run for the
+  graph and one for each node (:func:`traced_call`), so model calls inside a node nest under
+  it and ``astream_events(version="v2")`` sees ``on_chain_start/stream/end`` for both;
+* ``graph | runnable`` and ``runnable | graph`` come from ``Runnable`` itself.
+
+Without callbacks and tracing, a run pays for one dict lookup and two cached calls.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Any, Generic, cast
+
+from langchain_core.callbacks.base import BaseCallbackManager
+from langchain_core.callbacks.manager import (
+    AsyncCallbackManager,
+    AsyncCallbackManagerForChainRun,
+    CallbackManager,
+    CallbackManagerForChainRun,
+)
+from langchain_core.runnables.config import RunnableConfig, merge_configs, var_child_runnable_config
+from langchain_core.tracers._streaming import _StreamingCallbackHandler  # pyright: ignore[reportPrivateUsage]
+from langchain_core.tracers.context import tracing_v2_callback_var
+from langsmith.run_helpers import get_current_run_tree
+from langsmith.utils import get_env_var
+from pydantic import BaseModel
+from typing_extensions import Self
+
+from plait.graph._jsonschema import context_jsonschema, schema_model, state_jsonschema
+from plait.pregel._thread import run_config
+from plait.types import Command
+from plait.typing import ContextT, InputT, OutputT, StateT
+
+__all__ = ["GraphRunnable", "traced_call"]
+
+_RUN_KEYS = ("run_id", "run_name")
+
+
+def _tracing() -> bool:
+    """LangSmith tracing is on (env, a ``tracing_v2_enabled()`` block, or inside a ``@traceable``)."""
+    if tracing_v2_callback_var.get() is not None or get_current_run_tree() is not None:
+        return True
+    return get_env_var("TRACING_V2", default=get_env_var("TRACING", default="")) == "true"
+
+
+def _inherited_callbacks(config: dict[str, Any]) -> Any:
+    callbacks = config.get("callbacks")
+    if callbacks is None:  # invoked inside a runnable (or a node) that carries callbacks
+        parent = var_child_runnable_config.get()
+        callbacks = parent.get("callbacks") if parent else None
+    return callbacks
+
+
+def _configure(
+    manager: type[Any], config: dict[str, Any], callbacks: Any, tags: list[str] | None = None
+) -> Any:
+    handlers: list[Any] = []
+    if isinstance(callbacks, (list, tuple)):  # a list may hold a parent run's manager (see _node_config)
+        items = cast("Sequence[Any]", callbacks)
+        parents = [c for c in items if isinstance(c, BaseCallbackManager)]
+        handlers = [c for c in items if not isinstance(c, BaseCallbackManager)]
+        callbacks = parents[0] if parents else handlers
+        handlers = handlers if parents else []
+    out = manager.configure(
+        callbacks,
+        None,
+        inheritable_tags=config.get("tags"),
+        local_tags=tags,
+        inheritable_metadata=config.get("metadata"),
+    )
+    for handler in handlers:
+        out.add_handler(handler, inherit=True)
+    return out
+
+
+def _run_config(config: dict[str, Any], child: Any) -> dict[str, Any]:
+    """The config the runtime gets: the graph run's child callbacks, without run id and name."""
+    out = {k: v for k, v in config.items() if k not in _RUN_KEYS}
+    out["callbacks"] = child
+    return out
+
+
+def _streamer(run: Any) -> Any:
+    """The handler that streams a run's output (``astream_events``), if any."""
+    for handler in cast("list[Any]", run.handlers):
+        if isinstance(handler, _StreamingCallbackHandler):
+            return cast("Any", handler)
+    return None
+
+
+def _tap(run: Any, output: Any) -> None:
+    streamer = _streamer(run)
+    if streamer is not None:
+        for _ in cast("Iterator[Any]", streamer.tap_output_iter(run.run_id, iter([output]))):
+            pass
+
+
+async def _atap(run: Any, output: Any) -> None:
+    streamer = _streamer(run)
+    if streamer is not None:
+        async for _ in cast("AsyncIterator[Any]", streamer.tap_output_aiter(run.run_id, _one(output))):
+            pass
+
+
+async def _one(item: Any) -> AsyncIterator[Any]:
+    yield item
+
+
+# -- nodes -------------------------------------------------------------------------
+
+
+def _node_tags(lc: dict[str, Any]) -> list[str]:
+    metadata: dict[str, Any] = lc.get("metadata") or {}
+    return [f"graph:step:{metadata.get('langgraph_step', 0)}"]
+
+
+def _enter(ctx: Any, lc: dict[str, Any], run: Any) -> tuple[Any, Any]:
+    """Make ``run`` the parent of what the node calls: its ``config`` and LangChain's child config."""
+    child = run.get_child()
+    saved = ctx.config
+    ctx.config = {**saved, "callbacks": child}
+    token = var_child_runnable_config.set(cast("Any", {**lc, "callbacks": child}))
+    return saved, token
+
+
+def traced_call(call: Callable[[Any, Any], Any], name: str, is_async: bool) -> Callable[[Any, Any], Any]:
+    """Wrap a node's ``call(input, ctx)`` so that, when the run has callbacks, it reports a chain run."""
+    if is_async:
+
+        async def acall(state: Any, ctx: Any) -> Any:
+            lc = ctx.lc_config
+            if lc is None or not ctx.config.get("callbacks"):
+                return await cast("Awaitable[Any]", call(state, ctx))
+            return await _atraced(call, name, state, ctx, lc)
+
+        return acall
+
+    def sync_call(state: Any, ctx: Any) -> Any:
+        lc = ctx.lc_config
+        if lc is None or not ctx.config.get("callbacks"):
+            return call(state, ctx)
+        return _traced(call, name, state, ctx, lc)
+
+    return sync_call
+
+
+def _traced(call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, lc: dict[str, Any]) -> Any:
+    manager = _configure(CallbackManager, lc, lc.get("callbacks"), _node_tags(lc))
+    run: CallbackManagerForChainRun = manager.on_chain_start(None, state, name=name)
+    saved, token = _enter(ctx, lc, run)
+    try:
+        out = call(state, ctx)
+    except BaseException as exc:
+        run.on_chain_error(exc)
+        raise
+    finally:
+        ctx.config = saved
+        var_child_runnable_config.reset(token)
+    _tap(run, out)
+    run.on_chain_end(out)
+    return out
+
+
+async def _atraced(
+    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, lc: dict[str, Any]
+) -> Any:
+    manager = _configure(AsyncCallbackManager, lc, lc.get("callbacks"), _node_tags(lc))
+    run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(None, state, name=name)
+    saved, token = _enter(ctx, lc, run)
+    try:
+        out = await cast("Awaitable[Any]", call(state, ctx))
+    except BaseException as exc:
+        await run.on_chain_error(exc)
+        raise
+    finally:
+        ctx.config = saved
+        var_child_runnable_config.reset(token)
+    await _atap(run, out)
+    await run.on_chain_end(out)
+    return out
+
+
+# -- the graph -----------------------------------------------------------------------
+
+
+class _Modes:
+    """The stream modes a traced ``stream`` asks for: the caller's plus ``values`` (for the run's output)."""
+
+    def __init__(self, requested: Any, kwargs: dict[str, Any]) -> None:
+        self.single = isinstance(requested, str)
+        self.requested = [requested] if self.single else list(requested)
+        self.subgraphs = bool(kwargs.get("subgraphs"))
+        self.plain = kwargs.get("version") == "v2"  # typed stream parts: passed through as they are
+        self.extra = "values" not in self.requested and not self.plain
+        self.asked: Any = [*self.requested, "values"] if self.extra else requested
+        self.output: Any = None
+
+    def shape(self, event: Any) -> list[Any]:
+        """What the caller gets for ``event`` (``[]`` for the added ``values`` events)."""
+        if self.plain:
+            return [event]
+        if self.single and not self.extra:  # "values" alone
+            ns, payload = event if self.subgraphs else ((), event)
+            if not ns:
+                self.output = payload
+            return [event]
+        ns, mode, payload = event if self.subgraphs else ((), *event)
+        if mode == "values" and not ns:
+            self.output = payload
+        if not self.extra:
+            return [event]
+        if mode == "values":
+            return []
+        if self.single:
+            return [(ns, payload) if self.subgraphs else payload]
+        return [(ns, mode, payload) if self.subgraphs else (mode, payload)]
+
+
+class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
+    """Mixin for the compiled graph: LangChain ``Runnable`` behaviour on top of the runtime.
+
+    It comes first among the compiled graph's bases (before ``Pregel``, with
+    LangChain's ``Runnable`` last), so ``invoke``/``stream`` here wrap the runtime's.
+    """
+
+    config: dict[str, Any] | None = None
+    """Config applied to every run (``with_config``), under the run's own."""
+    builder: Any
+
+    # -- schemas ------------------------------------------------------------------------
+
+    def _pregel(self, method: str) -> Any:
+        """The runtime's ``method`` (the next class in the MRO is ``Pregel``)."""
+        return getattr(super(), method)
+
+    def _named(self, suffix: str) -> str:
+        return f"{getattr(self, 'name', None) or 'LangGraph'}{suffix}"
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """A pydantic model of the graph input."""
+        schema = self.builder.input_schema
+        return schema_model(schema, self.builder.schemas[schema], self._named("Input"))
+
+    def get_output_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """A pydantic model of the graph output."""
+        schema = self.builder.output_schema
+        return schema_model(schema, self.builder.schemas[schema], self._named("Output"))
+
+    def get_input_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
+        """The JSON schema of the graph input."""
+        schema = self.builder.input_schema
+        return state_jsonschema(schema, self.builder.schemas[schema], self._named("Input"))
+
+    def get_output_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
+        """The JSON schema of the graph output."""
+        schema = self.builder.output_schema
+        return state_jsonschema(schema, self.builder.schemas[schema], self._named("Output"))
+
+    def get_context_jsonschema(self) -> dict[str, Any] | None:
+        """The JSON schema of the context schema, or ``None`` without one."""
+        return context_jsonschema(self.builder.context_schema)
+
+    def _config(self, config: Any) -> dict[str, Any]:
+        given = run_config(config)  # a malformed config fails here, before any callback runs
+        return (
+            cast("dict[str, Any]", merge_configs(cast("Any", self.config), cast("Any", given)))
+            if self.config
+            else given
+        )
+
+    def _start(self, config: dict[str, Any], input: Any) -> CallbackManagerForChainRun | None:  # noqa: A002
+        callbacks = _inherited_callbacks(config)
+        if not callbacks and not _tracing():
+            return None
+        manager = _configure(CallbackManager, config, callbacks)
+        name = config.get("run_name") or self._named("")
+        run: CallbackManagerForChainRun = manager.on_chain_start(
+            None, input, name=name, run_id=config.get("run_id")
+        )
+        return run
+
+    async def _astart(self, config: dict[str, Any], input: Any) -> AsyncCallbackManagerForChainRun | None:  # noqa: A002
+        callbacks = _inherited_callbacks(config)
+        if not callbacks and not _tracing():
+            return None
+        manager = _configure(AsyncCallbackManager, config, callbacks)
+        name = config.get("run_name") or self._named("")
+        run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(
+            None, input, name=name, run_id=config.get("run_id")
+        )
+        return run
+
+    def with_config(self, config: Any = None, **kwargs: Any) -> Self:
+        """A copy of this graph whose runs use ``config`` (and ``kwargs``) under their own config."""
+        merged = merge_configs(cast("Any", self.config), cast("Any", {**(config or {}), **kwargs}))
+        return self.copy({"config": merged})
+
+    def copy(self, update: dict[str, Any] | None = None) -> Self:
+        """A shallow copy of this graph, with the attributes in ``update`` replaced."""
+        clone = _copy.copy(self)
+        for key, value in (update or {}).items():
+            setattr(clone, key, value)
+        return clone
+
+    # -- running, with a chain run when callbacks are on ------------------------------
+
+    def invoke(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the graph (see ``Pregel.invoke``); reports a chain run when callbacks are configured."""
+        cfg = self._config(config)
+        run = None if kwargs.get("stream_mode", "values") != "values" else self._start(cfg, input)
+        if run is None:
+            return self._pregel("invoke")(input, cfg, context=context, **kwargs)
+        try:
+            out = self._pregel("invoke")(input, _run_config(cfg, run.get_child()), context=context, **kwargs)
+        except BaseException as exc:
+            run.on_chain_error(exc)
+            raise
+        run.on_chain_end(out)
+        return out
+
+    async def ainvoke(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async :meth:`invoke`."""
+        cfg = self._config(config)
+        run = None if kwargs.get("stream_mode", "values") != "values" else await self._astart(cfg, input)
+        if run is None:
+            return await self._pregel("ainvoke")(input, cfg, context=context, **kwargs)
+        try:
+            out = await self._pregel("ainvoke")(
+                input, _run_config(cfg, run.get_child()), context=context, **kwargs
+            )
+        except BaseException as exc:
+            await run.on_chain_error(exc)
+            raise
+        await run.on_chain_end(out)
+        return out
+
+    def stream(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Stream the graph (see ``Pregel.stream``); reports a chain run when callbacks are configured."""
+        cfg = self._config(config)
+        run = self._start(cfg, input)
+        if run is None:
+            yield from self._pregel("stream")(input, cfg, context=context, **kwargs)
+            return
+        modes = _Modes(kwargs.pop("stream_mode", None) or getattr(self, "stream_mode", "values"), kwargs)
+        inner = self._pregel("stream")
+        events = inner(
+            input, _run_config(cfg, run.get_child()), stream_mode=modes.asked, context=context, **kwargs
+        )
+        try:
+            yield from _tapped(run, (item for event in events for item in modes.shape(event)))
+        except BaseException as exc:
+            run.on_chain_error(exc)
+            raise
+        run.on_chain_end(modes.output)
+
+    async def astream(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`stream`."""
+        cfg = self._config(config)
+        run = await self._astart(cfg, input)
+        if run is None:
+            async for event in self._pregel("astream")(input, cfg, context=context, **kwargs):
+                yield event
+            return
+        modes = _Modes(kwargs.pop("stream_mode", None) or getattr(self, "stream_mode", "values"), kwargs)
+        inner = self._pregel("astream")
+        events = inner(
+            input, _run_config(cfg, run.get_child()), stream_mode=modes.asked, context=context, **kwargs
+        )
+        try:
+            async for item in _atapped(run, _ashaped(modes, events)):
+                yield item
+        except BaseException as exc:
+            await run.on_chain_error(exc)
+            raise
+        await run.on_chain_end(modes.output)
+
+
+async def _ashaped(modes: _Modes, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for event in events:
+        for item in modes.shape(event):
+            yield item
+
+
+def _tapped(run: Any, events: Iterator[Any]) -> Iterator[Any]:
+    streamer = _streamer(run)
+    return events if streamer is None else cast("Iterator[Any]", streamer.tap_output_iter(run.run_id, events))
+
+
+def _atapped(run: Any, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    streamer = _streamer(run)
+    return (
+        events
+        if streamer is None
+        else cast("AsyncIterator[Any]", streamer.tap_output_aiter(run.run_id, events))
+    )
