@@ -1,0 +1,471 @@
+"""Functional-API tasks: calls made from inside a running node, replayed on resume.
+
+A ``@task`` called inside an entrypoint (or any node) runs in parallel with its
+caller and returns a future. Each call gets a deterministic id below its
+caller's (``<caller id>/<name>:<n>``, ``n`` counting the caller's calls), so a
+resumed run finds what the call did last time in the loop's saved writes:
+
+* a call that returned is replayed from its ``__return__`` write (not run again);
+* a call that paused on ``interrupt()`` gets its resume values under its own id.
+
+When the step stops (interrupt or error) the settled calls' writes are saved
+with it (:attr:`~plait.pregel._loop.Loop.task_writes`). A caller waits for every
+call it started before it finishes, and an interrupt of any of them pauses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import inspect
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextvars import copy_context
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from plait.checkpoint.base import INTERRUPT, RESUME
+from plait.errors import GraphInterrupt
+from plait.pregel._cache import cache_key
+from plait.pregel._callable import run_coroutine
+from plait.pregel._context import TaskContext, running_task, task_scope
+from plait.pregel._pool import shared_pool
+from plait.runtime import Runtime
+from plait.types import CachePolicy, Interrupt, RetryPolicy
+
+__all__ = [
+    "RETURN",
+    "Calls",
+    "TaskFuture",
+    "TaskSpec",
+    "afinish",
+    "awaited",
+    "call_task",
+    "finish",
+    "fold_calls",
+    "settled",
+    "start_calls",
+]
+
+RETURN = "__return__"
+"""The saved write that holds what a task call returned."""
+_EXTRAS = ("config", "runtime", "store", "writer")
+
+
+class TaskFuture(concurrent.futures.Future[Any]):
+    """The result of a task call made from synchronous code.
+
+    ``result()`` on a call no worker has picked up yet runs it in the waiting
+    thread, so nested calls never wait for a busy thread pool.
+    """
+
+    def __init__(self, work: Callable[[], Any] | None = None) -> None:
+        super().__init__()
+        self._work = work
+        self._claim = threading.Lock()
+
+    def run(self) -> None:
+        """Run the call here unless it has started (or finished) elsewhere."""
+        work = self._work
+        if work is None or not self._claim.acquire(blocking=False):
+            return
+        self._work = None
+        if not self.set_running_or_notify_cancel():
+            return
+        try:
+            value = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
+            self.set_exception(exc)
+        else:
+            self.set_result(value)
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The call's return value (raises what it raised; an interrupt pauses the caller)."""
+        self.run()
+        return super().result(timeout)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """A ``@task`` function and its options, fixed when it is declared.
+
+    Attributes:
+        fn: The function.
+        name: The task name (stream events, ids).
+        retry: Retry policy, if any.
+        cache_policy: Cache policy (used when the entrypoint has a cache), if any.
+        cache_ns: The cache namespace of its entries.
+        extras: Injectable parameters it declares (``config``, ``store``, ``writer``, ``runtime``).
+    """
+
+    fn: Callable[..., Any]
+    name: str
+    retry: RetryPolicy | None = None
+    cache_policy: CachePolicy[Any] | None = None
+    cache_ns: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
+    is_async: bool = False
+    signature: inspect.Signature | None = None
+
+
+@dataclass(slots=True)
+class Calls:
+    """The task calls one running task made (kept on its ``TaskContext.calls``).
+
+    Attributes:
+        is_async: The caller is a coroutine: calls return asyncio futures.
+        count: Calls made so far (numbers the next call's id).
+        started: Their futures, in call order.
+    """
+
+    is_async: bool
+    count: int = 0
+    # the factory is cast once, here, to its element type (it stays the builtin list)
+    started: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(slots=True)
+class _Call:
+    spec: TaskSpec
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    ctx: TaskContext  # the call's own context (id, resume values)
+    key: tuple[tuple[str, ...], str] | None = None  # the cache key, when cached
+
+
+def start_calls(ctx: TaskContext, is_async: bool) -> Calls:
+    """Begin (again) numbering the calls ``ctx``'s task makes (each attempt starts from 0)."""
+    calls = ctx.calls = Calls(is_async)
+    return calls
+
+
+def _calls_of(ctx: TaskContext) -> Calls:
+    calls = ctx.calls
+    if calls is None:  # a task called from a graph node: async only if called on an event loop
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return start_calls(ctx, False)
+        return start_calls(ctx, True)
+    return cast("Calls", calls)
+
+
+def call_task(spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Start a task call from the running node; return its future.
+
+    Raises:
+        RuntimeError: called outside a running entrypoint, task or graph node.
+    """
+    parent = running_task()
+    if parent is None:
+        raise RuntimeError(
+            f"Task {spec.name!r} was called outside a running workflow: call @task functions from "
+            "inside an @entrypoint (or a graph node), or call the undecorated function directly"
+        )
+    calls = _calls_of(parent)
+    with calls.lock:
+        index = calls.count
+        calls.count += 1
+    tid = f"{parent.task_id}/{spec.name}:{index}"
+    loop = parent.loop
+    done = loop.done_writes.get(tid) if loop is not None and loop.done_writes else None
+    if done is not None and any(k == RETURN for k, _ in done):  # finished before this resume
+        value = next(v for k, v in done if k == RETURN)
+        future: Any = _resolved(value, calls.is_async)
+    else:
+        resume = loop.resumes.get(tid) if loop is not None else None
+        ctx = dataclasses.replace(
+            parent,
+            node=spec.name,
+            task_id=tid,
+            resume=list(resume or ()),
+            calls=None,
+            subgraph_calls=0,
+            _calls=0,
+        )
+        call = _Call(spec, args, _inject(spec, args, kwargs, parent), ctx)
+        future = _astart(call) if calls.is_async else _start(call)
+    calls.started.append(future)
+    return future
+
+
+def _resolved(value: Any, is_async: bool) -> Any:
+    done: asyncio.Future[Any] | TaskFuture = (
+        asyncio.get_running_loop().create_future() if is_async else TaskFuture()
+    )
+    done.set_result(value)
+    return done
+
+
+def _inject(
+    spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any], ctx: TaskContext
+) -> dict[str, Any]:
+    """``kwargs`` plus the injectable arguments the task declares and the call did not pass."""
+    if not spec.extras or spec.signature is None:
+        return kwargs
+    given = spec.signature.bind_partial(*args, **kwargs).arguments
+    out = dict(kwargs)
+    for name in spec.extras:
+        if name in given:
+            continue
+        if name == "config":
+            out[name] = ctx.config
+        elif name == "store":
+            out[name] = ctx.store
+        elif name == "writer":
+            out[name] = ctx.writer
+        else:
+            out[name] = Runtime(context=ctx.context, store=ctx.store, stream_writer=ctx.writer)
+    return out
+
+
+# -- settling -------------------------------------------------------------------------------------
+
+
+def _own(tid: str, interrupts: Sequence[Any]) -> list[Any]:
+    """The interrupts a task raised itself (its own tasks' are saved under their ids)."""
+    return [i for i in interrupts if not str(getattr(i, "id", "")).startswith(tid + "/")]
+
+
+def _merge(first: Sequence[Any], more: Sequence[Any]) -> tuple[Any, ...]:
+    seen: dict[str, Any] = {}
+    for item in (*first, *more):
+        seen.setdefault(str(getattr(item, "id", id(item))), item)
+    return tuple(seen.values())
+
+
+def _interrupts_of(outcomes: Sequence[BaseException | None]) -> list[Interrupt]:
+    found: list[Interrupt] = []
+    for exc in outcomes:
+        if isinstance(exc, GraphInterrupt):
+            found.extend(exc.interrupts)
+    return found
+
+
+def settled(ctx: TaskContext) -> list[Interrupt]:
+    """Wait for every call ``ctx``'s task made; the interrupts they paused on."""
+    calls = cast("Calls | None", ctx.calls)
+    if calls is None or not calls.started:
+        return []
+    outcomes: list[BaseException | None] = []
+    for future in calls.started:
+        future.run()
+        outcomes.append(future.exception())
+    return _interrupts_of(outcomes)
+
+
+async def awaited(ctx: TaskContext) -> list[Interrupt]:
+    """Async :func:`settled`."""
+    calls = cast("Calls | None", ctx.calls)
+    if calls is None or not calls.started:
+        return []
+    results = await asyncio.gather(*calls.started, return_exceptions=True)
+    return _interrupts_of([r if isinstance(r, BaseException) else None for r in results])
+
+
+def finish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
+    """``body()``, then wait for the calls it made; an interrupt of any of them pauses the caller.
+
+    Raises:
+        GraphInterrupt: ``body`` or one of its calls paused (all their interrupts, once each).
+    """
+    try:
+        value = body()
+    except GraphInterrupt as exc:
+        raise GraphInterrupt(_merge(exc.interrupts, settled(ctx))) from None
+    except BaseException:
+        settled(ctx)
+        raise
+    settled(ctx)
+    return value
+
+
+async def afinish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
+    """Async :func:`finish` (``body()`` returns an awaitable)."""
+    try:
+        value = await body()
+    except GraphInterrupt as exc:
+        raise GraphInterrupt(_merge(exc.interrupts, await awaited(ctx))) from None
+    except BaseException:
+        await awaited(ctx)
+        raise
+    await awaited(ctx)
+    return value
+
+
+def fold_calls(by_task: dict[str, dict[str, Any]], roots: Sequence[str]) -> list[Any] | None:
+    """For a snapshot: move the pending interrupts of task calls onto the node that made them.
+
+    Args:
+        by_task: ``{task id: {"writes": {...}, "interrupts": [...], ...}}`` of a checkpoint's saved writes.
+        roots: The ids of the checkpoint's node tasks.
+
+    Returns:
+        The checkpoint's pending interrupts (answered calls that returned left out), or ``None``
+        when no task call saved anything.
+    """
+    calls = [tid for tid in by_task if tid not in roots and any(tid.startswith(r + "/") for r in roots)]
+    if not calls:
+        return None
+    pending: list[Any] = []
+    for tid, info in list(by_task.items()):
+        if tid not in calls:
+            pending.extend(info["interrupts"])
+            continue
+        if RETURN in info["writes"]:  # answered, then finished
+            continue
+        root = next(r for r in roots if tid.startswith(r + "/"))
+        shown = by_task.setdefault(root, {"writes": {}, "interrupts": [], "error": None})
+        shown["interrupts"] = list(_merge(shown["interrupts"], info["interrupts"]))
+        pending.extend(info["interrupts"])
+    return list(_merge(pending, ()))
+
+
+# -- recording ------------------------------------------------------------------------------------
+
+
+def _record(call: _Call, writes: list[tuple[str, Any]]) -> None:
+    loop = call.ctx.loop
+    if loop is not None and loop.saver is not None:
+        loop.task_writes.append((call.ctx.task_id, writes))
+
+
+def _returned(call: _Call, value: Any, cached: bool = False) -> None:
+    _record(call, [(RETURN, value)])
+    loop = call.ctx.loop
+    sink = loop.sink if loop is not None else None
+    if sink is not None and "updates" in sink.modes:
+        update: dict[str, Any] = {call.spec.name: value}
+        if cached:
+            update["__metadata__"] = {"cached": True}
+        sink.events.append(("updates", update))
+        if sink.notify is not None:
+            sink.notify()
+
+
+def _paused(call: _Call, exc: GraphInterrupt) -> None:
+    ctx = call.ctx
+    loop = ctx.loop
+    earlier: list[Any] = loop.interrupted.get(ctx.task_id, []) if loop is not None else []
+    known = {getattr(i, "id", None) for i in earlier}
+    own = [i for i in _own(ctx.task_id, exc.interrupts) if getattr(i, "id", None) not in known]
+    if own:  # the same question asked again (not answered yet) is stored once
+        _record(call, [(INTERRUPT, own)])
+    resumes = loop.resumes.get(ctx.task_id) if loop is not None else None
+    if resumes:
+        _record(call, [(RESUME, list(resumes))])
+
+
+def _cache_of(call: _Call) -> Any:
+    policy = call.spec.cache_policy
+    loop = call.ctx.loop
+    cache = loop.plan.cache if loop is not None and policy is not None else None
+    if cache is not None and policy is not None and call.key is None:
+        call.key = (call.spec.cache_ns, cache_key(policy, *call.args, **call.kwargs))
+    return cache
+
+
+def _retry_delay(spec: TaskSpec, exc: Exception, attempt: int) -> float | None:
+    policy = spec.retry
+    if policy is None or attempt >= policy.max_attempts or not policy.should_retry(exc):
+        return None
+    return policy.delay(attempt)
+
+
+def _fresh(call: _Call) -> TaskContext:
+    return dataclasses.replace(call.ctx, calls=None, subgraph_calls=0, _calls=0)
+
+
+# -- running from synchronous code ------------------------------------------------------------------
+
+
+def _start(call: _Call) -> TaskFuture:
+    future = TaskFuture(lambda: _run(call))
+    shared_pool().submit(copy_context().run, future.run)
+    return future
+
+
+def _body(call: _Call, ctx: TaskContext) -> Any:
+    value = call.spec.fn(*call.args, **call.kwargs)
+    return run_coroutine(value) if inspect.isawaitable(value) else value
+
+
+def _run(call: _Call) -> Any:
+    cache = _cache_of(call)
+    if cache is not None and call.key is not None:
+        found = cache.get([call.key])
+        if call.key in found:
+            _returned(call, found[call.key], cached=True)
+            return found[call.key]
+    attempt = 0
+    while True:
+        attempt += 1
+        ctx = _fresh(call)
+        start_calls(ctx, False)
+        try:
+            with task_scope(ctx):
+                value = finish(ctx, lambda: _body(call, ctx))  # noqa: B023 - called at once
+        except GraphInterrupt as exc:
+            _paused(call, exc)
+            raise
+        except Exception as exc:
+            delay = _retry_delay(call.spec, exc, attempt)
+            if delay is None:
+                raise
+            time.sleep(delay)
+            continue
+        _returned(call, value)
+        if cache is not None and call.key is not None and call.spec.cache_policy is not None:
+            cache.set({call.key: (value, call.spec.cache_policy.ttl)})
+        return value
+
+
+# -- running on the event loop ----------------------------------------------------------------------
+
+
+def _astart(call: _Call) -> asyncio.Task[Any]:
+    return asyncio.ensure_future(_arun(call))
+
+
+def _threaded(call: _Call, ctx: TaskContext) -> Any:
+    with task_scope(ctx):
+        return finish(ctx, lambda: _body(call, ctx))
+
+
+async def _attempt(call: _Call, ctx: TaskContext) -> Any:
+    if not call.spec.is_async:  # a plain function: in a worker thread, its own calls sync
+        start_calls(ctx, False)
+        return await asyncio.to_thread(_threaded, call, ctx)
+    start_calls(ctx, True)
+    with task_scope(ctx):
+        return await afinish(ctx, lambda: call.spec.fn(*call.args, **call.kwargs))
+
+
+async def _arun(call: _Call) -> Any:
+    cache = _cache_of(call)
+    if cache is not None and call.key is not None:
+        found = await cache.aget([call.key])
+        if call.key in found:
+            _returned(call, found[call.key], cached=True)
+            return found[call.key]
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            value = await _attempt(call, _fresh(call))
+        except GraphInterrupt as exc:
+            _paused(call, exc)
+            raise
+        except Exception as exc:
+            delay = _retry_delay(call.spec, exc, attempt)
+            if delay is None:
+                raise
+            await asyncio.sleep(delay)
+            continue
+        _returned(call, value)
+        if cache is not None and call.key is not None and call.spec.cache_policy is not None:
+            await cache.aset({call.key: (value, call.spec.cache_policy.ttl)})
+        return value
