@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pickle
 import random
-from collections.abc import Callable, Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, cast
+
+from langchain_core.messages.tool import ToolOutputMixin
 
 from plait._context import current_task
 
@@ -15,12 +19,14 @@ __all__ = [
     "Checkpointer",
     "Command",
     "Durability",
+    "GraphOutput",
     "Interrupt",
     "Overwrite",
     "PregelTask",
     "RetryPolicy",
     "Send",
     "StateSnapshot",
+    "StateUpdate",
     "StreamMode",
     "StreamWriter",
     "default_retry_on",
@@ -73,7 +79,7 @@ class Overwrite:
 
 
 @dataclass(frozen=True, slots=True)
-class Command(Generic[N]):
+class Command(Generic[N], ToolOutputMixin):
     """Returned by a node to update state and choose where to go next in one value.
 
     Attributes:
@@ -172,16 +178,48 @@ class RetryPolicy:
         return bool(rule(exc))
 
 
+def _freeze(value: Any, depth: int = 10) -> Any:
+    """A hashable, order-independent stand-in for ``value`` (dict keys sorted, lists as tuples)."""
+    if depth <= 0:
+        return value
+    if isinstance(value, dict):
+        items = cast("Mapping[Any, Any]", value).items()  # isinstance() leaves keys and values Unknown
+        return tuple(sorted(((k, _freeze(v, depth - 1)) for k, v in items), key=_first_repr))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v, depth - 1) for v in cast("Sequence[Any]", value))
+    return value
+
+
+def _first_repr(pair: tuple[Any, Any]) -> str:
+    return repr(pair[0])
+
+
+def default_cache_key(*args: Any, **kwargs: Any) -> bytes:
+    """The default :class:`CachePolicy` key: the pickled arguments (dicts and lists normalized first).
+
+    Pickling is only used to fingerprint the arguments; nothing is ever unpickled.
+    """
+    return pickle.dumps((_freeze(args), _freeze(kwargs)), protocol=5, fix_imports=False)
+
+
+KeyFuncT = TypeVar("KeyFuncT", bound=Callable[..., "str | bytes"])
+
+
 @dataclass(frozen=True, slots=True)
-class CachePolicy:
-    """Accepted for API compatibility; node results are not cached yet.
+class CachePolicy(Generic[KeyFuncT]):
+    """Cache a node's (or a functional task's) results, keyed on its input.
+
+    Used with ``add_node(..., cache_policy=)`` / ``@task(cache_policy=)`` and a cache given to
+    ``compile(cache=)`` / ``@entrypoint(cache=)``: a call whose key is cached is not made again;
+    its stored writes are replayed.
 
     Attributes:
+        key_func: Turns the node's input (a task's arguments) into the key (``str`` or ``bytes``).
         ttl: Seconds a cached result stays valid (``None``: forever).
     """
 
+    key_func: KeyFuncT = default_cache_key  # type: ignore[assignment]  # the default fits every KeyFuncT
     ttl: int | None = None
-    key_func: Callable[..., Any] | None = field(default=None)
 
 
 class PregelTask(NamedTuple):
@@ -194,6 +232,14 @@ class PregelTask(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
     state: Any = None
     result: Any | None = None
+
+
+class StateUpdate(NamedTuple):
+    """One update of ``bulk_update_state``: ``values`` written as if ``as_node`` returned them."""
+
+    values: dict[str, Any] | None
+    as_node: str | None = None
+    task_id: str | None = None
 
 
 class StateSnapshot(NamedTuple):
@@ -215,6 +261,53 @@ class StateSnapshot(NamedTuple):
     """Tasks scheduled at this checkpoint, with their results when known."""
     interrupts: tuple[Interrupt, ...] = ()
     """Interrupts pending at this checkpoint."""
+
+
+OutputT = TypeVar("OutputT")
+
+
+@dataclass(frozen=True)
+class GraphOutput(Generic[OutputT]):
+    """What ``invoke(..., version="v2")`` returns: the output, and the interrupts apart from it.
+
+    Attributes:
+        value: The graph's output.
+        interrupts: Interrupts the run paused on (empty when it finished).
+    """
+
+    value: OutputT
+    interrupts: tuple[Interrupt, ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        """Dict-style access, as in version 1 results (deprecated: use ``value`` / ``interrupts``)."""
+        warnings.warn(
+            "GraphOutput[key] is deprecated: use result.value or result.interrupts",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if key == "__interrupt__":
+            return self.interrupts
+        value: Any = self.value
+        if isinstance(value, dict):
+            return cast("dict[str, Any]", value)[key]
+        try:
+            return getattr(value, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __contains__(self, key: object) -> bool:
+        """``key in result``, as in version 1 results (deprecated)."""
+        warnings.warn(
+            "`key in GraphOutput` is deprecated: use result.value or result.interrupts",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if key == "__interrupt__":
+            return bool(self.interrupts)
+        value: Any = self.value
+        if isinstance(value, dict):
+            return key in cast("dict[str, Any]", value)
+        return isinstance(key, str) and hasattr(value, key)
 
 
 def interrupt(value: Any) -> Any:

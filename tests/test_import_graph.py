@@ -191,23 +191,32 @@ _EXACT = {
     "plait.checkpoint": BASE,
     "plait.checkpoint.base": BASE,
     "plait.checkpoint._config": BASE,
+    "plait.checkpoint._locks": BASE,
     "plait.checkpoint.serde": BASE,
     "plait.checkpoint._allow": BASE,
     "plait.checkpoint._deflate": BASE,
     "plait.checkpoint._ext": BASE,
     "plait.store.base": BASE,
     "plait.store._ops": BASE,
+    "plait.cache.base": BASE,
 }
 _TREES = {
+    "plait.checkpoint.serde": BASE,  # before plait.checkpoint: the codec is the base layer
     "plait.channels": BASE,
+    "plait.managed": BASE,
     "plait.pregel": RUNTIME,
     "plait.graph": BUILDER,
+    "plait.func": BUILDER,
     "plait.checkpoint": TOP,
     "plait.store": TOP,
+    "plait.cache": TOP,
     "plait.memory": TOP,
+    "plait.prebuilt": TOP,
+    "plait.agents": TOP,
+    "plait.server": TOP,
     "plait.cli": TOP,
 }
-BACKENDS = ("plait.checkpoint", "plait.store")  # their modules outside the base layer
+BACKENDS = ("plait.checkpoint", "plait.store", "plait.cache")  # their modules outside the base layer
 NAMES = ["core", "base", "runtime (pregel)", "builder (graph)", "top"]
 
 

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Generator, Hashable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypedDict
@@ -35,7 +35,8 @@ from plait.checkpoint._config import (
     get_checkpoint_id,
     thread_key,
 )
-from plait.errors import CheckpointConflictError, ThreadBusyError
+from plait.checkpoint._locks import busy, local_lock, stamp_of
+from plait.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 __all__ = [
     "BaseCheckpointSaver",
@@ -194,7 +195,7 @@ def new_checkpoint_id(after: str | None = None) -> str:
             whose clock is behind the one that wrote ``after`` still produces
             a greater id, so the thread's order never depends on clock skew.
     """
-    floor = _stamp_of(after) if after else 0
+    floor = stamp_of(after) if after else 0
     if floor >= (1 << 60) - 1:  # no greater stamp exists: such an id was not made by a clock
         floor = 0
     with _lock:
@@ -206,19 +207,32 @@ def new_checkpoint_id(after: str | None = None) -> str:
     return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
-def _stamp_of(cid: str) -> int:
-    """The time stamp (first 60 bits) of a UUID-shaped id; 0 for ids of another shape."""
-    digits = cid.replace("-", "")
-    if len(digits) != 32:
-        return 0
-    try:
-        return int(digits[:15], 16)
-    except ValueError:
-        return 0
-
-
 class BaseCheckpointSaver(ABC):
-    """Stores and loads the checkpoints of threads. Subclass it to add a backend."""
+    """Stores and loads the checkpoints of threads. Subclass it to add a backend.
+
+    Args:
+        serde: The serializer for values (LangGraph's ``serde`` argument); plait's safe codec
+            when omitted.
+    """
+
+    serde: Any = None
+    """The value serializer (``dumps_typed``/``loads_typed``), for savers that store bytes themselves."""
+
+    def __init__(self, *, serde: Any = None) -> None:
+        self.serde = serde if serde is not None else _default_serde()
+
+    def get_next_version(self, current: int | None, channel: None = None) -> int:
+        """The version a channel gets when its value changes (1 for a new channel).
+
+        Override it to version channels differently; the runtime calls the override for every change.
+        """
+        if current is None:
+            return 1
+        if isinstance(current, str):  # pyright: ignore[reportUnnecessaryIsInstance]  # stored by another saver
+            raise NotImplementedError(
+                f"{type(self).__name__} got string channel version {current!r}: override get_next_version"
+            )
+        return current + 1
 
     @abstractmethod
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
@@ -392,48 +406,6 @@ class BaseCheckpointSaver(ABC):
         return None if found is None else found.checkpoint
 
 
-_locks: dict[Hashable, list[Any]] = {}
-_locks_lock = threading.Lock()
-
-
-def busy(thread_id: str) -> ThreadBusyError:
-    """The error raised when a thread is held by another run."""
-    return ThreadBusyError(
-        f"Thread {thread_id!r} is busy: another run holds it. Wait for it to finish, or invoke with "
-        "multitask_strategy='enqueue' (the default) to wait your turn.",
-        thread_id=thread_id,
-    )
-
-
-def reentered(thread_id: str) -> ThreadBusyError:
-    """The error raised when a run would wait for a thread that its own run chain holds."""
-    return ThreadBusyError(
-        f"Thread {thread_id!r} is held by the run this call is made from: a node started a run on its own "
-        "thread_id, which would wait for itself forever. Use another thread_id, or invoke the graph without "
-        "a thread_id inside the node so that it runs as a subgraph of this thread.",
-        thread_id=thread_id,
-    )
-
-
-@contextmanager
-def local_lock(name: Hashable) -> Generator[threading.Lock, None, None]:
-    """The process-wide lock named ``name`` (a lease id), listed only while someone holds or waits for it.
-
-    Entries are ``[lock, users]``, so the table stays as small as the number of threads in
-    use, however many threads a long-lived process has run.
-    """
-    with _locks_lock:
-        entry = _locks.setdefault(name, [threading.Lock(), 0])
-        entry[1] += 1
-    try:
-        yield entry[0]
-    finally:
-        with _locks_lock:
-            entry[1] -= 1
-            if entry[1] == 0 and _locks.get(name) is entry:
-                del _locks[name]
-
-
 @contextmanager
 def _local_lease(
     saver: BaseCheckpointSaver, thread_id: str, ns: str, wait: bool, timeout: float | None
@@ -460,39 +432,5 @@ class _AsyncLease(AbstractAsyncContextManager[None]):
         await asyncio.to_thread(self.inner.__exit__, *exc)
 
 
-def check_head(thread_id: str, cid: str, expected: str | None, head: str | None) -> None:
-    """Refuse a write that would not become the thread head as its writer expects.
-
-    Raises:
-        CheckpointConflictError: the head moved (``head`` is not ``expected``), or
-            ``cid`` does not sort after it (the writer's clock is behind: clock skew).
-    """
-    if head != expected:
-        raise CheckpointConflictError(
-            f"Thread {thread_id!r} moved on while this run was writing: expected head {expected!r}, found "
-            f"{head!r}. Another run or update_state wrote to the thread; nothing was written. Re-read the "
-            "thread (get_state) and retry, or fork explicitly from a checkpoint_id.",
-            thread_id=thread_id,
-            expected=expected,
-            actual=head,
-        )
-    if head is not None and cid <= head and not 0 < _stamp_of(head) < (1 << 60) - 1:
-        raise CheckpointConflictError(
-            f"The head {head!r} of thread {thread_id!r} is not a time-ordered checkpoint id, and "
-            f"{cid!r} sorts before it, so it would not become the newest checkpoint; nothing was written. "
-            "plait orders a thread's checkpoints by id: write checkpoints with ids from "
-            "plait.checkpoint.base.new_checkpoint_id(), or start a new thread.",
-            thread_id=thread_id,
-            expected=expected,
-            actual=head,
-        )
-    if head is not None and cid <= head:
-        raise CheckpointConflictError(
-            f"Checkpoint id {cid!r} does not sort after the head {head!r} of thread {thread_id!r}, so it would "
-            "not become the newest checkpoint; nothing was written. Checkpoint ids are time-ordered: the clock "
-            "of the process that made this id is behind the one that wrote the head (clock skew). Make ids "
-            "with plait.checkpoint.base.new_checkpoint_id(after=head).",
-            thread_id=thread_id,
-            expected=expected,
-            actual=head,
-        )
+def _default_serde() -> Any:
+    return JsonPlusSerializer()

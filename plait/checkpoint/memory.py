@@ -46,6 +46,7 @@ from plait.checkpoint._delta import (
     unpack_meta,
     unpack_ts,
 )
+from plait.checkpoint._locks import check_head
 from plait.checkpoint._memory_read import Known, Memo, Rows, replay
 from plait.checkpoint._records import ThreadLog as _Thread
 from plait.checkpoint.base import (
@@ -55,7 +56,6 @@ from plait.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    check_head,
     check_prune,
     check_thread_id,
     get_checkpoint_id,
@@ -328,7 +328,8 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> None:
         """Record writes of a task whose step has not completed (replacing its earlier ones).
 
-        ``__interrupt__`` and ``__resume__`` writes are kept when the task writes again.
+        ``__interrupt__`` and ``__resume__`` writes are kept when the task writes other keys, and
+        replaced when it writes them again.
 
         Raises:
             SerializationError: A value cannot be stored (the error names the key).
@@ -342,6 +343,7 @@ class InMemorySaver(BaseCheckpointSaver):
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
         short = task_id[len(cid) :] if task_id.startswith(cid) else None
+        written = {channel for channel, _ in new}
         with self._lock:
             th = self._threads.get(key)
             seq = None if th is None else th.find(cid)
@@ -350,7 +352,8 @@ class InMemorySaver(BaseCheckpointSaver):
                 [
                     w
                     for w in self.serde.loads(old)
-                    if ((cid + w[0]) if w[1] else w[0]) != task_id or w[2] in _SPECIAL
+                    if ((cid + w[0]) if w[1] else w[0]) != task_id
+                    or (w[2] in _SPECIAL and w[2] not in written)
                 ]
                 if old
                 else []

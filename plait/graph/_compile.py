@@ -13,6 +13,7 @@ from plait.constants import END, START
 from plait.errors import GraphBuildError
 from plait.graph._lint import check_parallel_writes
 from plait.graph._strict import StrictChannel, strict_call
+from plait.pregel._cache import node_namespace
 from plait.pregel._callable import accepts_config, make_call
 from plait.pregel._plan import Branch, Join, NodeSpec, Plan
 from plait.pregel._pregel import Pregel
@@ -125,6 +126,9 @@ def _node_spec(builder: StateGraph[Any, Any, Any, Any], name: str, state_keys: t
         make_input=make_input,
         retry=node.retry_policy,
         is_subgraph=is_subgraph,
+        subgraph=node.action if is_subgraph else None,
+        cache_policy=node.cache_policy,
+        cache_ns=node_namespace(node.action, name) if node.cache_policy is not None else (),
         metadata=node.metadata,
     )
 
@@ -204,4 +208,5 @@ def build_plan(
         strict=bool(strict),
         input_make=_to_dict(builder.input_schema),
         state_make=_maker(builder.state_schema),
+        deferred=frozenset(name for name, spec in builder.nodes.items() if spec.defer),
     )

@@ -31,8 +31,40 @@ class DrawableGraph:
     edges: tuple[Edge, ...]
 
     @classmethod
-    def from_builder(cls, builder: StateGraph[Any, Any, Any, Any]) -> DrawableGraph:
-        """Collect the nodes and edges a builder declares."""
+    def from_builder(cls, builder: StateGraph[Any, Any, Any, Any], xray: int | bool = False) -> DrawableGraph:
+        """Collect the nodes and edges a builder declares.
+
+        Args:
+            builder: The graph's builder.
+            xray: Draw subgraph nodes as their own nodes (``"sub:inner"``): ``True`` at every depth,
+                a number for that many levels.
+        """
+        graph = cls._flat(builder)
+        depth = -1 if xray is True else int(xray)
+        if depth == 0:
+            return graph
+        for name, node in builder.nodes.items():
+            inner = getattr(node.action, "builder", None)
+            if inner is not None and name in graph.nodes:
+                graph = graph._expand(name, cls.from_builder(inner, True if depth < 0 else depth - 1))
+        return graph
+
+    def _expand(self, name: str, inner: DrawableGraph) -> DrawableGraph:
+        """Replace node ``name`` by the nodes and edges of ``inner`` (prefixed ``name:``)."""
+        into = [e for e in self.edges if e.target == name]
+        out = [e for e in self.edges if e.source == name]
+        edges = [e for e in self.edges if name not in (e.source, e.target)]
+        for e in inner.edges:
+            sources = [f"{name}:{e.source}"] if e.source != START else [i.source for i in into]
+            targets = [f"{name}:{e.target}"] if e.target != END else [o.target for o in out]
+            conditional = e.conditional or (e.source == START and any(i.conditional for i in into))
+            edges.extend(Edge(src, dst, conditional, e.label) for src in sources for dst in targets)
+        inner_nodes = [f"{name}:{n}" for n in inner.nodes if n not in (START, END)]
+        at = self.nodes.index(name)
+        return DrawableGraph((*self.nodes[:at], *inner_nodes, *self.nodes[at + 1 :]), tuple(edges))
+
+    @classmethod
+    def _flat(cls, builder: StateGraph[Any, Any, Any, Any]) -> DrawableGraph:
         edges = [Edge(s, t) for s, t in sorted(builder.edges)]
         for sources, target in sorted(builder.waiting_edges):
             edges.extend(Edge(s, target) for s in sources)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import typing
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, cast
 
+from langchain_core.runnables import Runnable, RunnableConfig
 from typing_extensions import Self
 
 from plait._schema import FieldSpec, fields_of, is_schema
@@ -15,8 +17,10 @@ from plait.errors import GraphBuildError
 from plait.graph._branch import BranchDef, make_branch
 from plait.graph._compile import build_plan
 from plait.graph._draw import DrawableGraph
+from plait.graph._fields import finish_plan
+from plait.graph._runnable import GraphRunnable
 from plait.pregel._pregel import Pregel
-from plait.types import RetryPolicy
+from plait.types import CachePolicy, RetryPolicy
 from plait.typing import ContextT, InputT, OutputT, StateT
 
 __all__ = ["CompiledStateGraph", "StateGraph"]
@@ -32,6 +36,8 @@ class NodeDef:
     # the factory is cast once, here, to its element types (it stays the builtin dict)
     metadata: dict[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
     destinations: tuple[str, ...] = ()
+    cache_policy: CachePolicy[Any] | None = None
+    defer: bool = False
 
 
 def _name_of(action: Any) -> str:
@@ -41,6 +47,8 @@ def _name_of(action: Any) -> str:
     name = getattr(action, "__name__", None)
     if isinstance(name, str) and name:
         return name
+    if callable(action):  # a callable object: named after its class, as in LangGraph
+        return type(action).__name__
     raise GraphBuildError(f"Cannot infer a node name from {action!r}; pass it: add_node('name', fn)")
 
 
@@ -49,13 +57,14 @@ def _schema_hints(action: Any) -> tuple[type | None, type | None]:
     fn = action if callable(action) and not isinstance(action, type) else None
     if fn is None or isinstance(fn, Pregel):
         return None, None
+    call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object: read its __call__
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn)) and inspect.ismethod(call):
+        fn = call
     try:
         hints = typing.get_type_hints(fn)
     except Exception:  # noqa: BLE001 - unresolvable annotations simply mean "no schema"
         hints = getattr(fn, "__annotations__", {}) or {}
     try:
-        import inspect
-
         params = [
             p
             for p in inspect.signature(fn).parameters.values()
@@ -105,6 +114,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.output_schema: type[Any] = output_schema or state
         self.schemas: dict[type, tuple[FieldSpec, ...]] = {}
         self.channels: dict[str, FieldSpec] = {}
+        self.managed: dict[str, Any] = {}
+        """Managed value keys (``RemainingSteps``…) and their class: filled in per task, never stored."""
         self.nodes: dict[str, NodeDef] = {}
         self.edges: set[tuple[str, str]] = set()
         self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
@@ -118,13 +129,17 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         specs = fields_of(schema)
         self.schemas[schema] = specs
         for spec in specs:
+            if spec.managed is not None:
+                self.managed[spec.name] = spec.managed
+                continue
             known = self.channels.get(spec.name)
-            if known is None or (known.reducer is None and spec.reducer is not None):
+            plain = known is not None and known.reducer is None and known.channel is None
+            if known is None or (plain and (spec.reducer is not None or spec.channel is not None)):
                 self.channels[spec.name] = spec
 
     # -- nodes ----------------------------------------------------------------
 
-    def add_node(
+    def add_node(  # noqa: PLR0913 - LangGraph's API
         self,
         node: str | Any,
         action: Any = None,
@@ -133,6 +148,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         input_schema: type | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         destinations: dict[str, str] | tuple[str, ...] | None = None,
+        cache_policy: CachePolicy[Any] | None = None,
+        defer: bool = False,
         **kwargs: Any,
     ) -> Self:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
@@ -152,13 +169,15 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             raise GraphBuildError(f"Node `{node}` already present.")
         hinted_in, hinted_out = _schema_hints(action)
         schema = input_schema or kwargs.pop("input", None) or hinted_in
+        if kwargs:
+            raise TypeError(f"add_node() got unexpected keyword argument(s) {sorted(kwargs)}")
         for extra in (schema, hinted_out):
             if extra is not None:
                 self._add_schema(extra)
         if isinstance(retry_policy, Sequence):  # LangGraph accepts several; the first one applies
             retry_policy = retry_policy[0] if retry_policy else None
         self.nodes[node] = NodeDef(
-            action, schema, retry_policy, dict(metadata or {}), tuple(destinations or ())
+            action, schema, retry_policy, dict(metadata or {}), tuple(destinations or ()), cache_policy, defer
         )
         return self
 
@@ -254,7 +273,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
         Args:
             checkpointer: Saver that makes threads durable (``None``: no memory between runs).
-            cache: Accepted for compatibility; not used.
+            cache: Where nodes added with a ``cache_policy`` keep their results
+                (:class:`~plait.cache.memory.InMemoryCache`, :class:`~plait.cache.sqlite.SqliteCache`).
             store: Long-term store handed to nodes as ``store``.
             interrupt_before: Nodes (or ``"*"``) to pause before.
             interrupt_after: Nodes (or ``"*"``) to pause after.
@@ -265,7 +285,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         Raises:
             ValueError: the graph has no entry point, an edge names an unknown node, …
         """
-        plan = build_plan(self, interrupt_before, interrupt_after, strict)
+        plan = finish_plan(self, build_plan(self, interrupt_before, interrupt_after, strict))
+        if cache is not None:
+            plan = replace(plan, cache=cache)
         return CompiledStateGraph(
             self,
             plan,
@@ -277,8 +299,17 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         )
 
 
-class CompiledStateGraph(Pregel[StateT, ContextT, InputT, OutputT]):
-    """A compiled :class:`StateGraph`: run it with ``invoke`` / ``stream``, inspect its threads."""
+# GraphRunnable's with_config/copy return the graph itself (a Runnable); Pregel's name is always a str
+class CompiledStateGraph(  # type: ignore[misc]  # pyright: ignore[reportIncompatibleMethodOverride]
+    GraphRunnable[StateT, ContextT, InputT, OutputT],
+    Pregel[StateT, ContextT, InputT, OutputT],
+    Runnable[Any, Any],
+):
+    """A compiled :class:`StateGraph`: run it with ``invoke`` / ``stream``, inspect its threads.
+
+    It is a LangChain ``Runnable``: ``with_config``, ``graph | runnable``, callbacks and
+    ``astream_events`` work as for any runnable (see :mod:`plait.graph._runnable`).
+    """
 
     def __init__(
         self, builder: StateGraph[StateT, ContextT, InputT, OutputT], plan: Any, **kwargs: Any
@@ -286,24 +317,6 @@ class CompiledStateGraph(Pregel[StateT, ContextT, InputT, OutputT]):
         super().__init__(plan, **kwargs)
         self.builder = builder
 
-    def get_input_jsonschema(self, config: dict[str, Any] | None = None) -> dict[str, Any]:
-        """JSON schema of the graph input (needs pydantic)."""
-        return _json_schema(self.builder.input_schema)
-
-    def get_output_jsonschema(self, config: dict[str, Any] | None = None) -> dict[str, Any]:
-        """JSON schema of the graph output (needs pydantic)."""
-        return _json_schema(self.builder.output_schema)
-
-    def get_graph(self, config: dict[str, Any] | None = None, *, xray: int | bool = False) -> Any:
+    def get_graph(self, config: RunnableConfig | None = None, *, xray: int | bool = False) -> Any:
         """A drawable view of the graph (``draw_mermaid()``, ``draw_ascii()``)."""
-        return DrawableGraph.from_builder(self.builder)
-
-
-def _json_schema(schema: type) -> dict[str, Any]:
-    try:
-        from pydantic import TypeAdapter
-    except ImportError as exc:  # pragma: no cover - pydantic is optional
-        raise ImportError(
-            "get_input_jsonschema/get_output_jsonschema need pydantic: pip install pydantic"
-        ) from exc
-    return TypeAdapter(schema).json_schema()
+        return DrawableGraph.from_builder(self.builder, xray)

@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any, TypeVar, cast
 
 from plait.errors import ParentCommand
+from plait.pregel._cache import acache_task, arecall_task
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, RunTasks, Save, put_kwargs
 from plait.pregel._loop import Loop
@@ -25,6 +26,8 @@ T = TypeVar("T")
 async def _run_async_task(task: Task, ctx: TaskContext) -> None:
     call = task.node.acall or task.node.call
     attempt = 0
+    if task.node.cache_policy is not None and await arecall_task(task, ctx):
+        return
     with task_scope(ctx):
         while True:
             attempt += 1
@@ -34,6 +37,8 @@ async def _run_async_task(task: Task, ctx: TaskContext) -> None:
                 except ParentCommand as exc:  # a subgraph inside this node addressed this graph
                     value = from_child(exc)
                 collect(task, value)
+                if task.node.cache_policy is not None:
+                    await acache_task(task, ctx)
                 return
             except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
                 delay = task.failed(exc, attempt)
@@ -119,11 +124,53 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
                     yield event
                 continue
             try:
-                answer = await _perform(loop, effect, store, context, deep)
+                if type(effect) is RunTasks and loop.sink.live:
+                    async for event in _execute_live(loop, effect.tasks, store, context):
+                        yield event
+                else:
+                    answer = await _perform(loop, effect, store, context, deep)
             except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                 error = exc
     finally:
         effects.close()
+
+
+async def _execute_live(
+    loop: Loop, tasks: Sequence[Task], store: Any, context: Any
+) -> AsyncGenerator[Event, None]:
+    """Run the step as an asyncio task and stream the events its tasks emit as they come."""
+    sink, events = loop.sink, loop.sink.events
+    ready = asyncio.Event()
+    here = asyncio.get_running_loop()
+
+    def notify() -> None:
+        here.call_soon_threadsafe(ready.set)
+
+    sink.notify = notify
+    step = asyncio.ensure_future(_execute(loop, tasks, store, context))
+    try:
+        while True:
+            count = len(events)
+            if count:
+                batch = events[:count]
+                del events[:count]  # nodes only append: the events after ``count`` stay
+                for event in batch:
+                    yield event
+                continue
+            if step.done():
+                break
+            ready.clear()
+            if events:
+                continue
+            waiter = asyncio.ensure_future(ready.wait())
+            await asyncio.wait((step, waiter), return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+    finally:
+        sink.notify = None
+        if not step.done():
+            step.cancel()
+        await asyncio.gather(step, return_exceptions=True)
+    step.result()
 
 
 async def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: bool) -> Any:  # noqa: PLR0913

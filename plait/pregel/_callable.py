@@ -66,18 +66,18 @@ def _kwargs(names: tuple[str, ...], ctx: TaskContext) -> dict[str, Any]:
     return out
 
 
-def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, Any]]:
-    """The graph to run and its config: where a subgraph keeps its state within the thread."""
+def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, Any], str]:
+    """The graph to run, its config and its namespace segment: where a subgraph keeps its state."""
     mode = graph.subgraph_saving
-    if mode == "off" or (mode != "own" and ctx.saver is None):
-        return graph, without_thread(ctx.config)
     calls = ctx.subgraph_calls
     ctx.subgraph_calls += 1
     # inherit: a namespace per call, stable across a resume (the task id and call order repeat)
     name = ctx.node if mode in ("own", "persist") else f"{ctx.node}:{ctx.task_id}:{calls}"
+    if mode == "off" or (mode != "own" and ctx.saver is None):
+        return graph, without_thread(ctx.config), name
     ns = f"{ctx.checkpoint_ns}|{name}" if ctx.checkpoint_ns else name
     config = config_with(ctx.config, checkpoint_ns=ns, checkpoint_id=None)
-    return (graph if mode == "own" else graph.with_saver(ctx.saver)), config
+    return (graph if mode == "own" else graph.with_saver(ctx.saver)), config, name
 
 
 def run_nested(
@@ -97,11 +97,16 @@ def run_nested(
     Raises:
         GraphInterrupt: the subgraph paused.
     """
-    sub, config = _subgraph_config(graph, ctx)
-    resuming = bool(ctx.resume) and sub.checkpointer is not None
-    out = sub.invoke_here(
-        Command(resume=ctx.resume[-1]) if resuming else state, config, context=ctx.context, **kwargs
-    )
+    sub, config, segment = _subgraph_config(graph, ctx)
+    given = _given(sub, state, ctx)
+    kwargs.setdefault("durability", ctx.durability)
+    if ctx.stream is not None:
+        sink = ctx.stream
+        out = sub.invoke_streaming(
+            given, config, sink.modes, partial(sink.forward, segment=segment), context=ctx.context, **kwargs
+        )
+    else:
+        out = sub.invoke_here(given, config, context=ctx.context, **kwargs)
     return _nested_output(out, parent_keys)
 
 
@@ -109,12 +114,27 @@ async def arun_nested(
     graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozenset[str] = frozenset(), **kwargs: Any
 ) -> Any:
     """Async :func:`run_nested`: the subgraph's nodes and routers run on this event loop."""
-    sub, config = _subgraph_config(graph, ctx)
-    resuming = bool(ctx.resume) and sub.checkpointer is not None
-    out = await sub.ainvoke_here(
-        Command(resume=ctx.resume[-1]) if resuming else state, config, context=ctx.context, **kwargs
-    )
+    sub, config, segment = _subgraph_config(graph, ctx)
+    given = _given(sub, state, ctx)
+    kwargs.setdefault("durability", ctx.durability)
+    if ctx.stream is not None:
+        sink = ctx.stream
+        out = await sub.ainvoke_streaming(
+            given, config, sink.modes, partial(sink.forward, segment=segment), context=ctx.context, **kwargs
+        )
+    else:
+        out = await sub.ainvoke_here(given, config, context=ctx.context, **kwargs)
     return _nested_output(out, parent_keys)
+
+
+def _given(sub: Any, state: Any, ctx: TaskContext) -> Any:
+    """What a subgraph runs with: the answer to its interrupt, nothing (it continues from its
+    breakpoint), or its input."""
+    if sub.checkpointer is None:
+        return state
+    if ctx.resume:
+        return Command(resume=ctx.resume[-1])
+    return None if ctx.paused else state
 
 
 def _nested_output(out: Any, parent_keys: frozenset[str]) -> Any:

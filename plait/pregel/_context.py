@@ -38,6 +38,11 @@ class TaskContext:
         checkpoint_ns: The namespace of the running graph within the thread.
         held: Thread leases held by this task's run and the runs it is nested in
             (see :meth:`~plait.checkpoint.base.BaseCheckpointSaver.lease_id`).
+        stream: The run's event sink when subgraphs stream into it (``subgraphs=True``), else ``None``.
+        durability: The run's durability mode; subgraphs inherit it.
+        loop: The run (:class:`~plait.pregel._loop.Loop`) this task belongs to: functional-API
+            tasks and node caching read its saved writes, resume values and cache.
+        calls: Functional-API tasks called from this task (:mod:`plait.pregel._func_tasks`), if any.
     """
 
     config: dict[str, Any]
@@ -52,6 +57,12 @@ class TaskContext:
     saver: Any = None
     checkpoint_ns: str = ""
     held: frozenset[Hashable] = frozenset()
+    stream: Any = None
+    durability: str = "sync"
+    paused: bool = False
+    """The task paused before (an interrupt or a subgraph breakpoint): subgraphs inside continue."""
+    loop: Any = None
+    calls: Any = None
     subgraph_calls: int = 0
     _calls: int = 0
 

@@ -8,6 +8,7 @@ the loop decides what every outcome means, once, for both drivers.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,4 +109,25 @@ def put_kwargs(saver: Any, op: PutCheckpoint) -> dict[str, Any]:
     """``expected_head=`` for savers that check the thread head (user-written savers may not)."""
     if op.expected_head is ... or not getattr(saver, "supports_head_check", False):
         return {}
+    if not takes_head(type(saver)):  # a subclass overrode put()/aput() with LangGraph's signature
+        return {}
     return {"expected_head": op.expected_head}
+
+
+_TAKES_HEAD: dict[type, bool] = {}
+
+
+def takes_head(kind: type) -> bool:
+    """Whether both ``put`` and ``aput`` of a saver class accept ``expected_head`` (checked once)."""
+    known = _TAKES_HEAD.get(kind)
+    if known is None:
+        known = _TAKES_HEAD[kind] = all(_accepts(getattr(kind, name, None)) for name in ("put", "aput"))
+    return known
+
+
+def _accepts(method: Any) -> bool:
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "expected_head" or p.kind is p.VAR_KEYWORD for p in params)

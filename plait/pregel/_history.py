@@ -6,7 +6,7 @@ does the (sync or async) saver calls around them.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from plait._schema import MISSING
@@ -14,6 +14,7 @@ from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
 from plait.pregel._effects import CallRouters
+from plait.pregel._func_tasks import fold_calls
 from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
 from plait.pregel._step import RunState, apply_writes, routers, schedule
@@ -21,7 +22,7 @@ from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Interrupt, PregelTask, StateSnapshot
 
-__all__ = ["empty_snapshot", "prepare_update", "snapshot"]
+__all__ = ["COPY", "empty_snapshot", "head_check", "prepare_update", "snapshot", "supersteps_of"]
 
 
 def empty_snapshot(config: Mapping[str, Any]) -> StateSnapshot:
@@ -38,8 +39,13 @@ def empty_snapshot(config: Mapping[str, Any]) -> StateSnapshot:
     )
 
 
-def snapshot(plan: Plan, saved: CheckpointTuple) -> StateSnapshot:
-    """Turn a stored checkpoint into the :class:`StateSnapshot` users see."""
+def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSnapshot:
+    """Turn a stored checkpoint into the :class:`StateSnapshot` users see.
+
+    ``head``: the thread's newest checkpoint, read as "where the thread is now": tasks that finished
+    after their interrupts were answered are no longer next, and only unanswered interrupts show.
+    Read by its id, a checkpoint is the record of its step: every task and every question asked.
+    """
     cp = saved.checkpoint
     values = cp.get("channel_values") or {}
     shown = {}
@@ -52,13 +58,22 @@ def snapshot(plan: Plan, saved: CheckpointTuple) -> StateSnapshot:
     for tid, key, value in saved.pending_writes or ():
         info = by_task.setdefault(tid, {"writes": {}, "interrupts": [], "error": None})
         if key == INTERRUPT:
-            interrupts.extend(value)
-            info["interrupts"].extend(value)
+            known = {i.id for i in info["interrupts"]}
+            fresh = [i for i in value if i.id not in known]  # a task asked again after a resume
+            interrupts.extend(fresh)
+            info["interrupts"].extend(fresh)
         elif key == ERROR:
             info["error"] = value
         elif key != RESUME:
             info["writes"][key] = value
     nxt = tuple(cp.get("next") or ()) + tuple(s[0] for s in cp.get("sends") or ())
+    if by_task:  # functional-API task calls: their pending interrupts show on their node
+        roots = [f"{cp.get('id')}:{name}:{index}" for name, index in _task_keys(cp)]
+        folded = fold_calls(by_task, roots)
+        if folded is not None:
+            interrupts = folded
+        elif head:
+            interrupts, nxt = _now(cp, by_task, nxt)
     # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
     tasks = tuple(_task(cp["id"], name, index, by_task) for name, index in _task_keys(cp))  # pyright: ignore[reportTypedDictNotRequiredAccess]
     return StateSnapshot(
@@ -73,6 +88,24 @@ def snapshot(plan: Plan, saved: CheckpointTuple) -> StateSnapshot:
     )
 
 
+def _now(
+    cp: Any, by_task: dict[str, dict[str, Any]], nxt: tuple[str, ...]
+) -> tuple[list[Interrupt], tuple[str, ...]]:
+    """The head's pending interrupts and next nodes: answered questions and finished tasks drop out."""
+    pending: list[Interrupt] = []
+    finished: set[str] = set()
+    for tid, info in by_task.items():
+        if info["writes"] and not info["error"]:
+            finished.add(tid)
+            info["interrupts"] = []
+        else:  # the task's latest questions (a saver keeps one interrupt write per task)
+            pending.extend(info["interrupts"])
+    if finished:
+        keys = _task_keys(cp)
+        nxt = tuple(name for name, index in keys if f"{cp.get('id')}:{name}:{index}" not in finished)
+    return pending, nxt
+
+
 def _task_keys(cp: Any) -> list[tuple[str, int]]:
     keys = [(name, 0) for name in cp.get("next") or ()]
     counts: dict[str, int] = {}
@@ -85,7 +118,10 @@ def _task_keys(cp: Any) -> list[tuple[str, int]]:
 def _task(cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]]) -> PregelTask:
     tid = f"{cid}:{name}:{index}"
     info = by_task.get(tid, {})
-    done = not info.get("error") and not info.get("interrupts") and tid in by_task
+    # finished: its writes are stored (after answered questions, too), or it stopped on nothing
+    done = (
+        tid in by_task and not info.get("error") and (bool(info.get("writes")) or not info.get("interrupts"))
+    )
     return PregelTask(
         id=tid,
         name=name,
@@ -101,37 +137,44 @@ Update = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, int]]
 
 
 def prepare_update(
-    plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None, values: Any, as_node: str | None
+    plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None, updates: Sequence[tuple[Any, str | None]]
 ) -> Generator[CallRouters, list[Any], Update]:
-    """Apply ``values`` as if written by ``as_node``; return what ``put`` needs.
+    """Apply one superstep of updates ``(values, as_node)`` as if those nodes had returned them.
 
-    A generator like the run loop: it yields the conditional edges ``as_node``
-    triggers (:class:`~plait.pregel._effects.CallRouters`) for the driver to call.
+    A generator like the run loop: it yields the conditional edges the writers trigger
+    (:class:`~plait.pregel._effects.CallRouters`) for the driver to call; returns what ``put`` needs.
+    ``as_node="__copy__"`` (alone, no values) copies the checkpoint as a sibling (a fork).
 
     Raises:
-        InvalidUpdateError: ``as_node`` is not a node of the graph.
+        InvalidUpdateError: an ``as_node`` is not a node of the graph, or a copy is misused.
     """
-    if as_node is not None and as_node not in plan.nodes and as_node not in (START, END):
-        raise InvalidUpdateError(
-            f"Node {as_node!r} does not exist; known nodes: {sorted(plan.nodes)}", node=as_node
-        )
-    if saved is None and as_node is None:
-        as_node = START  # a new thread: the update is its input, and the graph starts from it
+    if any(node == COPY for _, node in updates):
+        return _copy(saved, updates)
+    for _, as_node in updates:
+        if as_node is not None and as_node not in plan.nodes and as_node not in (START, END):
+            raise InvalidUpdateError(
+                f"Node {as_node!r} does not exist; known nodes: {sorted(plan.nodes)}", node=as_node
+            )
+    if saved is None:  # a new thread: an update is its input, and the graph starts from it
+        updates = [(values, START if as_node is None else as_node) for values, as_node in updates]
     loop = Loop(plan, None, {}, frozenset())
     loop.load(saved)
     run: RunState = loop.run
-    writer = as_node or "__update__"
-    task = Task(writer, None, None)  # type: ignore[arg-type]
-    if values is not None:
-        collect(task, values)
-    changed = apply_writes(plan, run, [(writer, task.writes)])
-    if as_node is not None and as_node != END:
-        if as_node == START:
+    tasks: list[Task] = []
+    for values, as_node in updates:
+        task = Task(as_node or "__update__", None, None)  # type: ignore[arg-type]
+        if values is not None:
+            collect(task, values)
+        tasks.append(task)
+    changed = apply_writes(plan, run, [(t.name, t.writes) for t in tasks])
+    routed = [t for t, (_, node) in zip(tasks, updates, strict=True) if node is not None and node != END]
+    if routed:
+        if any(t.name == START for t in routed):
             run.barriers.clear()
-        calls = routers(plan, [task], {})
+        calls = routers(plan, routed, {})
         answers = (yield CallRouters(calls, loop.branch_input())) if calls else ()
-        schedule(plan, run, [task], answers)
-    elif as_node == END:
+        schedule(plan, run, routed, answers)
+    elif any(node == END for _, node in updates):
         run.next, run.sends = [], []
     # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
     after = None if saved is None else saved.checkpoint["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
@@ -140,3 +183,39 @@ def prepare_update(
     metadata: dict[str, Any] = {"source": "update", "step": step, "parents": {}}
     parent = saved.config if saved is not None else thread.config()
     return parent, checkpoint, metadata, versions
+
+
+COPY = "__copy__"
+"""``as_node`` that copies a checkpoint as a new sibling of it (LangGraph's name)."""
+
+
+def _copy(saved: CheckpointTuple | None, updates: Sequence[tuple[Any, str | None]]) -> Update:
+    if saved is None or len(updates) != 1 or updates[0][0] is not None:
+        raise InvalidUpdateError(
+            "as_node='__copy__' copies an existing checkpoint: pass values=None, alone in its superstep",
+            node=COPY,
+        )
+    checkpoint: dict[str, Any] = dict(saved.checkpoint)
+    checkpoint["id"] = new_checkpoint_id(after=saved.checkpoint.get("id"))
+    step = int((saved.metadata or {}).get("step", -1)) + 1
+    metadata: dict[str, Any] = {"source": "fork", "step": step, "parents": {}}
+    # every key counts as written: the copy's parent is the copied checkpoint's parent, not itself
+    versions = dict(saved.checkpoint.get("channel_versions") or {})
+    return saved.parent_config or saved.config, checkpoint, metadata, versions
+
+
+def head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:
+    """``expected_head`` for an update written on the thread head (none for explicit forks)."""
+    if not saver.supports_head_check or ref.checkpoint_id is not None:
+        return {}
+    return {"expected_head": None if saved is None else saved.checkpoint["id"]}
+
+
+def supersteps_of(supersteps: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+    """Check ``bulk_update_state``'s argument: at least one superstep, each with an update."""
+    steps = list(supersteps)
+    if not steps:
+        raise ValueError("No supersteps provided")
+    if any(not updates for updates in steps):
+        raise ValueError("No updates provided")
+    return steps

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 from plait._schema import MISSING
-from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id
+from plait.checkpoint.base import (
+    ERROR,
+    INTERRUPT,
+    RESUME,
+    BaseCheckpointSaver,
+    CheckpointTuple,
+    new_checkpoint_id,
+)
 from plait.constants import START
 from plait.errors import (
     EmptyInputError,
@@ -29,9 +35,12 @@ from plait.errors import (
     create_error_message,
 )
 from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, PutWrites, RunTasks, Save, SaveOp
+from plait.pregel._options import RunOptions
+from plait.pregel._pause import paused_view, save_partial, task_id
 from plait.pregel._plan import Plan
+from plait.pregel._resume import queue_resume
 from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, routers, schedule
-from plait.pregel._stream import EventSink
+from plait.pregel._stream import EventSink, next_tasks
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Command, Interrupt
@@ -43,28 +52,6 @@ DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "1
 _COMMAND = "__command__"
 Steps = Generator[Effect, Any, None]
 """A part of the run, as effects."""
-
-
-def task_id(checkpoint_id: str | None, task: Task) -> str:
-    """Deterministic id of a task within the step that follows ``checkpoint_id``."""
-    return f"{checkpoint_id or 'run'}:{task.name}:{task.index}"
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """Per-run settings given to invoke/stream.
-
-    Attributes:
-        interrupt_before: Nodes to pause before (overrides the plan's when given).
-        interrupt_after: Nodes to pause after (overrides the plan's when given).
-        multitask: ``"enqueue"`` waits for a busy thread, ``"reject"`` raises ThreadBusyError.
-        lease_timeout: Seconds to wait for a busy thread before ThreadBusyError (``None``: no limit).
-    """
-
-    interrupt_before: frozenset[str] | None = None
-    interrupt_after: frozenset[str] | None = None
-    multitask: str = "enqueue"
-    lease_timeout: float | None = None
 
 
 class Loop:
@@ -97,11 +84,14 @@ class Loop:
         self.lease_timeout = options.lease_timeout
         self.held: frozenset[Hashable] = frozenset()  # leases held by this run and the runs around it
         self.run = RunState(values={})
+        if saver is not None and type(saver).get_next_version is not BaseCheckpointSaver.get_next_version:
+            self.run.bump = saver.get_next_version  # the saver versions keys its own way
         limit = config.get("recursion_limit")  # checked by run_config: None or an int >= 1
         self.limit = DEFAULT_RECURSION_LIMIT if limit is None else int(limit)
         self.before = plan.interrupt_before if interrupt_before is None else interrupt_before
         self.after = plan.interrupt_after if interrupt_after is None else interrupt_after
-        self.sink = EventSink(modes, config)
+        self.sink = EventSink(modes, config, options.subgraphs)
+        self.durability = options.durability
         self.events = self.sink.events
         self.saves: list[SaveOp] = []
         self.checkpoint_id: str | None = None
@@ -115,6 +105,11 @@ class Loop:
         self.start_step = 0
         self.last_tasks: Sequence[Task] = ()
         self.expect_head: Any = None  # the thread head this run writes on (``...``: do not check)
+        self.replaying = False  # the run starts from an explicit (past) checkpoint_id
+        self.shown: dict[str, Any] | None = None  # a paused step's values with its finished writes
+        self.held_back: PutCheckpoint | None = None  # durability="exit": the checkpoint saved at the end
+        # writes of functional-API tasks settled in this step (pregel/_func_tasks.py): saved if it stops
+        self.task_writes: list[tuple[str, list[tuple[str, Any]]]] = []
         self._metadata = self.sink.metadata
 
     def task_id(self, task: Task) -> str:
@@ -152,16 +147,19 @@ class Loop:
         # stored sends may come back as lists; tuple() restores the (node, arg) pairs
         run.sends = cast("list[tuple[str, Any]]", [tuple(s) for s in cp.get("sends") or ()])
         run.barriers = {k: set(v) for k, v in (cp.get("barriers") or {}).items()}
+        run.deferred = set(cast("list[str]", cp.get("deferred") or ()))
         run.step = int((saved.metadata or {}).get("step", -1)) + 1
         # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
         self.checkpoint_id = cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
         self.checkpoint_config = saved.config
         explicit = self.thread is not None and self.thread.checkpoint_id is not None
+        self.replaying = explicit
         # time travel: the first write forks on purpose
         self.expect_head = ... if explicit else cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
         for tid, key, value in saved.pending_writes or ():
-            if key == INTERRUPT:
-                self.interrupted.setdefault(tid, []).extend(value)
+            if key == INTERRUPT:  # a task asked again after a resume repeats its earlier questions
+                asked = self.interrupted.setdefault(tid, [])
+                asked.extend(i for i in value if all(i.id != j.id for j in asked))
                 continue
             if key == ERROR:
                 continue
@@ -169,6 +167,8 @@ class Loop:
                 self.resumes.setdefault(tid, []).extend(value)
             else:
                 self.done_writes.setdefault(tid, []).append((key, value))
+        for tid in self.done_writes if self.interrupted else ():  # answered, then finished: not pending
+            self.interrupted.pop(tid, None)
 
     def effects(self, input: Any) -> Steps:  # noqa: A002 - LangGraph's name
         """The run after :meth:`load`: apply ``input`` (or resume), then supersteps until it ends.
@@ -184,11 +184,17 @@ class Loop:
         while True:
             if self.saves or self.events:  # most steps of a run without saver or stream have nothing
                 yield from self._flush()
-            tasks = self._tick()
+            try:
+                tasks = self._tick()
+            except GraphRecursionError:
+                self._release()
+                yield from self._flush()
+                raise
             if tasks is None:
                 break
             yield RunTasks(tuple(tasks))
             if any(t.error is not None or t.interrupts for t in tasks):
+                self._release()
                 error = self._stop_step(tasks)
                 yield from self._flush()
                 if error is not None:
@@ -197,7 +203,14 @@ class Loop:
             yield from self._finish(tasks)
             if self.interrupts:
                 break
+        self._release()
         yield from self._flush()
+
+    def _release(self) -> None:
+        """``durability="exit"``: queue the one checkpoint held back until the run ends."""
+        held, self.held_back = self.held_back, None
+        if held is not None:
+            self.saves.insert(0, held)
 
     def _flush(self) -> Steps:
         if self.saves:
@@ -230,9 +243,10 @@ class Loop:
             if self.saver is not None:
                 run.next, run.sends = [START], []
                 self._checkpoint("input", set())
-                self.saves.append(
-                    PutWrites(self.checkpoint_config or {}, writes, task_id(self.checkpoint_id, _START))
-                )
+                if self.durability != "exit":  # the input checkpoint is not stored: nor are its writes
+                    self.saves.append(
+                        PutWrites(self.checkpoint_config or {}, writes, task_id(self.checkpoint_id, _START))
+                    )
             run.step += 1
             yield from self._start_with(writes)
 
@@ -277,6 +291,16 @@ class Loop:
             writes = self.done_writes.pop(task_id(self.checkpoint_id, _START), [])
             yield from self._start_with(writes)
             return
+        older = self.newest is not None and self.newest != self.checkpoint_id
+        if self.replaying and older and (run.next or run.sends) and self.saver is not None:
+            # replaying a past checkpoint: its copy (source "fork") starts the new branch, and the
+            # nodes after it run again (the old branch's pending writes and answers stay with it)
+            self.done_writes.clear()
+            self.resumes.clear()
+            self.interrupted.clear()
+            self._checkpoint("fork", set())
+            run.step += 1
+            self.start_step = run.step
         self.skip_before = True
 
     def _begin_command(self, cmd: Command[object]) -> Steps:
@@ -294,15 +318,7 @@ class Loop:
         self.skip_before = True
 
     def _queue_resume(self, resume: Any) -> None:
-        by_id = {i.id: tid for tid, items in self.interrupted.items() for i in items}
-        if isinstance(resume, Mapping):
-            by_interrupt = cast("Mapping[str, Any]", resume)  # interrupt id -> resume value, perhaps
-            if by_interrupt and all(k in by_id for k in by_interrupt):
-                for key, value in by_interrupt.items():
-                    self.resumes.setdefault(by_id[key], []).append(value)
-                return
-        for tid in self.interrupted:
-            self.resumes.setdefault(tid, []).append(resume)
+        queue_resume(self.interrupted, self.resumes, resume)
 
     # -- steps --------------------------------------------------------------
 
@@ -330,12 +346,12 @@ class Loop:
             self.sink.interrupted(())
             return None
         self.skip_before = False
-        tasks = prepare_tasks(self.plan, run)
+        tasks = prepare_tasks(self.plan, run, self.start_step + self.limit)  # stop: for managed values
         if self.done_writes:
             for task in tasks:
                 done = self.done_writes.pop(task_id(self.checkpoint_id, task), None)
-                if done is not None:
-                    task.writes, task.done = done, True
+                if done is not None:  # finished before the pause: its writes are replayed
+                    task.writes, task.done, task.cached = done, True, True
         self.sink.started(tasks, self.task_id, run.step)
         return tasks
 
@@ -347,6 +363,8 @@ class Loop:
         """Merge a completed step, route, queue its checkpoint; pause when ``interrupt_after`` says so."""
         run = self.run
         self.last_tasks = tasks
+        if self.task_writes:  # the step completed: its functional tasks need no replay
+            self.task_writes.clear()
         changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
         yield from self._schedule(tasks)
         if self.modes:
@@ -367,23 +385,14 @@ class Loop:
         for t in tasks:
             self.interrupts.extend(t.interrupts)
         self.sink.interrupted(tuple(self.interrupts))
+        self._paused_view(tasks)
         return None
 
+    def _paused_view(self, tasks: Sequence[Task]) -> None:
+        paused_view(self, tasks)
+
     def _save_partial(self, tasks: Sequence[Task]) -> None:
-        config = self.checkpoint_config
-        if self.saver is None or config is None:
-            return
-        for t in tasks:
-            tid = task_id(self.checkpoint_id, t)
-            if t.interrupts:
-                self.saves.append(PutWrites(config, [(INTERRUPT, list(t.interrupts))], tid))
-                resumes = self.resumes.get(tid)
-                if resumes:
-                    self.saves.append(PutWrites(config, [(RESUME, list(resumes))], tid))
-            elif t.error is None and t.done:
-                self.saves.append(PutWrites(config, list(t.writes), tid))
-            elif t.error is not None:  # shown by get_state().tasks; the task runs again on resume
-                self.saves.append(PutWrites(config, [(ERROR, repr(t.error))], tid))
+        save_partial(self, tasks)
 
     # -- checkpoint & output --------------------------------------------------
 
@@ -408,17 +417,29 @@ class Loop:
         metadata: dict[str, Any] = {**self._metadata, "source": source, "step": run.step, "parents": {}}
         assert self.thread is not None  # noqa: S101 - guarded by saver is not None
         parent = self.thread.config(self.checkpoint_id) if self.checkpoint_id else self.thread.config()
-        self.saves.append(PutCheckpoint(parent, dict(checkpoint), metadata, versions, self.expect_head))
+        op = PutCheckpoint(parent, dict(checkpoint), metadata, versions, self.expect_head)
+        if self.durability != "exit":
+            self.saves.append(op)
+        else:  # one checkpoint when the run ends, on the parent this run started from
+            held = self.held_back
+            if held is not None:
+                op = PutCheckpoint(
+                    held.config, op.checkpoint, metadata, {**held.versions, **versions}, held.expected_head
+                )
+            self.held_back = op
         self.expect_head = cid
         self.checkpoint_id = cid
         self.checkpoint_config = self.thread.config(cid)
         config = self.checkpoint_config
+        parent_config = parent if "checkpoint_id" in parent.get("configurable", {}) else None
         self.sink.checkpoint(
             lambda: {
                 "config": config,
-                "metadata": metadata,
+                "parent_config": parent_config,
                 "values": self.state_values(),
+                "metadata": metadata,
                 "next": list(run.next),
+                "tasks": next_tasks(cid, run.next, run.sends),
             },
             run.step,
         )
@@ -436,7 +457,7 @@ class Loop:
 
     def output(self) -> dict[str, Any]:
         """The run's result: the output keys that are set."""
-        values = self.run.values
+        values = self.run.values if self.shown is None else self.shown
         return {k: values[k] for k in self.plan.output_keys if k in values}
 
     def final(self) -> Any:

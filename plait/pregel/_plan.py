@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from plait.channels.base import BaseChannel
-from plait.types import RetryPolicy
+from plait.types import CachePolicy, RetryPolicy
 
 __all__ = ["Branch", "Join", "NodeSpec", "Plan"]
 
@@ -44,8 +44,16 @@ class NodeSpec:
     make_input: Callable[[dict[str, Any]], Any] | None = None
     retry: RetryPolicy | None = None
     is_subgraph: bool = False
+    subgraph: Any = None
+    """The compiled graph, when the node is one (``get_state(subgraphs=True)``, ``get_subgraphs``)."""
     # the factory is cast once, here, to its element types (it stays the builtin dict)
     metadata: Mapping[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
+    managed: tuple[tuple[str, Any], ...] = ()
+    """``(key, ManagedValue class)`` pairs filled in for each task (``RemainingSteps``…)."""
+    cache_policy: CachePolicy[Any] | None = None
+    """Cache the node's writes, keyed on its input (used when the plan has a ``cache``)."""
+    cache_ns: tuple[str, ...] = ()
+    """The cache namespace of the node's entries."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +125,18 @@ class Plan:
     strict: bool = False
     input_make: Callable[[Any], dict[str, Any]] | None = None
     state_make: Callable[[dict[str, Any]], Any] | None = None
+    cache: Any = None
+    """The ``BaseCache`` of nodes with a ``cache_policy`` (``compile(cache=)``), or ``None``."""
+    root: bool = False
+    deferred: frozenset[str] = frozenset()
+    """Nodes added with ``defer=True``: they run once nothing else is left to run."""
+    """The state is one value (key ``__root__``): input, output and node results are that value."""
+    volatile: tuple[str, ...] = field(init=False, default=())
+    """Keys a step that does not write them still changes (``EphemeralValue``, ``Topic``)."""
+    untracked: frozenset[str] = field(init=False, default=frozenset())
+    """Keys never saved in checkpoints (``UntrackedValue``)."""
+
+    def __post_init__(self) -> None:
+        channels = self.channels.items()
+        object.__setattr__(self, "volatile", tuple(k for k, c in channels if c.volatile))
+        object.__setattr__(self, "untracked", frozenset(k for k, c in channels if not c.tracked))

@@ -4,50 +4,51 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing, closing
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, cast
 
 from typing_extensions import Self
 
-from plait.checkpoint.base import get_checkpoint_id
+from plait.checkpoint.base import INTERRUPT, get_checkpoint_id
 from plait.errors import GraphBuildError
 from plait.pregel._arun import afinish, run_async
+from plait.pregel._cache import namespaces
 from plait.pregel._callable import arun_nested, run_nested
 from plait.pregel._context import running_task
-from plait.pregel._history import empty_snapshot, prepare_update, snapshot
-from plait.pregel._loop import Loop, RunOptions
+from plait.pregel._history import empty_snapshot, head_check, prepare_update, snapshot, supersteps_of
+from plait.pregel._loop import Loop
+from plait.pregel._options import (
+    RUN_OPTIONS,
+    UNSUPPORTED,
+    RunOptions,
+    as_set,
+    durability_of,
+    modes_of,
+    seconds_of,
+    shape,
+    version_of,
+)
 from plait.pregel._plan import Plan
+from plait.pregel._root import root_output, root_snapshot, root_value
 from plait.pregel._run import finish_sync, run_sync
+from plait.pregel._subgraphs import (
+    aread_snapshot,
+    awith_task_states,
+    read_snapshot,
+    subgraphs_of,
+    with_task_states,
+)
 from plait.pregel._thread import ThreadRef, configurable_of, found, run_config
-from plait.types import Command, StateSnapshot
+from plait.types import Command, GraphOutput, StateSnapshot, StateUpdate
 from plait.typing import ContextT, InputT, OutputT, StateT
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
 __all__ = ["Pregel"]
-
-_MODES = frozenset({"values", "updates", "custom", "messages", "debug", "checkpoints", "tasks"})
-
-
-def _modes(stream_mode: Any, default: str) -> tuple[frozenset[str], bool]:
-    if stream_mode is None:
-        stream_mode = default
-    single = isinstance(stream_mode, str)
-    modes = frozenset([stream_mode] if single else stream_mode)
-    unknown = modes - _MODES
-    if unknown:
-        raise ValueError(f"Unknown stream_mode {sorted(unknown)}; choose from {sorted(_MODES)}")
-    return modes, single
-
-
-def _as_set(nodes: Any) -> frozenset[str] | None:
-    if nodes is None:
-        return None
-    return frozenset(["*"] if nodes == "*" else nodes)
 
 
 class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
@@ -93,16 +94,62 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     # -- running ------------------------------------------------------------
 
     def _loop(self, config: Mapping[str, Any] | None, modes: frozenset[str], kwargs: dict[str, Any]) -> Loop:
+        unknown = set(kwargs) - RUN_OPTIONS
+        if unknown:
+            raise TypeError(
+                f"Unexpected run option(s) {sorted(unknown)}; plait's invoke/stream take {sorted(RUN_OPTIONS)}"
+            )
+        for name in UNSUPPORTED:
+            if kwargs.get(name) is not None:
+                raise NotImplementedError(f"{name}= is not implemented by plait")
         strategy = kwargs.get("multitask_strategy") or "enqueue"
         if strategy not in ("enqueue", "reject"):
             raise ValueError(f"multitask_strategy must be 'enqueue' or 'reject', got {strategy!r}")
         options = RunOptions(
-            interrupt_before=_as_set(kwargs.get("interrupt_before")),
-            interrupt_after=_as_set(kwargs.get("interrupt_after")),
+            interrupt_before=as_set(kwargs.get("interrupt_before")),
+            interrupt_after=as_set(kwargs.get("interrupt_after")),
             multitask=strategy,
-            lease_timeout=_seconds(kwargs.get("lease_timeout")),
+            lease_timeout=seconds_of(kwargs.get("lease_timeout")),
+            subgraphs=bool(kwargs.get("subgraphs")),
+            durability=durability_of(kwargs),
         )
         return Loop(self.plan, self.checkpointer, run_config(config), modes, options)
+
+    def invoke_streaming(
+        self,
+        input: Any,  # noqa: A002
+        config: Mapping[str, Any] | None,
+        modes: frozenset[str],
+        push: Callable[[tuple[Any, ...]], None],
+        *,
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run as a streaming subgraph: hand every event to ``push``; return what ``invoke`` returns."""
+        kwargs.pop("stream_mode", None)  # the parent's modes apply
+        loop = self._loop(config, modes, {**kwargs, "subgraphs": True})
+        with closing(run_sync(loop, input, self.store, context)) as events:
+            for event in events:
+                push(event)
+        return _output(self, loop, False)
+
+    async def ainvoke_streaming(
+        self,
+        input: Any,  # noqa: A002
+        config: Mapping[str, Any] | None,
+        modes: frozenset[str],
+        push: Callable[[tuple[Any, ...]], None],
+        *,
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async :meth:`invoke_streaming`."""
+        kwargs.pop("stream_mode", None)
+        loop = self._loop(config, modes, {**kwargs, "subgraphs": True})
+        async with aclosing(run_async(loop, input, self.store, context)) as events:
+            async for event in events:
+                push(event)
+        return _output(self, loop, False)
 
     def stream(
         self,
@@ -123,13 +170,16 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             **kwargs: ``interrupt_before``, ``interrupt_after``, ``multitask_strategy``
                 (``"enqueue"``: wait for a busy thread, ``"reject"``: raise ThreadBusyError),
                 ``lease_timeout`` (seconds to wait for a busy thread, then ThreadBusyError),
-                ``durability`` and ``subgraphs`` (accepted for compatibility).
+                ``durability`` (``"sync"``, ``"async"`` or ``"exit"``), ``subgraphs`` (stream subgraph events
+                with their namespaces), ``version`` (``"v2"``: typed stream parts).
         """
-        modes, single = _modes(stream_mode, self.stream_mode)
+        modes, single = modes_of(stream_mode, self.stream_mode)
+        v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config, modes, kwargs)
+        subgraphs = loop.sink.subgraphs
         with closing(run_sync(loop, input, self.store, context)) as events:
             for event in events:
-                yield from _shape(event, modes, single)
+                yield from shape(event, modes, single, subgraphs, self.plan.root, v2)
 
     def invoke(
         self,
@@ -157,11 +207,12 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         """:meth:`invoke` as a graph of its own, even when called inside a running node."""
         if stream_mode != "values":
             return list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
+        v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config, frozenset(), kwargs)
         gen = run_sync(loop, input, self.store, context)
         for _ in gen:
             pass
-        return loop.final()
+        return _output(self, loop, v2)
 
     async def astream(
         self,
@@ -173,12 +224,14 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
-        modes, single = _modes(stream_mode, self.stream_mode)
+        modes, single = modes_of(stream_mode, self.stream_mode)
+        v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config, modes, kwargs)
+        subgraphs = loop.sink.subgraphs
         # closing this generator closes the run at once (releasing its thread), not when collected
         async with aclosing(run_async(loop, input, self.store, context)) as events:
             async for event in events:
-                for item in _shape(event, modes, single):
+                for item in shape(event, modes, single, subgraphs, self.plan.root, v2):
                     yield item
 
     async def ainvoke(
@@ -210,11 +263,12 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
                 c
                 async for c in self.astream(input, config, stream_mode=stream_mode, context=context, **kwargs)
             ]
+        v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config, frozenset(), kwargs)
         async with aclosing(run_async(loop, input, self.store, context)) as events:
             async for _ in events:
                 pass
-        return loop.final()
+        return _output(self, loop, v2)
 
     def batch(
         self,
@@ -255,16 +309,46 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         return self.checkpointer
 
     def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """The thread's newest checkpoint (or the one ``checkpoint_id`` names) as a snapshot."""
+        """The thread's newest checkpoint (or the one ``checkpoint_id`` names) as a snapshot.
+
+        Args:
+            config: Names the thread (and perhaps a checkpoint).
+            subgraphs: Fill each subgraph task's ``state`` with the subgraph's own snapshot
+                (else its config).
+        """
         ref = ThreadRef.from_config(config)
         saved = self._saver().get_tuple(ref.config())
-        return empty_snapshot(config) if saved is None else snapshot(self.plan, saved)
+        if saved is None:
+            return empty_snapshot(config)
+        read = partial(read_snapshot, self.checkpointer) if subgraphs else None
+        snap = with_task_states(self.plan, snapshot(self.plan, saved, ref.checkpoint_id is None), read)
+        return root_snapshot(self.plan, snap)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async :meth:`get_state`."""
         ref = ThreadRef.from_config(config)
         saved = await self._saver().aget_tuple(ref.config())
-        return empty_snapshot(config) if saved is None else snapshot(self.plan, saved)
+        if saved is None:
+            return empty_snapshot(config)
+        snap = snapshot(self.plan, saved, ref.checkpoint_id is None)
+        if subgraphs:
+            snap = await awith_task_states(self.plan, snap, partial(aread_snapshot, self.checkpointer))
+        else:
+            snap = with_task_states(self.plan, snap, None)
+        return root_snapshot(self.plan, snap)
+
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> Iterator[tuple[str, Any]]:
+        """The graph's subgraph nodes as ``(name, graph)`` pairs (``namespace``: the one at that path)."""
+        yield from subgraphs_of(self.plan, namespace, recurse)
+
+    async def aget_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> AsyncIterator[tuple[str, Any]]:
+        """Async :meth:`get_subgraphs`."""
+        for item in subgraphs_of(self.plan, namespace, recurse):
+            yield item
 
     def get_state_history(
         self,
@@ -278,7 +362,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         ref = ThreadRef.from_config(config)
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         for saved in self._saver().list(ref.config(), filter=filter, before=before, limit=limit):
-            yield snapshot(self.plan, saved)
+            yield root_snapshot(self.plan, snapshot(self.plan, saved))
 
     async def aget_state_history(
         self,
@@ -292,45 +376,81 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         ref = ThreadRef.from_config(config)
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         async for saved in self._saver().alist(ref.config(), filter=filter, before=before, limit=limit):
-            yield snapshot(self.plan, saved)
+            yield root_snapshot(self.plan, snapshot(self.plan, saved))
 
-    def update_state(self, config: RunnableConfig, values: Any, as_node: str | None = None) -> dict[str, Any]:
+    def update_state(
+        self, config: RunnableConfig, values: Any, as_node: str | None = None, task_id: str | None = None
+    ) -> dict[str, Any]:
         """Write ``values`` to the thread through the reducers, as if ``as_node`` had returned them.
 
         Returns:
             The config of the new checkpoint.
         """
-        ref = ThreadRef.from_config(config)
-        saver = self._saver()
-        saved = found(saver.get_tuple(ref.config()), ref)
-        parent, checkpoint, metadata, versions = finish_sync(
-            prepare_update(self.plan, ref, saved, values, as_node)
-        )
-        written: dict[str, Any] = saver.put(
-            parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved)
-        )
-        return written
+        return self.bulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
 
     async def aupdate_state(
-        self, config: dict[str, Any], values: Any, as_node: str | None = None
+        self, config: RunnableConfig, values: Any, as_node: str | None = None, task_id: str | None = None
     ) -> dict[str, Any]:
         """Async :meth:`update_state`."""
-        ref = ThreadRef.from_config(config)
-        saver = self._saver()
-        saved = found(await saver.aget_tuple(ref.config()), ref)
-        parent, checkpoint, metadata, versions = await afinish(
-            prepare_update(self.plan, ref, saved, values, as_node)
-        )
-        written: dict[str, Any] = await saver.aput(
-            parent, checkpoint, metadata, versions, **_head_check(saver, ref, saved)
-        )
-        return written
+        return await self.abulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
+
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        """Apply several supersteps of updates, one checkpoint each; return the last one's config.
+
+        Each superstep is a list of :class:`~plait.types.StateUpdate` (or ``(values, as_node)``)
+        whose writes merge as one step's do.
+        """
+        saver, current = self._saver(), cast("dict[str, Any]", config)
+        for updates in supersteps_of(supersteps):
+            ref = ThreadRef.from_config(current)
+            saved = found(saver.get_tuple(ref.config()), ref)
+            parent, checkpoint, metadata, versions = finish_sync(
+                prepare_update(self.plan, ref, saved, self._updates(updates))
+            )
+            current = saver.put(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
+        return current
+
+    async def abulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        """Async :meth:`bulk_update_state`."""
+        saver, current = self._saver(), cast("dict[str, Any]", config)
+        for updates in supersteps_of(supersteps):
+            ref = ThreadRef.from_config(current)
+            saved = found(await saver.aget_tuple(ref.config()), ref)
+            parent, checkpoint, metadata, versions = await afinish(
+                prepare_update(self.plan, ref, saved, self._updates(updates))
+            )
+            current = await saver.aput(
+                parent, checkpoint, metadata, versions, **head_check(saver, ref, saved)
+            )
+        return current
+
+    def _updates(self, updates: Sequence[Any]) -> list[tuple[Any, str | None]]:
+        root = self.plan.root
+        return [(root_value(u[0]) if root else u[0], u[1] if len(u) > 1 else None) for u in updates]
 
     def with_saver(self, saver: Any) -> Self:
         """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
         clone = copy.copy(self)
         clone.checkpointer = saver
         return clone
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Delete the cached results of ``nodes`` (``None``: of every node).
+
+        Raises:
+            ValueError: the graph was compiled without a cache.
+        """
+        cache, spaces = namespaces(self.plan, nodes)
+        cache.clear(spaces)
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Async :meth:`clear_cache`."""
+        cache, spaces = namespaces(self.plan, nodes)
+        await cache.aclear(spaces)
 
     def validate(self) -> Self:
         """Kept for LangGraph compatibility; plans are validated by ``compile()``."""
@@ -348,15 +468,6 @@ def _configs(
     return [cast("RunnableConfig | None", config)] * count  # a config (or None): sequences were taken above
 
 
-def _seconds(value: Any) -> float | None:
-    """A ``lease_timeout``: ``None`` or a non-negative number of seconds."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"lease_timeout must be None or a number of seconds >= 0, got {value!r}")
-    return None if value >= threading.TIMEOUT_MAX else float(value)  # longer than a lock can wait: no limit
-
-
 def _nesting(graph: Pregel[Any, Any, Any, Any], config: Mapping[str, Any] | None) -> Any:
     """The running task a graph is invoked from (as a subgraph inside a node), if any.
 
@@ -364,7 +475,7 @@ def _nesting(graph: Pregel[Any, Any, Any, Any], config: Mapping[str, Any] | None
         InvalidConfigError: ``config`` is malformed (checked first, so that nothing runs).
     """
     thread_id = configurable_of(run_config(config)).get("thread_id")
-    if graph.subgraph_saving != "inherit":
+    if graph.subgraph_saving not in ("inherit", "persist"):
         return None
     task = running_task()
     if task is None or task.saver is None or thread_id:
@@ -372,16 +483,13 @@ def _nesting(graph: Pregel[Any, Any, Any, Any], config: Mapping[str, Any] | None
     return task
 
 
-def _head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:
-    """``expected_head`` for an update written on the thread head (none for explicit forks)."""
-    if not saver.supports_head_check or ref.checkpoint_id is not None:
-        return {}
-    return {"expected_head": None if saved is None else saved.checkpoint["id"]}
-
-
-def _shape(event: tuple[str, Any], modes: frozenset[str], single: bool) -> list[Any]:
-    """Turn an internal event into what ``stream`` yields for the requested modes."""
-    mode, payload = event
-    if mode not in modes:
-        return []
-    return [payload if single else event]
+def _output(graph: Pregel[Any, Any, Any, Any], loop: Loop, v2: bool) -> Any:
+    """What ``invoke`` returns: the output (``__interrupt__`` included), or a ``GraphOutput``."""
+    final = loop.final()
+    if loop.interrupts and INTERRUPT not in final and loop.thread is not None and loop.thread.checkpoint_ns:
+        # a subgraph stopped at a breakpoint: its parent task pauses too (and continues it later)
+        final[INTERRUPT] = list(loop.interrupts)
+    interrupts = tuple(final.pop(INTERRUPT, ())) if v2 else ()
+    if graph.plan.root:
+        final = root_output(final)
+    return GraphOutput(value=final, interrupts=interrupts) if v2 else final

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Generator, Hashable, Sequence
 from contextvars import copy_context
 from typing import Any, TypeVar, cast
 
-from plait.checkpoint.base import reentered
+from plait.checkpoint._locks import reentered
 from plait.errors import ParentCommand
+from plait.pregel._cache import cache_task, recall_task
 from plait.pregel._callable import run_coroutine
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, RunTasks, Save, put_kwargs
-from plait.pregel._loop import Loop, task_id
+from plait.pregel._loop import Loop
+from plait.pregel._pause import task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._thread import found
@@ -37,16 +40,22 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
         node=task.name,
         task_id=tid,
         resume=list(resume) if resume else [],
-        lc_config=sink.child_config(task, loop.run.step) if sink.lc_child else None,
+        lc_config=sink.child_config(task, loop.run.step, tid) if sink.lc_child else None,
         saver=loop.saver,
         checkpoint_ns=loop.thread.checkpoint_ns if loop.thread else "",
         held=loop.held,
+        stream=sink if sink.subgraphs else None,
+        paused=tid in loop.interrupted,
+        durability=loop.durability,
+        loop=loop,
     )
 
 
 def run_task(task: Task, ctx: TaskContext) -> None:
     """Run one task to completion, recording its result, error or interrupt on it."""
     attempt = 0
+    if task.node.cache_policy is not None and recall_task(task, ctx):
+        return
     with task_scope(ctx):
         while True:
             attempt += 1
@@ -57,6 +66,8 @@ def run_task(task: Task, ctx: TaskContext) -> None:
                 except ParentCommand as exc:  # a subgraph inside this node addressed this graph
                     value = from_child(exc)
                 collect(task, value)
+                if task.node.cache_policy is not None:
+                    cache_task(task, ctx)
                 return
             except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
                 delay = task.failed(exc, attempt)
@@ -169,11 +180,66 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
                 yield from effect.events
                 continue
             try:
-                answer = _perform(loop, effect, store, context, deep)
+                if type(effect) is RunTasks and loop.sink.live:
+                    yield from _execute_live(loop, effect.tasks, store, context)
+                else:
+                    answer = _perform(loop, effect, store, context, deep)
             except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                 error = exc
     finally:
         effects.close()
+
+
+def _execute_live(
+    loop: Loop, tasks: Sequence[Task], store: Any, context: Any
+) -> Generator[Event, None, None]:
+    """Run the step on a thread of its own and stream the events its tasks emit as they come.
+
+    Closing the stream mid-step waits for the step's tasks to end (threads cannot be cancelled);
+    Ctrl-C (``KeyboardInterrupt``) returns at once and leaves them to finish on their own.
+    """
+    sink, events = loop.sink, loop.sink.events
+    ready = threading.Condition()
+    failed: list[BaseException] = []
+    done = threading.Event()
+
+    def notify() -> None:
+        with ready:
+            ready.notify()
+
+    def work() -> None:
+        try:
+            _execute(loop, tasks, store, context)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the driver's thread
+            failed.append(exc)
+        finally:
+            done.set()
+            notify()
+
+    sink.notify = notify
+    runner = threading.Thread(target=copy_context().run, args=(work,), daemon=True)
+    runner.start()
+    try:
+        while True:
+            with ready:
+                if not events and not done.is_set():
+                    ready.wait(0.5)
+            count = len(events)
+            if count:
+                batch = events[:count]
+                del events[:count]  # nodes only append: the events after ``count`` stay
+                yield from batch
+            elif done.is_set():
+                break
+    except KeyboardInterrupt:  # the caller stops now; the step's thread ends on its own
+        sink.notify = None
+        raise
+    finally:
+        if sink.notify is not None:  # finished, failed, or the consumer closed the stream
+            runner.join()
+            sink.notify = None
+    if failed:
+        raise failed[0]
 
 
 def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: bool) -> Any:  # noqa: PLR0913

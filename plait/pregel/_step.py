@@ -4,11 +4,10 @@ A run is a sequence of supersteps. Each one:
 
 1. :func:`prepare_tasks` — every scheduled node gets its input, read from one
    snapshot of the state (parallel nodes never see each other's writes);
-2. the driver runs the tasks (``_run.py`` in threads, ``_arun.py`` on the loop)
-   and hands each result to :func:`collect`, which checks it and turns it into
-   ``(key, value)`` writes plus explicit ``goto`` targets;
-3. :func:`apply_writes` merges all writes key by key, in node-name order, through
-   each key's channel (overwrite or reducer);
+2. the driver runs the tasks and hands each result to :func:`collect`, which turns it
+   into ``(key, value)`` writes plus explicit ``goto`` targets;
+3. :func:`apply_writes` merges all writes key by key, in node-name order, through each
+   key's channel (overwrite or reducer), and bumps the versions of the keys written;
 4. the driver calls the conditional edges' routing functions (:func:`routers`),
    then :func:`schedule` follows static edges, their answers, joins and
    ``Command.goto`` to pick the next step's tasks.
@@ -29,6 +28,8 @@ from plait._schema import MISSING
 from plait.checkpoint.base import now_iso
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError, StrictModeError, UndeclaredKeyWarning
+from plait.pregel._defer import hold_deferred, next_version
+from plait.pregel._managed import clear_unwritten, fill_managed
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._task import Task
 from plait.types import Send
@@ -56,14 +57,21 @@ class RunState:
     next: list[str] = field(default_factory=cast("Callable[[], list[str]]", list))
     sends: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
     step: int = 0
+    deferred: set[str] = field(default_factory=cast("Callable[[], set[str]]", set))
+    bump: Callable[[Any, None], Any] = next_version  # a saver's get_next_version when it has its own
+    untracked: frozenset[str] = frozenset()  # keys never checkpointed (UntrackedValue), set by apply_writes
 
     def checkpoint(self, cid: str, changed: set[str]) -> tuple[dict[str, Any], dict[str, int]]:
         """The checkpoint of the current state and the versions of the ``changed`` keys."""
+        values = self.values
+        if self.untracked:
+            values = {k: v for k, v in values.items() if k not in self.untracked}
+            changed = changed - self.untracked
         checkpoint = {
             "v": 1,
             "id": cid,
             "ts": now_iso(),
-            "channel_values": dict(self.values),
+            "channel_values": dict(values),
             "channel_versions": dict(self.versions),
             "updated_channels": sorted(changed),
             "next": list(self.next),
@@ -71,6 +79,8 @@ class RunState:
             "barriers": {k: sorted(v) for k, v in self.barriers.items()},
             "interrupts": [],
         }
+        if self.deferred:
+            checkpoint["deferred"] = sorted(self.deferred)
         return checkpoint, {k: self.versions[k] for k in changed if k in self.versions}
 
 
@@ -85,14 +95,24 @@ def read_state(
     return out
 
 
-def _node_input(node: NodeSpec, values: Mapping[str, Any]) -> Any:
+def _node_input(node: NodeSpec, values: Mapping[str, Any], step: int, stop: int) -> Any:
     state = read_state(values, node.reads, node.defaults)
+    if node.managed:
+        fill_managed(state, node.managed, step, stop)
     return state if node.make_input is None else node.make_input(state)
 
 
-def prepare_tasks(plan: Plan, run: RunState) -> list[Task]:
-    """Build the tasks of the step about to run, reading one snapshot of the state."""
-    tasks = [Task(name, plan.nodes[name], _node_input(plan.nodes[name], run.values)) for name in run.next]
+def prepare_tasks(plan: Plan, run: RunState, stop: int | None = None) -> list[Task]:
+    """Build the tasks of the step about to run, reading one snapshot of the state.
+
+    ``stop`` (the recursion limit's last step) sets managed values such as ``RemainingSteps``.
+    """
+    step = run.step
+    stop = step + 1 if stop is None else stop
+    tasks = [
+        Task(name, plan.nodes[name], _node_input(plan.nodes[name], run.values, step, stop))
+        for name in run.next
+    ]
     counts: dict[str, int] = {}
     for name, arg in run.sends:
         index = counts[name] = counts.get(name, -1) + 1
@@ -110,10 +130,22 @@ def apply_writes(
     tasks in the order they were sent (as LangGraph does). The result never
     depends on which node finished first.
     """
+    if plan.volatile or plan.untracked:  # EphemeralValue, Topic, UntrackedValue keys
+        run.untracked = plan.untracked
+        changed = _apply_all(plan, run, writers)
+        if plan.volatile and (len(writers) != 1 or writers[0][0] != START):  # not after the input
+            clear_unwritten(plan, run.values, run.versions, changed)
+        return changed
     if len(writers) == 1:
         name, writes = writers[0]
         if len(writes) < 2 or len({k for k, _ in writes}) == len(writes):
             return _apply_one(plan, run, name, writes)
+    return _apply_all(plan, run, writers)
+
+
+def _apply_all(
+    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]
+) -> set[str]:
     pending: dict[str, tuple[list[Any], list[str]]] = {}
     channels = plan.channels
     for name, writes in writers:  # already ordered: pulls by node name, then Send tasks in order
@@ -158,7 +190,7 @@ def _merge(channel: Any, run: RunState, key: str, vals: Sequence[Any], nodes: Se
         values.pop(key, None)
     else:
         values[key] = new
-    run.versions[key] = run.versions.get(key, 0) + 1
+    run.versions[key] = run.bump(run.versions.get(key), None)
 
 
 def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
@@ -224,6 +256,8 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Seque
                 pulls[join.target] = None
     run.next = sorted(pulls) if len(pulls) > 1 else list(pulls)
     run.sends = sends
+    if plan.deferred:
+        hold_deferred(plan.deferred, run)
 
 
 def _route(

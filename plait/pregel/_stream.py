@@ -17,7 +17,13 @@ from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._task import Task
 from plait.pregel._thread import configurable_of
 
-__all__ = ["EventSink"]
+__all__ = ["STATIC", "EventSink", "next_tasks"]
+
+STATIC = ("before", "after")
+"""Ids of the markers for static breakpoints (``interrupt_before``/``interrupt_after``)."""
+
+_PROPAGATE = ("thread_id", "checkpoint_id", "checkpoint_ns", "task_id", "run_id", "assistant_id", "graph_id")
+"""``configurable`` keys copied into the metadata of "messages" events (as LangGraph does)."""
 
 
 def _update_payload(task: Task) -> Any:
@@ -31,41 +37,78 @@ def _update_payload(task: Task) -> Any:
 class EventSink:
     """Collects the events of one run for the requested stream modes.
 
+    Events are ``(mode, payload)``, or ``(mode, payload, namespace)`` for events forwarded from
+    subgraphs (``subgraphs=True``). Nodes add events from worker threads while a step runs;
+    ``notify`` (set by a driver that streams them live) is called after each such event.
+
     Args:
         modes: The stream modes requested.
         config: The run config (callbacks, tags, metadata for child runnables).
+        subgraphs: Subgraphs stream their events into this run's stream.
     """
 
-    def __init__(self, modes: frozenset[str], config: dict[str, Any]) -> None:
+    def __init__(self, modes: frozenset[str], config: dict[str, Any], subgraphs: bool = False) -> None:
         self.modes = modes
         self.config = config
-        self.events: list[tuple[str, Any]] = []
+        self.subgraphs = subgraphs and bool(modes)
+        self.events: list[tuple[Any, ...]] = []
+        self.notify: Callable[[], None] | None = None
+        # events can arrive while a step runs: the driver then streams them as they come
+        self.live = self.subgraphs or bool(modes & {"custom", "messages"})
         self.metadata: dict[str, Any] = dict(config.get("metadata") or {})
+        configurable = configurable_of(config)
+        self.ns: str = configurable.get("checkpoint_ns") or ""
+        # what chat-model callbacks and "messages" events see: user metadata, run ids from configurable
+        self.lc_metadata = {
+            **{k: configurable[k] for k in _PROPAGATE if configurable.get(k)},
+            **self.metadata,
+        }
         self.messages = MessageStreamHandler(self._message) if "messages" in modes else None
         self.lc_child = self.messages is not None or bool(config.get("callbacks"))
         self.tasks_on = "tasks" in modes or "debug" in modes
 
     def _message(self, item: tuple[Any, dict[str, Any]]) -> None:
         self.events.append(("messages", item))
+        if self.notify is not None:
+            self.notify()
 
     def custom(self, chunk: Any) -> None:
         """A node's ``writer`` output (``custom`` mode)."""
         if "custom" in self.modes:
             self.events.append(("custom", chunk))
+            if self.notify is not None:
+                self.notify()
 
-    def child_config(self, task: Task, step: int) -> dict[str, Any]:
+    def forward(self, event: tuple[Any, ...], segment: str) -> None:
+        """An event of a subgraph running in one of this run's tasks, under namespace ``segment``."""
+        if len(event) == 2:
+            self.events.append((event[0], event[1], (segment,)))
+        else:
+            self.events.append((event[0], event[1], (segment, *event[2])))
+        if self.notify is not None:
+            self.notify()
+
+    def task_metadata(self, task: Task, step: int, task_id: str) -> dict[str, Any]:
+        """The metadata of what runs inside ``task`` (chat models, "messages" events)."""
+        ns = f"{self.ns}|{task.name}:{task_id}" if self.ns else f"{task.name}:{task_id}"
+        return {
+            **self.lc_metadata,
+            "langgraph_step": step,
+            "langgraph_node": task.name,
+            "langgraph_triggers": (task.name,),
+            "langgraph_path": ("__pregel_pull", task.name),
+            "langgraph_checkpoint_ns": ns,
+            "checkpoint_ns": ns,
+        }
+
+    def child_config(self, task: Task, step: int, task_id: str = "") -> dict[str, Any]:
         """The LangChain config runnables inside ``task`` inherit (callbacks, tags, metadata)."""
         given = self.config.get("callbacks") or ()
         # a list of handlers or a callback manager; isinstance() leaves the handlers Unknown
         callbacks = list(cast("Sequence[Any]", given)) if isinstance(given, (list, tuple)) else [given]
         if self.messages is not None:
             callbacks.append(self.messages)
-        metadata = {
-            **self.metadata,
-            "langgraph_node": task.name,
-            "langgraph_step": step,
-            "langgraph_triggers": (task.name,),
-        }
+        metadata = self.task_metadata(task, step, task_id)
         return {
             "callbacks": callbacks,
             "metadata": metadata,
@@ -95,26 +138,31 @@ class EventSink:
     def finished(self, tasks: Sequence[Task], task_id: Callable[[Task], str], step: int) -> None:
         """Tasks that completed a step (``updates``, ``tasks``, ``messages`` modes)."""
         modes = self.modes
+        if self.messages is not None:  # a node's messages come before the step's updates
+            for t in tasks:
+                meta = self.task_metadata(t, step, task_id(t))
+                for _, value in t.writes:
+                    items = cast("Sequence[Any]", value) if isinstance(value, list) else [value]
+                    self.messages.emit_written([m for m in items if isinstance(m, BaseMessage)], meta)
         for t in tasks:
             if "updates" in modes:
-                self.events.append(("updates", {t.name: _update_payload(t)}))
-            if self.tasks_on:
+                update = {t.name: _update_payload(t)}
+                if t.cached:  # replayed from the node cache: the node did not run
+                    update["__metadata__"] = {"cached": True}
+                self.events.append(("updates", update))
+            if self.tasks_on and not t.cached:
                 self._emit(
                     "tasks",
                     {"id": task_id(t), "name": t.name, "error": None, "result": t.writes, "interrupts": []},
                     step,
                     "task_result",
                 )
-            if self.messages is not None:
-                meta = {**self.metadata, "langgraph_node": t.name, "langgraph_step": step}
-                for _, value in t.writes:
-                    items = cast("Sequence[Any]", value) if isinstance(value, list) else [value]
-                    self.messages.emit_written([m for m in items if isinstance(m, BaseMessage)], meta)
 
     def interrupted(self, interrupts: Sequence[Any]) -> None:
         """The run paused on ``interrupt()`` (``updates`` mode reports it)."""
         if "updates" in self.modes:
-            self.events.append(("updates", {INTERRUPT: tuple(interrupts)}))
+            real = tuple(i for i in interrupts if i.id not in STATIC)
+            self.events.append(("updates", {INTERRUPT: real}))
 
     def values(self, output: Callable[[], dict[str, Any]]) -> None:
         """The state after the input or a step (``values`` mode)."""
@@ -125,3 +173,14 @@ class EventSink:
         """A checkpoint was queued (``checkpoints``/``debug`` modes)."""
         if "checkpoints" in self.modes or "debug" in self.modes:
             self._emit("checkpoints", payload(), step, "checkpoint")
+
+
+def next_tasks(cid: str, pulls: Sequence[str], sends: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """The tasks a checkpoint schedules, as ``debug``/``checkpoints`` events describe them."""
+    names = [*pulls, *(name for name, _ in sends)]
+    counts: dict[str, int] = {}
+    out: list[dict[str, Any]] = []
+    for name in names:
+        index = counts[name] = counts.get(name, -1) + 1
+        out.append({"id": f"{cid}:{name}:{index}", "name": name, "interrupts": (), "state": None})
+    return out

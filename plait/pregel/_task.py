@@ -36,6 +36,8 @@ class Task:
     error: BaseException | None = None
     interrupts: tuple[Any, ...] = ()
     result: Any = None
+    cached: bool = False
+    """The writes came from the node cache; the node was not called."""
 
     def failed(self, exc: Exception, attempt: int) -> float | None:
         """Record that attempt ``attempt`` raised ``exc``.
@@ -112,10 +114,18 @@ def collect(task: Task, result: Any) -> None:
         if isinstance(result, (list, tuple))
         else None
     )
-    if items is not None and items and all(isinstance(i, (Command, Send)) for i in items):
-        for item in items:
+    if items is not None and items and any(isinstance(i, Command) for i in items) or (
+        items is not None and items and all(isinstance(i, Send) for i in items)
+    ):
+        for item in items or ():
             if isinstance(item, Send):
                 task.goto.append(item)
+                continue
+            if not isinstance(item, Command):  # a plain update beside commands (LangGraph's mixed list)
+                writes = _updates_of(item)
+                if writes is None:
+                    raise _bad_return(task.name, item)
+                task.writes.extend(writes)
                 continue
             if item.graph == Command.PARENT:
                 raise ParentCommand(item, task.name)

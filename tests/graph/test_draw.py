@@ -96,3 +96,37 @@ def test_mermaid_waiting_edge_draws_each_source() -> None:
 def test_mermaid_without_styles() -> None:
     text = _linear().compile().get_graph().draw_mermaid(with_styles=False)
     assert "classDef" not in text
+
+
+def test_xray_draws_subgraph_nodes_in_place() -> None:
+    class _S(TypedDict):
+        x: int
+
+    inner = (
+        StateGraph(_S)
+        .add_node("i1", lambda s: s)
+        .add_node("i2", lambda s: s)
+        .add_edge(START, "i1")
+        .add_edge("i1", "i2")
+        .compile()
+    )
+    middle = StateGraph(_S).add_node("deep", inner).add_edge(START, "deep").compile()
+    graph = (
+        StateGraph(_S)
+        .add_node("a", lambda s: s)
+        .add_node("sub", middle)
+        .add_edge(START, "a")
+        .add_edge("a", "sub")
+        .add_edge("sub", END)
+        .compile()
+    )
+    assert "sub" in graph.get_graph().nodes
+    assert graph.get_graph(xray=1).nodes == (START, "a", "sub:deep", END)
+    full = graph.get_graph(xray=True)
+    assert full.nodes == (START, "a", "sub:deep:i1", "sub:deep:i2", END)
+    assert [(e.source, e.target) for e in full.edges] == [
+        (START, "a"),
+        ("a", "sub:deep:i1"),
+        ("sub:deep:i1", "sub:deep:i2"),
+        ("sub:deep:i2", END),
+    ]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 
 from plait.graph import END, START, MessagesState, StateGraph
 
@@ -71,3 +71,28 @@ def test_user_callbacks_reach_models_inside_nodes(driver: Any) -> None:
 
     driver.invoke(_graph("ok"), {"messages": [("user", "q")]}, {"callbacks": [Spy()]})
     assert seen == ["chat"]
+
+
+def test_messages_metadata_names_the_task_namespace_and_run_ids() -> None:
+    def node(state: Any) -> dict[str, Any]:
+        return {"messages": HumanMessage(content="hello")}
+
+    graph = StateGraph(MessagesState).add_node("node", node).add_edge(START, "node").compile()
+    config = {"configurable": {"thread_id": "th", "run_id": "r1", "api_key": "secret", "nested": {"a": 1}}}
+    ((message, meta),) = list(graph.stream({"messages": []}, config, stream_mode="messages"))
+    assert message.content == "hello"
+    assert meta["thread_id"] == "th" and meta["run_id"] == "r1"
+    assert "api_key" not in meta and "nested" not in meta
+    assert meta["langgraph_node"] == "node"
+    assert meta["langgraph_path"] == ("__pregel_pull", "node")
+    assert meta["langgraph_checkpoint_ns"].startswith("node:")
+    assert meta["checkpoint_ns"] == meta["langgraph_checkpoint_ns"]
+
+
+def test_written_messages_come_before_the_step_updates() -> None:
+    def tool(state: Any) -> dict[str, Any]:
+        return {"messages": [ToolMessage(content="42", tool_call_id="c1")]}
+
+    graph = StateGraph(MessagesState).add_node("tool", tool).add_edge(START, "tool").compile()
+    modes = [mode for mode, _ in graph.stream({"messages": []}, stream_mode=["updates", "messages"])]
+    assert modes == ["messages", "updates"]

@@ -1,0 +1,142 @@
+"""The options of ``invoke``/``stream``: modes, durability, version, and the shape of stream output."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from plait.pregel._root import root_payload
+
+__all__ = [
+    "RunOptions",
+    "DURABILITY",
+    "MODES",
+    "RUN_OPTIONS",
+    "UNSUPPORTED",
+    "as_set",
+    "durability_of",
+    "modes_of",
+    "seconds_of",
+    "shape",
+    "version_of",
+]
+
+
+MODES = frozenset({"values", "updates", "custom", "messages", "debug", "checkpoints", "tasks"})
+
+
+def modes_of(stream_mode: Any, default: str) -> tuple[frozenset[str], bool]:
+    if stream_mode is None:
+        stream_mode = default
+    single = isinstance(stream_mode, str)
+    modes = frozenset([stream_mode] if single else stream_mode)
+    unknown = modes - MODES
+    if unknown:
+        raise ValueError(f"Unknown stream_mode {sorted(unknown)}; choose from {sorted(MODES)}")
+    return modes, single
+
+
+def as_set(nodes: Any) -> frozenset[str] | None:
+    if nodes is None:
+        return None
+    return frozenset(["*"] if nodes == "*" else nodes)
+
+
+def seconds_of(value: Any) -> float | None:
+    """A ``lease_timeout``: ``None`` or a non-negative number of seconds."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"lease_timeout must be None or a number of seconds >= 0, got {value!r}")
+    return None if value >= threading.TIMEOUT_MAX else float(value)  # longer than a lock can wait: no limit
+
+
+def shape(  # noqa: PLR0913 - the output forms
+    event: tuple[Any, ...],
+    modes: frozenset[str],
+    single: bool,
+    subgraphs: bool,
+    root: bool = False,
+    v2: bool = False,
+) -> list[Any]:
+    """Turn an internal event into what ``stream`` yields for the requested modes."""
+    mode, payload = event[0], event[1]
+    if mode not in modes:
+        return []
+    if root:  # a graph whose state is one value streams the value
+        payload = root_payload(mode, payload)
+    ns = event[2] if len(event) == 3 else ()
+    if v2:
+        part: dict[str, Any] = {"type": mode, "ns": ns, "data": payload}
+        if mode == "values":
+            part["interrupts"] = ()
+        return [part]
+    if subgraphs:
+        return [(ns, payload) if single else (ns, mode, payload)]
+    return [payload if single else (mode, payload)]
+
+
+def version_of(value: Any) -> bool:
+    """Whether ``version=`` asks for LangGraph's version 2 output forms."""
+    if value in (None, "v1"):
+        return False
+    if value == "v2":
+        return True
+    raise ValueError(f"version must be 'v1' or 'v2', got {value!r}")
+
+
+RUN_OPTIONS = frozenset(
+    {
+        "interrupt_before",
+        "interrupt_after",
+        "multitask_strategy",
+        "lease_timeout",
+        "subgraphs",
+        "durability",
+        "checkpoint_during",
+        "debug",
+        "output_keys",
+        "print_mode",
+        "control",
+    }
+)
+UNSUPPORTED = ("output_keys", "print_mode", "control")
+
+
+DURABILITY = ("sync", "async", "exit")
+
+
+def durability_of(kwargs: Mapping[str, Any]) -> str:
+    """The run's durability: ``durability=``, or LangGraph's older ``checkpoint_during=`` flag."""
+    value = kwargs.get("durability")
+    during = kwargs.get("checkpoint_during")
+    if value is None and during is not None:
+        value = "async" if during else "exit"
+    if value is None:
+        return "sync"
+    if value not in DURABILITY:
+        raise ValueError(f"durability must be one of {list(DURABILITY)}, got {value!r}")
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """Per-run settings given to invoke/stream.
+
+    Attributes:
+        interrupt_before: Nodes to pause before (overrides the plan's when given).
+        interrupt_after: Nodes to pause after (overrides the plan's when given).
+        multitask: ``"enqueue"`` waits for a busy thread, ``"reject"`` raises ThreadBusyError.
+        lease_timeout: Seconds to wait for a busy thread before ThreadBusyError (``None``: no limit).
+        subgraphs: Stream the events of subgraphs too, with their namespaces.
+        durability: ``"sync"``/``"async"``: save every step; ``"exit"``: save only when the run ends.
+    """
+
+    interrupt_before: frozenset[str] | None = None
+    interrupt_after: frozenset[str] | None = None
+    multitask: str = "enqueue"
+    lease_timeout: float | None = None
+    subgraphs: bool = False
+    durability: str = "sync"

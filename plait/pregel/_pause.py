@@ -1,0 +1,66 @@
+"""A step that did not complete: what is saved (pending writes) and what the caller sees."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from plait.checkpoint.base import ERROR, INTERRUPT, RESUME
+from plait.errors import InvalidUpdateError, StrictModeError
+from plait.pregel._effects import PutWrites
+from plait.pregel._step import RunState, apply_writes
+from plait.pregel._stream import STATIC
+from plait.pregel._task import Task
+
+if TYPE_CHECKING:
+    from plait.pregel._loop import Loop
+
+__all__ = ["paused_view", "save_partial"]
+
+
+def task_id(checkpoint_id: str | None, task: Task) -> str:
+    """Deterministic id of a task within the step that follows ``checkpoint_id``."""
+    return f"{checkpoint_id or 'run'}:{task.name}:{task.index}"
+
+
+def paused_view(loop: Loop, tasks: Sequence[Task]) -> None:
+    """What a paused step shows: the state with the finished tasks' writes (stored as pending
+    writes; the checkpoint itself does not move until the step completes)."""
+    finished = [(t.name, t.writes) for t in tasks if not t.interrupts and t.error is None]
+    real = tuple(i for i in loop.interrupts if i.id not in STATIC)
+    if "values" in loop.modes and real:
+        loop.sink.values(lambda: {**loop.state_values(), INTERRUPT: real})
+    if not finished:
+        return
+    view = RunState(values=dict(loop.run.values), versions=dict(loop.run.versions))
+    try:
+        apply_writes(loop.plan, view, finished)
+    except (InvalidUpdateError, StrictModeError):  # reported when the step completes
+        return
+    loop.shown = view.values
+    if "values" in loop.modes:
+        loop.sink.values(lambda: {k: view.values[k] for k in loop.plan.channels if k in view.values})
+
+
+def save_partial(loop: Loop, tasks: Sequence[Task]) -> None:
+    """Queue the pending writes of a step that stopped: finished tasks' writes, interrupts, errors."""
+    config = loop.checkpoint_config
+    if loop.saver is None or config is None:
+        return
+    for tid, writes in loop.task_writes:  # functional-API tasks: replayed, not re-run, on resume
+        loop.saves.append(PutWrites(config, writes, tid))
+    loop.task_writes.clear()
+    for t in tasks:
+        tid = task_id(loop.checkpoint_id, t)
+        if t.interrupts:
+            # interrupts of the node's functional tasks are saved under their own ids
+            own = [i for i in t.interrupts if not i.id.startswith(tid + "/")]
+            if own:
+                loop.saves.append(PutWrites(config, [(INTERRUPT, own)], tid))
+            resumes = loop.resumes.get(tid)
+            if resumes:
+                loop.saves.append(PutWrites(config, [(RESUME, list(resumes))], tid))
+        elif t.error is None and t.done:
+            loop.saves.append(PutWrites(config, list(t.writes), tid))
+        elif t.error is not None:  # shown by get_state().tasks; the task runs again on resume
+            loop.saves.append(PutWrites(config, [(ERROR, repr(t.error))], tid))

@@ -1,0 +1,91 @@
+"""Subgraphs seen from their parent: where each keeps its state, and their snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+from plait.pregel._plan import Plan
+from plait.types import PregelTask, StateSnapshot
+
+__all__ = [
+    "aread_snapshot",
+    "awith_task_states",
+    "read_snapshot",
+    "subgraph_namespace",
+    "subgraphs_of",
+    "with_task_states",
+]
+
+Reader = Callable[[Any, dict[str, Any]], StateSnapshot | None]
+AsyncReader = Callable[[Any, dict[str, Any]], Awaitable[StateSnapshot | None]]
+
+
+def subgraph_namespace(plan: Plan, task: PregelTask, parent_ns: str) -> str | None:
+    """The checkpoint namespace the subgraph node of ``task`` saves into (``None``: not a subgraph,
+    or one that keeps no state)."""
+    spec = plan.nodes.get(task.name)
+    sub = spec.subgraph if spec is not None else None
+    if sub is None or sub.subgraph_saving == "off":
+        return None
+    # the first call of the task, as the running node names it (see _callable._subgraph_config)
+    segment = task.name if sub.subgraph_saving in ("own", "persist") else f"{task.name}:{task.id}:0"
+    return f"{parent_ns}|{segment}" if parent_ns else segment
+
+
+def _targets(plan: Plan, snap: StateSnapshot) -> Iterator[tuple[int, Any, dict[str, Any]]]:
+    configurable = snap.config.get("configurable", {})
+    thread_id, parent_ns = configurable.get("thread_id"), configurable.get("checkpoint_ns") or ""
+    for index, task in enumerate(snap.tasks):
+        ns = subgraph_namespace(plan, task, parent_ns)
+        if ns is not None:
+            spec = plan.nodes[task.name]
+            yield index, spec.subgraph, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+
+
+def with_task_states(plan: Plan, snap: StateSnapshot, read: Reader | None) -> StateSnapshot:
+    """``snap`` with each subgraph task's ``state``: its config, or (``read`` given) its snapshot."""
+    tasks = list(snap.tasks)
+    for index, sub, config in _targets(plan, snap):
+        state = config if read is None else read(sub, config)
+        tasks[index] = tasks[index]._replace(state=state)
+    return snap._replace(tasks=tuple(tasks))
+
+
+async def awith_task_states(plan: Plan, snap: StateSnapshot, read: AsyncReader) -> StateSnapshot:
+    """Async :func:`with_task_states` with a snapshot reader."""
+    tasks = list(snap.tasks)
+    for index, sub, config in _targets(plan, snap):
+        tasks[index] = tasks[index]._replace(state=await read(sub, config))
+    return snap._replace(tasks=tuple(tasks))
+
+
+def subgraphs_of(plan: Plan, namespace: str | None, recurse: bool) -> Iterator[tuple[str, Any]]:
+    """The subgraph nodes of ``plan`` as ``(name, graph)`` (``namespace``: only that one, by path)."""
+    for name, spec in plan.nodes.items():
+        sub = spec.subgraph
+        if sub is None:
+            continue
+        if namespace is not None:
+            head, _, rest = namespace.partition("|")
+            if head.split(":")[0] != name:
+                continue
+            if rest:
+                yield from ((f"{name}|{n}", g) for n, g in subgraphs_of(sub.plan, rest, recurse))
+                continue
+        yield name, sub
+        if recurse and namespace is None:
+            yield from ((f"{name}|{n}", g) for n, g in subgraphs_of(sub.plan, None, True))
+
+
+def read_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
+    """A subgraph's newest snapshot in the parent's thread (its own subgraphs filled in too)."""
+    graph = sub if sub.subgraph_saving == "own" else sub.with_saver(saver)
+    snap: StateSnapshot = graph.get_state(config, subgraphs=True)
+    return None if snap.metadata is None else snap
+
+
+async def aread_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
+    graph = sub if sub.subgraph_saving == "own" else sub.with_saver(saver)
+    snap: StateSnapshot = await graph.aget_state(config, subgraphs=True)
+    return None if snap.metadata is None else snap
