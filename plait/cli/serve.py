@@ -1,0 +1,132 @@
+"""``plait serve``: run the agent server for the graphs of a config file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+try:
+    from plait.server import ConfigError, Settings
+    from plait.server._config import load_config
+    from plait.server._serve import serve as run_server
+    from plait.server._state import default_db
+except ImportError as _exc:  # the 'serve' extra is missing: `plait serve` says so, other commands work
+    _missing: ImportError | None = _exc
+else:
+    _missing = None
+
+__all__ = ["serve"]
+
+
+def _config_path(given: str | None) -> str:
+    if given:
+        return given
+    for name in ("plait.json", "langgraph.json"):
+        if Path(name).is_file():
+            return name
+    raise click.BadParameter(
+        "no plait.json or langgraph.json here; pass --config PATH", param_hint="--config"
+    )
+
+
+@click.command()
+@click.option(
+    "--config",
+    "config",
+    default=None,
+    help="Config file naming the graphs (default: plait.json, else langgraph.json).",
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Interface to bind (0.0.0.0 exposes the server)."
+)
+@click.option("--port", default=2024, show_default=True, type=int, help="Port to listen on.")
+@click.option(
+    "--db",
+    default=None,
+    help="SQLite file or postgresql:// DSN (default: .plait/plait.sqlite beside the config).",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Worker processes (more than 1 needs PostgreSQL).",
+)
+@click.option(
+    "--auth-token",
+    envvar="PLAIT_AUTH_TOKEN",
+    default=None,
+    help="Require 'Authorization: Bearer TOKEN' (env PLAIT_AUTH_TOKEN).",
+)
+@click.option(
+    "--cors-origin", "cors", multiple=True, help="Allow this browser origin (repeatable; '*' for any)."
+)
+@click.option(
+    "--max-body",
+    default=10 * 1024 * 1024,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Largest request body, in bytes.",
+)
+@click.option(
+    "--lease-ttl",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0.5),
+    help="Seconds before a vanished worker's runs are taken over.",
+)
+@click.option(
+    "--jobs", default=10, show_default=True, type=click.IntRange(1), help="Runs one worker executes at once."
+)
+def serve(  # noqa: PLR0913 - one parameter per option
+    config: str | None,
+    host: str,
+    port: int,
+    db: str | None,
+    workers: int,
+    auth_token: str | None,
+    cors: tuple[str, ...],
+    max_body: int,
+    lease_ttl: float,
+    jobs: int,
+) -> None:
+    """Serve the config's graphs over the LangGraph SDK's HTTP API (and a web inspector at /ui)."""
+    if _missing is not None:
+        raise click.ClickException(
+            f"plait serve needs the 'serve' extra ({_missing}): pip install 'plait[serve]'"
+        )
+    path = _config_path(config)
+    try:
+        graphs, env = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
+    except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
+        raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
+    target = db or default_db(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
+    settings = Settings(  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
+        config_path=str(Path(path).resolve()),
+        graphs=graphs,
+        db=target,
+        auth_token=auth_token or None,
+        cors_origins=cors,
+        max_body=max_body,
+        lease_ttl=lease_ttl,
+        jobs=jobs,
+        env=env,
+    )
+    if workers > 1 and not settings.is_postgres:
+        raise click.BadParameter(
+            "more than one worker needs a PostgreSQL --db (postgresql://...)", param_hint="--workers"
+        )
+    click.echo(
+        f"plait serve: {len(graphs)} graph(s) on http://{host}:{port} (db: {_safe(target)}, workers: {workers})"
+    )
+    run_server(settings, host, port, workers)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
+
+
+def _safe(target: str) -> str:
+    """The database target without a password."""
+    if "@" in target and "://" in target:
+        scheme, rest = target.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':')[0]}@{host}"
+    return target

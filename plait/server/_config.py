@@ -1,0 +1,187 @@
+"""What ``plait serve`` runs: the config file (graphs, env) and the server settings."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from plait.graph.state import StateGraph
+from plait.pregel import Pregel
+
+__all__ = ["ConfigError", "GraphSpec", "Settings", "apply_env", "load_config", "load_graph"]
+
+
+class ConfigError(ValueError):
+    """The config file (or a graph it names) is unusable; the message says what and where."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSpec:
+    """One graph of the config: its id, ``path.py:attr`` (or ``module:attr``) and description."""
+
+    graph_id: str
+    target: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a server process needs; built by ``plait serve`` and passed to each worker.
+
+    Args:
+        config_path: The config file (``plait.json`` or ``langgraph.json``).
+        graphs: The graphs it names.
+        db: A SQLite file path or a ``postgresql://`` DSN.
+        auth_token: Bearer token every request must carry (``None``: no auth).
+        cors_origins: Origins allowed by CORS (empty: no CORS headers).
+        max_body: Largest request body accepted, in bytes.
+        lease_ttl: Seconds after which a vanished worker's run is taken over.
+        jobs: How many runs one worker process executes at once.
+    """
+
+    config_path: str
+    graphs: tuple[GraphSpec, ...]
+    db: str
+    auth_token: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    max_body: int = 10 * 1024 * 1024
+    lease_ttl: float = 30.0
+    jobs: int = 10
+    env: dict[str, str] = field(default_factory=lambda: {})
+
+    @property
+    def is_postgres(self) -> bool:
+        """Whether the database is PostgreSQL (multi-worker capable)."""
+        return self.db.startswith(("postgres://", "postgresql://"))
+
+    def to_json(self) -> str:
+        """The settings as JSON (handed to worker processes through the environment)."""
+        data = {
+            "config_path": self.config_path,
+            "graphs": [[g.graph_id, g.target, g.description] for g in self.graphs],
+            "db": self.db,
+            "auth_token": self.auth_token,
+            "cors_origins": list(self.cors_origins),
+            "max_body": self.max_body,
+            "lease_ttl": self.lease_ttl,
+            "jobs": self.jobs,
+            "env": self.env,
+        }
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        """Read settings written by :meth:`to_json`."""
+        data = json.loads(text)
+        graphs = tuple(GraphSpec(g[0], g[1], g[2]) for g in data.pop("graphs"))
+        data["cors_origins"] = tuple(data["cors_origins"])
+        return cls(graphs=graphs, **data)
+
+
+def _graph_specs(raw: Any, where: str) -> tuple[GraphSpec, ...]:
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(
+            f'{where}: "graphs" must be a non-empty object like {{"agent": "./agent.py:graph"}}'
+        )
+    specs: list[GraphSpec] = []
+    for graph_id, value in cast("dict[str, Any]", raw).items():
+        description = None
+        if isinstance(value, dict):
+            entry = cast("dict[str, Any]", value)
+            value, description = entry.get("path"), entry.get("description")
+        if not isinstance(value, str) or ":" not in value:
+            raise ConfigError(f'{where}: graphs.{graph_id} must be "path/to/file.py:variable", got {value!r}')
+        specs.append(GraphSpec(graph_id, value, description))
+    return tuple(specs)
+
+
+def _read_env(raw: Any, base: Path, where: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        return {str(k): str(v) for k, v in cast("dict[str, Any]", raw).items()}
+    if not isinstance(raw, str):
+        raise ConfigError(f'{where}: "env" must be an object or the path of a .env file')
+    path = base / raw
+    if not path.exists():
+        raise ConfigError(f'{where}: "env" names {path}, which does not exist')
+    env: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.removeprefix("export ").partition("=")
+            env[key.strip()] = value.strip().strip("'\"")
+    return env
+
+
+def load_config(path: str | Path) -> tuple[tuple[GraphSpec, ...], dict[str, str]]:
+    """Read a ``plait.json`` / ``langgraph.json`` file: its graphs and its environment.
+
+    Raises:
+        ConfigError: the file is missing, not JSON, or has no usable ``graphs``.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"config file {file} does not exist (pass --config plait.json)")
+    try:
+        data = json.loads(file.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{file}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: the config must be a JSON object")
+    config = cast("dict[str, Any]", data)
+    return _graph_specs(config.get("graphs"), str(file)), _read_env(config.get("env"), file.parent, str(file))
+
+
+def _import_target(spec: GraphSpec, base: Path) -> Any:
+    module_ref, _, attr = spec.target.rpartition(":")
+    if module_ref.endswith(".py") or "/" in module_ref:
+        file = (base / module_ref).resolve()
+        if not file.is_file():
+            raise ConfigError(f"graph {spec.graph_id!r}: {file} does not exist")
+        name = f"plait_graph_{spec.graph_id}_{abs(hash(str(file)))}"
+        module_spec = importlib.util.spec_from_file_location(name, file)
+        if module_spec is None or module_spec.loader is None:
+            raise ConfigError(f"graph {spec.graph_id!r}: cannot import {file}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(module_ref)
+    if not hasattr(module, attr):
+        raise ConfigError(f"graph {spec.graph_id!r}: {module_ref} has no variable {attr!r}")
+    return getattr(module, attr)
+
+
+def load_graph(spec: GraphSpec, config_path: str) -> Pregel[Any, Any, Any, Any]:
+    """Import the graph a spec names: a compiled graph, a ``StateGraph``, or a factory returning one.
+
+    Raises:
+        ConfigError: the file or variable does not exist, or is not a graph.
+    """
+    base = Path(config_path).resolve().parent
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    value = _import_target(spec, base)
+    if isinstance(value, StateGraph):
+        value = value.compile()  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]  # any builder
+    elif callable(value) and not isinstance(value, Pregel):
+        params = inspect.signature(value).parameters
+        value = value({}) if params else value()
+    if not isinstance(value, Pregel):
+        raise ConfigError(
+            f"graph {spec.graph_id!r}: {spec.target} is {type(value).__name__}, not a compiled graph"
+        )
+    return value  # pyright: ignore[reportUnknownVariableType]  # any compiled graph
+
+
+def apply_env(env: dict[str, str]) -> None:
+    """Set the config's environment variables that are not set already."""
+    for key, value in env.items():
+        os.environ.setdefault(key, value)

@@ -1,0 +1,279 @@
+"""The server's own tables (assistants, threads, runs, events, store) on SQLite or PostgreSQL.
+
+SQL is written once with ``?`` placeholders; the PostgreSQL side turns them into ``%s``.
+Values that are JSON documents are stored as text, so both databases read them the same way.
+SQLite statements run on the event loop's thread (they take microseconds and the server owns
+the only writer connection); PostgreSQL goes through a psycopg async pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from typing_extensions import LiteralString
+
+__all__ = ["Database", "PostgresDatabase", "SqliteDatabase", "Tx", "open_database"]
+
+Row = dict[str, Any]
+
+_DDL: list[LiteralString] = [
+    """CREATE TABLE IF NOT EXISTS plait_server_assistants (
+        assistant_id TEXT PRIMARY KEY, graph_id TEXT NOT NULL, name TEXT NOT NULL,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS plait_server_assistant_versions (
+        assistant_id TEXT NOT NULL, version INTEGER NOT NULL, doc TEXT NOT NULL,
+        PRIMARY KEY (assistant_id, version))""",
+    """CREATE TABLE IF NOT EXISTS plait_server_threads (
+        thread_id TEXT PRIMARY KEY, status TEXT NOT NULL, created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL, doc TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS plait_server_runs (
+        run_id TEXT PRIMARY KEY, thread_id TEXT, assistant_id TEXT NOT NULL, status TEXT NOT NULL,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL, worker TEXT, lease_until DOUBLE PRECISION,
+        attempt INTEGER NOT NULL DEFAULT 0, cancel TEXT, doc TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS plait_server_runs_queue ON plait_server_runs (status, created_at)",
+    "CREATE INDEX IF NOT EXISTS plait_server_runs_thread ON plait_server_runs (thread_id, created_at)",
+    """CREATE TABLE IF NOT EXISTS plait_server_events (
+        run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, data TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq))""",
+    """CREATE TABLE IF NOT EXISTS plait_server_store (
+        prefix TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at DOUBLE PRECISION,
+        PRIMARY KEY (prefix, key))""",
+]
+
+
+class Tx(Protocol):
+    """Statements inside one transaction."""
+
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """All rows of a query, as dicts."""
+        ...
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Execute a statement; the number of rows it changed."""
+        ...
+
+
+class Database(Protocol):
+    """The server's database: one-statement helpers, transactions and notifications."""
+
+    dialect: str
+    target: str
+
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """All rows of a query, as dicts."""
+        ...
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Execute one statement in its own transaction."""
+        ...
+
+    def tx(self, *, durable: bool = False) -> Any:
+        """``async with db.tx() as tx``: one transaction (SQLite: ``BEGIN IMMEDIATE``).
+
+        Server bookkeeping commits without waiting for the disk on PostgreSQL (a crash of the
+        database loses at most its last moments, which the lease sweep repairs); ``durable``
+        waits, for what a client was told is stored (a new run).
+        """
+        ...
+
+    async def notify(self, channel: str, payload: str) -> None:
+        """Tell the other workers (PostgreSQL ``NOTIFY``; nothing to do on SQLite)."""
+        ...
+
+    async def listen(self, channels: Sequence[str], callback: Callable[[str, str], None]) -> None:
+        """Call ``callback(channel, payload)`` for every notification until cancelled."""
+        ...
+
+    async def close(self) -> None:
+        """Close the connections."""
+        ...
+
+
+async def fetch_one(db: Database | Tx, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    """The first row of a query, or ``None``."""
+    rows = await db.fetch(sql, params)
+    return rows[0] if rows else None
+
+
+class SqliteDatabase:
+    """The tables in a SQLite file (one server process)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str) -> None:
+        self.target = path
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA busy_timeout=10000")
+        for ddl in _DDL:
+            self.conn.execute(ddl)
+        self.lock = asyncio.Lock()
+
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """All rows of a query, as dicts."""
+        return [dict(row) for row in self.conn.execute(sql, tuple(params)).fetchall()]
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Execute one statement (autocommit)."""
+        if self.lock.locked():  # a transaction is open: wait for it rather than join it
+            async with self.lock:
+                return self.conn.execute(sql, tuple(params)).rowcount
+        return self.conn.execute(sql, tuple(params)).rowcount
+
+    @asynccontextmanager
+    async def tx(self, *, durable: bool = False) -> AsyncGenerator[SqliteDatabase, None]:
+        """One ``BEGIN IMMEDIATE`` transaction; statements of other tasks wait for it."""
+        async with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield _SqliteTx(self.conn)  # type: ignore[misc]  # same fetch/run surface
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    async def notify(self, channel: str, payload: str) -> None:
+        """Nothing: one SQLite server process has no one to tell."""
+
+    async def listen(self, channels: Sequence[str], callback: Callable[[str, str], None]) -> None:
+        """Nothing to listen to on SQLite: wait until cancelled."""
+        await asyncio.Event().wait()
+
+    async def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+
+class _SqliteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return [dict(row) for row in self.conn.execute(sql, tuple(params)).fetchall()]
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.conn.execute(sql, tuple(params)).rowcount
+
+
+def _pg(sql: str) -> str:
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+async def _configure(conn: Any) -> None:
+    """Bookkeeping connections commit without waiting for the disk (see :meth:`Database.tx`)."""
+    await conn.execute("SET synchronous_commit TO off")
+
+
+class PostgresDatabase:
+    """The tables in PostgreSQL (any number of server processes)."""
+
+    dialect = "postgres"
+
+    def __init__(self, dsn: str, pool: Any) -> None:
+        self.target = dsn
+        self.pool = pool
+
+    @classmethod
+    async def open(cls, dsn: str, *, size: int = 12) -> PostgresDatabase:
+        """Open a pool on ``dsn`` and create the tables."""
+        try:
+            from psycopg_pool import AsyncConnectionPool
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "a PostgreSQL --db needs the 'postgres' extra: pip install 'plait[postgres]'"
+            ) from exc
+        pool = AsyncConnectionPool(
+            dsn,
+            min_size=2,
+            max_size=size,
+            open=False,
+            kwargs={"autocommit": True},
+            configure=_configure,
+        )
+        await pool.open()
+        db = cls(dsn, pool)
+        async with pool.connection() as conn:
+            await conn.execute("SELECT pg_advisory_lock(728361)")
+            try:
+                for ddl in _DDL:
+                    await conn.execute(ddl)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(728361)")
+        return db
+
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """All rows of a query, as dicts."""
+        async with self.pool.connection() as conn:
+            return await _PgTx(conn).fetch(sql, params)
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Execute one statement (autocommit)."""
+        async with self.pool.connection() as conn:
+            return await _PgTx(conn).run(sql, params)
+
+    @asynccontextmanager
+    async def tx(self, *, durable: bool = False) -> AsyncGenerator[Tx, None]:
+        """One transaction on a pooled connection."""
+        async with self.pool.connection() as conn, conn.transaction():
+            if durable:
+                await conn.execute("SET LOCAL synchronous_commit TO on")
+            yield _PgTx(conn)
+
+    async def notify(self, channel: str, payload: str) -> None:
+        """``NOTIFY channel, payload``."""
+        await self.run("SELECT pg_notify(?, ?)", (channel, payload))
+
+    async def listen(self, channels: Sequence[str], callback: Callable[[str, str], None]) -> None:
+        """Call ``callback`` for every notification on ``channels`` until cancelled (reconnecting)."""
+        import psycopg
+        import psycopg.sql
+
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self.target, autocommit=True) as conn:
+                    for channel in channels:
+                        await conn.execute(
+                            psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel))
+                        )
+                    callback("", "")  # (re)connected: listeners re-check what they may have missed
+                    async for note in conn.notifies():
+                        callback(note.channel, note.payload)
+            except psycopg.OperationalError:
+                await asyncio.sleep(0.5)
+
+    async def close(self) -> None:
+        """Close the pool."""
+        await self.pool.close()
+
+
+class _PgTx:
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        cur = await self.conn.execute(_pg(sql), tuple(params))
+        if cur.description is None:
+            return []
+        names = [d.name for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in await cur.fetchall()]
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        cur = await self.conn.execute(_pg(sql), tuple(params))
+        return int(cur.rowcount)
+
+
+async def open_database(target: str) -> Database:
+    """The database ``target`` names: a ``postgresql://`` DSN or a SQLite file path."""
+    if target.startswith(("postgres://", "postgresql://")):
+        return await PostgresDatabase.open(target)
+    return SqliteDatabase(target)

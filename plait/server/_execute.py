@@ -1,0 +1,233 @@
+"""Execute one claimed run: stream the graph, publish its events, record the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from plait.server._messages import MessagesMode
+from plait.server._snapshot import interrupts_by_task, thread_status
+from plait.server._state import ServerState
+from plait.server._wire import as_dict, as_list, dumps, loads, now_iso
+from plait.types import Command, Send
+
+__all__ = ["STREAM_MODES", "execute_run"]
+
+_log = logging.getLogger("plait.server")
+
+STREAM_MODES = {
+    "values": "values",
+    "updates": "updates",
+    "messages-tuple": "messages",
+    "messages": "messages",
+    "custom": "custom",
+    "debug": "debug",
+    "tasks": "tasks",
+    "checkpoints": "checkpoints",
+}
+"""Stream modes of the API and the plait mode each one needs."""
+
+
+def _command(raw: dict[str, Any]) -> Command[Any]:
+    goto = raw.get("goto")
+    if goto is not None:
+        items = as_list(goto) if isinstance(goto, list) else [goto]
+        goto = [
+            Send(as_dict(g)["node"], as_dict(g).get("input")) if isinstance(g, dict) else g for g in items
+        ]
+    update = raw.get("update")
+    if isinstance(update, list):
+        update = [tuple(as_list(pair)) for pair in as_list(update)]
+    return Command(update=update, resume=raw.get("resume"), goto=goto or ())
+
+
+def run_config(doc: dict[str, Any], assistant: dict[str, Any], thread_id: str) -> dict[str, Any]:
+    """The graph config of a run: the assistant's, then the run's, then the server's keys."""
+    kwargs = doc["kwargs"]
+    given = as_dict(kwargs.get("config"))
+    base = as_dict(assistant.get("config"))
+    configurable = {
+        **as_dict(base.get("configurable")),
+        **as_dict(given.get("configurable")),
+        "thread_id": thread_id,
+        "run_id": doc["run_id"],
+        "assistant_id": assistant["assistant_id"],
+        "graph_id": assistant["graph_id"],
+    }
+    if kwargs.get("checkpoint_id"):
+        configurable["checkpoint_id"] = kwargs["checkpoint_id"]
+    config = {**base, **given, "configurable": configurable}
+    config["metadata"] = {**as_dict(doc.get("metadata")), "run_id": doc["run_id"], "thread_id": thread_id}
+    return config
+
+
+async def _resumed_input(graph: Any, config: dict[str, Any], doc: dict[str, Any], attempt: int) -> Any:
+    kwargs = doc["kwargs"]
+    if attempt > 1 and not kwargs.get("temporary"):
+        snap = await graph.aget_state({"configurable": {"thread_id": config["configurable"]["thread_id"]}})
+        if as_dict(snap.metadata).get("run_id") == doc["run_id"]:
+            return None  # an earlier attempt saved checkpoints: go on from the last one
+    if kwargs.get("command"):
+        return _command(kwargs["command"])
+    return kwargs.get("input")
+
+
+class _Emitter:
+    def __init__(self, state: ServerState, run_id: str, modes: list[str]) -> None:
+        self.state, self.run_id = state, run_id
+        self.wanted = set(modes)
+        self.messages = MessagesMode() if "messages" in self.wanted else None
+        self.values: Any = None
+
+    def plait_modes(self) -> list[str]:
+        return sorted({STREAM_MODES[m] for m in self.wanted} | {"values"})
+
+    async def emit(self, mode: str, chunk: Any) -> None:
+        publish = self.state.broker.publish
+        if mode == "values":
+            self.values = chunk
+            if "values" not in self.wanted:
+                return
+        if mode == "messages":
+            if "messages-tuple" in self.wanted:
+                publish(self.run_id, "messages", [chunk[0], chunk[1]])
+            if self.messages is not None:
+                for event, data in self.messages.events(chunk):
+                    publish(self.run_id, event, data)
+        else:
+            publish(self.run_id, mode, chunk)
+
+
+async def _stream(
+    state: ServerState,
+    graph: Any,
+    emitter: _Emitter,
+    doc: dict[str, Any],
+    attempt: int,
+    config: dict[str, Any],
+) -> None:
+    kwargs = doc["kwargs"]
+    value = await _resumed_input(graph, config, doc, attempt)
+    options: dict[str, Any] = {}
+    for key in ("interrupt_before", "interrupt_after"):
+        if kwargs.get(key) is not None:
+            options[key] = kwargs[key]
+    async for mode, chunk in graph.astream(
+        value, config, stream_mode=emitter.plait_modes(), context=kwargs.get("context") or None, **options
+    ):
+        await emitter.emit(mode, chunk)
+
+
+async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[str, Any]) -> None:
+    """Run ``row`` to its end and record the outcome (run status, thread status and values)."""
+    doc = loads(row["doc"])
+    run_id, thread_id = doc["run_id"], doc["thread_id"]
+    temporary = bool(doc["kwargs"].get("temporary"))
+    graph = state.graph(assistant["graph_id"], stateless=temporary)
+    config = run_config(doc, assistant, thread_id)
+    state.broker.open(run_id, await state.broker.next_seq(run_id))
+    emitter = _Emitter(state, run_id, list(doc["kwargs"].get("stream_mode") or ["values"]))
+    status, error, cancel = "success", None, None
+    done = asyncio.Event()
+    flusher = asyncio.create_task(state.broker.keep_flushing(run_id, done)) if state.broker.shared else None
+    try:
+        await _stream(state, graph, emitter, doc, int(row["attempt"]), config)
+    except asyncio.CancelledError:
+        cancel = state.cancels.pop(run_id, None)
+        if cancel is None:
+            raise  # the worker is shutting down: the run goes back to the queue
+        status = "interrupted"
+    except Exception as exc:  # noqa: BLE001 - the run's failure is reported to its clients
+        _log.info("run %s failed: %s: %s", run_id, type(exc).__name__, exc)
+        status, error = "error", {"error": type(exc).__name__, "message": str(exc)}
+        state.broker.publish(run_id, "error", error)
+    finally:
+        done.set()
+        if flusher is not None:
+            await asyncio.gather(flusher, return_exceptions=True)
+    await finish_run(state, doc, graph, Outcome(status, error, cancel, emitter.values))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a run ended: status, error (``{"error", "message"}``), cancel action, last values."""
+
+    status: str
+    error: Any
+    cancel: str | None
+    values: Any
+
+
+async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: Outcome) -> None:
+    """Publish the run's end, store its status and the thread's state."""
+    status, error, cancel, values = end.status, end.error, end.cancel, end.values
+    run_id, thread_id = doc["run_id"], doc["thread_id"]
+    temporary = bool(doc["kwargs"].get("temporary"))
+    thread: dict[str, Any] = {}
+    if not temporary:
+        thread = await _thread_after(graph, thread_id, status, error, cancel)
+        values = thread.get("values", values)
+        if cancel == "rollback":
+            await _rollback(graph, thread_id, run_id)
+    output: Any = dict(as_dict(values)) if isinstance(values, dict) else values
+    if thread.get("interrupts") and isinstance(output, dict):
+        output["__interrupt__"] = [i for items in thread["interrupts"].values() for i in items]
+    end_data: dict[str, Any] = {"status": status, "values": output, "error": error}
+    await record_finish(state, doc, status, thread, cancel == "rollback", end_data)
+    state.broker.ended(run_id, end_data)
+    state.broker.finished(run_id)
+
+
+async def _thread_after(
+    graph: Any, thread_id: str, status: str, error: Any, cancel: str | None
+) -> dict[str, Any]:
+    snap = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+    thread_state = "error" if status == "error" else thread_status(snap)
+    if cancel is not None:
+        thread_state = "idle"
+    return {
+        "status": thread_state,
+        "values": snap.values,
+        "interrupts": interrupts_by_task(snap) if thread_state == "interrupted" else {},
+        "error": error,
+    }
+
+
+async def _rollback(graph: Any, thread_id: str, run_id: str) -> None:
+    """Put the thread back where it was before ``run_id`` (a new head equal to that checkpoint)."""
+    async for snap in graph.aget_state_history({"configurable": {"thread_id": thread_id}}):
+        if as_dict(snap.metadata).get("run_id") != run_id:
+            await graph.aupdate_state(snap.config, None)
+            return
+
+
+async def record_finish(  # noqa: PLR0913 - the parts of a run's end
+    state: ServerState, doc: dict[str, Any], status: str, thread: dict[str, Any], delete: bool, end: Any
+) -> None:
+    """Store the run's final status, its last events and the thread's status and values, at once."""
+    now = now_iso()
+    db = state.db
+    async with db.tx() as tx:
+        await state.broker.end(doc["run_id"], end, tx)
+        if delete:
+            await tx.run("DELETE FROM plait_server_runs WHERE run_id = ?", (doc["run_id"],))
+        else:
+            await tx.run(
+                "UPDATE plait_server_runs SET status = ?, updated_at = ?, worker = NULL WHERE run_id = ?",
+                (status, now, doc["run_id"]),
+            )
+        if thread:
+            rows = await tx.fetch(
+                "SELECT doc FROM plait_server_threads WHERE thread_id = ?", (doc["thread_id"],)
+            )
+            if rows:
+                tdoc = loads(rows[0]["doc"])
+                tdoc.update(values=thread["values"], interrupts=thread["interrupts"], error=thread["error"])
+                tdoc["state_updated_at"] = now
+                await tx.run(
+                    "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ? WHERE thread_id = ?",
+                    (thread["status"], now, dumps(tdoc).decode(), doc["thread_id"]),
+                )
+    await db.notify("plait_server_wake", doc["thread_id"] or "")

@@ -1,0 +1,65 @@
+"""Request bodies and JSON responses shared by the endpoints."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from plait.server._wire import ApiError, dumps, loads
+
+__all__ = ["body", "json_response", "opt", "query_int"]
+
+
+async def body(request: Request, *, required: bool = False) -> dict[str, Any]:
+    """The request's JSON object (``{}`` when empty); 422 when it is not a JSON object."""
+    raw = await request.body()
+    if not raw.strip():
+        if required:
+            raise ApiError(422, "a JSON request body is required")
+        return {}
+    try:
+        data = loads(raw)
+    except ValueError:
+        raise ApiError(422, "Invalid JSON in request body") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ApiError(422, f"the request body must be a JSON object, got {type(data).__name__}")
+    return cast("dict[str, Any]", data)
+
+
+def opt(data: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str = "") -> Any:
+    """``data[key]`` if absent/``None`` or of type ``kind``; 422 otherwise."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
+        raise ApiError(422, f"{key} must be {what or _names(kind)}, got {value!r}")
+    return value
+
+
+def _names(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "a boolean"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def query_int(request: Request, key: str, default: int) -> int:
+    """A non-negative integer query parameter."""
+    raw = request.query_params.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(422, f"query parameter {key} must be an integer, got {raw!r}") from None
+    if value < 0:
+        raise ApiError(422, f"query parameter {key} must be >= 0")
+    return value
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """A JSON response encoded like state values (messages as dicts)."""
+    return Response(dumps(data), status_code=status, media_type="application/json", headers=headers)

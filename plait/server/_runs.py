@@ -1,0 +1,295 @@
+"""Runs: background, wait, stream, join, join_stream, cancel, get, list, delete."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette.sse import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from plait.server._create import cancel_running, create_run, run_json
+from plait.server._http import body, json_response, opt, query_int
+from plait.server._state import ServerState
+from plait.server._stream import END, outcome
+from plait.server._threads import found_thread, get_thread
+from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso
+
+__all__ = ["routes"]
+
+
+def _state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.server
+    return state
+
+
+def _locations(doc: dict[str, Any], stateless: bool, suffix: str) -> dict[str, str]:
+    run = f"/runs/{doc['run_id']}" if stateless else f"/threads/{doc['thread_id']}/runs/{doc['run_id']}"
+    if stateless and suffix:
+        run = f"/threads/{doc['thread_id']}/runs/{doc['run_id']}"
+    return {"Location": run + suffix, "Content-Location": run} if suffix else {"Content-Location": run}
+
+
+async def _thread_param(request: Request) -> str | None:
+    raw = request.path_params.get("thread_id")
+    return None if raw is None else check_uuid(raw, "thread ID")
+
+
+async def create(request: Request) -> Response:
+    """``POST /threads/{thread_id}/runs`` and ``POST /runs``: queue a background run."""
+    thread_id = await _thread_param(request)
+    doc = await create_run(_state(request), thread_id, await body(request, required=True))
+    return json_response(doc, headers=_locations(doc, thread_id is None, ""))
+
+
+async def create_batch(request: Request) -> Response:
+    """``POST /runs/batch``: several stateless background runs."""
+    raw = await request.body()
+    try:
+        parsed: Any = loads(raw)
+    except ValueError:
+        raise ApiError(422, "Invalid JSON in request body") from None
+    items = as_list(parsed)
+    if not isinstance(parsed, list) or not all(isinstance(i, dict) for i in items):
+        raise ApiError(422, "the body must be a list of run payloads")
+    return json_response([await create_run(_state(request), None, as_dict(i)) for i in items])
+
+
+async def _final(state: ServerState, doc: dict[str, Any]) -> Any:
+    """The run's outcome once it ended: values (with ``__interrupt__``), or ``{"__error__": …}``."""
+    async for _, event, data in state.broker.follow(doc["run_id"]):
+        if event == END:
+            result = outcome(data)
+            return {"__error__": result["error"]} if result["status"] == "error" else result["values"]
+    thread = await get_thread(state.db, doc["thread_id"])
+    while thread is not None and await _active(state, doc["run_id"]):
+        await asyncio.sleep(0.1)  # ran in another process without a shared log (not expected)
+        thread = await get_thread(state.db, doc["thread_id"])
+    if thread is None:
+        return None
+    values: Any = thread.get("values")
+    if isinstance(values, dict) and thread.get("interrupts"):
+        pending = [i for items in as_dict(thread["interrupts"]).values() for i in as_list(items)]
+        return {**as_dict(values), "__interrupt__": pending}
+    return thread.get("values")
+
+
+async def _active(state: ServerState, run_id: str) -> bool:
+    rows = await state.db.fetch("SELECT status FROM plait_server_runs WHERE run_id = ?", (run_id,))
+    return bool(rows) and rows[0]["status"] in ("pending", "running")
+
+
+async def wait(request: Request) -> Response:
+    """``POST /threads/{thread_id}/runs/wait`` and ``POST /runs/wait``: run and answer its output."""
+    state = _state(request)
+    thread_id = await _thread_param(request)
+    doc = await create_run(state, thread_id, await body(request, required=True))
+    result = await _final(state, doc)
+    return json_response(result, headers=_locations(doc, thread_id is None, "/join"))
+
+
+def _wanted(modes: list[str]) -> set[str] | None:
+    if not modes:
+        return None
+    names = set(modes)
+    if "messages-tuple" in names:
+        names.add("messages")
+    if "messages" in modes:
+        names |= {"messages/metadata", "messages/partial", "messages/complete"}
+    return names | {"error", "metadata"}
+
+
+async def _events(
+    state: ServerState, doc: dict[str, Any], after: int, modes: list[str], first: bool
+) -> AsyncIterator[dict[str, Any]]:
+    wanted = _wanted(modes)
+    if first:
+        yield {"event": "metadata", "data": dumps({"run_id": doc["run_id"], "attempt": 1}).decode()}
+    async for seq, event, data in state.broker.follow(doc["run_id"], after):
+        if event == END:
+            return
+        if wanted is None or event.split("|")[0] in wanted:
+            yield {"event": event, "data": data.decode(), "id": str(seq)}
+
+
+def _sse(
+    request: Request,
+    events: AsyncIterator[dict[str, Any]],
+    headers: dict[str, str],
+    on_disconnect: Any = None,
+) -> Response:
+    async def guarded() -> AsyncIterator[dict[str, Any]]:
+        try:
+            async for item in events:
+                yield item
+        except asyncio.CancelledError:
+            if on_disconnect is not None:
+                await on_disconnect()
+            raise
+
+    return EventSourceResponse(guarded(), headers={**headers, "Cache-Control": "no-store"}, ping=15)
+
+
+async def stream(request: Request) -> Response:
+    """``POST /threads/{thread_id}/runs/stream`` and ``POST /runs/stream``: run and stream its events."""
+    state = _state(request)
+    thread_id = await _thread_param(request)
+    data = await body(request, required=True)
+    on_disconnect = opt(data, "on_disconnect", str) or "continue"
+    if on_disconnect not in ("cancel", "continue"):
+        raise ApiError(422, f"on_disconnect must be 'cancel' or 'continue', got {on_disconnect!r}")
+    doc = await create_run(state, thread_id, data)
+
+    async def cancel() -> None:
+        await _cancel(state, doc["run_id"], "interrupt")
+
+    events = _events(state, doc, 0, [], True)
+    return _sse(
+        request,
+        events,
+        _locations(doc, thread_id is None, "/stream"),
+        cancel if on_disconnect == "cancel" else None,
+    )
+
+
+async def _found_run(request: Request) -> dict[str, Any]:
+    state = _state(request)
+    thread = await found_thread(request)
+    run_id = check_uuid(request.path_params["run_id"], "run ID")
+    rows = await state.db.fetch(
+        "SELECT * FROM plait_server_runs WHERE run_id = ? AND thread_id = ?", (run_id, thread["thread_id"])
+    )
+    if not rows:
+        raise ApiError(404, f"Run {run_id} not found in thread {thread['thread_id']}")
+    return run_json(rows[0])
+
+
+async def get(request: Request) -> Response:
+    """``GET /threads/{thread_id}/runs/{run_id}``."""
+    return json_response(await _found_run(request))
+
+
+async def list_runs(request: Request) -> Response:
+    """``GET /threads/{thread_id}/runs?limit=&offset=&status=``: newest first."""
+    state = _state(request)
+    thread = await found_thread(request)
+    sql, params = "SELECT * FROM plait_server_runs WHERE thread_id = ?", [thread["thread_id"]]
+    status = request.query_params.get("status")
+    if status:
+        sql, params = sql + " AND status = ?", [*params, status]
+    limit, offset = query_int(request, "limit", 10), query_int(request, "offset", 0)
+    rows = await state.db.fetch(sql + " ORDER BY run_id DESC LIMIT ? OFFSET ?", [*params, limit, offset])
+    return json_response([run_json(r) for r in rows])
+
+
+async def delete(request: Request) -> Response:
+    """``DELETE /threads/{thread_id}/runs/{run_id}`` (a pending or running run: cancel it first)."""
+    state = _state(request)
+    doc = await _found_run(request)
+    if doc["status"] in ("pending", "running"):
+        raise ApiError(409, f"Run {doc['run_id']} is {doc['status']}: cancel it before deleting it")
+    await state.db.run("DELETE FROM plait_server_runs WHERE run_id = ?", (doc["run_id"],))
+    return Response(status_code=204)
+
+
+async def _cancel(state: ServerState, run_id: str, action: str) -> None:
+    rows = await state.db.fetch("SELECT status FROM plait_server_runs WHERE run_id = ?", (run_id,))
+    if not rows or rows[0]["status"] not in ("pending", "running"):
+        return
+    if rows[0]["status"] == "pending":
+        changed = await state.db.run(
+            "UPDATE plait_server_runs SET status = 'interrupted', updated_at = ? WHERE run_id = ? AND status = 'pending'",
+            (now_iso(), run_id),
+        )
+        if changed:
+            if action == "rollback":
+                await state.db.run("DELETE FROM plait_server_runs WHERE run_id = ?", (run_id,))
+            state.broker.publish(run_id, END, {"status": "interrupted", "values": None, "error": None})
+            await state.broker.flush(run_id)
+            return
+    await cancel_running(state, run_id, action)
+
+
+async def cancel(request: Request) -> Response:
+    """``POST /threads/{thread_id}/runs/{run_id}/cancel?wait=0|1&action=interrupt|rollback``."""
+    state = _state(request)
+    doc = await _found_run(request)
+    action = request.query_params.get("action", "interrupt")
+    if action not in ("interrupt", "rollback"):
+        raise ApiError(422, f"action must be 'interrupt' or 'rollback', got {action!r}")
+    if doc["status"] not in ("pending", "running"):
+        raise ApiError(409, f"Run {doc['run_id']} is already {doc['status']}")
+    await _cancel(state, doc["run_id"], action)
+    if request.query_params.get("wait") in ("1", "true", "True"):
+        while await _active(state, doc["run_id"]):
+            await asyncio.sleep(0.05)
+        return json_response(None)
+    return Response(status_code=202)
+
+
+async def cancel_many(request: Request) -> Response:
+    """``POST /runs/cancel``: by ``thread_id`` + ``run_ids``, or every run with a ``status``."""
+    state = _state(request)
+    data = await body(request, required=True)
+    action = request.query_params.get("action", "interrupt")
+    status = opt(data, "status", str)
+    if status is not None:
+        wanted = ("pending", "running") if status == "all" else (status,)
+        rows = await state.db.fetch(
+            f"SELECT run_id FROM plait_server_runs WHERE status IN ({', '.join('?' for _ in wanted)})", wanted
+        )
+        run_ids = [r["run_id"] for r in rows]
+    else:
+        run_ids = as_list(opt(data, "run_ids", list))
+    for run_id in run_ids:
+        await _cancel(state, str(run_id), action)
+    return Response(status_code=204)
+
+
+async def join(request: Request) -> Response:
+    """``GET /threads/{thread_id}/runs/{run_id}/join``: wait for the run, answer its output."""
+    doc = await _found_run(request)
+    result = await _final(_state(request), doc)
+    return json_response(result, headers=_locations(doc, False, "/join"))
+
+
+async def join_stream(request: Request) -> Response:
+    """``GET /threads/{thread_id}/runs/{run_id}/stream``: follow a run (after ``Last-Event-ID``)."""
+    state = _state(request)
+    doc = await _found_run(request)
+    last = request.headers.get("last-event-id") or "0"
+    try:
+        after = int(last.split("-")[0])
+    except ValueError:
+        raise ApiError(422, f"Last-Event-ID must be an event id this server sent, got {last!r}") from None
+    modes = [m for m in request.query_params.getlist("stream_mode") if m]
+    cancel_on_disconnect = request.query_params.get("cancel_on_disconnect") in ("1", "true", "True")
+
+    async def on_disconnect() -> None:
+        await _cancel(state, doc["run_id"], "interrupt")
+
+    events = _events(state, doc, after, modes, False)
+    return _sse(
+        request, events, _locations(doc, False, "/stream"), on_disconnect if cancel_on_disconnect else None
+    )
+
+
+routes = [
+    Route("/threads/{thread_id}/runs", create, methods=["POST"]),
+    Route("/threads/{thread_id}/runs", list_runs, methods=["GET"]),
+    Route("/threads/{thread_id}/runs/stream", stream, methods=["POST"]),
+    Route("/threads/{thread_id}/runs/wait", wait, methods=["POST"]),
+    Route("/threads/{thread_id}/runs/{run_id}", get, methods=["GET"]),
+    Route("/threads/{thread_id}/runs/{run_id}", delete, methods=["DELETE"]),
+    Route("/threads/{thread_id}/runs/{run_id}/cancel", cancel, methods=["POST"]),
+    Route("/threads/{thread_id}/runs/{run_id}/join", join, methods=["GET"]),
+    Route("/threads/{thread_id}/runs/{run_id}/stream", join_stream, methods=["GET"]),
+    Route("/runs", create, methods=["POST"]),
+    Route("/runs/stream", stream, methods=["POST"]),
+    Route("/runs/wait", wait, methods=["POST"]),
+    Route("/runs/batch", create_batch, methods=["POST"]),
+    Route("/runs/cancel", cancel_many, methods=["POST"]),
+]

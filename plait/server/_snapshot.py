@@ -1,0 +1,66 @@
+"""Thread state on the wire: snapshots, checkpoints and interrupts as LangGraph's API shows them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait.types import StateSnapshot
+
+__all__ = ["checkpoint_ref", "interrupts_by_task", "state_json", "thread_status"]
+
+
+def checkpoint_ref(config: Any) -> dict[str, Any] | None:
+    """``{"thread_id", "checkpoint_ns", "checkpoint_id"}`` of a checkpoint config, or ``None``."""
+    if not config:
+        return None
+    conf = config.get("configurable", {})
+    return {
+        "thread_id": conf.get("thread_id"),
+        "checkpoint_ns": conf.get("checkpoint_ns", ""),
+        "checkpoint_id": conf.get("checkpoint_id"),
+    }
+
+
+def _interrupt(item: Any) -> dict[str, Any]:
+    return {"value": getattr(item, "value", None), "id": getattr(item, "id", None)}
+
+
+def state_json(snap: StateSnapshot) -> dict[str, Any]:
+    """A snapshot as ``GET /threads/{id}/state`` returns it."""
+    checkpoint = checkpoint_ref(snap.config)
+    parent = checkpoint_ref(snap.parent_config)
+    tasks = [
+        {
+            "id": t.id,
+            "name": t.name,
+            "path": list(getattr(t, "path", ()) or ()),
+            "error": None if t.error is None else f"{type(t.error).__name__}: {t.error}",
+            "interrupts": [_interrupt(i) for i in t.interrupts],
+            "checkpoint": None,
+            "state": None,
+            "result": getattr(t, "result", None),
+        }
+        for t in snap.tasks
+    ]
+    return {
+        "values": snap.values if snap.values is not None else {},
+        "next": list(snap.next),
+        "tasks": tasks,
+        "metadata": snap.metadata,
+        "created_at": snap.created_at,
+        "checkpoint": checkpoint,
+        "parent_checkpoint": parent,
+        "interrupts": [_interrupt(i) for t in snap.tasks for i in t.interrupts],
+        "checkpoint_id": checkpoint["checkpoint_id"] if checkpoint else None,
+        "parent_checkpoint_id": parent["checkpoint_id"] if parent else None,
+    }
+
+
+def interrupts_by_task(snap: StateSnapshot) -> dict[str, list[dict[str, Any]]]:
+    """The pending interrupts of a snapshot, keyed by task id (a thread's ``interrupts``)."""
+    return {t.id: [_interrupt(i) for i in t.interrupts] for t in snap.tasks if t.interrupts}
+
+
+def thread_status(snap: StateSnapshot) -> str:
+    """``interrupted`` when the snapshot waits on an interrupt or a breakpoint, else ``idle``."""
+    return "interrupted" if snap.next else "idle"

@@ -1,0 +1,97 @@
+"""One server process: settings, database, checkpoint saver, store, graphs, broker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plait.checkpoint.sqlite import SqliteSaver
+from plait.pregel import Pregel
+from plait.server._config import Settings, apply_env, load_graph
+from plait.server._db import Database, open_database
+from plait.server._store import ServerStore
+from plait.server._stream import Broker
+from plait.server._wire import ApiError
+
+_pg_saver: Any
+try:
+    from plait.checkpoint.postgres import PostgresSaver as _pg_saver
+except ImportError:  # pragma: no cover - without the 'postgres' extra only SQLite is served
+    _pg_saver = None
+
+__all__ = ["ServerState", "bookkeeping_file", "default_db", "open_state"]
+
+
+@dataclass
+class ServerState:
+    """What every request handler and the run worker share."""
+
+    settings: Settings
+    db: Database
+    saver: Any
+    store: ServerStore
+    graphs: dict[str, Pregel[Any, Any, Any, Any]]
+    broker: Broker
+    worker_id: str = field(
+        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    )
+    stack: ExitStack = field(default_factory=ExitStack)
+    worker: Any = None
+    cancels: dict[str, str] = field(default_factory=lambda: {})
+
+    def graph(self, graph_id: str, *, stateless: bool = False) -> Pregel[Any, Any, Any, Any]:
+        """The graph ``graph_id`` wired to the server's saver (none for stateless runs) and store."""
+        base = self.graphs.get(graph_id)
+        if base is None:
+            raise ApiError(404, f"Graph {graph_id!r} not found; the config names {sorted(self.graphs)}")
+        graph = base.with_saver(None if stateless else self.saver)
+        graph.store = self.store
+        return graph
+
+    async def close(self) -> None:
+        """Close the saver, the store and the database."""
+        await asyncio.to_thread(self.stack.close)
+        await self.db.close()
+
+
+def default_db(config_path: str) -> str:
+    """Where the server keeps its checkpoints when no ``--db`` is given: next to the config file."""
+    return str(Path(config_path).resolve().parent / ".plait" / "plait.sqlite")
+
+
+def bookkeeping_file(db: str) -> str:
+    """The SQLite file of the server's own tables, beside the checkpoint file ``db``.
+
+    Two files, so the server's bookkeeping and the checkpoint saver never wait on each
+    other's write lock (``app.sqlite`` -> ``app.server.sqlite``).
+    """
+    if db == ":memory:":
+        return db
+    path = Path(db)
+    return str(path.with_name(f"{path.stem}.server{path.suffix or '.sqlite'}"))
+
+
+async def open_state(settings: Settings) -> ServerState:
+    """Load the graphs, open the database and the saver for one server process."""
+    apply_env(settings.env)
+    graphs = {spec.graph_id: load_graph(spec, settings.config_path) for spec in settings.graphs}
+    db = await open_database(settings.db if settings.is_postgres else bookkeeping_file(settings.db))
+    stack = ExitStack()
+    # The sync savers: their async methods run each statement in a worker thread, so a run
+    # cancelled mid-write still finishes (or rolls back) its transaction.
+    if settings.is_postgres:
+        if _pg_saver is None:
+            raise ImportError("a PostgreSQL --db needs the 'postgres' extra: pip install 'plait[postgres]'")
+        manager: Any = _pg_saver.from_conn_string(settings.db, lease_ttl=settings.lease_ttl)
+    else:
+        manager = SqliteSaver.from_conn_string(settings.db, lease_ttl=settings.lease_ttl)
+    saver = await asyncio.to_thread(stack.enter_context, manager)
+    await asyncio.to_thread(saver.setup)
+    store = ServerStore(db)
+    return ServerState(settings, db, saver, store, graphs, Broker(db), stack=stack)

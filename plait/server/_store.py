@@ -1,0 +1,281 @@
+"""The long-term store: a :class:`BaseStore` on the server's database, and its HTTP endpoints.
+
+Every worker reads and writes the same ``plait_server_store`` table, so a node's
+``store.put`` on one worker is seen by ``client.store.get_item`` on any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from plait.server._db import Database, Row
+from plait.server._http import body, json_response
+from plait.server._wire import ApiError, as_dict, as_list, dumps, loads, now_iso
+from plait.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+__all__ = ["ServerStore", "routes"]
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "$eq": operator.eq,
+    "$ne": operator.ne,
+    "$gt": operator.gt,
+    "$gte": operator.ge,
+    "$lt": operator.lt,
+    "$lte": operator.le,
+}
+
+
+def _matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
+    for key, expected in conditions.items():
+        actual = value.get(key)
+        ops = as_dict(expected)
+        if isinstance(expected, dict) and ops and all(k.startswith("$") for k in ops):
+            for name, arg in ops.items():
+                if name not in _OPS:
+                    raise ApiError(422, f"unknown filter operator {name!r}; use one of {sorted(_OPS)}")
+                try:
+                    if not _OPS[name](actual, arg):
+                        return False
+                except TypeError:
+                    return False
+        elif actual != expected:
+            return False
+    return True
+
+
+def _ns(namespace: Iterable[str]) -> str:
+    return ".".join(namespace)
+
+
+def _like(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ".%"
+
+
+class ServerStore(BaseStore):
+    """Items in the server database (``plait_server_store``), shared by all workers."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` from a node's thread (on the server's event loop)."""
+        if self.loop is None:
+            raise RuntimeError("the server store is used outside the server")
+        return asyncio.run_coroutine_threadsafe(self.abatch(ops), self.loop).result()
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` in order."""
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(await self._get(op.namespace, op.key))
+            elif isinstance(op, SearchOp):
+                results.append(await self._search(op))
+            elif isinstance(op, PutOp):
+                await self._put(op)
+                results.append(None)
+            else:
+                results.append(await self._namespaces(op))
+        return results
+
+    async def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        rows = await self.db.fetch(
+            "SELECT * FROM plait_server_store WHERE prefix = ? AND key = ?", (_ns(namespace), key)
+        )
+        return _item(rows[0], Item) if rows else None
+
+    async def _search(self, op: SearchOp) -> list[SearchItem]:
+        if op.query:
+            raise NotImplementedError(
+                "store search by 'query' (semantic search) is not supported by plait serve"
+            )
+        prefix = _ns(op.namespace_prefix)
+        if prefix:
+            rows = await self.db.fetch(
+                "SELECT * FROM plait_server_store WHERE prefix = ? OR prefix LIKE ? ESCAPE '\\' "
+                "ORDER BY updated_at DESC",
+                (prefix, _like(prefix)),
+            )
+        else:
+            rows = await self.db.fetch("SELECT * FROM plait_server_store ORDER BY updated_at DESC")
+        items = [_item(r, SearchItem) for r in rows]
+        if op.filter:
+            items = [i for i in items if _matches(i.value, op.filter)]
+        return items[op.offset : op.offset + op.limit]
+
+    async def _put(self, op: PutOp) -> None:
+        prefix = _ns(op.namespace)
+        if op.value is None:
+            await self.db.run("DELETE FROM plait_server_store WHERE prefix = ? AND key = ?", (prefix, op.key))
+            return
+        now = now_iso()
+        await self.db.run(
+            "INSERT INTO plait_server_store (prefix, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            (prefix, op.key, dumps(dict(op.value)).decode(), now, now),
+        )
+
+    async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        rows = await self.db.fetch("SELECT DISTINCT prefix FROM plait_server_store ORDER BY prefix")
+        found: set[tuple[str, ...]] = set()
+        for row in rows:
+            ns = tuple(str(row["prefix"]).split("."))
+            if all(_condition(c.match_type, tuple(c.path), ns) for c in op.match_conditions or ()):
+                found.add(ns[: op.max_depth] if op.max_depth is not None else ns)
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+
+def _condition(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> bool:
+    if len(path) > len(ns):
+        return False
+    part = ns[: len(path)] if kind == "prefix" else ns[len(ns) - len(path) :]
+    return all(p in ("*", n) for p, n in zip(path, part, strict=True))
+
+
+def _item(row: Row, cls: Any) -> Any:
+    return cls(
+        namespace=tuple(str(row["prefix"]).split(".")),
+        key=row["key"],
+        value=loads(row["value"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _wire_item(item: Item, score: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at.isoformat(),
+        "updated_at": item.updated_at.isoformat(),
+    }
+    if score:
+        out["score"] = getattr(item, "score", None)
+    return out
+
+
+def _namespace(raw: Any, field: str = "namespace") -> tuple[str, ...]:
+    if isinstance(raw, str):
+        raw = raw.split(".") if raw else []
+    labels = as_list(raw)
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x and "." not in x for x in labels):
+        raise ApiError(422, f"{field} must be a list of non-empty strings without '.', got {raw!r}")
+    return tuple(str(x) for x in labels)
+
+
+def _store(request: Request) -> ServerStore:
+    store: ServerStore = request.app.state.server.store
+    return store
+
+
+async def put_item(request: Request) -> Response:
+    """``PUT /store/items``: create or replace an item."""
+    data = await body(request)
+    namespace = _namespace(data.get("namespace"))
+    if not namespace:
+        raise ApiError(422, "namespace must not be empty")
+    key, value = data.get("key"), data.get("value")
+    if not isinstance(key, str) or not key:
+        raise ApiError(422, "key must be a non-empty string")
+    if not isinstance(value, dict):
+        raise ApiError(422, "value must be a JSON object")
+    if data.get("ttl") is not None:
+        raise ApiError(422, "item ttl is not supported by plait serve (NotImplemented)")
+    await _store(request).abatch([PutOp(namespace, key, cast("dict[str, Any]", value))])
+    return Response(status_code=204)
+
+
+async def get_item(request: Request) -> Response:
+    """``GET /store/items?namespace=a.b&key=k``: one item, 404 when missing."""
+    namespace = _namespace(request.query_params.get("namespace", ""))
+    key = request.query_params.get("key")
+    if not key:
+        raise ApiError(422, "the 'key' query parameter is required")
+    item = (await _store(request).abatch([GetOp(namespace, key)]))[0]
+    if item is None:
+        raise ApiError(404, f"Item {key!r} not found in namespace {list(namespace)}")
+    return json_response(_wire_item(cast("Item", item)))
+
+
+async def delete_item(request: Request) -> Response:
+    """``DELETE /store/items``: delete an item (absent items are fine)."""
+    data = await body(request)
+    namespace = _namespace(data.get("namespace"))
+    key = data.get("key")
+    if not isinstance(key, str) or not key:
+        raise ApiError(422, "key must be a non-empty string")
+    await _store(request).abatch([PutOp(namespace, key, None)])
+    return Response(status_code=204)
+
+
+async def search_items(request: Request) -> Response:
+    """``POST /store/items/search``: items under a namespace prefix, filtered."""
+    data = await body(request)
+    prefix = _namespace(data.get("namespace_prefix") or [], "namespace_prefix")
+    flt = data.get("filter")
+    if flt is not None and not isinstance(flt, dict):
+        raise ApiError(422, "filter must be a JSON object")
+    op = SearchOp(
+        prefix,
+        cast("dict[str, Any] | None", flt),
+        _int(data, "limit", 10),
+        _int(data, "offset", 0),
+        data.get("query"),
+    )
+    try:
+        items = (await _store(request).abatch([op]))[0]
+    except NotImplementedError as exc:
+        raise ApiError(422, str(exc)) from None
+    return json_response({"items": [_wire_item(i, True) for i in cast("list[SearchItem]", items)]})
+
+
+async def list_namespaces(request: Request) -> Response:
+    """``POST /store/namespaces``: the namespaces in use, by prefix/suffix, cut at ``max_depth``."""
+    data = await body(request)
+    conditions = [
+        MatchCondition(kind, _namespace(data[kind], kind)) for kind in ("prefix", "suffix") if data.get(kind)
+    ]
+    depth = data.get("max_depth")
+    if depth is not None and (not isinstance(depth, int) or depth < 1):
+        raise ApiError(422, "max_depth must be a positive integer")
+    op = ListNamespacesOp(tuple(conditions), depth, _int(data, "limit", 100), _int(data, "offset", 0))
+    found = (await _store(request).abatch([op]))[0]
+    return json_response({"namespaces": [list(ns) for ns in cast("list[tuple[str, ...]]", found)]})
+
+
+def _int(data: dict[str, Any], key: str, default: int) -> int:
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ApiError(422, f"{key} must be a non-negative integer, got {value!r}")
+    return value
+
+
+routes = [
+    Route("/store/items", put_item, methods=["PUT"]),
+    Route("/store/items", get_item, methods=["GET"]),
+    Route("/store/items", delete_item, methods=["DELETE"]),
+    Route("/store/items/search", search_items, methods=["POST"]),
+    Route("/store/namespaces", list_namespaces, methods=["POST"]),
+]

@@ -1,0 +1,245 @@
+"""Threads: create, get, update metadata, search, count, copy, delete."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from plait.server._db import Database, Tx
+from plait.server._http import body, json_response, opt
+from plait.server._state import ServerState
+from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
+
+__all__ = ["create_thread", "get_thread", "routes", "thread_graph_id", "write_thread"]
+
+_STATUSES = ("idle", "busy", "interrupted", "error")
+
+
+def _state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.server
+    return state
+
+
+async def get_thread(db: Database | Tx, thread_id: str) -> dict[str, Any] | None:
+    """The thread's document (with its status), or ``None``."""
+    rows = await db.fetch(
+        "SELECT status, updated_at, doc FROM plait_server_threads WHERE thread_id = ?", (thread_id,)
+    )
+    if not rows:
+        return None
+    doc: dict[str, Any] = loads(rows[0]["doc"])
+    doc["status"], doc["updated_at"] = rows[0]["status"], rows[0]["updated_at"]
+    return doc
+
+
+async def write_thread(db: Database | Tx, doc: dict[str, Any]) -> None:
+    """Store a thread's document (status and updated_at as columns too)."""
+    await db.run(
+        "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ? WHERE thread_id = ?",
+        (doc["status"], doc["updated_at"], dumps(doc).decode(), doc["thread_id"]),
+    )
+
+
+async def create_thread(db: Database | Tx, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    """Insert a new idle thread (the caller checked it does not exist)."""
+    now = now_iso()
+    doc = {
+        "thread_id": thread_id,
+        "created_at": now,
+        "updated_at": now,
+        "state_updated_at": now,
+        "metadata": metadata,
+        "status": "idle",
+        "config": {},
+        "values": None,
+        "error": None,
+        "interrupts": {},
+    }
+    await db.run(
+        "INSERT INTO plait_server_threads (thread_id, status, created_at, updated_at, doc) VALUES (?, ?, ?, ?, ?)",
+        (thread_id, "idle", now, now, dumps(doc).decode()),
+    )
+    return doc
+
+
+def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
+    """The graph a thread belongs to: the one its runs used, else the only configured graph."""
+    graph_id = as_dict(doc.get("metadata")).get("graph_id")
+    if graph_id in state.graphs:
+        return str(graph_id)
+    if len(state.graphs) == 1:
+        return next(iter(state.graphs))
+    raise ApiError(409, f"Thread {doc['thread_id']} has no graph yet: run it, or set metadata.graph_id")
+
+
+async def found_thread(request: Request) -> dict[str, Any]:
+    """The thread of the path, or 404."""
+    thread_id = check_uuid(request.path_params["thread_id"], "thread ID")
+    doc = await get_thread(_state(request).db, thread_id)
+    if doc is None:
+        raise ApiError(404, f"Thread {thread_id} not found")
+    return doc
+
+
+async def create(request: Request) -> Response:
+    """``POST /threads``."""
+    state = _state(request)
+    data = await body(request)
+    if data.get("ttl") is not None:
+        raise ApiError(422, "thread ttl is not supported by plait serve (NotImplemented)")
+    if data.get("supersteps"):
+        raise ApiError(422, "supersteps on thread creation are not supported by plait serve (NotImplemented)")
+    thread_id = check_uuid(opt(data, "thread_id", str) or uuid7(), "thread ID")
+    metadata = as_dict(opt(data, "metadata", dict))
+    if_exists = opt(data, "if_exists", str) or "raise"
+    if if_exists not in ("raise", "do_nothing"):
+        raise ApiError(422, f"if_exists must be 'raise' or 'do_nothing', got {if_exists!r}")
+    existing = await get_thread(state.db, thread_id)
+    if existing is not None:
+        if if_exists == "do_nothing":
+            return json_response(existing)
+        raise ApiError(409, f"Thread with ID {thread_id} already exists")
+    try:
+        doc = await create_thread(state.db, thread_id, metadata)
+    except Exception:  # noqa: BLE001 - created concurrently by another request
+        if await get_thread(state.db, thread_id) is None:
+            raise
+        raise ApiError(409, f"Thread with ID {thread_id} already exists") from None
+    return json_response(doc)
+
+
+async def get(request: Request) -> Response:
+    """``GET /threads/{thread_id}``."""
+    return json_response(await found_thread(request))
+
+
+async def patch(request: Request) -> Response:
+    """``PATCH /threads/{thread_id}``: merge metadata."""
+    doc = await found_thread(request)
+    data = await body(request)
+    if data.get("ttl") is not None:
+        raise ApiError(422, "thread ttl is not supported by plait serve (NotImplemented)")
+    doc["metadata"] = {**doc["metadata"], **(as_dict(opt(data, "metadata", dict)))}
+    doc["updated_at"] = now_iso()
+    await write_thread(_state(request).db, doc)
+    return json_response(doc)
+
+
+async def delete(request: Request) -> Response:
+    """``DELETE /threads/{thread_id}``: the thread, its runs and its checkpoints."""
+    state = _state(request)
+    doc = await found_thread(request)
+    thread_id = doc["thread_id"]
+    running = await state.db.fetch(
+        "SELECT run_id FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
+        (thread_id,),
+    )
+    for row in running:
+        if state.worker is None or not state.worker.cancel_local(row["run_id"], "interrupt"):
+            await state.db.notify("plait_server_cancel", f"{row['run_id']}:interrupt")
+    async with state.db.tx() as tx:
+        await tx.run("DELETE FROM plait_server_runs WHERE thread_id = ?", (thread_id,))
+        await tx.run("DELETE FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
+    await state.saver.adelete_thread(thread_id)
+    return Response(status_code=204)
+
+
+def _subset(actual: Any, wanted: dict[str, Any]) -> bool:
+    if not isinstance(actual, dict):
+        return not wanted
+    values = cast("dict[str, Any]", actual)
+    return all(k in values and loads(dumps(values[k])) == v for k, v in wanted.items())
+
+
+async def _matching(state: ServerState, data: dict[str, Any]) -> list[dict[str, Any]]:
+    metadata = as_dict(opt(data, "metadata", dict))
+    values = as_dict(opt(data, "values", dict))
+    status = opt(data, "status", str)
+    if status is not None and status not in _STATUSES:
+        raise ApiError(422, f"status must be one of {list(_STATUSES)}, got {status!r}")
+    ids = opt(data, "ids", list)
+    sql, params = "SELECT status, updated_at, doc FROM plait_server_threads", []
+    if status is not None:
+        sql, params = sql + " WHERE status = ?", [status]
+    docs: list[dict[str, Any]] = []
+    for row in await state.db.fetch(sql, params):
+        doc = loads(row["doc"])
+        doc["status"], doc["updated_at"] = row["status"], row["updated_at"]
+        if ids is not None and doc["thread_id"] not in ids:
+            continue
+        if _subset(doc["metadata"], metadata) and _subset(doc.get("values"), values):
+            docs.append(doc)
+    return docs
+
+
+async def search(request: Request) -> Response:
+    """``POST /threads/search``: by metadata, values, status and ids; sorted and paged."""
+    data = await body(request)
+    docs = await _matching(_state(request), data)
+    sort_by = opt(data, "sort_by", str) or "created_at"
+    if sort_by not in ("thread_id", "status", "created_at", "updated_at", "state_updated_at"):
+        raise ApiError(
+            422,
+            f"sort_by must be thread_id, status, created_at, updated_at or state_updated_at, got {sort_by!r}",
+        )
+    order = opt(data, "sort_order", str) or "desc"
+    if order not in ("asc", "desc"):
+        raise ApiError(422, f"sort_order must be 'asc' or 'desc', got {order!r}")
+    docs.sort(key=lambda d: str(d.get(sort_by)), reverse=order == "desc")
+    limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
+    page = docs[offset : offset + limit]
+    select = opt(data, "select", list)
+    if select:
+        page = [{k: d.get(k) for k in select} for d in page]
+    headers = {"X-Pagination-Total": str(len(docs))}
+    if offset + limit < len(docs):
+        headers["X-Pagination-Next"] = str(offset + limit)
+    return json_response(page, headers=headers)
+
+
+async def count(request: Request) -> Response:
+    """``POST /threads/count``."""
+    return json_response(len(await _matching(_state(request), await body(request))))
+
+
+async def copy(request: Request) -> Response:
+    """``POST /threads/{thread_id}/copy``: a new thread with the same checkpoints and metadata."""
+    state = _state(request)
+    doc = await found_thread(request)
+    new_id = uuid7()
+    saver = state.saver
+    source = {"configurable": {"thread_id": doc["thread_id"], "checkpoint_ns": ""}}
+    saved = [t async for t in saver.alist(source)]
+    for item in reversed(saved):
+        parent = item.parent_config["configurable"]["checkpoint_id"] if item.parent_config else None
+        target = {"configurable": {"thread_id": new_id, "checkpoint_ns": "", "checkpoint_id": parent}}
+        written = await saver.aput(
+            target, item.checkpoint, item.metadata, dict(item.checkpoint["channel_versions"])
+        )
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, channel, value in item.pending_writes or ():
+            by_task.setdefault(task_id, []).append((channel, value))
+        for task_id, writes in by_task.items():
+            await saver.aput_writes(written, writes, task_id)
+    new = await create_thread(state.db, new_id, doc["metadata"])
+    new.update(
+        values=doc.get("values"),
+        interrupts=doc.get("interrupts") or {},
+        status=doc["status"] if doc["status"] != "busy" else "idle",
+    )
+    await write_thread(state.db, new)
+    return json_response(new)
+
+
+routes = [
+    Route("/threads", create, methods=["POST"]),
+    Route("/threads/search", search, methods=["POST"]),
+    Route("/threads/count", count, methods=["POST"]),
+    Route("/threads/{thread_id}", get, methods=["GET"]),
+    Route("/threads/{thread_id}", patch, methods=["PATCH"]),
+    Route("/threads/{thread_id}", delete, methods=["DELETE"]),
+    Route("/threads/{thread_id}/copy", copy, methods=["POST"]),
+]

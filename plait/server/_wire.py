@@ -1,0 +1,95 @@
+"""What travels on the wire: JSON encoding of state values, ids, timestamps, HTTP errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any, cast
+
+import orjson
+
+__all__ = ["ApiError", "as_dict", "as_list", "check_uuid", "dumps", "loads", "now_iso", "uuid7"]
+
+
+class ApiError(Exception):
+    """An error answered as JSON ``{"detail": message}`` with ``status``.
+
+    Args:
+        status: The HTTP status (404 unknown id, 409 conflict, 422 bad body …).
+        detail: What went wrong and how to fix it.
+    """
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def _default(obj: Any) -> Any:
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return dump()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        if type(obj).__name__ == "Interrupt":
+            return {"value": getattr(obj, "value", None), "id": getattr(obj, "id", None)}
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (set, frozenset)):
+        return list(cast("set[Any]", obj))
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    if isinstance(obj, BaseException):
+        return f"{type(obj).__name__}: {obj}"
+    as_dict = getattr(obj, "_asdict", None)
+    if callable(as_dict):
+        return as_dict()
+    return repr(obj)
+
+
+def dumps(value: Any) -> bytes:
+    """JSON bytes for ``value``; messages and pydantic models as their ``model_dump()``."""
+    return orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS)
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON."""
+    return orjson.loads(data)
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601 with microseconds (sorts as text)."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+_last = [0]
+
+
+def uuid7() -> str:
+    """A time-ordered UUID (version 7), so ids sort in creation order."""
+    ms = time.time_ns() // 1_000_000
+    ms = max(ms, _last[0])
+    _last[0] = ms
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms << 80) | (0x7 << 76) | ((rand >> 66) & 0xFFF) << 64 | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    return str(uuid.UUID(int=value))
+
+
+def check_uuid(value: str, what: str) -> str:
+    """``value`` if it is a UUID; otherwise a 422 naming ``what``."""
+    try:
+        uuid.UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        raise ApiError(422, f"Invalid {what}: must be a UUID, got {value!r}") from None
+    return value
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a dict (of a JSON document), else ``{}``."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` when it is a list, else ``[]``."""
+    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]  # a JSON list

@@ -1,0 +1,69 @@
+"""Graphs served in the server tests (loaded by ``plait serve`` from plait.json)."""
+
+from __future__ import annotations
+
+import operator
+import os
+import time
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage
+
+from plait.config import get_store, get_stream_writer
+from plait.graph import END, START, MessagesState, StateGraph
+from plait.types import interrupt
+
+
+class State(MessagesState):
+    turns: Annotated[int, operator.add]
+
+
+def chat(state: State) -> dict[str, Any]:
+    """Echo the last message; ``ask`` interrupts, ``sleep:N`` sleeps, ``fail`` raises, ``remember:X`` stores."""
+    text = str(state["messages"][-1].content)
+    get_stream_writer()({"progress": text})
+    if text == "ask":
+        answer = interrupt({"question": "sure?"})
+        return {"messages": [AIMessage(f"answer: {answer}")], "turns": 1}
+    if text.startswith("sleep:"):
+        time.sleep(float(text.split(":")[1]))
+    if text == "fail":
+        raise RuntimeError("the node failed on purpose")
+    if text.startswith("remember:"):
+        get_store().put(("memories",), "last", {"text": text.split(":", 1)[1]})
+    if text.startswith("log:"):
+        with open(os.environ["PLAIT_TEST_LOG"], "a") as log:  # one line per node execution
+            log.write(text + "\n")
+    return {"messages": [AIMessage(f"you said: {text}")], "turns": 1}
+
+
+graph = StateGraph(State).add_node("chat", chat).add_edge(START, "chat").add_edge("chat", END).compile()
+
+
+def first(state: State) -> dict[str, Any]:
+    """Step one of two (for kill -9 tests: the second step sleeps)."""
+    text = str(state["messages"][-1].content)
+    with open(os.environ["PLAIT_TEST_LOG"], "a") as log:
+        log.write(f"first {text} {os.getpid()}\n")
+    return {"messages": [AIMessage("first done")], "turns": 1}
+
+
+def second(state: State) -> dict[str, Any]:
+    """Step two: sleeps while the test kills the worker, then records who finished."""
+    with open(os.environ["PLAIT_TEST_LOG"], "a") as log:
+        log.write(f"second-start {os.getpid()}\n")
+    time.sleep(float(os.environ.get("PLAIT_TEST_SLEEP", "3")))
+    with open(os.environ["PLAIT_TEST_LOG"], "a") as log:
+        log.write(f"second-done {os.getpid()}\n")
+    return {"messages": [AIMessage("second done")], "turns": 1}
+
+
+two_steps = (
+    StateGraph(State)
+    .add_node("first", first)
+    .add_node("second", second)
+    .add_edge(START, "first")
+    .add_edge("first", "second")
+    .add_edge("second", END)
+    .compile()
+)

@@ -1,0 +1,22 @@
+"""A ``plait serve`` process on a SQLite file, shared by the tests of a module."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterator
+
+import pytest
+from _serve_proc import Server, running
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("serve")
+    log = tmp / "nodes.log"
+    with running(str(tmp / "server.sqlite"), tmp, env={"PLAIT_TEST_LOG": str(log)}) as srv:
+        yield srv
+
+
+@pytest.fixture
+def tmp(tmp_path: pathlib.Path) -> pathlib.Path:
+    return tmp_path

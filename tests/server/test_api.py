@@ -1,0 +1,271 @@
+"""The HTTP API driven by the official ``langgraph-sdk`` client (sync and async) against a real ``plait serve``."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+from _serve_proc import Server
+from langgraph_sdk import get_client, get_sync_client
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
+
+MSG = {"messages": [{"role": "user", "content": "hi"}]}
+
+
+def _text(values: dict) -> list[str]:
+    return [m["content"] for m in values["messages"]]
+
+
+def test_assistants(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    found = client.assistants.search(graph_id="agent")
+    assert [a["graph_id"] for a in found] == ["agent"]
+    default = found[0]
+    assert (
+        default["assistant_id"] == "fe096781-5601-53d2-b2f6-0d3403f7e9ca"
+    )  # uuid5 of the graph id, as LangGraph
+    assert client.assistants.get("agent")["assistant_id"] == default["assistant_id"]
+    graph = client.assistants.get_graph(default["assistant_id"])
+    assert {"source": "__start__", "target": "chat"} in graph["edges"]
+    schemas = client.assistants.get_schemas(default["assistant_id"])
+    assert "messages" in schemas["input_schema"]["properties"]
+    made = client.assistants.create("agent", config={"configurable": {"x": 1}}, context={"c": 2}, name="mine")
+    assert (
+        made["name"] == "mine"
+        and made["config"] == {"configurable": {"x": 1}}
+        and made["context"] == {"c": 2}
+    )
+    updated = client.assistants.update(made["assistant_id"], metadata={"team": "a"})
+    assert updated["version"] == 2 and updated["metadata"] == {"team": "a"}
+    assert [a["assistant_id"] for a in client.assistants.search(metadata={"team": "a"})] == [
+        made["assistant_id"]
+    ]
+    with pytest.raises(NotFoundError):
+        client.assistants.get(str(uuid.uuid4()))
+    with pytest.raises(UnprocessableEntityError):
+        client.assistants.get("not-a-uuid")
+    with pytest.raises(ConflictError):
+        client.assistants.create("agent", assistant_id=made["assistant_id"])
+    client.assistants.delete(made["assistant_id"])
+    with pytest.raises(NotFoundError):
+        client.assistants.get(made["assistant_id"])
+
+
+def test_threads_crud_and_search(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tag = uuid.uuid4().hex
+    thread = client.threads.create(metadata={"tag": tag, "n": 1})
+    assert thread["status"] == "idle" and thread["values"] is None
+    assert (
+        client.threads.create(thread_id=thread["thread_id"], if_exists="do_nothing")["thread_id"]
+        == thread["thread_id"]
+    )
+    with pytest.raises(ConflictError):
+        client.threads.create(thread_id=thread["thread_id"])
+    client.threads.update(thread["thread_id"], metadata={"n": 2})
+    assert client.threads.get(thread["thread_id"])["metadata"] == {"tag": tag, "n": 2}
+    other = client.threads.create(metadata={"tag": tag, "n": 3})
+    client.runs.wait(other["thread_id"], "agent", input=MSG)
+    found = client.threads.search(metadata={"tag": tag})
+    assert {t["thread_id"] for t in found} == {thread["thread_id"], other["thread_id"]}
+    assert [
+        t["thread_id"] for t in client.threads.search(metadata={"tag": tag}, status="idle", limit=1, offset=0)
+    ]
+    by_values = client.threads.search(metadata={"tag": tag}, values={"turns": 1})
+    assert [t["thread_id"] for t in by_values] == [other["thread_id"]]
+    assert client.threads.count(metadata={"tag": tag}) == 2
+    copied = client.threads.copy(other["thread_id"])
+    assert _text(client.threads.get_state(copied["thread_id"])["values"]) == ["hi", "you said: hi"]
+    client.threads.delete(thread["thread_id"])
+    with pytest.raises(NotFoundError):
+        client.threads.get(thread["thread_id"])
+    with pytest.raises(NotFoundError):
+        client.threads.get_state(thread["thread_id"])
+
+
+def test_state_update_and_history(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    thread = client.threads.create()
+    tid = thread["thread_id"]
+    assert client.threads.get_state(tid)["checkpoint"] is None
+    client.runs.wait(tid, "agent", input=MSG)
+    state = client.threads.get_state(tid)
+    assert _text(state["values"]) == ["hi", "you said: hi"] and state["next"] == []
+    written = client.threads.update_state(tid, {"turns": 10}, as_node="chat")
+    assert written["checkpoint"]["checkpoint_id"]
+    assert client.threads.get_state(tid)["values"]["turns"] == 11
+    history = client.threads.get_history(tid, limit=10)
+    assert history[0]["values"]["turns"] == 11 and len(history) >= 3
+    old = history[-1]["checkpoint"]
+    at = client.threads.get_state(tid, checkpoint=old)
+    assert at["checkpoint"]["checkpoint_id"] == old["checkpoint_id"]
+    assert client.threads.get_state(tid, checkpoint_id=old["checkpoint_id"])["values"] == at["values"]
+    assert client.threads.get(tid)["values"]["turns"] == 11
+
+
+def test_stream_modes(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    parts = list(
+        client.runs.stream(
+            tid, "agent", input=MSG, stream_mode=["values", "updates", "custom", "messages-tuple", "debug"]
+        )
+    )
+    events = [p.event for p in parts]
+    assert events[0] == "metadata"
+    assert {"values", "updates", "custom", "messages", "debug"} <= set(events)
+    custom = [p.data for p in parts if p.event == "custom"]
+    assert custom == [{"progress": "hi"}]
+    update = next(p.data for p in parts if p.event == "updates")
+    assert update["chat"]["messages"][0]["content"] == "you said: hi"
+    message, meta = next(p.data for p in parts if p.event == "messages")
+    assert message["content"] == "you said: hi" and meta["langgraph_node"] == "chat"
+    assert _text(
+        parts[-1].data if parts[-1].event == "values" else [p.data for p in parts if p.event == "values"][-1]
+    ) == [
+        "hi",
+        "you said: hi",
+    ]
+
+
+def test_interrupt_and_resume(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    out = client.runs.wait(tid, "agent", input={"messages": [{"role": "user", "content": "ask"}]})
+    assert out["__interrupt__"][0]["value"] == {"question": "sure?"}
+    thread = client.threads.get(tid)
+    assert thread["status"] == "interrupted"
+    assert [i["value"] for items in thread["interrupts"].values() for i in items] == [{"question": "sure?"}]
+    assert client.threads.get_state(tid)["next"] == ["chat"]
+    chunks = list(client.runs.stream(tid, "agent", command={"resume": "yes"}, stream_mode="values"))
+    assert _text(chunks[-1].data)[-1] == "answer: yes"
+    assert client.threads.get(tid)["status"] == "idle"
+
+
+def test_background_runs_join_list_get_delete(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "agent", input=MSG)
+    assert run["status"] in ("pending", "running", "success")
+    assert _text(client.runs.join(tid, run["run_id"])) == ["hi", "you said: hi"]
+    assert client.runs.get(tid, run["run_id"])["status"] == "success"
+    second = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "again"}]})
+    parts = list(client.runs.join_stream(tid, second["run_id"]))
+    assert parts and _text(parts[-1].data)[-1] == "you said: again"
+    assert [r["run_id"] for r in client.runs.list(tid)] == [second["run_id"], run["run_id"]]
+    client.runs.delete(tid, run["run_id"])
+    with pytest.raises(NotFoundError):
+        client.runs.get(tid, run["run_id"])
+    with pytest.raises(NotFoundError):
+        client.runs.create(str(uuid.uuid4()), "agent", input=MSG)
+    created = client.runs.create(str(uuid.uuid4()), "agent", input=MSG, if_not_exists="create")
+    assert _text(client.runs.join(created["thread_id"], created["run_id"]))[-1] == "you said: hi"
+
+
+def test_errors_are_reported(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    with pytest.raises(Exception, match="RuntimeError: the node failed on purpose"):
+        client.runs.wait(tid, "agent", input={"messages": [{"role": "user", "content": "fail"}]})
+    assert client.threads.get(tid)["status"] == "error"
+    parts = list(client.runs.stream(tid, "agent", input={"messages": [{"role": "user", "content": "fail"}]}))
+    assert parts[-1].event == "error" and parts[-1].data["error"] == "RuntimeError"
+    assert client.runs.list(tid)[0]["status"] == "error"
+
+
+def test_cancel_and_multitask(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    slow = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1.5"}]})
+    with pytest.raises(ConflictError):
+        client.runs.create(tid, "agent", input=MSG, multitask_strategy="reject")
+    queued = client.runs.create(tid, "agent", input=MSG, multitask_strategy="enqueue")
+    client.runs.join(tid, queued["run_id"])
+    assert client.runs.get(tid, slow["run_id"])["status"] == "success"
+    assert _text(client.threads.get_state(tid)["values"])[-1] == "you said: hi"
+    # interrupt: the running run is cancelled, the new one runs
+    slow = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
+    newer = client.runs.create(
+        tid, "agent", input={"messages": [{"role": "user", "content": "now"}]}, multitask_strategy="interrupt"
+    )
+    client.runs.join(tid, newer["run_id"])
+    assert client.runs.get(tid, slow["run_id"])["status"] == "interrupted"
+    assert _text(client.threads.get_state(tid)["values"])[-1] == "you said: now"
+    # rollback: the cancelled run is deleted
+    slow = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
+    newest = client.runs.create(
+        tid, "agent", input={"messages": [{"role": "user", "content": "last"}]}, multitask_strategy="rollback"
+    )
+    client.runs.join(tid, newest["run_id"])
+    with pytest.raises(NotFoundError):
+        client.runs.get(tid, slow["run_id"])
+    # explicit cancel
+    slow = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
+    client.runs.cancel(tid, slow["run_id"], wait=True)
+    assert client.runs.get(tid, slow["run_id"])["status"] == "interrupted"
+    assert client.threads.get(tid)["status"] == "idle"
+
+
+def test_stateless_runs(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    assert _text(client.runs.wait(None, "agent", input=MSG)) == ["hi", "you said: hi"]
+    parts = list(client.runs.stream(None, "agent", input=MSG, stream_mode="updates"))
+    assert [p.event for p in parts] == ["metadata", "updates"]
+
+
+def test_store_endpoints_and_nodes_share_the_store(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    client.store.put_item(["users", "u1"], "prefs", {"color": "blue", "n": 3})
+    item = client.store.get_item(["users", "u1"], "prefs")
+    assert item["value"] == {"color": "blue", "n": 3} and item["namespace"] == ["users", "u1"]
+    assert [i["key"] for i in client.store.search_items(["users"], filter={"n": {"$gt": 2}})["items"]] == [
+        "prefs"
+    ]
+    assert client.store.search_items(["users"], filter={"n": {"$gt": 5}})["items"] == []
+    assert ["users", "u1"] in client.store.list_namespaces(prefix=["users"])["namespaces"]
+    client.store.delete_item(["users", "u1"], "prefs")
+    with pytest.raises(NotFoundError):
+        client.store.get_item(["users", "u1"], "prefs")
+    client.runs.wait(None, "agent", input={"messages": [{"role": "user", "content": "remember:tea"}]})
+    assert client.store.get_item(["memories"], "last")["value"] == {"text": "tea"}
+
+
+def test_bad_input_is_422_or_404_never_500(server: Server) -> None:
+    bad = [
+        ("POST", "/threads", b"{nope"),
+        ("POST", "/threads", b"[1]"),
+        ("POST", "/threads", b'{"thread_id": "x"}'),
+        ("POST", "/threads/search", b'{"limit": "ten"}'),
+        ("POST", "/runs/wait", b'{"assistant_id": 5}'),
+        ("POST", "/runs/wait", b'{"assistant_id": "agent", "stream_mode": "events"}'),
+        ("POST", "/runs/wait", b'{"assistant_id": "agent", "multitask_strategy": "x"}'),
+        ("POST", "/runs/wait", b'{"assistant_id": "agent", "webhook": "http://x"}'),
+        ("POST", "/runs/wait", b'{"assistant_id": "agent", "input": 3}'),
+        ("PUT", "/store/items", b'{"namespace": ["a"], "key": "k", "value": 3}'),
+        ("POST", "/assistants", b'{"graph_id": 3}'),
+    ]
+    with httpx.Client(base_url=server.url) as http:
+        for method, path, content in bad:
+            r = http.request(method, path, content=content, headers={"content-type": "application/json"})
+            assert r.status_code == 422, (path, content, r.text)
+            assert "detail" in r.json()
+        for path in ("/threads/" + str(uuid.uuid4()), "/assistants/" + str(uuid.uuid4()), "/nope"):
+            r = http.get(path)
+            assert r.status_code == 404 and "detail" in r.json()
+        r = http.post("/runs/wait", json={"assistant_id": str(uuid.uuid4())})
+        assert r.status_code == 404
+
+
+async def test_async_client(server: Server) -> None:
+    client = get_client(url=server.url)
+    thread = await client.threads.create()
+    out = await client.runs.wait(thread["thread_id"], "agent", input=MSG)
+    assert _text(out) == ["hi", "you said: hi"]
+    events = [
+        p.event
+        async for p in client.runs.stream(thread["thread_id"], "agent", input=MSG, stream_mode="updates")
+    ]
+    assert events == ["metadata", "updates"]
+    assert len(await client.threads.get_history(thread["thread_id"])) >= 4
+    assert (await client.assistants.search())[0]["graph_id"] in ("agent", "two_steps")

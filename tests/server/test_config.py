@@ -1,0 +1,101 @@
+"""Config files: plait.json / langgraph.json, graphs only from the file, env, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import pytest
+
+from plait.pregel import Pregel
+from plait.server import ConfigError
+from plait.server._config import GraphSpec, Settings, apply_env, load_config, load_graph
+
+AGENT = """
+from plait.graph import START, StateGraph, MessagesState
+
+def echo(state):
+    return {"messages": [("ai", "ok")]}
+
+builder = StateGraph(MessagesState).add_node("echo", echo).add_edge(START, "echo")
+graph = builder.compile()
+
+def make_graph(config):
+    return builder.compile()
+
+not_a_graph = 3
+"""
+
+
+@pytest.fixture
+def project(tmp_path: pathlib.Path) -> pathlib.Path:
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / ".env").write_text("# comment\nexport PLAIT_CFG_A='from file'\nPLAIT_CFG_B=2\n")
+    return tmp_path
+
+
+def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
+    config = {
+        "dependencies": ["."],
+        "graphs": {
+            "agent": "./agent.py:graph",
+            "other": {"path": "./agent.py:make_graph", "description": "d"},
+        },
+        "env": ".env",
+    }
+    path = project / "langgraph.json"
+    path.write_text(json.dumps(config))
+    graphs, env = load_config(path)
+    assert graphs == (
+        GraphSpec("agent", "./agent.py:graph"),
+        GraphSpec("other", "./agent.py:make_graph", "d"),
+    )
+    assert env == {"PLAIT_CFG_A": "from file", "PLAIT_CFG_B": "2"}
+    assert all(isinstance(load_graph(g, str(path)), Pregel) for g in graphs)  # a compiled graph and a factory
+    os.environ.pop("PLAIT_CFG_A", None)
+    apply_env(env)
+    assert os.environ.pop("PLAIT_CFG_A") == "from file"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{nope", "not valid JSON"),
+        ("[]", "must be a JSON object"),
+        ("{}", '"graphs" must be a non-empty object'),
+        ('{"graphs": {"a": "agent.py"}}', "path/to/file.py:variable"),
+        ('{"graphs": {"a": "./agent.py:graph"}, "env": ".missing"}', "does not exist"),
+    ],
+)
+def test_bad_config_files_say_what_is_wrong(project: pathlib.Path, content: str, message: str) -> None:
+    path = project / "plait.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("./missing.py:graph", "does not exist"),
+        ("./agent.py:nothing", "has no variable"),
+        ("./agent.py:not_a_graph", "not a compiled graph"),
+    ],
+)
+def test_bad_graph_targets_say_what_is_wrong(project: pathlib.Path, target: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_graph(GraphSpec("g", target), str(project / "plait.json"))
+
+
+def test_missing_config_file(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "plait.json")
+
+
+def test_settings_round_trip_through_json() -> None:
+    settings = Settings(
+        "c.json", (GraphSpec("a", "./a.py:g"),), "postgresql://x/y", auth_token="t", cors_origins=("*",)
+    )
+    assert Settings.from_json(settings.to_json()) == settings
+    assert settings.is_postgres

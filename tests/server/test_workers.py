@@ -1,0 +1,112 @@
+"""Several ``plait serve`` processes on one PostgreSQL: shared queue, cross-worker streams, take-over, no lost runs."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import signal
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+from _pg import private_schema
+from _serve_proc import Server, start, stop
+from langgraph_sdk import get_client, get_sync_client
+
+
+@pytest.fixture
+def pg_dsn() -> Iterator[str]:
+    with private_schema("plait_srv") as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def pair(pg_dsn: str, tmp_path: pathlib.Path) -> Iterator[tuple[Server, Server, pathlib.Path]]:
+    log = tmp_path / "nodes.log"
+    env = {"PLAIT_TEST_LOG": str(log), "PLAIT_TEST_SLEEP": "3"}
+    first = start(pg_dsn, tmp_path, "--lease-ttl", "2", env=env)
+    try:
+        second = start(pg_dsn, tmp_path, "--lease-ttl", "2", env=env)
+    except BaseException:
+        stop(first)
+        raise
+    try:
+        yield first, second, log
+    finally:
+        stop(first)
+        stop(second)
+
+
+def test_run_created_on_one_worker_streams_from_the_other(pair: tuple[Server, Server, pathlib.Path]) -> None:
+    one, two, _ = pair
+    a, b = get_sync_client(url=one.url), get_sync_client(url=two.url)
+    tid = a.threads.create()["thread_id"]
+    run = a.runs.create(
+        tid,
+        "agent",
+        input={"messages": [{"role": "user", "content": "sleep:0.5"}]},
+        stream_mode=["values", "custom"],
+    )
+    parts = list(b.runs.join_stream(tid, run["run_id"]))
+    assert [p.event for p in parts] == ["values", "custom", "values"]
+    assert parts[-1].data["messages"][-1]["content"] == "you said: sleep:0.5"
+    # resumable: from the first event's id on, the rest is replayed (from either worker)
+    again = list(a.runs.join_stream(tid, run["run_id"], last_event_id=parts[0].id))
+    assert [p.event for p in again] == ["custom", "values"]
+    assert b.threads.get(tid)["values"]["turns"] == 1
+    assert b.runs.get(tid, run["run_id"])["status"] == "success"
+
+
+def test_killed_worker_run_completes_elsewhere(pair: tuple[Server, Server, pathlib.Path]) -> None:
+    one, two, log = pair
+    client = get_sync_client(url=one.url)
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(tid, "two_steps", input={"messages": [{"role": "user", "content": "go"}]})
+    deadline = time.monotonic() + 15
+    while "second-start" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, "the run never reached its second step"
+        time.sleep(0.05)
+    pid = int(log.read_text().split("second-start ")[1].split()[0])
+    victim, survivor = (one, two) if pid == one.proc.pid else (two, one)
+    assert pid == victim.proc.pid
+    victim.proc.send_signal(signal.SIGKILL)
+    victim.proc.wait()
+    other = get_sync_client(url=survivor.url)
+    out = other.runs.join(tid, run["run_id"])
+    lines = log.read_text().splitlines()
+    assert sum(line.startswith("first ") for line in lines) == 1, lines  # step one is not run twice
+    assert f"second-done {survivor.proc.pid}" in lines
+    assert [m["content"] for m in out["messages"]] == ["go", "first done", "second done"]
+    assert other.runs.get(tid, run["run_id"])["status"] == "success"
+
+
+async def test_many_runs_over_few_threads(pair: tuple[Server, Server, pathlib.Path]) -> None:
+    one, two, log = pair
+    clients = [get_client(url=one.url), get_client(url=two.url)]
+    threads = [(await clients[i % 2].threads.create())["thread_id"] for i in range(50)]
+    started = time.monotonic()
+
+    async def create(i: int) -> tuple[str, str]:
+        tid = threads[i % 50]
+        run = await clients[i % 2].runs.create(
+            tid, "agent", input={"messages": [{"role": "user", "content": f"log:{i}"}]}
+        )
+        return tid, run["run_id"]
+
+    runs = await asyncio.gather(*(create(i) for i in range(200)))
+    await asyncio.gather(*(clients[n % 2].runs.join(tid, rid) for n, (tid, rid) in enumerate(runs)))
+    assert time.monotonic() - started < 30
+    counts = Counter(log.read_text().splitlines())
+    assert len(counts) == 200 and set(counts.values()) == {1}  # every run's node ran exactly once
+    for tid in threads:
+        state = await clients[0].threads.get_state(tid)
+        texts = [m["content"] for m in state["values"]["messages"]]
+        assert state["values"]["turns"] == 4 and len(texts) == 8
+        asked = [t for t in texts if t.startswith("log:")]
+        assert [f"you said: {t}" for t in asked] == [t for t in texts if t.startswith("you said")]
+    listed = await asyncio.gather(*(clients[1].runs.list(tid, limit=10) for tid in threads))
+    statuses = Counter(r["status"] for runs_of_thread in listed for r in runs_of_thread)
+    assert statuses == {"success": 200}
+    assert uuid.UUID(threads[0])
