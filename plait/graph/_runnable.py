@@ -15,7 +15,8 @@ Without callbacks and tracing, a run pays for one dict lookup and two cached cal
 from __future__ import annotations
 
 import copy as _copy
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import aclosing
 from typing import Any, Generic, cast
 
 from langchain_core.callbacks.base import BaseCallbackManager
@@ -392,9 +393,10 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         """Async :meth:`stream`."""
         cfg = self._config(config)
         run = await self._astart(cfg, input)
-        if run is None:
-            async for event in self._pregel("astream")(input, cfg, context=context, **kwargs):
-                yield event
+        if run is None:  # closing this stream closes the run at once (releasing its thread)
+            async with aclosing(self._pregel("astream")(input, cfg, context=context, **kwargs)) as plain:
+                async for event in plain:
+                    yield event
             return
         modes = _Modes(kwargs.pop("stream_mode", None) or getattr(self, "stream_mode", "values"), kwargs)
         inner = self._pregel("astream")
@@ -402,8 +404,12 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
             input, _run_config(cfg, run.get_child()), stream_mode=modes.asked, context=context, **kwargs
         )
         try:
-            async for item in _atapped(run, _ashaped(modes, events)):
-                yield item
+            async with (
+                aclosing(cast("AsyncGenerator[Any, None]", events)),
+                aclosing(cast("AsyncGenerator[Any, None]", _atapped(run, _ashaped(modes, events)))) as items,
+            ):
+                async for item in items:
+                    yield item
         except BaseException as exc:
             await run.on_chain_error(exc)
             raise

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import copy
-import functools
 import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal, cast
 
 from langchain_core.messages import RemoveMessage, ToolCall, ToolMessage, convert_to_messages
-from langchain_core.messages.tool import ToolOutputMixin
-from langchain_core.tools import BaseTool
 from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 
 from plait.graph.message import REMOVE_ALL_MESSAGES
 from plait.types import Command, Send
 
-__all__ = ["InputKind", "Output", "combine", "command_safe", "msg_content_output", "normalize"]
+__all__ = ["InputKind", "Output", "combine", "msg_content_output", "normalize"]
 
 InputKind = Literal["list", "dict", "tool_calls"]
 """How the ``ToolNode`` was called: a message list, a state, or bare tool calls."""
@@ -56,73 +53,9 @@ def _content_blocks(output: Any) -> list[dict[str, Any]] | None:
     return None
 
 
-class _Boxed(ToolOutputMixin):
-    """A ``Command`` carried through langchain-core's tool call unchanged.
-
-    langchain-core turns every tool result that is not a ``ToolOutputMixin`` into a
-    ``ToolMessage``; plait's ``Command`` is not one, so tools wrapped by
-    :func:`command_safe` box it and the ``ToolNode`` unboxes it.
-    """
-
-    def __init__(self, command: Command[Any]) -> None:
-        self.command = command
-
-
 def as_command(value: object) -> Command[Any] | None:
     """``value`` if it is a ``Command``, else ``None``."""
     return value if isinstance(value, Command) else None  # pyright: ignore[reportUnknownVariableType]  # any Command[...] will do
-
-
-def _box(value: Any) -> Any:
-    result: Any = value  # returned unchanged unless it holds commands
-    if (command := as_command(value)) is not None:
-        return _Boxed(command)
-    if isinstance(value, list):
-        items = cast("Sequence[Any]", value)
-        if any(isinstance(v, Command) for v in items):
-            return [_Boxed(c) if (c := as_command(v)) is not None else v for v in items]
-    return result
-
-
-def unbox(value: Any) -> Any:
-    """The value a tool returned, with boxed commands taken out."""
-    if isinstance(value, _Boxed):
-        return value.command
-    if isinstance(value, list):
-        return [v.command if isinstance(v, _Boxed) else v for v in cast("Sequence[Any]", value)]
-    return value
-
-
-@functools.cache
-def _boxing_class(cls: type[BaseTool]) -> type[BaseTool]:
-    """A subclass of ``cls`` whose ``_run``/``_arun`` box ``Command`` results (signatures kept)."""
-    run, arun = cls._run, cls._arun  # pyright: ignore[reportPrivateUsage]  # the methods being wrapped
-
-    @functools.wraps(run)
-    def _run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return _box(run(self, *args, **kwargs))
-
-    @functools.wraps(arun)
-    async def _arun(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return _box(await arun(self, *args, **kwargs))
-
-    return type(cls.__name__, (cls,), {"_run": _run, "_arun": _arun, "__module__": cls.__module__})
-
-
-def command_safe(tool: BaseTool) -> BaseTool:
-    """A copy of ``tool`` whose ``Command`` results survive langchain-core's output formatting.
-
-    Needed only while ``plait.types.Command`` is no ``ToolOutputMixin``; then the tool
-    itself is returned.
-    """
-    if issubclass(Command, ToolOutputMixin):
-        return tool
-    boxing = copy.copy(tool)
-    try:
-        object.__setattr__(boxing, "__class__", _boxing_class(type(tool)))
-    except TypeError:  # a tool class whose instances cannot change class: run it as it is
-        return tool
-    return boxing
 
 
 def _check_command(
@@ -208,7 +141,6 @@ def normalize(response: Any, call: ToolCall, kind: InputKind, key: str) -> Outpu
         TypeError: the tool returned something other than a message, a ``Command`` or a list of them.
         ValueError: a ``Command`` answers no tool call, or has the wrong shape for the input.
     """
-    response = unbox(response)
     if (command := as_command(response)) is not None:
         return _check_command(command, call, kind, key)
     if isinstance(response, ToolMessage):

@@ -44,7 +44,6 @@ from plait.prebuilt._tool_output import (
     InputKind,
     Output,
     combine,
-    command_safe,
     msg_content_output,
     normalize,
 )
@@ -176,7 +175,7 @@ class ToolNode(Runnable[Any, Any]):
         for item in tools:
             tool = item if isinstance(item, BaseTool) else create_tool(item)
             self._tools_by_name[tool.name] = tool
-            self._runnable[tool.name] = command_safe(tool)
+            self._runnable[tool.name] = tool
             self._injected[tool.name] = find_injected(tool)
 
     @property
@@ -291,7 +290,7 @@ class ToolNode(Runnable[Any, Any]):
         own = self._tools_by_name.get(tool.name) is tool  # else a wrapper swapped the tool
         injected = self._injected[tool.name] if own else find_injected(tool)
         call = inject(request.tool_call, request.runtime, injected, self._messages_key)
-        return (self._runnable[tool.name] if own else command_safe(tool)), {**call, "type": "tool_call"}
+        return (self._runnable[tool.name] if own else tool), {**call, "type": "tool_call"}
 
     def _invocation_error(self, call: ToolCall, error: ValidationError) -> ToolInvocationError:
         kept = filter_validation_errors(error, self._injected.get(call["name"]))

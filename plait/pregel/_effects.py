@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from plait.pregel._task import Task
 
@@ -109,7 +109,9 @@ def put_kwargs(saver: Any, op: PutCheckpoint) -> dict[str, Any]:
     """``expected_head=`` for savers that check the thread head (user-written savers may not)."""
     if op.expected_head is ... or not getattr(saver, "supports_head_check", False):
         return {}
-    if not takes_head(type(saver)):  # a subclass overrode put()/aput() with LangGraph's signature
+    if not takes_head(
+        cast("type[object]", type(saver))
+    ):  # a subclass overrode put()/aput() with LangGraph's signature
         return {}
     return {"expected_head": op.expected_head}
 

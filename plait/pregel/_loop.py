@@ -84,8 +84,9 @@ class Loop:
         self.lease_timeout = options.lease_timeout
         self.held: frozenset[Hashable] = frozenset()  # leases held by this run and the runs around it
         self.run = RunState(values={})
-        if saver is not None and type(saver).get_next_version is not BaseCheckpointSaver.get_next_version:
-            self.run.bump = saver.get_next_version  # the saver versions keys its own way
+        own: Any = None if saver is None else getattr(type(cast("object", saver)), "get_next_version", None)
+        if own is not None and own is not BaseCheckpointSaver.get_next_version:
+            self.run.bump = cast(Any, saver).get_next_version  # the saver versions keys its own way
         limit = config.get("recursion_limit")  # checked by run_config: None or an int >= 1
         self.limit = DEFAULT_RECURSION_LIMIT if limit is None else int(limit)
         self.before = plan.interrupt_before if interrupt_before is None else interrupt_before

@@ -114,10 +114,8 @@ def collect(task: Task, result: Any) -> None:
         if isinstance(result, (list, tuple))
         else None
     )
-    if items is not None and items and any(isinstance(i, Command) for i in items) or (
-        items is not None and items and all(isinstance(i, Send) for i in items)
-    ):
-        for item in items or ():
+    if items and (any(isinstance(i, Command) for i in items) or all(isinstance(i, Send) for i in items)):
+        for item in cast("Sequence[object]", items):
             if isinstance(item, Send):
                 task.goto.append(item)
                 continue
@@ -127,11 +125,12 @@ def collect(task: Task, result: Any) -> None:
                     raise _bad_return(task.name, item)
                 task.writes.extend(writes)
                 continue
-            if item.graph == Command.PARENT:
-                raise ParentCommand(item, task.name)
-            if item.update is not None:
-                task.writes.extend(_command_updates(task.name, item.update))
-            goto = item.goto
+            command: Command[Any] = item  # pyright: ignore[reportUnknownVariableType]  # isinstance() leaves N Unknown
+            if command.graph == Command.PARENT:
+                raise ParentCommand(command, task.name)
+            if command.update is not None:
+                task.writes.extend(_command_updates(task.name, command.update))
+            goto: Any = command.goto
             task.goto.extend(cast("Sequence[Any]", goto) if isinstance(goto, (list, tuple)) else [goto])
         return
     writes = _updates_of(result)
