@@ -39,6 +39,8 @@ __all__ = [
     "DELTA",
     "FULL",
     "KEEP",
+    "LEVEL",
+    "TOP",
     "Blob",
     "Entry",
     "Row",
@@ -57,6 +59,8 @@ __all__ = [
 
 KEEP = 0
 ADD = 1
+LEVEL = 2
+"""A ``[LEVEL, n]`` segment closes a consolidated row (see ``plait.checkpoint._keyframe``); it adds nothing."""
 FULL = "full"
 DELTA = "delta"
 
@@ -114,7 +118,7 @@ def materialize(base: Sequence[Any], segments: Sequence[Segment]) -> list[Any]:
     for seg in segments:
         if seg[0] == KEEP:
             out.extend(base[seg[1] : seg[2]])
-        else:
+        elif seg[0] == ADD:
             out.extend(seg[1])
     return out
 
@@ -142,6 +146,9 @@ class Entry(NamedTuple):
     data: bytes | None
     chain: int
     shared: list[Any] | None = None
+    trail: tuple[tuple[Any, int, int], ...] | None = None
+    """``(row id, length, level)`` of the rows its value is built from since its last
+    non-append row (level ``TOP``), ending with its own row; ``None`` when unknown."""
 
     def value(self, loads: Callable[[bytes], Any]) -> Any:
         """The value: the shared list while it is unchanged, else a new list or a newly decoded object."""
@@ -244,12 +251,14 @@ def _check_segments(segments: Any, base_size: int, rid: object) -> None:
                 continue
             if seg[0] == ADD and len(seg) == 2 and type(seg[1]) is list:
                 continue
+            if seg[0] == LEVEL and len(seg) == 2 and type(seg[1]) is int:
+                continue
             break
         else:
             return
     raise SerializationError(
         f"Stored delta row {rid} is malformed (expected [KEEP, start, stop] within "
-        f"{base_size} items or [ADD, items] segments, found {segments!r:.80})"
+        f"{base_size} items, [ADD, items] or [LEVEL, n] segments, found {segments!r:.80})"
     )
 
 
@@ -288,6 +297,7 @@ def rebuild(
     base = known[cursor] if cursor is not None else None
     items: list[Any] | None = None if base is None or base.items is None else base.items[:]
     count = 0 if base is None else base.chain
+    trail = _start_trail(base, cursor)
     data: bytes | None = None
     out: dict[_K, Entry] = {}
     for rid in reversed(chain):
@@ -300,18 +310,55 @@ def rebuild(
                 else (None, row.data)
             )
             count = len(items) if items is not None else 0
+            trail = ((rid, count, TOP),)
         else:
             if items is None:
                 raise KeyError(f"delta row {rid} has no list base")
-            _check_segments(decoded, len(items), rid)
+            size = len(items)
+            _check_segments(decoded, size, rid)
             count += sum(len(s[1]) for s in decoded if s[0] == ADD)
-            if len(decoded) == 2 and decoded[0] == [KEEP, 0, len(items)] and decoded[1][0] == ADD:
+            level = _append_level(decoded, size)
+            if level is not None:
                 items.extend(decoded[1][1])
             else:
                 items = materialize(items, decoded)
+            trail = _next_trail(trail, rid, len(items), level)
         if keep_all or rid == target:
-            out[rid] = Entry(None if items is None else items[:], data, count)
+            out[rid] = Entry(None if items is None else items[:], data, count, None, trail)
     return out
+
+
+TOP = 1 << 30
+"""The level of the row a trail starts from (a full value, or a row that did more than append)."""
+
+
+def _append_level(segments: Sequence[Segment], size: int) -> int | None:
+    """The level of a pure append (``[KEEP, 0, size], [ADD, items]`` and maybe ``[LEVEL, n]``), else ``None``."""
+    if len(segments) not in (2, 3) or segments[0] != [KEEP, 0, size] or segments[1][0] != ADD:
+        return None
+    if len(segments) == 2:
+        return 0
+    return segments[2][1] if segments[2][0] == LEVEL else None
+
+
+def _start_trail(base: Entry | None, cursor: Any) -> tuple[tuple[Any, int, int], ...] | None:
+    if base is None or base.items is None:
+        return None
+    if base.trail is not None:
+        return base.trail
+    return ((cursor, len(base.items), TOP),)
+
+
+def _next_trail(
+    trail: tuple[tuple[Any, int, int], ...] | None, rid: Any, size: int, level: int | None
+) -> tuple[tuple[Any, int, int], ...]:
+    """The trail after row ``rid`` (``level`` ``None``: it did more than append, so it starts a new trail)."""
+    if level is None or trail is None:
+        return ((rid, size, TOP),)
+    keep = len(trail)
+    while keep > 1 and trail[keep - 1][2] < level:  # rows below its level were consolidated into it
+        keep -= 1
+    return (*trail[:keep], (rid, size, level))
 
 
 # -- compact checkpoint records (InMemorySaver) ----------------------------------------

@@ -2,20 +2,58 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["page_query"]
+__all__ = ["BlobRow", "PutRows", "page_query", "put_allowed"]
 
 
-def page_query(
+BlobRow = tuple[str, str, "str | None", str, bytes]
+"""A value row to write: ``(channel, row id, prev id, kind, data)``."""
+
+
+class PutRows(NamedTuple):
+    """Everything one ``put`` writes, and the conditions it is written under."""
+
+    thread: tuple[str, str]
+    cid: str
+    parent: str | None
+    need_parent: bool
+    """The new rows build on the parent's value rows: write only while the parent exists."""
+    expected: Any
+    """The head the writer expects (``...``: no head check)."""
+    lock: str
+    """The name of the thread's advisory lock (PostgreSQL)."""
+    blobs: list[BlobRow]
+    """Value rows to insert."""
+    rewrites: list[BlobRow]
+    """Existing value rows to rewrite (same value, consolidated into a new row; see ``_keyframe``)."""
+    checkpoint: list[Any]
+    durable: bool
+
+
+def put_allowed(rows: PutRows, head: str | None, parent_there: bool) -> bool:
+    """Whether the put may be written, given the thread head and whether the parent still exists.
+
+    The same rule is written in SQL (PostgreSQL's one-statement put); a put that fails it writes nothing.
+    """
+    if rows.need_parent and not parent_there:
+        return False
+    if rows.expected is ...:
+        return True
+    return head == rows.expected and (head is None or rows.cid > head)
+
+
+def page_query(  # noqa: PLR0913 - one SQL builder
     mark: str,
     columns: str,
-    thread: tuple[str, str] | None,  # noqa: PLR0913 - one SQL builder
+    thread: tuple[str, str] | None,
     after: tuple[str, str, str] | None,
     where: dict[str, Any],
     limit: int,
+    *,
+    table: str = "plait_checkpoints",
 ) -> tuple[str, list[Any]]:
-    """One page of checkpoint rows, newest first.
+    """One page of checkpoint rows, newest first (from ``table``).
 
     Args:
         mark: The dialect's parameter placeholder (``?`` or ``%s``).
@@ -43,7 +81,7 @@ def page_query(
     sql = (
         "SELECT thread_id, checkpoint_ns, "
         + columns.replace("c.", "")
-        + " FROM checkpoints"
+        + f" FROM {table}"
         + (" WHERE " + " AND ".join(clauses) if clauses else "")
         + f" ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT {mark}"
     )

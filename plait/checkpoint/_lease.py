@@ -5,7 +5,7 @@ Within one process a ``threading.Lock`` per thread decides first, so threads
 of one process never poll the database. Across processes a row in
 ``checkpoint_leases`` decides:
 
-* **acquire** is one transaction: an insert-or-take-over that only succeeds if
+* **acquire** is one statement: an insert-or-take-over that only succeeds if
   the row is free (released, or its ``expires_at`` has passed) and no *other*
   process is queued in ``waiter``; a loser that waits records itself as the
   waiter, so two processes alternate instead of one starving the other;
@@ -29,11 +29,12 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Generator
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, NamedTuple
 
-from plait.checkpoint.base import busy, local_lock
+from plait.checkpoint._engine_ops import Batch, Ops, Step
+from plait.checkpoint._locks import busy, local_lock
 
 __all__ = ["DEFAULT_TTL", "LeaseSql", "ThreadLeases", "lease_sql"]
 
@@ -50,14 +51,16 @@ class LeaseSql(NamedTuple):
     """The lease statements of one SQL dialect (named parameters)."""
 
     acquire: str
-    owner: str
     wait: str
     renew: str
     drop: str
     free: str
+    mark: str
+    """Writes a marker row: a transaction that writes, so its durable commit flushes every earlier one."""
+    unmark: str
 
 
-def lease_sql(dialect: str) -> LeaseSql:
+def lease_sql(dialect: str, table: str = "plait_checkpoint_leases") -> LeaseSql:
     """The lease statements for ``"sqlite"`` (client clock, epoch seconds) or ``"postgres"`` (server clock)."""
     if dialect == "sqlite":
         now, later, stale = ":now", ":now + :ttl", ":now - :stale"
@@ -66,20 +69,23 @@ def lease_sql(dialect: str) -> LeaseSql:
         later, stale = f"{now} + %(ttl)s * interval '1 second'", f"{now} - %(stale)s * interval '1 second'"
     where = "thread_id = :t AND checkpoint_ns = :ns"
     statements = LeaseSql(
-        acquire=f"""INSERT INTO checkpoint_leases (thread_id, checkpoint_ns, owner, expires_at)
+        acquire=f"""INSERT INTO {table} AS l (thread_id, checkpoint_ns, owner, expires_at)
             VALUES (:t, :ns, :me, {later})
             ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET owner = excluded.owner,
               expires_at = excluded.expires_at,
-              waiter = CASE WHEN checkpoint_leases.waiter = excluded.owner THEN NULL ELSE checkpoint_leases.waiter END
-            WHERE (checkpoint_leases.owner IS NULL OR checkpoint_leases.expires_at < {now})
-              AND (checkpoint_leases.waiter IS NULL OR checkpoint_leases.waiter = excluded.owner
-                   OR checkpoint_leases.waiter_seen < {stale})""",
-        owner=f"SELECT owner FROM checkpoint_leases WHERE {where}",
-        wait=f"""UPDATE checkpoint_leases SET waiter = :me, waiter_seen = {now}
-            WHERE {where} AND (waiter IS NULL OR waiter = :me OR waiter_seen < {stale})""",
-        renew=f"UPDATE checkpoint_leases SET expires_at = {later} WHERE {where} AND owner = :me",
-        drop=f"DELETE FROM checkpoint_leases WHERE {where} AND owner = :me AND waiter IS NULL",
-        free=f"UPDATE checkpoint_leases SET owner = NULL, expires_at = {now} WHERE {where} AND owner = :me",
+              waiter = CASE WHEN l.waiter = excluded.owner THEN NULL ELSE l.waiter END
+            WHERE (l.owner IS NULL OR l.expires_at < {now})
+              AND (l.waiter IS NULL OR l.waiter = excluded.owner OR l.waiter_seen < {stale})
+            RETURNING owner""",
+        wait=f"""UPDATE {table} SET waiter = :me, waiter_seen = {now}
+            WHERE {where} AND (owner IS NULL OR owner <> :me)
+              AND (waiter IS NULL OR waiter = :me OR waiter_seen < {stale})""",
+        renew=f"UPDATE {table} SET expires_at = {later} WHERE {where} AND owner = :me",
+        drop=f"DELETE FROM {table} WHERE {where} AND owner = :me AND waiter IS NULL",
+        free=f"UPDATE {table} SET owner = NULL, expires_at = {now} WHERE {where} AND owner = :me",
+        mark=f"""INSERT INTO {table} (thread_id, checkpoint_ns, owner, expires_at) VALUES (:t, :me, :me, {now})
+            ON CONFLICT (thread_id, checkpoint_ns) DO NOTHING""",
+        unmark=f"DELETE FROM {table} WHERE thread_id = :t AND checkpoint_ns = :me AND owner = :me",
     )
     if dialect == "sqlite":
         return statements
@@ -94,33 +100,63 @@ class ThreadLeases:
     """Process-local locks plus database lease rows, with a heartbeat; one per saver.
 
     Args:
-        tx: Opens a short transaction and yields an object with ``execute``.
+        run: Performs an engine operation synchronously (:mod:`plait.checkpoint._engine_ops`).
+        arun: Performs one without blocking the event loop.
         sql: The dialect's statements (:func:`lease_sql`).
         ttl: Seconds a lease lives without renewal.
-        scope: Returns ``(name of the database, shared across processes?)``; called on first use.
+        scope: The operation that answers ``(name of the database, shared across processes?)``.
+        ready: The operation that sets the tables up (before the first lease row is written).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the parts of a lease table
         self,
-        tx: Callable[[], AbstractContextManager[Any]],
+        run: Callable[[Ops[Any]], Any],
+        arun: Callable[[Ops[Any]], Awaitable[Any]],
         sql: LeaseSql,
         ttl: float,
-        scope: Callable[[], tuple[str, bool]],
+        scope: Callable[[], Ops[tuple[str, bool]]],
+        *,
+        ready: Callable[[], Ops[Any]],
     ) -> None:
         if not ttl > 0:
             raise ValueError(f"lease_ttl must be a positive number of seconds, got {ttl!r}")
-        self.tx, self.sql, self.ttl = tx, sql, float(ttl)
-        self._scope_fn = scope
+        self.run, self.arun, self.sql, self.ttl = run, arun, sql, float(ttl)
+        self._scope_ops = scope
+        self._ready = ready
         self._scope: tuple[str, bool] | None = None
         self._held: dict[str, _Key] = {}
+        self._unflushed: set[str] = set()  # holders whose run committed writes without waiting for the disk
         self._held_lock = threading.Lock()
         self._beater: threading.Thread | None = None
 
     def scope(self) -> tuple[str, bool]:
         """``(database name, shared)``, computed once."""
-        if self._scope is None:
-            self._scope = self._scope_fn()
-        return self._scope
+        found = self._scope
+        if found is None:
+            found = self._scope = self.run(self._scope_ops())
+        return found
+
+    async def ascope(self) -> tuple[str, bool]:
+        """Async :meth:`scope`."""
+        found = self._scope
+        if found is None:
+            found = self._scope = await self.arun(self._scope_ops())
+        return found
+
+    def holds(self, thread_id: str) -> bool:
+        """Whether a run of this process holds ``thread_id`` (any namespace) through this saver."""
+        return any(key[0] == thread_id for key in list(self._held.values()))
+
+    def defer_flush(self, thread_id: str) -> bool:
+        """Whether a write to ``thread_id`` may commit without waiting for the disk.
+
+        Only inside a run holding the thread: its release is a durable commit that
+        flushes every earlier one, and the run does not return before that succeeds.
+        """
+        with self._held_lock:
+            holders = [me for me, key in self._held.items() if key[0] == thread_id]
+            self._unflushed.update(holders)
+        return bool(holders)
 
     # -- one database round trip each ---------------------------------------------------
 
@@ -134,44 +170,73 @@ class ThreadLeases:
             "stale": max(1.0, 20 * _MAX_POLL),
         }
 
-    def try_acquire(self, key: _Key, me: str, queue: bool) -> bool:
-        """One attempt; on failure with ``queue``, record ``me`` as the next in line."""
+    def _try_ops(self, key: _Key, me: str, queue: bool) -> Ops[bool]:
+        """One attempt; on failure with ``queue``, ``me`` is recorded as the next in line (same transaction)."""
+        yield from self._ready()
         params = self._params(key, me)
-        with self.tx() as cur:
-            cur.execute(self.sql.acquire, params)
-            row = cur.execute(self.sql.owner, params).fetchone()
-            won = row is not None and row[0] == me
-            if not won and queue:
-                cur.execute(self.sql.wait, params)
+        steps = (Step(self.sql.acquire, params),) + ((Step(self.sql.wait, params),) if queue else ())
+        answers = yield Batch(steps, durable=False)
+        won = bool(answers[0]) and answers[0][0][0] == me
         if won:
             self._hold(key, me)
         return won
 
-    def release(self, key: _Key, me: str) -> None:
-        """Give the thread back (never raises: an unreleased lease expires after ``ttl``)."""
+    def _release_ops(self, key: _Key, me: str) -> Ops[None]:
+        """Give the thread back; a durable commit, which also makes the run's checkpoints durable.
+
+        A commit that wrote nothing does not wait for the disk, so when the lease row
+        was taken over meanwhile (nothing to delete), a marker row is written and removed.
+        """
         with self._held_lock:
             self._held.pop(me, None)
         params = self._params(key, me)
+        dropped, freed = yield Batch((Step(self.sql.drop, params), Step(self.sql.free, params)))
+        if me in self._unflushed and not dropped and not freed:
+            yield Batch((Step(self.sql.mark, params), Step(self.sql.unmark, params)))
+        self._unflushed.discard(me)
+
+    def _release_failed(self, key: _Key, me: str, exc: Exception, confirm: bool) -> None:
+        if confirm and me in self._unflushed:
+            self._unflushed.discard(me)
+            raise ConnectionError(
+                f"The run on thread {key[0]!r} finished, but the durable commit that releases the thread failed "
+                f"({exc}): its checkpoints were committed without waiting for the disk, so a database crash may "
+                "have lost them. Re-read the thread (get_state) before relying on this run."
+            ) from exc
+        self._unflushed.discard(me)
+        _log.warning(
+            "Could not release the lease of thread %r (%s); it expires in %.0f s", key[0], exc, self.ttl
+        )
+
+    def release(self, key: _Key, me: str, *, confirm: bool = False) -> None:
+        """Give the thread back; an unreleased lease expires after ``ttl``.
+
+        Raises:
+            ConnectionError: only with ``confirm`` (the run succeeded), when the release failed after
+                writes that did not wait for the disk: the run's outcome is not known to be durable.
+        """
         try:
-            with self.tx() as cur:
-                cur.execute(self.sql.drop, params)
-                cur.execute(self.sql.free, params)
-        except Exception as exc:  # noqa: BLE001 - the run's own outcome matters more
-            _log.warning(
-                "Could not release the lease of thread %r (%s); it expires in %.0f s", key[0], exc, self.ttl
-            )
+            self.run(self._release_ops(key, me))
+        except Exception as exc:  # noqa: BLE001 - see _release_failed
+            self._release_failed(key, me, exc, confirm)
+
+    async def arelease(self, key: _Key, me: str, *, confirm: bool = False) -> None:
+        """Async :meth:`release`."""
+        try:
+            await self.arun(self._release_ops(key, me))
+        except Exception as exc:  # noqa: BLE001 - see _release_failed
+            self._release_failed(key, me, exc, confirm)
 
     def _renew_all(self) -> None:
         with self._held_lock:
             items = list(self._held.items())
         for me, key in items:
             try:
-                with self.tx() as cur:
-                    kept = cur.execute(self.sql.renew, self._params(key, me)).rowcount
+                answers = self.run(_batch(Step(self.sql.renew, self._params(key, me)), durable=False))
             except Exception as exc:  # noqa: BLE001 - retried on the next beat
                 _log.warning("Could not renew the lease of thread %r: %s", key[0], exc)
                 continue
-            if kept == 0 and me in self._held:
+            if answers[0] == 0 and me in self._held:
                 _log.warning(
                     "Lease of thread %r was lost (it expired and another process took it); "
                     "the run's next checkpoint write will be refused if the thread moved on",
@@ -204,7 +269,7 @@ class ThreadLeases:
 
     def _acquire(self, key: _Key, wait: bool, deadline: float | None) -> str:
         me, delay = self._owner_token(), _FIRST_POLL
-        while not self.try_acquire(key, me, queue=wait):
+        while not self.run(self._try_ops(key, me, queue=wait)):
             left = _remaining(deadline)
             if not wait or left == 0.0:
                 raise busy(key[0])
@@ -226,9 +291,12 @@ class ThreadLeases:
                 me = self._acquire(key, wait, deadline) if shared else None
                 try:
                     yield
-                finally:
+                except BaseException:
                     if me is not None:
                         self.release(key, me)
+                    raise
+                if me is not None:
+                    self.release(key, me, confirm=True)
             finally:
                 local.release()
 
@@ -239,51 +307,64 @@ class ThreadLeases:
         """The async lease: never blocks the event loop, and never leaks a lease on cancellation."""
         key = (str(thread_id), ns or "")
         deadline = None if timeout is None else time.monotonic() + timeout
-        name, shared = await asyncio.to_thread(self.scope)
+        name, shared = await self.ascope()
         with local_lock((name, *key)) as local:
-            await _poll(lambda: local.acquire(blocking=False), key, wait, deadline)
+            await _poll(lambda: _now(local.acquire(blocking=False)), key, wait, deadline)
             try:
                 me = self._owner_token() if shared else None
                 if me is not None:
                     await _poll(
-                        lambda: self.try_acquire(key, me, queue=wait),
+                        lambda: self.arun(self._try_ops(key, me, queue=wait)),
                         key,
                         wait,
                         deadline,
-                        orphan=lambda: self.release(key, me),
+                        orphan=lambda: self.arelease(key, me),
                     )
                 try:
                     yield
-                finally:
+                except BaseException:
                     if me is not None:
-                        await asyncio.shield(asyncio.to_thread(self.release, key, me))
+                        await asyncio.shield(self.arelease(key, me))
+                    raise
+                if me is not None:
+                    await asyncio.shield(self.arelease(key, me, confirm=True))
             finally:
                 local.release()
 
 
+def _batch(*steps: Step, durable: bool = True) -> Ops[Any]:
+    return (yield Batch(steps, durable))
+
+
+async def _now(value: bool) -> bool:
+    return value
+
+
+_orphans: set[asyncio.Task[None]] = set()
+
+
 async def _poll(
-    attempt: Callable[[], bool],
+    attempt: Callable[[], Awaitable[bool]],
     key: _Key,
     wait: bool,
     deadline: float | None,
-    orphan: Callable[[], None] | None = None,
+    orphan: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Call ``attempt`` until it succeeds, sleeping with backoff; raise ThreadBusyError on give-up.
+    """Await ``attempt`` until it succeeds, sleeping with backoff; raise ThreadBusyError on give-up.
 
-    With ``orphan``, ``attempt`` blocks and runs in a worker thread; if the caller
-    is cancelled meanwhile and the attempt then succeeds, ``orphan`` undoes it.
+    With ``orphan``, an attempt that completes after the caller was cancelled is undone by ``orphan``.
     """
     delay = _FIRST_POLL
     while True:
         if orphan is not None:
-            job = asyncio.ensure_future(asyncio.to_thread(attempt))
+            job = asyncio.ensure_future(attempt())
             try:
                 won = await asyncio.shield(job)
             except asyncio.CancelledError:
                 job.add_done_callback(lambda done: _undo(done, orphan))
                 raise
         else:
-            won = attempt()
+            won = await attempt()
         if won:
             return
         left = _remaining(deadline)
@@ -293,6 +374,8 @@ async def _poll(
         delay = min(delay * 1.5, _MAX_POLL)
 
 
-def _undo(done: asyncio.Future[bool], orphan: Callable[[], None]) -> None:
+def _undo(done: asyncio.Future[bool], orphan: Callable[[], Awaitable[None]]) -> None:
     if not done.cancelled() and done.exception() is None and done.result():
-        threading.Thread(target=orphan, name="plait-lease-release", daemon=True).start()
+        task = asyncio.ensure_future(orphan())
+        _orphans.add(task)
+        task.add_done_callback(_orphans.discard)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any, Protocol
 
 from plait.checkpoint._delta import DELTA, FULL, Blob, rebuild
+from plait.checkpoint._engine_ops import Step
 from plait.checkpoint.serde import Serializer
 from plait.errors import SerializationError
 
@@ -26,19 +28,23 @@ def lock_name(thread: tuple[str, str]) -> str:
     return f"{len(thread[0])}:{thread[0]}{thread[1]}"
 
 
-def prune_thread(saver: SqlSaver, cur: Any, thread_id: str, keep_last: int | None, cutoff: str | None) -> int:
-    """Prune every namespace of ``thread_id`` within the write transaction ``cur``; return the count deleted.
+Body = Generator[Step, Any, Any]
+"""A write transaction's body: the statements it runs, each answered with its rows (or row count)."""
+
+
+def prune_thread(saver: SqlSaver, thread_id: str, keep_last: int | None, cutoff: str | None) -> Body:
+    """Prune every namespace of ``thread_id`` as one write transaction; return the count deleted.
 
     The namespaces are locked first (PostgreSQL: the advisory locks every put of them takes),
     then their rows are read, so what is kept is decided on what is committed.
     """
     sql = saver.sql
-    namespaces = [r[0] for r in cur.execute(sql.NAMESPACES, [thread_id]).fetchall()]
+    namespaces = [r[0] for r in (yield Step(sql.NAMESPACES, [thread_id]))]
     if sql.LOCK_THREAD:
         for ns in namespaces:
-            cur.execute(sql.LOCK_THREAD, [lock_name((thread_id, ns))])
+            yield Step(sql.LOCK_THREAD, [lock_name((thread_id, ns))])
     by_ns: dict[str, list[tuple[str, str, bytes]]] = {}
-    for ns, cid, created, blob in cur.execute(sql.PRUNE_ROWS, [thread_id]).fetchall():
+    for ns, cid, created, blob in (yield Step(sql.PRUNE_ROWS, [thread_id])):
         if ns in namespaces:  # a namespace created after the locks were taken waits for the next prune
             by_ns.setdefault(ns, []).append((cid, str(created), blob))
     deleted = 0
@@ -51,8 +57,8 @@ def prune_thread(saver: SqlSaver, cur: Any, thread_id: str, keep_last: int | Non
         ]
         if doomed:
             gone = set(doomed)
-            prune_namespace(
-                saver, cur, (thread_id, ns), doomed, [(c, b) for c, _, b in rows if c not in gone]
+            yield from prune_namespace(
+                saver, (thread_id, ns), doomed, [(c, b) for c, _, b in rows if c not in gone]
             )
             deleted += len(doomed)
     return deleted
@@ -64,9 +70,9 @@ def locations(stored: dict[str, str], cid: str) -> dict[str, str]:
 
 
 def prune_namespace(
-    saver: SqlSaver, cur: Any, thread: tuple[str, str], doomed: list[str], kept: list[tuple[str, bytes]]
-) -> None:
-    """Delete ``doomed`` checkpoints of one namespace within the write transaction ``cur``.
+    saver: SqlSaver, thread: tuple[str, str], doomed: list[str], kept: list[tuple[str, bytes]]
+) -> Body:
+    """Delete ``doomed`` checkpoints of one namespace within the write transaction.
 
     ``kept`` are the ``(id, record)`` rows of the checkpoints that stay; every value row
     they need stays too, and a delta whose base goes is rewritten in full under its id.
@@ -82,7 +88,7 @@ def prune_namespace(
     targets = [(ch, rid) for ch, ids in needed.items() for rid in ids]
     rows: dict[str, dict[str, Blob]] = {}
     chain_rows: list[tuple[Any, ...]] = (
-        cur.execute(*saver.sql.chain_query(thread, targets)).fetchall() if targets else []
+        (yield Step(*saver.sql.chain_query(thread, targets))) if targets else []
     )
     for ch, rid, prev, kind, value in chain_rows:
         rows.setdefault(ch, {})[rid] = Blob(kind, prev, bytes(value))
@@ -105,9 +111,13 @@ def prune_namespace(
                     key=ch,
                 ) from None
             rebased.append((*thread, ch, rid, None, FULL, saver.serde.dumps(list(entry.items or ()))))
-    present = cur.execute(saver.sql.BLOB_KEYS, list(thread)).fetchall()
+    present = yield Step(saver.sql.BLOB_KEYS, list(thread))
     drop = [(*thread, ch, rid) for ch, rid in present if rid not in needed.get(ch, ())]
-    cur.executemany(saver.sql.INSERT_BLOB, rebased)
-    cur.executemany(saver.sql.DELETE_BLOB, drop)
-    cur.executemany(saver.sql.DELETE_CHECKPOINT, [(*thread, cid) for cid in doomed])
-    cur.executemany(saver.sql.DELETE_WRITES_OF, [(*thread, cid) for cid in doomed])
+    for sql, params in (
+        (saver.sql.INSERT_BLOB, rebased),
+        (saver.sql.DELETE_BLOB, drop),
+        (saver.sql.DELETE_CHECKPOINT, [(*thread, cid) for cid in doomed]),
+        (saver.sql.DELETE_WRITES_OF, [(*thread, cid) for cid in doomed]),
+    ):
+        if params:
+            yield Step(sql, params, True)

@@ -1,7 +1,8 @@
-"""``plait threads|history|show|diff|prune|migrate``: a local inspector for stored threads.
+"""``plait threads|history|show|diff|prune``: a local inspector for stored threads.
 
-``DB`` is a SQLite file path or a ``postgresql://`` DSN. Nothing here needs a
-running application or a hosted service: it reads the checkpoint tables.
+``DB`` is a SQLite file path or a PostgreSQL DSN (``postgresql://...`` or the
+``host=... dbname=...`` form). Nothing here needs a running application or a
+hosted service: it reads the checkpoint tables, and reading never writes.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from plait.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.errors import SerializationError
 
-__all__ = ["diff", "history", "migrate", "open_saver", "prune", "show", "threads"]
+__all__ = ["diff", "history", "is_postgres", "open_saver", "prune", "show", "threads"]
 
+_KEYWORDS = re.compile(r"^\s*\w+\s*=")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -41,16 +43,23 @@ def open_saver(db: str, *, create: bool = False) -> Generator[BaseCheckpointSave
     ``Error:`` line instead of a traceback.
     """
     try:
-        if db.startswith(("postgres://", "postgresql://")):
-            yield from _open_postgres(db)
+        if is_postgres(db):
+            yield from _open_postgres(db, create)
             return
         if db != ":memory:" and not Path(db).exists():
-            raise click.BadParameter(f"no such SQLite file: {db}", param_hint="DB")
-        _check_sqlite(db, create)
+            if not create:
+                raise click.BadParameter(f"no such SQLite file: {db}", param_hint="DB")
+        else:
+            _check_sqlite(db, create)
         with SqliteSaver.from_conn_string(db) as saver:
             yield saver
     except SerializationError as exc:
         raise click.ClickException(f"cannot read a stored row: {exc}") from None
+
+
+def is_postgres(db: str) -> bool:
+    """Whether a ``DB`` argument is a PostgreSQL DSN (a URL or the ``host=... dbname=...`` form)."""
+    return db.startswith(("postgres://", "postgresql://")) or bool(_KEYWORDS.match(db))
 
 
 def _check_sqlite(db: str, create: bool) -> None:
@@ -64,23 +73,41 @@ def _check_sqlite(db: str, create: bool) -> None:
             conn.close()
     except sqlite3.DatabaseError as exc:
         raise click.BadParameter(f"{db} is not a SQLite database ({exc})", param_hint="DB") from None
-    if "checkpoints" in names and "plait_meta" not in names:
-        raise click.ClickException(f"{db} holds checkpoint tables that plait did not write (LangGraph's?)")
-    if "checkpoints" not in names and not create:
+    if "plait_meta" not in names and "checkpoints" in names and not create:
+        raise click.ClickException(_langgraph_only(db))
+    if "plait_meta" not in names and not create:
         raise click.ClickException(
             f"{db} has no plait checkpoints yet (run `plait migrate {db}` to create the tables)"
         )
 
 
-def _open_postgres(db: str) -> Iterator[BaseCheckpointSaver]:
+def _langgraph_only(db: str) -> str:
+    return (
+        f"{db} holds LangGraph's checkpoint tables, not plait's; import its threads with "
+        f"`plait migrate --from-langgraph {db}` (add --to DB to write them elsewhere)"
+    )
+
+
+def _open_postgres(db: str, create: bool) -> Iterator[BaseCheckpointSaver]:
     import psycopg
 
-    try:
-        psycopg.connect(db, connect_timeout=5).close()
-    except psycopg.Error as exc:
-        raise click.ClickException(f"cannot connect to PostgreSQL: {str(exc).strip()}") from None
     from plait.checkpoint.postgres import PostgresSaver
 
+    try:
+        with psycopg.connect(db, connect_timeout=5, autocommit=True) as conn:
+            plait, legacy, langgraph = conn.execute(PostgresSaver.sql.PROBE).fetchone() or (
+                False,
+                False,
+                False,
+            )
+    except psycopg.Error as exc:
+        raise click.ClickException(f"cannot connect to PostgreSQL: {str(exc).strip()}") from None
+    if not (plait or legacy or create):
+        if langgraph:
+            raise click.ClickException(_langgraph_only("this database"))
+        raise click.ClickException(
+            "this database has no plait checkpoints yet (`plait migrate DB` creates the tables)"
+        )
     with PostgresSaver.from_conn_string(db) as saver:
         yield saver
 
@@ -109,7 +136,10 @@ def _short(value: Any, width: int = 70) -> str:
 @click.command()
 @click.argument("db")
 def threads(db: str) -> None:
-    """List the threads stored in DB."""
+    """List the threads stored in DB.
+
+    DB is a SQLite file or a PostgreSQL DSN (postgresql://user@host/db, or 'host=... dbname=...').
+    """
     with open_saver(db) as saver:
         table = Table("thread", "checkpoints", "step", "updated")
         for info in sorted(saver.threads(), key=lambda i: i.updated_at, reverse=True):
@@ -120,14 +150,30 @@ def threads(db: str) -> None:
 @click.command()
 @click.argument("db")
 @click.argument("thread_id")
-@click.option("--limit", default=20, show_default=True, help="How many checkpoints, newest first.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many checkpoints, newest first.",
+)
 def history(db: str, thread_id: str, limit: int) -> None:
-    """Show the checkpoints of THREAD_ID: step, source, what changed, what runs next."""
+    """Show the checkpoints of THREAD_ID: step, source, what changed, what runs next, its parent.
+
+    A checkpoint whose parent is not the row below it starts a fork (marked "fork of").
+    DB is a SQLite file or a PostgreSQL DSN (postgresql://user@host/db, or 'host=... dbname=...').
+    """
     with open_saver(db) as saver:
+        items = list(saver.list(_config(thread_id), limit=limit))
+        if not items:
+            raise click.ClickException(f"thread {thread_id!r} has no checkpoints")
         table = Table("step", "source", "changed", "next", "created")
         table.add_column("checkpoint", overflow="fold", no_wrap=False)
-        for item in saver.list(_config(thread_id), limit=limit):
+        table.add_column("parent", overflow="fold", no_wrap=False)
+        for i, item in enumerate(items):
             cp, meta = item.checkpoint, item.metadata
+            parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id") or ""
+            below = items[i + 1].config["configurable"]["checkpoint_id"] if i + 1 < len(items) else parent
             table.add_row(
                 str(meta.get("step")),
                 str(meta.get("source")),
@@ -135,8 +181,9 @@ def history(db: str, thread_id: str, limit: int) -> None:
                 ", ".join(cp.get("next") or ()),
                 str(cp.get("ts", ""))[:19],
                 item.config["configurable"]["checkpoint_id"],
+                parent if parent == below else f"fork of {parent}",
             )
-        Console(width=max(Console().width, 140)).print(table)
+        Console(width=max(Console().width, 160)).print(table)
 
 
 def _is_messages(value: object) -> TypeGuard[list[BaseMessage]]:
@@ -162,13 +209,16 @@ def _print_values(values: dict[str, Any]) -> None:
 @click.argument("thread_id")
 @click.option("--checkpoint", "checkpoint_id", default=None, help="A checkpoint id (default: the newest).")
 def show(db: str, thread_id: str, checkpoint_id: str | None) -> None:
-    """Print the state of THREAD_ID at a checkpoint."""
+    """Print the state of THREAD_ID at a checkpoint.
+
+    DB is a SQLite file or a PostgreSQL DSN (postgresql://user@host/db, or 'host=... dbname=...').
+    """
     with open_saver(db) as saver:
         item = saver.get_tuple(_config(thread_id, checkpoint_id))
         if item is None:
-            raise click.ClickException(
-                f"thread {thread_id!r} has no checkpoint {checkpoint_id or ''}".strip()
-            )
+            if checkpoint_id:
+                raise click.ClickException(f"thread {thread_id!r} has no checkpoint {checkpoint_id}")
+            raise click.ClickException(f"thread {thread_id!r} has no checkpoints")
         meta = item.metadata
         click.echo(
             f"checkpoint {item.config['configurable']['checkpoint_id']}  step {meta.get('step')}  "
@@ -199,11 +249,18 @@ def _changes(older: CheckpointTuple | None, newer: CheckpointTuple) -> list[str]
 @click.command()
 @click.argument("db")
 @click.argument("thread_id")
-@click.option("--limit", default=20, show_default=True, help="How many steps, newest last.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="How many steps, newest last."
+)
 def diff(db: str, thread_id: str, limit: int) -> None:
-    """Show what each step of THREAD_ID changed (messages added/removed, values replaced)."""
+    """Show what each step of THREAD_ID changed (messages added/removed, values replaced).
+
+    DB is a SQLite file or a PostgreSQL DSN (postgresql://user@host/db, or 'host=... dbname=...').
+    """
     with open_saver(db) as saver:
         items = list(saver.list(_config(thread_id), limit=limit + 1))[::-1]
+        if not items:
+            raise click.ClickException(f"thread {thread_id!r} has no checkpoints")
         for older, newer in zip([None, *items[:-1]], items, strict=True):
             if older is None and len(items) > limit:
                 continue
@@ -223,22 +280,13 @@ def diff(db: str, thread_id: str, limit: int) -> None:
 )
 @click.option("--older-than", default=None, help="Delete checkpoints older than this (90s, 30m, 12h, 7d).")
 def prune(db: str, thread_id: str, keep_last: int | None, older_than: str | None) -> None:
-    """Delete old checkpoints of THREAD_ID (the newest one is always kept)."""
+    """Delete old checkpoints of THREAD_ID (the newest one is always kept).
+
+    DB is a SQLite file or a PostgreSQL DSN (postgresql://user@host/db, or 'host=... dbname=...').
+    """
     if keep_last is None and older_than is None:
         raise click.UsageError("say what to prune: --keep-last N and/or --older-than 7d")
     with open_saver(db) as saver:
         seconds = _seconds(older_than) if older_than else None
         deleted = saver.prune(thread_id, keep_last=keep_last, older_than=seconds)
         click.echo(f"deleted {deleted} checkpoint(s) of thread {thread_id!r}")
-
-
-@click.command()
-@click.argument("db")
-def migrate(db: str) -> None:
-    """Create or upgrade the checkpoint tables in DB to this version of plait."""
-    with open_saver(db, create=True) as saver:
-        setup = getattr(saver, "setup", None)
-        if setup is None:
-            raise click.ClickException(f"{type(saver).__name__} has no tables to migrate")
-        setup()
-        click.echo("checkpoint tables are up to date")

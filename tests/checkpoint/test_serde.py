@@ -248,3 +248,44 @@ def test_default_serializer_reads_what_it_writes_for_registered_only_names():
     assert not Serializer().is_allowed("langchain_core.runnables.base", "RunnableLambda")
     assert Serializer(allowed=[Point]).is_allowed(__name__, "Point")
     assert Serializer(allowed=["myapp.models"]).is_allowed("myapp.models.sub", "Order")
+
+
+def _known_message(number: int, fields: object) -> bytes:
+    """A stored message record as plait writes it: class number and fields."""
+    import ormsgpack
+
+    from plait.checkpoint._ext import KNOWN_PYDANTIC
+
+    return ormsgpack.packb(ormsgpack.Ext(KNOWN_PYDANTIC, ormsgpack.packb([number, fields])))
+
+
+def test_messages_read_back_without_validation_equal_and_with_the_same_fields_set() -> None:
+    from langchain_core.messages import AIMessageChunk, ToolMessage
+
+    messages = [
+        AIMessage(
+            "",
+            id="a",
+            tool_calls=[{"name": "f", "args": {"q": 1}, "id": "c1"}],
+            usage_metadata={"input_tokens": 1, "output_tokens": 2, "total_tokens": 3},
+        ),
+        ToolMessage("r", tool_call_id="c1", artifact={"k": [1]}),
+        AIMessageChunk("part", id="z"),
+        HumanMessage([{"type": "text", "text": "hi"}], name="bob", custom="kept"),
+    ]
+    out = Serializer().loads(Serializer().dumps(messages))
+    assert out == messages
+    for got, want in zip(out, messages, strict=True):
+        assert type(got) is type(want) and got.model_fields_set == want.model_fields_set
+        assert repr(got) == repr(want)
+    assert out[0].tool_calls[0]["args"] == {"q": 1} and out[3].custom == "kept"
+    out[0].additional_kwargs["x"] = 1  # defaults are fresh objects per message
+    assert Serializer().loads(Serializer().dumps(messages))[0].additional_kwargs == {}
+
+
+def test_message_records_that_are_not_plain_fields_are_validated() -> None:
+    with pytest.raises(SerializationError, match="Cannot rebuild stored"):
+        Serializer().loads(_known_message(0, {"content": 5}))  # HumanMessage with int content
+    with pytest.raises(SerializationError):
+        Serializer().loads(_known_message(0, {"id": "x"}))  # content missing
+    assert Serializer().loads(_known_message(0, {"content": "ok", "id": "i"})) == HumanMessage("ok", id="i")

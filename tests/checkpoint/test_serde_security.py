@@ -447,15 +447,15 @@ def _plant(path: str, where: str, value: bytes) -> None:
     conn = sqlite3.connect(path)
     with conn:
         if where == "blobs":
-            conn.execute("UPDATE checkpoint_blobs SET value = ?", (value,))
+            conn.execute("UPDATE plait_checkpoint_blobs SET value = ?", (value,))
         elif where == "checkpoint":
-            conn.execute("UPDATE checkpoints SET checkpoint = ?", (value,))
+            conn.execute("UPDATE plait_checkpoints SET checkpoint = ?", (value,))
         elif where == "metadata":
-            conn.execute("UPDATE checkpoints SET metadata = ?", (value,))
+            conn.execute("UPDATE plait_checkpoints SET metadata = ?", (value,))
         else:
-            head = conn.execute("SELECT MAX(checkpoint_id) FROM checkpoints").fetchone()[0]
+            head = conn.execute("SELECT MAX(checkpoint_id) FROM plait_checkpoints").fetchone()[0]
             conn.execute(
-                "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
+                "INSERT INTO plait_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
                 "channel, task_path, value) VALUES ('t', '', ?, 'task', 0, 'messages', '', ?)",
                 (head, value),
             )
@@ -826,7 +826,7 @@ def test_a_malformed_delta_row_is_a_serialization_error(tmp_path: Any, planted: 
         graph.invoke({"messages": [HumanMessage("hi")]}, config)
         graph.invoke({"messages": [HumanMessage("again")]}, config)
         saver.conn.execute(
-            "UPDATE checkpoint_blobs SET value = ? WHERE kind = 'delta'", [saver.serde.dumps(planted)]
+            "UPDATE plait_checkpoint_blobs SET value = ? WHERE kind = 'delta'", [saver.serde.dumps(planted)]
         )
         saver.conn.commit()
     with SqliteSaver.from_conn_string(path) as cold:

@@ -94,7 +94,7 @@ def test_inspector_refuses_foreign_or_broken_files_without_touching_them(tmp_pat
     conn.commit()
     conn.close()
     refused = runner.invoke(main, ["history", str(foreign), "t"])
-    assert refused.exit_code == 1 and "did not write" in refused.output
+    assert refused.exit_code == 1 and "plait migrate --from-langgraph" in refused.output
     conn = sqlite3.connect(foreign)
     assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master")} == {"checkpoints"}, "left untouched"
 
@@ -130,8 +130,11 @@ def _plant(db: str, table: str, value: bytes) -> None:
                 (head, value),
             )
         else:
-            column = {"checkpoints": "checkpoint", "checkpoint_blobs": "value"}[table]
-            conn.execute(f"UPDATE {table} SET {column} = ? WHERE thread_id = 'alice'", (value,))  # noqa: S608
+            column, name = {
+                "checkpoints": ("checkpoint", table),
+                "checkpoint_blobs": ("value", f"plait_{table}"),
+            }[table]
+            conn.execute(f"UPDATE {name} SET {column} = ? WHERE thread_id = 'alice'", (value,))  # noqa: S608
     conn.close()
 
 
@@ -174,3 +177,55 @@ def test_inspector_on_a_planted_file_in_a_real_process_prints_no_traceback(db: s
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: cannot read a stored row: ") and "Traceback" not in proc.stderr
     assert not marker.exists()
+
+
+def test_unknown_thread_empty_database_and_bad_limit_are_clear_errors(db: str, tmp_path: Path) -> None:
+    runner = CliRunner()
+    for command in ("diff", "history", "show"):
+        out = runner.invoke(main, [command, db, "nobody"])
+        assert out.exit_code == 1 and "thread 'nobody' has no checkpoints" in out.output, out.output
+        assert "Traceback" not in out.output
+    for command in ("diff", "history"):
+        out = runner.invoke(main, [command, db, "alice", "--limit", "-3"])
+        assert out.exit_code == 2 and "--limit" in out.output and "Traceback" not in out.output
+    import sqlite3
+
+    empty = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty).close()
+    out = runner.invoke(main, ["diff", str(empty), "t"])
+    assert out.exit_code == 1 and "no plait checkpoints yet" in out.output
+
+
+def test_help_says_db_may_be_a_dsn() -> None:
+    for command in ("threads", "history", "show", "diff", "prune", "migrate"):
+        out = run(command, "--help")
+        assert "PostgreSQL DSN" in out and "host=" in out, command
+
+
+def test_forks_are_visible_in_history(db: str) -> None:
+    with SqliteSaver.from_conn_string(db) as saver:
+        graph = build_graph().compile(checkpointer=saver)
+        past = list(graph.get_state_history({"configurable": {"thread_id": "alice"}}))[5]
+        graph.invoke({"messages": [("user", "again")]}, past.config)
+    out = run("history", db, "alice", "--limit", "40")
+    assert "fork of" in out
+
+
+def test_postgres_reads_never_create_tables_and_keyword_dsns_work() -> None:
+    import psycopg
+    from _pg import private_schema
+
+    with private_schema() as dsn:
+        schema = dsn.rsplit("%3D", 1)[1]
+        keywords = f"host=127.0.0.1 port=5432 user=postgres dbname=test options=-csearch_path={schema}"
+        for target in (dsn, keywords):
+            out = CliRunner().invoke(main, ["threads", target])
+            assert out.exit_code == 1 and "no plait checkpoints yet" in out.output, out.output
+        with psycopg.connect(dsn) as conn:
+            tables = conn.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+            ).fetchone()
+            assert tables == (0,), "a read created tables"
+            conn.execute("CREATE TABLE checkpoints (thread_id text, checkpoint jsonb)")
+        out = CliRunner().invoke(main, ["history", keywords, "t"])
+        assert out.exit_code == 1 and "plait migrate --from-langgraph" in out.output, out.output

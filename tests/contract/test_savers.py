@@ -319,20 +319,26 @@ def test_postgres_survives_dropped_connection(pg_saver: Any) -> None:
 def test_postgres_setup_idempotent_and_versioned(pg_saver: Any) -> None:
     pg_saver.setup()
     pg_saver.setup()
-    rows = pg_saver._fetch("SELECT v FROM checkpoint_migrations ORDER BY v", [])
-    assert rows == [(1,), (2,)]
+    rows = pg_saver._fetch("SELECT v FROM plait_migrations ORDER BY v", [])
+    assert rows == [(1,), (2,), (3,)]
     tables = {
         r[0]
         for r in pg_saver._fetch(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()", []
         )
     }
-    assert {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"} <= tables
+    assert {
+        "plait_checkpoints",
+        "plait_checkpoint_blobs",
+        "plait_checkpoint_writes",
+        "plait_migrations",
+    } <= tables
+    assert not tables & {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"}
     blob_cols = {
         r[0]
         for r in pg_saver._fetch(
             "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-            "AND table_name = 'checkpoint_blobs'",
+            "AND table_name = 'plait_checkpoint_blobs'",
             [],
         )
     }

@@ -288,6 +288,6 @@ def test_in_process_lease_tables_do_not_grow_with_threads(saver: Any) -> None:
     graph = chat(saver)
     for k in range(300):
         graph.invoke({"messages": [HumanMessage("x", id="x")]}, cfg(f"many-{k}"))
-    from plait.checkpoint import base
+    from plait.checkpoint import _locks
 
-    assert len(base._locks) < 10  # one table of in-process lease locks, for every saver
+    assert len(_locks._locks) < 10  # one table of in-process lease locks, for every saver

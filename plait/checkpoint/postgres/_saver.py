@@ -1,34 +1,122 @@
-"""PostgreSQL backend: :class:`PostgresSaver` (psycopg 3, optional psycopg_pool)."""
+"""PostgreSQL backend: :class:`PostgresSaver` (psycopg 3, optional psycopg_pool), and what it shares with the async one."""
 
 from __future__ import annotations
 
+import select
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
-from typing_extensions import LiteralString, Self
+from typing_extensions import Self
 
 from plait.checkpoint._engine import SqlSaverBase
+from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Session, Setup, Step, drive, run_session
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.serde import Serializer
 from plait.errors import SchemaVersionError
 
-__all__ = ["PostgresSaver"]
+__all__ = ["PostgresBase", "PostgresSaver", "check_if_stirred", "migrate_body", "stirred"]
+
+IDENTITY = (
+    # the server's identity, whatever route reached it (TCP, another host name, a unix socket)
+    "SELECT (SELECT system_identifier FROM pg_control_system())::text, current_setting('port'), "
+    "current_database(), current_schema(), pg_my_temp_schema()::regnamespace::text"
+)
 
 
-class PostgresSaver(SqlSaverBase):
+def migrate_body() -> Generator[Step, Any, None]:
+    """Create or migrate plait's tables, under a lock (several processes may start at once)."""
+    yield Step(_sql.LOCK, [])
+    has_plait, legacy, _ = (yield Step(_sql.PROBE, []))[0]
+    done = 0
+    if legacy and not has_plait:
+        present = {r[0] for r in (yield Step(_sql.LEGACY_PRESENT, [list(_sql.LEGACY_TABLES)]))}
+        steps = _sql.legacy_steps(present)
+        done = int((yield steps[0])[0][0])
+        for item in steps[1:]:  # noqa: UP028 - a list iterator cannot take the answers sent
+            yield item
+    yield Step(_sql.META_TABLE, [])
+    for target in range(1, done + 1):
+        yield Step(_sql.SET_META, [target])
+    row = (yield Step(_sql.GET_META, []))[0]
+    version = int(row[0]) if row and row[0] is not None else 0
+    if version > _sql.SCHEMA_VERSION:
+        raise SchemaVersionError(version, _sql.SCHEMA_VERSION)
+    for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
+        for statement in _sql.MIGRATIONS[target]:
+            yield Step(statement, [])
+        yield Step(_sql.SET_META, [target])
+    if version == _sql.SCHEMA_VERSION:
+        yield Step(_sql.PUT_FUNCTION, [])  # idempotent: keeps the function's body current
+
+
+class PostgresBase(SqlSaverBase):
+    """What the sync and async PostgreSQL savers share: the SQL, setup and migrations."""
+
+    sql = _sql
+
+    def _setup_ops(self, write: bool) -> Ops[bool]:
+        has_plait, legacy, _ = (yield Fetch(_sql.PROBE, []))[0]
+        if not (has_plait or legacy or write):
+            return False  # a read of a database without plait's tables creates nothing
+        yield Session(migrate_body())
+        self.is_setup = True
+        return True
+
+    def _scope_ops(self) -> Ops[tuple[str, bool]]:
+        """Server, database and schema; temporary schemas (``pg_temp``) are private to a connection."""
+        addr, port, database, schema, temp = (yield Fetch(IDENTITY, []))[0]
+        private = schema is None or schema == temp or schema.startswith("pg_temp")
+        return f"postgres:{addr}:{port}/{database}/{schema}", not private
+
+
+def stirred(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether an idle connection received something (the server closed it, or sent an error or notice).
+
+    A local poll of the socket, no round trip: an idle autocommit connection receives nothing
+    unless the server ends it (``pg_terminate_backend``, a restart), which is what needs a ping.
+    """
+    try:
+        ready, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True
+    return bool(ready)
+
+
+def check_if_stirred(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check: ping a connection only when :func:`stirred` says it may be gone.
+
+    ``ConnectionPool.check_connection`` pings on every checkout, one more round trip per
+    statement; this costs a ``select()`` call.
+    """
+    if stirred(conn):
+        ConnectionPool.check_connection(conn)
+
+
+def step(cur: psycopg.Cursor[Any], item: Step) -> Any:
+    """Run one statement; its rows, or its row count when it returns none."""
+    if item.many:
+        cur.executemany(item.sql, item.params)  # pyright: ignore[reportArgumentType]  # plait's own SQL text
+        return cur.rowcount
+    cur.execute(item.sql, item.params)  # pyright: ignore[reportArgumentType]  # plait's own SQL text
+    return cur.fetchall() if cur.description is not None else cur.rowcount
+
+
+class PostgresSaver(PostgresBase):
     """Checkpoints in PostgreSQL, with delta-encoded lists (see ``docs/storage.md``).
 
-    Tables are created on first use (under an advisory lock, so several
-    processes may start at once); :meth:`setup` does the same and is idempotent.
-    Runs on one thread never interleave, even from several processes: each run
-    holds a lease row in ``checkpoint_leases`` (see :meth:`lease`). The
-    connection's own row factory does not matter (cursors set theirs).
+    Tables (``plait_checkpoints``, ``plait_checkpoint_blobs``, ``plait_checkpoint_writes``,
+    ``plait_checkpoint_leases``, ``plait_migrations``) are created on first write, under an
+    advisory lock, so several processes may start at once; :meth:`setup` does the same and
+    is idempotent. They never collide with LangGraph's tables: one database may hold both.
+    A put is one round trip (pipeline mode). Runs on one thread never interleave, even from
+    several processes: each run holds a lease row (see :meth:`lease`). The connection's own
+    row factory does not matter (cursors set theirs).
 
     Args:
         conn: A ``psycopg.Connection`` or a ``psycopg_pool.ConnectionPool``. A pool
@@ -39,8 +127,6 @@ class PostgresSaver(SqlSaverBase):
         lease_ttl: Seconds after which the thread lease of a killed process can be taken over.
     """
 
-    sql = _sql
-
     def __init__(
         self,
         conn: psycopg.Connection[Any] | ConnectionPool[Any],
@@ -49,17 +135,17 @@ class PostgresSaver(SqlSaverBase):
         cache_size: int = 128,
         lease_ttl: float = DEFAULT_TTL,
     ) -> None:
-        super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
         if not isinstance(conn, (psycopg.Connection, ConnectionPool)):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: callers may pass anything
             name = type(self).__name__
             raise TypeError(
                 f"{name} needs a psycopg.Connection or psycopg_pool.ConnectionPool, got {type(conn).__name__}; "
-                f"use {name}.from_conn_string(dsn) to open one. (plait's async savers run psycopg's sync driver "
-                "in worker threads, so AsyncConnection / AsyncConnectionPool are not accepted.)"
+                f"use {name}.from_conn_string(dsn) to open one, or AsyncPostgresSaver "
+                "(plait.checkpoint.postgres.aio) for an AsyncConnection or AsyncConnectionPool."
             )
         self.conn = conn
         self.lock = threading.RLock()
         self.is_setup = False
+        super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
 
     @classmethod
     @contextmanager
@@ -69,8 +155,9 @@ class PostgresSaver(SqlSaverBase):
         """Open a connection pool on ``conn_string`` for the ``with`` block.
 
         Connections use autocommit and no server-side prepared statements
-        (``prepare_threshold=None``, safe behind PgBouncer) and are checked
-        before use, so a dropped connection is replaced transparently.
+        (``prepare_threshold=None``, safe behind PgBouncer). A connection the
+        server closed (a terminated backend, a restart) is noticed before use,
+        without a round trip, and replaced transparently.
 
         Args:
             conn_string: A libpq DSN or URL.
@@ -83,7 +170,7 @@ class PostgresSaver(SqlSaverBase):
             min_size=1,
             max_size=pool_size,
             open=True,
-            check=ConnectionPool.check_connection,
+            check=check_if_stirred,
             kwargs={"autocommit": True, "prepare_threshold": None},
         )
         try:
@@ -100,50 +187,49 @@ class PostgresSaver(SqlSaverBase):
             with self.lock:
                 yield self.conn
 
-    def setup(self) -> None:
-        """Create or migrate the tables (done automatically on first use; idempotent)."""
-        self._create_tables()
-
-    def _create_tables(self) -> None:
-        with self._tx() as cur:
-            cur.execute(_sql.LOCK)
-            cur.execute(_sql.META_TABLE)
-            row = cur.execute(_sql.GET_META).fetchone()
-            version = int(row[0]) if row and row[0] is not None else 0
-            if version > _sql.SCHEMA_VERSION:
-                raise SchemaVersionError(version, _sql.SCHEMA_VERSION)
-            for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
-                for statement in _sql.MIGRATIONS[target]:
-                    cur.execute(statement)
-                cur.execute(_sql.SET_META, [target])
-        self.is_setup = True
-
-    def _setup_once(self) -> None:
-        if not self.is_setup:
-            self._create_tables()
-
-    def _lease_scope(self) -> tuple[str, bool]:
-        """Server, database and schema; temporary schemas (``pg_temp``) are private to a connection."""
-        self._setup_once()
-        row = self._fetch(
-            # the server's identity, whatever route reached it (TCP, another host name, a unix socket)
-            "SELECT (SELECT system_identifier FROM pg_control_system())::text, current_setting('port'), "
-            "current_database(), current_schema(), pg_my_temp_schema()::regnamespace::text",
-            [],
-        )[0]
-        addr, port, database, schema, temp = row
-        private = schema is None or schema == temp or schema.startswith("pg_temp")
-        return f"postgres:{addr}:{port}/{database}/{schema}", not private
-
-    def _fetch(self, sql: LiteralString, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    def _perform(self, op: Op) -> Any:
+        if isinstance(op, Setup):
+            return drive(self._setup_ops(op.write), self._perform)
         with self._connection() as conn:
-            if conn.autocommit:
-                with conn.cursor(row_factory=tuple_row) as cur:
-                    return cur.execute(sql, list(params)).fetchall()
+            if isinstance(op, Fetch):
+                if conn.autocommit:
+                    with conn.cursor(row_factory=tuple_row) as cur:
+                        return step(cur, Step(op.sql, op.params))
+                with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                    return step(cur, Step(op.sql, op.params))
+            if isinstance(op, Batch):
+                return _batch(conn, op)
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-                return cur.execute(sql, list(params)).fetchall()
+                if not op.durable:
+                    cur.execute(_sql.ASYNC_COMMIT)
+                return run_session(op.body, lambda item: step(cur, item))
 
-    @contextmanager
-    def _tx(self) -> Generator[psycopg.Cursor[Any], None, None]:
-        with self._connection() as conn, conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-            yield cur
+
+def _batch(conn: psycopg.Connection[Any], op: Batch) -> list[Any]:
+    """The statements in one transaction and one round trip: one multi-statement query (autocommit)."""
+    steps = op.steps if op.durable else (Step(_sql.ASYNC_COMMIT, []), *op.steps)
+    skip = len(steps) - len(op.steps)
+    if not conn.autocommit:
+        with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            return [step(cur, item) for item in steps][skip:]
+    with psycopg.ClientCursor(conn, row_factory=tuple_row) as cur:
+        cur.execute(_sql.join_steps(cur, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
+        return _answers(cur, steps)[skip:]
+
+
+def _answers(cur: psycopg.ClientCursor[Any], steps: tuple[Step, ...]) -> list[Any]:
+    """Each statement's rows (or row count), from the result sets of one multi-statement query."""
+    answers: list[Any] = []
+    for item in steps:
+        count = len(item.params) if item.many else 1
+        rows: list[Any] = []
+        total = 0
+        for i in range(count):
+            if cur.description is not None:
+                rows.extend(cur.fetchall())
+            else:
+                total += max(cur.rowcount, 0)
+            if i < count - 1 or item is not steps[-1]:
+                cur.nextset()
+        answers.append(rows if rows or cur.description is not None else total)
+    return answers

@@ -7,7 +7,8 @@ from typing import Any
 
 from typing_extensions import LiteralString
 
-from plait.checkpoint._engine_sql import page_query
+from plait.checkpoint._engine_ops import Fetch, Ops, Step
+from plait.checkpoint._engine_sql import PutRows, page_query
 from plait.checkpoint._lease import lease_sql
 
 __all__ = [
@@ -20,7 +21,11 @@ __all__ = [
     "GET_META",
     "INSERT_BLOB",
     "INSERT_CHECKPOINT",
+    "ASYNC_COMMIT",
     "HEAD_AND_PARENT",
+    "LEGACY_TABLES",
+    "PROBE",
+    "PUT",
     "HEAD_ID",
     "NAMESPACES",
     "THREADS",
@@ -35,18 +40,21 @@ __all__ = [
     "SELECT_HEAD",
     "SET_META",
     "chain_query",
+    "join_steps",
+    "legacy_steps",
     "list_query",
+    "put_ops",
     "writes_query",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 LOCK = "SELECT pg_advisory_xact_lock(7046317051)"
 """Serialises concurrent setup()/migrations of several processes."""
 
 MIGRATIONS: dict[int, list[LiteralString]] = {
     1: [
-        """CREATE TABLE IF NOT EXISTS checkpoints (
+        """CREATE TABLE IF NOT EXISTS plait_checkpoints (
             thread_id TEXT NOT NULL,
             checkpoint_ns TEXT NOT NULL DEFAULT '',
             checkpoint_id TEXT NOT NULL,
@@ -58,7 +66,7 @@ MIGRATIONS: dict[int, list[LiteralString]] = {
             metadata BYTEA NOT NULL,
             PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
         )""",
-        """CREATE TABLE IF NOT EXISTS checkpoint_blobs (
+        """CREATE TABLE IF NOT EXISTS plait_checkpoint_blobs (
             thread_id TEXT NOT NULL,
             checkpoint_ns TEXT NOT NULL DEFAULT '',
             channel TEXT NOT NULL,
@@ -68,7 +76,7 @@ MIGRATIONS: dict[int, list[LiteralString]] = {
             blob BYTEA NOT NULL,
             PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
         )""",
-        """CREATE TABLE IF NOT EXISTS checkpoint_writes (
+        """CREATE TABLE IF NOT EXISTS plait_checkpoint_writes (
             thread_id TEXT NOT NULL,
             checkpoint_ns TEXT NOT NULL DEFAULT '',
             checkpoint_id TEXT NOT NULL,
@@ -82,7 +90,7 @@ MIGRATIONS: dict[int, list[LiteralString]] = {
         )""",
     ],
     2: [
-        """CREATE TABLE IF NOT EXISTS checkpoint_leases (
+        """CREATE TABLE IF NOT EXISTS plait_checkpoint_leases (
             thread_id TEXT NOT NULL,
             checkpoint_ns TEXT NOT NULL DEFAULT '',
             owner TEXT,
@@ -94,28 +102,67 @@ MIGRATIONS: dict[int, list[LiteralString]] = {
     ],
 }
 
-META_TABLE = "CREATE TABLE IF NOT EXISTS checkpoint_migrations (v INTEGER PRIMARY KEY)"
-"""Schema versions applied, one row each (LangGraph's table name and column)."""
-GET_META = "SELECT MAX(v) FROM checkpoint_migrations"
-SET_META = "INSERT INTO checkpoint_migrations (v) VALUES (%s) ON CONFLICT (v) DO NOTHING"
+META_TABLE = "CREATE TABLE IF NOT EXISTS plait_migrations (v INTEGER PRIMARY KEY)"
+"""Schema versions applied, one row each (LangGraph keeps its own in ``checkpoint_migrations``)."""
 
-INSERT_CHECKPOINT = """INSERT INTO checkpoints
+PROBE = """SELECT to_regclass('plait_migrations') IS NOT NULL,
+    EXISTS(SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+           AND table_name = 'checkpoint_blobs' AND column_name = 'prev_id'),
+    EXISTS(SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+           AND table_name = 'checkpoints' AND column_name = 'checkpoint' AND data_type = 'jsonb')"""
+"""``(plait's tables exist, plait's tables under their old names exist, LangGraph's tables exist)``."""
+
+LEGACY_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_leases")
+"""plait before schema 3 used LangGraph's table names (and ``checkpoint_migrations``)."""
+
+
+def legacy_steps(present: set[str]) -> list[Step]:
+    """Move plait's tables of schema 1-2 (LangGraph's names) to their ``plait_`` names.
+
+    Their primary keys are renamed too, and the indexes and version rows LangGraph's
+    ``setup()`` may have added to them are dropped, so LangGraph can create its own.
+    """
+    steps = [Step("SELECT COALESCE(MAX(v), 0) FROM checkpoint_migrations WHERE v <= 2", [])]
+    for table in LEGACY_TABLES:
+        if table in present:
+            steps.append(Step(f"ALTER TABLE {table} RENAME TO plait_{table}", []))
+            steps.append(
+                Step(f"ALTER TABLE plait_{table} RENAME CONSTRAINT {table}_pkey TO plait_{table}_pkey", [])
+            )
+    steps.append(
+        Step(
+            "DROP INDEX IF EXISTS checkpoints_thread_id_idx, checkpoint_blobs_thread_id_idx, "
+            "checkpoint_writes_thread_id_idx",
+            [],
+        )
+    )
+    steps.append(Step("DROP TABLE checkpoint_migrations", []))
+    return steps
+
+
+LEGACY_PRESENT = """SELECT table_name FROM information_schema.tables
+    WHERE table_schema = current_schema() AND table_name = ANY(%s)"""
+
+GET_META = "SELECT MAX(v) FROM plait_migrations"
+SET_META = "INSERT INTO plait_migrations (v) VALUES (%s) ON CONFLICT (v) DO NOTHING"
+
+INSERT_CHECKPOINT = """INSERT INTO plait_checkpoints
     (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata)
     VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
       parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, step = EXCLUDED.step, source = EXCLUDED.source,
       checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"""
 
-INSERT_BLOB = """INSERT INTO checkpoint_blobs
+INSERT_BLOB = """INSERT INTO plait_checkpoint_blobs
     (thread_id, checkpoint_ns, channel, version, prev_id, type, blob) VALUES (%s, %s, %s, %s, %s, %s, %s)
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
       prev_id = EXCLUDED.prev_id, type = EXCLUDED.type, blob = EXCLUDED.blob"""
 
-DELETE_TASK_WRITES = """DELETE FROM checkpoint_writes
+DELETE_TASK_WRITES = """DELETE FROM plait_checkpoint_writes
     WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s AND task_id = %s
     AND channel NOT IN ('__interrupt__', '__resume__')"""
 
-INSERT_WRITE = """INSERT INTO checkpoint_writes
+INSERT_WRITE = """INSERT INTO plait_checkpoint_writes
     (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, blob)
     VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
@@ -126,36 +173,36 @@ _HEAD_COLUMNS = (
 )
 
 SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.blob
-    FROM checkpoints c LEFT JOIN checkpoint_writes w
+    FROM plait_checkpoints c LEFT JOIN plait_checkpoint_writes w
       ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
     WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = COALESCE(%s::text,
-      (SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s
+      (SELECT checkpoint_id FROM plait_checkpoints WHERE thread_id = %s AND checkpoint_ns = %s
        ORDER BY checkpoint_id DESC LIMIT 1))
     ORDER BY w.task_id, w.idx"""
 
 DELETE_THREAD = [
-    "DELETE FROM checkpoint_writes WHERE thread_id = %s",
-    "DELETE FROM checkpoint_blobs WHERE thread_id = %s",
-    "DELETE FROM checkpoints WHERE thread_id = %s",
+    "DELETE FROM plait_checkpoint_writes WHERE thread_id = %s",
+    "DELETE FROM plait_checkpoint_blobs WHERE thread_id = %s",
+    "DELETE FROM plait_checkpoints WHERE thread_id = %s",
 ]
 
-PRUNE_ROWS = """SELECT checkpoint_ns, checkpoint_id, created_at, checkpoint FROM checkpoints
+PRUNE_ROWS = """SELECT checkpoint_ns, checkpoint_id, created_at, checkpoint FROM plait_checkpoints
     WHERE thread_id = %s ORDER BY checkpoint_ns, checkpoint_id DESC"""
-BLOB_KEYS = "SELECT channel, version FROM checkpoint_blobs WHERE thread_id = %s AND checkpoint_ns = %s"
-DELETE_BLOB = """DELETE FROM checkpoint_blobs
+BLOB_KEYS = "SELECT channel, version FROM plait_checkpoint_blobs WHERE thread_id = %s AND checkpoint_ns = %s"
+DELETE_BLOB = """DELETE FROM plait_checkpoint_blobs
     WHERE thread_id = %s AND checkpoint_ns = %s AND channel = %s AND version = %s"""
 DELETE_CHECKPOINT = (
-    "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+    "DELETE FROM plait_checkpoints WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
 )
 DELETE_WRITES_OF = (
-    "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+    "DELETE FROM plait_checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
 )
 
 
 def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list[Any]]:
     """Pending writes of several checkpoints of one thread."""
     sql = (
-        "SELECT checkpoint_id, task_id, channel, blob FROM checkpoint_writes "
+        "SELECT checkpoint_id, task_id, channel, blob FROM plait_checkpoint_writes "
         "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = ANY(%s) "
         "ORDER BY checkpoint_id, task_id, idx"
     )
@@ -168,12 +215,12 @@ def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> 
     sql = """WITH RECURSIVE chain(channel, version, prev_id, type, blob) AS (
         SELECT b.channel, b.version, b.prev_id, b.type, b.blob
         FROM unnest(%s::text[], %s::text[]) AS t(channel, version)
-        CROSS JOIN LATERAL (SELECT * FROM checkpoint_blobs x
+        CROSS JOIN LATERAL (SELECT * FROM plait_checkpoint_blobs x
           WHERE x.thread_id = %s AND x.checkpoint_ns = %s AND x.channel = t.channel
             AND x.version = t.version LIMIT 1) b
         UNION ALL
         SELECT b.channel, b.version, b.prev_id, b.type, b.blob
-        FROM chain CROSS JOIN LATERAL (SELECT * FROM checkpoint_blobs x
+        FROM chain CROSS JOIN LATERAL (SELECT * FROM plait_checkpoint_blobs x
           WHERE x.thread_id = %s AND x.checkpoint_ns = %s AND x.channel = chain.channel
             AND x.version = chain.prev_id LIMIT 1) b
         WHERE chain.type = 'delta'
@@ -181,20 +228,24 @@ def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> 
     return sql, [[c for c, _ in targets], [r for _, r in targets], *thread, *thread]
 
 
-HEAD_ID = """SELECT MAX(checkpoint_id) FROM (SELECT checkpoint_id FROM checkpoints
+HEAD_ID = """SELECT MAX(checkpoint_id) FROM (SELECT checkpoint_id FROM plait_checkpoints
     WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1) AS head"""
+ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true)"
+"""Run inside a transaction whose commit need not wait for the disk (a later durable commit flushes it)."""
 LOCK_THREAD: str | None = "SELECT pg_advisory_xact_lock(hashtext(%s))"
 """Taken before checking the thread head, so two writers cannot both pass the check."""
-HEAD_AND_PARENT = f"""SELECT ({HEAD_ID}), EXISTS(SELECT 1 FROM checkpoints
+HEAD_AND_PARENT = f"""SELECT ({HEAD_ID}), EXISTS(SELECT 1 FROM plait_checkpoints
     WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s)"""
 """The thread head and whether the parent a put builds on still exists (read inside the put's transaction)."""
-NAMESPACES = "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = %s ORDER BY checkpoint_ns"
+NAMESPACES = (
+    "SELECT DISTINCT checkpoint_ns FROM plait_checkpoints WHERE thread_id = %s ORDER BY checkpoint_ns"
+)
 
 LEASE = lease_sql("postgres")
-"""Statements on ``checkpoint_leases`` (the cross-process thread lease)."""
+"""Statements on ``plait_checkpoint_leases`` (the cross-process thread lease)."""
 
-THREADS = """SELECT c.thread_id, t.n, c.checkpoint_id, c.step, c.created_at FROM checkpoints c
-JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM checkpoints
+THREADS = """SELECT c.thread_id, t.n, c.checkpoint_id, c.step, c.created_at FROM plait_checkpoints c
+JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM plait_checkpoints
       WHERE checkpoint_ns = '' GROUP BY thread_id) t
   ON c.thread_id = t.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id = t.head
 ORDER BY c.created_at DESC"""
@@ -205,3 +256,81 @@ def list_query(
 ) -> tuple[str, list[Any]]:
     """One page of checkpoint rows, newest first (see :func:`plait.checkpoint._engine_sql.page_query`)."""
     return page_query("%s", _HEAD_COLUMNS, thread, after, where, limit)
+
+
+PUT_FUNCTION = """CREATE OR REPLACE FUNCTION plait_put(
+    t text, ns text, cid text, parent text, need_parent boolean, do_check boolean, expected text,
+    lock_key text, durable boolean, step integer, source text, created text, record bytea, meta bytea,
+    channels text[], versions text[], prevs text[], kinds text[], datas bytea[],
+    rw_channels text[], rw_versions text[], rw_prevs text[], rw_kinds text[], rw_datas bytea[],
+    OUT head text, OUT there boolean) LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT durable THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtext(lock_key));
+    -- a new snapshot per statement: what the head check reads is committed after the lock was taken
+    SELECT c.checkpoint_id INTO head FROM plait_checkpoints c
+        WHERE c.thread_id = t AND c.checkpoint_ns = ns ORDER BY c.checkpoint_id DESC LIMIT 1;
+    there := EXISTS(SELECT 1 FROM plait_checkpoints c
+        WHERE c.thread_id = t AND c.checkpoint_ns = ns AND c.checkpoint_id = parent)
+      -- and every row the new deltas build on (a prune may have removed an older base)
+      AND NOT EXISTS(SELECT 1 FROM unnest(channels, prevs) AS r(c, p) WHERE r.p IS NOT NULL
+        AND NOT EXISTS(SELECT 1 FROM plait_checkpoint_blobs b
+          WHERE b.thread_id = t AND b.checkpoint_ns = ns AND b.channel = r.c AND b.version = r.p));
+    IF (need_parent AND NOT there) OR (do_check AND
+            (head IS DISTINCT FROM expected OR (head IS NOT NULL AND cid <= head))) THEN
+        RETURN;
+    END IF;
+    INSERT INTO plait_checkpoint_blobs AS b (thread_id, checkpoint_ns, channel, version, prev_id, type, blob)
+        SELECT t, ns, r.c, r.v, r.p, r.k, r.d FROM unnest(channels, versions, prevs, kinds, datas) AS r(c, v, p, k, d)
+        ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
+          prev_id = excluded.prev_id, type = excluded.type, blob = excluded.blob;
+    UPDATE plait_checkpoint_blobs AS b SET prev_id = r.p, type = r.k, blob = r.d
+        FROM unnest(rw_channels, rw_versions, rw_prevs, rw_kinds, rw_datas) AS r(c, v, p, k, d)
+        WHERE b.thread_id = t AND b.checkpoint_ns = ns AND b.channel = r.c AND b.version = r.v;
+    INSERT INTO plait_checkpoints AS x (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step,
+          source, created_at, checkpoint, metadata)
+        VALUES (t, ns, cid, parent, step, source, created, record, meta)
+        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+          parent_checkpoint_id = excluded.parent_checkpoint_id, step = excluded.step, source = excluded.source,
+          checkpoint = excluded.checkpoint, metadata = excluded.metadata;
+END $$"""
+"""One put in one statement and one round trip: the thread's advisory lock, the head check, every row."""
+
+MIGRATIONS[3] = [PUT_FUNCTION]
+
+PUT = f"""SELECT head, there FROM plait_put({", ".join(["%s"] * 24)})"""
+
+
+def put_ops(rows: PutRows) -> Ops[tuple[str | None, bool]]:
+    """Answers ``(head, parent exists)``; nothing is written unless the put's conditions hold."""
+    checkpoint = rows.checkpoint
+    params: list[object] = [
+        rows.thread[0],
+        rows.thread[1],
+        rows.cid,
+        rows.parent,
+        rows.need_parent,
+        rows.expected is not ...,
+        None if rows.expected is ... else rows.expected,
+        rows.lock,
+        rows.durable,
+        *checkpoint[4:9],
+    ]
+    for blobs in (rows.blobs, rows.rewrites):
+        params.extend([b[i] for b in blobs] for i in range(5))
+    head, there = (yield Fetch(PUT, params))[0]
+    return head, bool(there)
+
+
+def join_steps(cur: Any, steps: Sequence[Step]) -> str:
+    """The statements as one query text, values quoted by psycopg (``cur`` is a ``ClientCursor``).
+
+    A multi-statement query runs as one implicit transaction and answers in one round trip.
+    """
+    parts: list[str] = []
+    for item in steps:
+        for params in item.params if item.many else [item.params]:
+            parts.append(cur.mogrify(item.sql, params))
+    return ";\n".join(parts)

@@ -1,43 +1,197 @@
-"""``AsyncPostgresSaver``: :class:`~plait.checkpoint.postgres.PostgresSaver` for asyncio code.
+"""``AsyncPostgresSaver``: PostgreSQL checkpoints on psycopg's async connections, natively.
 
-Database calls run in worker threads on a psycopg connection pool, so the
-event loop is never blocked; the storage format is the sync saver's.
+Every database call is awaited on the caller's event loop (no worker thread);
+the storage format, the SQL and the engine are the sync saver's.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
-from plait.checkpoint.postgres._saver import PostgresSaver
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import tuple_row
+from psycopg_pool import AsyncConnectionPool
+
+from plait.checkpoint._engine_ops import (
+    Batch,
+    Fetch,
+    Op,
+    Ops,
+    Session,
+    Setup,
+    Step,
+    adrive,
+    aiterate,
+    arun_session,
+)
+from plait.checkpoint._lease import DEFAULT_TTL
+from plait.checkpoint.postgres import _sql
+from plait.checkpoint.postgres._saver import PostgresBase, stirred
+from plait.checkpoint.serde import Serializer
 
 __all__ = ["AsyncPostgresSaver"]
 
+_T = TypeVar("_T")
+_Conn = psycopg.AsyncConnection[Any]
 
-class AsyncPostgresSaver(PostgresSaver):
-    """A :class:`PostgresSaver` whose ``a``-methods run in worker threads."""
+
+async def _check_if_stirred(conn: _Conn) -> None:
+    """The pool's check without a round trip unless the connection may be gone (see ``stirred``)."""
+    if stirred(conn):
+        await AsyncConnectionPool.check_connection(conn)
+
+
+async def _step(cur: psycopg.AsyncCursor[Any], item: Step) -> Any:
+    if item.many:
+        await cur.executemany(item.sql, item.params)  # pyright: ignore[reportArgumentType]  # plait's own SQL text
+        return cur.rowcount
+    await cur.execute(item.sql, item.params)  # pyright: ignore[reportArgumentType]  # plait's own SQL text
+    return await cur.fetchall() if cur.description is not None else cur.rowcount
+
+
+class AsyncPostgresSaver(PostgresBase):
+    """Checkpoints in PostgreSQL for asyncio code, on an ``AsyncConnection`` or ``AsyncConnectionPool``.
+
+    Accepts the pool your application already has (any row factory). The sync
+    methods work too, from threads other than the event loop's (they hand the
+    call to the loop), as LangGraph's async saver does.
+
+    Args:
+        conn: A ``psycopg.AsyncConnection`` or ``psycopg_pool.AsyncConnectionPool``.
+        serde: The serializer (register your own classes on it).
+        cache_size: How many materialized values to keep in memory.
+        lease_ttl: Seconds after which the thread lease of a killed process can be taken over.
+    """
+
+    def __init__(
+        self,
+        conn: _Conn | AsyncConnectionPool[Any],
+        *,
+        serde: Serializer | None = None,
+        cache_size: int = 128,
+        lease_ttl: float = DEFAULT_TTL,
+    ) -> None:
+        if not isinstance(conn, (psycopg.AsyncConnection, AsyncConnectionPool)):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: callers may pass anything
+            raise TypeError(
+                f"AsyncPostgresSaver needs a psycopg.AsyncConnection or psycopg_pool.AsyncConnectionPool, got "
+                f"{type(conn).__name__}; use PostgresSaver for a sync Connection or ConnectionPool, or "
+                "AsyncPostgresSaver.from_conn_string(dsn)."
+            )
+        self.conn = conn
+        self.lock = asyncio.Lock()
+        self.is_setup = False
+        self.loop = asyncio.get_running_loop()
+        super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
 
     @classmethod
     @asynccontextmanager
-    async def from_conn_string(  # type: ignore[override]  # LangGraph's async savers: `async with` it
-        cls, conn_string: str, *, pool_size: int = 4, **kwargs: Any
+    async def from_conn_string(
+        cls, conn_string: str, *, pool_size: int = 1, **kwargs: Any
     ) -> AsyncGenerator[AsyncPostgresSaver, None]:
-        """Open a connection pool on ``conn_string`` for the ``async with`` block.
+        """Open an ``AsyncConnectionPool`` on ``conn_string`` for the ``async with`` block.
 
         Args:
             conn_string: A libpq DSN or URL.
             pool_size: Maximum number of connections.
             **kwargs: Passed to the saver.
         """
-        manager = super().from_conn_string(conn_string, pool_size=pool_size, **kwargs)
-        saver = await asyncio.to_thread(manager.__enter__)
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            conn_string,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            check=_check_if_stirred,
+            kwargs={"autocommit": True, "prepare_threshold": None},
+        )
+        await pool.open()
         try:
-            yield saver
+            yield cls(pool, **kwargs)
         finally:
-            await asyncio.to_thread(manager.__exit__, None, None, None)
+            await pool.close()
 
     async def setup(self) -> None:  # type: ignore[override]  # LangGraph's async savers: await saver.setup()
-        """Create or migrate the tables (done automatically on first use; idempotent)."""
-        await asyncio.to_thread(self._create_tables)
+        """Create or migrate the tables (done automatically on first write; idempotent)."""
+        await self._aperform(Setup(True))
+
+    # -- drivers: native on the loop; sync calls are handed to the loop ------------------
+
+    async def _adrive(self, ops: Ops[_T]) -> _T:
+        return await adrive(ops, self._aperform)
+
+    async def _aitems(self, ops: Ops[None]) -> AsyncIterator[Any]:
+        async for item in aiterate(ops, self._aperform):
+            yield item
+
+    def _perform(self, op: Op) -> Any:
+        return self._on_loop(self._aperform(op))
+
+    def _on_loop(self, job: Coroutine[Any, Any, _T]) -> _T:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            job.close()
+            raise asyncio.InvalidStateError(
+                "Synchronous calls to AsyncPostgresSaver are only allowed from a thread other than its event "
+                "loop's; on the loop, use the async methods (aget_tuple, aput, alist, ...) or ainvoke/astream."
+            )
+        return asyncio.run_coroutine_threadsafe(job, self.loop).result()
+
+    def _scope_ops(self) -> Ops[tuple[str, bool]]:
+        """Named from the connection settings (no query: the runtime asks for it on the event loop)."""
+        params: dict[str, Any]
+        if isinstance(self.conn, AsyncConnectionPool):
+            conninfo = self.conn.conninfo
+            # a pool may take a callable that makes the conninfo per connection: named by the callable then
+            params = conninfo_to_dict(conninfo) if isinstance(conninfo, str) else {"conninfo": id(conninfo)}
+        else:
+            params = dict(self.conn.info.get_parameters())
+        name = "postgres:" + "/".join(f"{k}={params[k]}" for k in sorted(params) if k != "password")
+        return name, "pg_temp" not in str(params.get("options", ""))
+        yield  # pragma: no cover - makes this a generator
+
+    async def _aperform(self, op: Op) -> Any:
+        if isinstance(op, Setup):
+            return await adrive(self._setup_ops(op.write), self._aperform)
+        if isinstance(self.conn, AsyncConnectionPool):
+            async with self.conn.connection() as conn:
+                return await _perform_on(conn, op)
+        async with self.lock:
+            return await _perform_on(self.conn, op)
+
+
+async def _perform_on(conn: _Conn, op: Op) -> Any:
+    if isinstance(op, Fetch):
+        if conn.autocommit:
+            async with conn.cursor(row_factory=tuple_row) as cur:
+                return await _step(cur, Step(op.sql, op.params))
+        async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            return await _step(cur, Step(op.sql, op.params))
+    if isinstance(op, Batch):
+        steps = op.steps if op.durable else (Step(_sql.ASYNC_COMMIT, []), *op.steps)
+        skip = len(steps) - len(op.steps)
+        if conn.autocommit and not any(item.many for item in steps):
+            # one multi-statement query: one implicit transaction, one round trip
+            async with psycopg.AsyncClientCursor(conn, row_factory=tuple_row) as client:
+                await client.execute(_sql.join_steps(client, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
+                answers: list[Any] = []
+                for i in range(len(steps)):
+                    answers.append(
+                        await client.fetchall() if client.description is not None else client.rowcount
+                    )
+                    if i < len(steps) - 1:
+                        client.nextset()
+                return answers[skip:]
+        async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            return [await _step(cur, item) for item in steps][skip:]
+    if not isinstance(op, Session):
+        raise TypeError(f"not an operation on a connection: {op!r}")
+    async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+        if not op.durable:
+            await cur.execute(_sql.ASYNC_COMMIT)
+        return await arun_session(op.body, lambda item: _step(cur, item))

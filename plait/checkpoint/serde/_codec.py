@@ -73,6 +73,7 @@ from plait.checkpoint._ext import (
     is_kind,
     shape,
 )
+from plait.checkpoint.serde._construct import construct
 from plait.errors import SerializationError
 
 __all__ = [
@@ -159,6 +160,16 @@ class Serializer:
         self._allowed.add(*items)
         self._forget()
         return self
+
+    def rebuildable(self, code: int, module: str, qualname: str) -> type | None:
+        """The class a record of kind ``code`` naming ``module``/``qualname`` rebuilds, or ``None`` if none is.
+
+        For importers of other stored formats: the same exact-name allow-list and kind check as :meth:`loads`.
+        """
+        try:
+            return self._resolve(code, module, qualname)
+        except SerializationError:
+            return None
 
     def is_allowed(self, module: str, qualname: str) -> bool:
         """Whether the *name* is allowed; rebuilding also needs it to name a data class exactly (module docstring)."""
@@ -370,6 +381,8 @@ class Serializer:
                 if type(number) is not int or not 0 <= number < len(KNOWN):
                     raise SerializationError(f"Cannot decode stored value: unknown class number {number!r}")
                 cls = self._known[(code, number)] = self._resolve(code, *KNOWN[number])
+            if code == KNOWN_PYDANTIC and number < _MESSAGES:
+                return self._message(cls, pair[1])
             return self._build(code, cls, pair[1])
         decoder = DECODERS.get(code)
         if decoder is not None:
@@ -407,6 +420,23 @@ class Serializer:
             )
         return found
 
+    def _message(self, cls: Any, fields: Any) -> Any:
+        """A langchain-core message from the fields plait stored, without validating them again.
+
+        The fields were read from a validated message when it was stored, so validating
+        them again (most of the cost of reading a conversation) adds nothing. Only a map
+        of ``str`` keys with a ``str`` or list ``content`` naming the class's own fields
+        is assembled so; anything else is built the validating way, and fails or succeeds
+        as a fresh message would.
+        """
+        if type(fields) is dict:
+            record = cast("Mapping[Any, Any]", fields)
+            if type(record.get("content")) in (str, list) and all(type(k) is str for k in record):
+                built = construct(cls, record)
+                if built is not None:
+                    return built
+        return self._build(KNOWN_PYDANTIC, cls, fields)
+
     @staticmethod
     def _build(code: int, cls: type[Any], body: Any) -> Any:
         if type(body) is not (list if code == NAMEDTUPLE else dict) and code != ENUM:
@@ -422,6 +452,10 @@ class Serializer:
             raise SerializationError(
                 f"Cannot rebuild stored {_path(cls)} from its fields {fields!r}: {exc}"
             ) from exc
+
+
+_MESSAGES = sum(1 for module, _ in KNOWN if module.startswith("langchain_core.messages."))
+"""Class numbers below this are langchain-core messages (``KNOWN`` lists them first)."""
 
 
 def _path(kind: type) -> str:

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,12 +15,44 @@ from typing import Any
 from typing_extensions import Self
 
 from plait.checkpoint._engine import SqlSaverBase
+from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Setup, Step, run_session
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import _sql
 from plait.errors import IncompatibleDatabaseError, SchemaVersionError
 
-__all__ = ["SqliteSaver"]
+__all__ = ["SqliteSaver", "migrate_body", "step"]
+
+
+def step(cur: Any, item: Step) -> Any:
+    """Run one statement on a sqlite3 connection or cursor; its rows, or its row count when it returns none."""
+    if item.many:
+        return cur.executemany(item.sql, item.params).rowcount
+    found = cur.execute(item.sql, item.params)
+    return found.fetchall() if found.description is not None else found.rowcount
+
+
+def migrate_body() -> Generator[Step, Any, None]:
+    """Create or migrate plait's tables (inside the caller's write transaction)."""
+    names = {r[0] for r in (yield Step(_sql.SCHEMA_NAMES, []))}
+    yield Step(_sql.META_TABLE, [])
+    row = yield Step(_sql.GET_META, ["schema_version"])
+    version = int(row[0][0]) if row else 0
+    if version == 0 and "checkpoints" in names:  # a table plait did not write: LangGraph's SqliteSaver
+        raise IncompatibleDatabaseError(
+            "This SQLite file holds another library's `checkpoints` table (LangGraph's SqliteSaver); plait "
+            "keeps seed 002's table names, so the two cannot share a file. Nothing was changed: import its "
+            "threads with `plait migrate --from-langgraph FILE --to NEW_FILE`, or give plait another file."
+        )
+    if version > _sql.SCHEMA_VERSION:
+        raise SchemaVersionError(version, _sql.SCHEMA_VERSION)
+    if 0 < version < 3:
+        for item in _sql.legacy_steps(names):  # noqa: UP028 - a list iterator cannot take the answers sent
+            yield item
+    for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
+        for statement in _sql.MIGRATIONS[target]:
+            yield Step(statement, [])
+    yield Step(_sql.SET_META, ["schema_version", str(_sql.SCHEMA_VERSION)])
 
 
 class SqliteSaver(SqlSaverBase):
@@ -30,7 +62,9 @@ class SqliteSaver(SqlSaverBase):
     (``synchronous=NORMAL``), as LangGraph's saver does. The connection is guarded by a lock, so
     one saver may serve several threads (open it with ``check_same_thread=False``).
     Runs on one thread never interleave, even from several processes sharing the
-    file: each run holds a lease row in ``checkpoint_leases`` (see :meth:`lease`).
+    file: each run holds a lease row in ``plait_checkpoint_leases`` (see :meth:`lease`). The tables
+    ``checkpoints`` (with ``created_at``) and ``checkpoint_writes`` keep seed 002's names; a file written
+    by LangGraph's SqliteSaver is refused (``plait migrate --from-langgraph`` imports it).
 
     Args:
         conn: An open ``sqlite3.Connection``.
@@ -49,7 +83,6 @@ class SqliteSaver(SqlSaverBase):
         cache_size: int = 128,
         lease_ttl: float = DEFAULT_TTL,
     ) -> None:
-        super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
         if not isinstance(conn, sqlite3.Connection):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: callers may pass anything
             raise TypeError(
                 f"SqliteSaver needs a sqlite3.Connection, got {type(conn).__name__}; "
@@ -58,6 +91,7 @@ class SqliteSaver(SqlSaverBase):
         self.conn = conn
         self.lock = threading.RLock()
         self.is_setup = False
+        super().__init__(serde=serde, cache_size=cache_size, lease_ttl=lease_ttl)
 
     @classmethod
     @contextmanager
@@ -77,24 +111,29 @@ class SqliteSaver(SqlSaverBase):
         finally:
             conn.close()
 
-    def setup(self) -> None:
-        """Create or migrate the tables (done automatically on first use; idempotent)."""
-        self._create_tables()
-
-    def _create_tables(self) -> None:
+    def _perform(self, op: Op) -> Any:
         with self.lock:
             conn = self.conn
-            names = {
-                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
-            }
-            if "checkpoints" in names and "plait_meta" not in names:
-                raise IncompatibleDatabaseError(
-                    "This SQLite database already has a 'checkpoints' table that plait did not create (LangGraph's "
-                    "SqliteSaver layout?). plait keeps its own layout (docs/storage.md); use a new file. "
-                    "Nothing was changed."
-                )
-            fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").fetchone()
-            if fresh and not conn.in_transaction and conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+            if isinstance(op, Setup):
+                return self._create_tables(op.write)
+            if isinstance(op, Fetch):
+                return conn.execute(op.sql, op.params).fetchall()
+            with self._tx() as cur:
+                if isinstance(op, Batch):
+                    return [step(cur, item) for item in op.steps]
+                return run_session(op.body, lambda item: step(cur, item))
+
+    def _create_tables(self, write: bool) -> bool:
+        with self.lock:
+            conn = self.conn
+            names = {r[0] for r in conn.execute(_sql.SCHEMA_NAMES)}
+            if "plait_meta" not in names and not write:
+                return False  # a read of a database without plait's tables creates nothing
+            if (
+                "plait_meta" not in names
+                and not conn.in_transaction
+                and conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2
+            ):
                 # incremental vacuum lets prune shrink the file in short steps; on a file that
                 # already has a header (WAL switched on), the mode takes effect through a VACUUM,
                 # instant while there are no tables
@@ -102,37 +141,19 @@ class SqliteSaver(SqlSaverBase):
                 with contextlib.suppress(sqlite3.OperationalError):  # busy: another process is setting up
                     conn.execute("VACUUM")
             if not conn.in_transaction:
-                # WAL (kept in the file) lets readers work during writes; with it, NORMAL sync
-                # survives a killed process (only an OS crash can lose the last commits).
                 _use_wal(conn)
             with self._tx() as cur:
-                cur.execute(_sql.META_TABLE)
-                row = cur.execute(_sql.GET_META, ["schema_version"]).fetchone()
-                version = int(row[0]) if row else 0
-                if version > _sql.SCHEMA_VERSION:
-                    raise SchemaVersionError(version, _sql.SCHEMA_VERSION)
-                for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
-                    for statement in _sql.MIGRATIONS[target]:
-                        cur.execute(statement)
-                cur.execute(_sql.SET_META, ["schema_version", str(_sql.SCHEMA_VERSION)])
+                run_session(migrate_body(), lambda item: step(cur, item))
             self.is_setup = True
+            return True
 
-    def _setup_once(self) -> None:
-        if not self.is_setup:
-            self._create_tables()
-
-    def _lease_scope(self) -> tuple[str, bool]:
+    def _scope_ops(self) -> Ops[tuple[str, bool]]:
         """The database file (other processes can open it), or this saver for in-memory databases."""
-        with self.lock:
-            rows = self.conn.execute("PRAGMA database_list").fetchall()
+        rows = yield Fetch("PRAGMA database_list", [])
         path = next((r[2] for r in rows if r[1] == "main"), "")
         if not path:
             return f"sqlite-memory:{id(self)}", False
         return f"sqlite:{os.path.realpath(path)}", True
-
-    def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self.lock:
-            return self.conn.execute(sql, list(params)).fetchall()
 
     @contextmanager
     def _tx(self) -> Generator[sqlite3.Connection, None, None]:

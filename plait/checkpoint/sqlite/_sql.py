@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
-from plait.checkpoint._engine_sql import page_query
+from plait.checkpoint._engine_ops import Ops, Session, Step
+from plait.checkpoint._engine_sql import PutRows, page_query, put_allowed
 from plait.checkpoint._lease import lease_sql
 
 __all__ = [
@@ -23,20 +24,26 @@ __all__ = [
     "NAMESPACES",
     "THREADS",
     "INSERT_WRITE",
+    "LEGACY_TABLES",
+    "REWRITE_BLOB",
+    "ROW_EXISTS",
     "LEASE",
     "LOCK_THREAD",
     "META_TABLE",
     "MIGRATIONS",
     "PRUNE_ROWS",
     "SCHEMA_VERSION",
+    "SCHEMA_NAMES",
     "SELECT_HEAD",
     "SET_META",
     "chain_query",
+    "legacy_steps",
+    "put_ops",
     "list_query",
     "writes_query",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -52,7 +59,7 @@ MIGRATIONS: dict[int, list[str]] = {
             metadata BLOB NOT NULL,
             PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
         ) WITHOUT ROWID""",
-        """CREATE TABLE IF NOT EXISTS checkpoint_blobs (
+        """CREATE TABLE IF NOT EXISTS plait_checkpoint_blobs (
             thread_id TEXT NOT NULL,
             checkpoint_ns TEXT NOT NULL DEFAULT '',
             channel TEXT NOT NULL,
@@ -75,10 +82,7 @@ MIGRATIONS: dict[int, list[str]] = {
         ) WITHOUT ROWID""",
     ],
     2: [
-        # LangGraph's SQLite saver names this table ``writes``; the view keeps its SQL working.
-        """CREATE VIEW IF NOT EXISTS writes AS SELECT thread_id, checkpoint_ns, checkpoint_id, task_id,
-            task_path, idx, channel, 'msgpack' AS type, value FROM checkpoint_writes""",
-        """CREATE TABLE IF NOT EXISTS checkpoint_leases (
+        """CREATE TABLE IF NOT EXISTS plait_checkpoint_leases (
             thread_id TEXT NOT NULL,
             checkpoint_ns TEXT NOT NULL DEFAULT '',
             owner TEXT,
@@ -90,6 +94,21 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
 }
 
+MIGRATIONS[3] = []  # version 3: plait's own tables carry plait_ names (see LEGACY_TABLES)
+
+LEGACY_TABLES = ("checkpoint_blobs", "checkpoint_leases")
+"""plait's own tables of schemas 1-2 (and a view ``writes``). ``checkpoints`` and ``checkpoint_writes``
+keep the names seed 002 documents and queries (its SQL reads and prunes them directly)."""
+
+
+def legacy_steps(present: set[str]) -> list[Step]:
+    """Move plait's own tables of schema 1-2 to their ``plait_`` names."""
+    steps = [Step(f"ALTER TABLE {t} RENAME TO plait_{t}", []) for t in LEGACY_TABLES if t in present]
+    return [Step("DROP VIEW IF EXISTS writes", []), *steps]
+
+
+SCHEMA_NAMES = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+
 META_TABLE = "CREATE TABLE IF NOT EXISTS plait_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 GET_META = "SELECT value FROM plait_meta WHERE key = ?"
 SET_META = "INSERT OR REPLACE INTO plait_meta (key, value) VALUES (?, ?)"
@@ -98,7 +117,7 @@ INSERT_CHECKPOINT = """INSERT OR REPLACE INTO checkpoints
     (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 
-INSERT_BLOB = """INSERT OR REPLACE INTO checkpoint_blobs
+INSERT_BLOB = """INSERT OR REPLACE INTO plait_checkpoint_blobs
     (thread_id, checkpoint_ns, channel, checkpoint_id, prev_id, kind, value) VALUES (?, ?, ?, ?, ?, ?, ?)"""
 
 DELETE_TASK_WRITES = """DELETE FROM checkpoint_writes
@@ -122,7 +141,7 @@ SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.value
 
 DELETE_THREAD = [
     "DELETE FROM checkpoint_writes WHERE thread_id = ?",
-    "DELETE FROM checkpoint_blobs WHERE thread_id = ?",
+    "DELETE FROM plait_checkpoint_blobs WHERE thread_id = ?",
     "DELETE FROM checkpoints WHERE thread_id = ?",
 ]
 
@@ -142,11 +161,11 @@ def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> 
     """Blob rows of ``targets`` (``(channel, row id)`` pairs) and of every row their deltas build on."""
     seeds = " OR ".join("(channel = ? AND checkpoint_id = ?)" for _ in targets)
     sql = f"""WITH RECURSIVE chain(channel, checkpoint_id, prev_id, kind, value) AS (
-        SELECT channel, checkpoint_id, prev_id, kind, value FROM checkpoint_blobs
+        SELECT channel, checkpoint_id, prev_id, kind, value FROM plait_checkpoint_blobs
         WHERE thread_id = ? AND checkpoint_ns = ? AND ({seeds})
         UNION
         SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value
-        FROM checkpoint_blobs b JOIN chain ON b.channel = chain.channel AND b.checkpoint_id = chain.prev_id
+        FROM plait_checkpoint_blobs b JOIN chain ON b.channel = chain.channel AND b.checkpoint_id = chain.prev_id
         WHERE b.thread_id = ? AND b.checkpoint_ns = ? AND chain.kind = 'delta'
     ) SELECT channel, checkpoint_id, prev_id, kind, value FROM chain"""
     params: list[Any] = [*thread]
@@ -157,8 +176,10 @@ def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> 
 
 PRUNE_ROWS = """SELECT checkpoint_ns, checkpoint_id, created_at, checkpoint FROM checkpoints
     WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id DESC"""
-BLOB_KEYS = "SELECT channel, checkpoint_id FROM checkpoint_blobs WHERE thread_id = ? AND checkpoint_ns = ?"
-DELETE_BLOB = """DELETE FROM checkpoint_blobs
+BLOB_KEYS = (
+    "SELECT channel, checkpoint_id FROM plait_checkpoint_blobs WHERE thread_id = ? AND checkpoint_ns = ?"
+)
+DELETE_BLOB = """DELETE FROM plait_checkpoint_blobs
     WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND checkpoint_id = ?"""
 DELETE_CHECKPOINT = "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
 DELETE_WRITES_OF = (
@@ -174,7 +195,7 @@ HEAD_AND_PARENT = f"""SELECT ({HEAD_ID}), EXISTS(SELECT 1 FROM checkpoints
 NAMESPACES = "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns"
 
 LEASE = lease_sql("sqlite")
-"""Statements on ``checkpoint_leases`` (the cross-process thread lease)."""
+"""Statements on ``plait_checkpoint_leases`` (the cross-process thread lease)."""
 
 THREADS = """SELECT c.thread_id, t.n, c.checkpoint_id, c.step, c.created_at FROM checkpoints c
 JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM checkpoints
@@ -187,4 +208,31 @@ def list_query(
     thread: tuple[str, str] | None, after: tuple[str, str, str] | None, where: dict[str, Any], limit: int
 ) -> tuple[str, list[Any]]:
     """One page of checkpoint rows, newest first (see :func:`plait.checkpoint._engine_sql.page_query`)."""
-    return page_query("?", _HEAD_COLUMNS, thread, after, where, limit)
+    return page_query("?", _HEAD_COLUMNS, thread, after, where, limit, table="checkpoints")
+
+
+ROW_EXISTS = """SELECT 1 FROM plait_checkpoint_blobs
+    WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND checkpoint_id = ?"""
+REWRITE_BLOB = """UPDATE plait_checkpoint_blobs SET prev_id = ?, kind = ?, value = ?
+    WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND checkpoint_id = ?"""
+
+
+def put_ops(rows: PutRows) -> Ops[tuple[str | None, bool]]:
+    """The put as one ``BEGIN IMMEDIATE`` transaction; answers ``(head, parent exists)``."""
+    answer: tuple[str | None, bool] = yield Session(_put_body(rows))
+    return answer
+
+
+def _put_body(rows: PutRows) -> Generator[Step, Any, tuple[str | None, bool]]:
+    t, ns = rows.thread
+    head, there = (yield Step(HEAD_AND_PARENT, [t, ns, t, ns, rows.parent]))[0]
+    for channel, prev in {(b[0], b[2]) for b in rows.blobs if b[2] is not None}:
+        # every row the new deltas build on must still exist (a prune may have removed an older base)
+        there = there and bool((yield Step(ROW_EXISTS, [t, ns, channel, prev])))
+    if put_allowed(rows, head, bool(there)):
+        if rows.blobs:
+            yield Step(INSERT_BLOB, [(t, ns, *b) for b in rows.blobs], True)
+        if rows.rewrites:
+            yield Step(REWRITE_BLOB, [(p, k, d, t, ns, c, r) for c, r, p, k, d in rows.rewrites], True)
+        yield Step(INSERT_CHECKPOINT, rows.checkpoint)
+    return head, bool(there)

@@ -46,7 +46,8 @@ def test_tables_and_columns(db: Any) -> None:
     run_turns(graph(saver), "user_1", 1)
     conn = saver.conn
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "plait_meta"} <= tables
+    # seed 002's names for the two tables its SQL queries; plait's own tables are prefixed
+    assert {"checkpoints", "plait_checkpoint_blobs", "checkpoint_writes", "plait_meta"} <= tables
     cols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoints)")}
     assert {
         "thread_id",
@@ -59,29 +60,13 @@ def test_tables_and_columns(db: Any) -> None:
         "checkpoint",
         "metadata",
     } <= cols
-    bcols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoint_blobs)")}
+    bcols = {r[1] for r in conn.execute("PRAGMA table_info(plait_checkpoint_blobs)")}
     assert {"thread_id", "checkpoint_ns", "channel", "checkpoint_id", "prev_id", "kind", "value"} <= bcols
     wcols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoint_writes)")}
     assert {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "value"} <= wcols
-    assert conn.execute("SELECT value FROM plait_meta WHERE key='schema_version'").fetchone() == ("2",)
+    assert conn.execute("SELECT value FROM plait_meta WHERE key='schema_version'").fetchone() == ("3",)
     assert conn.execute("SELECT COUNT(DISTINCT thread_id) FROM checkpoints").fetchone() == (1,)
-    # LangGraph's table name, as a view, for SQL written against LangGraph's SqliteSaver
-    n_writes, n_view = conn.execute(
-        "SELECT (SELECT COUNT(*) FROM checkpoint_writes), (SELECT COUNT(*) FROM writes)"
-    ).fetchone()
-    assert n_writes == n_view
-    vcols = [r[1] for r in conn.execute("PRAGMA table_info(writes)")]
-    assert vcols == [
-        "thread_id",
-        "checkpoint_ns",
-        "checkpoint_id",
-        "task_id",
-        "task_path",
-        "idx",
-        "channel",
-        "type",
-        "value",
-    ]
+    assert "writes" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}, "LangGraph's name"
 
 
 def test_wal_mode_and_idempotent_setup(db: Any) -> None:
@@ -106,7 +91,9 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_values_are_stored_as_deltas(db: Any) -> None:
     _, saver = db
     run_turns(graph(saver), "t", 20)
-    kinds = dict(saver.conn.execute("SELECT kind, COUNT(*) FROM checkpoint_blobs GROUP BY kind").fetchall())
+    kinds = dict(
+        saver.conn.execute("SELECT kind, COUNT(*) FROM plait_checkpoint_blobs GROUP BY kind").fetchall()
+    )
     assert kinds["delta"] >= 38 and kinds.get("full", 0) <= 2
 
 
@@ -144,7 +131,7 @@ def test_prune_older_than(db: Any) -> None:
 def test_corrupted_blob_raises(db: Any) -> None:
     _, saver = db
     run_turns(graph(saver), "t", 2)
-    saver.conn.execute("UPDATE checkpoint_blobs SET value = x'c1ff00'")
+    saver.conn.execute("UPDATE plait_checkpoint_blobs SET value = x'c1ff00'")
     saver.conn.commit()
     fresh = SqliteSaver(saver.conn)
     with pytest.raises(SerializationError, match="messages"):
@@ -154,7 +141,7 @@ def test_corrupted_blob_raises(db: Any) -> None:
 def test_missing_chain_row_raises(db: Any) -> None:
     _, saver = db
     run_turns(graph(saver), "t", 3)
-    saver.conn.execute("DELETE FROM checkpoint_blobs WHERE kind = 'full'")
+    saver.conn.execute("DELETE FROM plait_checkpoint_blobs WHERE kind = 'full'")
     saver.conn.commit()
     with pytest.raises(SerializationError, match="incomplete"):
         SqliteSaver(saver.conn).get_tuple({"configurable": {"thread_id": "t"}})
@@ -164,13 +151,13 @@ def test_list_streams(db: Any) -> None:
     _, saver = db
     run_turns(graph(saver), "t", 100)
     calls = []
-    original = saver._fetch
+    original = saver._perform
 
-    def counting(sql: str, params: Any) -> Any:
-        calls.append(sql)
-        return original(sql, params)
+    def counting(op: Any) -> Any:
+        calls.append(op)
+        return original(op)
 
-    saver._fetch = counting  # type: ignore[method-assign]
+    saver._perform = counting  # type: ignore[method-assign]
     first = next(iter(saver.list({"configurable": {"thread_id": "t"}})))
     assert first.metadata["step"] == 298  # three checkpoints per turn, from step -1
     assert len(calls) <= 3
@@ -300,7 +287,8 @@ async def test_async_saver_setup_is_awaitable_and_list_streams(tmp_path) -> None
         assert steps == [7, 6, 5, 4]
 
 
-def test_foreign_checkpoint_tables_are_refused_and_left_alone(tmp_path) -> None:  # noqa: ANN001
+def test_a_langgraph_file_is_refused_and_left_alone(tmp_path) -> None:  # noqa: ANN001
+    """plait keeps seed 002's table names on SQLite, so LangGraph's file cannot be shared: refused, untouched."""
     import sqlite3
 
     import pytest
@@ -311,10 +299,42 @@ def test_foreign_checkpoint_tables_are_refused_and_left_alone(tmp_path) -> None:
     path = tmp_path / "lg.db"
     conn = sqlite3.connect(path, check_same_thread=False)
     conn.execute("CREATE TABLE checkpoints (thread_id TEXT, checkpoint_ns TEXT, checkpoint_id TEXT)")
+    conn.execute("CREATE TABLE writes (thread_id TEXT)")
+    conn.execute("INSERT INTO checkpoints VALUES ('lg', '', '1')")
     conn.commit()
-    with pytest.raises(IncompatibleDatabaseError, match="plait did not create"):
-        SqliteSaver(conn).setup()
-    assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master")} == {"checkpoints"}
+    before = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    with pytest.raises(IncompatibleDatabaseError, match="plait migrate --from-langgraph"):
+        run_turns(graph(SqliteSaver(conn)), "t", 1)
+    assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master")} == before
+    assert conn.execute("SELECT * FROM checkpoints").fetchall() == [("lg", "", "1")]
+
+
+def test_a_file_of_an_earlier_plait_is_migrated_to_the_plait_names(tmp_path) -> None:  # noqa: ANN001
+    import sqlite3
+
+    from plait.checkpoint.sqlite import SqliteSaver
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    SqliteSaver(conn).setup()
+    run_turns(graph(SqliteSaver(conn)), "t", 3)
+    # make it what plait wrote at schema 2: LangGraph's table names and a `writes` view
+    for table in ("checkpoint_blobs", "checkpoint_leases"):
+        conn.execute(f"ALTER TABLE plait_{table} RENAME TO {table}")
+    conn.execute("CREATE VIEW writes AS SELECT * FROM checkpoint_writes")
+    conn.execute("UPDATE plait_meta SET value = '2' WHERE key = 'schema_version'")
+    conn.commit()
+    saver = SqliteSaver(conn)
+    got = saver.get_tuple({"configurable": {"thread_id": "t"}})
+    assert len(got.checkpoint["channel_values"]["messages"]) == 6
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    assert {"checkpoints", "plait_checkpoint_blobs", "checkpoint_writes", "plait_checkpoint_leases"} <= names
+    assert not names & {"checkpoint_blobs", "checkpoint_leases", "writes"}
+    run_turns(graph(saver), "t", 1)
+    assert (
+        len(saver.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["channel_values"]["messages"])
+        == 8
+    )
 
 
 def test_from_conn_string_needs_a_path() -> None:

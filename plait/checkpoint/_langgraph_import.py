@@ -1,0 +1,312 @@
+"""Importing LangGraph's threads (SQLite or PostgreSQL) into a plait saver: ``plait migrate --from-langgraph``.
+
+Each LangGraph checkpoint becomes a plait checkpoint with the same id, parent,
+timestamp and metadata: the state keys' values (LangGraph's routing channels
+``branch:to:*`` and ``__start__`` become plait's ``next``; ``join:*`` barriers its
+``barriers``; queued ``Send`` packets its ``sends``), versions as plait's integer
+counters, and every stored task write, with task ids, interrupt ids and subgraph
+namespaces renamed to plait's scheme so that a paused thread resumes in plait.
+Values are decoded by :class:`~plait.checkpoint._langgraph_decode.LangGraphDecoder`
+(no pickle; classes only through plait's allow-list). Every imported checkpoint is
+read back and compared before the next one is written.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import ormsgpack
+
+from plait.checkpoint._langgraph_decode import EMPTY, LangGraphDecoder
+from plait.checkpoint._langgraph_source import Row, Source, SqliteSource
+from plait.checkpoint.base import BaseCheckpointSaver
+from plait.checkpoint.serde import Serializer
+from plait.errors import SerializationError
+from plait.types import Interrupt, Send
+
+__all__ = ["Imported", "import_threads", "langgraph_tables", "sqlite_source"]
+
+_SPECIAL = ("__interrupt__", "__resume__", "__error__")
+
+
+@dataclass
+class Imported:
+    """What an import did."""
+
+    threads: list[str] = field(default_factory=list[str])
+    """Threads imported."""
+    skipped: list[str] = field(default_factory=list[str])
+    """Threads left alone because the destination already has them."""
+    checkpoints: int = 0
+    """Checkpoints imported (and verified)."""
+    writes: int = 0
+    """Task writes imported."""
+
+
+def langgraph_tables(names: set[str]) -> bool:
+    """Whether a SQLite database's table names include LangGraph's checkpoint tables."""
+    return {"checkpoints", "writes"} <= names
+
+
+def sqlite_source(path: str) -> Source:
+    """LangGraph's tables in a SQLite file, opened read-only."""
+    return SqliteSource(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+
+
+def _where(row: Row, key: str | None = None) -> str:
+    at = f"thread {row.thread_id!r}, namespace {row.ns!r}, checkpoint {row.checkpoint_id}"
+    return f"{at}, key {key!r}" if key is not None else at
+
+
+def _version(value: Any) -> int:
+    text = str(value)
+    return int(text.split(".", 1)[0]) if text else 0
+
+
+class _Thread:
+    """Translation state of one thread: LangGraph task ids to plait's."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, str] = {}
+
+    def namespace(self, ns: str) -> str:
+        """``node:<langgraph task id>`` segments renamed to plait's ``node:<task id>:0``."""
+        if not ns:
+            return ns
+        parts: list[str] = []
+        for segment in ns.split("|"):
+            node, _, task = segment.partition(":")
+            parts.append(f"{node}:{self.tasks[task]}:0" if task in self.tasks else segment)
+        return "|".join(parts)
+
+
+def _next(checkpoint: dict[str, Any]) -> tuple[list[str], dict[str, list[str]]]:
+    """Nodes to run next and partial join barriers, from LangGraph's trigger channels."""
+    versions: dict[str, Any] = checkpoint.get("channel_versions") or {}
+    seen: dict[str, dict[str, Any]] = checkpoint.get("versions_seen") or {}
+    values: dict[str, Any] = checkpoint.get("channel_values") or {}
+    nxt: set[str] = set()
+    barriers: dict[str, list[str]] = {}
+    for channel, version in versions.items():
+        if channel == "__start__":
+            node = "__start__"
+        elif channel.startswith("branch:to:"):
+            node = channel[len("branch:to:") :]
+        elif channel.startswith("join:"):
+            sources, _, node = channel[len("join:") :].rpartition(":")
+            got = sorted(map(str, cast("Sequence[Any]", list(values.get(channel) or ()))))
+            if got and set(got) != set(sources.split("+")):
+                barriers[channel] = got
+                continue
+        else:
+            continue
+        # a trigger counts while it holds a value the node has not seen (consuming it clears the value)
+        if channel in values and str(version) > str(seen.get(node, {}).get(channel, "")):
+            nxt.add(node)
+    return sorted(nxt), barriers
+
+
+def _internal(key: str) -> bool:
+    return key.startswith(("branch:", "join:", "__pregel_", "__start__"))
+
+
+def translate(
+    row: Row, lg: dict[str, Any], values: dict[str, Any], meta: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A LangGraph checkpoint as plait's ``(checkpoint, metadata)``."""
+    nxt, barriers = _next({**lg, "channel_values": values})
+    sends = [(s.node, s.arg) for s in values.get("__pregel_tasks") or () if isinstance(s, Send)]
+    kept = {k: v for k, v in values.items() if not _internal(k)}
+    stored: dict[str, Any] = lg.get("channel_versions") or {}
+    versions = {k: _version(v) for k, v in stored.items() if not _internal(k)}
+    checkpoint: dict[str, Any] = {
+        "v": 1,
+        "id": row.checkpoint_id,
+        "ts": lg.get("ts") or "",
+        "channel_values": kept,
+        "channel_versions": versions,
+        "updated_channels": sorted(str(k) for k in lg.get("updated_channels") or () if k in versions),
+        "next": nxt,
+        "sends": sends,
+        "barriers": barriers,
+        "interrupts": [],
+    }
+    metadata: dict[str, Any] = {"parents": {}, **meta}
+    return checkpoint, metadata
+
+
+def _task_id(row: Row, path: str, sends: list[tuple[str, Any]], task: str) -> str:
+    """plait's id of the task that made a write: ``<checkpoint id>:<node>:<index>``."""
+    parts = [p.strip() for p in path.split(",")]
+    if len(parts) == 2 and parts[0] == "~__pregel_pull":
+        return f"{row.checkpoint_id}:{parts[1]}:0"
+    if len(parts) >= 2 and parts[0] == "~__pregel_push" and parts[1].isdigit() and int(parts[1]) < len(sends):
+        i = int(parts[1])
+        node = sends[i][0]
+        return f"{row.checkpoint_id}:{node}:{sum(1 for s in sends[:i] if s[0] == node)}"
+    return task
+
+
+def _writes(
+    row: Row,
+    checkpoint: dict[str, Any],
+    thread: _Thread,
+    decode: Callable[[Row, str, str, bytes | None], Any],
+) -> dict[str, list[tuple[str, Any]]]:
+    """Task writes by plait task id (LangGraph's routing writes are plait's ``next``, not writes)."""
+    out: dict[str, list[tuple[str, Any]]] = {}
+    for task, path, channel, kind, data in row.writes:
+        tid = _task_id(row, path, checkpoint["sends"], task)
+        thread.tasks[task] = tid
+        if _internal(channel):
+            continue
+        value = decode(row, channel, kind, data)
+        if channel == "__interrupt__":
+            items: list[Any] = (
+                list(cast("Sequence[Any]", value)) if isinstance(value, (list, tuple)) else [value]
+            )
+            value = [
+                Interrupt(value=i.value, id=f"{tid}:{n}") if isinstance(i, Interrupt) else i
+                for n, i in enumerate(items)
+            ]
+        out.setdefault(tid, []).append((channel, value))
+    return out
+
+
+@dataclass
+class _Importer:
+    source: Source
+    saver: BaseCheckpointSaver
+    decoder: LangGraphDecoder
+    result: Imported = field(default_factory=Imported)
+
+    def decode(self, row: Row, key: str, kind: str, data: bytes | None) -> Any:
+        try:
+            return self.decoder.loads_typed(kind, data)
+        except SerializationError as exc:
+            raise SerializationError(f"Cannot import {_where(row, key)}: {exc}", key=key) from None
+
+    def record(self, row: Row) -> dict[str, Any]:
+        """The checkpoint record with its inline values decoded one key at a time (errors name the key)."""
+        if isinstance(row.checkpoint, dict):
+            return row.checkpoint
+        kind, data = row.checkpoint
+        if kind != "msgpack":
+            found = self.decode(row, "(checkpoint record)", kind, data)
+            if not isinstance(found, dict):
+                raise SerializationError(f"Cannot import {_where(row)}: the checkpoint record is not a map")
+            return cast("dict[str, Any]", found)
+        try:  # the structure first, extension records kept as they are
+            raw = ormsgpack.unpackb(data, ext_hook=ormsgpack.Ext, option=ormsgpack.OPT_NON_STR_KEYS)
+        except Exception as exc:  # noqa: BLE001 - corrupt row
+            raise SerializationError(
+                f"Cannot import {_where(row)}: corrupt checkpoint record ({exc})"
+            ) from None
+        if not isinstance(raw, dict):
+            raise SerializationError(f"Cannot import {_where(row)}: the checkpoint record is not a map")
+        record = cast("dict[str, Any]", raw)
+        values: Any = record.get("channel_values") or {}
+        record["channel_values"] = {
+            k: self.decode(row, k, "msgpack", ormsgpack.packb(v))
+            for k, v in cast("dict[str, Any]", values).items()
+        }
+        return {
+            k: v if k == "channel_values" else self.decode(row, k, "msgpack", ormsgpack.packb(v))
+            for k, v in record.items()
+        }
+
+    def metadata(self, row: Row) -> dict[str, Any]:
+        meta: Any = row.metadata
+        if type(meta) is bytes or type(meta) is memoryview:
+            data = bytes(cast("bytes", meta))
+            meta = (
+                self.decoder.loads_json(data)
+                if data[:1] == b"{"
+                else self.decode(row, "(metadata)", "msgpack", data)
+            )
+        if not isinstance(meta, dict):
+            raise SerializationError(f"Cannot import {_where(row)}: its metadata is not a map")
+        return cast("dict[str, Any]", meta)
+
+    def values(self, row: Row, record: dict[str, Any]) -> dict[str, Any]:
+        values = dict(record.get("channel_values") or {})
+        for key, (kind, data) in row.blobs.items():
+            value = self.decode(row, key, kind, data)
+            if value is not EMPTY:
+                values[key] = value
+        return values
+
+    def one(self, row: Row, thread: _Thread) -> None:
+        record = self.record(row)
+        checkpoint, metadata = translate(row, record, self.values(row, record), self.metadata(row))
+        ns = thread.namespace(row.ns)
+        parent_config = {"configurable": {"thread_id": row.thread_id, "checkpoint_ns": ns}}
+        if row.parent_id:
+            parent_config["configurable"]["checkpoint_id"] = row.parent_id
+        config = self.saver.put(parent_config, checkpoint, metadata, checkpoint["channel_versions"])  # type: ignore[arg-type]  # a complete checkpoint and metadata
+        writes = _writes(row, checkpoint, thread, self.decode)
+        for tid, items in writes.items():
+            self.saver.put_writes(config, items, tid)
+        self.verify(row, config, checkpoint, writes)
+        self.result.checkpoints += 1
+        self.result.writes += sum(len(items) for items in writes.values())
+
+    def verify(
+        self, row: Row, config: dict[str, Any], checkpoint: dict[str, Any], writes: dict[str, list[Any]]
+    ) -> None:
+        back = self.saver.get_tuple(config)
+        if back is None:
+            raise SerializationError(f"Imported {_where(row)} but cannot read it back")
+        got = back.checkpoint.get("channel_values") or {}
+        for key, value in checkpoint["channel_values"].items():
+            if key not in got or got[key] != value:
+                raise SerializationError(
+                    f"Imported {_where(row, key)} but it reads back differently", key=key
+                )
+        expected = sorted((t, c, repr(v)) for t, items in writes.items() for c, v in items)
+        if sorted((t, c, repr(v)) for t, c, v in back.pending_writes or ()) != expected:
+            raise SerializationError(
+                f"Imported the task writes of {_where(row)} but they read back differently"
+            )
+        if back.checkpoint.get("next") != checkpoint["next"]:
+            raise SerializationError(f"Imported {_where(row)} but its next nodes read back differently")
+
+
+def import_threads(
+    source: Source,
+    saver: BaseCheckpointSaver,
+    *,
+    threads: list[str] | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> Imported:
+    """Import LangGraph's threads from ``source`` into ``saver``, verifying every checkpoint.
+
+    Threads the destination already holds are skipped (listed in the result).
+
+    Args:
+        source: LangGraph's tables.
+        saver: A plait saver (its serializer's allow-list decides which classes are rebuilt).
+        threads: Only these thread ids (default: every one).
+        progress: Called with ``(thread id, checkpoints imported)`` after each thread.
+
+    Raises:
+        SerializationError: a value cannot be imported (naming thread, namespace, checkpoint and key),
+            or an imported checkpoint does not read back the same. Threads imported before stay.
+    """
+    importer = _Importer(source, saver, LangGraphDecoder(getattr(saver, "serde", None) or Serializer()))
+    present = {t.thread_id for t in saver.threads()}
+    for thread_id in threads if threads is not None else source.thread_ids():
+        if thread_id in present:
+            importer.result.skipped.append(thread_id)
+            continue
+        thread = _Thread()
+        before = importer.result.checkpoints
+        for row in source.rows(thread_id):
+            importer.one(row, thread)
+        importer.result.threads.append(thread_id)
+        if progress is not None:
+            progress(thread_id, importer.result.checkpoints - before)
+    return importer.result

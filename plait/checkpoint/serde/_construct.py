@@ -1,0 +1,91 @@
+"""Rebuilding langchain-core messages from plait's own rows without validating them again.
+
+A stored message holds the fields of a message that was validated when it was
+created. Validating them again is most of the cost of reading a conversation,
+so a message is assembled the way pydantic's ``model_construct`` does, with each
+class's defaults worked out once (``model_construct`` itself inspects every
+default factory's signature on every call, which costs more than validating).
+
+Only used for the classes stored by number (the langchain-core messages of
+:data:`plait.checkpoint._ext.KNOWN`), after the allow-list and kind checks; a
+record that is not a map of ``str`` keys with ``str`` or list ``content``, or
+that names a field the class does not have, is built the validating way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+__all__ = ["construct"]
+
+
+class _Blueprint(NamedTuple):
+    template: dict[str, Any]
+    """Every field in the class's order, with its default (``None`` for fields filled in later)."""
+    factories: tuple[tuple[str, Callable[[], Any]], ...]
+    """Fields whose default is made by a factory, called per message."""
+    names: frozenset[str]
+    required: frozenset[str]
+    extra: bool
+    """Whether unknown keys are kept (``extra="allow"``)."""
+
+
+_UNUSABLE = _Blueprint({}, (), frozenset(), frozenset(), False)
+_blueprints: dict[type, _Blueprint] = {}
+_lock = threading.Lock()
+
+
+def _blueprint(cls: Any) -> _Blueprint:
+    template: dict[str, Any] = {}
+    factories: list[tuple[str, Callable[[], Any]]] = []
+    required: set[str] = set()
+    usable = not getattr(cls, "__private_attributes__", None)
+    for name, info in cls.__pydantic_fields__.items():
+        factory = info.default_factory
+        if (factory is not None and info.default_factory_takes_validated_data) or info.alias not in (
+            None,
+            name,
+        ):
+            usable = False
+        if info.is_required():
+            required.add(name)
+            template[name] = None
+        elif factory is not None:
+            factories.append((name, factory))
+            template[name] = None
+        else:
+            template[name] = info.default
+    extra = cls.model_config.get("extra") == "allow"
+    built = _Blueprint(template, tuple(factories), frozenset(template), frozenset(required), extra)
+    with _lock:
+        _blueprints[cls] = built if usable else _UNUSABLE
+    return _blueprints[cls]
+
+
+def construct(cls: Any, fields: Mapping[str, Any]) -> Any | None:
+    """The message ``cls(**fields)`` would build, without validation; ``None`` when it must be validated."""
+    plan = _blueprints.get(cls) or _blueprint(cls)
+    keys = fields.keys()
+    if plan is _UNUSABLE or not plan.required <= keys:
+        return None
+    values = plan.template.copy()
+    extra: dict[str, Any] | None = None
+    if keys <= plan.names:
+        values.update(fields)
+    elif plan.extra:
+        extra = {k: v for k, v in fields.items() if k not in plan.names}
+        values.update({k: v for k, v in fields.items() if k in plan.names})
+    else:
+        return None
+    for name, factory in plan.factories:
+        if name not in fields:
+            values[name] = factory()
+    message = cls.__new__(cls)
+    setattr_ = object.__setattr__
+    setattr_(message, "__dict__", values)
+    setattr_(message, "__pydantic_fields_set__", set(keys))  # as validation sets it (extra keys included)
+    setattr_(message, "__pydantic_extra__", (extra or {}) if plan.extra else None)
+    setattr_(message, "__pydantic_private__", None)
+    return message
