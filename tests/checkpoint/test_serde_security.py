@@ -449,13 +449,13 @@ def _plant(path: str, where: str, value: bytes) -> None:
         if where == "blobs":
             conn.execute("UPDATE plait_checkpoint_blobs SET value = ?", (value,))
         elif where == "checkpoint":
-            conn.execute("UPDATE plait_checkpoints SET checkpoint = ?", (value,))
+            conn.execute("UPDATE checkpoints SET checkpoint = ?", (value,))
         elif where == "metadata":
-            conn.execute("UPDATE plait_checkpoints SET metadata = ?", (value,))
+            conn.execute("UPDATE checkpoints SET metadata = ?", (value,))
         else:
-            head = conn.execute("SELECT MAX(checkpoint_id) FROM plait_checkpoints").fetchone()[0]
+            head = conn.execute("SELECT MAX(checkpoint_id) FROM checkpoints").fetchone()[0]
             conn.execute(
-                "INSERT INTO plait_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
+                "INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, "
                 "channel, task_path, value) VALUES ('t', '', ?, 'task', 0, 'messages', '', ?)",
                 (head, value),
             )
