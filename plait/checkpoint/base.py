@@ -199,8 +199,10 @@ def new_checkpoint_id(after: str | None = None) -> str:
     if floor >= (1 << 60) - 1:  # no greater stamp exists: such an id was not made by a clock
         floor = 0
     with _lock:
-        stamp = max(time.time_ns() // 100, _last[0] + 1, floor + 1)
-        _last[0] = stamp
+        now = _last[0] = max(time.time_ns() // 100, _last[0] + 1)
+    # the floor lifts this id only: one thread's head (another process's clock, or an id imported from
+    # elsewhere) must not move every later id of this process into the future
+    stamp = max(now, floor + 1)
     low = (_node + next(_counter)) & ((1 << 62) - 1)
     value = (stamp << 68) | (0x7 << 64) | (0b10 << 62) | low
     text = f"{value:032x}"
