@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, NamedTuple, cast
 
@@ -20,7 +20,15 @@ from plait.pregel._thread import config_with, without_thread
 from plait.runtime import Runtime
 from plait.types import Command
 
-__all__ = ["NodeCalls", "accepts_config", "arun_nested", "make_call", "run_coroutine", "run_nested"]
+__all__ = [
+    "NodeCalls",
+    "accepts_config",
+    "arun_nested",
+    "injected",
+    "make_call",
+    "run_coroutine",
+    "run_nested",
+]
 
 _EXTRAS = ("config", "runtime", "store", "writer")
 
@@ -52,7 +60,8 @@ def _extras(fn: Any) -> tuple[bool, tuple[str, ...]]:
     return config_positional, names
 
 
-def _kwargs(names: tuple[str, ...], ctx: TaskContext) -> dict[str, Any]:
+def injected(names: Sequence[str], ctx: TaskContext) -> dict[str, Any]:
+    """The values of the injectable parameters ``names`` (config, store, writer, runtime) for ``ctx``."""
     out: dict[str, Any] = {}
     for name in names:
         if name == "config":
@@ -173,13 +182,13 @@ def _direct_call(
     if config_positional:
 
         def with_config(state: Any, ctx: TaskContext) -> Any:
-            return fn(state, ctx.config, **_kwargs(names, ctx)) if names else fn(state, ctx.config)
+            return fn(state, ctx.config, **injected(names, ctx)) if names else fn(state, ctx.config)
 
         return with_config
     if names:
 
         def with_kwargs(state: Any, ctx: TaskContext) -> Any:
-            return fn(state, **_kwargs(names, ctx))
+            return fn(state, **injected(names, ctx))
 
         return with_kwargs
 

@@ -29,10 +29,9 @@ from typing import Any, cast
 from plait.checkpoint.base import INTERRUPT, RESUME
 from plait.errors import GraphInterrupt
 from plait.pregel._cache import cache_key
-from plait.pregel._callable import run_coroutine
+from plait.pregel._callable import injected, run_coroutine
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._pool import shared_pool
-from plait.runtime import Runtime
 from plait.types import CachePolicy, Interrupt, RetryPolicy
 
 __all__ = [
@@ -207,19 +206,7 @@ def _inject(
     if not spec.extras or spec.signature is None:
         return kwargs
     given = spec.signature.bind_partial(*args, **kwargs).arguments
-    out = dict(kwargs)
-    for name in spec.extras:
-        if name in given:
-            continue
-        if name == "config":
-            out[name] = ctx.config
-        elif name == "store":
-            out[name] = ctx.store
-        elif name == "writer":
-            out[name] = ctx.writer
-        else:
-            out[name] = Runtime(context=ctx.context, store=ctx.store, stream_writer=ctx.writer)
-    return out
+    return {**kwargs, **injected([name for name in spec.extras if name not in given], ctx)}
 
 
 # -- settling -------------------------------------------------------------------------------------
