@@ -106,6 +106,11 @@ class SqlSaverBase(SqlReader, BaseCheckpointSaver):
         raise NotImplementedError
         yield  # pragma: no cover - makes this a generator
 
+    def _put_ops(self, rows: PutRows) -> Ops[tuple[str | None, bool]]:
+        """The backend's put statement(s): ``(head, parent exists)``."""
+        put_ops: Callable[[PutRows], Ops[tuple[str | None, bool]]] = self.sql.put_ops
+        return put_ops(rows)
+
     # -- drivers ------------------------------------------------------------------
 
     def _fetch(self, sql: str, params: Sequence[Any]) -> builtins.list[tuple[Any, ...]]:
@@ -402,8 +407,7 @@ class SqlSaverBase(SqlReader, BaseCheckpointSaver):
             ],
             durable=self._durable(thread[0]),
         )
-        put_ops: Callable[[PutRows], Ops[tuple[str | None, bool]]] = self.sql.put_ops
-        head, parent_there = yield from put_ops(rows)
+        head, parent_there = yield from self._put_ops(rows)
         if not put_allowed(rows, head, parent_there):
             if rows.need_parent and not parent_there:
                 raise _ParentGone

@@ -14,6 +14,7 @@ from psycopg_pool import ConnectionPool
 from typing_extensions import Self
 
 from plait.checkpoint._engine import SqlSaverBase
+from plait.checkpoint._engine_sql import PutRows
 from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Session, Setup, Step, drive, run_session
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
@@ -59,14 +60,19 @@ class PostgresBase(SqlSaverBase):
     """What the sync and async PostgreSQL savers share: the SQL, setup and migrations."""
 
     sql = _sql
+    _temporary = False
 
     def _setup_ops(self, write: bool) -> Ops[bool]:
         has_plait, legacy, _ = (yield Fetch(_sql.PROBE, []))[0]
         if not (has_plait or legacy or write):
             return False  # a read of a database without plait's tables creates nothing
         yield Session(migrate_body())
+        self._temporary = bool((yield Fetch(_sql.TEMPORARY, []))[0][0])
         self.is_setup = True
         return True
+
+    def _put_ops(self, rows: PutRows) -> Ops[tuple[str | None, bool]]:
+        return _sql.put_ops(rows, self._temporary)
 
     def _scope_ops(self) -> Ops[tuple[str, bool]]:
         """Server, database and schema; temporary schemas (``pg_temp``) are private to a connection."""

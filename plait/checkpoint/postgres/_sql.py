@@ -26,6 +26,8 @@ __all__ = [
     "LEGACY_TABLES",
     "PROBE",
     "PUT",
+    "PUT_TEMP",
+    "TEMPORARY",
     "HEAD_ID",
     "NAMESPACES",
     "THREADS",
@@ -301,9 +303,15 @@ END $$"""
 MIGRATIONS[3] = [PUT_FUNCTION]
 
 PUT = f"""SELECT head, there FROM plait_put({", ".join(["%s"] * 24)})"""
+PUT_TEMP = PUT.replace("FROM plait_put(", "FROM pg_temp.plait_put(")
+"""PostgreSQL never looks up functions in ``pg_temp`` unqualified (tables there are found)."""
+
+TEMPORARY = """SELECT COALESCE((SELECT relpersistence = 't' FROM pg_class
+    WHERE oid = to_regclass('plait_checkpoints')), false)"""
+"""Whether plait's tables (and so ``plait_put``) live in the connection's temporary schema."""
 
 
-def put_ops(rows: PutRows) -> Ops[tuple[str | None, bool]]:
+def put_ops(rows: PutRows, temporary: bool = False) -> Ops[tuple[str | None, bool]]:
     """Answers ``(head, parent exists)``; nothing is written unless the put's conditions hold."""
     checkpoint = rows.checkpoint
     params: list[object] = [
@@ -320,7 +328,7 @@ def put_ops(rows: PutRows) -> Ops[tuple[str | None, bool]]:
     ]
     for blobs in (rows.blobs, rows.rewrites):
         params.extend([b[i] for b in blobs] for i in range(5))
-    head, there = (yield Fetch(PUT, params))[0]
+    head, there = (yield Fetch(PUT_TEMP if temporary else PUT, params))[0]
     return head, bool(there)
 
 
