@@ -14,8 +14,8 @@ from psycopg_pool import ConnectionPool
 from typing_extensions import Self
 
 from plait.checkpoint._engine import SqlSaverBase
-from plait.checkpoint._engine_sql import PutRows
 from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Session, Setup, Step, drive, run_session
+from plait.checkpoint._engine_sql import PutRows
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.serde import Serializer
