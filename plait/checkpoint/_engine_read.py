@@ -13,6 +13,7 @@ from typing import Any, cast
 from plait.checkpoint._config import checkpoint_config
 from plait.checkpoint._delta import EMPTY_FIELDS, Blob, Entry, ValueCache, rebuild
 from plait.checkpoint._engine_ops import Fetch, Item, Ops
+from plait.checkpoint._lease import ThreadLeases
 from plait.checkpoint._prune import locations
 from plait.checkpoint.base import (
     Checkpoint,
@@ -55,6 +56,7 @@ class SqlReader:
     serde: Serializer
     _cache: ValueCache[Entry]
     _locs: ValueCache[dict[str, str]]
+    _leases: ThreadLeases
 
     def _ready(self, *, write: bool) -> Ops[bool]:
         """Set the tables up if needed; for a read, ``False`` when there are none (nothing is created)."""
@@ -158,7 +160,10 @@ class SqlReader:
         if not (yield from self._ready(write=False)):
             return None
         for attempt in (1, 2):
-            rows = yield Fetch(self.sql.SELECT_HEAD, [*thread, cid, *thread])
+            ahead = self._leases.read_ahead(thread) if attempt == 1 and cid is None else None
+            rows = (
+                ahead if ahead is not None else (yield Fetch(self.sql.SELECT_HEAD, [*thread, cid, *thread]))
+            )
             if not rows:
                 return None
             writes = [r[7:] for r in rows if r[7] is not None]

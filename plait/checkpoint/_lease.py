@@ -31,6 +31,7 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar, Token
 from typing import Any, NamedTuple
 
 from plait.checkpoint._engine_ops import Batch, Ops, Step
@@ -42,6 +43,8 @@ DEFAULT_TTL = 30.0
 """Seconds after which the lease of a vanished (killed) holder can be taken over."""
 
 _log = logging.getLogger("plait.checkpoint.lease")
+_AHEAD: ContextVar[list[Any] | None] = ContextVar("plait_lease_read_ahead", default=None)
+"""``[leases, key, head rows]`` of the lease this context holds (see :meth:`ThreadLeases.read_ahead`)."""
 _Key = tuple[str, str]
 _FIRST_POLL = 0.002
 _MAX_POLL = 0.05
@@ -106,6 +109,8 @@ class ThreadLeases:
         ttl: Seconds a lease lives without renewal.
         scope: The operation that answers ``(name of the database, shared across processes?)``.
         ready: The operation that sets the tables up (before the first lease row is written).
+        read: The statement reading a thread's head, sent with the acquiring statement: the run's
+            first read of the head (:meth:`read_ahead`) then costs no round trip.
     """
 
     def __init__(  # noqa: PLR0913 - the parts of a lease table
@@ -117,15 +122,19 @@ class ThreadLeases:
         scope: Callable[[], Ops[tuple[str, bool]]],
         *,
         ready: Callable[[], Ops[Any]],
+        read: Callable[[_Key], Step] | None = None,
     ) -> None:
         if not ttl > 0:
             raise ValueError(f"lease_ttl must be a positive number of seconds, got {ttl!r}")
         self.run, self.arun, self.sql, self.ttl = run, arun, sql, float(ttl)
         self._scope_ops = scope
         self._ready = ready
+        self._read = read
+        self._ahead: dict[str, Any] = {}  # holder -> the head rows read when it acquired
         self._scope: tuple[str, bool] | None = None
         self._held: dict[str, _Key] = {}
         self._unflushed: set[str] = set()  # holders whose run committed writes without waiting for the disk
+        self._given_back: set[str] = set()  # holders whose lease a run's last save released (save_many)
         self._held_lock = threading.Lock()
         self._beater: threading.Thread | None = None
 
@@ -175,11 +184,27 @@ class ThreadLeases:
         yield from self._ready()
         params = self._params(key, me)
         steps = (Step(self.sql.acquire, params),) + ((Step(self.sql.wait, params),) if queue else ())
+        if self._read is not None:
+            steps += (self._read(key),)
         answers = yield Batch(steps, durable=False)
         won = bool(answers[0]) and answers[0][0][0] == me
         if won:
+            if self._read is not None:
+                self._ahead[me] = answers[-1]
             self._hold(key, me)
         return won
+
+    def read_ahead(self, key: _Key) -> Any:
+        """The head rows read with this context's lease on ``key``, once (``None``: read them now)."""
+        ahead = _AHEAD.get()
+        if ahead is None or ahead[0] is not self or ahead[1] != key:
+            return None
+        rows, ahead[2] = ahead[2], None
+        return rows
+
+    def _reading(self, key: _Key, me: str | None) -> Token[list[Any] | None]:
+        """Hand the rows read with the lease to this context (the holder's thread or task)."""
+        return _AHEAD.set(None if me is None else [self, key, self._ahead.pop(me, None)])
 
     def _release_ops(self, key: _Key, me: str) -> Ops[None]:
         """Give the thread back; a durable commit, which also makes the run's checkpoints durable.
@@ -189,11 +214,35 @@ class ThreadLeases:
         """
         with self._held_lock:
             self._held.pop(me, None)
+        self._ahead.pop(me, None)
         params = self._params(key, me)
         dropped, freed = yield Batch((Step(self.sql.drop, params), Step(self.sql.free, params)))
         if me in self._unflushed and not dropped and not freed:
             yield Batch((Step(self.sql.mark, params), Step(self.sql.unmark, params)))
         self._unflushed.discard(me)
+
+    def release_steps(self, key: _Key) -> tuple[tuple[Step, ...], str | None]:
+        """The statements that give ``key`` back, for a transaction of the holder's own, and the holder."""
+        with self._held_lock:
+            me = next((m for m, k in self._held.items() if k == key), None)
+        if me is None:
+            return (), None
+        params = self._params(key, me)
+        return (Step(self.sql.drop, params), Step(self.sql.free, params)), me
+
+    def released(self, me: str) -> None:
+        """The statements of :meth:`release_steps` were committed (durably): the lease block has nothing left to do."""
+        with self._held_lock:
+            self._held.pop(me, None)
+            self._given_back.add(me)
+        self._unflushed.discard(me)
+
+    def _still_held(self, me: str) -> bool:
+        with self._held_lock:
+            if me in self._given_back:
+                self._given_back.discard(me)
+                return False
+        return True
 
     def _release_failed(self, key: _Key, me: str, exc: Exception, confirm: bool) -> None:
         if confirm and me in self._unflushed:
@@ -289,13 +338,16 @@ class ThreadLeases:
                 raise busy(key[0])
             try:
                 me = self._acquire(key, wait, deadline) if shared else None
+                token = self._reading(key, me)
                 try:
                     yield
                 except BaseException:
-                    if me is not None:
+                    if me is not None and self._still_held(me):
                         self.release(key, me)
                     raise
-                if me is not None:
+                finally:
+                    _AHEAD.reset(token)
+                if me is not None and self._still_held(me):
                     self.release(key, me, confirm=True)
             finally:
                 local.release()
@@ -320,13 +372,16 @@ class ThreadLeases:
                         deadline,
                         orphan=lambda: self.arelease(key, me),
                     )
+                token = self._reading(key, me)
                 try:
                     yield
                 except BaseException:
-                    if me is not None:
+                    if me is not None and self._still_held(me):
                         await asyncio.shield(self.arelease(key, me))
                     raise
-                if me is not None:
+                finally:
+                    _AHEAD.reset(token)
+                if me is not None and self._still_held(me):
                     await asyncio.shield(self.arelease(key, me, confirm=True))
             finally:
                 local.release()

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 from plait.errors import ParentCommand
 from plait.pregel._cache import acache_task, arecall_task
 from plait.pregel._context import TaskContext, task_scope
-from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, RunTasks, Save, put_kwargs
+from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, asave
 from plait.pregel._loop import Loop
 from plait.pregel._pool import stack_is_deep
 from plait.pregel._run import claim, make_context, run_task
@@ -180,10 +180,11 @@ async def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: b
     elif kind is CallRouters:
         return await acall_routers(effect)  # type: ignore[arg-type]
     elif kind is Save:
-        saver = loop.saver
-        for op in cast(Save, effect).ops:  # kind is Save (type() held in a local does not narrow)
-            if isinstance(op, PutCheckpoint):
-                await saver.aput(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
-            else:
-                await saver.aput_writes(op.config, op.writes, op.task_id)
+        thread = loop.thread
+        # kind is Save (type() held in a local does not narrow)
+        await asave(
+            loop.saver,
+            cast(Save, effect),
+            None if thread is None else (thread.thread_id, thread.checkpoint_ns),
+        )
     return None

@@ -9,10 +9,11 @@ the loop decides what every outcome means, once, for both drivers.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from plait.checkpoint._calls import PutCheckpoint, PutWrites, SaveOp
 from plait.pregel._task import Task
 
 __all__ = [
@@ -24,53 +25,22 @@ __all__ = [
     "RunTasks",
     "Save",
     "SaveOp",
+    "asave",
     "put_kwargs",
+    "save",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class PutCheckpoint:
-    """Store a checkpoint (``saver.put``).
-
-    Attributes:
-        config: The parent's config (thread, namespace, parent checkpoint id).
-        checkpoint: The checkpoint to store.
-        metadata: Its metadata (source, step, parents).
-        versions: The keys the step changed, with their new versions.
-        expected_head: The thread head this write builds on; ``...`` means "do not check" (a fork).
-    """
-
-    config: dict[str, Any]
-    checkpoint: dict[str, Any]
-    metadata: dict[str, Any]
-    versions: Mapping[str, int]
-    expected_head: Any = ...
-
-
-@dataclass(frozen=True, slots=True)
-class PutWrites:
-    """Store the writes of one task of a step that has not completed (``saver.put_writes``).
-
-    Attributes:
-        config: The config of the checkpoint the task's step follows.
-        writes: ``(key, value)`` pairs.
-        task_id: The task's id.
-    """
-
-    config: dict[str, Any]
-    writes: Sequence[tuple[str, Any]]
-    task_id: str
-
-
-SaveOp = PutCheckpoint | PutWrites
-"""One saver call."""
-
-
-@dataclass(frozen=True, slots=True)
 class Save:
-    """Execute these saver calls, in order."""
+    """Execute these saver calls, in order.
+
+    ``last``: the run's final save; a saver holding the thread's lease may release it in the same
+    transaction (see :meth:`plait.checkpoint._engine.SqlSaverBase.save_many`).
+    """
 
     ops: tuple[SaveOp, ...]
+    last: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +73,36 @@ class CallRouters:
 
 Effect = Save | Emit | RunTasks | CallRouters
 """Everything :meth:`~plait.pregel._loop.Loop.effects` yields."""
+
+
+def save(saver: Any, effect: Save, thread: tuple[str, str] | None) -> None:
+    """Make the saver calls of ``effect``; plait's SQL savers batch them (``save_many``).
+
+    ``thread``: the ``(thread_id, checkpoint_ns)`` whose lease the run holds, released with the
+    run's last save where the saver can.
+    """
+    many = getattr(saver, "save_many", None)
+    if many is not None:
+        many(effect.ops, release=thread if effect.last else None)
+        return
+    for op in effect.ops:
+        if isinstance(op, PutCheckpoint):
+            saver.put(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
+        else:
+            saver.put_writes(op.config, op.writes, op.task_id)
+
+
+async def asave(saver: Any, effect: Save, thread: tuple[str, str] | None) -> None:
+    """Async :func:`save`."""
+    many = getattr(saver, "asave_many", None)
+    if many is not None:
+        await many(effect.ops, release=thread if effect.last else None)
+        return
+    for op in effect.ops:
+        if isinstance(op, PutCheckpoint):
+            await saver.aput(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
+        else:
+            await saver.aput_writes(op.config, op.writes, op.task_id)
 
 
 def put_kwargs(saver: Any, op: PutCheckpoint) -> dict[str, Any]:

@@ -183,21 +183,21 @@ class Loop:
         """
         yield from self._begin(input)
         while True:
-            if self.saves or self.events:  # most steps of a run without saver or stream have nothing
-                yield from self._flush()
-            try:
+            try:  # before the step's saves go out, so the run's last save is known to be the last
                 tasks = self._tick()
-            except GraphRecursionError:
+            except BaseException:
                 self._release()
                 yield from self._flush()
                 raise
             if tasks is None:
                 break
+            if self.saves or self.events:  # most steps of a run without saver or stream have nothing
+                yield from self._flush()
             yield RunTasks(tuple(tasks))
             if any(t.error is not None or t.interrupts for t in tasks):
                 self._release()
                 error = self._stop_step(tasks)
-                yield from self._flush()
+                yield from self._flush(last=error is None)
                 if error is not None:
                     raise error
                 return
@@ -205,7 +205,7 @@ class Loop:
             if self.interrupts:
                 break
         self._release()
-        yield from self._flush()
+        yield from self._flush(last=True)
 
     def _release(self) -> None:
         """``durability="exit"``: queue the one checkpoint held back until the run ends."""
@@ -213,11 +213,12 @@ class Loop:
         if held is not None:
             self.saves.insert(0, held)
 
-    def _flush(self) -> Steps:
+    def _flush(self, *, last: bool = False) -> Steps:
+        """Hand over the queued saves, then the queued events; ``last``: the run stores nothing after these."""
         if self.saves:
             ops, self.saves = tuple(self.saves), []
             try:
-                yield Save(ops)
+                yield Save(ops, last)
             except SerializationError as err:
                 raise self.blame(err) from None
         if self.events:

@@ -14,7 +14,7 @@ from plait.errors import ParentCommand
 from plait.pregel._cache import cache_task, recall_task
 from plait.pregel._callable import run_coroutine
 from plait.pregel._context import TaskContext, running_task, task_scope
-from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, RunTasks, Save, put_kwargs
+from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, save
 from plait.pregel._loop import Loop
 from plait.pregel._pause import task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
@@ -249,10 +249,11 @@ def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: bool) -
     elif kind is CallRouters:
         return call_routers(effect)  # type: ignore[arg-type]
     elif kind is Save:
-        saver = loop.saver
-        for op in cast(Save, effect).ops:  # kind is Save (type() held in a local does not narrow)
-            if isinstance(op, PutCheckpoint):
-                saver.put(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
-            else:
-                saver.put_writes(op.config, op.writes, op.task_id)
+        thread = loop.thread
+        # kind is Save (type() held in a local does not narrow)
+        save(
+            loop.saver,
+            cast(Save, effect),
+            None if thread is None else (thread.thread_id, thread.checkpoint_ns),
+        )
     return None

@@ -27,6 +27,7 @@ __all__ = [
     "PROBE",
     "PUT",
     "PUT_TEMP",
+    "STRICT",
     "TEMPORARY",
     "HEAD_ID",
     "NAMESPACES",
@@ -46,6 +47,7 @@ __all__ = [
     "legacy_steps",
     "list_query",
     "put_ops",
+    "strict_params",
     "writes_query",
 ]
 
@@ -305,6 +307,30 @@ MIGRATIONS[3] = [PUT_FUNCTION]
 PUT = f"""SELECT head, there FROM plait_put({", ".join(["%s"] * 24)})"""
 PUT_TEMP = PUT.replace("FROM plait_put(", "FROM pg_temp.plait_put(")
 """PostgreSQL never looks up functions in ``pg_temp`` unqualified (tables there are found)."""
+
+
+def _strict(put: str) -> str:
+    """``put`` as one statement of a batch: a put that may not be written fails the whole transaction.
+
+    Takes four more parameters first: ``need_parent, do_check, expected, cid`` (the put's own rule,
+    :func:`plait.checkpoint._engine_sql.put_allowed`). The failing branch depends on a column, so
+    PostgreSQL cannot evaluate it while planning.
+    """
+    call = put.removeprefix("SELECT head, there FROM ")
+    return f"""SELECT CASE WHEN (there OR NOT %s) AND (NOT %s OR (head IS NOT DISTINCT FROM %s
+      AND (head IS NULL OR %s > head))) THEN head
+    ELSE (COALESCE(head, '') || ' plait_put refused: the thread moved or a base row was pruned')::int::text END
+    FROM {call}"""
+
+
+STRICT = {PUT: _strict(PUT), PUT_TEMP: _strict(PUT_TEMP)}
+"""Each put statement's batch form (see :func:`_strict`)."""
+
+
+def strict_params(params: list[object]) -> list[object]:
+    """The batch form's parameters, from the put's (see :func:`put_ops`)."""
+    return [params[4], params[5], params[6], params[2], *params]
+
 
 TEMPORARY = """SELECT COALESCE((SELECT relpersistence = 't' FROM pg_class
     WHERE oid = to_regclass('plait_checkpoints')), false)"""

@@ -10,12 +10,12 @@ import asyncio
 import operator
 from typing import Annotated
 
+from _pg import PG_DSN, require_pg
 from typing_extensions import TypedDict
 
 from plait.checkpoint.postgres import PostgresSaver
 from plait.checkpoint.postgres.aio import AsyncPostgresSaver
 from plait.graph import START, StateGraph
-from tests._pg import PG_DSN, require_pg
 
 TEMP_DSN = f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}options=-csearch_path%3Dpg_temp"
 

@@ -1,0 +1,134 @@
+"""PostgreSQL stores a run step's saves in one transaction, and the run's last save releases its lease.
+
+A batch whose put may not be written (the thread moved) stores nothing of itself; the saver then
+makes the calls one by one, so the caller sees the same outcome, and error, as with single calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import psycopg
+import pytest
+from _pg import pg_saver
+from typing_extensions import TypedDict
+
+from plait.checkpoint._calls import PutCheckpoint, PutWrites
+from plait.checkpoint.base import empty_checkpoint
+from plait.checkpoint.postgres import PostgresSaver
+from plait.checkpoint.postgres.aio import AsyncPostgresSaver
+from plait.errors import CheckpointConflictError
+from plait.graph import START, StateGraph
+
+
+class S(TypedDict):
+    x: Annotated[list[str], operator.add]
+
+
+@pytest.fixture
+def saver() -> Iterator[PostgresSaver]:
+    yield from pg_saver("plait_batch")
+
+
+def _checkpoint(cid: str, x: list[str]) -> dict[str, Any]:
+    cp: dict[str, Any] = dict(empty_checkpoint())
+    cp.update(id=cid, channel_values={"x": x}, channel_versions={"x": 1})
+    return cp
+
+
+def _put(parent: str | None, cid: str, x: list[str], head: Any) -> PutCheckpoint:
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    if parent is not None:
+        config["configurable"]["checkpoint_id"] = parent
+    return PutCheckpoint(config, _checkpoint(cid, x), {"source": "loop", "step": 0}, {"x": 1}, head)
+
+
+def _rows(saver: PostgresSaver, table: str) -> int:
+    with saver.conn.connection() as conn:  # type: ignore[union-attr]
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # type: ignore[index]
+
+
+def test_a_stale_batch_stores_what_single_calls_would_and_raises_the_conflict(saver: PostgresSaver) -> None:
+    saver.save_many([_put(None, "1", ["a"], None)])
+    # a batch built on "0" (not the head): its first put is refused, so nothing of the batch is kept
+    writes = PutWrites(
+        {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "2"}},
+        [("x", ["w"])],
+        "task",
+    )
+    with pytest.raises(CheckpointConflictError):
+        saver.save_many([_put("1", "2", ["a", "b"], "0"), writes, _put("2", "3", ["a", "b", "c"], "2")])
+    assert _rows(saver, "plait_checkpoints") == 1
+    assert _rows(saver, "plait_checkpoint_writes") == 0
+    # built on the head: all three calls land, in one transaction
+    saver.save_many([_put("1", "2", ["a", "b"], "1"), writes, _put("2", "3", ["a", "b", "c"], "2")])
+    head = saver.get_tuple({"configurable": {"thread_id": "t"}})
+    assert head is not None and head.checkpoint["id"] == "3"
+    assert head.checkpoint["channel_values"] == {"x": ["a", "b", "c"]}
+    assert [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "t"}})] == ["3", "2", "1"]
+    assert saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_id": "2"}}).pending_writes == [  # type: ignore[union-attr]
+        ("task", "x", ["w"])
+    ]
+
+
+def test_a_conflict_in_the_middle_keeps_the_calls_before_it(saver: PostgresSaver) -> None:
+    saver.save_many([_put(None, "1", ["a"], None)])
+    with pytest.raises(CheckpointConflictError):  # the second put expects a head that is not "2"
+        saver.save_many([_put("1", "2", ["a", "b"], "1"), _put("2", "3", ["a", "b", "c"], "9")])
+    assert [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "t"}})] == ["2", "1"]
+
+
+def test_the_last_save_releases_the_lease_and_a_failed_one_leaves_it_to_the_block(
+    saver: PostgresSaver,
+) -> None:
+    saver.save_many([_put(None, "1", ["a"], None)])
+    owners = "SELECT count(*) FROM plait_checkpoint_leases WHERE owner IS NOT NULL"
+    with saver.lease("t"):
+        with pytest.raises(CheckpointConflictError):
+            saver.save_many([_put("1", "2", ["a", "b"], "0")], release=("t", ""))
+        with saver.conn.connection() as conn:  # type: ignore[union-attr]
+            assert conn.execute(owners).fetchone()[0] == 1  # type: ignore[index]  # still held
+        saver.save_many([_put("1", "2", ["a", "b"], "1")], release=("t", ""))
+        with saver.conn.connection() as conn:  # type: ignore[union-attr]
+            assert conn.execute(owners).fetchone()[0] == 0  # type: ignore[index]  # given back with the put
+    with saver.lease("t", wait=False):  # and the block released nothing twice: the thread is free
+        pass
+
+
+def _graph(saver: Any) -> Any:
+    return (
+        StateGraph(S).add_node("a", lambda s: {"x": ["a"]}).add_edge(START, "a").compile(checkpointer=saver)
+    )
+
+
+def test_runs_leave_no_lease_and_read_their_own_head(saver: PostgresSaver) -> None:
+    graph = _graph(saver)
+    config = {"configurable": {"thread_id": "r"}}
+    for n in range(1, 4):
+        assert graph.invoke({"x": [str(n)]}, config)["x"][-2:] == [str(n), "a"]
+    with saver.conn.connection() as conn:  # type: ignore[union-attr]
+        assert conn.execute("SELECT count(*) FROM plait_checkpoint_leases").fetchone()[0] == 0  # type: ignore[index]
+    assert len(list(graph.get_state_history(config))) == 9
+
+
+def test_async_runs_batch_and_release_too() -> None:
+    from _pg import private_schema
+
+    async def main(dsn: str) -> None:
+        async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+            graph = _graph(saver)
+            config = {"configurable": {"thread_id": "r"}}
+            for n in range(1, 4):
+                out = await graph.ainvoke({"x": [str(n)]}, config)
+                assert out["x"][-2:] == [str(n), "a"]
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            cur = await conn.execute("SELECT count(*) FROM plait_checkpoint_leases")
+            assert (await cur.fetchone())[0] == 0  # type: ignore[index]
+            cur = await conn.execute("SELECT count(*) FROM plait_checkpoints")
+            assert (await cur.fetchone())[0] == 9  # type: ignore[index]
+
+    with private_schema("plait_batch") as dsn:
+        asyncio.run(main(dsn))
