@@ -2,8 +2,8 @@
 
 Layers, lowest first (a module imports its own layer and lower ones only)::
 
-    core      constants, errors, _context, types, runtime, config
-    base      _schema, channels, checkpoint.base / _config / serde / _allow / _deflate / _ext, store.base / _ops
+    core      constants, errors, warnings, _context, types, runtime, config
+    base      _schema, channels, checkpoint.base / _config / _calls / serde / _allow / _deflate / _ext, store.base / _ops
     runtime   pregel
     builder   graph
     top       backends (the other checkpoint modules, store.memory), the memory toolkit, cli
@@ -187,6 +187,7 @@ _EXACT = {
     "plait.runtime": CORE,
     "plait.config": CORE,
     "plait.typing": CORE,
+    "plait.warnings": CORE,
     "plait._schema": BASE,
     "plait.checkpoint": BASE,
     "plait.checkpoint.base": BASE,
@@ -196,6 +197,7 @@ _EXACT = {
     "plait.checkpoint._allow": BASE,
     "plait.checkpoint._deflate": BASE,
     "plait.checkpoint._ext": BASE,
+    "plait.checkpoint._calls": BASE,
     "plait.store.base": BASE,
     "plait.store._ops": BASE,
     "plait.cache.base": BASE,

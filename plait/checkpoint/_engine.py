@@ -19,11 +19,10 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import datetime, timezone
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-from plait.checkpoint._calls import PutCheckpoint, SaveOp
 from plait.checkpoint._delta import EMPTY_FIELDS, Entry, ValueCache
-from plait.checkpoint._engine_batch import batched
+from plait.checkpoint._engine_batch import BatchedSaves
 from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Session, Setup, Step, drive, iterate
 from plait.checkpoint._engine_read import SqlReader, Thread, config_of, thread_of
 from plait.checkpoint._engine_sql import PutRows, put_allowed
@@ -60,7 +59,7 @@ class _ParentGone(Exception):  # noqa: N818 - internal signal, never escapes put
     """The parent checkpoint a put was encoded against was pruned meanwhile."""
 
 
-class SqlSaverBase(SqlReader, BaseCheckpointSaver):
+class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
     """Backend-independent part of the SQL savers.
 
     Subclasses provide :meth:`_perform` (perform one operation, :class:`Setup` included),
@@ -246,64 +245,6 @@ class SqlSaverBase(SqlReader, BaseCheckpointSaver):
         if kwargs:
             raise TypeError(f"aput() got unexpected keyword arguments: {sorted(kwargs)}")
         return await self._adrive(self._put(config, checkpoint, metadata, new_versions, expected_head))
-
-    def save_many(self, calls: Sequence[SaveOp], *, release: tuple[str, str] | None = None) -> None:
-        """Make ``calls`` in order, in one transaction where the backend can (PostgreSQL: one round trip).
-
-        With ``release`` (``(thread_id, checkpoint_ns)`` whose lease this process holds), the lease
-        is given back in that same durable commit, and the ``lease()`` block then releases nothing.
-
-        Raises:
-            CheckpointConflictError, SerializationError: as :meth:`put` and :meth:`put_writes` would,
-                for the first call that fails; the calls before it are stored.
-        """
-        tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
-        if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
-            for call in calls:
-                self._drive(self._call_ops(call))
-            return
-        done = [0]
-        try:
-            self._drive(batched(self.sql, self._call_ops, calls, tail, done))
-        except Exception:  # noqa: BLE001 - nothing of the failed transaction was stored: make the calls one by one
-            self._forget(calls)
-            for call in calls[done[0] :]:
-                self._drive(self._call_ops(call))
-            return
-        if holder is not None:
-            self._leases.released(holder)
-
-    async def asave_many(self, calls: Sequence[SaveOp], *, release: tuple[str, str] | None = None) -> None:
-        """Async :meth:`save_many`."""
-        tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
-        if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
-            for call in calls:
-                await self._adrive(self._call_ops(call))
-            return
-        done = [0]
-        try:
-            await self._adrive(batched(self.sql, self._call_ops, calls, tail, done))
-        except Exception:  # noqa: BLE001 - see save_many
-            self._forget(calls)
-            for call in calls[done[0] :]:
-                await self._adrive(self._call_ops(call))
-            return
-        if holder is not None:
-            self._leases.released(holder)
-
-    def _call_ops(self, call: SaveOp) -> Ops[Any]:
-        """The operation of one saver call."""
-        if isinstance(call, PutCheckpoint):
-            checkpoint = cast("Checkpoint", call.checkpoint)
-            metadata = cast("CheckpointMetadata", call.metadata)
-            return self._put(call.config, checkpoint, metadata, call.versions, call.expected_head)
-        return self._put_writes(call.config, call.writes, call.task_id, "")
-
-    def _forget(self, calls: Sequence[SaveOp]) -> None:
-        """Drop what this process assumed about the threads of ``calls`` (a batch that failed)."""
-        for thread_id in {thread_of(call.config)[0][0] for call in calls}:
-            self._cache.drop_thread(thread_id)
-            self._locs.drop_thread(thread_id)
 
     def put_writes(
         self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
