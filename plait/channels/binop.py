@@ -21,6 +21,13 @@ ZERO = _Zero()
 """Default ``factory``: the zero value of ``typ`` (``list()``, ``int()``…), if it has one."""
 
 
+def as_overwrite(value: Any) -> Any:
+    """``value``, or the ``Overwrite`` its JSON form ``{"__overwrite__": x}`` stands for (from an API client)."""
+    if type(value) is dict and len(value) == 1 and Overwrite.type in value:  # pyright: ignore[reportUnknownArgumentType]
+        return Overwrite(value[Overwrite.type])
+    return value
+
+
 class BinaryOperatorAggregate(BaseChannel):
     """Folds writes into the value with a reducer, starting from a zero value.
 
@@ -68,6 +75,7 @@ class BinaryOperatorAggregate(BaseChannel):
         reducer = self.reducer
         overwrite = MISSING
         for value in values:
+            value = as_overwrite(value)  # noqa: PLW2901 - the JSON form becomes an Overwrite
             if isinstance(value, Overwrite):
                 if overwrite is not MISSING:
                     message = create_error_message(

@@ -7,6 +7,7 @@ from typing import Any
 
 from plait._schema import MISSING
 from plait.channels.base import BaseChannel
+from plait.channels.binop import as_overwrite
 from plait.errors import EmptyChannelError, ErrorCode, InvalidUpdateError, create_error_message
 from plait.types import Overwrite
 
@@ -41,7 +42,7 @@ class LastValue(BaseChannel):
                 error_code=ErrorCode.INVALID_CONCURRENT_GRAPH_UPDATE,
             )
             raise InvalidUpdateError(message, key=self.key, value=list(values), nodes=tuple(nodes))
-        value = values[0]
+        value = as_overwrite(values[0])
         return value.value if isinstance(value, Overwrite) else value
 
 
