@@ -5,7 +5,9 @@ SqliteSaver (a file) and PostgresSaver (a private schema), untimed. Then, for ea
 ``--runs`` times, a **fresh process** opens the saver, reads another thread once (connection and
 setup out of the way), times ``get_tuple`` of the long thread (the cold read), and times building
 the same messages from plain values (``cls(content=..., id=...)``) in that process: the floor for
-any reader. Prints each run and the median ratio cold / floor per backend, and one JSON line.
+any reader. Both timed parts start right after a full garbage collection (``gc.collect()``), so
+neither pays for objects the other left behind (plait pauses the collector while it rebuilds a
+list; the objects are then collected with the next collection, after the timed read). Prints each run and the median ratio cold / floor per backend, and one JSON line.
 
     .venv/bin/python bench/cold_read.py                      # both backends, 5 fresh processes each
     .venv/bin/python bench/cold_read.py --backends sqlite --turns 1000 --runs 9
@@ -14,6 +16,7 @@ any reader. Prints each run and the median ratio cold / floor per backend, and o
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -76,11 +79,13 @@ def read(backend: str, target: str) -> dict[str, Any]:
     imported = time.perf_counter() - started
     with _saver(backend, target) as saver:
         saver.get_tuple({"configurable": {"thread_id": "warm-up"}})  # connection and setup, not the read
+        gc.collect()  # each timed part starts with nothing left for the collector (see the docstring)
         t0 = time.perf_counter()
         found = saver.get_tuple(THREAD)
         cold = time.perf_counter() - t0
     messages = found.checkpoint["channel_values"]["messages"]
     plain = [(type(m), m.content, m.id) for m in messages]
+    gc.collect()
     t0 = time.perf_counter()
     built = [cls(content=content, id=mid) for cls, content, mid in plain]
     floor = time.perf_counter() - t0

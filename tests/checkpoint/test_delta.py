@@ -153,3 +153,31 @@ def test_cache_lru_and_drop_thread():
     cache.drop_thread("t")
     assert len(cache) == 1
     assert Blob(FULL, None, b"").kind == FULL
+
+
+def test_rebuild_pauses_the_collector_and_restores_it_even_on_error():
+    import gc
+
+    rows = {}
+    blob, entry = encode_value(["a"], None, None, S.dumps)
+    rows["c0"] = blob
+    seen: list[bool] = []
+
+    def loads(data: bytes) -> object:
+        seen.append(gc.isenabled())
+        return S.loads(data)
+
+    assert gc.isenabled()
+    rebuild("c0", rows, {}, loads)
+    assert seen == [False] and gc.isenabled()
+    try:
+        rebuild("missing", rows, {}, loads)
+    except KeyError:
+        pass
+    assert gc.isenabled()
+    gc.disable()  # a caller that paused it keeps it paused
+    try:
+        rebuild("c0", rows, {}, loads)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -199,9 +199,9 @@ class PostgresSaver(PostgresBase):
         with self._connection() as conn:
             if isinstance(op, Fetch):
                 if conn.autocommit:
-                    with conn.cursor(row_factory=tuple_row) as cur:
+                    with conn.cursor(row_factory=tuple_row, binary=True) as cur:
                         return step(cur, Step(op.sql, op.params))
-                with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                with conn.transaction(), conn.cursor(row_factory=tuple_row, binary=True) as cur:
                     return step(cur, Step(op.sql, op.params))
             if isinstance(op, Batch):
                 return _batch(conn, op)

@@ -168,9 +168,9 @@ class AsyncPostgresSaver(PostgresBase):
 async def _perform_on(conn: _Conn, op: Op) -> Any:
     if isinstance(op, Fetch):
         if conn.autocommit:
-            async with conn.cursor(row_factory=tuple_row) as cur:
+            async with conn.cursor(row_factory=tuple_row, binary=True) as cur:
                 return await _step(cur, Step(op.sql, op.params))
-        async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+        async with conn.transaction(), conn.cursor(row_factory=tuple_row, binary=True) as cur:
             return await _step(cur, Step(op.sql, op.params))
     if isinstance(op, Batch):
         steps = op.steps if op.durable else (Step(_sql.ASYNC_COMMIT, []), *op.steps)
