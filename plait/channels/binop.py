@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from plait._schema import MISSING, zero_factory
 from plait.channels.base import BaseChannel
@@ -23,8 +23,10 @@ ZERO = _Zero()
 
 def as_overwrite(value: Any) -> Any:
     """``value``, or the ``Overwrite`` its JSON form ``{"__overwrite__": x}`` stands for (from an API client)."""
-    if type(value) is dict and len(value) == 1 and Overwrite.type in value:  # pyright: ignore[reportUnknownArgumentType]
-        return Overwrite(value[Overwrite.type])
+    if type(value) is dict:
+        pairs = cast("dict[str, Any]", value)
+        if len(pairs) == 1 and Overwrite.type in pairs:
+            return Overwrite(pairs[Overwrite.type])
     return value
 
 
