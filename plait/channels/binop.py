@@ -21,12 +21,11 @@ ZERO = _Zero()
 """Default ``factory``: the zero value of ``typ`` (``list()``, ``int()``…), if it has one."""
 
 
-def as_overwrite(value: Any) -> Any:
+def as_overwrite(value: object) -> object:
     """``value``, or the ``Overwrite`` its JSON form ``{"__overwrite__": x}`` stands for (from an API client)."""
-    if type(value) is dict:
-        pairs = cast("dict[str, Any]", value)
-        if len(pairs) == 1 and Overwrite.type in pairs:
-            return Overwrite(pairs[Overwrite.type])
+    pairs = cast("dict[str, object]", value) if type(value) is dict else None
+    if pairs is not None and len(pairs) == 1 and Overwrite.type in pairs:
+        return Overwrite(pairs[Overwrite.type])
     return value
 
 
