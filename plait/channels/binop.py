@@ -23,10 +23,12 @@ ZERO = _Zero()
 
 def as_overwrite(value: object) -> object:
     """``value``, or the ``Overwrite`` its JSON form ``{"__overwrite__": x}`` stands for (from an API client)."""
-    pairs = cast("dict[str, object]", value) if type(value) is dict else None
-    if pairs is not None and len(pairs) == 1 and Overwrite.type in pairs:
+    if type(value) is not dict:
+        return value
+    pairs = cast("dict[str, object]", value)
+    if len(pairs) == 1 and Overwrite.type in pairs:
         return Overwrite(pairs[Overwrite.type])
-    return value
+    return pairs
 
 
 class BinaryOperatorAggregate(BaseChannel):
