@@ -9,8 +9,8 @@ node returns that were not streamed token by token are emitted after the node.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -106,6 +106,19 @@ class MessageStreamHandler(BaseCallbackHandler):
             fresh = message_id not in self._seen
             self._seen.add(message_id)
             return fresh
+
+    def seen(self, message: Any) -> None:
+        """``message`` reached the stream elsewhere (a subgraph's run): never emit it from here."""
+        if isinstance(message, BaseMessage) and message.id:
+            self._mark(message.id)
+
+    def seen_in(self, state: Any) -> None:
+        """The messages a task receives (its input's top-level messages and message lists) are not new."""
+        values: list[Any] = list(cast(Any, state).values()) if isinstance(state, Mapping) else [state]
+        for value in values:
+            items: list[Any] = list(cast(Any, value)) if isinstance(value, list) else [value]
+            for item in items:
+                self.seen(item)
 
     def emit_written(self, messages: Iterable[BaseMessage], meta: Meta) -> None:
         """Emit messages a node returned, unless a model already streamed them."""

@@ -276,12 +276,15 @@ BEGIN
     -- a new snapshot per statement: what the head check reads is committed after the lock was taken
     SELECT c.checkpoint_id INTO head FROM plait_checkpoints c
         WHERE c.thread_id = t AND c.checkpoint_ns = ns ORDER BY c.checkpoint_id DESC LIMIT 1;
+    -- plpgsql keeps generic plans: LATERAL ... LIMIT 1 and the loop below keep every lookup on the
+    -- primary key (a generic plan may otherwise scan all the thread's rows, growing with its length)
     there := EXISTS(SELECT 1 FROM plait_checkpoints c
         WHERE c.thread_id = t AND c.checkpoint_ns = ns AND c.checkpoint_id = parent)
       -- and every row the new deltas build on (a prune may have removed an older base)
-      AND NOT EXISTS(SELECT 1 FROM unnest(channels, prevs) AS r(c, p) WHERE r.p IS NOT NULL
-        AND NOT EXISTS(SELECT 1 FROM plait_checkpoint_blobs b
-          WHERE b.thread_id = t AND b.checkpoint_ns = ns AND b.channel = r.c AND b.version = r.p));
+      AND NOT EXISTS(SELECT 1 FROM unnest(channels, prevs) AS r(c, p)
+        LEFT JOIN LATERAL (SELECT true AS hit FROM plait_checkpoint_blobs b
+          WHERE b.thread_id = t AND b.checkpoint_ns = ns AND b.channel = r.c AND b.version = r.p LIMIT 1) x
+        ON true WHERE r.p IS NOT NULL AND x.hit IS NULL);
     IF (need_parent AND NOT there) OR (do_check AND
             (head IS DISTINCT FROM expected OR (head IS NOT NULL AND cid <= head))) THEN
         RETURN;
@@ -290,9 +293,10 @@ BEGIN
         SELECT t, ns, r.c, r.v, r.p, r.k, r.d FROM unnest(channels, versions, prevs, kinds, datas) AS r(c, v, p, k, d)
         ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
           prev_id = excluded.prev_id, type = excluded.type, blob = excluded.blob;
-    UPDATE plait_checkpoint_blobs AS b SET prev_id = r.p, type = r.k, blob = r.d
-        FROM unnest(rw_channels, rw_versions, rw_prevs, rw_kinds, rw_datas) AS r(c, v, p, k, d)
-        WHERE b.thread_id = t AND b.checkpoint_ns = ns AND b.channel = r.c AND b.version = r.v;
+    FOR i IN 1 .. COALESCE(array_length(rw_channels, 1), 0) LOOP
+        UPDATE plait_checkpoint_blobs SET prev_id = rw_prevs[i], type = rw_kinds[i], blob = rw_datas[i]
+            WHERE thread_id = t AND checkpoint_ns = ns AND channel = rw_channels[i] AND version = rw_versions[i];
+    END LOOP;
     INSERT INTO plait_checkpoints AS x (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step,
           source, created_at, checkpoint, metadata)
         VALUES (t, ns, cid, parent, step, source, created, record, meta)
