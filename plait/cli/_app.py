@@ -7,6 +7,7 @@ import click
 from plait.cli.chat import chat
 from plait.cli.demo import demo
 from plait.cli.inspect import diff, history, prune, show, threads
+from plait.cli.inspect_web import inspect
 from plait.cli.migrate import migrate
 from plait.cli.serve import serve
 
@@ -19,5 +20,5 @@ def main() -> None:
     """plait: stateful LLM applications as state graphs."""
 
 
-for command in (chat, demo, threads, history, show, diff, prune, migrate, serve):
+for command in (chat, demo, threads, history, show, diff, prune, inspect, migrate, serve):
     main.add_command(command)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["PAGE"]
+__all__ = ["CSS", "PAGE"]
 
-_CSS = """
+CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
 header{background:#2d2a4a;color:#fff;padding:8px 16px;display:flex;gap:12px;align-items:center}
 header h1{font-size:18px;margin:0 16px 0 0}
@@ -160,7 +160,7 @@ search().catch((e) => say(e.message));
 
 PAGE = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>plait inspector</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head>
+<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
 <body>
 <header><h1>plait inspector</h1>
 <input id="q" placeholder='thread id, text, or {{"metadata": "json"}}' size="34">

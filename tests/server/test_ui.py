@@ -6,45 +6,26 @@ with ``PLAIT_UPDATE_DOCS=1`` they also replace the pictures in ``docs/img``.
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _browser import chromium_page, screenshot
 from _serve_proc import Server
 from langgraph_sdk import get_sync_client
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "img"
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright comes with the 'dev' extra")
+pytest.importorskip("playwright.sync_api", reason="playwright comes with the 'dev' extra")
 
 
 @pytest.fixture
-def page(tmp_path: pathlib.Path) -> Iterator[Any]:
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs Debian's package)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield browser.new_page(viewport={"width": 1400, "height": 1000})
-        finally:
-            browser.close()
+def page() -> Iterator[Any]:
+    with chromium_page() as browser_page:
+        yield browser_page
 
 
 def _shot(page: Any, name: str, tmp_path: pathlib.Path) -> None:
-    folder = pathlib.Path(os.environ.get("PLAIT_ARTIFACTS", tmp_path))
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"serve-inspector-{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    assert path.stat().st_size > 10_000
-    if os.environ.get("PLAIT_UPDATE_DOCS"):
-        DOCS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, DOCS / path.name)
+    screenshot(page, f"serve-inspector-{name}", tmp_path)
 
 
 def test_inspector_timeline_state_diff_fork_resume(server: Server, page: Any, tmp_path: pathlib.Path) -> None:
