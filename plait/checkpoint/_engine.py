@@ -341,6 +341,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
     ) -> Ops[dict[str, Any]]:
         yield from self._ready(write=True)
         thread, parent = thread_of(config)
+        self._leases.drop_ahead(thread[0])
         parent_loc = yield from self._parent_locations(thread, parent)
         try:
             return (
@@ -425,6 +426,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
     ) -> Ops[None]:
         yield from self._ready(write=True)
         thread, cid = thread_of(config)
+        self._leases.drop_ahead(thread[0])
         rows: builtins.list[tuple[Any, ...]] = []
         for i, (channel, value) in enumerate(writes):
             try:
@@ -440,6 +442,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
 
     def _delete_thread(self, thread_id: str) -> Ops[None]:
         thread_id = check_thread_id(thread_id)
+        self._leases.drop_ahead(thread_id)
         if not (yield from self._ready(write=False)):
             return
         yield Batch(tuple(Step(sql, [thread_id]) for sql in self.sql.DELETE_THREAD))
@@ -449,6 +452,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
     def _prune(self, thread_id: str, keep_last: int | None, older_than: float | None) -> Ops[int]:
         check_prune(keep_last, older_than)
         thread_id = check_thread_id(thread_id)
+        self._leases.drop_ahead(thread_id)
         if not (yield from self._ready(write=False)):
             return 0
         cutoff = (

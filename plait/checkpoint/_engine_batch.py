@@ -28,17 +28,56 @@ DURABLE = Step("SET LOCAL synchronous_commit TO DEFAULT", [])
 """Undoes a put's ``synchronous_commit = off`` in a transaction whose commit must reach the disk."""
 
 
+REFUSED = "plait_put refused"
+"""In the error a batch's put statement raises when the put may not be written (see ``_sql._strict``)."""
+
+
+class _Progress:
+    """How far :func:`batched` got: calls committed, and whether a transaction was being sent."""
+
+    __slots__ = ("done", "sending")
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.sending = False
+
+    def replayable(self, exc: BaseException) -> bool:
+        """Whether the calls may be made again one by one after ``exc``.
+
+        Yes when nothing was sent (an error while collecting), or when a put refused the
+        transaction; not after any other database error (a connection lost during the commit
+        may have stored everything) nor after ``KeyboardInterrupt`` or cancellation.
+        """
+        if not isinstance(exc, Exception):
+            return False
+        return not self.sending or REFUSED in str(exc)
+
+
+_OWN: dict[tuple[type, tuple[str, ...]], bool] = {}
+
+
+def _own_methods(kind: type, names: tuple[str, ...]) -> bool:
+    """Whether ``kind`` uses the engine's own ``names`` (a subclass's override must be called)."""
+    known = _OWN.get((kind, names))
+    if known is None:
+        known = _OWN[(kind, names)] = all(
+            next(k for k in kind.__mro__ if name in k.__dict__).__module__ == "plait.checkpoint._engine"
+            for name in names
+        )
+    return known
+
+
 def batched(
     sql: Any,
     call_ops: Callable[[SaveOp], Ops[Any]],
     calls: Sequence[SaveOp],
     tail: tuple[Step, ...],
-    done: list[int],
+    state: _Progress,
 ) -> Ops[None]:
     """Run ``calls`` (then the ``tail`` statements) in as few transactions as their reads allow.
 
     ``sql`` is the dialect module (``STRICT``, ``strict_params``); ``call_ops`` gives a call's
-    operation. ``done[0]`` counts the calls committed so far: when a call needs a read first (a
+    operation. ``state.done`` counts the calls committed so far: when a call needs a read first (a
     value evicted from the cache), the statements collected before it are sent and committed.
     With a ``tail``, the last transaction's commit reaches the disk.
     """
@@ -64,19 +103,23 @@ def batched(
                 answer = [None] * len(op.steps)
             else:  # a read the rest depends on (or the tables' set-up): commit what came before it
                 if steps:
+                    state.sending = True
                     yield Batch(tuple(steps), durable)
+                    state.sending = False
                     steps, durable = [], True
-                    done[0] = index
+                    state.done = index
                 answer = yield op
     if tail:
         steps.extend((*tail, DURABLE))
     if steps:
+        state.sending = True
         yield Batch(tuple(steps), durable or bool(tail))
-    done[0] = len(calls)
+        state.sending = False
+    state.done = len(calls)
 
 
 class BatchedSaves:
-    """:meth:`save_many` / :meth:`asave_many` of the SQL saver engine (mixed into ``SqlSaverBase``)."""
+    """:meth:`_save_many` / :meth:`_asave_many` of the SQL saver engine (mixed into ``SqlSaverBase``)."""
 
     sql: Any
     _leases: ThreadLeases
@@ -104,49 +147,61 @@ class BatchedSaves:
     ) -> Ops[None]:
         raise NotImplementedError
 
-    def save_many(self, calls: Sequence[SaveOp], *, release: tuple[str, str] | None = None) -> None:
+    def _save_many(self, calls: Sequence[SaveOp], release: tuple[str, str] | None) -> bool:
         """Make ``calls`` in order, in one transaction where the backend can (PostgreSQL: one round trip).
 
         With ``release`` (``(thread_id, checkpoint_ns)`` whose lease this process holds), the lease
         is given back in that same durable commit, and the ``lease()`` block then releases nothing.
+        Answers ``False``, having done nothing, when a subclass overrides ``put`` or ``put_writes``:
+        the caller then makes the calls through them.
 
         Raises:
             CheckpointConflictError, SerializationError: as :meth:`put` and :meth:`put_writes` would,
                 for the first call that fails; the calls before it are stored.
         """
+        if not _own_methods(type(self), ("put", "put_writes")):
+            return False
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
         if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
             for call in calls:
                 self._drive(self._call_ops(call))
-            return
-        done = [0]
+            return True
+        state = _Progress()
         try:
-            self._drive(batched(self.sql, self._call_ops, calls, tail, done))
-        except Exception:  # noqa: BLE001 - nothing of the failed transaction was stored: make the calls one by one
+            self._drive(batched(self.sql, self._call_ops, calls, tail, state))
+        except BaseException as exc:
             self._forget(calls)
-            for call in calls[done[0] :]:
+            if not state.replayable(exc):
+                raise
+            for call in calls[state.done :]:  # nothing of the failed transaction was stored
                 self._drive(self._call_ops(call))
-            return
+            return True
         if holder is not None:
             self._leases.released(holder)
+        return True
 
-    async def asave_many(self, calls: Sequence[SaveOp], *, release: tuple[str, str] | None = None) -> None:
-        """Async :meth:`save_many`."""
+    async def _asave_many(self, calls: Sequence[SaveOp], release: tuple[str, str] | None) -> bool:
+        """Async :meth:`_save_many` (``False`` when a subclass overrides ``aput`` or ``aput_writes``)."""
+        if not _own_methods(type(self), ("aput", "aput_writes")):
+            return False
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
         if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
             for call in calls:
                 await self._adrive(self._call_ops(call))
-            return
-        done = [0]
+            return True
+        state = _Progress()
         try:
-            await self._adrive(batched(self.sql, self._call_ops, calls, tail, done))
-        except Exception:  # noqa: BLE001 - see save_many
+            await self._adrive(batched(self.sql, self._call_ops, calls, tail, state))
+        except BaseException as exc:
             self._forget(calls)
-            for call in calls[done[0] :]:
+            if not state.replayable(exc):
+                raise
+            for call in calls[state.done :]:
                 await self._adrive(self._call_ops(call))
-            return
+            return True
         if holder is not None:
             self._leases.released(holder)
+        return True
 
     def _call_ops(self, call: SaveOp) -> Ops[Any]:
         """The operation of one saver call."""

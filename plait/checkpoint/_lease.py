@@ -31,7 +31,6 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator
 from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar, Token
 from typing import Any, NamedTuple
 
 from plait.checkpoint._engine_ops import Batch, Ops, Step
@@ -43,8 +42,6 @@ DEFAULT_TTL = 30.0
 """Seconds after which the lease of a vanished (killed) holder can be taken over."""
 
 _log = logging.getLogger("plait.checkpoint.lease")
-_AHEAD: ContextVar[list[Any] | None] = ContextVar("plait_lease_read_ahead", default=None)
-"""``[leases, key, head rows]`` of the lease this context holds (see :meth:`ThreadLeases.read_ahead`)."""
 _Key = tuple[str, str]
 _FIRST_POLL = 0.002
 _MAX_POLL = 0.05
@@ -130,11 +127,11 @@ class ThreadLeases:
         self._scope_ops = scope
         self._ready = ready
         self._read = read
-        self._ahead: dict[str, Any] = {}  # holder -> the head rows read when it acquired
+        self._ahead: dict[_Key, Any] = {}  # thread -> its head rows, read when this process acquired it
         self._scope: tuple[str, bool] | None = None
         self._held: dict[str, _Key] = {}
         self._unflushed: set[str] = set()  # holders whose run committed writes without waiting for the disk
-        self._given_back: set[str] = set()  # holders whose lease a run's last save released (save_many)
+        self._given_back: set[str] = set()  # holders whose lease a run's last save released (_save_many)
         self._held_lock = threading.Lock()
         self._beater: threading.Thread | None = None
 
@@ -190,21 +187,23 @@ class ThreadLeases:
         won = bool(answers[0]) and answers[0][0][0] == me
         if won:
             if self._read is not None:
-                self._ahead[me] = answers[-1]
+                self._ahead[key] = answers[-1]
             self._hold(key, me)
         return won
 
     def read_ahead(self, key: _Key) -> Any:
-        """The head rows read with this context's lease on ``key``, once (``None``: read them now)."""
-        ahead = _AHEAD.get()
-        if ahead is None or ahead[0] is not self or ahead[1] != key:
-            return None
-        rows, ahead[2] = ahead[2], None
-        return rows
+        """The head rows of ``key`` read when this process acquired it, once; ``None``: read them now.
 
-    def _reading(self, key: _Key, me: str | None) -> Token[list[Any] | None]:
-        """Hand the rows read with the lease to this context (the holder's thread or task)."""
-        return _AHEAD.set(None if me is None else [self, key, self._ahead.pop(me, None)])
+        Dropped when this process writes to the thread (:meth:`drop_ahead`) or gives it back, so
+        they are never older than the thread: no other process writes while the lease is held.
+        """
+        return self._ahead.pop(key, None)
+
+    def drop_ahead(self, thread_id: str) -> None:
+        """This process writes to ``thread_id``: head rows read before are stale."""
+        if self._ahead:
+            for key in [k for k in self._ahead if k[0] == thread_id]:
+                self._ahead.pop(key, None)
 
     def _release_ops(self, key: _Key, me: str) -> Ops[None]:
         """Give the thread back; a durable commit, which also makes the run's checkpoints durable.
@@ -214,7 +213,7 @@ class ThreadLeases:
         """
         with self._held_lock:
             self._held.pop(me, None)
-        self._ahead.pop(me, None)
+        self._ahead.pop(key, None)
         params = self._params(key, me)
         dropped, freed = yield Batch((Step(self.sql.drop, params), Step(self.sql.free, params)))
         if me in self._unflushed and not dropped and not freed:
@@ -233,8 +232,10 @@ class ThreadLeases:
     def released(self, me: str) -> None:
         """The statements of :meth:`release_steps` were committed (durably): the lease block has nothing left to do."""
         with self._held_lock:
-            self._held.pop(me, None)
+            key = self._held.pop(me, None)
             self._given_back.add(me)
+        if key is not None:
+            self._ahead.pop(key, None)
         self._unflushed.discard(me)
 
     def _still_held(self, me: str) -> bool:
@@ -338,15 +339,12 @@ class ThreadLeases:
                 raise busy(key[0])
             try:
                 me = self._acquire(key, wait, deadline) if shared else None
-                token = self._reading(key, me)
                 try:
                     yield
                 except BaseException:
                     if me is not None and self._still_held(me):
                         self.release(key, me)
                     raise
-                finally:
-                    _AHEAD.reset(token)
                 if me is not None and self._still_held(me):
                     self.release(key, me, confirm=True)
             finally:
@@ -372,15 +370,12 @@ class ThreadLeases:
                         deadline,
                         orphan=lambda: self.arelease(key, me),
                     )
-                token = self._reading(key, me)
                 try:
                     yield
                 except BaseException:
                     if me is not None and self._still_held(me):
                         await asyncio.shield(self.arelease(key, me))
                     raise
-                finally:
-                    _AHEAD.reset(token)
                 if me is not None and self._still_held(me):
                     await asyncio.shield(self.arelease(key, me, confirm=True))
             finally:

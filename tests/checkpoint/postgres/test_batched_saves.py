@@ -52,7 +52,7 @@ def _rows(saver: PostgresSaver, table: str) -> int:
 
 
 def test_a_stale_batch_stores_what_single_calls_would_and_raises_the_conflict(saver: PostgresSaver) -> None:
-    saver.save_many([_put(None, "1", ["a"], None)])
+    saver._save_many([_put(None, "1", ["a"], None)], None)
     # a batch built on "0" (not the head): its first put is refused, so nothing of the batch is kept
     writes = PutWrites(
         {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "2"}},
@@ -60,11 +60,13 @@ def test_a_stale_batch_stores_what_single_calls_would_and_raises_the_conflict(sa
         "task",
     )
     with pytest.raises(CheckpointConflictError):
-        saver.save_many([_put("1", "2", ["a", "b"], "0"), writes, _put("2", "3", ["a", "b", "c"], "2")])
+        saver._save_many(
+            [_put("1", "2", ["a", "b"], "0"), writes, _put("2", "3", ["a", "b", "c"], "2")], None
+        )
     assert _rows(saver, "plait_checkpoints") == 1
     assert _rows(saver, "plait_checkpoint_writes") == 0
     # built on the head: all three calls land, in one transaction
-    saver.save_many([_put("1", "2", ["a", "b"], "1"), writes, _put("2", "3", ["a", "b", "c"], "2")])
+    saver._save_many([_put("1", "2", ["a", "b"], "1"), writes, _put("2", "3", ["a", "b", "c"], "2")], None)
     head = saver.get_tuple({"configurable": {"thread_id": "t"}})
     assert head is not None and head.checkpoint["id"] == "3"
     assert head.checkpoint["channel_values"] == {"x": ["a", "b", "c"]}
@@ -75,23 +77,23 @@ def test_a_stale_batch_stores_what_single_calls_would_and_raises_the_conflict(sa
 
 
 def test_a_conflict_in_the_middle_keeps_the_calls_before_it(saver: PostgresSaver) -> None:
-    saver.save_many([_put(None, "1", ["a"], None)])
+    saver._save_many([_put(None, "1", ["a"], None)], None)
     with pytest.raises(CheckpointConflictError):  # the second put expects a head that is not "2"
-        saver.save_many([_put("1", "2", ["a", "b"], "1"), _put("2", "3", ["a", "b", "c"], "9")])
+        saver._save_many([_put("1", "2", ["a", "b"], "1"), _put("2", "3", ["a", "b", "c"], "9")], None)
     assert [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "t"}})] == ["2", "1"]
 
 
 def test_the_last_save_releases_the_lease_and_a_failed_one_leaves_it_to_the_block(
     saver: PostgresSaver,
 ) -> None:
-    saver.save_many([_put(None, "1", ["a"], None)])
+    saver._save_many([_put(None, "1", ["a"], None)], None)
     owners = "SELECT count(*) FROM plait_checkpoint_leases WHERE owner IS NOT NULL"
     with saver.lease("t"):
         with pytest.raises(CheckpointConflictError):
-            saver.save_many([_put("1", "2", ["a", "b"], "0")], release=("t", ""))
+            saver._save_many([_put("1", "2", ["a", "b"], "0")], ("t", ""))
         with saver.conn.connection() as conn:  # type: ignore[union-attr]
             assert conn.execute(owners).fetchone()[0] == 1  # type: ignore[index]  # still held
-        saver.save_many([_put("1", "2", ["a", "b"], "1")], release=("t", ""))
+        saver._save_many([_put("1", "2", ["a", "b"], "1")], ("t", ""))
         with saver.conn.connection() as conn:  # type: ignore[union-attr]
             assert conn.execute(owners).fetchone()[0] == 0  # type: ignore[index]  # given back with the put
     with saver.lease("t", wait=False):  # and the block released nothing twice: the thread is free
