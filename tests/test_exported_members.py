@@ -26,6 +26,7 @@ PUBLIC = [
     "plait.managed.base",
     "plait.managed.is_last_step",
     "plait.typing",
+    "plait.warnings",
     "plait.func",
     "plait.cache.base",
     "plait.cache.memory",

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args, get_origin
+from types import UnionType
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
 from plait.constants import END
 from plait.errors import GraphBuildError
+from plait.types import Command
 
-__all__ = ["BranchDef", "make_branch"]
+__all__ = ["BranchDef", "make_branch", "node_destinations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +73,36 @@ def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[s
         raise GraphBuildError(f"path_map must be a dict or a list of node names, got {path_map!r}")
     # runtime guard: a user's path_map may map a result to None, which means END
     return BranchDef(name, path, mapping, tuple(e if e is not None else END for e in ends))  # pyright: ignore[reportUnnecessaryComparison]
+
+
+def node_destinations(
+    action: Any, given: Mapping[str, str] | Sequence[str] | None
+) -> tuple[tuple[str, str | None], ...]:
+    """Where a node may go with ``Command(goto=...)``, as ``(target, label)`` pairs (for drawing).
+
+    ``given`` is ``add_node(destinations=...)``: names, or names mapped to edge labels. Without it,
+    a ``Command[Literal[...]]`` return annotation of the node lists the targets.
+    """
+    if isinstance(given, Mapping):
+        return tuple((str(k), str(v)) for k, v in given.items())
+    if given:
+        return tuple((str(t), None) for t in given)
+    fn = (
+        action
+        if inspect.isfunction(action) or inspect.ismethod(action)
+        else getattr(cast("type[object]", type(action)), "__call__", None)  # noqa: B004 - its method
+    )
+    try:
+        ret = typing.get_type_hints(fn).get("return") if fn is not None else None
+    except Exception:  # noqa: BLE001 - unresolvable hints: no declared targets
+        return ()
+    options = get_args(ret) if get_origin(ret) in (Union, UnionType) else (ret,)
+    found: list[tuple[str, str | None]] = []
+    for option in options:
+        if get_origin(option) is Command:
+            found.extend((str(t), None) for arg in get_args(option) for t in _literals(arg))
+    return tuple(found)
+
+
+def _literals(hint: Any) -> tuple[Any, ...]:
+    return get_args(hint) if get_origin(hint) is Literal else ()

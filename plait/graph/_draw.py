@@ -1,136 +1,240 @@
-"""A drawable view of a graph: Mermaid text and a plain ASCII edge list."""
+"""``get_graph()``: a compiled graph as a langchain-core ``Graph`` (Mermaid, PNG, ASCII, JSON).
+
+The edges are found the way LangGraph finds them, so the drawings match its text:
+a dry run of the graph's wiring from ``__start__`` (no node is called) in which
+every node writes along its edges on each visit and along its conditional edges
+on its first visit only. An edge is drawn when its target is triggered; a node
+that triggers nothing and is the target of some edge gets an edge to
+``__end__``; when nothing reaches ``__end__`` and the dry run ends on a single
+node, that node gets a dotted edge to it. Nodes the dry run never reaches are
+drawn without edges.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from langchain_core.runnables.graph import Graph
 
 from plait.constants import END, START
 
 if TYPE_CHECKING:
     from plait.graph.state import StateGraph
 
-__all__ = ["DrawableGraph", "Edge"]
+__all__ = ["DrawableGraph", "draw_builder"]
+
+_DRY_RUN_STEPS = 251  # LangGraph dry-runs steps -1 to 249
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """An edge of the drawing; ``conditional`` edges are dotted."""
-
-    source: str
-    target: str
-    conditional: bool = False
-    label: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DrawableGraph:
-    """Nodes and edges of a graph, ready to render."""
-
-    nodes: tuple[str, ...]
-    edges: tuple[Edge, ...]
-
-    @classmethod
-    def from_builder(cls, builder: StateGraph[Any, Any, Any, Any], xray: int | bool = False) -> DrawableGraph:
-        """Collect the nodes and edges a builder declares.
-
-        Args:
-            builder: The graph's builder.
-            xray: Draw subgraph nodes as their own nodes (``"sub:inner"``): ``True`` at every depth,
-                a number for that many levels.
-        """
-        graph = cls._flat(builder)
-        depth = -1 if xray is True else int(xray)
-        if depth == 0:
-            return graph
-        for name, node in builder.nodes.items():
-            inner = getattr(node.action, "builder", None)
-            if inner is not None and name in graph.nodes:
-                graph = graph._expand(name, cls.from_builder(inner, True if depth < 0 else depth - 1))
-        return graph
-
-    def _expand(self, name: str, inner: DrawableGraph) -> DrawableGraph:
-        """Replace node ``name`` by the nodes and edges of ``inner`` (prefixed ``name:``)."""
-        into = [e for e in self.edges if e.target == name]
-        out = [e for e in self.edges if e.source == name]
-        edges = [e for e in self.edges if name not in (e.source, e.target)]
-        for e in inner.edges:
-            sources = [f"{name}:{e.source}"] if e.source != START else [i.source for i in into]
-            targets = [f"{name}:{e.target}"] if e.target != END else [o.target for o in out]
-            conditional = e.conditional or (e.source == START and any(i.conditional for i in into))
-            edges.extend(Edge(src, dst, conditional, e.label) for src in sources for dst in targets)
-        inner_nodes = [f"{name}:{n}" for n in inner.nodes if n not in (START, END)]
-        at = self.nodes.index(name)
-        return DrawableGraph((*self.nodes[:at], *inner_nodes, *self.nodes[at + 1 :]), tuple(edges))
-
-    @classmethod
-    def _flat(cls, builder: StateGraph[Any, Any, Any, Any]) -> DrawableGraph:
-        edges = [Edge(s, t) for s, t in sorted(builder.edges)]
-        for sources, target in sorted(builder.waiting_edges):
-            edges.extend(Edge(s, target) for s in sources)
-        for source, branches in builder.branches.items():
-            for branch in branches.values():
-                targets = branch.ends or tuple(n for n in builder.nodes if n != source) + (END,)
-                labels = {v: k for k, v in (branch.path_map or {}).items()}
-                for target in targets:
-                    label = labels.get(target)
-                    edges.append(
-                        Edge(
-                            source,
-                            target,
-                            True,
-                            None if label == target else (str(label) if label is not None else None),
-                        )
-                    )
-        has_end = any(e.target == END for e in edges) or any(
-            not any(e.source == n for e in edges) for n in builder.nodes
-        )
-        for name in builder.nodes:
-            if not any(e.source == name for e in edges):
-                edges.append(Edge(name, END))
-        nodes = (START, *builder.nodes, *((END,) if has_end else ()))
-        return cls(tuple(nodes), tuple(edges))
-
-    def draw_mermaid(self, *, with_styles: bool = True, curve_style: str = "linear") -> str:
-        """The graph as a Mermaid flowchart."""
-        lines = ["---", "config:", "  flowchart:", f"    curve: {curve_style}", "---", "graph TD;"]
-        for node in self.nodes:
-            if node == START:
-                lines.append(f"\t{START}([<p>{START}</p>]):::first")
-            elif node == END:
-                lines.append(f"\t{END}([<p>{END}</p>]):::last")
-            else:
-                lines.append(f"\t{_mid(node)}({node})")
-        for edge in self.edges:
-            arrow = "-.->" if edge.conditional else "-->"
-            label = f"&nbsp;{edge.label}&nbsp;" if edge.label else ""
-            if label:
-                arrow = f"-. {label} .->" if edge.conditional else f"-- {label} -->"
-            lines.append(f"\t{_mid(edge.source)} {arrow} {_mid(edge.target)};")
-        if with_styles:
-            lines += [
-                "\tclassDef default fill:#f2f0ff,line-height:1.2",
-                "\tclassDef first fill-opacity:0",
-                "\tclassDef last fill:#bfb6fc",
-            ]
-        return "\n".join(lines) + "\n"
+class DrawableGraph(Graph):
+    """langchain-core's ``Graph``; ``draw_ascii`` falls back to an edge list without grandalf."""
 
     def draw_ascii(self) -> str:
-        """The edges as plain text, one per line."""
-        return (
-            "\n".join(f"{e.source} {'-.->' if e.conditional else '-->'} {e.target}" for e in self.edges)
-            + "\n"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """Nodes and edges as plain data."""
-        return {
-            "nodes": [{"id": n} for n in self.nodes],
-            "edges": [
-                {"source": e.source, "target": e.target, "conditional": e.conditional} for e in self.edges
-            ],
-        }
+        """The graph as ASCII art (needs ``grandalf``); without it, one ``a --> b`` line per edge."""
+        try:
+            return super().draw_ascii()
+        except ImportError:
+            return "".join(
+                f"{e.source} {'-.->' if e.conditional else '-->'} {e.target}\n" for e in self.edges
+            )
 
 
-def _mid(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in name)
+class _Edge(NamedTuple):
+    source: str
+    target: str
+    conditional: bool
+    label: str | None
+
+
+class _Write(NamedTuple):
+    channel: str
+    conditional: bool
+    label: str | None
+
+
+def _to(node: str) -> str:
+    return f"to:{node}"
+
+
+class _Wiring:
+    """The channels each node writes and the channels that trigger each node."""
+
+    def __init__(self, builder: StateGraph[Any, Any, Any, Any]) -> None:
+        names = [START, *builder.nodes]
+        self.every_visit: dict[str, list[_Write]] = {n: [] for n in names}
+        self.first_visit: dict[str, list[_Write]] = {n: [] for n in names}
+        self.end_edges: dict[str, list[_Edge]] = {n: [] for n in names}
+        self.joins: dict[str, tuple[frozenset[str], str]] = {}
+        for source, target in sorted(builder.edges):
+            if target != END and source in self.every_visit:
+                self.every_visit[source].append(_Write(_to(target), False, None))
+        for sources, target in sorted(builder.waiting_edges):
+            channel = f"join:{'+'.join(sources)}:{target}"
+            self.joins[channel] = (frozenset(sources), target)
+            for source in sources:
+                if source in self.every_visit:
+                    self.every_visit[source].append(_Write(channel, False, None))
+        for source, branches in builder.branches.items():
+            for branch in branches.values():
+                labels = {str(v): str(k) for k, v in (branch.path_map or {}).items()}
+                for target in branch.ends:
+                    label = labels.get(target, target)
+                    if target == END:
+                        self.end_edges[source].append(_Edge(source, END, True, label))
+                    else:
+                        self.first_visit[source].append(_Write(_to(target), True, label))
+        self._destinations(builder)
+
+    def _destinations(self, builder: StateGraph[Any, Any, Any, Any]) -> None:
+        """The ``Command(goto=...)`` targets each node declares, drawn as conditional edges."""
+        for name, node in builder.nodes.items():
+            for target, label in node.destinations:
+                if target == END:
+                    self.end_edges[name].append(_Edge(name, END, True, label or target))
+                else:
+                    self.first_visit[name].append(_Write(_to(target), True, label or target))
+
+    def dry_run(self) -> tuple[set[_Edge], set[str]]:
+        """The edges found, and the nodes of the dry run's last step."""
+        edges: set[_Edge] = set()
+        seen_branches: set[str] = set()
+        sources: dict[str, set[_Write]] = {}
+        joined: dict[str, set[str]] = {c: set() for c in self.joins}
+        tasks = [START]
+        step_sources: dict[str, set[_Write]] = {}
+        for _ in range(_DRY_RUN_STEPS):
+            if not tasks:
+                break
+            step_sources = {}
+            for task in tasks:
+                writes = set(self.every_visit[task])
+                if task not in seen_branches:
+                    seen_branches.add(task)
+                    writes |= set(self.first_visit[task])
+                    edges.update(self.end_edges[task])
+                step_sources[task] = writes
+            sources.update(step_sources)
+            fired = self._fire(step_sources, joined)
+            by_channel: dict[str, set[tuple[str, bool, str | None]]] = {}
+            for src, writes in sources.items():
+                for write in writes:
+                    by_channel.setdefault(write.channel, set()).add((src, write.conditional, write.label))
+            for task, triggers in fired.items():
+                added = False
+                for channel in sorted(triggers):
+                    for src, cond, label in sorted(by_channel.get(channel, ()), key=_order):
+                        edges.add(_Edge(src, task, cond, label))
+                        write = _Write(channel, cond, label)
+                        if write in step_sources.get(src, ()):
+                            added = True
+                        else:
+                            sources[src].discard(write)
+                if not added:
+                    edges.update(_Edge(src, task, True, None) for src in step_sources)
+            tasks = list(fired)
+        return edges, set(step_sources)
+
+    def _fire(self, step: dict[str, set[_Write]], joined: dict[str, set[str]]) -> dict[str, set[str]]:
+        """The nodes the step's writes trigger, each with the channels that triggered it."""
+        fired: dict[str, set[str]] = {}
+        for src, writes in step.items():
+            for write in writes:
+                if write.channel in self.joins:
+                    joined[write.channel].add(src)
+                else:
+                    fired.setdefault(write.channel.removeprefix("to:"), set()).add(write.channel)
+        for channel, (needed, target) in self.joins.items():
+            if needed <= joined[channel] and any(
+                channel in {w.channel for w in step.get(s, ())} for s in needed
+            ):
+                joined[channel] = set()
+                fired.setdefault(target, set()).add(channel)
+        return fired
+
+
+def _order(item: tuple[str, bool, str | None]) -> tuple[str, bool, str]:
+    return item[0], item[1], item[2] or ""
+
+
+def _edge_order(edge: _Edge) -> tuple[str, str, bool, str]:
+    return edge.source, edge.target, edge.conditional, edge.label or ""
+
+
+def _add_edge(graph: Graph, source: str, target: str, label: str | None, conditional: bool) -> None:
+    if any(e.source == source and e.target == target for e in graph.edges):
+        return
+    if target == END and END not in graph.nodes:
+        graph.add_node(None, END)
+    graph.add_edge(graph.nodes[source], graph.nodes[target], label, conditional)
+
+
+def _metadata(name: str, node: Any, runnable: Any, interrupts: tuple[Any, Any]) -> dict[str, Any] | None:
+    meta: dict[str, Any] = dict(getattr(node, "metadata", None) or {})
+    if getattr(node, "defer", False):
+        meta["defer"] = True
+    in_before, in_after = (name in i for i in interrupts)  # as in LangGraph, "*" marks no node
+    if in_before and in_after:
+        meta["__interrupt"] = "before,after"
+    elif in_before:
+        meta["__interrupt"] = "before"
+    elif in_after:
+        meta["__interrupt"] = "after"
+    tools = getattr(runnable, "tools_by_name", None)
+    if isinstance(tools, Mapping) and tools:
+        meta["__tools"] = list(cast("Mapping[str, Any]", tools))
+    return meta or None
+
+
+def _inline_subgraph(graph: Graph, name: str, inner: Graph) -> None:
+    """Replace node ``name`` by ``inner``'s nodes (ids prefixed ``name:``), as LangGraph's xray does."""
+    if len(inner.nodes) <= 1 or name not in graph.nodes or not inner.first_node() or not inner.last_node():
+        return
+    inner.trim_first_node()
+    inner.trim_last_node()
+    graph.nodes.pop(name)
+    first, last = graph.extend(inner, prefix=name)
+    for idx, edge in enumerate(graph.edges):
+        if edge.source == name and last is not None:
+            edge = edge.copy(source=last.id)
+        if edge.target == name and first is not None:
+            edge = edge.copy(target=first.id)
+        graph.edges[idx] = edge
+
+
+def draw_builder(
+    builder: StateGraph[Any, Any, Any, Any],
+    runnables: Mapping[str, Any],
+    interrupts: tuple[Any, Any] = ((), ()),
+    xray: int | bool = False,
+) -> DrawableGraph:
+    """The drawing of a compiled graph.
+
+    Args:
+        builder: The graph's builder.
+        runnables: Each node's runnable (``__start__`` included), stored as the drawn node's data.
+        interrupts: The compiled ``interrupt_before`` and ``interrupt_after`` node names.
+        xray: Draw subgraphs' nodes in place of the subgraph (``"sub:inner"``): ``True`` at every
+            depth, a number for that many levels.
+    """
+    graph = DrawableGraph()
+    graph.add_node(runnables.get(START), START)
+    for name, node in builder.nodes.items():
+        runnable = runnables.get(name)
+        graph.add_node(runnable, name, metadata=_metadata(name, node, runnable, interrupts))
+    edges, last_step = _Wiring(builder).dry_run()
+    for edge in sorted(edges, key=_edge_order):
+        label = edge.label if edge.label != edge.target else None
+        _add_edge(graph, edge.source, edge.target, label, edge.conditional)
+    termini = {e.target for e in edges if e.target != END} - {e.source for e in edges}
+    if termini:
+        for name in sorted(termini):
+            _add_edge(graph, name, END, None, False)
+    elif len(last_step) == 1 and not any(e.target == END for e in edges):
+        _add_edge(graph, next(iter(last_step)), END, None, True)
+    if xray:
+        deeper = xray if isinstance(xray, bool) else max(int(xray) - 1, 0)
+        for name, node in builder.nodes.items():
+            if hasattr(node.action, "builder") and hasattr(node.action, "get_graph"):
+                _inline_subgraph(graph, name, node.action.get_graph(xray=deeper))
+    return graph

@@ -12,7 +12,7 @@ from pydantic import BaseModel, RootModel, TypeAdapter, create_model
 
 from plait._schema import ROOT, FieldSpec
 
-__all__ = ["context_jsonschema", "schema_model", "state_jsonschema"]
+__all__ = ["config_model", "context_jsonschema", "schema_model", "state_jsonschema"]
 
 
 def _optional(tp: Any) -> bool:
@@ -87,3 +87,10 @@ def context_jsonschema(schema: Any) -> dict[str, Any] | None:
     if typing_extensions.is_typeddict(schema) or dataclasses.is_dataclass(schema):
         return _adapted(schema)
     raise ValueError(f"Invalid context schema type: {schema}. Must be a BaseModel, TypedDict or dataclass.")
+
+
+def config_model(context_schema: Any) -> type[BaseModel]:
+    """The deprecated config schema: a ``LangGraphConfig`` model whose ``configurable`` is the context."""
+    configurable: Any = context_schema if context_schema is not None else dict[str, Any]
+    built: type[BaseModel] = create_model("LangGraphConfig", configurable=(configurable, None))
+    return built

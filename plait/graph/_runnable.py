@@ -15,6 +15,7 @@ Without callbacks and tracing, a run pays for one dict lookup and two cached cal
 from __future__ import annotations
 
 import copy as _copy
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import aclosing
 from typing import Any, Generic, cast
@@ -34,10 +35,11 @@ from langsmith.utils import get_env_var
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from plait.graph._jsonschema import context_jsonschema, schema_model, state_jsonschema
+from plait.graph._jsonschema import config_model, context_jsonschema, schema_model, state_jsonschema
 from plait.pregel._thread import run_config
 from plait.types import Command
 from plait.typing import ContextT, InputT, OutputT, StateT
+from plait.warnings import LangGraphDeprecatedSinceV10
 
 __all__ = ["GraphRunnable", "traced_call"]
 
@@ -267,6 +269,26 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
     def get_context_jsonschema(self) -> dict[str, Any] | None:
         """The JSON schema of the context schema, or ``None`` without one."""
         return context_jsonschema(self.builder.context_schema)
+
+    def config_schema(self, *, include: Sequence[str] | None = None) -> type[BaseModel]:
+        """Deprecated: a model whose ``configurable`` is the context schema (use ``get_context_jsonschema``)."""
+        warnings.warn(
+            LangGraphDeprecatedSinceV10(
+                "`config_schema` is deprecated. Use `get_context_jsonschema` for the relevant schema instead."
+            ),
+            stacklevel=2,
+        )
+        return config_model(self.builder.context_schema)
+
+    def get_config_jsonschema(self, *, include: Sequence[str] | None = None) -> dict[str, Any]:
+        """Deprecated: the JSON schema of :meth:`config_schema` (use ``get_context_jsonschema``)."""
+        warnings.warn(
+            LangGraphDeprecatedSinceV10(
+                "`get_config_jsonschema` is deprecated. Use `get_context_jsonschema` instead."
+            ),
+            stacklevel=2,
+        )
+        return config_model(self.builder.context_schema).model_json_schema()
 
     def _config(self, config: Any) -> dict[str, Any]:
         given = run_config(config)  # a malformed config fails here, before any callback runs

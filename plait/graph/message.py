@@ -6,13 +6,11 @@ old one where it stands, a message with a new id is appended, a
 ``RemoveMessage`` deletes by id, and ``RemoveMessage(id=REMOVE_ALL_MESSAGES)``
 clears the transcript.
 
-The merge follows LangGraph's ``langgraph.graph.message.add_messages`` with one
-deliberate difference: plait never mutates the caller's messages. LangGraph
-writes a fresh id into every id-less message it receives, in place; plait puts
-a copy carrying the new id into the result and leaves the original untouched.
-Code that re-sends the *same* id-less object later therefore appends a second
-message in plait instead of replacing the first; give messages explicit ids
-when you mean to update them.
+The merge follows LangGraph's ``langgraph.graph.message.add_messages``,
+including its one side effect: a message without an id gets a fresh UUID
+written into it, in place, so the caller's own message objects (for example
+the input list given to ``invoke``) compare equal to those in the result, and
+re-sending the same object later replaces it instead of appending a copy.
 
 Merging costs time proportional to the *update*, not to the transcript: the
 result is a :class:`MessageList`, a list that carries an index from message id
@@ -39,7 +37,10 @@ from langchain_core.messages import (
 )
 from typing_extensions import TypedDict
 
-__all__ = ["REMOVE_ALL_MESSAGES", "MessageList", "MessagesState", "add_messages"]
+from plait.pregel._context import current_task
+from plait.pregel._messages import MessageStreamHandler
+
+__all__ = ["REMOVE_ALL_MESSAGES", "MessageList", "MessagesState", "add_messages", "push_message"]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
 """Id for a ``RemoveMessage`` that clears every message before it."""
@@ -217,10 +218,10 @@ def _coerce(value: Any) -> list[BaseMessage]:
 
 
 def _with_id(message: BaseMessage) -> BaseMessage:
-    """Return ``message``, or a copy of it with a new UUID if it has no id."""
-    if message.id is not None:
-        return message
-    return message.model_copy(update={"id": str(uuid.uuid4())})
+    """Return ``message``, after giving it a new UUID (in place, as LangGraph does) if it has none."""
+    if message.id is None:
+        message.id = str(uuid.uuid4())
+    return message
 
 
 def _last_remove_all(messages: Sequence[BaseMessage]) -> int | None:
@@ -289,3 +290,27 @@ class MessagesState(TypedDict):
     """State schema with a single ``messages`` key merged by :func:`add_messages`."""
 
     messages: Annotated[list[AnyMessage], add_messages]
+
+
+def push_message(
+    message: MessageLikeRepresentation | BaseMessageChunk, *, state_key: str | None = "messages"
+) -> AnyMessage:
+    """Stream ``message`` on ``stream_mode="messages"`` right away, from inside a running node, and
+    write it to the state key ``state_key`` (``None``: stream it only).
+
+    Raises:
+        ValueError: the message has no id.
+        RuntimeError: called outside a running graph node.
+    """
+    ctx = current_task()
+    msg: AnyMessage = convert_to_messages([message])[0]  # type: ignore[assignment]  # AnyMessage is their union
+    if msg.id is None:
+        raise ValueError("Message ID is required")
+    lc = ctx.lc_config
+    if lc is not None:
+        for handler in lc.get("callbacks") or ():
+            if isinstance(handler, MessageStreamHandler):
+                handler.push(msg, lc.get("metadata") or {})
+    if state_key:
+        ctx.pushed.append((state_key, msg))
+    return msg

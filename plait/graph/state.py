@@ -14,10 +14,11 @@ from typing_extensions import Self
 from plait._schema import FieldSpec, fields_of, is_schema
 from plait.constants import END, START
 from plait.errors import GraphBuildError
-from plait.graph._branch import BranchDef, make_branch
+from plait.graph._branch import BranchDef, make_branch, node_destinations
 from plait.graph._compile import build_plan
-from plait.graph._draw import DrawableGraph
+from plait.graph._draw import DrawableGraph, draw_builder
 from plait.graph._fields import finish_plan
+from plait.graph._nodes import CompiledNode, node_views
 from plait.graph._runnable import GraphRunnable
 from plait.pregel._pregel import Pregel
 from plait.types import CachePolicy, RetryPolicy
@@ -35,7 +36,8 @@ class NodeDef:
     retry_policy: RetryPolicy | None = None
     # the factory is cast once, here, to its element types (it stays the builtin dict)
     metadata: dict[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
-    destinations: tuple[str, ...] = ()
+    destinations: tuple[tuple[str, str | None], ...] = ()
+    """Where the node may go with ``Command(goto=...)``: ``(target, edge label)`` pairs, for drawing."""
     cache_policy: CachePolicy[Any] | None = None
     defer: bool = False
 
@@ -177,7 +179,13 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if isinstance(retry_policy, Sequence):  # LangGraph accepts several; the first one applies
             retry_policy = retry_policy[0] if retry_policy else None
         self.nodes[node] = NodeDef(
-            action, schema, retry_policy, dict(metadata or {}), tuple(destinations or ()), cache_policy, defer
+            action,
+            schema,
+            retry_policy,
+            dict(metadata or {}),
+            node_destinations(action, destinations),
+            cache_policy,
+            defer,
         )
         return self
 
@@ -317,6 +325,18 @@ class CompiledStateGraph(  # type: ignore[misc]  # pyright: ignore[reportIncompa
         super().__init__(plan, **kwargs)
         self.builder = builder
 
-    def get_graph(self, config: RunnableConfig | None = None, *, xray: int | bool = False) -> Any:
-        """A drawable view of the graph (``draw_mermaid()``, ``draw_ascii()``)."""
-        return DrawableGraph.from_builder(self.builder, xray)
+    @property
+    def nodes(self) -> dict[str, CompiledNode]:
+        """Each node (and ``__start__``) by name; ``nodes[name].invoke(input)`` runs one alone."""
+        return node_views(self.builder.nodes)
+
+    @property
+    def context_schema(self) -> type[Any] | None:
+        """The ``context_schema`` the graph was built with."""
+        schema: type[Any] | None = self.builder.context_schema
+        return schema
+
+    def get_graph(self, config: RunnableConfig | None = None, *, xray: int | bool = False) -> DrawableGraph:
+        """The graph as a langchain-core ``Graph`` (``draw_mermaid()``, ``draw_ascii()``, ``to_json()``)."""
+        interrupts = (self.plan.interrupt_before, self.plan.interrupt_after)
+        return draw_builder(self.builder, {k: v.bound for k, v in self.nodes.items()}, interrupts, xray)

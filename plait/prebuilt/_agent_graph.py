@@ -13,6 +13,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, create_model
 from typing_extensions import TypedDict
 
+from plait.checkpoint._allow import allow
 from plait.constants import END
 from plait.graph import StateGraph
 from plait.prebuilt._agent_model import init_model, prompt_runnable, should_bind_tools
@@ -64,6 +65,8 @@ def _wire(
     pre, post = hooks
     agent = parts.model_node
     graph.add_node(agent, DualNode(agent, parts.call_model, parts.acall_model), input_schema=agent_input)
+    if tool_node is not None:
+        graph.add_node("tools", tool_node)
     if pre is not None:
         graph.add_node("pre_model_hook", pre)
         graph.add_edge("pre_model_hook", agent)
@@ -78,7 +81,6 @@ def _wire(
     if tool_node is None:
         graph.add_edge("post_model_hook" if post is not None else agent, end)
         return
-    graph.add_node("tools", tool_node)
     if post is not None:
         graph.add_conditional_edges("post_model_hook", parts.after_post_hook, [parts.entry, "tools", end])
     else:
@@ -105,6 +107,8 @@ def build_graph(  # noqa: PLR0913 - every option of the agent
     """The agent's graph, not compiled: ``[pre_model_hook] -> <model_node> -> [post_model_hook] -> tools``."""
     tool_node, tool_list, builtin = _tools(tools)
     pre, post = hooks
+    if version == "v2" and isinstance(state_schema, type) and issubclass(state_schema, BaseModel):
+        allow(state_schema)  # each tool call's Send carries the state object: checkpoints must store it
     parts = AgentParts(
         model=_static_model(model, prompt, tool_list, builtin),
         prompt=prompt,

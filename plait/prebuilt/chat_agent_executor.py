@@ -8,6 +8,7 @@ its own ``Send`` to ``tools``; ``"v1"`` runs all calls of a message in one ``too
 from __future__ import annotations
 
 import typing
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union
 
@@ -22,6 +23,7 @@ from plait.managed import RemainingSteps
 from plait.prebuilt._agent_graph import build_graph
 from plait.prebuilt._agent_model import chat_model, should_bind_tools, validate_chat_history
 from plait.prebuilt.tool_node import ToolNode
+from plait.warnings import LangGraphDeprecatedSinceV10
 
 __all__ = [
     "AgentState",
@@ -101,6 +103,13 @@ def _check_schema(state_schema: Any, response_format: Any) -> None:
 def _check_options(version: str, deprecated: dict[str, Any]) -> Any:
     """Raises: ValueError (unknown version); TypeError (unknown keyword arguments)."""
     context_schema = deprecated.pop("config_schema", None)
+    if context_schema is not None:
+        warnings.warn(
+            LangGraphDeprecatedSinceV10(
+                "`config_schema` is deprecated and will be removed. Please use `context_schema` instead."
+            ),
+            stacklevel=3,
+        )
     if deprecated:
         raise TypeError(f"create_react_agent() got unexpected keyword arguments: {deprecated}")
     if version not in ("v1", "v2"):

@@ -22,7 +22,8 @@ from langchain_core.tools import tool as create_tool
 from pydantic import ValidationError
 
 from plait._context import running_task
-from plait.errors import GraphInterrupt, ParentCommand
+from plait.errors import GraphBubbleUp, is_invalid_resume
+from plait.prebuilt._graph_state import execution_info, graph_state
 from plait.prebuilt._injection import (
     InjectedArgs,
     InjectedState,
@@ -47,6 +48,7 @@ from plait.prebuilt._tool_output import (
     msg_content_output,
     normalize,
 )
+from plait.runtime import Runtime
 
 __all__ = [
     "INVALID_TOOL_NAME_ERROR_TEMPLATE",
@@ -70,10 +72,35 @@ INVALID_TOOL_NAME_ERROR_TEMPLATE = (
 """The answer to a call that names no tool of the node."""
 
 
+RUNTIME_CONFIG_KEY = "__pregel_runtime"
+"""The ``configurable`` key under which a caller may hand a ``ToolNode`` its ``Runtime``."""
+
 # LangGraph's private helper name, kept for code (and tests) that import it from here
 _infer_handled_types = handled_types
 
-_BUBBLE_UP = (GraphInterrupt, ParentCommand)  # never turned into error messages
+_BUBBLE_UP = GraphBubbleUp  # never turned into error messages
+
+
+def _runtime_source(config: RunnableConfig) -> Runtime[Any]:
+    """Where the tools' context, store and writer come from: the running plait node, else a
+    ``Runtime`` passed in ``config["configurable"]["__pregel_runtime"]`` (LangGraph's key, which
+    lets a ``ToolNode`` called on its own receive them), else nothing."""
+    task = running_task()
+    if task is not None:
+        return Runtime(
+            context=task.context, store=task.store, stream_writer=task.writer, execution_info=execution_info()
+        )
+    configurable: dict[str, Any] = config.get("configurable") or {}
+    given = configurable.get(RUNTIME_CONFIG_KEY)
+    if given is None:
+        return Runtime()
+    return Runtime(
+        context=getattr(given, "context", None),
+        store=getattr(given, "store", None),
+        stream_writer=getattr(given, "stream_writer", None) or _drop,
+        execution_info=getattr(given, "execution_info", None),
+        server_info=getattr(given, "server_info", None),
+    )
 
 
 def _drop(_: Any) -> None:
@@ -248,20 +275,23 @@ class ToolNode(Runnable[Any, Any]):
         ):
             state: Any = cast("dict[str, Any]", input)["state"]
         elif isinstance(input, list) and input and isinstance(cast("Sequence[Any]", input)[-1], dict):
-            state = {}  # bare tool calls: no state travels with them
+            found = graph_state()  # bare tool calls: the state of the graph running this node
+            state = {} if found is None else found
         else:
             state = given
-        task = running_task()
+        source = _runtime_source(config)
         tools = list(self._tools_by_name.values())
         return [
             ToolRuntime(
                 state=state,
-                context=task.context if task else None,
+                context=source.context,
                 config=cast("dict[str, Any]", cfg),
-                stream_writer=task.writer if task else _drop,
+                stream_writer=source.stream_writer,
                 tool_call_id=call["id"],
-                store=task.store if task else None,
+                store=source.store,
                 tools=tools,
+                execution_info=source.execution_info,
+                server_info=source.server_info,
             )
             for call, cfg in zip(calls, get_config_list(config, len(calls)), strict=True)
         ]
@@ -299,7 +329,7 @@ class ToolNode(Runnable[Any, Any]):
     def _handle(self, error: Exception, call: ToolCall) -> ToolMessage:
         """Raises: ``error`` when ``handle_tool_errors`` does not cover it."""
         types = handled_types(self._handle_tool_errors)
-        if not self._handle_tool_errors or not isinstance(error, types):
+        if not self._handle_tool_errors or not isinstance(error, types) or is_invalid_resume(error):
             raise error
         return self._error_message(error, call)
 
@@ -314,6 +344,8 @@ class ToolNode(Runnable[Any, Any]):
             try:
                 response = tool.invoke(args, cast("RunnableConfig", request.runtime.config))
             except ValidationError as exc:
+                if is_invalid_resume(exc):  # an answer to interrupt(), not a bad argument
+                    raise
                 raise self._invocation_error(call, exc) from exc
             return normalize(response, call, kind, self._messages_key)
         except _BUBBLE_UP:
@@ -330,7 +362,7 @@ class ToolNode(Runnable[Any, Any]):
         except _BUBBLE_UP:
             raise
         except Exception as exc:
-            if not self._handle_tool_errors:
+            if not self._handle_tool_errors or is_invalid_resume(exc):
                 raise
             return self._error_message(exc, request.tool_call)
 
@@ -345,6 +377,8 @@ class ToolNode(Runnable[Any, Any]):
             try:
                 response = await tool.ainvoke(args, cast("RunnableConfig", request.runtime.config))
             except ValidationError as exc:
+                if is_invalid_resume(exc):  # an answer to interrupt(), not a bad argument
+                    raise
                 raise self._invocation_error(call, exc) from exc
             return normalize(response, call, kind, self._messages_key)
         except _BUBBLE_UP:
@@ -364,7 +398,7 @@ class ToolNode(Runnable[Any, Any]):
         except _BUBBLE_UP:
             raise
         except Exception as exc:
-            if not self._handle_tool_errors:
+            if not self._handle_tool_errors or is_invalid_resume(exc):
                 raise
             return self._error_message(exc, request.tool_call)
 

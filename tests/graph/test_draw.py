@@ -121,12 +121,53 @@ def test_xray_draws_subgraph_nodes_in_place() -> None:
         .compile()
     )
     assert "sub" in graph.get_graph().nodes
-    assert graph.get_graph(xray=1).nodes == (START, "a", "sub:deep", END)
+    # as in LangGraph: the subgraph's nodes are appended where the subgraph node was removed
+    assert list(graph.get_graph(xray=1).nodes) == [START, "a", END, "sub:deep"]
     full = graph.get_graph(xray=True)
-    assert full.nodes == (START, "a", "sub:deep:i1", "sub:deep:i2", END)
+    assert list(full.nodes) == [START, "a", END, "sub:deep:i1", "sub:deep:i2"]
     assert [(e.source, e.target) for e in full.edges] == [
         (START, "a"),
         ("a", "sub:deep:i1"),
-        ("sub:deep:i1", "sub:deep:i2"),
         ("sub:deep:i2", END),
+        ("sub:deep:i1", "sub:deep:i2"),
     ]
+
+
+def test_get_graph_is_a_langchain_core_graph() -> None:
+    from langchain_core.runnables.graph import Graph
+
+    drawn = _linear().compile().get_graph()
+    assert isinstance(drawn, Graph)
+    assert [(e.source, e.target, e.conditional) for e in drawn.edges] == [
+        (START, "a", False),
+        ("a", "b", False),
+        ("b", END, False),
+    ]
+    assert drawn.draw_ascii()  # an edge list when grandalf is missing
+
+
+def test_edges_follow_a_dry_run_of_the_wiring() -> None:
+    # LangGraph's rules: an edge to END is drawn only for nodes that trigger nothing; a graph
+    # that never reaches END gets a dotted edge from the node its dry run ends on.
+    g = StateGraph(S)
+    for n in ("a", "b", "c", "orphan"):
+        g.add_node(n, _noop)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("a", END)
+    g.add_edge("b", "c")
+    lines = _lines(g)
+    assert [line for line in lines if "-->" in line] == [
+        "__start__ --> a;",
+        "a --> b;",
+        "b --> c;",
+        "c --> __end__;",
+    ]
+    cycle = StateGraph(S).add_node("a", _noop).add_node("b", _noop)
+    cycle.add_edge(START, "a").add_edge("a", "b").add_edge("b", "a")
+    assert "b -.-> __end__;" in _lines(cycle)
+
+
+def test_node_metadata_is_drawn() -> None:
+    text = _linear().compile(interrupt_before=["b"]).get_graph().draw_mermaid()
+    assert "\tb(b<hr/><small><em>__interrupt = before</em></small>)\n" in text
