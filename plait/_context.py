@@ -40,7 +40,7 @@ class RunningTask(Protocol):
         """The run's ``context`` object (``context_schema``)."""
         ...
 
-    def interrupt(self, value: Any) -> Any:
+    def interrupt(self, value: Any, *, response_schema: Any = None) -> Any:
         """Return the resume value for this call, or stop the node with an ``Interrupt``."""
         ...
 

@@ -19,16 +19,20 @@ Tree::
     ├── ThreadBusyError               another run holds the thread
     ├── CheckpointConflictError       the thread head moved behind our back
     ├── SerializationError            a value cannot be stored or loaded
-    ├── ParentCommand                 a subgraph's Command for its parent graph
     ├── SchemaVersionError (RuntimeError)  the database was written by a newer plait
-    └── GraphInterrupt                the run stopped to wait for input
-        └── NodeInterrupt
+    ├── UnknownInterruptError         strict resume: the resume does not match the pending interrupts
+    └── GraphBubbleUp                 control flow that passes through nodes and tools untouched
+        ├── ParentCommand             a subgraph's Command for its parent graph
+        ├── GraphDrained              the run stopped early because RunControl asked it to
+        └── GraphInterrupt            the run stopped to wait for input
+            └── NodeInterrupt
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "CheckpointConflictError",
@@ -36,7 +40,9 @@ __all__ = [
     "EmptyChannelError",
     "EmptyInputError",
     "ErrorCode",
+    "GraphBubbleUp",
     "GraphBuildError",
+    "GraphDrained",
     "GraphInterrupt",
     "GraphRecursionError",
     "IncompatibleDatabaseError",
@@ -49,7 +55,10 @@ __all__ = [
     "StrictModeError",
     "ThreadBusyError",
     "UndeclaredKeyWarning",
+    "UnknownInterruptError",
     "create_error_message",
+    "is_invalid_resume",
+    "mark_invalid_resume",
 ]
 
 _DOCS = "https://docs.langchain.com/oss/python/langgraph/errors/"
@@ -249,7 +258,11 @@ class SchemaVersionError(RuntimeError):
         self.supported = supported
 
 
-class ParentCommand(Exception):  # noqa: N818 - LangGraph's name
+class GraphBubbleUp(Exception):  # noqa: N818 - LangGraph's name
+    """Base of the exceptions that steer a run (interrupts, parent commands): error handlers let them pass."""
+
+
+class ParentCommand(GraphBubbleUp):
     """Carries a ``Command(graph=Command.PARENT)`` from a subgraph's node up to its parent graph.
 
     Attributes:
@@ -257,12 +270,15 @@ class ParentCommand(Exception):  # noqa: N818 - LangGraph's name
     """
 
     def __init__(self, command: Any, node: str | None = None) -> None:
-        super().__init__(
-            f"Node {node!r} returned Command(graph=Command.PARENT, ...): it is applied by the parent graph "
-            "when this graph runs as a subgraph; this graph has no parent here."
-        )
+        super().__init__(command)  # ``args[0]`` is the command, as in LangGraph
         self.command = command
         self.node = node
+
+    def __str__(self) -> str:
+        return (
+            f"Node {self.node!r} returned Command(graph=Command.PARENT, ...): it is applied by the parent "
+            "graph when this graph runs as a subgraph; this graph has no parent here."
+        )
 
 
 class CheckpointNotFoundError(LookupError):
@@ -291,7 +307,7 @@ class UndeclaredKeyWarning(UserWarning):
     """A node wrote a key that no schema declares; the write was dropped (strict mode raises instead)."""
 
 
-class GraphInterrupt(Exception):  # noqa: N818 - LangGraph's name
+class GraphInterrupt(GraphBubbleUp):
     """The run stopped to wait for outside input (``interrupt()`` or interrupt_before/after)."""
 
     def __init__(self, interrupts: tuple[Any, ...] = ()) -> None:
@@ -305,3 +321,57 @@ class NodeInterrupt(GraphInterrupt):
     def __init__(self, value: Any = None) -> None:
         super().__init__((value,))
         self.value = value
+
+
+class GraphDrained(GraphBubbleUp):
+    """The run stopped at a step boundary because its ``RunControl`` asked it to drain.
+
+    The checkpoint of the last completed step is saved: ``invoke(None, config)`` continues.
+
+    Attributes:
+        reason: The reason given to ``RunControl.request_drain``.
+    """
+
+    def __init__(self, reason: str = "shutdown") -> None:
+        super().__init__(f"Graph drained: {reason}")
+        self.reason = reason
+
+
+class UnknownInterruptError(Exception):
+    """Strict resume mode: ``Command(resume=...)`` does not match the pending interrupts.
+
+    Raised before anything is written, so the pending interrupts can still be answered.
+
+    Attributes:
+        reason: ``"not_pending"`` (the map names ids that are not pending, see ``interrupt_ids``),
+            ``"empty_map"`` or ``"ambiguous"`` (one value while several interrupts are pending).
+        interrupt_ids: The ids of the map that are not pending.
+        pending_ids: The ids still waiting for an answer, sorted.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: Literal["not_pending", "empty_map", "ambiguous"],
+        interrupt_ids: Sequence[str] = (),
+        pending_ids: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.interrupt_ids = tuple(interrupt_ids)
+        self.pending_ids = tuple(pending_ids)
+
+
+_INVALID_RESUME = "_plait_invalid_resume"
+
+
+def mark_invalid_resume(error: BaseException) -> BaseException:
+    """Tag ``error`` as raised by a resume value that does not match its ``response_schema``."""
+    setattr(error, _INVALID_RESUME, True)
+    return error
+
+
+def is_invalid_resume(error: BaseException) -> bool:
+    """Whether ``error`` is a resume value failing its interrupt's ``response_schema`` validation."""
+    return getattr(error, _INVALID_RESUME, False) is True

@@ -96,6 +96,23 @@ class Command(Generic[N], ToolOutputMixin):
 
     PARENT: ClassVar[Literal["__parent__"]] = "__parent__"
 
+    def __repr__(self) -> str:
+        fields = (
+            ("graph", self.graph),
+            ("update", self.update),
+            ("resume", self.resume),
+            ("goto", self.goto),
+        )
+        return f"Command({', '.join(f'{k}={v!r}' for k, v in fields if _set(v))})"
+
+
+def _set(value: Any) -> bool:
+    """Whether a ``Command`` field shows in its repr: the empty and unset ones do not (as in LangGraph)."""
+    try:
+        return bool(value)
+    except Exception:  # noqa: BLE001 - a value without a truth value (an array): shown
+        return True
+
 
 @dataclass(frozen=True, slots=True)
 class Interrupt:
@@ -104,10 +121,13 @@ class Interrupt:
     Attributes:
         value: What the node asked the caller about.
         id: Identifier used to resume this interrupt.
+        response_schema: JSON Schema of the answer expected (from ``interrupt(response_schema=)``),
+            or ``None``.
     """
 
     value: Any
     id: str = ""
+    response_schema: dict[str, Any] | Any | None = None
 
 
 _NOT_TRANSIENT = (
@@ -310,11 +330,21 @@ class GraphOutput(Generic[OutputT]):
         return isinstance(key, str) and hasattr(value, key)
 
 
-def interrupt(value: Any) -> Any:
+def interrupt(value: Any, *, response_schema: dict[str, Any] | type[Any] | None = None) -> Any:
     """Pause the running node and hand ``value`` to the caller.
 
     The first time a node calls it, the run stops with the interrupt recorded
     in the checkpoint. When the run is resumed with ``Command(resume=x)``, the
     node runs again from its start and this call returns ``x``.
+
+    Args:
+        value: What the caller is asked.
+        response_schema: The answer expected: a JSON Schema ``dict`` (shown to the caller, not
+            checked), or a pydantic model, ``TypedDict`` or dataclass (shown as JSON Schema; the
+            answer is validated and returned as that type).
+
+    Raises:
+        pydantic.ValidationError: the answer does not match ``response_schema``; nothing is
+            saved, so the interrupt can be answered again (``errors.is_invalid_resume`` tells).
     """
-    return current_task().interrupt(value)
+    return current_task().interrupt(value, response_schema=response_schema)

@@ -89,3 +89,39 @@ def test_unknown_key_in_update_is_dropped_with_a_warning() -> None:
     g.add_edge(START, "a")
     with pytest.warns(UndeclaredKeyWarning, match="Node 'a' wrote key 'nope'"):
         assert g.compile().invoke({"x": 0}) == {"entries": [], "x": 2}
+
+
+def test_the_json_form_of_overwrite_from_an_api_client_bypasses_the_reducer_too() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"entries": ["a"]})
+    g.add_node("b", lambda s: {"entries": {"__overwrite__": ["b"]}, "x": {"__overwrite__": 7}})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    assert g.compile().invoke({"entries": ["in"]}) == {"entries": ["b"], "x": 7}
+
+
+def test_a_dict_with_other_keys_is_an_ordinary_value() -> None:
+    class D(TypedDict):
+        d: Annotated[list, operator.add]
+
+    g = StateGraph(D).add_node("a", lambda s: {"d": [{"__overwrite__": 1, "other": 2}]}).add_edge(START, "a")
+    assert g.compile().invoke({"d": []})["d"] == [{"__overwrite__": 1, "other": 2}]
+
+
+def test_two_overwrites_one_in_json_form_are_rejected() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"entries": Overwrite([1])})
+    g.add_node("b", lambda s: {"entries": {"__overwrite__": [2]}})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    with pytest.raises(InvalidUpdateError):
+        g.compile().invoke({"entries": []})
+
+
+def test_an_object_that_is_not_a_saver_is_refused_at_compile() -> None:
+    class NotASaver:
+        pass
+
+    g = StateGraph(S).add_node("a", lambda s: {"x": 1}).add_edge(START, "a")
+    with pytest.raises(TypeError, match="Invalid checkpointer provided.*NotASaver"):
+        g.compile(checkpointer=NotASaver())

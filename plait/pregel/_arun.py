@@ -9,13 +9,14 @@ from typing import Any, TypeVar, cast
 
 from plait.errors import ParentCommand
 from plait.pregel._cache import acache_task, arecall_task
+from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, asave
 from plait.pregel._loop import Loop
 from plait.pregel._pool import stack_is_deep
 from plait.pregel._run import claim, make_context, run_task
 from plait.pregel._task import Task, collect, from_child
-from plait.pregel._thread import found
+from plait.pregel._travel import aload_run
 
 __all__ = ["acall_routers", "afinish", "run_async"]
 
@@ -31,12 +32,15 @@ async def _run_async_task(task: Task, ctx: TaskContext) -> None:
     with task_scope(ctx):
         while True:
             attempt += 1
+            ctx.begin_attempt(attempt)
             try:
                 try:
                     value = await call(task.input, ctx)
                 except ParentCommand as exc:  # a subgraph inside this node addressed this graph
                     value = from_child(exc)
                 collect(task, value)
+                if ctx.pushed:  # written while it ran (push_message): first
+                    task.writes[:0] = ctx.pushed
                 if task.node.cache_policy is not None:
                     await acache_task(task, ctx)
                 return
@@ -47,11 +51,13 @@ async def _run_async_task(task: Task, ctx: TaskContext) -> None:
             await asyncio.sleep(delay)
 
 
-def _one(loop: Loop, task: Task, store: Any, context: Any) -> Any:
+async def _one(loop: Loop, task: Task, store: Any, context: Any) -> None:
     ctx = make_context(loop, task, store, context)
     if task.node.is_async or task.node.acall is not None:
-        return _run_async_task(task, ctx)
-    return asyncio.to_thread(run_task, task, ctx)
+        await _run_async_task(task, ctx)
+    else:
+        await asyncio.to_thread(run_task, task, ctx)
+    loop.sink.settled(task, ctx.task_id, loop.run.step)
 
 
 async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool = False) -> None:
@@ -61,7 +67,17 @@ async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, 
         # deeply nested subgraphs: a new asyncio task starts on the event loop's short stack
         await (asyncio.ensure_future(one) if deep else one)
     elif todo:
-        await asyncio.gather(*(_one(loop, t, store, context) for t in todo))
+        limit = max_concurrency(loop.config)
+        if limit is not None and limit < len(todo):
+            gate = asyncio.Semaphore(limit)
+
+            async def gated(task: Task) -> None:
+                async with gate:
+                    await _one(loop, task, store, context)
+
+            await asyncio.gather(*(gated(t) for t in todo))
+        else:
+            await asyncio.gather(*(_one(loop, t, store, context) for t in todo))
 
 
 async def acall_routers(effect: CallRouters) -> list[Any]:
@@ -100,8 +116,7 @@ async def run_async(
     async with await saver.alease(
         thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
     ):
-        head = await saver.aget_tuple(thread.head().config()) if thread.checkpoint_id is not None else None
-        loop.load(found(await saver.aget_tuple(thread.config()), thread), head)
+        await aload_run(loop, saver, input)
         async for event in _drive(loop, input, store, context):
             yield event
 

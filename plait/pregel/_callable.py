@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, NamedTuple, cast
 
 from plait.checkpoint.base import INTERRUPT
 from plait.errors import GraphInterrupt
-from plait.pregel._context import TaskContext
-from plait.pregel._thread import config_with, without_thread
-from plait.runtime import Runtime
+from plait.pregel._context import TaskContext, running_task
+from plait.pregel._thread import config_with, configurable_of, run_config, without_thread
+from plait.pregel._travel import TRAVEL, nested_travel, travel_input
 from plait.types import Command
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "arun_nested",
     "injected",
     "make_call",
+    "nesting_task",
     "run_coroutine",
     "run_nested",
 ]
@@ -71,7 +72,7 @@ def injected(names: Sequence[str], ctx: TaskContext) -> dict[str, Any]:
         elif name == "writer":
             out[name] = ctx.writer
         else:
-            out[name] = Runtime(context=ctx.context, store=ctx.store, stream_writer=ctx.writer)
+            out[name] = ctx.runtime()
     return out
 
 
@@ -81,12 +82,32 @@ def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, Any],
     calls = ctx.subgraph_calls
     ctx.subgraph_calls += 1
     # inherit: a namespace per call, stable across a resume (the task id and call order repeat)
-    name = ctx.node if mode in ("own", "persist") else f"{ctx.node}:{ctx.task_id}:{calls}"
+    # persist: one namespace per call in the node (the first is the node's), kept across runs
+    if mode in ("own", "persist"):
+        name = f"{ctx.node}|{calls}" if calls and mode == "persist" else ctx.node
+    else:
+        name = f"{ctx.node}:{ctx.task_id}:{calls}"
     if mode == "off" or (mode != "own" and ctx.saver is None):
         return graph, without_thread(ctx.config), name
     ns = f"{ctx.checkpoint_ns}|{name}" if ctx.checkpoint_ns else name
     config = config_with(ctx.config, checkpoint_ns=ns, checkpoint_id=None)
     return (graph if mode == "own" else graph.with_saver(ctx.saver)), config, name
+
+
+def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | None:
+    """The running task ``graph`` is invoked from, when it runs there as a subgraph (saving into
+    the task's thread), else ``None``.
+
+    Raises:
+        InvalidConfigError: ``config`` is malformed (checked first, so that nothing runs).
+    """
+    thread_id = configurable_of(run_config(config)).get("thread_id")
+    if graph.subgraph_saving not in ("inherit", "persist"):
+        return None
+    task = running_task()
+    if task is None or task.saver is None or thread_id:
+        return None
+    return task
 
 
 def run_nested(
@@ -107,8 +128,9 @@ def run_nested(
         GraphInterrupt: the subgraph paused.
     """
     sub, config, segment = _subgraph_config(graph, ctx)
-    given = _given(sub, state, ctx)
+    config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
+    kwargs.setdefault("control", ctx.control)
     if ctx.stream is not None:
         sink = ctx.stream
         out = sub.invoke_streaming(
@@ -124,8 +146,9 @@ async def arun_nested(
 ) -> Any:
     """Async :func:`run_nested`: the subgraph's nodes and routers run on this event loop."""
     sub, config, segment = _subgraph_config(graph, ctx)
-    given = _given(sub, state, ctx)
+    config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
+    kwargs.setdefault("control", ctx.control)
     if ctx.stream is not None:
         sink = ctx.stream
         out = await sub.ainvoke_streaming(
@@ -134,6 +157,20 @@ async def arun_nested(
     else:
         out = await sub.ainvoke_here(given, config, context=ctx.context, **kwargs)
     return _nested_output(out, parent_keys)
+
+
+def _travel(
+    sub: Any, config: dict[str, Any], given: Any, ctx: TaskContext, kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], Any]:
+    """The subgraph run's part in its parent's time travel (``kwargs`` gets it): its config and input."""
+    if sub.checkpointer is None:
+        return config, given
+    loop = ctx.loop
+    parent = loop.travel if loop is not None else None
+    parent_id = loop.checkpoint_id if loop is not None else None
+    config, travel, continues = nested_travel(parent, ctx.checkpoint_ns, parent_id, config)
+    kwargs[TRAVEL] = travel
+    return config, travel_input(given, continues)
 
 
 def _given(sub: Any, state: Any, ctx: TaskContext) -> Any:
@@ -228,7 +265,8 @@ def make_call(fn: Any, keys: frozenset[str] = frozenset(), *, subgraph: bool = F
     if not (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn)) and hasattr(
         fn, "invoke"
     ):
-        if hasattr(fn, "ainvoke") and not hasattr(fn, "func"):
+        # a runnable (tools included: they keep their function as ``func`` but are not callable)
+        if hasattr(fn, "ainvoke") and (not hasattr(fn, "func") or not callable(fn)):
             return NodeCalls(_runnable_call(fn), False, _runnable_acall(fn))
     method = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
     config_positional, names = _extras(fn)

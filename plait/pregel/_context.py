@@ -13,6 +13,8 @@ from typing import Any, cast
 
 from plait._context import TASK_CONTEXT, RunningTask
 from plait.errors import GraphInterrupt
+from plait.pregel._answers import ResponseSchema
+from plait.runtime import ExecutionInfo, Runtime
 from plait.types import Interrupt
 
 __all__ = ["TaskContext", "current_task", "running_task", "task_scope"]
@@ -64,15 +66,71 @@ class TaskContext:
     loop: Any = None
     calls: Any = None
     subgraph_calls: int = 0
+    control: Any = None
+    """The run's :class:`~plait.runtime.RunControl`."""
+    server_info: Any = None
+    """The run's :class:`~plait.runtime.ServerInfo`, or ``None``."""
+    attempt: int = 1
+    """Which attempt of the node this is (retry policies run it again)."""
+    first_attempt_time: float | None = None
+    """``time.time()`` when the node's first attempt started."""
+    pushed: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
+    """Writes the node made while running (``push_message``): they come before its result's."""
     _calls: int = 0
 
-    def interrupt(self, value: Any) -> Any:
-        """Return the resume value for this call, or stop the node with an ``Interrupt``."""
+    def begin_attempt(self, attempt: int) -> None:
+        """A (re)try of the node starts: its ``interrupt()`` calls take the answers from the first."""
+        self.attempt = attempt
+        self._calls = 0
+        self.subgraph_calls = 0
+        self.pushed.clear()
+
+    def interrupt(self, value: Any, *, response_schema: Any = None) -> Any:
+        """Return the resume value for this call, or stop the node with an ``Interrupt``.
+
+        Raises:
+            GraphInterrupt: no answer yet.
+            pydantic.ValidationError: the answer does not match ``response_schema``.
+        """
         index = self._calls
         self._calls += 1
+        schema = ResponseSchema.of(response_schema)
         if index < len(self.resume):
-            return self.resume[index]
-        raise GraphInterrupt((Interrupt(value=value, id=f"{self.task_id}:{index}"),))
+            return schema.validate(self.resume[index])
+        raise GraphInterrupt(
+            (Interrupt(value=value, id=f"{self.task_id}:{index}", response_schema=schema.shown),)
+        )
+
+    @property
+    def namespace(self) -> str:
+        """The task's own namespace: ``node:task_id``, under the graph's (``|``-separated)."""
+        own = f"{self.node}:{self.task_id}"
+        return f"{self.checkpoint_ns}|{own}" if self.checkpoint_ns else own
+
+    def execution_info(self) -> ExecutionInfo:
+        """Where this task runs (``runtime.execution_info``)."""
+        configurable = cast("dict[str, Any]", self.config.get("configurable") or {})
+        run_id = self.config.get("run_id")
+        return ExecutionInfo(
+            checkpoint_id=str(getattr(self.loop, "checkpoint_id", None) or ""),
+            checkpoint_ns=self.namespace,
+            task_id=self.task_id,
+            thread_id=configurable.get("thread_id"),
+            run_id=None if run_id is None else str(run_id),
+            node_attempt=self.attempt,
+            node_first_attempt_time=self.first_attempt_time,
+        )
+
+    def runtime(self) -> Runtime[Any]:
+        """The ``runtime`` this task's node receives."""
+        return Runtime(
+            context=self.context,
+            store=self.store,
+            stream_writer=self.writer,
+            execution_info=self.execution_info(),
+            server_info=self.server_info,
+            control=self.control,
+        )
 
 
 def current_task() -> TaskContext:

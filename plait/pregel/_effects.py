@@ -9,11 +9,13 @@ the loop decides what every outcome means, once, for both drivers.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from plait.checkpoint._calls import PutCheckpoint, PutWrites, SaveOp
+from plait.constants import START
+from plait.errors import SerializationError
 from plait.pregel._task import Task
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "Save",
     "SaveOp",
     "asave",
+    "blame",
     "put_kwargs",
     "save",
 ]
@@ -36,7 +39,7 @@ class Save:
     """Execute these saver calls, in order.
 
     ``last``: the run's final save; a saver holding the thread's lease may release it in the same
-    transaction (see :meth:`plait.checkpoint._engine.SqlSaverBase.save_many`).
+    transaction (see :meth:`plait.checkpoint._engine.SqlSaverBase._save_many`).
     """
 
     ops: tuple[SaveOp, ...]
@@ -76,14 +79,14 @@ Effect = Save | Emit | RunTasks | CallRouters
 
 
 def save(saver: Any, effect: Save, thread: tuple[str, str] | None) -> None:
-    """Make the saver calls of ``effect``; plait's SQL savers batch them (``save_many``).
+    """Make the saver calls of ``effect``; plait's SQL savers batch them (``_save_many``).
 
     ``thread``: the ``(thread_id, checkpoint_ns)`` whose lease the run holds, released with the
-    run's last save where the saver can.
+    run's last save where the saver can. Looked up on the class: a wrapper forwarding attributes
+    to another saver has its own ``put`` called.
     """
-    many = getattr(saver, "save_many", None)
-    if many is not None:
-        many(effect.ops, release=thread if effect.last else None)
+    many = getattr(cast("type[object]", type(saver)), "_save_many", None)
+    if many is not None and many(saver, effect.ops, thread if effect.last else None):
         return
     for op in effect.ops:
         if isinstance(op, PutCheckpoint):
@@ -94,9 +97,8 @@ def save(saver: Any, effect: Save, thread: tuple[str, str] | None) -> None:
 
 async def asave(saver: Any, effect: Save, thread: tuple[str, str] | None) -> None:
     """Async :func:`save`."""
-    many = getattr(saver, "asave_many", None)
-    if many is not None:
-        await many(effect.ops, release=thread if effect.last else None)
+    many = getattr(cast("type[object]", type(saver)), "_asave_many", None)
+    if many is not None and await many(saver, effect.ops, thread if effect.last else None):
         return
     for op in effect.ops:
         if isinstance(op, PutCheckpoint):
@@ -133,3 +135,16 @@ def _accepts(method: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return any(p.name == "expected_head" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def blame(err: SerializationError, tasks: Sequence[Task], step: int) -> SerializationError:
+    """Name the writer (one of ``tasks``, of step ``step``, or the graph input) of the key a
+    serialization error is about."""
+    if err.key is not None and err.node is None:
+        writers = [t.name for t in tasks if any(k == err.key for k, _ in t.writes)]
+        err.node = writers[0] if writers else START
+        err.args = (
+            f"{err.args[0] if err.args else err} (written by "
+            f"{'the graph input' if err.node == START else f'node {err.node!r}'} at step {step})",
+        )
+    return err

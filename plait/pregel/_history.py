@@ -180,7 +180,8 @@ def prepare_update(
     after = None if saved is None else saved.checkpoint["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
     checkpoint, versions = run.checkpoint(new_checkpoint_id(after=after), changed)
     step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else 0
-    metadata: dict[str, Any] = {"source": "update", "step": step, "parents": {}}
+    parents = dict((saved.metadata or {}).get("parents") or {}) if saved is not None else {}
+    metadata: dict[str, Any] = {"source": "update", "step": step, "parents": parents}
     parent = saved.config if saved is not None else thread.config()
     return parent, checkpoint, metadata, versions
 

@@ -11,7 +11,7 @@ caller's event loop (``_arun.py``), and sends back what the effect produced.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Hashable, Mapping, Sequence
+from collections.abc import Generator, Hashable, Sequence
 from typing import Any, cast
 
 from plait._schema import MISSING
@@ -24,24 +24,28 @@ from plait.checkpoint.base import (
     new_checkpoint_id,
 )
 from plait.constants import START
-from plait.errors import (
-    EmptyInputError,
-    ErrorCode,
-    GraphRecursionError,
-    InvalidUpdateError,
-    SerializationError,
-    StrictModeError,
-    add_note,
-    create_error_message,
+from plait.errors import EmptyInputError, GraphDrained, GraphRecursionError, SerializationError
+from plait.pregel._control import drain_reason
+from plait.pregel._effects import (
+    CallRouters,
+    Effect,
+    Emit,
+    PutCheckpoint,
+    PutWrites,
+    RunTasks,
+    Save,
+    SaveOp,
+    blame,
 )
-from plait.pregel._effects import CallRouters, Effect, Emit, PutCheckpoint, PutWrites, RunTasks, Save, SaveOp
+from plait.pregel._input import input_writes
+from plait.pregel._limits import recursion_error
 from plait.pregel._options import RunOptions
-from plait.pregel._pause import paused_view, save_partial, task_id
+from plait.pregel._pause import NO_WRITES, NULL_TASK_ID, carry_update, paused_view, save_partial, task_id
 from plait.pregel._plan import Plan
 from plait.pregel._resume import queue_resume
 from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, routers, schedule
-from plait.pregel._stream import EventSink, next_tasks
-from plait.pregel._task import Task, collect
+from plait.pregel._stream import STATIC, EventSink, next_tasks
+from plait.pregel._task import DRAINED, Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Command, Interrupt
 
@@ -93,6 +97,12 @@ class Loop:
         self.after = plan.interrupt_after if interrupt_after is None else interrupt_after
         self.sink = EventSink(modes, config, options.subgraphs)
         self.durability = options.durability
+        self.control = options.control
+        self.server_info = options.server_info
+        self.strict_resume = options.strict_resume
+        self.drained: str | None = None  # why the run stopped early (RunControl), if it did
+        self.null_writes: list[tuple[str, Any]] = []  # resume updates pending on the checkpoint
+        self.carried: set[str] = set()  # keys they changed, not checkpointed yet
         self.events = self.sink.events
         self.saves: list[SaveOp] = []
         self.checkpoint_id: str | None = None
@@ -111,6 +121,7 @@ class Loop:
         self.held_back: PutCheckpoint | None = None  # durability="exit": the checkpoint saved at the end
         # writes of functional-API tasks settled in this step (pregel/_func_tasks.py): saved if it stops
         self.task_writes: list[tuple[str, list[tuple[str, Any]]]] = []
+        self.travel: Any = None  # this run's part in a time travel (pregel/_travel.py), set by the graph
         self._metadata = self.sink.metadata
 
     def task_id(self, task: Task) -> str:
@@ -157,7 +168,26 @@ class Loop:
         self.replaying = explicit
         # time travel: the first write forks on purpose
         self.expect_head = ... if explicit else cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
-        for tid, key, value in saved.pending_writes or ():
+        self._load_writes(saved.pending_writes or ())
+
+    def load_past(self, saved: CheckpointTuple | None, head: CheckpointTuple | None) -> None:
+        """Start from ``saved``, a checkpoint older than the thread's ``head`` (``None``: from no
+        checkpoint, as a new thread): the run's checkpoints branch off it, after ``head``."""
+        self.load(saved, head)
+        self.newest = head.checkpoint["id"] if head is not None else None  # pyright: ignore[reportTypedDictNotRequiredAccess]
+        self.replaying = saved is not None
+        self.expect_head = ...
+
+    def _load_writes(self, writes: Sequence[tuple[str, str, Any]]) -> None:
+        """Sort the checkpoint's pending writes: answers, questions, finished tasks, resume updates."""
+        run = self.run
+        for tid, key, value in writes:
+            if tid == NULL_TASK_ID:  # a resume's Command(update=...): applied below
+                self.null_writes.append((key, value))
+                continue
+            if key == NO_WRITES:  # finished without writes: not run again
+                self.done_writes.setdefault(tid, [])
+                continue
             if key == INTERRUPT:  # a task asked again after a resume repeats its earlier questions
                 asked = self.interrupted.setdefault(tid, [])
                 asked.extend(i for i in value if all(i.id != j.id for j in asked))
@@ -170,6 +200,8 @@ class Loop:
                 self.done_writes.setdefault(tid, []).append((key, value))
         for tid in self.done_writes if self.interrupted else ():  # answered, then finished: not pending
             self.interrupted.pop(tid, None)
+        if self.null_writes:
+            self.carried |= apply_writes(self.plan, run, [(START, self.null_writes)])
 
     def effects(self, input: Any) -> Steps:  # noqa: A002 - LangGraph's name
         """The run after :meth:`load`: apply ``input`` (or resume), then supersteps until it ends.
@@ -185,8 +217,9 @@ class Loop:
         while True:
             try:  # before the step's saves go out, so the run's last save is known to be the last
                 tasks = self._tick()
-            except BaseException:
-                self._release()
+            except BaseException as exc:  # the previous step's saves still go out
+                if isinstance(exc, GraphRecursionError):
+                    self._release()
                 yield from self._flush()
                 raise
             if tasks is None:
@@ -200,12 +233,16 @@ class Loop:
                 yield from self._flush(last=error is None)
                 if error is not None:
                     raise error
+                if self.drained is not None:  # a subgraph drained: this run stops with it
+                    raise GraphDrained(self.drained)
                 return
             yield from self._finish(tasks)
             if self.interrupts:
                 break
         self._release()
         yield from self._flush(last=True)
+        if self.drained is not None:
+            raise GraphDrained(self.drained)
 
     def _release(self) -> None:
         """``durability="exit"``: queue the one checkpoint held back until the run ends."""
@@ -220,7 +257,7 @@ class Loop:
             try:
                 yield Save(ops, last)
             except SerializationError as err:
-                raise self.blame(err) from None
+                raise blame(err, self.last_tasks, self.run.step - 1) from None
         if self.events:
             events = tuple(self.events)
             self.events.clear()
@@ -240,7 +277,7 @@ class Loop:
         elif input is None:
             yield from self._resume()
         else:
-            writes = self._input_writes(input)
+            writes = input_writes(self.plan, input)
             run = self.run
             if self.saver is not None:
                 run.next, run.sends = [START], []
@@ -263,28 +300,6 @@ class Loop:
         run.step += 1
         self.start_step = run.step - 1
 
-    def _input_writes(self, input: Any) -> list[tuple[str, Any]]:  # noqa: A002
-        if self.plan.input_make is not None and not isinstance(input, dict):
-            input = self.plan.input_make(input)  # noqa: A001
-        if not isinstance(input, Mapping):
-            message = create_error_message(
-                message=f"Expected dict, got {input}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
-            )
-            raise InvalidUpdateError(message, node=START, value=input)
-        # the input state (isinstance() leaves it Mapping[Unknown, Unknown])
-        values = cast("Mapping[str, Any]", input)
-        keys = self.plan.input_keys
-        if self.plan.strict:
-            extra = [k for k in values if k not in keys]
-            if extra:
-                raise StrictModeError(
-                    f"The graph input has key(s) {extra} that the input schema does not declare "
-                    f"(declared: {list(keys)}); without strict mode they would be dropped silently.",
-                    key=extra[0],
-                    value=values[extra[0]],
-                )
-        return [(k, v) for k, v in values.items() if k in keys]
-
     def _resume(self) -> Steps:
         run = self.run
         if self.checkpoint_id is None:
@@ -294,9 +309,11 @@ class Loop:
             yield from self._start_with(writes)
             return
         older = self.newest is not None and self.newest != self.checkpoint_id
-        if self.replaying and older and (run.next or run.sends) and self.saver is not None:
-            # replaying a past checkpoint: its copy (source "fork") starts the new branch, and the
-            # nodes after it run again (the old branch's pending writes and answers stay with it)
+        ran = bool(self.done_writes or self.resumes or self.interrupted)  # its step ran, in part
+        if self.replaying and (older or ran) and (run.next or run.sends) and self.saver is not None:
+            # replaying a past checkpoint (or one whose step ran): its copy (source "fork") starts the
+            # new branch, and the nodes after it run again (the old branch's pending writes and
+            # answers stay with it)
             self.done_writes.clear()
             self.resumes.clear()
             self.interrupted.clear()
@@ -314,13 +331,20 @@ class Loop:
             name = START if self.checkpoint_id is None else _COMMAND
             task = Task(name, None, None)  # type: ignore[arg-type]
             collect(task, Command(update=cmd.update, goto=cmd.goto))
-            apply_writes(self.plan, self.run, [(START, task.writes)])
+            changed = apply_writes(self.plan, self.run, [(START, task.writes)])
+            if name == _COMMAND:  # kept with the checkpoint until a step completes on it
+                self.carried |= changed
+                carry_update(self, task.writes)
             if cmd.goto:
                 yield from self._schedule([task])
         self.skip_before = True
 
     def _queue_resume(self, resume: Any) -> None:
-        queue_resume(self.interrupted, self.resumes, resume)
+        nested = self.thread is not None and bool(self.thread.checkpoint_ns)  # the parent checked it
+        superseded = self.newest is not None and self.newest != self.checkpoint_id  # an older checkpoint
+        strict = self.strict_resume and not nested and not superseded
+        asked = {*self.interrupted, *self.resumes, *self.done_writes}
+        queue_resume(self.interrupted, self.resumes, resume, strict=strict, tasks=asked)
 
     # -- steps --------------------------------------------------------------
 
@@ -332,22 +356,19 @@ class Loop:
         """
         run = self.run
         if run.step > self.start_step + self.limit:
-            nodes = tuple(run.next) + tuple(n for n, _ in run.sends)
-            message = create_error_message(
-                message=f"Recursion limit of {self.limit} reached without hitting a stop condition. "
-                "You can increase the limit by setting the `recursion_limit` config key.",
-                error_code=ErrorCode.GRAPH_RECURSION_LIMIT,
-            )
-            err = GraphRecursionError(message, step=run.step, nodes=nodes)
-            add_note(err, f"Nodes still scheduled after step {run.step - 1}: {list(nodes)}")
-            raise err
+            raise recursion_error(run, self.limit)
         if not run.next and not run.sends:
             return None
-        if not self.skip_before and self.before and any(self._matches(self.before, n) for n in run.next):
+        before = self.before and not self.skip_before  # breakpoints stop Send tasks too
+        if before and any(self._matches(self.before, n) for n in (*run.next, *(n for n, _ in run.sends))):
             self.interrupts.append(Interrupt(value=None, id="before"))
             self.sink.interrupted(())
             return None
         self.skip_before = False
+        control = self.control
+        if control is not None and control.drain_requested:  # after the breakpoint: a resume would skip it
+            self.drained = drain_reason(control)
+            return None
         tasks = prepare_tasks(self.plan, run, self.start_step + self.limit)  # stop: for managed values
         if self.done_writes:
             for task in tasks:
@@ -380,43 +401,29 @@ class Loop:
             self.sink.interrupted(())
 
     def _stop_step(self, tasks: Sequence[Task]) -> BaseException | None:
-        self._save_partial(tasks)
+        save_partial(self, tasks)
         failed = next((t.error for t in tasks if t.error is not None), None)
         if failed is not None:
             return failed
         for t in tasks:
             self.interrupts.extend(t.interrupts)
+        self.drained = next((str(i.value) for i in self.interrupts if i.id == DRAINED), None)
         self.sink.interrupted(tuple(self.interrupts))
-        self._paused_view(tasks)
-        return None
-
-    def _paused_view(self, tasks: Sequence[Task]) -> None:
         paused_view(self, tasks)
-
-    def _save_partial(self, tasks: Sequence[Task]) -> None:
-        save_partial(self, tasks)
+        return None
 
     # -- checkpoint & output --------------------------------------------------
 
-    def blame(self, err: SerializationError) -> SerializationError:
-        """Name the node that wrote the key a serialization error is about."""
-        if err.key is not None and err.node is None:
-            writers = [t.name for t in self.last_tasks if any(k == err.key for k, _ in t.writes)]
-            err.node = writers[0] if writers else START
-            err.args = (
-                f"{err.args[0] if err.args else err} (written by "
-                f"{'the graph input' if err.node == START else f'node {err.node!r}'} "
-                f"at step {self.run.step - 1})",
-            )
-        return err
-
     def _checkpoint(self, source: str, changed: set[str]) -> None:
+        if self.carried:  # keys a resume's update changed before this step
+            changed, self.carried = changed | self.carried, set()
         run = self.run
         newest = self.newest
         after = self.checkpoint_id if newest is None or (self.checkpoint_id or "") > newest else newest
         cid = new_checkpoint_id(after=after)
         checkpoint, versions = run.checkpoint(cid, changed)
-        metadata: dict[str, Any] = {**self._metadata, "source": source, "step": run.step, "parents": {}}
+        parents = dict(self.travel.parents) if self.travel is not None else {}
+        metadata: dict[str, Any] = {**self._metadata, "source": source, "step": run.step, "parents": parents}
         assert self.thread is not None  # noqa: S101 - guarded by saver is not None
         parent = self.thread.config(self.checkpoint_id) if self.checkpoint_id else self.thread.config()
         op = PutCheckpoint(parent, dict(checkpoint), metadata, versions, self.expect_head)
@@ -465,7 +472,7 @@ class Loop:
     def final(self) -> Any:
         """What ``invoke`` returns: the output, plus ``__interrupt__`` when paused."""
         out = self.output()
-        real = [i for i in self.interrupts if i.id not in ("before", "after")]
+        real = [i for i in self.interrupts if i.id not in STATIC]
         if real:
             out[INTERRUPT] = real
         return out

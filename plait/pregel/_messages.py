@@ -120,6 +120,12 @@ class MessageStreamHandler(BaseCallbackHandler):
             for item in items:
                 self.seen(item)
 
+    def push(self, message: BaseMessage, meta: Meta) -> None:
+        """Emit ``message`` now (``push_message``); it is not emitted again when its node finishes."""
+        if message.id:
+            self._mark(message.id)
+        self.emit((message, meta))
+
     def emit_written(self, messages: Iterable[BaseMessage], meta: Meta) -> None:
         """Emit messages a node returned, unless a model already streamed them."""
         for message in messages:

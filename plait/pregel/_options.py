@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plait.pregel._root import root_payload
+from plait.runtime import RunControl, ServerInfo
 
 __all__ = [
     "RunOptions",
@@ -102,7 +103,7 @@ RUN_OPTIONS = frozenset(
         "control",
     }
 )
-UNSUPPORTED = ("output_keys", "print_mode", "control")
+UNSUPPORTED = ("output_keys", "print_mode")
 
 
 DURABILITY = ("sync", "async", "exit")
@@ -132,6 +133,9 @@ class RunOptions:
         lease_timeout: Seconds to wait for a busy thread before ThreadBusyError (``None``: no limit).
         subgraphs: Stream the events of subgraphs too, with their namespaces.
         durability: ``"sync"``/``"async"``: save every step; ``"exit"``: save only when the run ends.
+        control: Drains the run at the next step boundary when asked (``invoke(control=)``).
+        server_info: What a LangGraph server says about the run (``runtime.server_info``).
+        strict_resume: Refuse a ``Command(resume=...)`` that does not match the pending interrupts.
     """
 
     interrupt_before: frozenset[str] | None = None
@@ -140,3 +144,6 @@ class RunOptions:
     lease_timeout: float | None = None
     subgraphs: bool = False
     durability: str = "sync"
+    control: RunControl | None = None
+    server_info: ServerInfo | None = None
+    strict_resume: bool = False

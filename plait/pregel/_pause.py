@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME
 from plait.errors import InvalidUpdateError, StrictModeError
@@ -15,7 +15,12 @@ from plait.pregel._task import Task
 if TYPE_CHECKING:
     from plait.pregel._loop import Loop
 
-__all__ = ["paused_view", "save_partial"]
+__all__ = ["NO_WRITES", "NULL_TASK_ID", "carry_update", "paused_view", "save_partial"]
+
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+"""Task id of the pending writes of a ``Command(update=...)`` given with a resume (LangGraph's)."""
+NO_WRITES = "__no_writes__"
+"""Pending write of a task that finished without writing anything (LangGraph's channel name)."""
 
 
 def task_id(checkpoint_id: str | None, task: Task) -> str:
@@ -60,7 +65,19 @@ def save_partial(loop: Loop, tasks: Sequence[Task]) -> None:
             resumes = loop.resumes.get(tid)
             if resumes:
                 loop.saves.append(PutWrites(config, [(RESUME, list(resumes))], tid))
-        elif t.error is None and t.done:
-            loop.saves.append(PutWrites(config, list(t.writes), tid))
+        elif t.error is None and t.done:  # a finished task is not run again: even with no writes
+            loop.saves.append(PutWrites(config, list(t.writes) or [(NO_WRITES, None)], tid))
         elif t.error is not None:  # shown by get_state().tasks; the task runs again on resume
             loop.saves.append(PutWrites(config, [(ERROR, repr(t.error))], tid))
+
+
+def carry_update(loop: Loop, writes: Sequence[tuple[str, Any]]) -> None:
+    """Keep a resume's ``Command(update=...)`` as pending writes of the checkpoint it applies to.
+
+    The step that checkpoint starts may pause again: the update is then applied once more when
+    the run resumes (the savers keep one set of writes per task: earlier updates are re-sent).
+    """
+    if loop.saver is None or loop.checkpoint_config is None or not writes:
+        return
+    loop.null_writes.extend(writes)
+    loop.saves.append(PutWrites(loop.checkpoint_config, list(loop.null_writes), NULL_TASK_ID))

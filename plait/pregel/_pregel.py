@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing, closing
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, cast
+from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import Self
 
-from plait.checkpoint.base import INTERRUPT, get_checkpoint_id
+from plait.checkpoint.base import INTERRUPT, BaseCheckpointSaver, get_checkpoint_id
 from plait.errors import GraphBuildError
-from plait.pregel._arun import afinish, run_async
+from plait.pregel._arun import run_async
+from plait.pregel._batch import abatch, batch
 from plait.pregel._cache import namespaces
-from plait.pregel._callable import arun_nested, run_nested
-from plait.pregel._context import running_task
-from plait.pregel._history import empty_snapshot, head_check, prepare_update, snapshot, supersteps_of
+from plait.pregel._callable import arun_nested, nesting_task, run_nested
+from plait.pregel._control import run_extras, run_inputs
+from plait.pregel._history import empty_snapshot, snapshot, supersteps_of
 from plait.pregel._loop import Loop
 from plait.pregel._options import (
     RUN_OPTIONS,
@@ -32,16 +31,19 @@ from plait.pregel._options import (
     version_of,
 )
 from plait.pregel._plan import Plan
-from plait.pregel._root import root_output, root_snapshot, root_value
-from plait.pregel._run import finish_sync, run_sync
+from plait.pregel._root import root_output, root_snapshot
+from plait.pregel._run import run_sync
 from plait.pregel._subgraphs import (
+    addressed_graph,
     aread_snapshot,
     awith_task_states,
     read_snapshot,
     subgraphs_of,
     with_task_states,
 )
-from plait.pregel._thread import ThreadRef, configurable_of, found, run_config
+from plait.pregel._thread import ThreadRef, run_config
+from plait.pregel._travel import TRAVEL, Travel, mapped, top_level
+from plait.pregel._update import aupdate_thread, update_thread
 from plait.types import Command, GraphOutput, StateSnapshot, StateUpdate
 from plait.typing import ContextT, InputT, OutputT, StateT
 
@@ -73,6 +75,12 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         debug: bool = False,
         stream_mode: str = "values",
     ) -> None:
+        if checkpointer not in (None, True, False) and not isinstance(checkpointer, BaseCheckpointSaver):
+            raise TypeError(
+                "Invalid checkpointer provided: expected a BaseCheckpointSaver (InMemorySaver, SqliteSaver, "
+                f"PostgresSaver, ...), True, False or None, got {type(checkpointer).__name__}. A saver of your "
+                "own must subclass plait.checkpoint.base.BaseCheckpointSaver."
+            )
         self.plan = plan
         self.checkpointer = checkpointer if checkpointer not in (True, False) else None
         # As a subgraph: None inherits the parent's saver per call, True keeps one thread
@@ -94,6 +102,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     # -- running ------------------------------------------------------------
 
     def _loop(self, config: Mapping[str, Any] | None, modes: frozenset[str], kwargs: dict[str, Any]) -> Loop:
+        travel: Travel | None = kwargs.pop(TRAVEL, None)  # a subgraph run: its parent task's travel
         unknown = set(kwargs) - RUN_OPTIONS
         if unknown:
             raise TypeError(
@@ -105,6 +114,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         strategy = kwargs.get("multitask_strategy") or "enqueue"
         if strategy not in ("enqueue", "reject"):
             raise ValueError(f"multitask_strategy must be 'enqueue' or 'reject', got {strategy!r}")
+        control, server_info, strict = run_extras(config, kwargs.get("control"))
         options = RunOptions(
             interrupt_before=as_set(kwargs.get("interrupt_before")),
             interrupt_after=as_set(kwargs.get("interrupt_after")),
@@ -112,8 +122,17 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             lease_timeout=seconds_of(kwargs.get("lease_timeout")),
             subgraphs=bool(kwargs.get("subgraphs")),
             durability=durability_of(kwargs),
+            control=control,
+            server_info=server_info,
+            strict_resume=strict,
         )
-        return Loop(self.plan, self.checkpointer, run_config(config), modes, options)
+        checked = run_config(config)
+        if travel is None and self.checkpointer is not None:
+            ThreadRef.from_config(checked)  # a malformed thread is refused before it is re-addressed
+            checked, travel = top_level(checked)
+        loop = Loop(self.plan, self.checkpointer, checked, modes, options)
+        loop.travel = travel
+        return loop
 
     def invoke_streaming(
         self,
@@ -128,7 +147,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         """Run as a streaming subgraph: hand every event to ``push``; return what ``invoke`` returns."""
         kwargs.pop("stream_mode", None)  # the parent's modes apply
         loop = self._loop(config, modes, {**kwargs, "subgraphs": True})
-        with closing(run_sync(loop, input, self.store, context)) as events:
+        with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
             for event in events:
                 push(event)
         return _output(self, loop, False)
@@ -146,7 +165,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         """Async :meth:`invoke_streaming`."""
         kwargs.pop("stream_mode", None)
         loop = self._loop(config, modes, {**kwargs, "subgraphs": True})
-        async with aclosing(run_async(loop, input, self.store, context)) as events:
+        async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
             async for event in events:
                 push(event)
         return _output(self, loop, False)
@@ -177,7 +196,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config, modes, kwargs)
         subgraphs = loop.sink.subgraphs
-        with closing(run_sync(loop, input, self.store, context)) as events:
+        with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
             for event in events:
                 yield from shape(event, modes, single, subgraphs, self.plan.root, v2)
 
@@ -191,7 +210,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         **kwargs: Any,
     ) -> Any:
         """Run the graph to completion (or to an interrupt) and return the output state."""
-        if (task := _nesting(self, config)) is not None:
+        if (task := nesting_task(self, config)) is not None:
             return run_nested(self, input, task, stream_mode=stream_mode, **kwargs)
         return self.invoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
 
@@ -209,7 +228,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             return list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
         v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config, frozenset(), kwargs)
-        gen = run_sync(loop, input, self.store, context)
+        gen = run_sync(loop, input, *run_inputs(self, config, context))
         for _ in gen:
             pass
         return _output(self, loop, v2)
@@ -229,7 +248,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         loop = self._loop(config, modes, kwargs)
         subgraphs = loop.sink.subgraphs
         # closing this generator closes the run at once (releasing its thread), not when collected
-        async with aclosing(run_async(loop, input, self.store, context)) as events:
+        async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
             async for event in events:
                 for item in shape(event, modes, single, subgraphs, self.plan.root, v2):
                     yield item
@@ -244,7 +263,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke`."""
-        if (task := _nesting(self, config)) is not None:
+        if (task := nesting_task(self, config)) is not None:
             return await arun_nested(self, input, task, stream_mode=stream_mode, **kwargs)
         return await self.ainvoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
 
@@ -265,7 +284,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             ]
         v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config, frozenset(), kwargs)
-        async with aclosing(run_async(loop, input, self.store, context)) as events:
+        async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
             async for _ in events:
                 pass
         return _output(self, loop, v2)
@@ -277,15 +296,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         **kwargs: Any,
     ) -> list[Any]:
         """Invoke once per input (one config for all, or one per input), in parallel threads."""
-        configs = _configs(config, len(inputs))
-        if len(inputs) <= 1:
-            return [self.invoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
-
-        def invoke_one(ic: tuple[Any, RunnableConfig | None]) -> Any:
-            return self.invoke(ic[0], ic[1], **kwargs)
-
-        with ThreadPoolExecutor(max_workers=min(16, len(inputs))) as pool:
-            return list(pool.map(invoke_one, zip(inputs, configs, strict=True)))
+        return batch(self, inputs, config, **kwargs)
 
     async def abatch(
         self,
@@ -294,12 +305,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         **kwargs: Any,
     ) -> list[Any]:
         """Async :meth:`batch`."""
-        configs = _configs(config, len(inputs))
-        return list(
-            await asyncio.gather(
-                *(self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True))
-            )
-        )
+        return await abatch(self, inputs, config, **kwargs)
 
     # -- threads ------------------------------------------------------------
 
@@ -316,21 +322,31 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             subgraphs: Fill each subgraph task's ``state`` with the subgraph's own snapshot
                 (else its config).
         """
+        return self._owner(config).state_here(config, subgraphs=subgraphs)
+
+    def state_here(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        """:meth:`get_state` read with this graph's channels, whatever namespace ``config`` names."""
         ref = ThreadRef.from_config(config)
         saved = self._saver().get_tuple(ref.config())
         if saved is None:
             return empty_snapshot(config)
         read = partial(read_snapshot, self.checkpointer) if subgraphs else None
-        snap = with_task_states(self.plan, snapshot(self.plan, saved, ref.checkpoint_id is None), read)
+        snap = with_task_states(
+            self.plan, snapshot(self.plan, mapped(saved), ref.checkpoint_id is None), read
+        )
         return root_snapshot(self.plan, snap)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async :meth:`get_state`."""
+        return await self._owner(config).astate_here(config, subgraphs=subgraphs)
+
+    async def astate_here(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        """Async :meth:`state_here`."""
         ref = ThreadRef.from_config(config)
         saved = await self._saver().aget_tuple(ref.config())
         if saved is None:
             return empty_snapshot(config)
-        snap = snapshot(self.plan, saved, ref.checkpoint_id is None)
+        snap = snapshot(self.plan, mapped(saved), ref.checkpoint_id is None)
         if subgraphs:
             snap = await awith_task_states(self.plan, snap, partial(aread_snapshot, self.checkpointer))
         else:
@@ -360,9 +376,10 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints as snapshots, newest first, read lazily."""
         ref = ThreadRef.from_config(config)
+        plan = self._owner(config).plan
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         for saved in self._saver().list(ref.config(), filter=filter, before=before, limit=limit):
-            yield root_snapshot(self.plan, snapshot(self.plan, saved))
+            yield root_snapshot(plan, snapshot(plan, saved))
 
     async def aget_state_history(
         self,
@@ -374,9 +391,10 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     ) -> AsyncIterator[StateSnapshot]:
         """Async :meth:`get_state_history`."""
         ref = ThreadRef.from_config(config)
+        plan = self._owner(config).plan
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         async for saved in self._saver().alist(ref.config(), filter=filter, before=before, limit=limit):
-            yield root_snapshot(self.plan, snapshot(self.plan, saved))
+            yield root_snapshot(plan, snapshot(plan, saved))
 
     def update_state(
         self, config: RunnableConfig, values: Any, as_node: str | None = None, task_id: str | None = None
@@ -402,35 +420,41 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         Each superstep is a list of :class:`~plait.types.StateUpdate` (or ``(values, as_node)``)
         whose writes merge as one step's do.
         """
-        saver, current = self._saver(), cast("dict[str, Any]", config)
-        for updates in supersteps_of(supersteps):
-            ref = ThreadRef.from_config(current)
-            saved = found(saver.get_tuple(ref.config()), ref)
-            parent, checkpoint, metadata, versions = finish_sync(
-                prepare_update(self.plan, ref, saved, self._updates(updates))
-            )
-            current = saver.put(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
-        return current
+        steps = supersteps_of(supersteps)
+        return self._owner(config, for_update=True).update_here(config, steps)
+
+    def update_here(self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]) -> dict[str, Any]:
+        """:meth:`bulk_update_state` with this graph's nodes and channels, in any namespace."""
+        self._saver()
+        return update_thread(self, config, supersteps)  # type: ignore[no-any-return]
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
     ) -> dict[str, Any]:
         """Async :meth:`bulk_update_state`."""
-        saver, current = self._saver(), cast("dict[str, Any]", config)
-        for updates in supersteps_of(supersteps):
-            ref = ThreadRef.from_config(current)
-            saved = found(await saver.aget_tuple(ref.config()), ref)
-            parent, checkpoint, metadata, versions = await afinish(
-                prepare_update(self.plan, ref, saved, self._updates(updates))
-            )
-            current = await saver.aput(
-                parent, checkpoint, metadata, versions, **head_check(saver, ref, saved)
-            )
-        return current
+        steps = supersteps_of(supersteps)
+        return await self._owner(config, for_update=True).aupdate_here(config, steps)
 
-    def _updates(self, updates: Sequence[Any]) -> list[tuple[Any, str | None]]:
-        root = self.plan.root
-        return [(root_value(u[0]) if root else u[0], u[1] if len(u) > 1 else None) for u in updates]
+    async def aupdate_here(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
+    ) -> dict[str, Any]:
+        """Async :meth:`update_here`."""
+        self._saver()
+        return await aupdate_thread(self, config, supersteps)  # type: ignore[no-any-return]
+
+    def _owner(self, config: Any, *, for_update: bool = False) -> Pregel[Any, Any, Any, Any]:
+        """The graph whose state ``config`` addresses: this one, or the subgraph at its namespace.
+
+        Raises:
+            ValueError: ``for_update`` and the namespace is no declared subgraph's.
+        """
+        ns = ThreadRef.from_config(config).checkpoint_ns
+        if not ns:
+            return self
+        sub: Pregel[Any, Any, Any, Any] | None = addressed_graph(
+            self.plan, self._saver(), ns, for_update=for_update
+        )
+        return self if sub is None else sub
 
     def with_saver(self, saver: Any) -> Self:
         """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
@@ -457,30 +481,6 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         if not self.plan.nodes:
             raise GraphBuildError("Graph has no nodes")
         return self
-
-
-def _configs(
-    config: RunnableConfig | Sequence[RunnableConfig] | None, count: int
-) -> list[RunnableConfig | None]:
-    """One config per input: the list given, or the one config repeated."""
-    if isinstance(config, (list, tuple)):
-        return list(cast("Sequence[RunnableConfig]", config))
-    return [cast("RunnableConfig | None", config)] * count  # a config (or None): sequences were taken above
-
-
-def _nesting(graph: Pregel[Any, Any, Any, Any], config: Mapping[str, Any] | None) -> Any:
-    """The running task a graph is invoked from (as a subgraph inside a node), if any.
-
-    Raises:
-        InvalidConfigError: ``config`` is malformed (checked first, so that nothing runs).
-    """
-    thread_id = configurable_of(run_config(config)).get("thread_id")
-    if graph.subgraph_saving not in ("inherit", "persist"):
-        return None
-    task = running_task()
-    if task is None or task.saver is None or thread_id:
-        return None
-    return task
 
 
 def _output(graph: Pregel[Any, Any, Any, Any], loop: Loop, v2: bool) -> Any:

@@ -2,49 +2,106 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import string
+from collections.abc import Collection, Mapping
 from typing import Any, cast
 
+from plait.errors import UnknownInterruptError
+from plait.pregel._stream import STATIC
 from plait.types import Interrupt
 
-__all__ = ["pending", "queue_resume"]
+__all__ = ["pending", "pending_ids", "queue_resume"]
+
+_MULTIPLE = (
+    "When there are multiple pending interrupts, you must specify the interrupt id when resuming. "
+    "Resume with Command(resume={interrupt.id: value, ...}) using the ids from "
+    "get_state(config).interrupts."
+)
+_HEX = frozenset(string.hexdigits.lower())
+
+
+def _looks_like_id(key: object, known: Mapping[str, str], tasks: Collection[str]) -> bool:
+    """An interrupt id: a pending one, one of a task of this step (``task_id:n``, answered ones
+    included), or LangGraph's form (32 lowercase hex digits)."""
+    if not isinstance(key, str):
+        return False
+    return key in known or key.rpartition(":")[0] in tasks or (len(key) == 32 and set(key) <= _HEX)
 
 
 def queue_resume(
-    interrupted: Mapping[str, list[Interrupt]], resumes: dict[str, list[Any]], resume: Any
+    interrupted: Mapping[str, list[Interrupt]],
+    resumes: dict[str, list[Any]],
+    resume: Any,
+    *,
+    strict: bool = False,
+    tasks: Collection[str] = (),
 ) -> None:
     """Hand ``resume`` to the paused tasks: one value, or ``{interrupt id: value}``.
 
     A task paused by a subgraph with several pending interrupts gets its share of the map as one
-    value (the subgraph resumes with it).
+    value (the subgraph resumes with it). A map whose keys are all interrupt ids is a resume map
+    even when some are not pending: those answers are dropped (``strict`` refuses them).
 
     Args:
         interrupted: The interrupts each paused task (by task id) raised.
         resumes: The answers each task got so far; updated.
         resume: What ``Command(resume=...)`` carries.
+        strict: Refuse a map naming interrupts that are not pending, an empty map, and one value
+            while several interrupts are pending.
+        tasks: Ids of the step's tasks that asked questions, finished ones included (their
+            interrupt ids make a map a resume map).
 
     Raises:
         RuntimeError: one value while several interrupts are pending.
+        UnknownInterruptError: ``strict``, and the resume does not match the pending interrupts
+            (raised before anything changes).
     """
     by_id = {i.id: tid for tid, items in interrupted.items() for i in items}
     if isinstance(resume, Mapping):
         by_interrupt = cast("Mapping[str, Any]", resume)  # interrupt id -> resume value, perhaps
-        if by_interrupt and all(k in by_id for k in by_interrupt):
+        if all(_looks_like_id(k, by_id, tasks) for k in by_interrupt):
+            if strict:
+                _check_map(by_interrupt, pending_ids(interrupted))
             shares: dict[str, dict[str, Any]] = {}
             for key, value in by_interrupt.items():
-                shares.setdefault(by_id[key], {})[key] = value
+                if key in by_id:
+                    shares.setdefault(by_id[key], {})[key] = value
             for tid, share in shares.items():
                 several = pending(interrupted, resumes, tid) > 1
                 resumes.setdefault(tid, []).append(share if several else next(iter(share.values())))
             return
     if sum(pending(interrupted, resumes, tid) for tid in interrupted) > 1:
-        raise RuntimeError(
-            "When there are multiple pending interrupts, you must specify the interrupt id when resuming. "
-            "Resume with Command(resume={interrupt.id: value, ...}) using the ids from "
-            "get_state(config).interrupts."
-        )
+        if strict:
+            open_ids = pending_ids(interrupted)
+            if len(open_ids) > 1:
+                raise UnknownInterruptError(_MULTIPLE, reason="ambiguous", pending_ids=open_ids)
+        else:
+            raise RuntimeError(_MULTIPLE)
     for tid in interrupted:
         resumes.setdefault(tid, []).append(resume)
+
+
+def _check_map(answers: Mapping[str, Any], open_ids: list[str]) -> None:
+    if not answers:
+        raise UnknownInterruptError(
+            "The resume map names no interrupt", reason="empty_map", pending_ids=open_ids
+        )
+    unknown = sorted(set(answers) - set(open_ids))
+    if unknown:
+        raise UnknownInterruptError(
+            f"Unknown or already-consumed interrupt: {unknown[0]}",
+            reason="not_pending",
+            interrupt_ids=unknown,
+            pending_ids=open_ids,
+        )
+
+
+def pending_ids(interrupted: Mapping[str, list[Interrupt]]) -> list[str]:
+    """The ids of the questions still waiting for an answer, sorted (breakpoint markers left out).
+
+    A paused task's saved questions are the ones it asked after using up its answers so far.
+    """
+    return sorted({i.id for items in interrupted.values() for i in items if i.id not in STATIC})
 
 
 def pending(interrupted: Mapping[str, list[Interrupt]], resumes: Mapping[str, list[Any]], tid: str) -> int:

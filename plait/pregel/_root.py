@@ -100,6 +100,8 @@ def root_payload(mode: str, payload: Any) -> Any:
 
 
 def _unwrap(update: Any) -> Any:
+    if type(update) is list:  # several updates of one node
+        return [_unwrap(u) for u in cast("list[Any]", update)]  # type: ignore[redundant-cast]  # pyright: list[Unknown]
     data = _as_dict(update)
     if data is not None and len(data) == 1 and ROOT in data:
         return data[ROOT]

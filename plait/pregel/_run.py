@@ -13,13 +13,14 @@ from plait.checkpoint._locks import reentered
 from plait.errors import ParentCommand
 from plait.pregel._cache import cache_task, recall_task
 from plait.pregel._callable import run_coroutine
+from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, save
 from plait.pregel._loop import Loop
 from plait.pregel._pause import task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
 from plait.pregel._task import Task, collect, from_child
-from plait.pregel._thread import found
+from plait.pregel._travel import load_run
 
 __all__ = ["call_routers", "claim", "finish_sync", "make_context", "run_sync", "run_task"]
 
@@ -48,6 +49,9 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
         paused=tid in loop.interrupted,
         durability=loop.durability,
         loop=loop,
+        control=loop.control,
+        server_info=loop.server_info,
+        first_attempt_time=time.time(),
     )
 
 
@@ -59,6 +63,7 @@ def run_task(task: Task, ctx: TaskContext) -> None:
     with task_scope(ctx):
         while True:
             attempt += 1
+            ctx.begin_attempt(attempt)
             try:
                 try:
                     value = task.node.call(task.input, ctx)
@@ -66,6 +71,8 @@ def run_task(task: Task, ctx: TaskContext) -> None:
                 except ParentCommand as exc:  # a subgraph inside this node addressed this graph
                     value = from_child(exc)
                 collect(task, value)
+                if ctx.pushed:  # written while it ran (push_message): first
+                    task.writes[:0] = ctx.pushed
                 if task.node.cache_policy is not None:
                     cache_task(task, ctx)
                 return
@@ -90,6 +97,7 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: 
             on_fresh_thread(run_task, todo[0], ctx)
         else:
             run_task(todo[0], ctx)
+        loop.sink.settled(todo[0], ctx.task_id, loop.run.step)
         return
     queue = deque((t, make_context(loop, t, store, context)) for t in todo)
 
@@ -100,9 +108,11 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: 
             except IndexError:
                 return
             run_task(task, ctx)
+            loop.sink.settled(task, ctx.task_id, loop.run.step)
 
     pool = shared_pool()
-    helpers = [pool.submit(copy_context().run, work) for _ in range(min(len(todo) - 1, POOL_SIZE))]
+    limit = max_concurrency(loop.config) or POOL_SIZE + 1  # this thread works too: one less helper
+    helpers = [pool.submit(copy_context().run, work) for _ in range(min(len(todo), POOL_SIZE + 1, limit) - 1)]
     if deep:
         on_fresh_thread(work)
     else:
@@ -157,8 +167,7 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
     with saver.lease(
         thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
     ):
-        head = saver.get_tuple(thread.head().config()) if thread.checkpoint_id is not None else None
-        loop.load(found(saver.get_tuple(thread.config()), thread), head)
+        load_run(loop, saver, input)
         yield from _drive(loop, input, store, context)
     return loop
 

@@ -13,13 +13,15 @@ from typing import Any, cast
 from langchain_core.messages import BaseMessage
 
 from plait.checkpoint.base import INTERRUPT, now_iso
+from plait.errors import GraphBubbleUp
 from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._task import Task
 from plait.pregel._thread import configurable_of
 
 __all__ = ["STATIC", "EventSink", "next_tasks"]
 
-STATIC = ("before", "after")
+STATIC = ("before", "after", "drained")
+"""Ids of the markers a pause leaves that are no question (breakpoints, a drained subgraph)."""
 """Ids of the markers for static breakpoints (``interrupt_before``/``interrupt_after``)."""
 
 _PROPAGATE = ("thread_id", "checkpoint_id", "checkpoint_ns", "task_id", "run_id", "assistant_id", "graph_id")
@@ -31,7 +33,13 @@ def _update_payload(task: Task) -> Any:
     if isinstance(result, dict):
         # a node's update (isinstance() leaves it dict[Unknown, Unknown])
         return cast("dict[str, Any]", result)
-    return dict(task.writes) if task.writes else None
+    writes = task.writes
+    if not writes:
+        return None
+    update = dict(writes)
+    if len(update) < len(writes):  # a key written several times: each write on its own, in order
+        return [{key: value} for key, value in writes]
+    return update
 
 
 class EventSink:
@@ -66,6 +74,7 @@ class EventSink:
         self.messages = MessageStreamHandler(self._message) if "messages" in modes else None
         self.lc_child = self.messages is not None or bool(config.get("callbacks"))
         self.tasks_on = "tasks" in modes or "debug" in modes
+        self.per_task = self.tasks_on or bool(modes & {"updates", "messages"})
 
     def _message(self, item: tuple[Any, dict[str, Any]]) -> None:
         self.events.append(("messages", item))
@@ -81,6 +90,8 @@ class EventSink:
 
     def forward(self, event: tuple[Any, ...], segment: str) -> None:
         """An event of a subgraph running in one of this run's tasks, under namespace ``segment``."""
+        if event[0] == "messages" and self.messages is not None:  # streamed there: not again from here
+            self.messages.seen(event[1][0])
         if len(event) == 2:
             self.events.append((event[0], event[1], (segment,)))
         else:
@@ -97,8 +108,7 @@ class EventSink:
             "langgraph_node": task.name,
             "langgraph_triggers": (task.name,),
             "langgraph_path": ("__pregel_pull", task.name),
-            "langgraph_checkpoint_ns": ns,
-            "checkpoint_ns": ns,
+            "langgraph_checkpoint_ns": ns,  # "checkpoint_ns" is the run's own (from lc_metadata), if set
         }
 
     def child_config(self, task: Task, step: int, task_id: str = "") -> dict[str, Any]:
@@ -125,7 +135,10 @@ class EventSink:
             )
 
     def started(self, tasks: Sequence[Task], task_id: Callable[[Task], str], step: int) -> None:
-        """Tasks about to run (``tasks``/``debug`` modes)."""
+        """Tasks about to run (``tasks``/``debug`` modes); messages in their input are not streamed again."""
+        if self.messages is not None:
+            for task in tasks:
+                self.messages.seen_in(task.input)
         if self.tasks_on:
             for task in tasks:
                 self._emit(
@@ -135,9 +148,35 @@ class EventSink:
                     "task",
                 )
 
+    def settled(self, task: Task, task_id: str, step: int) -> None:
+        """``task`` ran to its end, maybe while others of its step still run: its update (or its
+        error, in ``tasks`` mode) is streamed now, in the order the tasks finish (as LangGraph does)."""
+        if not self.per_task or task.interrupts:
+            return
+        if task.error is not None:
+            if self.tasks_on and not isinstance(task.error, GraphBubbleUp):
+                result: dict[str, Any] = {
+                    "id": task_id,
+                    "name": task.name,
+                    "error": task.error,
+                    "result": {},
+                    "interrupts": [],
+                }
+                self._emit("tasks", result, step, "task_result")
+            task.reported = True
+            return
+        if task.done:
+            self.finished((task,), lambda _: task_id, step)
+            task.reported = True
+        if self.notify is not None:
+            self.notify()
+
     def finished(self, tasks: Sequence[Task], task_id: Callable[[Task], str], step: int) -> None:
-        """Tasks that completed a step (``updates``, ``tasks``, ``messages`` modes)."""
+        """Tasks that completed a step (``updates``, ``tasks``, ``messages`` modes); those
+        :meth:`settled` reported already are skipped."""
         modes = self.modes
+        if any(t.reported for t in tasks):
+            tasks = [t for t in tasks if not t.reported]
         if self.messages is not None:  # a node's messages come before the step's updates
             for t in tasks:
                 meta = self.task_metadata(t, step, task_id(t))

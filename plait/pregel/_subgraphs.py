@@ -9,7 +9,9 @@ from plait.pregel._plan import Plan
 from plait.types import PregelTask, StateSnapshot
 
 __all__ = [
+    "addressed_graph",
     "aread_snapshot",
+    "recast_ns",
     "awith_task_states",
     "read_snapshot",
     "subgraph_namespace",
@@ -78,14 +80,39 @@ def subgraphs_of(plan: Plan, namespace: str | None, recurse: bool) -> Iterator[t
             yield from ((f"{name}|{n}", g) for n, g in subgraphs_of(sub.plan, None, True))
 
 
+def recast_ns(ns: str) -> str:
+    """A namespace as a path of subgraph nodes: task ids and call numbers dropped
+    (``a:tid|1|b:tid`` -> ``a|b``)."""
+    return "|".join(part.split(":")[0] for part in ns.split("|") if not part.isdigit())
+
+
+def addressed_graph(plan: Plan, saver: Any, ns: str, *, for_update: bool = False) -> Any:
+    """The subgraph whose state a namespaced config (``checkpoint_ns`` set) addresses, saving in
+    ``saver``; ``None`` for a namespace no declared subgraph has (read with the parent's channels).
+
+    Raises:
+        ValueError: ``for_update`` and no declared subgraph has ``ns``: the parent's nodes and
+            channels would write the wrong state into it.
+    """
+    path = recast_ns(ns)
+    for _, sub in subgraphs_of(plan, path, recurse=True):
+        return sub if sub.subgraph_saving == "own" else sub.with_saver(saver)
+    if for_update:
+        raise ValueError(
+            f"Subgraph {path} not found: no node of this graph runs a declared subgraph at namespace "
+            f"{ns!r}; update it with the graph that runs there"
+        )
+    return None
+
+
 def read_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
     """A subgraph's newest snapshot in the parent's thread (its own subgraphs filled in too)."""
     graph = sub if sub.subgraph_saving == "own" else sub.with_saver(saver)
-    snap: StateSnapshot = graph.get_state(config, subgraphs=True)
+    snap: StateSnapshot = graph.state_here(config, subgraphs=True)
     return None if snap.metadata is None else snap
 
 
 async def aread_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
     graph = sub if sub.subgraph_saving == "own" else sub.with_saver(saver)
-    snap: StateSnapshot = await graph.aget_state(config, subgraphs=True)
+    snap: StateSnapshot = await graph.astate_here(config, subgraphs=True)
     return None if snap.metadata is None else snap

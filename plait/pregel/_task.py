@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from plait.errors import (
     ErrorCode,
+    GraphDrained,
     GraphInterrupt,
     InvalidUpdateError,
     ParentCommand,
@@ -15,9 +16,12 @@ from plait.errors import (
     create_error_message,
 )
 from plait.pregel._plan import NodeSpec
-from plait.types import Command, Send
+from plait.types import Command, Interrupt, Send
 
-__all__ = ["Task", "collect", "from_child"]
+__all__ = ["DRAINED", "Task", "collect", "from_child"]
+
+DRAINED = "drained"
+"""Id of the marker a task keeps when a subgraph inside it drained (``RunControl``)."""
 
 
 @dataclass(slots=True)
@@ -38,6 +42,8 @@ class Task:
     result: Any = None
     cached: bool = False
     """The writes came from the node cache; the node was not called."""
+    reported: bool = False
+    """Its stream events (update, result) went out as it settled, before its step ended."""
 
     def failed(self, exc: Exception, attempt: int) -> float | None:
         """Record that attempt ``attempt`` raised ``exc``.
@@ -48,6 +54,9 @@ class Task:
         """
         if isinstance(exc, GraphInterrupt):
             self.interrupts = tuple(exc.interrupts)
+            return None
+        if isinstance(exc, GraphDrained):  # a subgraph drained: the task pauses, resuming continues it
+            self.interrupts = (Interrupt(value=exc.reason, id=DRAINED),)
             return None
         if isinstance(exc, ParentCommand):  # bubbles up to the parent graph, never retried
             self.error = exc
@@ -66,8 +75,13 @@ def _updates_of(value: Any) -> list[tuple[str, Any]] | None:
         return list(cast("dict[str, Any]", value).items())  # isinstance() leaves keys and values Unknown
     kind = cast("type[object]", type(value))  # pyright reads type() of an Any value as type[Unknown]
     fields = getattr(kind, "model_fields", None)
-    if fields is not None:  # a pydantic model instance
-        return [(k, getattr(value, k)) for k in fields]
+    if fields is not None:  # a pydantic model instance: fields left at a None default are no update
+        given: set[str] = getattr(value, "model_fields_set", set())
+        return [
+            (k, v)
+            for k, info in cast("dict[str, Any]", fields).items()
+            if (v := getattr(value, k)) is not None or k in given or info.default is not None
+        ]
     slots = getattr(kind, "__dataclass_fields__", None)
     if slots is not None:
         return [(k, getattr(value, k)) for k in slots]

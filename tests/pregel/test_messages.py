@@ -86,7 +86,10 @@ def test_messages_metadata_names_the_task_namespace_and_run_ids() -> None:
     assert meta["langgraph_node"] == "node"
     assert meta["langgraph_path"] == ("__pregel_pull", "node")
     assert meta["langgraph_checkpoint_ns"].startswith("node:")
-    assert meta["checkpoint_ns"] == meta["langgraph_checkpoint_ns"]
+    assert "checkpoint_ns" not in meta  # a root run has none (LangGraph)
+    config["configurable"]["checkpoint_ns"] = "ns-1"
+    ((_, meta),) = list(graph.stream({"messages": []}, config, stream_mode="messages"))
+    assert meta["checkpoint_ns"] == "ns-1"  # the run's own namespace, not the task's
 
 
 def test_written_messages_come_before_the_step_updates() -> None:

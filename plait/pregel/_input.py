@@ -1,0 +1,41 @@
+"""The graph input as writes: what ``invoke(input)`` and ``update_state(..., as_node="__input__")``
+keep as the ``__start__`` task's pending writes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from plait.constants import START
+from plait.errors import ErrorCode, InvalidUpdateError, StrictModeError, create_error_message
+from plait.pregel._plan import Plan
+
+__all__ = ["input_writes"]
+
+
+def input_writes(plan: Plan, input: Any, node: str = START) -> list[tuple[str, Any]]:  # noqa: A002
+    """The ``(key, value)`` writes of ``input`` (a dict or a state object): the input keys it sets.
+
+    Raises:
+        InvalidUpdateError: ``input`` is not a mapping or a state object.
+        StrictModeError: strict mode, and ``input`` has keys the input schema does not declare.
+    """
+    if plan.input_make is not None and not isinstance(input, dict):
+        input = plan.input_make(input)  # noqa: A001
+    if not isinstance(input, Mapping):
+        message = create_error_message(
+            message=f"Expected dict, got {input}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
+        )
+        raise InvalidUpdateError(message, node=node, value=input)
+    values = cast("Mapping[str, Any]", input)  # isinstance() leaves it Mapping[Unknown, Unknown]
+    keys = plan.input_keys
+    if plan.strict:
+        extra = [k for k in values if k not in keys]
+        if extra:
+            raise StrictModeError(
+                f"The graph input has key(s) {extra} that the input schema does not declare "
+                f"(declared: {list(keys)}); without strict mode they would be dropped silently.",
+                key=extra[0],
+                value=values[extra[0]],
+            )
+    return [(k, v) for k, v in values.items() if k in keys]

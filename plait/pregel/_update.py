@@ -1,0 +1,164 @@
+"""``update_state`` / ``bulk_update_state``: write supersteps of updates to a thread, one checkpoint each.
+
+Besides node updates (see :func:`~plait.pregel._history.prepare_update`), a superstep may be
+the graph input (``as_node="__input__"``): it is stored as the run's input checkpoint would
+be (``source="input"``, ``next=("__start__",)``, the input kept as the ``__start__`` task's
+pending writes), so that ``invoke(None, config)`` starts the graph from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id
+from plait.constants import END, START
+from plait.errors import InvalidUpdateError
+from plait.pregel._arun import afinish
+from plait.pregel._history import COPY, head_check, prepare_update
+from plait.pregel._input import input_writes
+from plait.pregel._loop import Loop
+from plait.pregel._plan import Plan
+from plait.pregel._root import root_value
+from plait.pregel._run import finish_sync
+from plait.pregel._task import Task, collect
+from plait.pregel._thread import ThreadRef, found
+from plait.pregel._travel import with_map
+
+if TYPE_CHECKING:
+    from plait.pregel._pregel import Pregel
+
+__all__ = ["INPUT", "aupdate_thread", "check_superstep", "update_thread"]
+
+INPUT = "__input__"
+"""``as_node`` that writes the values as the graph input (LangGraph's name)."""
+
+Updates = list[tuple[Any, str | None]]
+_Prepared = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, int]]
+
+
+def check_superstep(plan: Plan, updates: Sequence[Any]) -> Updates:
+    """The superstep's ``(values, as_node)`` pairs, checked.
+
+    Raises:
+        InvalidUpdateError: several updates in one superstep without an ``as_node`` each,
+            or with ``__end__``, ``__copy__`` or ``__input__`` (those stand alone).
+    """
+    pairs: Updates = [
+        (root_value(u[0]) if plan.root else u[0], u[1] if len(u) > 1 else None) for u in updates
+    ]
+    if len(pairs) > 1:
+        for _, as_node in pairs:
+            if as_node is None:
+                raise InvalidUpdateError(
+                    "as_node is required for every update of a superstep with several updates"
+                )
+            if as_node in (END, COPY, INPUT):
+                raise InvalidUpdateError(f"as_node={as_node!r} must be the only update of its superstep")
+    return pairs
+
+
+def _prepare_input(
+    plan: Plan, ref: ThreadRef, saved: CheckpointTuple | None, values: Any
+) -> tuple[_Prepared, list[tuple[str, Any]]]:
+    """The input checkpoint (state unchanged, ``__start__`` next) and the input as its pending writes."""
+    if values is None:
+        raise InvalidUpdateError(f"Received no input writes for {list(plan.input_keys)}", node=INPUT)
+    writes = input_writes(plan, values, INPUT)
+    loop = Loop(plan, None, {}, frozenset())
+    loop.load(saved)
+    run = loop.run
+    run.next, run.sends = [START], []
+    after = None if saved is None else saved.checkpoint.get("id")
+    checkpoint, versions = run.checkpoint(new_checkpoint_id(after=after), set())
+    step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else -1
+    parents = dict((saved.metadata or {}).get("parents") or {}) if saved is not None else {}
+    metadata: dict[str, Any] = {"source": "input", "step": step, "parents": parents}
+    parent = saved.config if saved is not None else ref.config()
+    return (parent, checkpoint, metadata, versions), writes
+
+
+def _task_results(
+    saved: CheckpointTuple | None, pairs: Updates, updates: Sequence[Any]
+) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """The writes of each update made as a node that ``saved`` schedules, by that task's id: stored
+    as the task's pending writes, they are its result in the history (as if it had run)."""
+    if saved is None:
+        return []
+    cp = saved.checkpoint
+    cid = cp.get("id")
+    free: dict[str, list[str]] = {}
+    for name in cp.get("next") or ():
+        free.setdefault(name, []).append(f"{cid}:{name}:0")
+    counts: dict[str, int] = {}
+    for name, _ in cp.get("sends") or ():
+        counts[name] = counts.get(name, -1) + 1
+        free.setdefault(name, []).append(f"{cid}:{name}:{counts[name]}")
+    out: list[tuple[str, list[tuple[str, Any]]]] = []
+    for (values, as_node), update in zip(pairs, updates, strict=True):
+        ids = free.get(as_node or "")
+        given = update[2] if len(update) > 2 else None
+        if not ids or values is None:
+            continue
+        tid = given if given in ids else ids[0]
+        ids.remove(tid)
+        task = Task(as_node or "", None, None)  # type: ignore[arg-type]
+        collect(task, values)
+        if task.writes:
+            out.append((tid, list(task.writes)))
+    return out
+
+
+def _start_task(config: Mapping[str, Any]) -> str:
+    """Id of the ``__start__`` task of the step after the checkpoint ``config`` names."""
+    return f"{config['configurable']['checkpoint_id']}:{START}:0"
+
+
+def update_thread(graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
+    """Apply ``supersteps`` to the thread ``config`` names with ``graph``'s nodes and channels."""
+    saver: Any = graph.checkpointer
+    current = cast("dict[str, Any]", config)
+    metadata: dict[str, Any] = {}
+    for updates in supersteps:
+        pairs = check_superstep(graph.plan, updates)
+        ref = ThreadRef.from_config(current)
+        saved = found(saver.get_tuple(ref.config()), ref)
+        if pairs[0][1] == INPUT:
+            (parent, checkpoint, metadata, versions), writes = _prepare_input(
+                graph.plan, ref, saved, pairs[0][0]
+            )
+            current = saver.put(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
+            saver.put_writes(current, writes, _start_task(current))
+            continue
+        parent, checkpoint, metadata, versions = finish_sync(prepare_update(graph.plan, ref, saved, pairs))
+        current = saver.put(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
+        for tid, writes in _task_results(saved, pairs, updates):
+            saver.put_writes(parent, writes, tid)
+    return with_map(current, metadata)
+
+
+async def aupdate_thread(
+    graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]
+) -> Any:
+    """Async :func:`update_thread`."""
+    saver: Any = graph.checkpointer
+    current = cast("dict[str, Any]", config)
+    metadata: dict[str, Any] = {}
+    for updates in supersteps:
+        pairs = check_superstep(graph.plan, updates)
+        ref = ThreadRef.from_config(current)
+        saved = found(await saver.aget_tuple(ref.config()), ref)
+        if pairs[0][1] == INPUT:
+            (parent, checkpoint, metadata, versions), writes = _prepare_input(
+                graph.plan, ref, saved, pairs[0][0]
+            )
+            current = await saver.aput(
+                parent, checkpoint, metadata, versions, **head_check(saver, ref, saved)
+            )
+            await saver.aput_writes(current, writes, _start_task(current))
+            continue
+        parent, checkpoint, metadata, versions = await afinish(prepare_update(graph.plan, ref, saved, pairs))
+        current = await saver.aput(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
+        for tid, writes in _task_results(saved, pairs, updates):
+            await saver.aput_writes(parent, writes, tid)
+    return with_map(current, metadata)
