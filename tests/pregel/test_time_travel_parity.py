@@ -16,7 +16,6 @@ from plait.checkpoint.memory import InMemorySaver
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.graph import START, StateGraph
 from plait.types import Command, interrupt
-from tests.conftest import Driver
 
 
 class State(TypedDict):
@@ -80,7 +79,7 @@ def _two_questions(called: list[str], checkpointer: Any) -> Any:
     )
 
 
-def _sub_config(driver: Driver, graph: Any, config: dict[str, Any]) -> dict[str, Any]:
+def _sub_config(driver: Any, graph: Any, config: dict[str, Any]) -> dict[str, Any]:
     if driver.kind == "sync":
         snap = graph.get_state(config, subgraphs=True)
     else:
@@ -90,7 +89,7 @@ def _sub_config(driver: Driver, graph: Any, config: dict[str, Any]) -> dict[str,
     return snap.tasks[0].state.config
 
 
-def test_subgraph_snapshot_config_maps_the_checkpoints_around_it(checkpointer: Any, driver: Driver) -> None:
+def test_subgraph_snapshot_config_maps_the_checkpoints_around_it(checkpointer: Any, driver: Any) -> None:
     called: list[str] = []
     graph = _two_questions(called, checkpointer)
     config = _config()
@@ -109,7 +108,7 @@ def test_subgraph_snapshot_config_maps_the_checkpoints_around_it(checkpointer: A
     assert sub.metadata["parents"] == {"": parent.config["configurable"]["checkpoint_id"]}
 
 
-def test_replay_from_a_subgraph_checkpoint_continues_there(checkpointer: Any, driver: Driver) -> None:
+def test_replay_from_a_subgraph_checkpoint_continues_there(checkpointer: Any, driver: Any) -> None:
     called: list[str] = []
     graph = _two_questions(called, checkpointer)
     config = _config()
@@ -134,7 +133,7 @@ def test_replay_from_a_subgraph_checkpoint_continues_there(checkpointer: Any, dr
     assert sources == ["loop", "loop", "fork", "loop", "loop", "loop", "input"]
 
 
-def test_fork_of_a_subgraph_checkpoint_runs_on_through_the_parent(checkpointer: Any, driver: Driver) -> None:
+def test_fork_of_a_subgraph_checkpoint_runs_on_through_the_parent(checkpointer: Any, driver: Any) -> None:
     called: list[str] = []
     graph = _two_questions(called, checkpointer)
     config = _config()
@@ -194,7 +193,7 @@ def _stateful(observed: list[list[str]], checkpointer: Any) -> Any:
     )
 
 
-def test_replay_runs_a_stateful_subgraph_from_its_state_back_then(checkpointer: Any, driver: Driver) -> None:
+def test_replay_runs_a_stateful_subgraph_from_its_state_back_then(checkpointer: Any, driver: Any) -> None:
     observed: list[list[str]] = []
     graph = _stateful(observed, checkpointer)
     config = _config()
@@ -217,7 +216,7 @@ def test_replay_runs_a_stateful_subgraph_from_its_state_back_then(checkpointer: 
     assert observed == [[]]  # no subgraph checkpoint came before the first run
 
 
-def test_replay_of_a_partly_run_step_asks_every_question_again(checkpointer: Any, driver: Driver) -> None:
+def test_replay_of_a_partly_run_step_asks_every_question_again(checkpointer: Any, driver: Any) -> None:
     graph = (
         StateGraph(State)
         .add_node("a", _asks("a"))
