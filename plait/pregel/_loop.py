@@ -271,11 +271,15 @@ class Loop:
 
     def _begin(self, input: Any) -> Steps:  # noqa: A002
         self.start_step = self.run.step
-        if isinstance(input, Command):
-            # cast: isinstance() leaves the node-name parameter Unknown; an input Command's may be anything
-            yield from self._begin_command(cast("Command[object]", input))
-        elif input is None:
-            yield from self._resume()
+        if (
+            isinstance(input, Command) or input is None
+        ):  # resuming: the state it resumes from is streamed first
+            if isinstance(input, Command):  # isinstance() leaves the node-name parameter Unknown
+                yield from self._begin_command(cast("Command[object]", input))
+            elif (yield from self._resume()):
+                return
+            if self.checkpoint_id is not None:
+                self.sink.values(self.state_values)
         else:
             writes = input_writes(self.plan, input)
             run = self.run
@@ -294,20 +298,22 @@ class Loop:
         changed = apply_writes(self.plan, run, [(START, writes)])
         run.barriers.clear()
         yield from self._schedule([_START])
-        self.sink.values(self.state_values)
+        if changed:  # an input that sets nothing is not a state worth streaming
+            self.sink.values(self.state_values)
         if self.saver is not None:
             self._checkpoint("loop", changed)
         run.step += 1
         self.start_step = run.step - 1
 
-    def _resume(self) -> Steps:
+    def _resume(self) -> Generator[Effect, Any, bool]:
+        """Go on from the loaded checkpoint; ``True`` when that applied an input (already streamed)."""
         run = self.run
         if self.checkpoint_id is None:
             raise EmptyInputError("Received no input for __start__")
-        if run.next == [START]:
+        if run.next == [START]:  # an input checkpoint: its input is applied now
             writes = self.done_writes.pop(task_id(self.checkpoint_id, _START), [])
             yield from self._start_with(writes)
-            return
+            return True
         older = self.newest is not None and self.newest != self.checkpoint_id
         ran = bool(self.done_writes or self.resumes or self.interrupted)  # its step ran, in part
         if self.replaying and (older or ran) and (run.next or run.sends) and self.saver is not None:
@@ -321,6 +327,7 @@ class Loop:
             run.step += 1
             self.start_step = run.step
         self.skip_before = True
+        return False
 
     def _begin_command(self, cmd: Command[object]) -> Steps:
         if cmd.resume is not None:
