@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnablePassthrough
@@ -37,6 +37,19 @@ class CompiledNode:
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
         """Run the action on ``input`` (async)."""
         return await self.bound.ainvoke(input, config, **kwargs)
+
+    def copy(self, update: Mapping[str, Any] | None = None) -> CompiledNode:
+        """A copy with the fields in ``update`` replaced (``name``, ``bound``, ``metadata``).
+
+        Raises:
+            TypeError: ``update`` names a field a node does not have.
+        """
+        unknown = set(update or {}) - {"name", "bound", "metadata"}
+        if unknown:
+            raise TypeError(
+                f"CompiledNode.copy(): unknown field(s) {sorted(unknown)}; a node has name, bound, metadata"
+            )
+        return replace(self, **dict(update or {}))
 
 
 def _runnable(name: str, action: Any) -> Runnable[Any, Any]:
