@@ -175,18 +175,10 @@ async def _perform_on(conn: _Conn, op: Op) -> Any:
     if isinstance(op, Batch):
         steps = op.steps if op.durable else (Step(_sql.ASYNC_COMMIT, []), *op.steps)
         skip = len(steps) - len(op.steps)
-        if conn.autocommit and not any(item.many for item in steps):
-            # one multi-statement query: one implicit transaction, one round trip
+        if conn.autocommit:  # one multi-statement query: one implicit transaction, one round trip
             async with psycopg.AsyncClientCursor(conn, row_factory=tuple_row) as client:
                 await client.execute(_sql.join_steps(client, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
-                answers: list[Any] = []
-                for i in range(len(steps)):
-                    answers.append(
-                        await client.fetchall() if client.description is not None else client.rowcount
-                    )
-                    if i < len(steps) - 1:
-                        client.nextset()
-                return answers[skip:]
+                return (await _answers(client, steps))[skip:]
         async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
             return [await _step(cur, item) for item in steps][skip:]
     if not isinstance(op, Session):
@@ -195,3 +187,21 @@ async def _perform_on(conn: _Conn, op: Op) -> Any:
         if not op.durable:
             await cur.execute(_sql.ASYNC_COMMIT)
         return await arun_session(op.body, lambda item: _step(cur, item))
+
+
+async def _answers(client: psycopg.AsyncClientCursor[Any], steps: tuple[Step, ...]) -> list[Any]:
+    """Each statement's rows (or row count) from one multi-statement query; a ``many`` step is one per set."""
+    answers: list[Any] = []
+    for item in steps:
+        count = len(item.params) if item.many else 1
+        rows: list[Any] = []
+        total = 0
+        for i in range(count):
+            if client.description is not None:
+                rows.extend(await client.fetchall())
+            else:
+                total += max(client.rowcount, 0)
+            if i < count - 1 or item is not steps[-1]:
+                client.nextset()
+        answers.append(rows if rows or client.description is not None else total)
+    return answers
