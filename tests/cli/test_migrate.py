@@ -231,3 +231,17 @@ def test_bad_sources_are_clear_errors(tmp_path: Path) -> None:
         saver.setup()
     assert "no LangGraph checkpoint tables" in run("migrate", "--from-langgraph", plait_only, ok=False)
     assert "--to" in run("migrate", plait_only, "--from-langgraph", plait_only, ok=False)
+
+
+def test_imported_writes_are_compared_by_value_not_by_repr() -> None:
+    from plait.checkpoint._langgraph_import import _same_write
+
+    class Opaque:  # no __eq__: the same repr is what "the same" can mean
+        def __repr__(self) -> str:
+            return "Opaque()"
+
+    tags = ["a", "b"]
+    assert _same_write(("t", "extras", set(tags)), ("t", "extras", set(reversed(tags))))
+    assert _same_write(("t", "x", Opaque()), ("t", "x", Opaque()))
+    assert not _same_write(("t", "x", {"a"}), ("t", "x", {"b"}))
+    assert not _same_write(("t", "x", 1), ("u", "x", 1))
