@@ -7,15 +7,16 @@ the storage format, the SQL and the engine are the sync saver's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool
 
+from plait.checkpoint._engine_async import NativeAsync
 from plait.checkpoint._engine_ops import (
     Batch,
     Fetch,
@@ -25,7 +26,6 @@ from plait.checkpoint._engine_ops import (
     Setup,
     Step,
     adrive,
-    aiterate,
     arun_session,
 )
 from plait.checkpoint._lease import DEFAULT_TTL
@@ -35,7 +35,6 @@ from plait.checkpoint.serde import Serializer
 
 __all__ = ["AsyncPostgresSaver"]
 
-_T = TypeVar("_T")
 _Conn = psycopg.AsyncConnection[Any]
 
 
@@ -53,7 +52,7 @@ async def _step(cur: psycopg.AsyncCursor[Any], item: Step) -> Any:
     return await cur.fetchall() if cur.description is not None else cur.rowcount
 
 
-class AsyncPostgresSaver(PostgresBase):
+class AsyncPostgresSaver(NativeAsync, PostgresBase):
     """Checkpoints in PostgreSQL for asyncio code, on an ``AsyncConnection`` or ``AsyncConnectionPool``.
 
     Accepts the pool your application already has (any row factory). The sync
@@ -116,31 +115,6 @@ class AsyncPostgresSaver(PostgresBase):
     async def setup(self) -> None:  # type: ignore[override]  # LangGraph's async savers: await saver.setup()
         """Create or migrate the tables (done automatically on first write; idempotent)."""
         await self._aperform(Setup(True))
-
-    # -- drivers: native on the loop; sync calls are handed to the loop ------------------
-
-    async def _adrive(self, ops: Ops[_T]) -> _T:
-        return await adrive(ops, self._aperform)
-
-    async def _aitems(self, ops: Ops[None]) -> AsyncIterator[Any]:
-        async for item in aiterate(ops, self._aperform):
-            yield item
-
-    def _perform(self, op: Op) -> Any:
-        return self._on_loop(self._aperform(op))
-
-    def _on_loop(self, job: Coroutine[Any, Any, _T]) -> _T:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            job.close()
-            raise asyncio.InvalidStateError(
-                "Synchronous calls to AsyncPostgresSaver are only allowed from a thread other than its event "
-                "loop's; on the loop, use the async methods (aget_tuple, aput, alist, ...) or ainvoke/astream."
-            )
-        return asyncio.run_coroutine_threadsafe(job, self.loop).result()
 
     def _scope_ops(self) -> Ops[tuple[str, bool]]:
         """Named from the connection settings (no query: the runtime asks for it on the event loop)."""

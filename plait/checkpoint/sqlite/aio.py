@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 try:
     import aiosqlite
@@ -23,15 +23,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from plait.checkpoint._engine import SqlSaverBase
-from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Setup, Step, adrive, aiterate, arun_session
+from plait.checkpoint._engine_async import NativeAsync
+from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Setup, Step, arun_session
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.sqlite import _sql
 from plait.checkpoint.sqlite._saver import migrate_body
 
 __all__ = ["AsyncSqliteSaver"]
-
-_T = TypeVar("_T")
 
 
 async def _step(conn: aiosqlite.Connection, item: Step) -> Any:
@@ -43,7 +42,7 @@ async def _step(conn: aiosqlite.Connection, item: Step) -> Any:
     return await cur.fetchall() if description is not None else cur.rowcount
 
 
-class AsyncSqliteSaver(SqlSaverBase):
+class AsyncSqliteSaver(NativeAsync, SqlSaverBase):
     """Checkpoints in a SQLite file for asyncio code (aiosqlite), natively awaited.
 
     Args:
@@ -101,29 +100,6 @@ class AsyncSqliteSaver(SqlSaverBase):
             return f"sqlite-memory:{id(self)}", False
         return f"sqlite:{self._path}", True
         yield  # pragma: no cover - makes this a generator
-
-    async def _adrive(self, ops: Ops[_T]) -> _T:
-        return await adrive(ops, self._aperform)
-
-    async def _aitems(self, ops: Ops[None]) -> AsyncIterator[Any]:
-        async for item in aiterate(ops, self._aperform):
-            yield item
-
-    def _perform(self, op: Op) -> Any:
-        return self._on_loop(self._aperform(op))
-
-    def _on_loop(self, job: Coroutine[Any, Any, _T]) -> _T:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            job.close()
-            raise asyncio.InvalidStateError(
-                "Synchronous calls to AsyncSqliteSaver are only allowed from a thread other than its event "
-                "loop's; on the loop, use the async methods (aget_tuple, aput, alist, ...) or ainvoke/astream."
-            )
-        return asyncio.run_coroutine_threadsafe(job, self.loop).result()
 
     async def _aperform(self, op: Op) -> Any:
         async with self.lock:
