@@ -215,7 +215,7 @@ class ThreadLeases:
             self._held.pop(me, None)
         self._ahead.pop(key, None)
         params = self._params(key, me)
-        dropped, freed = yield Batch((Step(self.sql.drop, params), Step(self.sql.free, params)))
+        dropped, freed = yield Batch(self._give_back(params))
         if me in self._unflushed and not dropped and not freed:
             yield Batch((Step(self.sql.mark, params), Step(self.sql.unmark, params)))
         self._unflushed.discard(me)
@@ -226,8 +226,11 @@ class ThreadLeases:
             me = next((m for m, k in self._held.items() if k == key), None)
         if me is None:
             return (), None
-        params = self._params(key, me)
-        return (Step(self.sql.drop, params), Step(self.sql.free, params)), me
+        return self._give_back(self._params(key, me)), me
+
+    def _give_back(self, params: dict[str, Any]) -> tuple[Step, Step]:
+        """Delete the lease row, or only clear its owner when another process waits for it."""
+        return Step(self.sql.drop, params), Step(self.sql.free, params)
 
     def released(self, me: str) -> None:
         """The statements of :meth:`release_steps` were committed (durably): the lease block has nothing left to do."""
