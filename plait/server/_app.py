@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -20,14 +19,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from plait.server import _assistants, _runs, _store, _thread_state, _threads, _ui
 from plait.server._config import Settings
-from plait.server._http import json_response
+from plait.server._http import http_error, json_response, server_error
 from plait.server._state import open_state
 from plait.server._wire import ApiError
 from plait.server._worker import Worker
 
 __all__ = ["create_app"]
 
-_log = logging.getLogger("plait.server")
 _OPEN_PATHS = ("/ok", "/info", "/ui", "/ui/")
 
 
@@ -79,17 +77,6 @@ class _Guard:
 async def _api_error(request: Request, exc: Exception) -> Response:
     error = exc if isinstance(exc, ApiError) else ApiError(500, str(exc))
     return json_response({"detail": error.detail}, error.status)
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    if not isinstance(exc, HTTPException):
-        return await _server_error(request, exc)
-    return json_response({"detail": exc.detail}, exc.status_code, dict(exc.headers or {}))
-
-
-async def _server_error(request: Request, exc: Exception) -> Response:
-    _log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return json_response({"detail": f"Internal error: {type(exc).__name__}: {exc}"}, 500)
 
 
 async def _ok(request: Request) -> Response:
@@ -151,5 +138,5 @@ def create_app(settings: Settings) -> Starlette:
                 expose_headers=["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next"],
             ),
         )
-    handlers: dict[Any, Any] = {ApiError: _api_error, HTTPException: _http_error, Exception: _server_error}
+    handlers: dict[Any, Any] = {ApiError: _api_error, HTTPException: http_error, Exception: server_error}
     return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers, lifespan=lifespan)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, cast
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from plait.server._wire import ApiError, dumps, loads
 
-__all__ = ["body", "json_response", "opt", "query_int"]
+__all__ = ["body", "http_error", "json_response", "opt", "query_int", "server_error"]
 
 
 async def body(request: Request, *, required: bool = False) -> dict[str, Any]:
@@ -63,3 +65,16 @@ def query_int(request: Request, key: str, default: int) -> int:
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     """A JSON response encoded like state values (messages as dicts)."""
     return Response(dumps(data), status_code=status, media_type="application/json", headers=headers)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's HTTP errors (404 of an unknown path, 405 …) as JSON ``{"detail": ...}``."""
+    if not isinstance(exc, HTTPException):
+        return await server_error(request, exc)
+    return json_response({"detail": exc.detail}, exc.status_code, dict(exc.headers or {}))
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    """An unexpected error: logged with its traceback, answered as a JSON 500."""
+    logging.getLogger("plait.server").exception("unexpected error on %s %s", request.method, request.url.path)
+    return json_response({"detail": f"Internal error: {type(exc).__name__}: {exc}"}, 500)

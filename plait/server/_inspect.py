@@ -9,7 +9,6 @@ name, so a web page elsewhere cannot read the database through DNS rebinding.
 from __future__ import annotations
 
 import html
-import logging
 import socket
 import webbrowser
 from collections.abc import Callable
@@ -28,13 +27,11 @@ from starlette.routing import Route
 from plait.checkpoint.base import BaseCheckpointSaver
 from plait.errors import SerializationError
 from plait.server import _inspect_data as data
-from plait.server._http import json_response, query_int
+from plait.server._http import http_error, json_response, query_int, server_error
 from plait.server._inspect_page import PAGE
 from plait.server._wire import ApiError
 
 __all__ = ["bind", "create_inspect_app", "inspector_url", "run_inspector"]
-
-_log = logging.getLogger("plait.inspect")
 
 
 def create_inspect_app(saver: BaseCheckpointSaver, label: str, *, local_only: bool = True) -> Starlette:
@@ -94,8 +91,8 @@ def create_inspect_app(saver: BaseCheckpointSaver, label: str, *, local_only: bo
     handlers: dict[Any, Any] = {
         ApiError: _api_error,
         SerializationError: _unreadable,
-        HTTPException: _http_error,
-        Exception: _server_error,
+        HTTPException: http_error,
+        Exception: server_error,
     }
     return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)
 
@@ -107,17 +104,6 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 
 async def _unreadable(request: Request, exc: Exception) -> Response:
     return json_response({"detail": f"cannot read a stored row: {exc}"}, 422)
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    if not isinstance(exc, HTTPException):
-        return await _server_error(request, exc)
-    return json_response({"detail": exc.detail}, exc.status_code, dict(exc.headers or {}))
-
-
-async def _server_error(request: Request, exc: Exception) -> Response:
-    _log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return json_response({"detail": f"Internal error: {type(exc).__name__}: {exc}"}, 500)
 
 
 def bind(host: str, port: int) -> socket.socket:
