@@ -10,11 +10,13 @@ what this process assumed and makes the calls one by one, which raises the preci
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from plait.checkpoint._calls import PutCheckpoint, SaveOp
 from plait.checkpoint._delta import Entry, ValueCache
+from plait.checkpoint._engine_async import NativeAsync
 from plait.checkpoint._engine_ops import Batch, Fetch, Ops, Step
 from plait.checkpoint._engine_read import thread_of
 from plait.checkpoint._lease import ThreadLeases
@@ -165,6 +167,9 @@ class BatchedSaves:
         if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
             for call in calls:
                 self._drive(self._call_ops(call))
+            if release is not None and holder is not None:  # no one-statement batch here: right after
+                self._leases.release(release, holder, confirm=True)
+                self._leases.released(holder)
             return True
         state = _Progress()
         try:
@@ -184,10 +189,15 @@ class BatchedSaves:
         """Async :meth:`_save_many` (``False`` when a subclass overrides ``aput`` or ``aput_writes``)."""
         if not _own_methods(type(self), ("aput", "aput_writes")):
             return False
+        if not isinstance(self, NativeAsync):  # a sync backend: all of it in one worker-thread hop
+            return await asyncio.to_thread(self._save_many, calls, release)
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
         if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
             for call in calls:
                 await self._adrive(self._call_ops(call))
+            if release is not None and holder is not None:
+                await self._leases.arelease(release, holder, confirm=True)
+                self._leases.released(holder)
             return True
         state = _Progress()
         try:

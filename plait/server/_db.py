@@ -9,6 +9,7 @@ the only writer connection); PostgreSQL goes through a psycopg async pool.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -30,7 +31,7 @@ _DDL: list[LiteralString] = [
         PRIMARY KEY (assistant_id, version))""",
     """CREATE TABLE IF NOT EXISTS plait_server_threads (
         thread_id TEXT PRIMARY KEY, status TEXT NOT NULL, created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL, doc TEXT NOT NULL)""",
+        updated_at TEXT NOT NULL, doc TEXT NOT NULL, vals TEXT)""",
     """CREATE TABLE IF NOT EXISTS plait_server_runs (
         run_id TEXT PRIMARY KEY, thread_id TEXT, assistant_id TEXT NOT NULL, status TEXT NOT NULL,
         created_at TEXT NOT NULL, updated_at TEXT NOT NULL, worker TEXT, lease_until DOUBLE PRECISION,
@@ -45,6 +46,22 @@ _DDL: list[LiteralString] = [
         created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at DOUBLE PRECISION,
         PRIMARY KEY (prefix, key))""",
 ]
+
+
+# Threads made before their values had a column of their own kept them inside ``doc``.
+_OLD_THREADS: LiteralString = "SELECT thread_id, doc FROM plait_server_threads WHERE vals IS NULL"
+_MOVE_VALUES: LiteralString = "UPDATE plait_server_threads SET doc = ?, vals = ? WHERE thread_id = ?"
+
+
+def _moved(rows: Sequence[Row]) -> list[tuple[str, str | None, str]]:
+    """``(doc, vals, thread_id)`` for the old rows whose values are still inside ``doc``."""
+    out: list[tuple[str, str | None, str]] = []
+    for row in rows:
+        doc: dict[str, Any] = json.loads(row["doc"])
+        if "values" in doc:
+            values = doc.pop("values")
+            out.append((json.dumps(doc), None if values is None else json.dumps(values), row["thread_id"]))
+    return out
 
 
 class Tx(Protocol):
@@ -117,7 +134,17 @@ class SqliteDatabase:
         self.conn.execute("PRAGMA busy_timeout=10000")
         for ddl in _DDL:
             self.conn.execute(ddl)
+        self._upgrade()
         self.lock = asyncio.Lock()
+
+    def _upgrade(self) -> None:
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(plait_server_threads)")}
+        if "vals" not in columns:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute("ALTER TABLE plait_server_threads ADD COLUMN vals TEXT")
+            rows = [dict(r) for r in self.conn.execute(_OLD_THREADS)]
+            self.conn.executemany(_MOVE_VALUES, _moved(rows))
+            self.conn.execute("COMMIT")
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """All rows of a query, as dicts."""
@@ -207,6 +234,7 @@ class PostgresDatabase:
             try:
                 for ddl in _DDL:
                     await conn.execute(ddl)
+                await _pg_upgrade(conn)
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(728361)")
         return db
@@ -254,6 +282,21 @@ class PostgresDatabase:
     async def close(self) -> None:
         """Close the pool."""
         await self.pool.close()
+
+
+async def _pg_upgrade(conn: Any) -> None:
+    """Give old thread rows their values column (under the set-up lock)."""
+    cur = await conn.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'plait_server_threads' AND column_name = 'vals'"
+    )
+    if await cur.fetchone() is not None:
+        return
+    async with conn.transaction():
+        await conn.execute("ALTER TABLE plait_server_threads ADD COLUMN vals TEXT")
+        rows = await _PgTx(conn).fetch(_OLD_THREADS)
+        for doc, vals, thread_id in _moved(rows):
+            await conn.execute(_pg(_MOVE_VALUES), (doc, vals, thread_id))
 
 
 class _PgTx:

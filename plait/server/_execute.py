@@ -7,6 +7,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from plait.server._messages import MessagesMode
 from plait.server._snapshot import interrupts_by_task, thread_status
 from plait.server._state import ServerState
@@ -171,12 +173,18 @@ async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: O
         values = thread.get("values", values)
         if cancel == "rollback":
             await _rollback(graph, thread_id, run_id)
-    output: Any = dict(as_dict(values)) if isinstance(values, dict) else values
-    if thread.get("interrupts") and isinstance(output, dict):
-        output["__interrupt__"] = [i for items in thread["interrupts"].values() for i in items]
-    end_data: dict[str, Any] = {"status": status, "values": output, "error": error}
-    await record_finish(state, doc, status, thread, cancel == "rollback", end_data)
-    state.broker.ended(run_id, end_data)
+    # each value is encoded once, for the thread's row, the run's end and the waiting client
+    parts: Any = (
+        {k: orjson.Fragment(dumps(v)) for k, v in values.items()} if isinstance(values, dict) else values
+    )
+    values_json = dumps(parts)
+    output = values_json
+    if thread.get("interrupts") and isinstance(values, dict):
+        pending = [i for items in thread["interrupts"].values() for i in items]
+        output = dumps({**parts, "__interrupt__": pending})
+    end_data = dumps({"status": status, "values": orjson.Fragment(output), "error": error})
+    await record_finish(state, doc, status, thread, values_json, cancel == "rollback", end_data)
+    state.broker.ended(run_id, end_data, None if status == "error" else output)
     state.broker.finished(run_id)
 
 
@@ -204,7 +212,13 @@ async def _rollback(graph: Any, thread_id: str, run_id: str) -> None:
 
 
 async def record_finish(  # noqa: PLR0913 - the parts of a run's end
-    state: ServerState, doc: dict[str, Any], status: str, thread: dict[str, Any], delete: bool, end: Any
+    state: ServerState,
+    doc: dict[str, Any],
+    status: str,
+    thread: dict[str, Any],
+    values_json: bytes,
+    delete: bool,
+    end: bytes,
 ) -> None:
     """Store the run's final status, its last events and the thread's status and values, at once."""
     now = now_iso()
@@ -224,10 +238,11 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
             )
             if rows:
                 tdoc = loads(rows[0]["doc"])
-                tdoc.update(values=thread["values"], interrupts=thread["interrupts"], error=thread["error"])
+                tdoc.update(interrupts=thread["interrupts"], error=thread["error"])
                 tdoc["state_updated_at"] = now
+                vals = None if thread["values"] is None else values_json.decode()
                 await tx.run(
-                    "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ? WHERE thread_id = ?",
-                    (thread["status"], now, dumps(tdoc).decode(), doc["thread_id"]),
+                    "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ?, vals = ? WHERE thread_id = ?",
+                    (thread["status"], now, dumps(tdoc).decode(), vals, doc["thread_id"]),
                 )
     await db.notify("plait_server_wake", doc["thread_id"] or "")

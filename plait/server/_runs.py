@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
@@ -60,6 +61,11 @@ async def create_batch(request: Request) -> Response:
 
 async def _final(state: ServerState, doc: dict[str, Any]) -> Any:
     """The run's outcome once it ended: values (with ``__interrupt__``), or ``{"__error__": …}``."""
+    log = state.broker.logs.get(doc["run_id"])
+    if log is not None:  # it runs in this process: its output is encoded already
+        await log.wait_done()
+        if log.result is not None:
+            return orjson.Fragment(log.result)
     async for _, event, data in state.broker.follow(doc["run_id"]):
         if event == END:
             result = outcome(data)

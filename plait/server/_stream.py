@@ -28,41 +28,74 @@ _KEEP_SECONDS = 300.0
 _log = logging.getLogger("plait.server")
 
 
+class _Unencoded:
+    """An event's data not encoded yet: nobody followed the run when it was published."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 class RunLog:
-    """The events of one run in this process, with a wake-up for followers."""
+    """The events of one run in this process, with a wake-up for followers.
+
+    An event published while nobody follows the run (a ``runs.wait`` client only wants the
+    outcome) is encoded when someone first reads it, not before.
+    """
 
     def __init__(self, first_seq: int = 1) -> None:
-        self.events: list[tuple[int, str, bytes]] = []
+        self.events: list[tuple[int, str, bytes | _Unencoded]] = []
         self.next_seq = first_seq
         self.done = False
+        self.result: bytes | None = None
+        """The run's output as JSON, once it ended without an error (what ``runs.wait`` answers)."""
+        self.followers = 0
         self.unflushed: list[tuple[int, str, bytes]] = []
         self._changed = asyncio.Event()
 
-    def append(self, event: str, data: bytes) -> None:
+    def append(self, event: str, data: bytes | _Unencoded) -> None:
         """Record one event."""
         item = (self.next_seq, event, data)
         self.next_seq += 1
         self.events.append(item)
-        self.unflushed.append(item)
+        if isinstance(data, bytes):
+            self.unflushed.append((item[0], event, data))
         self.done = self.done or event == END
         self._changed.set()
         self._changed = asyncio.Event()
 
+    def _encoded(self, index: int) -> tuple[int, str, bytes]:
+        seq, event, data = self.events[index]
+        if isinstance(data, _Unencoded):
+            data = dumps(data.value)
+            self.events[index] = (seq, event, data)
+        return seq, event, data
+
+    async def wait_done(self) -> None:
+        """Until the run's ``__end__`` is in the log."""
+        while not self.done:
+            await self._changed.wait()
+
     async def follow(self, after: int) -> AsyncIterator[tuple[int, str, bytes]]:
         """Events numbered above ``after``, waiting for new ones until ``__end__``."""
         index = 0
-        while True:
-            changed = self._changed
-            while index < len(self.events):
-                item = self.events[index]
-                index += 1
-                if item[0] > after:
-                    yield item
-                    if item[1] == END:
-                        return
-            if self.done:
-                return
-            await changed.wait()
+        self.followers += 1
+        try:
+            while True:
+                changed = self._changed
+                while index < len(self.events):
+                    item = self._encoded(index)
+                    index += 1
+                    if item[0] > after:
+                        yield item
+                        if item[1] == END:
+                            return
+                if self.done:
+                    return
+                await changed.wait()
+        finally:
+            self.followers -= 1
 
 
 class Broker:
@@ -93,7 +126,11 @@ class Broker:
 
     def publish(self, run_id: str, event: str, data: Any) -> None:
         """Record an event of a run executing here (``flush`` shares it with other workers)."""
-        self.open(run_id).append(event, data if isinstance(data, bytes) else dumps(data))
+        log = self.open(run_id)
+        if not isinstance(data, bytes):
+            # shared logs are written to the table as they come; otherwise encode when first read
+            data = dumps(data) if self.shared or log.followers else _Unencoded(data)
+        log.append(event, data)
 
     async def flush(self, run_id: str, tx: Tx | None = None) -> None:
         """Write the run's new events to the shared table and wake the other workers."""
@@ -124,21 +161,22 @@ class Broker:
             except Exception:  # noqa: BLE001 - the next batch (or the run's end) writes them
                 _log.warning("could not share the events of run %s yet", run_id)
 
-    async def end(self, run_id: str, data: Any, tx: Tx) -> None:
-        """Write the run's remaining events and its ``__end__`` inside ``tx`` (with the final status).
+    async def end(self, run_id: str, data: bytes, tx: Tx) -> None:
+        """Write the run's remaining events and its ``__end__`` (JSON ``data``) inside ``tx``.
 
         Followers in this process see the end only after :meth:`ended` (after the commit).
         """
         log = self.open(run_id)
         if self.shared:
-            rows = [*log.unflushed, (log.next_seq, END, dumps(data))]
+            rows = [*log.unflushed, (log.next_seq, END, data)]
             log.unflushed = []
             await _insert(tx, run_id, rows)
 
-    def ended(self, run_id: str, data: Any) -> None:
-        """Show the run's ``__end__`` to followers in this process (after the commit)."""
+    def ended(self, run_id: str, data: bytes, result: bytes | None = None) -> None:
+        """Show the run's ``__end__`` (JSON ``data``; ``result``: its output) to followers here, after the commit."""
         log = self.open(run_id)
-        log.append(END, dumps(data))
+        log.result = result
+        log.append(END, data)
         log.unflushed = []
 
     def finished(self, run_id: str) -> None:

@@ -23,24 +23,34 @@ def _state(request: Request) -> ServerState:
     return state
 
 
-async def get_thread(db: Database | Tx, thread_id: str) -> dict[str, Any] | None:
-    """The thread's document (with its status), or ``None``."""
-    rows = await db.fetch(
-        "SELECT status, updated_at, doc FROM plait_server_threads WHERE thread_id = ?", (thread_id,)
-    )
-    if not rows:
-        return None
-    doc: dict[str, Any] = loads(rows[0]["doc"])
-    doc["status"], doc["updated_at"] = rows[0]["status"], rows[0]["updated_at"]
+def _doc(row: dict[str, Any], *, values: bool = True) -> dict[str, Any]:
+    """A thread row as the API's document: its values come from their own column."""
+    doc: dict[str, Any] = loads(row["doc"])
+    doc["status"], doc["updated_at"] = row["status"], row["updated_at"]
+    if values:
+        doc["values"] = None if row["vals"] is None else loads(row["vals"])
     return doc
 
 
-async def write_thread(db: Database | Tx, doc: dict[str, Any]) -> None:
-    """Store a thread's document (status and updated_at as columns too)."""
-    await db.run(
-        "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ? WHERE thread_id = ?",
-        (doc["status"], doc["updated_at"], dumps(doc).decode(), doc["thread_id"]),
+async def get_thread(db: Database | Tx, thread_id: str) -> dict[str, Any] | None:
+    """The thread's document (with its status and values), or ``None``."""
+    rows = await db.fetch(
+        "SELECT status, updated_at, doc, vals FROM plait_server_threads WHERE thread_id = ?", (thread_id,)
     )
+    return _doc(rows[0]) if rows else None
+
+
+async def write_thread(db: Database | Tx, doc: dict[str, Any]) -> None:
+    """Store a thread's document (status and updated_at as columns too, values in their own)."""
+    rest = {k: v for k, v in doc.items() if k != "values"}
+    await db.run(
+        "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ?, vals = ? WHERE thread_id = ?",
+        (doc["status"], doc["updated_at"], dumps(rest).decode(), _vals(doc.get("values")), doc["thread_id"]),
+    )
+
+
+def _vals(values: Any) -> str | None:
+    return None if values is None else dumps(values).decode()
 
 
 async def create_thread(db: Database | Tx, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +64,6 @@ async def create_thread(db: Database | Tx, thread_id: str, metadata: dict[str, A
         "metadata": metadata,
         "status": "idle",
         "config": {},
-        "values": None,
         "error": None,
         "interrupts": {},
     }
@@ -62,7 +71,7 @@ async def create_thread(db: Database | Tx, thread_id: str, metadata: dict[str, A
         "INSERT INTO plait_server_threads (thread_id, status, created_at, updated_at, doc) VALUES (?, ?, ?, ?, ?)",
         (thread_id, "idle", now, now, dumps(doc).decode()),
     )
-    return doc
+    return {**doc, "values": None}
 
 
 def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
@@ -154,31 +163,34 @@ def _subset(actual: Any, wanted: dict[str, Any]) -> bool:
     return all(k in values and loads(dumps(values[k])) == v for k, v in wanted.items())
 
 
-async def _matching(state: ServerState, data: dict[str, Any]) -> list[dict[str, Any]]:
+async def _matching(state: ServerState, data: dict[str, Any]) -> list[tuple[dict[str, Any], Any]]:
+    """The threads ``data`` selects, each with its values column (parsed only where needed)."""
     metadata = as_dict(opt(data, "metadata", dict))
     values = as_dict(opt(data, "values", dict))
     status = opt(data, "status", str)
     if status is not None and status not in _STATUSES:
         raise ApiError(422, f"status must be one of {list(_STATUSES)}, got {status!r}")
     ids = opt(data, "ids", list)
-    sql, params = "SELECT status, updated_at, doc FROM plait_server_threads", []
+    sql, params = "SELECT status, updated_at, doc, vals FROM plait_server_threads", []
     if status is not None:
         sql, params = sql + " WHERE status = ?", [status]
-    docs: list[dict[str, Any]] = []
+    docs: list[tuple[dict[str, Any], Any]] = []
     for row in await state.db.fetch(sql, params):
-        doc = loads(row["doc"])
-        doc["status"], doc["updated_at"] = row["status"], row["updated_at"]
+        doc = _doc(row, values=False)
         if ids is not None and doc["thread_id"] not in ids:
             continue
-        if _subset(doc["metadata"], metadata) and _subset(doc.get("values"), values):
-            docs.append(doc)
+        if not _subset(doc["metadata"], metadata):
+            continue
+        if values and not _subset(None if row["vals"] is None else loads(row["vals"]), values):
+            continue
+        docs.append((doc, row["vals"]))
     return docs
 
 
 async def search(request: Request) -> Response:
     """``POST /threads/search``: by metadata, values, status and ids; sorted and paged."""
     data = await body(request)
-    docs = await _matching(_state(request), data)
+    found = await _matching(_state(request), data)
     sort_by = opt(data, "sort_by", str) or "created_at"
     if sort_by not in ("thread_id", "status", "created_at", "updated_at", "state_updated_at"):
         raise ApiError(
@@ -188,14 +200,17 @@ async def search(request: Request) -> Response:
     order = opt(data, "sort_order", str) or "desc"
     if order not in ("asc", "desc"):
         raise ApiError(422, f"sort_order must be 'asc' or 'desc', got {order!r}")
-    docs.sort(key=lambda d: str(d.get(sort_by)), reverse=order == "desc")
+    found.sort(key=lambda item: str(item[0].get(sort_by)), reverse=order == "desc")
     limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
-    page = docs[offset : offset + limit]
+    page = [
+        {**doc, "values": None if vals is None else loads(vals)}
+        for doc, vals in found[offset : offset + limit]
+    ]
     select = opt(data, "select", list)
     if select:
         page = [{k: d.get(k) for k in select} for d in page]
-    headers = {"X-Pagination-Total": str(len(docs))}
-    if offset + limit < len(docs):
+    headers = {"X-Pagination-Total": str(len(found))}
+    if offset + limit < len(found):
         headers["X-Pagination-Next"] = str(offset + limit)
     return json_response(page, headers=headers)
 
