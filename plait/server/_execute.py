@@ -174,9 +174,9 @@ async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: O
         if cancel == "rollback":
             await _rollback(graph, thread_id, run_id)
     # each value is encoded once, for the thread's row, the run's end and the waiting client
-    parts: Any = (
-        {k: orjson.Fragment(dumps(v)) for k, v in values.items()} if isinstance(values, dict) else values
-    )
+    parts: Any = values
+    if isinstance(values, dict):
+        parts = {k: orjson.Fragment(dumps(v)) for k, v in as_dict(values).items()}
     values_json = dumps(parts)
     output = values_json
     if thread.get("interrupts") and isinstance(values, dict):
