@@ -22,6 +22,7 @@ __all__ = [
     "check_thread_id",
     "configurable_of",
     "get_checkpoint_id",
+    "listed_thread",
     "thread_key",
 ]
 
@@ -190,6 +191,18 @@ def thread_key(config: Any) -> tuple[str, str, str | None]:
     elif ns:
         _text(ns, "checkpoint_ns", MAX_NS_BYTES)
     return thread_id, ns, _checkpoint_id(conf)
+
+
+def listed_thread(config: Any) -> tuple[str, str | None]:
+    """``(thread_id, checkpoint_ns)`` a ``list(config)`` reads: a config without a
+    ``checkpoint_ns`` (or with ``None``) lists every namespace of the thread (``None``), as
+    LangGraph's savers do; ``""`` lists the root graph's checkpoints only.
+
+    Raises:
+        InvalidConfigError: as :func:`thread_key`.
+    """
+    thread_id, ns, _ = thread_key(config)
+    return thread_id, (ns if ns or configurable_of(config).get("checkpoint_ns") is not None else None)
 
 
 def check_thread_id(thread_id: Any) -> str:

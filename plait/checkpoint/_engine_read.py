@@ -10,7 +10,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from plait.checkpoint._config import checkpoint_config
+from plait.checkpoint._config import checkpoint_config, listed_thread
 from plait.checkpoint._delta import EMPTY_FIELDS, Blob, Entry, ValueCache, rebuild
 from plait.checkpoint._engine_ops import Fetch, Item, Ops
 from plait.checkpoint._lease import ThreadLeases
@@ -193,7 +193,7 @@ class SqlReader:
         """Checkpoints newest first, read a page at a time; each one is yielded as an :class:`Item`."""
         if not (yield from self._ready(write=False)):
             return
-        thread = thread_of(config)[0] if config is not None else None
+        thread = listed_thread(config) if config is not None else None
         where: dict[str, Any] = {k: v for k, v in (filter or {}).items() if k in ("step", "source")}
         where["before"] = get_checkpoint_id(before)
         memo: Memo = {}

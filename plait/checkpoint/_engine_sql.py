@@ -46,7 +46,7 @@ def put_allowed(rows: PutRows, head: str | None, parent_there: bool) -> bool:
 def page_query(  # noqa: PLR0913 - one SQL builder
     mark: str,
     columns: str,
-    thread: tuple[str, str] | None,
+    thread: tuple[str, str | None] | None,
     after: tuple[str, str, str] | None,
     where: dict[str, Any],
     limit: int,
@@ -58,14 +58,18 @@ def page_query(  # noqa: PLR0913 - one SQL builder
     Args:
         mark: The dialect's parameter placeholder (``?`` or ``%s``).
         columns: The checkpoint columns to select, ``c.``-prefixed.
-        thread: ``(thread_id, checkpoint_ns)``, or ``None`` for every thread.
+        thread: ``(thread_id, checkpoint_ns)``, ``(thread_id, None)`` for every namespace of the
+            thread, or ``None`` for every thread.
         after: Keyset cursor ``(checkpoint_id, thread_id, checkpoint_ns)``: rows strictly older.
         where: Extra column equalities (``step``, ``source``) and ``before`` (an id bound).
         limit: Page size.
     """
     clauses: list[str] = []
     params: list[Any] = []
-    if thread is not None:
+    if thread is not None and thread[1] is None:
+        clauses.append(f"thread_id = {mark}")
+        params.append(thread[0])
+    elif thread is not None:
         clauses.append(f"thread_id = {mark} AND checkpoint_ns = {mark}")
         params.extend(thread)
     if after is not None:

@@ -252,7 +252,8 @@ class BaseCheckpointSaver(ABC):
         """Checkpoints of a thread, newest first, lazily.
 
         Args:
-            config: Selects the thread (and namespace); ``None`` lists all threads.
+            config: Selects the thread and namespace; without a ``checkpoint_ns`` every
+                namespace of the thread, ``None`` every thread.
             filter: Only checkpoints whose metadata has these key/value pairs.
             before: Only checkpoints older than this config's checkpoint.
             limit: At most this many.

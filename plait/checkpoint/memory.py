@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from plait.checkpoint._config import checkpoint_config
+from plait.checkpoint._config import checkpoint_config, listed_thread
 from plait.checkpoint._delta import (
     FULL,
     Entry,
@@ -94,6 +94,13 @@ class InMemorySaver(BaseCheckpointSaver):
     def _key(config: Mapping[str, Any]) -> tuple[_Key, str, str, str | None]:
         thread, ns, cid = thread_key(config)
         return (thread if not ns else (thread, ns)), thread, ns, cid
+
+    def _listed(self, config: Mapping[str, Any]) -> builtins.list[_Key]:
+        """The keys ``list(config)`` reads (under the lock)."""
+        thread, ns = listed_thread(config)
+        if ns is not None:
+            return [thread if not ns else (thread, ns)]
+        return [thread, *((thread, n) for n in sorted(self._namespaces.get(thread, ())))]
 
     def _record(self, th: _Thread, seq: int) -> list[Any]:
         """``[parent, ts, fields, metadata, loc, rows]`` of a checkpoint."""
@@ -188,13 +195,14 @@ class InMemorySaver(BaseCheckpointSaver):
         before: dict[str, Any] | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """Checkpoints newest first, built one at a time as the caller iterates.
+        """Checkpoints newest first, built one at a time as the caller iterates; a config
+        without a ``checkpoint_ns`` lists every namespace of its thread.
 
         The listing shares decoded records and materialized values across its
         checkpoints, so a thread's history costs one replay of each value's chain.
         """
         with self._lock:
-            keys = list(self._threads) if config is None else [self._key(config)[0]]
+            keys = list(self._threads) if config is None else self._listed(config)
             logs = [(key, th, th.newest_first()) for key in keys if (th := self._threads.get(key))]
         items: Iterable[tuple[str | None, _Key, _Thread, int]]
         if len(logs) == 1:  # already newest first: ids are read only when ``before`` needs them

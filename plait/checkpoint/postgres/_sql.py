@@ -256,7 +256,10 @@ ORDER BY c.created_at DESC"""
 
 
 def list_query(
-    thread: tuple[str, str] | None, after: tuple[str, str, str] | None, where: dict[str, Any], limit: int
+    thread: tuple[str, str | None] | None,
+    after: tuple[str, str, str] | None,
+    where: dict[str, Any],
+    limit: int,
 ) -> tuple[str, list[Any]]:
     """One page of checkpoint rows, newest first (see :func:`plait.checkpoint._engine_sql.page_query`)."""
     return page_query("%s", _HEAD_COLUMNS, thread, after, where, limit)
