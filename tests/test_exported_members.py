@@ -40,6 +40,8 @@ PUBLIC = [
     "plait.server",
     "plait.cli.serve",
     "plait.prebuilt",
+    "plait.stream",
+    "plait.stream.transformers",
     "plait.prebuilt.tool_node",
     "plait.prebuilt.chat_agent_executor",
     "plait.prebuilt.tool_validator",

@@ -23,6 +23,8 @@ from langchain_core.tools.base import (
 )
 from typing_extensions import TypeVar
 
+from plait.pregel._tool_events import emit_output_delta
+
 __all__ = ["InjectedArgs", "InjectedState", "InjectedStore", "ToolRuntime", "find_injected", "inject"]
 
 StateT = TypeVar("StateT", default=dict[str, Any])
@@ -72,6 +74,11 @@ class ToolRuntime(_DirectlyInjectedToolArg, Generic[ContextT, StateT]):
     """Reserved (LangGraph's execution info); always ``None`` in plait."""
     server_info: Any = None
     """Reserved (LangGraph's server info); always ``None`` in plait."""
+
+    def emit_output_delta(self, delta: Any) -> None:
+        """Stream a piece of this tool call's output (a ``tool-output-delta`` event of the ``tools``
+        stream mode, read by ``ToolCallTransformer``); does nothing when the run does not stream tools."""
+        emit_output_delta(delta)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from plait.checkpoint.base import INTERRUPT
 from plait.pregel._root import root_payload
 from plait.runtime import RunControl, ServerInfo
 
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 
-MODES = frozenset({"values", "updates", "custom", "messages", "debug", "checkpoints", "tasks"})
+MODES = frozenset({"values", "updates", "custom", "messages", "debug", "checkpoints", "tasks", "tools"})
 
 
 def modes_of(stream_mode: Any, default: str) -> tuple[frozenset[str], bool]:
@@ -70,9 +71,14 @@ def shape(  # noqa: PLR0913 - the output forms
         payload = root_payload(mode, payload)
     ns = event[2] if len(event) == 3 else ()
     if v2:
+        interrupts: tuple[Any, ...] = ()  # typed parts carry the interrupts apart from the state
+        if mode == "values" and isinstance(payload, dict) and INTERRUPT in payload:
+            state = cast("dict[str, Any]", payload)
+            interrupts = tuple(state[INTERRUPT])
+            payload = {k: v for k, v in state.items() if k != INTERRUPT}
         part: dict[str, Any] = {"type": mode, "ns": ns, "data": payload}
         if mode == "values":
-            part["interrupts"] = ()
+            part["interrupts"] = interrupts
         return [part]
     if subgraphs:
         return [(ns, payload) if single else (ns, mode, payload)]

@@ -1,0 +1,254 @@
+"""``StreamMux``: hands each protocol event of a v3 run to every transformer, in order.
+
+The mux owns the run's main event log (``_events``, what iterating the run yields)
+and the projections the transformers contribute (``extensions``). An event any
+transformer rejects (``process`` returned ``False``) stays out of the main log;
+every transformer still sees it. When the run ends the mux finalizes the
+transformers and closes (or fails) every channel it knows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, cast
+
+from plait.stream._types import ProtocolEvent, StreamTransformer, needs_async
+from plait.stream.stream_channel import StreamChannel
+
+__all__ = ["StreamMux", "TransformerFactory"]
+
+TransformerFactory = Callable[[tuple[str, ...]], StreamTransformer]
+"""Makes the transformer of one run for a scope: a transformer class, or ``lambda scope: ...``."""
+
+
+class StreamMux:
+    """Routes the events of one run through its transformers.
+
+    Args:
+        transformers: Transformer instances, in order.
+        is_async: The run is consumed with ``async for`` (``astream_events``).
+        factories: Transformer classes or factories, called with ``scope`` (after ``transformers``).
+        scope: The namespace of the run's graph (``()``: a root run).
+
+    Transformers that set ``before_builtins`` come first; the order is otherwise kept.
+
+    Raises:
+        TypeError: a transformer's ``init()`` did not return a dict.
+        ValueError: two transformers contribute the same projection name.
+        RuntimeError: an async-only transformer in a sync run.
+    """
+
+    def __init__(
+        self,
+        transformers: Iterable[StreamTransformer] | None = None,
+        *,
+        is_async: bool = False,
+        factories: Iterable[TransformerFactory] | None = None,
+        scope: tuple[str, ...] = (),
+    ) -> None:
+        self.is_async = is_async
+        self.scope = tuple(scope)
+        self._events: StreamChannel[ProtocolEvent] = StreamChannel()
+        self._events._bind_mux(self)  # pyright: ignore[reportPrivateUsage]
+        self._transformers: list[StreamTransformer] = []
+        self._channels: list[StreamChannel[Any]] = []
+        self._owners: dict[str, StreamTransformer] = {}
+        self._seq = 0
+        self._pump: Callable[[], bool] | None = None
+        self._apump: Callable[[], Awaitable[bool]] | None = None
+        self._finished = False
+        self.extensions: dict[str, Any] = {}
+        self.native_keys: set[str] = set()
+        made = [*(transformers or ()), *(factory(self.scope) for factory in factories or ())]
+        for transformer in sorted(made, key=lambda t: not t.before_builtins):
+            self._register(transformer)
+
+    # -- setup ----------------------------------------------------------------------------------
+
+    def _register(self, transformer: StreamTransformer) -> None:
+        name = type(transformer).__name__
+        if not self.is_async and needs_async(transformer):
+            raise RuntimeError(f"{name} requires an async run: use astream_events(version='v3')")
+        made = cast(object, transformer.init())  # a subclass may return anything
+        if not isinstance(made, dict):
+            raise TypeError(f"{name}.init() must return a dict of projections, got {type(made).__name__}")
+        projections = cast("dict[str, Any]", made)
+        for key, value in projections.items():
+            if key in self._owners:
+                raise ValueError(
+                    f"Projection key conflict: {key!r} is already provided by "
+                    f"{type(self._owners[key]).__name__}; {name} cannot provide it too"
+                )
+            self._owners[key] = transformer
+            self.extensions[key] = value
+            if transformer._native:  # pyright: ignore[reportPrivateUsage]
+                self.native_keys.add(key)
+            if isinstance(value, StreamChannel):
+                channel: StreamChannel[Any] = value  # pyright: ignore[reportUnknownVariableType]
+                self.adopt(channel)
+                if channel.name is not None:
+                    channel._wire(self._forwarder(f"custom:{channel.name}"))  # pyright: ignore[reportPrivateUsage]
+        self._transformers.append(transformer)
+        transformer._on_register(self)  # pyright: ignore[reportPrivateUsage]
+
+    def adopt(self, channel: StreamChannel[Any]) -> None:
+        """Make ``channel`` part of this run: iterated in its mode, pulling the run when empty, and
+        closed (or failed) when the run ends."""
+        channel._bind_mux(self)  # pyright: ignore[reportPrivateUsage]
+        self._channels.append(channel)
+
+    def _forwarder(self, method: str) -> Callable[[Any], None]:
+        def forward(item: Any) -> None:
+            self._append(
+                {
+                    "type": "event",
+                    "method": method,
+                    "params": {
+                        "namespace": list(self.scope),
+                        "timestamp": int(time.time() * 1000),
+                        "data": item,
+                    },
+                }
+            )
+
+        return forward
+
+    def transformer_by_key(self, key: str) -> StreamTransformer | None:
+        """The transformer that contributes projection ``key``, if any."""
+        return self._owners.get(key)
+
+    # -- pulling --------------------------------------------------------------------------------
+
+    def bind_pump(self, fn: Callable[[], bool]) -> None:
+        """Use ``fn`` to pull the run's next event (it returns ``False`` once the run is over);
+        transformers with a ``_bind_pump(fn)`` method get it too."""
+        self._pump = fn
+        for transformer in self._transformers:
+            hook = getattr(transformer, "_bind_pump", None)
+            if callable(hook):
+                hook(fn)
+
+    def bind_apump(self, fn: Callable[[], Awaitable[bool]]) -> None:
+        """Async :meth:`bind_pump` (``_bind_apump(fn)`` for transformers)."""
+        self._apump = fn
+        for transformer in self._transformers:
+            hook = getattr(transformer, "_bind_apump", None)
+            if callable(hook):
+                hook(fn)
+
+    def request_more(self) -> bool:
+        """Pull one more event of the run; ``False`` when there is none (the run is over)."""
+        return self._pump() if self._pump is not None else False
+
+    async def arequest_more(self) -> bool:
+        """Async :meth:`request_more`."""
+        return await self._apump() if self._apump is not None else False
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _append(self, event: ProtocolEvent) -> None:
+        self._seq += 1
+        if not self._events._closed:  # pyright: ignore[reportPrivateUsage]
+            self._events.push({**event, "seq": self._seq})
+
+    def push(self, event: ProtocolEvent) -> None:
+        """Give ``event`` to every transformer; keep it in the main log unless one rejects it."""
+        keep = True
+        for transformer in self._transformers:
+            if transformer.process(event) is False:
+                keep = False
+        if keep:
+            self._append(event)
+
+    async def apush(self, event: ProtocolEvent) -> None:
+        """Async :meth:`push`: each transformer's ``aprocess`` is awaited before the next one runs."""
+        keep = True
+        for transformer in self._transformers:
+            if await transformer.aprocess(event) is False:
+                keep = False
+        if keep:
+            self._append(event)
+
+    # -- the end --------------------------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """The run ended (closed or failed)."""
+        return self._finished
+
+    def _close_channels(self, err: BaseException | None) -> None:
+        for channel in [*self._channels, self._events]:
+            if err is None:
+                channel.close()
+            else:
+                channel.fail(err)
+
+    def close(self) -> None:
+        """The run ended: finalize every transformer, then close every channel.
+
+        Raises:
+            Exception: the first error a transformer's ``finalize`` raised (after all ran).
+        """
+        self._finished = True
+        first: BaseException | None = None
+        for transformer in self._transformers:
+            try:
+                transformer.finalize()
+            except Exception as exc:  # noqa: BLE001 - the others finalize first
+                first = first or exc
+        self._close_channels(None)
+        if first is not None:
+            raise first
+
+    def fail(self, err: BaseException) -> None:
+        """The run failed: tell every transformer, then fail every channel with ``err``."""
+        self._finished = True
+        for transformer in self._transformers:
+            try:
+                transformer.fail(err)
+            except Exception:  # noqa: BLE001, S110 - the run's own error is the one to report
+                pass
+        self._close_channels(err)
+
+    def _scheduled(self) -> list[asyncio.Task[Any]]:
+        return [task for t in self._transformers for task in t._scheduled_tasks()]  # pyright: ignore[reportPrivateUsage]
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`: waits for the transformers' scheduled work first.
+
+        Raises:
+            Exception: a scheduled task's error (``on_error="raise"``) or a finalize error.
+        """
+        first: BaseException | None = None
+        while pending := [t for t in self._scheduled() if not t.done()]:
+            await asyncio.wait(pending)
+        for task in self._scheduled():
+            if not task.cancelled() and task.exception() is not None:
+                first = first or task.exception()
+        self._finished = True
+        for transformer in self._transformers:
+            try:
+                await transformer.afinalize()
+            except Exception as exc:  # noqa: BLE001 - the others finalize first
+                first = first or exc
+        if first is not None:
+            self.fail(first)
+            raise first
+        self._close_channels(None)
+
+    async def afail(self, err: BaseException) -> None:
+        """Async :meth:`fail`: cancels the transformers' pending scheduled work first."""
+        pending = [t for t in self._scheduled() if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+        self._finished = True
+        for transformer in self._transformers:
+            try:
+                await transformer.afail(err)
+            except Exception:  # noqa: BLE001, S110 - the run's own error is the one to report
+                pass
+        self._close_channels(err)
