@@ -21,6 +21,7 @@ Tree::
     ├── SerializationError            a value cannot be stored or loaded
     ├── SchemaVersionError (RuntimeError)  the database was written by a newer plait
     ├── UnknownInterruptError         strict resume: the resume does not match the pending interrupts
+    ├── StoredNodeError               a node's error read back from a checkpoint (error handlers on resume)
     └── GraphBubbleUp                 control flow that passes through nodes and tools untouched
         ├── ParentCommand             a subgraph's Command for its parent graph
         ├── GraphDrained              the run stopped early because RunControl asked it to
@@ -31,6 +32,7 @@ Tree::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
@@ -48,10 +50,12 @@ __all__ = [
     "IncompatibleDatabaseError",
     "InvalidConfigError",
     "InvalidUpdateError",
+    "NodeError",
     "NodeInterrupt",
     "ParentCommand",
     "SchemaVersionError",
     "SerializationError",
+    "StoredNodeError",
     "StrictModeError",
     "ThreadBusyError",
     "UndeclaredKeyWarning",
@@ -361,6 +365,33 @@ class UnknownInterruptError(Exception):
         self.reason = reason
         self.interrupt_ids = tuple(interrupt_ids)
         self.pending_ids = tuple(pending_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeError:
+    """What a node's error handler (``add_node(..., error_handler=...)``) learns about the failure.
+
+    A handler receives it through a parameter named ``error`` annotated ``NodeError``::
+
+        def handler(state: State, error: NodeError) -> dict:
+            return {"status": f"{error.node} failed: {error.error}"}
+
+    Attributes:
+        node: The node that failed.
+        error: What it raised (after its retries ran out). When the handler runs again after
+            a resume, the error comes back from the checkpoint as a :class:`StoredNodeError`.
+    """
+
+    node: str
+    error: BaseException
+
+
+class StoredNodeError(Exception):
+    """A node's error as a checkpoint kept it: ``str(err)`` is the original error's ``repr``.
+
+    Exceptions are not stored as such; an error handler that runs again when its run resumes
+    gets this in :attr:`NodeError.error`.
+    """
 
 
 _INVALID_RESUME = "_plait_invalid_resume"

@@ -205,8 +205,10 @@ _EXACT = {
 _TREES = {
     "plait.checkpoint.serde": BASE,  # before plait.checkpoint: the codec is the base layer
     "plait.channels": BASE,
+    "plait._internal": BASE,
     "plait.managed": BASE,
     "plait.pregel": RUNTIME,
+    "plait.stream": RUNTIME,
     "plait.graph": BUILDER,
     "plait.func": BUILDER,
     "plait.checkpoint": TOP,

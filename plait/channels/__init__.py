@@ -3,6 +3,7 @@
 from plait.channels.any_value import AnyValue
 from plait.channels.base import BaseChannel
 from plait.channels.binop import BinaryOperatorAggregate
+from plait.channels.delta import DeltaChannel
 from plait.channels.ephemeral_value import EphemeralValue
 from plait.channels.last_value import LastValue, LastValueAfterFinish
 from plait.channels.named_barrier_value import NamedBarrierValue, NamedBarrierValueAfterFinish
@@ -13,6 +14,7 @@ __all__ = [
     "AnyValue",
     "BaseChannel",
     "BinaryOperatorAggregate",
+    "DeltaChannel",
     "EphemeralValue",
     "LastValue",
     "LastValueAfterFinish",

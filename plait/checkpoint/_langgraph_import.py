@@ -73,13 +73,13 @@ class _Thread:
         self.tasks: dict[str, str] = {}
 
     def namespace(self, ns: str) -> str:
-        """``node:<langgraph task id>`` segments renamed to plait's ``node:<task id>:0``."""
+        """``node:<langgraph task id>`` segments renamed to plait's ``node:<task id>``."""
         if not ns:
             return ns
         parts: list[str] = []
         for segment in ns.split("|"):
             node, _, task = segment.partition(":")
-            parts.append(f"{node}:{self.tasks[task]}:0" if task in self.tasks else segment)
+            parts.append(f"{node}:{self.tasks[task]}" if task in self.tasks else segment)
         return "|".join(parts)
 
 

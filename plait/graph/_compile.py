@@ -17,6 +17,7 @@ from plait.pregel._cache import node_namespace
 from plait.pregel._callable import accepts_config, make_call
 from plait.pregel._plan import Branch, Join, NodeSpec, Plan
 from plait.pregel._pregel import Pregel
+from plait.pregel._referenced import referenced_graph
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -116,6 +117,9 @@ def _node_spec(builder: StateGraph[Any, Any, Any, Any], name: str, state_keys: t
     schema = node.input_schema
     reads = _keys(builder, schema) if schema is not None else state_keys
     make_input = _maker(schema if schema is not None else builder.state_schema)
+    retry, cache_policy, handler = builder.node_defaults.policies(
+        node.retry_policy, node.cache_policy, node.error_handler, is_handler=node.is_error_handler
+    )
     return NodeSpec(
         name=name,
         call=call,
@@ -124,13 +128,19 @@ def _node_spec(builder: StateGraph[Any, Any, Any, Any], name: str, state_keys: t
         reads=reads,
         defaults=_defaults(builder, reads),
         make_input=make_input,
-        retry=node.retry_policy,
+        retry=retry,
         is_subgraph=is_subgraph,
-        subgraph=node.action if is_subgraph else None,
-        cache_policy=node.cache_policy,
-        cache_ns=node_namespace(node.action, name) if node.cache_policy is not None else (),
+        subgraph=node.action if is_subgraph else referenced_graph(node.action, _is_graph),
+        cache_policy=cache_policy,
+        cache_ns=node_namespace(node.action, name) if cache_policy is not None else (),
         metadata=node.metadata,
+        error_handler=handler,
     )
+
+
+def _is_graph(obj: Any) -> bool:
+    """A compiled graph that keeps state as a subgraph (a node function calling it runs it as one)."""
+    return isinstance(obj, Pregel) and obj.subgraph_saving != "off"
 
 
 def _branches(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, tuple[Branch, ...]]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Any, Union, cast, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 import typing_extensions
-from pydantic import BaseModel, RootModel, TypeAdapter, create_model
+from pydantic import BaseModel, TypeAdapter
 
-from plait._schema import ROOT, FieldSpec
+from plait._internal._pydantic import create_model, is_supported_by_pydantic
+from plait._schema import ROOT, FieldSpec, fields_of
 
 __all__ = ["config_model", "context_jsonschema", "schema_model", "state_jsonschema"]
 
@@ -38,20 +39,17 @@ def _default(schema: Any, spec: FieldSpec) -> Any:
 
 
 def schema_model(schema: Any, specs: tuple[FieldSpec, ...], name: str) -> type[BaseModel]:
-    """A pydantic model of ``schema`` (the class itself when it is one)."""
+    """A pydantic model of ``schema`` (the class itself when it is one), named ``name``.
+
+    Keys pydantic reserves (``_private``, ``schema``…) keep their names as aliases.
+    """
     given = _pydantic(schema)
     if given is not None:
         return given
     if len(specs) == 1 and specs[0].name == ROOT:
-        root: Any = RootModel  # parametrised with a type known only at run time
-        return cast("type[BaseModel]", root[specs[0].annotation])
-    fields: dict[str, Any] = {
-        s.name: (s.annotation, _default(schema, s))
-        for s in specs
-        if s.managed is None and not s.name.startswith("_")
-    }
-    built: type[BaseModel] = create_model(name, **fields)
-    return built
+        return create_model(name, root=(specs[0].annotation, None))
+    fields = {s.name: (s.annotation, _default(schema, s)) for s in specs if s.managed is None}
+    return create_model(name, field_definitions=fields)
 
 
 def _pydantic(schema: Any) -> type[BaseModel] | None:
@@ -69,7 +67,9 @@ def state_jsonschema(schema: Any, specs: tuple[FieldSpec, ...], name: str) -> di
     if model is not None:
         return model.model_json_schema()
     if typing_extensions.is_typeddict(schema):
-        return _adapted(schema)
+        if is_supported_by_pydantic(schema):
+            return _adapted(schema)
+        name = schema.__name__  # typing.TypedDict before Python 3.12: built from its keys
     return schema_model(schema, specs, name).model_json_schema()
 
 
@@ -84,13 +84,14 @@ def context_jsonschema(schema: Any) -> dict[str, Any] | None:
     model = _pydantic(schema)
     if model is not None:
         return model.model_json_schema()
-    if typing_extensions.is_typeddict(schema) or dataclasses.is_dataclass(schema):
+    if is_supported_by_pydantic(schema):
         return _adapted(schema)
+    if typing_extensions.is_typeddict(schema):  # typing.TypedDict before Python 3.12: built from its keys
+        return schema_model(schema, fields_of(schema), schema.__name__).model_json_schema()
     raise ValueError(f"Invalid context schema type: {schema}. Must be a BaseModel, TypedDict or dataclass.")
 
 
 def config_model(context_schema: Any) -> type[BaseModel]:
     """The deprecated config schema: a ``LangGraphConfig`` model whose ``configurable`` is the context."""
     configurable: Any = context_schema if context_schema is not None else dict[str, Any]
-    built: type[BaseModel] = create_model("LangGraphConfig", configurable=(configurable, None))
-    return built
+    return create_model("LangGraphConfig", field_definitions={"configurable": (configurable, None)})

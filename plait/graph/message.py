@@ -279,6 +279,24 @@ def _merge(left: list[BaseMessage], right: list[BaseMessage]) -> list[BaseMessag
     return merged
 
 
+def _messages_delta_reducer(state: list[Any], writes: list[Any]) -> list[Any]:  # pyright: ignore[reportUnusedFunction]  # LangGraph's private name, imported by users
+    """A step's message writes folded in one call, for ``DeltaChannel`` (LangGraph's experimental
+    reducer): same ids replace in place, ``RemoveMessage`` drops its id (an unknown one is
+    ignored), ``REMOVE_ALL_MESSAGES`` starts over; messages without an id get none.
+    ``r(r(state, xs), ys) == r(state, xs + ys)``; ``state`` is not changed."""
+    merged: dict[object, BaseMessage] = {object() if m.id is None else m.id: m for m in _coerce(state)}
+    for write in writes:
+        for message in _coerce(write):
+            if isinstance(message, RemoveMessage):
+                if message.id == REMOVE_ALL_MESSAGES:
+                    merged.clear()
+                else:
+                    merged.pop(message.id, None)
+                continue
+            merged[object() if message.id is None else message.id] = message
+    return list(merged.values())
+
+
 def _to_openai_format(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Normalise message content to the OpenAI chat format."""
     from langchain_core.messages import convert_to_openai_messages

@@ -16,11 +16,14 @@ from plait.constants import END, START
 from plait.errors import GraphBuildError
 from plait.graph._branch import BranchDef, make_branch, node_destinations
 from plait.graph._compile import build_plan
+from plait.graph._defaults import DEFAULT_ERROR_HANDLER, NodeDefaults, first_policy, handler_name
 from plait.graph._draw import DrawableGraph, draw_builder
 from plait.graph._fields import finish_plan
 from plait.graph._nodes import CompiledNode, node_views
 from plait.graph._runnable import GraphRunnable
+from plait.graph._stream_events import StreamEvents
 from plait.pregel._pregel import Pregel
+from plait.stream._run import factories_of
 from plait.types import CachePolicy, RetryPolicy
 from plait.typing import ContextT, InputT, OutputT, StateT
 
@@ -40,6 +43,10 @@ class NodeDef:
     """Where the node may go with ``Command(goto=...)``: ``(target, edge label)`` pairs, for drawing."""
     cache_policy: CachePolicy[Any] | None = None
     defer: bool = False
+    error_handler: str | None = None
+    """The node that runs when this one fails (``add_node(..., error_handler=...)``), if any."""
+    is_error_handler: bool = False
+    """The node is an error handler: it runs when another node fails, never on its own."""
 
 
 def _name_of(action: Any) -> str:
@@ -122,6 +129,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.edges: set[tuple[str, str]] = set()
         self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
         self.branches: dict[str, dict[str, BranchDef]] = {}
+        self.node_defaults = NodeDefaults()
+        """Policies for nodes that do not set their own (:meth:`set_node_defaults`)."""
         for schema in (state, self.input_schema, self.output_schema):
             self._add_schema(schema)
 
@@ -152,9 +161,15 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         destinations: dict[str, str] | tuple[str, ...] | None = None,
         cache_policy: CachePolicy[Any] | None = None,
         defer: bool = False,
+        error_handler: Any = None,
         **kwargs: Any,
     ) -> Self:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
+
+        ``error_handler`` runs, in the same step, when the node fails for good (its retries
+        spent): it gets the node's input (and ``error: NodeError`` if it asks for it), and what it
+        returns (an update, a ``Command``) replaces the node's result. It is the node
+        ``__error_handler__<name>``. Interrupts and parent commands pass it by.
 
         Raises:
             ValueError: the name is reserved, contains ``:`` or is already taken.
@@ -176,18 +191,65 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         for extra in (schema, hinted_out):
             if extra is not None:
                 self._add_schema(extra)
-        if isinstance(retry_policy, Sequence):  # LangGraph accepts several; the first one applies
-            retry_policy = retry_policy[0] if retry_policy else None
+        handler: str | None = None
+        if error_handler is not None:
+            handler = handler_name(node)
+            if handler in self.nodes:
+                raise GraphBuildError(f"Auto-generated error handler node `{handler}` already exists.")
+            self.nodes[handler] = NodeDef(error_handler, schema, is_error_handler=True)
         self.nodes[node] = NodeDef(
             action,
             schema,
-            retry_policy,
+            first_policy(retry_policy),
             dict(metadata or {}),
             node_destinations(action, destinations),
             cache_policy,
             defer,
+            handler,
         )
         return self
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        cache_policy: CachePolicy[Any] | None = None,
+        error_handler: Any = None,
+    ) -> Self:
+        """Policies for the nodes that do not set their own in ``add_node``; applied by ``compile()``.
+
+        Args:
+            retry_policy: For every node, error handlers included.
+            cache_policy: For regular nodes (a handler's result is never cached).
+            error_handler: Runs when a regular node without its own handler fails (as the node
+                ``__default_error_handler__``); a failing handler fails the run.
+
+        Subgraphs do not inherit these defaults. Arguments left ``None`` keep earlier values.
+        """
+        defaults = self.node_defaults
+        if retry_policy is not None:
+            defaults.retry_policy = first_policy(retry_policy)
+        if cache_policy is not None:
+            defaults.cache_policy = cache_policy
+        if error_handler is not None:
+            defaults.error_handler = error_handler
+        return self
+
+    def _add_default_handler(self) -> None:
+        """The node of ``set_node_defaults(error_handler=...)``, added when the graph compiles.
+
+        Raises:
+            ValueError: a node of the graph already has its name.
+        """
+        handler = self.node_defaults.error_handler
+        if handler is None:
+            return
+        taken = self.nodes.get(DEFAULT_ERROR_HANDLER)
+        if taken is not None and not taken.is_error_handler:
+            raise GraphBuildError(
+                f"Auto-generated default error handler node `{DEFAULT_ERROR_HANDLER}` already exists."
+            )
+        self.nodes[DEFAULT_ERROR_HANDLER] = NodeDef(handler, is_error_handler=True)
 
     def add_sequence(self, nodes: Sequence[Any]) -> Self:
         """Add nodes (callables or ``(name, callable)`` pairs) chained by edges, in order."""
@@ -276,6 +338,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         debug: bool = False,
         name: str | None = None,
         strict: bool | None = None,
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
     ) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]:
         """Validate the graph and freeze it into a runnable :class:`CompiledStateGraph`.
 
@@ -289,14 +352,17 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             debug: Accepted for compatibility.
             name: Name of the graph.
             strict: Turn silent failures into errors (default: env ``PLAIT_STRICT=1``).
+            transformers: Stream transformer classes (or ``factory(scope)`` callables) added to every
+                ``stream_events(version="v3")`` run of the graph (see :mod:`plait.stream`).
 
         Raises:
             ValueError: the graph has no entry point, an edge names an unknown node, …
         """
+        self._add_default_handler()
         plan = finish_plan(self, build_plan(self, interrupt_before, interrupt_after, strict))
         if cache is not None:
             plan = replace(plan, cache=cache)
-        return CompiledStateGraph(
+        compiled = CompiledStateGraph(
             self,
             plan,
             checkpointer=checkpointer,
@@ -305,10 +371,13 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             debug=debug,
             stream_mode="updates",
         )
+        compiled.stream_transformers = tuple(factories_of(transformers))
+        return compiled
 
 
 # GraphRunnable's with_config/copy return the graph itself (a Runnable); Pregel's name is always a str
 class CompiledStateGraph(  # type: ignore[misc]  # pyright: ignore[reportIncompatibleMethodOverride]
+    StreamEvents,
     GraphRunnable[StateT, ContextT, InputT, OutputT],
     Pregel[StateT, ContextT, InputT, OutputT],
     Runnable[Any, Any],

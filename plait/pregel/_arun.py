@@ -14,6 +14,7 @@ from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, asave
 from plait.pregel._loop import Loop
 from plait.pregel._pool import stack_is_deep
+from plait.pregel._recover import hand_over
 from plait.pregel._run import claim, make_context, run_task
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._travel import aload_run
@@ -51,13 +52,16 @@ async def _run_async_task(task: Task, ctx: TaskContext) -> None:
             await asyncio.sleep(delay)
 
 
-async def _one(loop: Loop, task: Task, store: Any, context: Any) -> None:
-    ctx = make_context(loop, task, store, context)
-    if task.node.is_async or task.node.acall is not None:
-        await _run_async_task(task, ctx)
-    else:
-        await asyncio.to_thread(run_task, task, ctx)
-    loop.sink.settled(task, ctx.task_id, loop.run.step)
+async def _one(loop: Loop, task: Task | None, store: Any, context: Any) -> None:
+    """Run ``task`` and stream how it ended; when its error handler takes over, run the handler."""
+    while task is not None:
+        ctx = make_context(loop, task, store, context)
+        if task.node.is_async or task.node.acall is not None:
+            await _run_async_task(task, ctx)
+        else:
+            await asyncio.to_thread(run_task, task, ctx)
+        loop.sink.settled(task, ctx.task_id, loop.run.step)
+        task = hand_over(loop.plan, task)
 
 
 async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool = False) -> None:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, cast, get_args
 
 from plait.checkpoint.base import INTERRUPT
-from plait.errors import GraphInterrupt
+from plait.errors import GraphInterrupt, NodeError
 from plait.pregel._context import TaskContext, running_task
 from plait.pregel._thread import config_with, configurable_of, run_config, without_thread
-from plait.pregel._travel import TRAVEL, nested_travel, travel_input
+from plait.pregel._travel import TRAVEL, nested_travel, stable_ns, travel_input
 from plait.types import Command
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 _EXTRAS = ("config", "runtime", "store", "writer")
+_NODE_ERROR = re.compile(r"(?:\w+\.)*NodeError(?: \| None)?|Optional\[(?:\w+\.)*NodeError\]")
 
 
 def _signature(fn: Any) -> inspect.Signature | None:
@@ -47,6 +49,16 @@ def accepts_config(fn: Any) -> bool:
     return sig is not None and "config" in sig.parameters
 
 
+def _asks_error(param: inspect.Parameter) -> bool:
+    """An ``error: NodeError`` parameter (an error handler's; other nodes get ``None``)."""
+    hint = param.annotation
+    if param.name != "error" or hint is param.empty:
+        return False
+    if isinstance(hint, str):
+        return _NODE_ERROR.fullmatch(hint.strip()) is not None
+    return hint is NodeError or NodeError in get_args(hint)
+
+
 def _extras(fn: Any) -> tuple[bool, tuple[str, ...]]:
     sig = _signature(fn)
     if sig is None:
@@ -56,16 +68,20 @@ def _extras(fn: Any) -> tuple[bool, tuple[str, ...]]:
     config_positional = len(positional) >= 2 and positional[1].name == "config"
     taken = set(map(id, positional[: 2 if config_positional else 1]))
     names = tuple(
-        p.name for p in params if p.name in _EXTRAS and p.kind is not p.POSITIONAL_ONLY and id(p) not in taken
+        p.name
+        for p in params
+        if (p.name in _EXTRAS or _asks_error(p)) and p.kind is not p.POSITIONAL_ONLY and id(p) not in taken
     )
     return config_positional, names
 
 
 def injected(names: Sequence[str], ctx: TaskContext) -> dict[str, Any]:
-    """The values of the injectable parameters ``names`` (config, store, writer, runtime) for ``ctx``."""
+    """The values of the injectable parameters ``names`` (config, store, writer, runtime, error) for ``ctx``."""
     out: dict[str, Any] = {}
     for name in names:
-        if name == "config":
+        if name == "error":
+            out[name] = ctx.node_error
+        elif name == "config":
             out[name] = ctx.config
         elif name == "store":
             out[name] = ctx.store
@@ -81,17 +97,27 @@ def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, Any],
     mode = graph.subgraph_saving
     calls = ctx.subgraph_calls
     ctx.subgraph_calls += 1
-    # inherit: a namespace per call, stable across a resume (the task id and call order repeat)
-    # persist: one namespace per call in the node (the first is the node's), kept across runs
-    if mode in ("own", "persist"):
-        name = f"{ctx.node}|{calls}" if calls and mode == "persist" else ctx.node
-    else:
-        name = f"{ctx.node}:{ctx.task_id}:{calls}"
-    if mode == "off" or (mode != "own" and ctx.saver is None):
-        return graph, without_thread(ctx.config), name
-    ns = f"{ctx.checkpoint_ns}|{name}" if ctx.checkpoint_ns else name
+    # inherit: the task's namespace (node:task_id), then one more level per later call (|1, |2..):
+    # stable across a resume (the task id and call order repeat). persist: the same without task
+    # ids, its parents' included (node, node|1..), so that the next run finds it again
+    name = ctx.node if mode == "persist" else f"{ctx.node}:{ctx.task_id}"
+    if calls:
+        name = f"{name}|{calls}"
+    if mode == "off" or ctx.saver is None:
+        return (
+            (graph if graph.checkpointer is None else graph.with_saver(None)),
+            without_thread(ctx.config),
+            name,
+        )
+    parent = stable_ns(ctx.checkpoint_ns) if mode == "persist" else ctx.checkpoint_ns
+    ns = f"{parent}|{name}" if parent else name
     config = config_with(ctx.config, checkpoint_ns=ns, checkpoint_id=None)
-    return (graph if mode == "own" else graph.with_saver(ctx.saver)), config, name
+    return graph.with_saver(ctx.saver), config, name
+
+
+def _push(graph: Any, ctx: TaskContext, segment: str) -> Callable[[tuple[Any, ...]], None]:
+    """Where a streaming subgraph run hands its events: the parent's sink, under ``segment``."""
+    return partial(ctx.stream.forward, segment=segment, recast=graph.subgraph_saving == "persist")
 
 
 def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | None:
@@ -105,7 +131,8 @@ def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | 
     if graph.subgraph_saving not in ("inherit", "persist"):
         return None
     task = running_task()
-    if task is None or task.saver is None or thread_id:
+    # a graph with a saver of its own runs in the task too: unsaved, when the parent saves nothing
+    if task is None or thread_id or (task.saver is None and graph.checkpointer is None):
         return None
     return task
 
@@ -134,7 +161,7 @@ def run_nested(
     if ctx.stream is not None:
         sink = ctx.stream
         out = sub.invoke_streaming(
-            given, config, sink.modes, partial(sink.forward, segment=segment), context=ctx.context, **kwargs
+            given, config, sink.modes, _push(graph, ctx, segment), context=ctx.context, outer=sink, **kwargs
         )
     else:
         out = sub.invoke_here(given, config, context=ctx.context, **kwargs)
@@ -152,7 +179,7 @@ async def arun_nested(
     if ctx.stream is not None:
         sink = ctx.stream
         out = await sub.ainvoke_streaming(
-            given, config, sink.modes, partial(sink.forward, segment=segment), context=ctx.context, **kwargs
+            given, config, sink.modes, _push(graph, ctx, segment), context=ctx.context, outer=sink, **kwargs
         )
     else:
         out = await sub.ainvoke_here(given, config, context=ctx.context, **kwargs)

@@ -74,6 +74,8 @@ class TaskContext:
     """Which attempt of the node this is (retry policies run it again)."""
     first_attempt_time: float | None = None
     """``time.time()`` when the node's first attempt started."""
+    node_error: Any = None
+    """The failure an error handler task handles (:class:`~plait.errors.NodeError`), else ``None``."""
     pushed: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
     """Writes the node made while running (``push_message``): they come before its result's."""
     _calls: int = 0
@@ -97,6 +99,11 @@ class TaskContext:
         schema = ResponseSchema.of(response_schema)
         if index < len(self.resume):
             return schema.validate(self.resume[index])
+        took, answer = self.loop.spare.take() if getattr(self.loop, "spare", None) else (False, None)
+        if took:  # the run's resume value, which no task waited for: kept as this task's answer
+            self.resume.append(answer)
+            self.loop.resumes.setdefault(self.task_id, []).append(answer)
+            return schema.validate(answer)
         raise GraphInterrupt(
             (Interrupt(value=value, id=f"{self.task_id}:{index}", response_schema=schema.shown),)
         )

@@ -17,7 +17,9 @@ from plait.pregel._effects import CallRouters
 from plait.pregel._func_tasks import fold_calls
 from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
+from plait.pregel._recover import ERROR_SOURCE
 from plait.pregel._step import RunState, apply_writes, routers, schedule
+from plait.pregel._stream import STATIC
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
 from plait.types import Interrupt, PregelTask, StateSnapshot
@@ -64,7 +66,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
             info["interrupts"].extend(fresh)
         elif key == ERROR:
             info["error"] = value
-        elif key != RESUME:
+        elif key not in (RESUME, ERROR_SOURCE):
             info["writes"][key] = value
     nxt = tuple(cp.get("next") or ()) + tuple(s[0] for s in cp.get("sends") or ())
     if by_task:  # functional-API task calls: their pending interrupts show on their node
@@ -84,7 +86,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
         created_at=cp.get("ts"),
         parent_config=saved.parent_config,
         tasks=tasks,
-        interrupts=tuple(interrupts),
+        interrupts=tuple(i for i in interrupts if i.id not in STATIC),
     )
 
 
@@ -127,7 +129,8 @@ def _task(cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]]) -
         name=name,
         path=("__pregel_pull", name),
         error=info.get("error"),
-        interrupts=tuple(info.get("interrupts", ())),
+        # a subgraph's breakpoint pauses the task, but asks nothing
+        interrupts=tuple(i for i in info.get("interrupts", ()) if i.id not in STATIC),
         result=info["writes"] if done else None,
     )
 

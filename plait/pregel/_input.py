@@ -20,6 +20,8 @@ def input_writes(plan: Plan, input: Any, node: str = START) -> list[tuple[str, A
         InvalidUpdateError: ``input`` is not a mapping or a state object.
         StrictModeError: strict mode, and ``input`` has keys the input schema does not declare.
     """
+    if plan.input_channel is not None:  # a channel graph with one input channel: the input is its value
+        return [(plan.input_channel, input)]
     if plan.input_make is not None and not isinstance(input, dict):
         input = plan.input_make(input)  # noqa: A001
     if not isinstance(input, Mapping):

@@ -39,10 +39,13 @@ from plait.pregel._effects import (
 )
 from plait.pregel._input import input_writes
 from plait.pregel._limits import recursion_error
+from plait.pregel._next import START_TASK as _START
+from plait.pregel._next import keep_pending, start_task
 from plait.pregel._options import RunOptions
 from plait.pregel._pause import NO_WRITES, NULL_TASK_ID, carry_update, paused_view, save_partial, task_id
 from plait.pregel._plan import Plan
-from plait.pregel._resume import queue_resume
+from plait.pregel._recover import resume_step, with_recoveries
+from plait.pregel._resume import SpareAnswer, queue_resume
 from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, routers, schedule
 from plait.pregel._stream import STATIC, EventSink, next_tasks
 from plait.pregel._task import DRAINED, Task, collect
@@ -96,6 +99,7 @@ class Loop:
         self.before = plan.interrupt_before if interrupt_before is None else interrupt_before
         self.after = plan.interrupt_after if interrupt_after is None else interrupt_after
         self.sink = EventSink(modes, config, options.subgraphs)
+        self.sink.state = self.state_values
         self.durability = options.durability
         self.control = options.control
         self.server_info = options.server_info
@@ -112,6 +116,7 @@ class Loop:
         self.done_writes: dict[str, list[tuple[str, Any]]] = {}
         self.resumes: dict[str, list[Any]] = {}
         self.interrupted: dict[str, list[Interrupt]] = {}
+        self.spare: SpareAnswer | None = None  # a resume value no task waited for (see _resume.py)
         self.skip_before = False
         self.start_step = 0
         self.last_tasks: Sequence[Task] = ()
@@ -227,6 +232,7 @@ class Loop:
             if self.saves or self.events:  # most steps of a run without saver or stream have nothing
                 yield from self._flush()
             yield RunTasks(tuple(tasks))
+            tasks = with_recoveries(tasks)  # error handlers that took over failed tasks
             if any(t.error is not None or t.interrupts for t in tasks):
                 self._release()
                 error = self._stop_step(tasks)
@@ -239,15 +245,15 @@ class Loop:
             yield from self._finish(tasks)
             if self.interrupts:
                 break
-        self._release()
+        self._release(ended=not self.interrupts and self.drained is None)
         yield from self._flush(last=True)
         if self.drained is not None:
             raise GraphDrained(self.drained)
 
-    def _release(self) -> None:
-        """``durability="exit"``: queue the one checkpoint held back until the run ends."""
+    def _release(self, ended: bool = False) -> None:
+        """``durability="exit"``: queue the checkpoint held back (none: a subgraph call ``ended``)."""
         held, self.held_back = self.held_back, None
-        if held is not None:
+        if held is not None and not (ended and self.thread is not None and ":" in self.thread.checkpoint_ns):
             self.saves.insert(0, held)
 
     def _flush(self, *, last: bool = False) -> Steps:
@@ -283,6 +289,9 @@ class Loop:
         else:
             writes = input_writes(self.plan, input)
             run = self.run
+            if self.plan.triggers:  # a channel graph: its input checkpoint holds the input, no START step
+                yield from self._start_with(writes, "input")
+                return
             if self.saver is not None:
                 run.next, run.sends = [START], []
                 self._checkpoint("input", set())
@@ -293,15 +302,15 @@ class Loop:
             run.step += 1
             yield from self._start_with(writes)
 
-    def _start_with(self, writes: list[tuple[str, Any]]) -> Steps:
+    def _start_with(self, writes: list[tuple[str, Any]], source: str = "loop") -> Steps:
         run = self.run
         changed = apply_writes(self.plan, run, [(START, writes)])
         run.barriers.clear()
-        yield from self._schedule([_START])
-        if changed:  # an input that sets nothing is not a state worth streaming
+        yield from self._schedule([start_task(self.plan, writes)])
+        if changed and source == "loop":  # an input that sets nothing is not a state worth streaming
             self.sink.values(self.state_values)
         if self.saver is not None:
-            self._checkpoint("loop", changed)
+            self._checkpoint(source, changed)
         run.step += 1
         self.start_step = run.step - 1
 
@@ -342,8 +351,8 @@ class Loop:
             if name == _COMMAND:  # kept with the checkpoint until a step completes on it
                 self.carried |= changed
                 carry_update(self, task.writes)
-            if cmd.goto:
-                yield from self._schedule([task])
+            if cmd.goto:  # on an existing thread, added to the step that was pending
+                yield from self._schedule([keep_pending(task, self.run) if name == _COMMAND else task])
         self.skip_before = True
 
     def _queue_resume(self, resume: Any) -> None:
@@ -351,7 +360,7 @@ class Loop:
         superseded = self.newest is not None and self.newest != self.checkpoint_id  # an older checkpoint
         strict = self.strict_resume and not nested and not superseded
         asked = {*self.interrupted, *self.resumes, *self.done_writes}
-        queue_resume(self.interrupted, self.resumes, resume, strict=strict, tasks=asked)
+        self.spare = queue_resume(self.interrupted, self.resumes, resume, strict=strict, tasks=asked)
 
     # -- steps --------------------------------------------------------------
 
@@ -377,12 +386,12 @@ class Loop:
             self.drained = drain_reason(control)
             return None
         tasks = prepare_tasks(self.plan, run, self.start_step + self.limit)  # stop: for managed values
-        if self.done_writes:
-            for task in tasks:
-                done = self.done_writes.pop(task_id(self.checkpoint_id, task), None)
-                if done is not None:  # finished before the pause: its writes are replayed
-                    task.writes, task.done, task.cached = done, True, True
+        if self.done_writes:  # the step ran in part before a pause
+            tasks = resume_step(self, tasks)
         self.sink.started(tasks, self.task_id, run.step)
+        for task in tasks:  # finished before the pause: their writes are streamed first, as replayed
+            if task.cached and task.done and task.handled is None:
+                self.sink.settled(task, self.task_id(task), run.step)
         return tasks
 
     @staticmethod
@@ -396,7 +405,7 @@ class Loop:
         if self.task_writes:  # the step completed: its functional tasks need no replay
             self.task_writes.clear()
         changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
-        yield from self._schedule(tasks)
+        yield from self._schedule([t for t in tasks if t.handled is None])  # failed: its handler routes
         if self.modes:
             self.sink.finished(tasks, self.task_id, run.step)
             self.sink.values(self.state_values)
@@ -415,8 +424,12 @@ class Loop:
         for t in tasks:
             self.interrupts.extend(t.interrupts)
         self.drained = next((str(i.value) for i in self.interrupts if i.id == DRAINED), None)
-        self.sink.interrupted(tuple(self.interrupts))
+        # questions were streamed as their tasks stopped (sink.settled); a breakpoint (in a
+        # subgraph) is reported after the state the step leaves
+        self.sink.asked([i for t in tasks if not t.reported for i in t.interrupts])
         paused_view(self, tasks)
+        if all(i.id in STATIC for i in self.interrupts):
+            self.sink.interrupted(tuple(self.interrupts))
         return None
 
     # -- checkpoint & output --------------------------------------------------
@@ -447,7 +460,8 @@ class Loop:
         self.checkpoint_id = cid
         self.checkpoint_config = self.thread.config(cid)
         config = self.checkpoint_config
-        parent_config = parent if "checkpoint_id" in parent.get("configurable", {}) else None
+        stored = "checkpoint_id" in parent["configurable"] and self.durability != "exit"  # exit: none yet
+        parent_config = parent if stored else None
         self.sink.checkpoint(
             lambda: {
                 "config": config,
@@ -483,12 +497,3 @@ class Loop:
         if real:
             out[INTERRUPT] = real
         return out
-
-
-class _StartTask:
-    name = START
-    goto: list[Any] = []
-    index = 0
-
-
-_START: Any = _StartTask()

@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, LLMResult
 
 from plait.constants import TAG_NOSTREAM
+from plait.pregel._context import running_task
 
 __all__ = ["MessageStreamHandler"]
 
@@ -30,14 +31,25 @@ class MessageStreamHandler(BaseCallbackHandler):
 
     Args:
         emit: Receives ``(message_or_chunk, metadata)`` pairs.
+        owner: The event sink of the run this handler streams; model calls made by the tasks of
+            another run (a graph invoked inside a node) are left out unless ``subgraphs``.
+        subgraphs: The run streams its subgraphs too.
     """
 
     run_inline = True
 
-    def __init__(self, emit: Callable[[tuple[BaseMessage, Meta]], None]) -> None:
+    def __init__(
+        self,
+        emit: Callable[[tuple[BaseMessage, Meta]], None],
+        owner: object | None = None,
+        subgraphs: bool = True,
+    ) -> None:
         self.emit = emit
+        self.owner = owner
+        self.subgraphs = subgraphs
         self._runs: dict[UUID, Meta] = {}
         self._streamed: set[UUID] = set()
+        self._foreign: set[UUID] = set()  # model calls of nested runs, left out
         self._seen: set[str] = set()
         self._lock = threading.Lock()
 
@@ -64,6 +76,12 @@ class MessageStreamHandler(BaseCallbackHandler):
         """Remember which node started this model call."""
         if tags and TAG_NOSTREAM in tags:
             return
+        sink = self._foreign_sink()
+        # a nested run's model call: its node's output reaches this stream when the node returns;
+        # with subgraphs, the nested run streams its messages here itself (EventSink.mirror)
+        if sink is not None and (not self.subgraphs or getattr(sink, "mirrors_messages", False)):
+            self._foreign.add(run_id)
+            return
         meta = dict(metadata or {})
         if "langgraph_node" in meta:
             self._runs[run_id] = meta
@@ -84,6 +102,9 @@ class MessageStreamHandler(BaseCallbackHandler):
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Emit the whole message when the model did not stream tokens."""
+        if run_id in self._foreign:
+            self._foreign.discard(run_id)
+            return
         meta = self._runs.pop(run_id, None)
         streamed = run_id in self._streamed
         self._streamed.discard(run_id)
@@ -98,8 +119,15 @@ class MessageStreamHandler(BaseCallbackHandler):
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Forget a failed model call."""
+        self._foreign.discard(run_id)
         self._runs.pop(run_id, None)
         self._streamed.discard(run_id)
+
+    def _foreign_sink(self) -> object | None:
+        """The event sink of the run whose task makes this model call, when it is not this handler's run."""
+        task = running_task()
+        sink = None if task is None or task.loop is None else getattr(task.loop, "sink", None)
+        return sink if sink is not None and self.owner is not None and sink is not self.owner else None
 
     def _mark(self, message_id: str) -> bool:
         with self._lock:
@@ -112,9 +140,19 @@ class MessageStreamHandler(BaseCallbackHandler):
         if isinstance(message, BaseMessage) and message.id:
             self._mark(message.id)
 
+    def share(self, outer: MessageStreamHandler) -> None:
+        """Count the messages ``outer`` has seen as seen here, and the other way round: a subgraph's
+        run and the run it streams into are one stream (a message shows once in it)."""
+        self._seen, self._lock = outer._seen, outer._lock
+
     def seen_in(self, state: Any) -> None:
         """The messages a task receives (its input's top-level messages and message lists) are not new."""
-        values: list[Any] = list(cast(Any, state).values()) if isinstance(state, Mapping) else [state]
+        if isinstance(state, Mapping):
+            values: list[Any] = list(cast(Any, state).values())
+        elif hasattr(state, "__dict__") and not isinstance(state, BaseMessage):
+            values = list(cast("dict[str, Any]", vars(state)).values())  # a pydantic or dataclass state
+        else:
+            values = [state]
         for value in values:
             items: list[Any] = list(cast(Any, value)) if isinstance(value, list) else [value]
             for item in items:

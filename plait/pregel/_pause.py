@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME
 from plait.errors import InvalidUpdateError, StrictModeError
 from plait.pregel._effects import PutWrites
+from plait.pregel._recover import failure_writes
 from plait.pregel._step import RunState, apply_writes
-from plait.pregel._stream import STATIC
 from plait.pregel._task import Task
 
 if TYPE_CHECKING:
@@ -24,7 +24,14 @@ NO_WRITES = "__no_writes__"
 
 
 def task_id(checkpoint_id: str | None, task: Task) -> str:
-    """Deterministic id of a task within the step that follows ``checkpoint_id``."""
+    """Deterministic id of a task within the step that follows ``checkpoint_id``.
+
+    An error handler task's id extends the one of the task it handles (one handler may serve
+    several failed tasks of a step).
+    """
+    source: Task | None = getattr(task, "source", None)  # the START pseudo-task has none
+    if source is not None:
+        return f"{task_id(checkpoint_id, source)}:{task.name}"
     return f"{checkpoint_id or 'run'}:{task.name}:{task.index}"
 
 
@@ -32,9 +39,6 @@ def paused_view(loop: Loop, tasks: Sequence[Task]) -> None:
     """What a paused step shows: the state with the finished tasks' writes (stored as pending
     writes; the checkpoint itself does not move until the step completes)."""
     finished = [(t.name, t.writes) for t in tasks if not t.interrupts and t.error is None]
-    real = tuple(i for i in loop.interrupts if i.id not in STATIC)
-    if "values" in loop.modes and real:
-        loop.sink.values(lambda: {**loop.state_values(), INTERRUPT: real})
     if not finished:
         return
     view = RunState(values=dict(loop.run.values), versions=dict(loop.run.versions))
@@ -57,7 +61,9 @@ def save_partial(loop: Loop, tasks: Sequence[Task]) -> None:
     loop.task_writes.clear()
     for t in tasks:
         tid = task_id(loop.checkpoint_id, t)
-        if t.interrupts:
+        if t.handled is not None:  # its error handler took over: on resume the handler runs, not the node
+            loop.saves.append(PutWrites(config, failure_writes(t), tid))
+        elif t.interrupts:
             # interrupts of the node's functional tasks are saved under their own ids
             own = [i for i in t.interrupts if not i.id.startswith(tid + "/")]
             if own:

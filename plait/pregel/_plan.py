@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from plait.channels.base import BaseChannel
 from plait.types import CachePolicy, RetryPolicy
+
+if TYPE_CHECKING:
+    from plait.pregel._builder import PregelNode
 
 __all__ = ["Branch", "Join", "NodeSpec", "Plan"]
 
@@ -54,6 +57,11 @@ class NodeSpec:
     """Cache the node's writes, keyed on its input (used when the plan has a ``cache``)."""
     cache_ns: tuple[str, ...] = ()
     """The cache namespace of the node's entries."""
+    error_handler: str | None = None
+    """The node that runs, in the same step, when this one fails for good (``add_node(error_handler=)``)."""
+    channel_node: PregelNode | None = None
+    """A channel graph's node as :class:`~plait.pregel.NodeBuilder` built it (``update_state``
+    applies values through its writers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +141,15 @@ class Plan:
     """The state is one value (key ``__root__``): input, output and node results are that value."""
     volatile: tuple[str, ...] = field(init=False, default=())
     """Keys a step that does not write them still changes (``EphemeralValue``, ``Topic``)."""
+    triggers: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: cast("dict[str, tuple[str, ...]]", {})
+    )
+    """A channel graph's (``Pregel(nodes=..., channels=...)``): the nodes a write of each key starts
+    in the next step; its nodes have no edges."""
+    input_channel: str | None = None
+    """A channel graph's single input channel: the input is its value (not a dict of keys)."""
+    output_channel: str | None = None
+    """A channel graph's single output channel: the output is its value (not a dict of keys)."""
     untracked: frozenset[str] = field(init=False, default=frozenset())
     """Keys never saved in checkpoints (``UntrackedValue``)."""
 

@@ -16,9 +16,11 @@ from plait.pregel._arun import run_async
 from plait.pregel._batch import abatch, batch
 from plait.pregel._cache import namespaces
 from plait.pregel._callable import arun_nested, nesting_task, run_nested
+from plait.pregel._channel_graph import channel_plan, output_value
 from plait.pregel._control import run_extras, run_inputs
 from plait.pregel._history import empty_snapshot, snapshot, supersteps_of
 from plait.pregel._loop import Loop
+from plait.pregel._message_events import plain_messages
 from plait.pregel._options import (
     RUN_OPTIONS,
     UNSUPPORTED,
@@ -31,12 +33,14 @@ from plait.pregel._options import (
     version_of,
 )
 from plait.pregel._plan import Plan
-from plait.pregel._root import root_output, root_snapshot
+from plait.pregel._root import root_snapshot
 from plait.pregel._run import run_sync
+from plait.pregel._stream import EventSink
 from plait.pregel._subgraphs import (
-    addressed_graph,
     aread_snapshot,
     awith_task_states,
+    own_namespace,
+    owner_of,
     read_snapshot,
     subgraphs_of,
     with_task_states,
@@ -57,7 +61,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     """A runnable graph: the plan plus its checkpointer and store.
 
     Args:
-        plan: The compiled plan.
+        plan: The compiled plan (``None``: LangGraph's low-level ``nodes=``, ``channels=``… in ``graph``).
         checkpointer: Saver for durable threads, or ``None``.
         store: Long-term store handed to nodes, or ``None``.
         name: Name of the graph (used when it runs as a subgraph).
@@ -67,14 +71,16 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
 
     def __init__(
         self,
-        plan: Plan,
+        plan: Plan | None = None,
         *,
         checkpointer: Any = None,
         store: Any = None,
         name: str = "LangGraph",
         debug: bool = False,
         stream_mode: str = "values",
+        **graph: Any,
     ) -> None:
+        plan = channel_plan(given=plan, **graph) if plan is None or graph else plan  # a channel graph
         if checkpointer not in (None, True, False) and not isinstance(checkpointer, BaseCheckpointSaver):
             raise TypeError(
                 "Invalid checkpointer provided: expected a BaseCheckpointSaver (InMemorySaver, SqliteSaver, "
@@ -83,16 +89,10 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             )
         self.plan = plan
         self.checkpointer = checkpointer if checkpointer not in (True, False) else None
-        # As a subgraph: None inherits the parent's saver per call, True keeps one thread
-        # across calls, False never saves.
+        # As a subgraph: True keeps one thread across calls, False never saves; else (None or a
+        # saver of its own) it saves per call with its parent's saver (as LangGraph's do).
         self.subgraph_saving = (
-            "inherit"
-            if checkpointer is None
-            else "persist"
-            if checkpointer is True
-            else "off"
-            if checkpointer is False
-            else "own"
+            "persist" if checkpointer is True else "off" if checkpointer is False else "inherit"
         )
         self.store = store
         self.name = name
@@ -142,11 +142,13 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         push: Callable[[tuple[Any, ...]], None],
         *,
         context: Any = None,
+        outer: EventSink | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run as a streaming subgraph: hand every event to ``push``; return what ``invoke`` returns."""
+        """Run as a streaming subgraph: hand every event to ``push`` (``outer``'s sink receives them)."""
         kwargs.pop("stream_mode", None)  # the parent's modes apply
         loop = self._loop(config, modes, {**kwargs, "subgraphs": True})
+        loop.sink.nest_in(outer)
         with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
             for event in events:
                 push(event)
@@ -160,11 +162,13 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         push: Callable[[tuple[Any, ...]], None],
         *,
         context: Any = None,
+        outer: EventSink | None = None,
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke_streaming`."""
         kwargs.pop("stream_mode", None)
         loop = self._loop(config, modes, {**kwargs, "subgraphs": True})
+        loop.sink.nest_in(outer)
         async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
             async for event in events:
                 push(event)
@@ -194,7 +198,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         """
         modes, single = modes_of(stream_mode, self.stream_mode)
         v2 = version_of(kwargs.pop("version", None))
-        loop = self._loop(config, modes, kwargs)
+        loop = self._loop(config if v2 else plain_messages(config), modes, kwargs)
         subgraphs = loop.sink.subgraphs
         with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
             for event in events:
@@ -245,7 +249,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         """Async :meth:`stream`."""
         modes, single = modes_of(stream_mode, self.stream_mode)
         v2 = version_of(kwargs.pop("version", None))
-        loop = self._loop(config, modes, kwargs)
+        loop = self._loop(config if v2 else plain_messages(config), modes, kwargs)
         subgraphs = loop.sink.subgraphs
         # closing this generator closes the run at once (releasing its thread), not when collected
         async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
@@ -322,11 +326,11 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             subgraphs: Fill each subgraph task's ``state`` with the subgraph's own snapshot
                 (else its config).
         """
-        return self._owner(config).state_here(config, subgraphs=subgraphs)
+        return owner_of(self, config, self._saver).state_here(config, subgraphs=subgraphs)
 
     def state_here(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """:meth:`get_state` read with this graph's channels, whatever namespace ``config`` names."""
-        ref = ThreadRef.from_config(config)
+        ref = ThreadRef.from_config(own_namespace(self, config))
         saved = self._saver().get_tuple(ref.config())
         if saved is None:
             return empty_snapshot(config)
@@ -338,11 +342,11 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async :meth:`get_state`."""
-        return await self._owner(config).astate_here(config, subgraphs=subgraphs)
+        return await owner_of(self, config, self._saver).astate_here(config, subgraphs=subgraphs)
 
     async def astate_here(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async :meth:`state_here`."""
-        ref = ThreadRef.from_config(config)
+        ref = ThreadRef.from_config(own_namespace(self, config))
         saved = await self._saver().aget_tuple(ref.config())
         if saved is None:
             return empty_snapshot(config)
@@ -375,8 +379,8 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         limit: int | None = None,
     ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints as snapshots, newest first, read lazily."""
-        ref = ThreadRef.from_config(config)
-        plan = self._owner(config).plan
+        owner = owner_of(self, config, self._saver)
+        plan, ref = owner.plan, ThreadRef.from_config(own_namespace(owner, config))
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         for saved in self._saver().list(ref.config(), filter=filter, before=before, limit=limit):
             yield root_snapshot(plan, snapshot(plan, saved))
@@ -390,8 +394,8 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         limit: int | None = None,
     ) -> AsyncIterator[StateSnapshot]:
         """Async :meth:`get_state_history`."""
-        ref = ThreadRef.from_config(config)
-        plan = self._owner(config).plan
+        owner = owner_of(self, config, self._saver)
+        plan, ref = owner.plan, ThreadRef.from_config(own_namespace(owner, config))
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         async for saved in self._saver().alist(ref.config(), filter=filter, before=before, limit=limit):
             yield root_snapshot(plan, snapshot(plan, saved))
@@ -421,40 +425,26 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         whose writes merge as one step's do.
         """
         steps = supersteps_of(supersteps)
-        return self._owner(config, for_update=True).update_here(config, steps)
+        return owner_of(self, config, self._saver, for_update=True).update_here(config, steps)
 
     def update_here(self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """:meth:`bulk_update_state` with this graph's nodes and channels, in any namespace."""
         self._saver()
-        return update_thread(self, config, supersteps)  # type: ignore[no-any-return]
+        return update_thread(self, own_namespace(self, config), supersteps)  # type: ignore[no-any-return]
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
     ) -> dict[str, Any]:
         """Async :meth:`bulk_update_state`."""
         steps = supersteps_of(supersteps)
-        return await self._owner(config, for_update=True).aupdate_here(config, steps)
+        return await owner_of(self, config, self._saver, for_update=True).aupdate_here(config, steps)
 
     async def aupdate_here(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
     ) -> dict[str, Any]:
         """Async :meth:`update_here`."""
         self._saver()
-        return await aupdate_thread(self, config, supersteps)  # type: ignore[no-any-return]
-
-    def _owner(self, config: Any, *, for_update: bool = False) -> Pregel[Any, Any, Any, Any]:
-        """The graph whose state ``config`` addresses: this one, or the subgraph at its namespace.
-
-        Raises:
-            ValueError: ``for_update`` and the namespace is no declared subgraph's.
-        """
-        ns = ThreadRef.from_config(config).checkpoint_ns
-        if not ns:
-            return self
-        sub: Pregel[Any, Any, Any, Any] | None = addressed_graph(
-            self.plan, self._saver(), ns, for_update=for_update
-        )
-        return self if sub is None else sub
+        return await aupdate_thread(self, own_namespace(self, config), supersteps)  # type: ignore[no-any-return]
 
     def with_saver(self, saver: Any) -> Self:
         """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
@@ -490,6 +480,5 @@ def _output(graph: Pregel[Any, Any, Any, Any], loop: Loop, v2: bool) -> Any:
         # a subgraph stopped at a breakpoint: its parent task pauses too (and continues it later)
         final[INTERRUPT] = list(loop.interrupts)
     interrupts = tuple(final.pop(INTERRUPT, ())) if v2 else ()
-    if graph.plan.root:
-        final = root_output(final)
+    final = output_value(graph.plan, final)
     return GraphOutput(value=final, interrupts=interrupts) if v2 else final

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+import threading
 from collections.abc import Collection, Mapping
 from typing import Any, cast
 
@@ -10,7 +11,7 @@ from plait.errors import UnknownInterruptError
 from plait.pregel._stream import STATIC
 from plait.types import Interrupt
 
-__all__ = ["pending", "pending_ids", "queue_resume"]
+__all__ = ["SpareAnswer", "pending", "pending_ids", "queue_resume"]
 
 _MULTIPLE = (
     "When there are multiple pending interrupts, you must specify the interrupt id when resuming. "
@@ -28,6 +29,23 @@ def _looks_like_id(key: object, known: Mapping[str, str], tasks: Collection[str]
     return key in known or key.rpartition(":")[0] in tasks or (len(key) == 32 and set(key) <= _HEX)
 
 
+class SpareAnswer:
+    """One ``Command(resume=value)`` given while no task waits for an answer (say, after
+    ``update_state`` moved the thread on): the run's first ``interrupt()`` call that has no
+    answer of its own takes it, once (as LangGraph's)."""
+
+    __slots__ = ("_lock", "_values")
+
+    def __init__(self, value: Any) -> None:
+        self._values = [value]
+        self._lock = threading.Lock()
+
+    def take(self) -> tuple[bool, Any]:
+        """``(True, value)`` for the first caller, then ``(False, None)``."""
+        with self._lock:
+            return (True, self._values.pop()) if self._values else (False, None)
+
+
 def queue_resume(
     interrupted: Mapping[str, list[Interrupt]],
     resumes: dict[str, list[Any]],
@@ -35,8 +53,9 @@ def queue_resume(
     *,
     strict: bool = False,
     tasks: Collection[str] = (),
-) -> None:
-    """Hand ``resume`` to the paused tasks: one value, or ``{interrupt id: value}``.
+) -> SpareAnswer | None:
+    """Hand ``resume`` to the paused tasks: one value, or ``{interrupt id: value}``; one value
+    no task waits for is returned as a :class:`SpareAnswer`.
 
     A task paused by a subgraph with several pending interrupts gets its share of the map as one
     value (the subgraph resumes with it). A map whose keys are all interrupt ids is a resume map
@@ -69,7 +88,7 @@ def queue_resume(
             for tid, share in shares.items():
                 several = pending(interrupted, resumes, tid) > 1
                 resumes.setdefault(tid, []).append(share if several else next(iter(share.values())))
-            return
+            return None
     if sum(pending(interrupted, resumes, tid) for tid in interrupted) > 1:
         if strict:
             open_ids = pending_ids(interrupted)
@@ -77,8 +96,11 @@ def queue_resume(
                 raise UnknownInterruptError(_MULTIPLE, reason="ambiguous", pending_ids=open_ids)
         else:
             raise RuntimeError(_MULTIPLE)
+    if not interrupted:
+        return SpareAnswer(resume)
     for tid in interrupted:
         resumes.setdefault(tid, []).append(resume)
+    return None
 
 
 def _check_map(answers: Mapping[str, Any], open_ids: list[str]) -> None:

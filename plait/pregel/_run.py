@@ -19,6 +19,7 @@ from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, sav
 from plait.pregel._loop import Loop
 from plait.pregel._pause import task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
+from plait.pregel._recover import hand_over
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._travel import load_run
 
@@ -52,6 +53,7 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
         control=loop.control,
         server_info=loop.server_info,
         first_attempt_time=time.time(),
+        node_error=task.failure,
     )
 
 
@@ -83,6 +85,17 @@ def run_task(task: Task, ctx: TaskContext) -> None:
             time.sleep(delay)
 
 
+def _settle(loop: Loop, task: Task, ctx: TaskContext, store: Any, context: Any) -> None:
+    """Run ``task`` and stream how it ended; when its error handler takes over, run the handler."""
+    while True:
+        run_task(task, ctx)
+        loop.sink.settled(task, ctx.task_id, loop.run.step)
+        recovery = hand_over(loop.plan, task)
+        if recovery is None:
+            return
+        task, ctx = recovery, make_context(loop, recovery, store, context)
+
+
 def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool = False) -> None:
     """Run the step's tasks: the calling thread works the queue together with pool helpers.
 
@@ -94,10 +107,9 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: 
     if len(todo) == 1:
         ctx = make_context(loop, todo[0], store, context)
         if deep:  # deeply nested subgraphs go on with an empty stack
-            on_fresh_thread(run_task, todo[0], ctx)
+            on_fresh_thread(_settle, loop, todo[0], ctx, store, context)
         else:
-            run_task(todo[0], ctx)
-        loop.sink.settled(todo[0], ctx.task_id, loop.run.step)
+            _settle(loop, todo[0], ctx, store, context)
         return
     queue = deque((t, make_context(loop, t, store, context)) for t in todo)
 
@@ -107,8 +119,7 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: 
                 task, ctx = queue.popleft()
             except IndexError:
                 return
-            run_task(task, ctx)
-            loop.sink.settled(task, ctx.task_id, loop.run.step)
+            _settle(loop, task, ctx, store, context)
 
     pool = shared_pool()
     limit = max_concurrency(loop.config) or POOL_SIZE + 1  # this thread works too: one less helper

@@ -8,15 +8,19 @@ plain ``invoke`` (no modes) pays for none of it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
 
 from plait.checkpoint.base import INTERRUPT, now_iso
 from plait.errors import GraphBubbleUp
+from plait.pregel._context import running_task
+from plait.pregel._message_events import MESSAGE_EVENTS_KEY, MessageEventHandler
 from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._task import Task
 from plait.pregel._thread import configurable_of
+from plait.pregel._tool_events import ToolEventHandler
 
 __all__ = ["STATIC", "EventSink", "next_tasks"]
 
@@ -26,6 +30,13 @@ STATIC = ("before", "after", "drained")
 
 _PROPAGATE = ("thread_id", "checkpoint_id", "checkpoint_ns", "task_id", "run_id", "assistant_id", "graph_id")
 """``configurable`` keys copied into the metadata of "messages" events (as LangGraph does)."""
+
+
+class _Recast(tuple[str, ...]):
+    """The namespace path of an event from (or under) a persistent subgraph: the graphs above it
+    show without task ids, as its checkpoint namespace names them."""
+
+    __slots__ = ()
 
 
 def _update_payload(task: Task) -> Any:
@@ -61,8 +72,9 @@ class EventSink:
         self.subgraphs = subgraphs and bool(modes)
         self.events: list[tuple[Any, ...]] = []
         self.notify: Callable[[], None] | None = None
+        self.state: Callable[[], dict[str, Any]] | None = None  # the run's values (set by the loop)
         # events can arrive while a step runs: the driver then streams them as they come
-        self.live = self.subgraphs or bool(modes & {"custom", "messages"})
+        self.live = self.subgraphs or bool(modes & {"custom", "messages", "tools"})
         self.metadata: dict[str, Any] = dict(config.get("metadata") or {})
         configurable = configurable_of(config)
         self.ns: str = configurable.get("checkpoint_ns") or ""
@@ -71,15 +83,42 @@ class EventSink:
             **{k: configurable[k] for k in _PROPAGATE if configurable.get(k)},
             **self.metadata,
         }
-        self.messages = MessageStreamHandler(self._message) if "messages" in modes else None
-        self.lc_child = self.messages is not None or bool(config.get("callbacks"))
+        handler = MessageEventHandler if configurable.get(MESSAGE_EVENTS_KEY) else MessageStreamHandler
+        self.messages = handler(self._message, self, self.subgraphs) if "messages" in modes else None
+        # a graph run inside a node of a run that streams subgraphs: its messages go there too
+        self.mirror: Callable[[tuple[Any, ...]], None] | None = None
+        parent = running_task()
+        if self.messages is not None and parent is not None and parent.stream is not None:
+            self.mirror = partial(parent.stream.forward, segment=f"{parent.node}:{parent.task_id}")
+        self.tools = ToolEventHandler(self.tool) if "tools" in modes else None
+        self.lc_child = self.messages is not None or self.tools is not None or bool(config.get("callbacks"))
         self.tasks_on = "tasks" in modes or "debug" in modes
         self.per_task = self.tasks_on or bool(modes & {"updates", "messages"})
 
+    @property
+    def mirrors_messages(self) -> bool:
+        """This run's messages are also streamed into the run of the node it was started from."""
+        return self.mirror is not None
+
+    def nest_in(self, outer: EventSink | None) -> None:
+        """This run is a subgraph's, streaming into ``outer``'s run: one ``messages`` stream."""
+        self.mirror = None  # its events are forwarded there already
+        if self.messages is not None and outer is not None and outer.messages is not None:
+            self.messages.share(outer.messages)
+
     def _message(self, item: tuple[Any, dict[str, Any]]) -> None:
         self.events.append(("messages", item))
+        if self.mirror is not None:
+            self.mirror(("messages", item))
         if self.notify is not None:
             self.notify()
+
+    def tool(self, data: dict[str, Any]) -> None:
+        """A tool call's progress (``tools`` mode): ``tool-started``, ``tool-output-delta``…"""
+        if "tools" in self.modes:
+            self.events.append(("tools", data))
+            if self.notify is not None:
+                self.notify()
 
     def custom(self, chunk: Any) -> None:
         """A node's ``writer`` output (``custom`` mode)."""
@@ -88,14 +127,24 @@ class EventSink:
             if self.notify is not None:
                 self.notify()
 
-    def forward(self, event: tuple[Any, ...], segment: str) -> None:
-        """An event of a subgraph running in one of this run's tasks, under namespace ``segment``."""
-        if event[0] == "messages" and self.messages is not None:  # streamed there: not again from here
-            self.messages.seen(event[1][0])
-        if len(event) == 2:
-            self.events.append((event[0], event[1], (segment,)))
+    def forward(self, event: tuple[Any, ...], segment: str, recast: bool = False) -> None:
+        """An event of a subgraph running in one of this run's tasks, under namespace ``segment``.
+
+        ``recast``: the subgraph keeps its state across runs (``checkpointer=True``): its namespace
+        names the graphs above it without their task ids, and so does the path of its events.
+        """
+        mode, payload, below = event[0], event[1], tuple(event[2:3])
+        if mode == "messages" and self.messages is not None:  # streamed there: not again from here
+            self.messages.seen(payload[0])
+        # a namespace's levels (``|``-separated: nested graphs, later calls in one task) each get a place
+        path = tuple(segment.split("|"))
+        under: tuple[str, ...] = below[0] if below else ()
+        if isinstance(under, _Recast):  # under a persistent subgraph: task ids dropped
+            path = tuple(part.split(":")[0] for part in path)
+        if recast or isinstance(under, _Recast):
+            self.events.append((mode, payload, _Recast((*path, *under))))
         else:
-            self.events.append((event[0], event[1], (segment, *event[2])))
+            self.events.append((mode, payload, (*path, *under)))
         if self.notify is not None:
             self.notify()
 
@@ -118,6 +167,8 @@ class EventSink:
         callbacks = list(cast("Sequence[Any]", given)) if isinstance(given, (list, tuple)) else [given]
         if self.messages is not None:
             callbacks.append(self.messages)
+        if self.tools is not None:
+            callbacks.append(self.tools)
         metadata = self.task_metadata(task, step, task_id)
         return {
             "callbacks": callbacks,
@@ -149,9 +200,16 @@ class EventSink:
                 )
 
     def settled(self, task: Task, task_id: str, step: int) -> None:
-        """``task`` ran to its end, maybe while others of its step still run: its update (or its
-        error, in ``tasks`` mode) is streamed now, in the order the tasks finish (as LangGraph does)."""
-        if not self.per_task or task.interrupts:
+        """``task`` ran to its end, maybe while others of its step still run: its update, its
+        questions (or its error, in ``tasks`` mode) are streamed now, in the order the tasks finish
+        (as LangGraph does)."""
+        if task.interrupts:
+            self.asked(task.interrupts)
+            task.reported = True
+            if self.notify is not None:
+                self.notify()
+            return
+        if not self.per_task:
             return
         if task.error is not None:
             if self.tasks_on and not isinstance(task.error, GraphBubbleUp):
@@ -197,11 +255,24 @@ class EventSink:
                     "task_result",
                 )
 
+    def asked(self, interrupts: Sequence[Any]) -> None:
+        """A task stopped on ``interrupt()`` questions: ``updates`` and ``values`` modes show them
+        (the latter with the state the step started from); breakpoint markers are no questions."""
+        real = tuple(i for i in interrupts if i.id not in STATIC)
+        if not real:
+            return
+        if "updates" in self.modes:
+            self.events.append(("updates", {INTERRUPT: real}))
+        if "values" in self.modes and self.state is not None:
+            self.events.append(("values", {**self.state(), INTERRUPT: real}))
+
     def interrupted(self, interrupts: Sequence[Any]) -> None:
-        """The run paused on ``interrupt()`` (``updates`` mode reports it)."""
+        """The run paused (``updates`` mode reports it). A subgraph's breakpoint is reported by
+        the top-level run only: the subgraph stops with no question of its own to show."""
         if "updates" in self.modes:
             real = tuple(i for i in interrupts if i.id not in STATIC)
-            self.events.append(("updates", {INTERRUPT: real}))
+            if real or not self.ns:
+                self.events.append(("updates", {INTERRUPT: real}))
 
     def values(self, output: Callable[[], dict[str, Any]]) -> None:
         """The state after the input or a step (``values`` mode)."""

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from plait.pregel._plan import Plan
+from plait.pregel._thread import ThreadRef, config_with, configurable_of
+from plait.pregel._travel import stable_ns
 from plait.types import PregelTask, StateSnapshot
 
 __all__ = [
     "addressed_graph",
     "aread_snapshot",
+    "own_namespace",
+    "owner_of",
     "recast_ns",
     "awith_task_states",
     "read_snapshot",
@@ -19,27 +23,32 @@ __all__ = [
     "with_task_states",
 ]
 
+G = TypeVar("G")
 Reader = Callable[[Any, dict[str, Any]], StateSnapshot | None]
 AsyncReader = Callable[[Any, dict[str, Any]], Awaitable[StateSnapshot | None]]
 
 
-def subgraph_namespace(plan: Plan, task: PregelTask, parent_ns: str) -> str | None:
-    """The checkpoint namespace the subgraph node of ``task`` saves into (``None``: not a subgraph,
-    or one that keeps no state)."""
+def subgraph_namespace(plan: Plan, task: PregelTask, parent_ns: str, *, stored: bool = True) -> str | None:
+    """The checkpoint namespace the subgraph of ``task`` saves into (``None``: not a subgraph,
+    or one that keeps no state); ``stored=False``: the task's own namespace, which a subgraph
+    keeping state across runs (``checkpointer=True``) is addressed by too."""
     spec = plan.nodes.get(task.name)
     sub = spec.subgraph if spec is not None else None
     if sub is None or sub.subgraph_saving == "off":
         return None
     # the first call of the task, as the running node names it (see _callable._subgraph_config)
-    segment = task.name if sub.subgraph_saving in ("own", "persist") else f"{task.name}:{task.id}:0"
+    if sub.subgraph_saving == "persist" and stored:
+        segment, parent_ns = task.name, stable_ns(parent_ns)
+    else:
+        segment = f"{task.name}:{task.id}"
     return f"{parent_ns}|{segment}" if parent_ns else segment
 
 
-def _targets(plan: Plan, snap: StateSnapshot) -> Iterator[tuple[int, Any, dict[str, Any]]]:
+def _targets(plan: Plan, snap: StateSnapshot, stored: bool) -> Iterator[tuple[int, Any, dict[str, Any]]]:
     configurable = snap.config.get("configurable", {})
     thread_id, parent_ns = configurable.get("thread_id"), configurable.get("checkpoint_ns") or ""
     for index, task in enumerate(snap.tasks):
-        ns = subgraph_namespace(plan, task, parent_ns)
+        ns = subgraph_namespace(plan, task, parent_ns, stored=stored)
         if ns is not None:
             spec = plan.nodes[task.name]
             yield index, spec.subgraph, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
@@ -48,7 +57,7 @@ def _targets(plan: Plan, snap: StateSnapshot) -> Iterator[tuple[int, Any, dict[s
 def with_task_states(plan: Plan, snap: StateSnapshot, read: Reader | None) -> StateSnapshot:
     """``snap`` with each subgraph task's ``state``: its config, or (``read`` given) its snapshot."""
     tasks = list(snap.tasks)
-    for index, sub, config in _targets(plan, snap):
+    for index, sub, config in _targets(plan, snap, read is not None):
         state = config if read is None else read(sub, config)
         tasks[index] = tasks[index]._replace(state=state)
     return snap._replace(tasks=tuple(tasks))
@@ -57,7 +66,7 @@ def with_task_states(plan: Plan, snap: StateSnapshot, read: Reader | None) -> St
 async def awith_task_states(plan: Plan, snap: StateSnapshot, read: AsyncReader) -> StateSnapshot:
     """Async :func:`with_task_states` with a snapshot reader."""
     tasks = list(snap.tasks)
-    for index, sub, config in _targets(plan, snap):
+    for index, sub, config in _targets(plan, snap, True):
         tasks[index] = tasks[index]._replace(state=await read(sub, config))
     return snap._replace(tasks=tuple(tasks))
 
@@ -66,7 +75,7 @@ def subgraphs_of(plan: Plan, namespace: str | None, recurse: bool) -> Iterator[t
     """The subgraph nodes of ``plan`` as ``(name, graph)`` (``namespace``: only that one, by path)."""
     for name, spec in plan.nodes.items():
         sub = spec.subgraph
-        if sub is None:
+        if sub is None or sub.subgraph_saving == "off":  # keeps no state: nothing to address
             continue
         if namespace is not None:
             head, _, rest = namespace.partition("|")
@@ -96,7 +105,7 @@ def addressed_graph(plan: Plan, saver: Any, ns: str, *, for_update: bool = False
     """
     path = recast_ns(ns)
     for _, sub in subgraphs_of(plan, path, recurse=True):
-        return sub if sub.subgraph_saving == "own" else sub.with_saver(saver)
+        return sub.with_saver(saver)
     if for_update:
         raise ValueError(
             f"Subgraph {path} not found: no node of this graph runs a declared subgraph at namespace "
@@ -105,14 +114,35 @@ def addressed_graph(plan: Plan, saver: Any, ns: str, *, for_update: bool = False
     return None
 
 
+def own_namespace(graph: Any, config: Any) -> Any:
+    """``config`` addressing where ``graph`` keeps its state: a subgraph kept across runs
+    (``checkpointer=True``) is found by its task's namespace too (task ids dropped)."""
+    ns = configurable_of(config).get("checkpoint_ns") or ""
+    if graph.subgraph_saving != "persist" or ":" not in ns:
+        return config
+    return config_with(config, checkpoint_ns=stable_ns(ns))
+
+
+def owner_of(graph: G, config: Any, saver: Callable[[], Any], *, for_update: bool = False) -> G:
+    """The graph whose state ``config`` addresses: ``graph``, or its subgraph at the namespace
+    (``saver``: ``graph``'s checkpointer, asked for only then).
+
+    Raises:
+        ValueError: ``for_update`` and the namespace is no declared subgraph's.
+    """
+    ns = ThreadRef.from_config(config).checkpoint_ns
+    sub: G | None = addressed_graph(cast(Any, graph).plan, saver(), ns, for_update=for_update) if ns else None
+    return graph if sub is None else sub
+
+
 def read_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
     """A subgraph's newest snapshot in the parent's thread (its own subgraphs filled in too)."""
-    graph = sub if sub.subgraph_saving == "own" else sub.with_saver(saver)
+    graph = sub.with_saver(saver)
     snap: StateSnapshot = graph.state_here(config, subgraphs=True)
     return None if snap.metadata is None else snap
 
 
 async def aread_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
-    graph = sub if sub.subgraph_saving == "own" else sub.with_saver(saver)
+    graph = sub.with_saver(saver)
     snap: StateSnapshot = await graph.astate_here(config, subgraphs=True)
     return None if snap.metadata is None else snap

@@ -44,6 +44,14 @@ class Task:
     """The writes came from the node cache; the node was not called."""
     reported: bool = False
     """Its stream events (update, result) went out as it settled, before its step ended."""
+    handled: BaseException | None = None
+    """The error it failed with, handed to its error handler: the task counts as done, writing nothing."""
+    recovery: Task | None = None
+    """The error handler task that took over when this task failed."""
+    source: Task | None = None
+    """For an error handler task: the failed task it handles."""
+    failure: Any = None
+    """For an error handler task: the :class:`~plait.errors.NodeError` the handler receives."""
 
     def failed(self, exc: Exception, attempt: int) -> float | None:
         """Record that attempt ``attempt`` raised ``exc``.

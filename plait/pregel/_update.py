@@ -15,6 +15,7 @@ from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
 from plait.pregel._arun import afinish
+from plait.pregel._channel_graph import channel_updates
 from plait.pregel._history import COPY, head_check, prepare_update
 from plait.pregel._input import input_writes
 from plait.pregel._loop import Loop
@@ -130,6 +131,7 @@ def update_thread(graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Se
             current = saver.put(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
             saver.put_writes(current, writes, _start_task(current))
             continue
+        pairs = channel_updates(graph.plan, pairs, saved)
         parent, checkpoint, metadata, versions = finish_sync(prepare_update(graph.plan, ref, saved, pairs))
         current = saver.put(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
         for tid, writes in _task_results(saved, pairs, updates):
@@ -157,6 +159,7 @@ async def aupdate_thread(
             )
             await saver.aput_writes(current, writes, _start_task(current))
             continue
+        pairs = channel_updates(graph.plan, pairs, saved)
         parent, checkpoint, metadata, versions = await afinish(prepare_update(graph.plan, ref, saved, pairs))
         current = await saver.aput(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
         for tid, writes in _task_results(saved, pairs, updates):

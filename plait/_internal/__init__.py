@@ -1,0 +1,1 @@
+"""Helpers plait shares between its parts; not a public API (LangGraph's ``langgraph._internal`` path)."""
