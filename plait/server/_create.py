@@ -118,8 +118,13 @@ async def cancel_running(state: ServerState, run_id: str, action: str) -> None:
     await state.db.notify("plait_server_cancel", f"{run_id}:{action}")
 
 
-async def create_run(state: ServerState, thread_id: str | None, data: dict[str, Any]) -> dict[str, Any]:
-    """Queue a run on ``thread_id`` (``None``: a stateless run); its API document."""
+async def create_run(
+    state: ServerState, thread_id: str | None, data: dict[str, Any], *, wait: bool = False
+) -> dict[str, Any]:
+    """Queue a run on ``thread_id`` (``None``: a stateless run); its API document.
+
+    ``wait``: the client waits for the outcome only (``runs.wait``): the run publishes no other events.
+    """
     raw_assistant = data.get("assistant_id")
     if not isinstance(raw_assistant, str):
         raise ApiError(
@@ -133,6 +138,8 @@ async def create_run(state: ServerState, thread_id: str | None, data: dict[str, 
         raise ApiError(422, f"multitask_strategy must be one of {list(_STRATEGIES)}, got {strategy!r}")
     temporary = thread_id is None and (opt(data, "on_completion", str) or "delete") == "delete"
     kwargs = _kwargs(data, temporary)
+    if wait:
+        kwargs["wait"] = True
     metadata = as_dict(opt(data, "metadata", dict))
     now, run_id = now_iso(), uuid7()
     doc: dict[str, Any] = {
@@ -161,7 +168,7 @@ async def create_run(state: ServerState, thread_id: str | None, data: dict[str, 
             doc["metadata"] = {**thread["metadata"], **doc["metadata"]}
             await tx.run(
                 "UPDATE plait_server_threads SET doc = ?, updated_at = ? WHERE thread_id = ?",
-                (dumps(thread).decode(), now, doc["thread_id"]),
+                (dumps({k: v for k, v in thread.items() if k != "values"}).decode(), now, doc["thread_id"]),
             )
         await tx.run(
             "INSERT INTO plait_server_runs (run_id, thread_id, assistant_id, status, created_at, updated_at, doc) "

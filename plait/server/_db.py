@@ -138,13 +138,19 @@ class SqliteDatabase:
         self.lock = asyncio.Lock()
 
     def _upgrade(self) -> None:
-        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(plait_server_threads)")}
-        if "vals" not in columns:
-            self.conn.execute("BEGIN IMMEDIATE")
-            self.conn.execute("ALTER TABLE plait_server_threads ADD COLUMN vals TEXT")
-            rows = [dict(r) for r in self.conn.execute(_OLD_THREADS)]
-            self.conn.executemany(_MOVE_VALUES, _moved(rows))
-            self.conn.execute("COMMIT")
+        """Give old thread rows their values column (another process may be doing it too: checked
+        inside the write transaction)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(plait_server_threads)")}
+            if "vals" not in columns:
+                self.conn.execute("ALTER TABLE plait_server_threads ADD COLUMN vals TEXT")
+                rows = [dict(r) for r in self.conn.execute(_OLD_THREADS)]
+                self.conn.executemany(_MOVE_VALUES, _moved(rows))
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """All rows of a query, as dicts."""

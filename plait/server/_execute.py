@@ -77,9 +77,10 @@ async def _resumed_input(graph: Any, config: dict[str, Any], doc: dict[str, Any]
 
 
 class _Emitter:
-    def __init__(self, state: ServerState, run_id: str, modes: list[str]) -> None:
+    def __init__(self, state: ServerState, run_id: str, modes: list[str], *, quiet: bool = False) -> None:
         self.state, self.run_id = state, run_id
-        self.wanted = set(modes)
+        # quiet: only the outcome is published (a runs.wait run: its client wants nothing else)
+        self.wanted: set[str] = set() if quiet else set(modes)
         self.messages = MessagesMode() if "messages" in self.wanted else None
         self.values: Any = None
 
@@ -130,7 +131,8 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
     graph = state.graph(assistant["graph_id"], stateless=temporary)
     config = run_config(doc, assistant, thread_id)
     state.broker.open(run_id, await state.broker.next_seq(run_id))
-    emitter = _Emitter(state, run_id, list(doc["kwargs"].get("stream_mode") or ["values"]))
+    quiet = bool(doc["kwargs"].get("wait"))
+    emitter = _Emitter(state, run_id, list(doc["kwargs"].get("stream_mode") or ["values"]), quiet=quiet)
     status, error, cancel = "success", None, None
     done = asyncio.Event()
     flusher = asyncio.create_task(state.broker.keep_flushing(run_id, done)) if state.broker.shared else None

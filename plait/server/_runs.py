@@ -92,7 +92,7 @@ async def wait(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs/wait`` and ``POST /runs/wait``: run and answer its output."""
     state = _state(request)
     thread_id = await _thread_param(request)
-    doc = await create_run(state, thread_id, await body(request, required=True))
+    doc = await create_run(state, thread_id, await body(request, required=True), wait=True)
     result = await _final(state, doc)
     return json_response(result, headers=_locations(doc, thread_id is None, "/join"))
 

@@ -28,49 +28,27 @@ _KEEP_SECONDS = 300.0
 _log = logging.getLogger("plait.server")
 
 
-class _Unencoded:
-    """An event's data not encoded yet: nobody followed the run when it was published."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
 class RunLog:
-    """The events of one run in this process, with a wake-up for followers.
-
-    An event published while nobody follows the run (a ``runs.wait`` client only wants the
-    outcome) is encoded when someone first reads it, not before.
-    """
+    """The events of one run in this process, with a wake-up for followers."""
 
     def __init__(self, first_seq: int = 1) -> None:
-        self.events: list[tuple[int, str, bytes | _Unencoded]] = []
+        self.events: list[tuple[int, str, bytes]] = []
         self.next_seq = first_seq
         self.done = False
         self.result: bytes | None = None
         """The run's output as JSON, once it ended without an error (what ``runs.wait`` answers)."""
-        self.followers = 0
         self.unflushed: list[tuple[int, str, bytes]] = []
         self._changed = asyncio.Event()
 
-    def append(self, event: str, data: bytes | _Unencoded) -> None:
+    def append(self, event: str, data: bytes) -> None:
         """Record one event."""
         item = (self.next_seq, event, data)
         self.next_seq += 1
         self.events.append(item)
-        if isinstance(data, bytes):
-            self.unflushed.append((item[0], event, data))
+        self.unflushed.append(item)
         self.done = self.done or event == END
         self._changed.set()
         self._changed = asyncio.Event()
-
-    def _encoded(self, index: int) -> tuple[int, str, bytes]:
-        seq, event, data = self.events[index]
-        if isinstance(data, _Unencoded):
-            data = dumps(data.value)
-            self.events[index] = (seq, event, data)
-        return seq, event, data
 
     async def wait_done(self) -> None:
         """Until the run's ``__end__`` is in the log."""
@@ -80,22 +58,18 @@ class RunLog:
     async def follow(self, after: int) -> AsyncIterator[tuple[int, str, bytes]]:
         """Events numbered above ``after``, waiting for new ones until ``__end__``."""
         index = 0
-        self.followers += 1
-        try:
-            while True:
-                changed = self._changed
-                while index < len(self.events):
-                    item = self._encoded(index)
-                    index += 1
-                    if item[0] > after:
-                        yield item
-                        if item[1] == END:
-                            return
-                if self.done:
-                    return
-                await changed.wait()
-        finally:
-            self.followers -= 1
+        while True:
+            changed = self._changed
+            while index < len(self.events):
+                item = self.events[index]
+                index += 1
+                if item[0] > after:
+                    yield item
+                    if item[1] == END:
+                        return
+            if self.done:
+                return
+            await changed.wait()
 
 
 class Broker:
@@ -126,11 +100,7 @@ class Broker:
 
     def publish(self, run_id: str, event: str, data: Any) -> None:
         """Record an event of a run executing here (``flush`` shares it with other workers)."""
-        log = self.open(run_id)
-        if not isinstance(data, bytes):
-            # shared logs are written to the table as they come; otherwise encode when first read
-            data = dumps(data) if self.shared or log.followers else _Unencoded(data)
-        log.append(event, data)
+        self.open(run_id).append(event, data if isinstance(data, bytes) else dumps(data))
 
     async def flush(self, run_id: str, tx: Tx | None = None) -> None:
         """Write the run's new events to the shared table and wake the other workers."""

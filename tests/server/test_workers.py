@@ -110,3 +110,26 @@ async def test_many_runs_over_few_threads(pair: tuple[Server, Server, pathlib.Pa
     statuses = Counter(r["status"] for runs_of_thread in listed for r in runs_of_thread)
     assert statuses == {"success": 200}
     assert uuid.UUID(threads[0])
+
+
+def test_a_waited_run_shares_only_its_outcome(pair: tuple[Server, Server, pathlib.Path], pg_dsn: str) -> None:
+    import psycopg
+
+    one, two, _ = pair
+    a, b = get_sync_client(url=one.url), get_sync_client(url=two.url)
+    tid = a.threads.create()["thread_id"]
+    out = a.runs.wait(tid, "agent", input={"messages": [{"role": "user", "content": "hi"}]})
+    assert out["messages"][-1]["content"] == "you said: hi"
+    run_id = a.runs.list(tid)[0]["run_id"]
+    with psycopg.connect(pg_dsn) as conn:
+        events = [
+            r[0] for r in conn.execute("SELECT event FROM plait_server_events WHERE run_id = %s", (run_id,))
+        ]
+    assert events == ["__end__"]  # its values events stayed in the worker that ran it
+    assert _text_of(b.runs.join(tid, run_id)) == "you said: hi"  # the outcome, from the other worker
+    streamed = a.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "x"}]})
+    assert [p.event for p in b.runs.join_stream(tid, streamed["run_id"])] == ["values", "values"]
+
+
+def _text_of(values: dict) -> str:
+    return str(values["messages"][-1]["content"])
