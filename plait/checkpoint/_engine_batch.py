@@ -153,7 +153,9 @@ class BatchedSaves:
         """Make ``calls`` in order, in one transaction where the backend can (PostgreSQL: one round trip).
 
         With ``release`` (``(thread_id, checkpoint_ns)`` whose lease this process holds), the lease
-        is given back in that same durable commit, and the ``lease()`` block then releases nothing.
+        is given back in that same durable commit (a backend without one-statement batches: in a
+        commit of its own right after, in the same call), and the ``lease()`` block then releases
+        nothing.
         Answers ``False``, having done nothing, when a subclass overrides ``put`` or ``put_writes``:
         the caller then makes the calls through them.
 
@@ -168,8 +170,10 @@ class BatchedSaves:
             for call in calls:
                 self._drive(self._call_ops(call))
             if release is not None and holder is not None:  # no one-statement batch here: right after
-                self._leases.release(release, holder, confirm=True)
-                self._leases.released(holder)
+                try:
+                    self._leases.release(release, holder, confirm=True)
+                finally:
+                    self._leases.released(holder)  # tried once: the lease block does not try again
             return True
         state = _Progress()
         try:
@@ -196,8 +200,10 @@ class BatchedSaves:
             for call in calls:
                 await self._adrive(self._call_ops(call))
             if release is not None and holder is not None:
-                await self._leases.arelease(release, holder, confirm=True)
-                self._leases.released(holder)
+                try:
+                    await self._leases.arelease(release, holder, confirm=True)
+                finally:
+                    self._leases.released(holder)
             return True
         state = _Progress()
         try:
