@@ -29,19 +29,13 @@ from typing import Any, Generic, TypeVar, get_args, get_origin, overload
 from plait.pregel._cache import task_namespace
 from plait.pregel._entrypoint import EXTRAS, EntrypointPregel, entrypoint_plan
 from plait.pregel._func_tasks import TaskSpec, call_task
-from plait.types import CachePolicy, RetryPolicy
+from plait.types import CachePolicy, RetryPolicy, retry_policies
 
 __all__ = ["entrypoint", "task"]
 
 R = TypeVar("R")
 S = TypeVar("S")
 _TASK_EXTRAS = ("config", "runtime", "store", "writer")
-
-
-def _first_policy(policy: RetryPolicy | Sequence[RetryPolicy] | None) -> RetryPolicy | None:
-    if isinstance(policy, Sequence):  # LangGraph accepts several; the first one applies
-        return policy[0] if policy else None
-    return policy
 
 
 def _refuse(**given: Any) -> None:
@@ -110,7 +104,7 @@ def _make_task(
     spec = TaskSpec(
         fn=fn,
         name=_task_name(fn, name),
-        retry=_first_policy(retry_policy),
+        retry=retry_policies(retry_policy),
         cache_policy=cache_policy,
         cache_ns=task_namespace(fn),
         extras=extras,
@@ -243,7 +237,7 @@ class entrypoint:  # noqa: N801 - LangGraph's name
     ) -> None:
         _refuse(timeout=kwargs.pop("timeout", None))
         self.context_schema = context_schema or kwargs.pop("config_schema", None)
-        self.retry_policy = _first_policy(retry_policy or kwargs.pop("retry", None))
+        self.retry_policy = retry_policies(retry_policy or kwargs.pop("retry", None))
         if kwargs:
             raise TypeError(f"entrypoint() got unexpected keyword arguments: {sorted(kwargs)}")
         self.checkpointer = checkpointer

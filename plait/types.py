@@ -198,6 +198,26 @@ class RetryPolicy:
         return bool(rule(exc))
 
 
+RetryPolicies = RetryPolicy | tuple[RetryPolicy, ...]
+"""A node's retry policy, or several: the first whose ``retry_on`` matches an error applies to it."""
+
+
+def retry_policies(policy: RetryPolicy | Sequence[RetryPolicy] | None) -> RetryPolicies | None:
+    """What ``add_node(retry_policy=...)`` / ``task(retry_policy=...)`` keep: one policy, several, or none."""
+    if isinstance(policy, RetryPolicy) or policy is None:
+        return policy
+    kept = tuple(policy)
+    return kept[0] if len(kept) == 1 else (kept or None)
+
+
+def retry_delay(policy: RetryPolicies | None, exc: Exception, attempt: int) -> float | None:
+    """Seconds to wait before retrying after ``exc`` on attempt ``attempt``, or ``None``: no retry."""
+    chosen = next((p for p in policy if p.should_retry(exc)), None) if isinstance(policy, tuple) else policy
+    if chosen is None or attempt >= chosen.max_attempts or not chosen.should_retry(exc):
+        return None
+    return chosen.delay(attempt)
+
+
 def _freeze(value: Any, depth: int = 10) -> Any:
     """A hashable, order-independent stand-in for ``value`` (dict keys sorted, lists as tuples)."""
     if depth <= 0:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from plait.types import CachePolicy, RetryPolicy
+from plait.types import CachePolicy, RetryPolicies
 
-__all__ = ["DEFAULT_ERROR_HANDLER", "NodeDefaults", "first_policy", "handler_name"]
+__all__ = ["DEFAULT_ERROR_HANDLER", "NodeDefaults", "handler_name"]
 
 DEFAULT_ERROR_HANDLER = "__default_error_handler__"
 """Name of the node that runs ``set_node_defaults(error_handler=...)``."""
@@ -17,13 +16,6 @@ DEFAULT_ERROR_HANDLER = "__default_error_handler__"
 def handler_name(node: str) -> str:
     """Name of the node that runs ``add_node(node, ..., error_handler=...)``."""
     return f"__error_handler__{node}"
-
-
-def first_policy(policy: RetryPolicy | Sequence[RetryPolicy] | None) -> RetryPolicy | None:
-    """The retry policy that applies (LangGraph accepts several; the first one is used)."""
-    if isinstance(policy, Sequence):
-        return policy[0] if policy else None
-    return policy
 
 
 @dataclass(slots=True)
@@ -36,18 +28,18 @@ class NodeDefaults:
         error_handler: Runs when a regular node without its own handler fails (never for handlers).
     """
 
-    retry_policy: RetryPolicy | None = None
+    retry_policy: RetryPolicies | None = None
     cache_policy: CachePolicy[Any] | None = None
     error_handler: Any = None
 
     def policies(
         self,
-        retry: RetryPolicy | None,
+        retry: RetryPolicies | None,
         cache: CachePolicy[Any] | None,
         handler: str | None,
         *,
         is_handler: bool,
-    ) -> tuple[RetryPolicy | None, CachePolicy[Any] | None, str | None]:
+    ) -> tuple[RetryPolicies | None, CachePolicy[Any] | None, str | None]:
         """A node's ``(retry policy, cache policy, error handler node)`` once these defaults apply."""
         if is_handler:
             return retry or self.retry_policy, cache, None

@@ -16,7 +16,7 @@ from plait.constants import END, START
 from plait.errors import GraphBuildError
 from plait.graph._branch import BranchDef, make_branch, node_destinations
 from plait.graph._compile import build_plan
-from plait.graph._defaults import DEFAULT_ERROR_HANDLER, NodeDefaults, first_policy, handler_name
+from plait.graph._defaults import DEFAULT_ERROR_HANDLER, NodeDefaults, handler_name
 from plait.graph._draw import DrawableGraph, draw_builder
 from plait.graph._fields import finish_plan
 from plait.graph._nodes import CompiledNode, node_views
@@ -24,7 +24,7 @@ from plait.graph._runnable import GraphRunnable
 from plait.graph._stream_events import StreamEvents
 from plait.pregel._pregel import Pregel
 from plait.stream._run import factories_of
-from plait.types import CachePolicy, RetryPolicy
+from plait.types import CachePolicy, RetryPolicies, RetryPolicy, retry_policies
 from plait.typing import ContextT, InputT, OutputT, StateT
 
 __all__ = ["CompiledStateGraph", "StateGraph"]
@@ -36,7 +36,7 @@ class NodeDef:
 
     action: Any
     input_schema: type | None = None
-    retry_policy: RetryPolicy | None = None
+    retry_policy: RetryPolicies | None = None
     # the factory is cast once, here, to its element types (it stays the builtin dict)
     metadata: dict[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
     destinations: tuple[tuple[str, str | None], ...] = ()
@@ -200,7 +200,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.nodes[node] = NodeDef(
             action,
             schema,
-            first_policy(retry_policy),
+            retry_policies(retry_policy),
             dict(metadata or {}),
             node_destinations(action, destinations),
             cache_policy,
@@ -228,7 +228,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         """
         defaults = self.node_defaults
         if retry_policy is not None:
-            defaults.retry_policy = first_policy(retry_policy)
+            defaults.retry_policy = retry_policies(retry_policy)
         if cache_policy is not None:
             defaults.cache_policy = cache_policy
         if error_handler is not None:

@@ -24,7 +24,7 @@ from plait.pregel._loop import Loop
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._pregel import Pregel
 from plait.runtime import Runtime
-from plait.types import CachePolicy, Command, RetryPolicy, StateSnapshot
+from plait.types import CachePolicy, Command, RetryPolicies, StateSnapshot
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -92,7 +92,7 @@ def entrypoint_plan(  # noqa: PLR0913 - the decorator's options
     is_async: bool,
     split: Callable[[Any], tuple[Any, Any]],
     *,
-    retry: RetryPolicy | None = None,
+    retry: RetryPolicies | None = None,
     cache_policy: CachePolicy[Any] | None = None,
     cache: Any = None,
 ) -> Plan:

@@ -32,7 +32,7 @@ from plait.pregel._cache import cache_key
 from plait.pregel._callable import injected, run_coroutine
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._pool import shared_pool
-from plait.types import CachePolicy, Interrupt, RetryPolicy
+from plait.types import CachePolicy, Interrupt, RetryPolicies, retry_delay
 
 __all__ = [
     "RETURN",
@@ -101,7 +101,7 @@ class TaskSpec:
 
     fn: Callable[..., Any]
     name: str
-    retry: RetryPolicy | None = None
+    retry: RetryPolicies | None = None
     cache_policy: CachePolicy[Any] | None = None
     cache_ns: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
@@ -356,10 +356,7 @@ def _cache_of(call: _Call) -> Any:
 
 
 def _retry_delay(spec: TaskSpec, exc: Exception, attempt: int) -> float | None:
-    policy = spec.retry
-    if policy is None or attempt >= policy.max_attempts or not policy.should_retry(exc):
-        return None
-    return policy.delay(attempt)
+    return retry_delay(spec.retry, exc, attempt)
 
 
 def _fresh(call: _Call) -> TaskContext:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from plait.channels.base import BaseChannel
-from plait.types import CachePolicy, RetryPolicy
+from plait.types import CachePolicy, RetryPolicies
 
 if TYPE_CHECKING:
     from plait.pregel._builder import PregelNode
@@ -45,7 +45,7 @@ class NodeSpec:
     acall: Callable[[Any, Any], Awaitable[Any]] | None = None
     defaults: tuple[tuple[str, Any], ...] = ()
     make_input: Callable[[dict[str, Any]], Any] | None = None
-    retry: RetryPolicy | None = None
+    retry: RetryPolicies | None = None
     is_subgraph: bool = False
     subgraph: Any = None
     """The compiled graph, when the node is one (``get_state(subgraphs=True)``, ``get_subgraphs``)."""

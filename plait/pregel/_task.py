@@ -16,7 +16,7 @@ from plait.errors import (
     create_error_message,
 )
 from plait.pregel._plan import NodeSpec
-from plait.types import Command, Interrupt, Send
+from plait.types import Command, Interrupt, Send, retry_delay
 
 __all__ = ["DRAINED", "Task", "collect", "from_child"]
 
@@ -69,13 +69,13 @@ class Task:
         if isinstance(exc, ParentCommand):  # bubbles up to the parent graph, never retried
             self.error = exc
             return None
-        policy = self.node.retry
-        if policy is None or attempt >= policy.max_attempts or not policy.should_retry(exc):
+        delay = retry_delay(self.node.retry, exc, attempt)
+        if delay is None:
             self.error = exc
             return None
         self.writes.clear()
         self.goto.clear()
-        return policy.delay(attempt)
+        return delay
 
 
 def _updates_of(value: Any) -> list[tuple[str, Any]] | None:
