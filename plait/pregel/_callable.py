@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, cast, get_args
 from plait.checkpoint.base import INTERRUPT
 from plait.errors import GraphInterrupt, NodeError
 from plait.pregel._context import TaskContext, running_task
+from plait.pregel._legacy_ns import aresumed_config, resumed_config
 from plait.pregel._thread import config_with, configurable_of, run_config, without_thread
 from plait.pregel._travel import TRAVEL, nested_travel, stable_ns, travel_input
 from plait.types import Command
@@ -155,6 +156,7 @@ def run_nested(
         GraphInterrupt: the subgraph paused.
     """
     sub, config, segment = _subgraph_config(graph, ctx)
+    config = resumed_config(sub, config, ctx)
     config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
     kwargs.setdefault("control", ctx.control)
@@ -173,6 +175,7 @@ async def arun_nested(
 ) -> Any:
     """Async :func:`run_nested`: the subgraph's nodes and routers run on this event loop."""
     sub, config, segment = _subgraph_config(graph, ctx)
+    config = await aresumed_config(sub, config, ctx)
     config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
     kwargs.setdefault("control", ctx.control)
