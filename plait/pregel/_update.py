@@ -8,20 +8,22 @@ pending writes), so that ``invoke(None, config)`` starts the graph from it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
-from plait.pregel._arun import afinish
+from plait.pregel._arun import acall_routers
 from plait.pregel._channel_graph import channel_updates
+from plait.pregel._effects import CallRouters
 from plait.pregel._history import COPY, head_check, prepare_update
 from plait.pregel._input import input_writes
 from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
 from plait.pregel._root import root_value
-from plait.pregel._run import finish_sync
+from plait.pregel._run import call_routers
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef, found
 from plait.pregel._travel import with_map
@@ -115,28 +117,58 @@ def _start_task(config: Mapping[str, Any]) -> str:
     return f"{config['configurable']['checkpoint_id']}:{START}:0"
 
 
-def update_thread(graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
-    """Apply ``supersteps`` to the thread ``config`` names with ``graph``'s nodes and channels."""
+@dataclass(frozen=True, slots=True)
+class _SaverCall:
+    """A checkpointer call an update makes (the async driver calls its ``a``-prefixed twin)."""
+
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
+
+
+def _update_ops(
+    graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]
+) -> Generator[_SaverCall | CallRouters, Any, Any]:
+    """The saver calls (and router calls) of :func:`update_thread`; the drivers make them."""
     saver: Any = graph.checkpointer
     current = cast("dict[str, Any]", config)
     metadata: dict[str, Any] = {}
     for updates in supersteps:
         pairs = check_superstep(graph.plan, updates)
         ref = ThreadRef.from_config(current)
-        saved = found(saver.get_tuple(ref.config()), ref)
+        saved = found((yield _SaverCall("get_tuple", (ref.config(),))), ref)
         if pairs[0][1] == INPUT:
             (parent, checkpoint, metadata, versions), writes = _prepare_input(
                 graph.plan, ref, saved, pairs[0][0]
             )
-            current = saver.put(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
-            saver.put_writes(current, writes, _start_task(current))
+            put = (parent, checkpoint, metadata, versions)
+            current = yield _SaverCall("put", put, head_check(saver, ref, saved))
+            yield _SaverCall("put_writes", (current, writes, _start_task(current)))
             continue
         pairs = channel_updates(graph.plan, pairs, saved)
-        parent, checkpoint, metadata, versions = finish_sync(prepare_update(graph.plan, ref, saved, pairs))
-        current = saver.put(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
+        parent, checkpoint, metadata, versions = yield from prepare_update(graph.plan, ref, saved, pairs)
+        current = yield _SaverCall(
+            "put", (parent, checkpoint, metadata, versions), head_check(saver, ref, saved)
+        )
         for tid, writes in _task_results(saved, pairs, updates):
-            saver.put_writes(parent, writes, tid)
+            yield _SaverCall("put_writes", (parent, writes, tid))
     return with_map(current, metadata)
+
+
+def update_thread(graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
+    """Apply ``supersteps`` to the thread ``config`` names with ``graph``'s nodes and channels."""
+    saver: Any = graph.checkpointer
+    ops = _update_ops(graph, config, supersteps)
+    answer: Any = None
+    while True:
+        try:
+            op = ops.send(answer)
+        except StopIteration as done:
+            return done.value
+        if isinstance(op, _SaverCall):
+            answer = getattr(saver, op.method)(*op.args, **op.kwargs)
+        else:
+            answer = call_routers(op)
 
 
 async def aupdate_thread(
@@ -144,24 +176,14 @@ async def aupdate_thread(
 ) -> Any:
     """Async :func:`update_thread`."""
     saver: Any = graph.checkpointer
-    current = cast("dict[str, Any]", config)
-    metadata: dict[str, Any] = {}
-    for updates in supersteps:
-        pairs = check_superstep(graph.plan, updates)
-        ref = ThreadRef.from_config(current)
-        saved = found(await saver.aget_tuple(ref.config()), ref)
-        if pairs[0][1] == INPUT:
-            (parent, checkpoint, metadata, versions), writes = _prepare_input(
-                graph.plan, ref, saved, pairs[0][0]
-            )
-            current = await saver.aput(
-                parent, checkpoint, metadata, versions, **head_check(saver, ref, saved)
-            )
-            await saver.aput_writes(current, writes, _start_task(current))
-            continue
-        pairs = channel_updates(graph.plan, pairs, saved)
-        parent, checkpoint, metadata, versions = await afinish(prepare_update(graph.plan, ref, saved, pairs))
-        current = await saver.aput(parent, checkpoint, metadata, versions, **head_check(saver, ref, saved))
-        for tid, writes in _task_results(saved, pairs, updates):
-            await saver.aput_writes(parent, writes, tid)
-    return with_map(current, metadata)
+    ops = _update_ops(graph, config, supersteps)
+    answer: Any = None
+    while True:
+        try:
+            op = ops.send(answer)
+        except StopIteration as done:
+            return done.value
+        if isinstance(op, _SaverCall):
+            answer = await getattr(saver, "a" + op.method)(*op.args, **op.kwargs)
+        else:
+            answer = await acall_routers(op)
