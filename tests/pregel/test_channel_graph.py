@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,20 +10,15 @@ import pytest
 from plait.channels import DeltaChannel, EphemeralValue, LastValue, Topic
 from plait.checkpoint.base import BaseCheckpointSaver
 from plait.checkpoint.memory import InMemorySaver
-from plait.checkpoint.sqlite import SqliteSaver
 from plait.errors import InvalidUpdateError
 from plait.pregel import NodeBuilder, Pregel
 from plait.pregel._builder import ChannelWriteEntry, PregelNode
 from plait.types import RetryPolicy
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    if request.param == "memory":
-        yield InMemorySaver()
-        return
-    with SqliteSaver.from_conn_string(str(tmp_path / "cp.db")) as sqlite:
-        yield sqlite
+@pytest.fixture
+def saver(any_saver: Any) -> Any:
+    return any_saver
 
 
 def _extend(state: list[str], writes: list[list[str]]) -> list[str]:

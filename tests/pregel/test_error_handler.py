@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import operator
-import os
 import threading
 from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from plait.checkpoint.memory import InMemorySaver
-from plait.checkpoint.sqlite import SqliteSaver
 from plait.constants import END, START
 from plait.errors import NodeError, StoredNodeError
 from plait.graph import StateGraph
@@ -158,15 +155,6 @@ def test_stream_shows_the_failure_then_the_handler(driver) -> None:
         ("tasks", "__error_handler__fails", False),
         ("values", {"log": ["handled"]}),
     ]
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def any_saver(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    if request.param == "memory":
-        yield InMemorySaver()
-        return
-    with SqliteSaver.from_conn_string(os.path.join(tmp_path, "threads.db")) as saver:
-        yield saver
 
 
 def test_resume_after_a_failing_handler_runs_the_handler_not_the_node(driver, any_saver, thread) -> None:

@@ -4,14 +4,11 @@ debug/checkpoints stream says about a checkpoint's parent."""
 from __future__ import annotations
 
 import operator
-from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
 from typing_extensions import TypedDict
 
-from plait.checkpoint.memory import InMemorySaver
-from plait.checkpoint.sqlite import SqliteSaver
 from plait.graph import START, StateGraph
 from plait.types import Command, interrupt
 
@@ -20,13 +17,9 @@ class S(TypedDict):
     log: Annotated[list[str], operator.add]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    if request.param == "memory":
-        yield InMemorySaver()
-        return
-    with SqliteSaver.from_conn_string(str(tmp_path / "cp.db")) as sqlite:
-        yield sqlite
+@pytest.fixture
+def saver(any_saver: Any) -> Any:
+    return any_saver
 
 
 def _add(name: str) -> Any:

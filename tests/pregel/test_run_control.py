@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 from typing_extensions import TypedDict
 
 from plait.checkpoint.memory import InMemorySaver
-from plait.checkpoint.sqlite import SqliteSaver
 from plait.errors import GraphDrained
 from plait.graph import START, StateGraph
 from plait.runtime import ExecutionInfo, RunControl, Runtime, ServerInfo
@@ -23,13 +20,9 @@ class State(TypedDict, total=False):
     second: str
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "memory":
-        yield InMemorySaver()
-    else:
-        with SqliteSaver.from_conn_string(tmp_path / "cp.db") as sqlite:
-            yield sqlite
+@pytest.fixture
+def saver(any_saver: Any) -> Any:
+    return any_saver
 
 
 def _two_steps(ran: list[str], drain_in_first: bool = True) -> StateGraph[State]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -14,8 +12,6 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
-from plait.checkpoint.memory import InMemorySaver
-from plait.checkpoint.sqlite import SqliteSaver
 from plait.constants import END, START
 from plait.errors import InvalidConfigError, InvalidUpdateError, ParentCommand
 from plait.graph import MessagesState, StateGraph
@@ -31,13 +27,9 @@ class Log(TypedDict):
     foo: Annotated[str, operator.add]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "memory":
-        yield InMemorySaver()
-        return
-    with SqliteSaver.from_conn_string(str(tmp_path / "cp.db")) as sqlite:
-        yield sqlite
+@pytest.fixture
+def saver(any_saver: Any) -> Any:
+    return any_saver
 
 
 def _agent_tool(saver: Any) -> Any:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -12,7 +10,6 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
 from plait.checkpoint.memory import InMemorySaver
-from plait.checkpoint.sqlite import SqliteSaver
 from plait.errors import UnknownInterruptError, is_invalid_resume
 from plait.graph import START, StateGraph
 from plait.types import Command, RetryPolicy, interrupt
@@ -26,13 +23,9 @@ class State(TypedDict, total=False):
     answer: Any
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "memory":
-        yield InMemorySaver()
-    else:
-        with SqliteSaver.from_conn_string(tmp_path / "cp.db") as sqlite:
-            yield sqlite
+@pytest.fixture
+def saver(any_saver: Any) -> Any:
+    return any_saver
 
 
 def _config(strict: bool = True) -> dict[str, Any]:

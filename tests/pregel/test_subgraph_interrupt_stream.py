@@ -4,9 +4,7 @@ the top only, replayed writes first when a step resumes, and messages once acros
 from __future__ import annotations
 
 import operator
-import os
 import time
-from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -14,20 +12,9 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from plait.checkpoint.memory import InMemorySaver
-from plait.checkpoint.sqlite import SqliteSaver
 from plait.graph import START, StateGraph
 from plait.graph.message import add_messages
 from plait.types import Command, interrupt
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def any_saver(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
-    if request.param == "memory":
-        yield InMemorySaver()
-        return
-    with SqliteSaver.from_conn_string(os.path.join(tmp_path, "threads.db")) as saver:
-        yield saver
 
 
 class Text(TypedDict):

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import os
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 import pytest
@@ -14,18 +12,8 @@ from langchain_core.runnables import RunnableLambda
 from typing_extensions import TypedDict
 
 from plait.checkpoint.memory import InMemorySaver
-from plait.checkpoint.sqlite import SqliteSaver
 from plait.graph import START, StateGraph
 from plait.types import Command, Send, interrupt
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def any_saver(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
-    if request.param == "memory":
-        yield InMemorySaver()
-        return
-    with SqliteSaver.from_conn_string(os.path.join(tmp_path, "threads.db")) as saver:
-        yield saver
 
 
 class Count(TypedDict):

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
 from typing_extensions import TypedDict
 
-from plait.checkpoint.memory import InMemorySaver
-from plait.checkpoint.sqlite import SqliteSaver
 from plait.graph import START, StateGraph
 from plait.types import Command, interrupt
 
@@ -26,14 +22,9 @@ class ParentState(TypedDict):
     results: Annotated[list[str], operator.add]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def checkpointer(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """An InMemorySaver, or a SqliteSaver on a file."""
-    if request.param == "memory":
-        yield InMemorySaver()
-        return
-    with SqliteSaver.from_conn_string(str(tmp_path / "tt.db")) as saver:
-        yield saver
+@pytest.fixture
+def checkpointer(any_saver: Any) -> Any:
+    return any_saver
 
 
 def _config() -> Any:
