@@ -87,8 +87,8 @@ class EventSink:
         self.messages = handler(self._message, self, self.subgraphs) if "messages" in modes else None
         # a graph run inside a node of a run that streams subgraphs: its messages go there too
         self.mirror: Callable[[tuple[Any, ...]], None] | None = None
-        parent = running_task()
-        if self.messages is not None and parent is not None and parent.stream is not None:
+        parent = running_task() if self.messages is not None else None
+        if parent is not None and parent.stream is not None:
             self.mirror = partial(parent.stream.forward, segment=f"{parent.node}:{parent.task_id}")
         self.tools = ToolEventHandler(self.tool) if "tools" in modes else None
         self.lc_child = self.messages is not None or self.tools is not None or bool(config.get("callbacks"))

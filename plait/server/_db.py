@@ -9,7 +9,6 @@ the only writer connection); PostgreSQL goes through a psycopg async pool.
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from typing_extensions import LiteralString
+
+from plait.server._wire import dumps, loads
 
 __all__ = ["Database", "PostgresDatabase", "SqliteDatabase", "Tx", "open_database"]
 
@@ -57,10 +58,11 @@ def _moved(rows: Sequence[Row]) -> list[tuple[str, str | None, str]]:
     """``(doc, vals, thread_id)`` for the old rows whose values are still inside ``doc``."""
     out: list[tuple[str, str | None, str]] = []
     for row in rows:
-        doc: dict[str, Any] = json.loads(row["doc"])
+        doc: dict[str, Any] = loads(row["doc"])
         if "values" in doc:
             values = doc.pop("values")
-            out.append((json.dumps(doc), None if values is None else json.dumps(values), row["thread_id"]))
+            vals = None if values is None else dumps(values).decode()
+            out.append((dumps(doc).decode(), vals, row["thread_id"]))
     return out
 
 
