@@ -289,3 +289,15 @@ def test_message_records_that_are_not_plain_fields_are_validated() -> None:
     with pytest.raises(SerializationError):
         Serializer().loads(_known_message(0, {"id": "x"}))  # content missing
     assert Serializer().loads(_known_message(0, {"content": "ok", "id": "i"})) == HumanMessage("ok", id="i")
+
+
+def test_a_message_record_with_a_non_str_key_is_refused() -> None:
+    """The fast path assembles a stored message's fields without checking each key: it relies on the
+    decoder refusing any map key that is not a str (a record plait never writes)."""
+    import ormsgpack
+
+    from plait.checkpoint._ext import KNOWN_PYDANTIC
+
+    fields = ormsgpack.packb([0, {"content": "ok", 1: "x"}], option=ormsgpack.OPT_NON_STR_KEYS)
+    with pytest.raises(SerializationError):
+        Serializer().loads(ormsgpack.packb(ormsgpack.Ext(KNOWN_PYDANTIC, fields)))

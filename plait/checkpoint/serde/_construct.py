@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from pydantic import BaseModel
+
 __all__ = ["construct"]
 
 
@@ -64,28 +66,36 @@ def _blueprint(cls: Any) -> _Blueprint:
     return _blueprints[cls]
 
 
+_SLOTS = {
+    name: BaseModel.__dict__[name]
+    for name in ("__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+}
+"""pydantic's slot descriptors, set directly (``object.__setattr__`` looks each one up every time)."""
+_FIELDS_SET = _SLOTS["__pydantic_fields_set__"].__set__
+_EXTRA = _SLOTS["__pydantic_extra__"].__set__
+_PRIVATE = _SLOTS["__pydantic_private__"].__set__
+
+
 def construct(cls: Any, fields: Mapping[str, Any]) -> Any | None:
     """The message ``cls(**fields)`` would build, without validation; ``None`` when it must be validated."""
     plan = _blueprints.get(cls) or _blueprint(cls)
     keys = fields.keys()
     if plan is _UNUSABLE or not plan.required <= keys:
         return None
-    values = plan.template.copy()
     extra: dict[str, Any] | None = None
     if keys <= plan.names:
-        values.update(fields)
+        values = {**plan.template, **fields}
     elif plan.extra:
         extra = {k: v for k, v in fields.items() if k not in plan.names}
-        values.update({k: v for k, v in fields.items() if k in plan.names})
+        values = {**plan.template, **{k: v for k, v in fields.items() if k in plan.names}}
     else:
         return None
     for name, factory in plan.factories:
         if name not in fields:
             values[name] = factory()
     message = cls.__new__(cls)
-    setattr_ = object.__setattr__
-    setattr_(message, "__dict__", values)
-    setattr_(message, "__pydantic_fields_set__", set(keys))  # as validation sets it (extra keys included)
-    setattr_(message, "__pydantic_extra__", (extra or {}) if plan.extra else None)
-    setattr_(message, "__pydantic_private__", None)
+    object.__setattr__(message, "__dict__", values)
+    _FIELDS_SET(message, set(keys))  # as validation sets it (extra keys included)
+    _EXTRA(message, (extra or {}) if plan.extra else None)
+    _PRIVATE(message, None)
     return message
