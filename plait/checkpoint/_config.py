@@ -58,12 +58,14 @@ def configurable_of(config: Any) -> Mapping[str, Any]:
     Raises:
         InvalidConfigError: ``config`` is neither a mapping nor None, or ``configurable`` is not a mapping.
     """
-    if type(config) is dict:  # the common case, without the abstract-class checks below
-        found: object = cast("dict[str, object]", config).get("configurable")
-        if type(found) is dict:
-            return cast("dict[str, Any]", found)
     if config is None:
         return {}
+    if type(config) is dict:  # the common case, without the abstract-class checks below
+        found: Any = config.get("configurable")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if found is None:
+            return {}
+        if type(found) is dict:  # pyright: ignore[reportUnknownArgumentType]
+            return found  # pyright: ignore[reportUnknownVariableType]
     if not isinstance(config, Mapping):
         raise InvalidConfigError(
             f"Invalid config: expected a dict (or None), got {_shown(config)}. Pass the run config as a dict, "

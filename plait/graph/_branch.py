@@ -25,12 +25,15 @@ class BranchDef:
         path: The routing function.
         path_map: Return value -> node name, or ``None`` (values are node names).
         ends: Possible targets, when known (for validation and drawing).
+        input_schema: The schema annotated on the routing function's state parameter, when it is
+            not the graph's state: the function then receives those keys only (as LangGraph does).
     """
 
     name: str
     path: Callable[..., Any]
     path_map: dict[Hashable, str] | None
     ends: tuple[str, ...]
+    input_schema: type | None = None
 
 
 def _literal_targets(path: Callable[..., Any]) -> tuple[str, ...]:

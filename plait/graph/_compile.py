@@ -153,6 +153,8 @@ def _branches(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, tuple[Branch
                 takes_config=accepts_config(b.path),
                 path_map=b.path_map,
                 ends=b.ends,
+                reads=None if b.input_schema is None else _keys(builder, b.input_schema),
+                make_input=None if b.input_schema is None else _maker(b.input_schema),
             )
             for b in branches.values()
         )

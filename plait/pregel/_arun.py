@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncGenerator, Generator, Sequence
+from contextlib import aclosing
+from functools import partial
 from typing import Any, TypeVar, cast
 
-from plait.errors import ParentCommand
+from plait.errors import GraphBubbleUp, ParentCommand, is_invalid_resume
+from plait.pregel._astep import run_concurrently
 from plait.pregel._cache import acache_task, arecall_task
 from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, asave
 from plait.pregel._loop import Loop
+from plait.pregel._pause import abandoned_saves
 from plait.pregel._pool import stack_is_deep
 from plait.pregel._recover import hand_over
 from plait.pregel._run import claim, make_context, run_task
@@ -52,8 +56,11 @@ async def _run_async_task(task: Task, ctx: TaskContext) -> None:
             await asyncio.sleep(delay)
 
 
-async def _one(loop: Loop, task: Task | None, store: Any, context: Any) -> None:
-    """Run ``task`` and stream how it ended; when its error handler takes over, run the handler."""
+async def _one(loop: Loop, task: Task | None, store: Any, context: Any) -> bool:
+    """Run ``task`` and stream how it ended; when its error handler takes over, run the handler.
+
+    Returns whether it failed the step (an error no handler took over; interrupts do not count).
+    """
     while task is not None:
         ctx = make_context(loop, task, store, context)
         if task.node.is_async or task.node.acall is not None:
@@ -61,27 +68,31 @@ async def _one(loop: Loop, task: Task | None, store: Any, context: Any) -> None:
         else:
             await asyncio.to_thread(run_task, task, ctx)
         loop.sink.settled(task, ctx.task_id, loop.run.step)
-        task = hand_over(loop.plan, task)
+        recovery = hand_over(loop.plan, task)
+        if recovery is None:
+            error = task.error
+            return error is not None and not isinstance(error, GraphBubbleUp) and not is_invalid_resume(error)
+        task = recovery
+    return False
 
 
 async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool = False) -> None:
+    """Run the step's tasks: one is awaited here, several run concurrently (:func:`run_concurrently`);
+    a step that times out saves what its finished tasks wrote (:func:`_abandon`)."""
     todo = [t for t in tasks if not t.done]
-    if len(todo) == 1:
+    timeout = loop.step_timeout
+    if len(todo) == 1 and timeout is None:
         one = _one(loop, todo[0], store, context)
         # deeply nested subgraphs: a new asyncio task starts on the event loop's short stack
         await (asyncio.ensure_future(one) if deep else one)
     elif todo:
-        limit = max_concurrency(loop.config)
-        if limit is not None and limit < len(todo):
-            gate = asyncio.Semaphore(limit)
-
-            async def gated(task: Task) -> None:
-                async with gate:
-                    await _one(loop, task, store, context)
-
-            await asyncio.gather(*(gated(t) for t in todo))
-        else:
-            await asyncio.gather(*(_one(loop, t, store, context) for t in todo))
+        try:
+            await run_concurrently(
+                todo, partial(_one, loop, store=store, context=context), max_concurrency(loop.config), timeout
+            )
+        except asyncio.TimeoutError:  # step_timeout (a node's own errors are recorded on its task)
+            await _abandon(loop, tasks)
+            raise
 
 
 async def acall_routers(effect: CallRouters) -> list[Any]:
@@ -112,8 +123,9 @@ async def run_async(
     saver = loop.saver
     if saver is None:
         loop.load(None)
-        async for event in _drive(loop, input, store, context):
-            yield event
+        async with aclosing(_drive(loop, input, store, context)) as events:
+            async for event in events:
+                yield event
         return
     thread = loop.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
@@ -121,16 +133,23 @@ async def run_async(
         thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
     ):
         await aload_run(loop, saver, input)
-        async for event in _drive(loop, input, store, context):
-            yield event
+        async with aclosing(_drive(loop, input, store, context)) as events:  # closed before the lease
+            async for event in events:
+                yield event
 
 
 async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGenerator[Event, None]:  # noqa: A002
-    """Execute the loop's effects on this event loop; an effect's error is thrown back into the loop."""
+    """Execute the loop's effects on this event loop; an effect's error is thrown back into the loop.
+
+    A step cut short (the caller cancelled, the stream closed, ``step_timeout``) still saves what
+    its finished tasks wrote (:func:`_abandon`) before the run ends with that.
+    """
     effects = loop.effects(input)
     deep = stack_is_deep()  # every step runs at this depth
     answer: Any = None
     error: Exception | None = None
+    sink = loop.sink
+    running: Sequence[Task] = ()  # the tasks of the step under way
     try:
         while True:
             try:
@@ -142,16 +161,42 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
                 for event in effect.events:
                     yield event
                 continue
-            try:
-                if type(effect) is RunTasks and loop.sink.live:
-                    async for event in _execute_live(loop, effect.tasks, store, context):
-                        yield event
-                else:
+            if type(effect) is not RunTasks:
+                try:
                     answer = await _perform(loop, effect, store, context, deep)
+                except Exception as exc:  # noqa: BLE001 - the loop decides what it means
+                    error = exc
+                continue
+            running = effect.tasks
+            try:
+                if sink.live or (sink.per_task and len(running) > 1):  # events as the tasks settle
+                    async with aclosing(_execute_live(loop, running, store, context)) as events:
+                        async for event in events:
+                            yield event
+                else:
+                    await _execute(loop, running, store, context, deep)
             except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                 error = exc
+            running = ()
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # cancelled, or the stream was closed: the run ends here
+            await _abandon(loop, running)
+        raise
     finally:
         effects.close()
+
+
+async def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
+    """Save the pending writes of a step cut short and the checkpoint ``durability="exit"`` held
+    back; shielded, so cancelling the run does not cancel its last saves."""
+    ops = abandoned_saves(loop, tasks) if loop.saver is not None else ()
+    if not ops:
+        return
+    thread = loop.thread
+    saving = asave(
+        loop.saver, Save(ops), None if thread is None else (thread.thread_id, thread.checkpoint_ns)
+    )
+    await asyncio.shield(saving)
 
 
 async def _execute_live(

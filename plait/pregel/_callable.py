@@ -126,14 +126,16 @@ def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | 
     the task's thread), else ``None``.
 
     Raises:
-        InvalidConfigError: ``config`` is malformed (checked first, so that nothing runs).
+        InvalidConfigError: ``config`` is malformed (a top-level run's is checked as its loop is made).
     """
+    task = running_task()
+    if task is None:  # a top-level run (its config is checked when its loop is made)
+        return None
     thread_id = configurable_of(run_config(config)).get("thread_id")
     if graph.subgraph_saving not in ("inherit", "persist"):
         return None
-    task = running_task()
     # a graph with a saver of its own runs in the task too: unsaved, when the parent saves nothing
-    if task is None or thread_id or (task.saver is None and graph.checkpointer is None):
+    if thread_id or (task.saver is None and graph.checkpointer is None):
         return None
     return task
 
@@ -303,8 +305,14 @@ def make_call(fn: Any, keys: frozenset[str] = frozenset(), *, subgraph: bool = F
     return NodeCalls(_direct_call(fn, config_positional, names), inspect.iscoroutinefunction(method))
 
 
+_PLAIN: frozenset[type[object]] = frozenset({dict, str, list, tuple, type(None), int, bool})
+"""Types a node or router returns that are never awaitable (checked first: the common answers)."""
+
+
 def run_coroutine(value: Any) -> Any:
     """Finish a coroutine returned by an async node run from the sync driver."""
+    if type(value) in _PLAIN:
+        return value
     if inspect.isawaitable(value):
         return asyncio.run(_await(value))
     return value

@@ -28,57 +28,86 @@ def _drop(_: Any) -> None:
 class TaskContext:
     """What one task may reach while it runs.
 
+    What is the same for every task of a run (saver, stream, durability…) is read from
+    ``loop``, so a task's context is cheap to make.
+
     Attributes:
         config: The run config (``configurable`` included).
         store: The long-term store given to ``compile()``, if any.
-        writer: Emits ``custom`` stream events.
         context: The run's ``context`` object (``context_schema``).
+        loop: The run (:class:`~plait.pregel._loop.Loop`) this task belongs to: functional-API
+            tasks and node caching read its saved writes, resume values and cache.
         node: Name of the running node.
         resume: Answers for this task's ``interrupt()`` calls, in call order.
         lc_config: LangChain child config (callbacks, metadata) for runnables the node invokes.
-        saver: The run's checkpointer (subgraphs save into it), or ``None``.
-        checkpoint_ns: The namespace of the running graph within the thread.
-        held: Thread leases held by this task's run and the runs it is nested in
-            (see :meth:`~plait.checkpoint.base.BaseCheckpointSaver.lease_id`).
-        stream: The run's event sink when subgraphs stream into it (``subgraphs=True``), else ``None``.
-        durability: The run's durability mode; subgraphs inherit it.
-        loop: The run (:class:`~plait.pregel._loop.Loop`) this task belongs to: functional-API
-            tasks and node caching read its saved writes, resume values and cache.
         calls: Functional-API tasks called from this task (:mod:`plait.pregel._func_tasks`), if any.
     """
 
     config: dict[str, Any]
     store: Any = None
-    writer: Callable[[Any], None] = _drop
     context: Any = None
+    loop: Any = None
     node: str = ""
     task_id: str = ""
     # the factory is cast once, here, to its element type (it stays the builtin list)
     resume: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))
     lc_config: dict[str, Any] | None = None
-    saver: Any = None
-    checkpoint_ns: str = ""
-    held: frozenset[Hashable] = frozenset()
-    stream: Any = None
-    durability: str = "sync"
     paused: bool = False
     """The task paused before (an interrupt or a subgraph breakpoint): subgraphs inside continue."""
-    loop: Any = None
-    calls: Any = None
-    subgraph_calls: int = 0
-    control: Any = None
-    """The run's :class:`~plait.runtime.RunControl`."""
-    server_info: Any = None
-    """The run's :class:`~plait.runtime.ServerInfo`, or ``None``."""
-    attempt: int = 1
-    """Which attempt of the node this is (retry policies run it again)."""
     first_attempt_time: float | None = None
     """``time.time()`` when the node's first attempt started."""
     node_error: Any = None
     """The failure an error handler task handles (:class:`~plait.errors.NodeError`), else ``None``."""
+    calls: Any = None
+    subgraph_calls: int = 0
+    attempt: int = 1
+    """Which attempt of the node this is (retry policies run it again)."""
     pushed: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
     """Writes the node made while running (``push_message``): they come before its result's."""
     _calls: int = 0
+
+    @property
+    def writer(self) -> Callable[[Any], None]:
+        """Emits ``custom`` stream events."""
+        return _drop if self.loop is None else self.loop.sink.custom
+
+    @property
+    def saver(self) -> Any:
+        """The run's checkpointer (subgraphs save into it), or ``None``."""
+        return None if self.loop is None else self.loop.saver
+
+    @property
+    def checkpoint_ns(self) -> str:
+        """The namespace of the running graph within the thread."""
+        thread = None if self.loop is None else self.loop.thread
+        return "" if thread is None else thread.checkpoint_ns
+
+    @property
+    def held(self) -> frozenset[Hashable]:
+        """Thread leases held by this task's run and the runs it is nested in
+        (see :meth:`~plait.checkpoint.base.BaseCheckpointSaver.lease_id`)."""
+        return frozenset() if self.loop is None else self.loop.held
+
+    @property
+    def stream(self) -> Any:
+        """The run's event sink when subgraphs stream into it (``subgraphs=True``), else ``None``."""
+        sink = None if self.loop is None else self.loop.sink
+        return sink if sink is not None and sink.subgraphs else None
+
+    @property
+    def durability(self) -> str:
+        """The run's durability mode; subgraphs inherit it."""
+        return "sync" if self.loop is None else self.loop.durability
+
+    @property
+    def control(self) -> Any:
+        """The run's :class:`~plait.runtime.RunControl`."""
+        return None if self.loop is None else self.loop.control
+
+    @property
+    def server_info(self) -> Any:
+        """The run's :class:`~plait.runtime.ServerInfo`, or ``None``."""
+        return None if self.loop is None else self.loop.server_info
 
     def begin_attempt(self, attempt: int) -> None:
         """A (re)try of the node starts: its ``interrupt()`` calls take the answers from the first."""

@@ -77,7 +77,7 @@ def run_extras(config: Mapping[str, Any] | None, given: Any) -> tuple[RunControl
         TypeError: ``control=`` is not a :class:`~plait.runtime.RunControl`.
     """
     configurable = configurable_of(config)
-    if given is None and not configurable.keys() & _EXTRA_KEYS:  # the common case: nothing to read
+    if given is None and (not configurable or not configurable.keys() & _EXTRA_KEYS):  # the common case
         return RunControl(), None, False
     return control_of(config, given), server_info_of(config), strict_resume(config)
 

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made every step, and frozen init costs twice as much
 class Save:
     """Execute these saver calls, in order.
 
@@ -46,21 +46,21 @@ class Save:
     last: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made every step, and frozen init costs twice as much
 class Emit:
     """Hand these ``(mode, payload)`` stream events to the caller."""
 
     events: tuple[tuple[str, Any], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made every step, and frozen init costs twice as much
 class RunTasks:
     """Run the tasks of a superstep; each records its result, error or interrupts on itself."""
 
     tasks: tuple[Task, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made every step, and frozen init costs twice as much
 class CallRouters:
     """Call the routing functions of conditional edges; send back their answers in order.
 

@@ -12,16 +12,17 @@ from typing import Any
 from plait._schema import MISSING
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id
 from plait.constants import END, START
-from plait.errors import InvalidUpdateError
+from plait.errors import InvalidUpdateError, StrictModeError
 from plait.pregel._effects import CallRouters
 from plait.pregel._func_tasks import fold_calls
 from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
 from plait.pregel._recover import ERROR_SOURCE
-from plait.pregel._step import RunState, apply_writes, routers, schedule
+from plait.pregel._step import RunState, routers, schedule
 from plait.pregel._stream import STATIC
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
+from plait.pregel._writes import apply_writes
 from plait.types import Interrupt, PregelTask, StateSnapshot
 
 __all__ = ["COPY", "empty_snapshot", "head_check", "prepare_update", "snapshot", "supersteps_of"]
@@ -50,7 +51,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
     """
     cp = saved.checkpoint
     values = cp.get("channel_values") or {}
-    shown = {}
+    shown: dict[str, Any] = {}
     for key, channel in plan.channels.items():
         value = values[key] if key in values else channel.initial()
         if value is not MISSING:
@@ -76,6 +77,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
             interrupts = folded
         elif head:
             interrupts, nxt = _now(cp, by_task, nxt)
+            shown = _with_written(plan, cp, shown, saved.pending_writes or ())
     # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
     tasks = tuple(_task(cp["id"], name, index, by_task) for name, index in _task_keys(cp))  # pyright: ignore[reportTypedDictNotRequiredAccess]
     return StateSnapshot(
@@ -106,6 +108,26 @@ def _now(
         keys = _task_keys(cp)
         nxt = tuple(name for name, index in keys if f"{cp.get('id')}:{name}:{index}" not in finished)
     return pending, nxt
+
+
+def _with_written(
+    plan: Plan, cp: Any, values: dict[str, Any], pending: Sequence[tuple[str, str, Any]]
+) -> dict[str, Any]:
+    """``values`` with what the step's tasks wrote before it stopped (its pending writes), as the
+    thread stands now; unchanged when they do not merge (the step reports that when it completes)."""
+    names = {f"{cp.get('id')}:{name}:{index}": name for name, index in _task_keys(cp)}  # in step order
+    writes: dict[str, list[tuple[str, Any]]] = {}
+    for tid, key, value in pending:
+        if tid in names and key in plan.channels:  # state keys only: no control or error writes
+            writes.setdefault(tid, []).append((key, value))
+    if not writes:
+        return values
+    view = RunState(values=dict(values), versions=dict(cp.get("channel_versions") or {}))
+    try:
+        apply_writes(plan, view, [(name, writes[tid]) for tid, name in names.items() if tid in writes])
+    except (InvalidUpdateError, StrictModeError):
+        return values
+    return {k: view.values[k] for k in plan.channels if k in view.values}
 
 
 def _task_keys(cp: Any) -> list[tuple[str, int]]:
@@ -174,7 +196,7 @@ def prepare_update(
     if routed:
         if any(t.name == START for t in routed):
             run.barriers.clear()
-        calls = routers(plan, routed, {})
+        calls = routers(plan, routed, {}, run.values)
         answers = (yield CallRouters(calls, loop.branch_input())) if calls else ()
         schedule(plan, run, routed, answers)
     elif any(node == END for _, node in updates):

@@ -24,7 +24,8 @@ def input_writes(plan: Plan, input: Any, node: str = START) -> list[tuple[str, A
         return [(plan.input_channel, input)]
     if plan.input_make is not None and not isinstance(input, dict):
         input = plan.input_make(input)  # noqa: A001
-    if not isinstance(input, Mapping):
+    kind: type[object] = type(input)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    if kind is not dict and not isinstance(input, Mapping):  # dict first: the ABC check is slow
         message = create_error_message(
             message=f"Expected dict, got {input}", error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE
         )

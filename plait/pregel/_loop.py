@@ -44,12 +44,13 @@ from plait.pregel._next import keep_pending, start_task
 from plait.pregel._options import RunOptions
 from plait.pregel._pause import NO_WRITES, NULL_TASK_ID, carry_update, paused_view, save_partial, task_id
 from plait.pregel._plan import Plan
-from plait.pregel._recover import resume_step, with_recoveries
+from plait.pregel._recover import resume_step, stopped, with_recoveries
 from plait.pregel._resume import SpareAnswer, queue_resume
-from plait.pregel._step import RunState, apply_writes, prepare_tasks, read_state, routers, schedule
+from plait.pregel._step import RunState, prepare_tasks, read_state, routers, schedule
 from plait.pregel._stream import STATIC, EventSink, next_tasks
 from plait.pregel._task import DRAINED, Task, collect
 from plait.pregel._thread import ThreadRef
+from plait.pregel._writes import apply_writes
 from plait.types import Command, Interrupt
 
 __all__ = ["Loop", "RunOptions"]
@@ -71,6 +72,22 @@ class Loop:
         modes: Stream modes to produce events for.
         options: Per-run overrides (interrupts, multitask strategy).
     """
+
+    # what every run starts with: set on the instance when they change
+    drained: str | None = None  # why the run stopped early (RunControl), if it did
+    checkpoint_id: str | None = None
+    newest: str | None = None  # the thread head when the run forks from an older checkpoint
+    checkpoint_config: dict[str, Any] | None = None
+    spare: SpareAnswer | None = None  # a resume value no task waited for (see _resume.py)
+    skip_before = False
+    start_step = 0
+    last_tasks: Sequence[Task] = ()
+    expect_head: Any = None  # the thread head this run writes on (``...``: do not check)
+    replaying = False  # the run starts from an explicit (past) checkpoint_id
+    shown: dict[str, Any] | None = None  # a paused step's values with its finished writes
+    held_back: PutCheckpoint | None = None  # durability="exit": the checkpoint saved at the end
+    travel: Any = None  # this run's part in a time travel (pregel/_travel.py), set by the graph
+    step_timeout: float | None = None  # seconds a step may take (the graph's ``step_timeout``; async runs)
 
     def __init__(
         self,
@@ -104,29 +121,16 @@ class Loop:
         self.control = options.control
         self.server_info = options.server_info
         self.strict_resume = options.strict_resume
-        self.drained: str | None = None  # why the run stopped early (RunControl), if it did
         self.null_writes: list[tuple[str, Any]] = []  # resume updates pending on the checkpoint
         self.carried: set[str] = set()  # keys they changed, not checkpointed yet
         self.events = self.sink.events
         self.saves: list[SaveOp] = []
-        self.checkpoint_id: str | None = None
-        self.newest: str | None = None  # the thread head when the run forks from an older checkpoint
-        self.checkpoint_config: dict[str, Any] | None = None
         self.interrupts: list[Interrupt] = []
         self.done_writes: dict[str, list[tuple[str, Any]]] = {}
         self.resumes: dict[str, list[Any]] = {}
         self.interrupted: dict[str, list[Interrupt]] = {}
-        self.spare: SpareAnswer | None = None  # a resume value no task waited for (see _resume.py)
-        self.skip_before = False
-        self.start_step = 0
-        self.last_tasks: Sequence[Task] = ()
-        self.expect_head: Any = None  # the thread head this run writes on (``...``: do not check)
-        self.replaying = False  # the run starts from an explicit (past) checkpoint_id
-        self.shown: dict[str, Any] | None = None  # a paused step's values with its finished writes
-        self.held_back: PutCheckpoint | None = None  # durability="exit": the checkpoint saved at the end
         # writes of functional-API tasks settled in this step (pregel/_func_tasks.py): saved if it stops
         self.task_writes: list[tuple[str, list[tuple[str, Any]]]] = []
-        self.travel: Any = None  # this run's part in a time travel (pregel/_travel.py), set by the graph
         self._metadata = self.sink.metadata
 
     def task_id(self, task: Task) -> str:
@@ -145,27 +149,17 @@ class Loop:
         """
         self.newest = head.checkpoint["id"] if head is not None else None  # pyright: ignore[reportTypedDictNotRequiredAccess]  # a stored checkpoint has an id
         run = self.run
-        if saved is None:
-            for key, channel in self.plan.channels.items():
-                value = channel.initial()
-                if value is not MISSING:
-                    run.values[key] = value
-            run.step = -1
-            return
-        cp = saved.checkpoint
-        run.values = dict(cp.get("channel_values") or {})
+        if saved is not None:
+            run.restore(saved.checkpoint, int((saved.metadata or {}).get("step", -1)) + 1)
         for key, channel in self.plan.channels.items():
             if key not in run.values:
                 value = channel.initial()
                 if value is not MISSING:
                     run.values[key] = value
-        run.versions = dict(cp.get("channel_versions") or {})
-        run.next = list(cp.get("next") or ())
-        # stored sends may come back as lists; tuple() restores the (node, arg) pairs
-        run.sends = cast("list[tuple[str, Any]]", [tuple(s) for s in cp.get("sends") or ()])
-        run.barriers = {k: set(v) for k, v in (cp.get("barriers") or {}).items()}
-        run.deferred = set(cast("list[str]", cp.get("deferred") or ()))
-        run.step = int((saved.metadata or {}).get("step", -1)) + 1
+        if saved is None:
+            run.step = -1
+            return
+        cp = saved.checkpoint
         # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
         self.checkpoint_id = cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
         self.checkpoint_config = saved.config
@@ -233,7 +227,7 @@ class Loop:
                 yield from self._flush()
             yield RunTasks(tuple(tasks))
             tasks = with_recoveries(tasks)  # error handlers that took over failed tasks
-            if any(t.error is not None or t.interrupts for t in tasks):
+            if stopped(tasks):
                 self._release()
                 error = self._stop_step(tasks)
                 yield from self._flush(last=error is None)
@@ -246,7 +240,8 @@ class Loop:
             if self.interrupts:
                 break
         self._release(ended=not self.interrupts and self.drained is None)
-        yield from self._flush(last=True)
+        if self.saves or self.events:
+            yield from self._flush(last=True)
         if self.drained is not None:
             raise GraphDrained(self.drained)
 
@@ -271,7 +266,7 @@ class Loop:
 
     def _schedule(self, finished: Sequence[Task]) -> Steps:
         """Route from ``finished``: the driver calls the conditional edges, then the next step is chosen."""
-        calls = routers(self.plan, finished, self.config)
+        calls = routers(self.plan, finished, self.config, self.run.values)
         answers = (yield CallRouters(calls, self.branch_input())) if calls else ()
         schedule(self.plan, self.run, finished, answers)
 
@@ -306,7 +301,11 @@ class Loop:
         run = self.run
         changed = apply_writes(self.plan, run, [(START, writes)])
         run.barriers.clear()
-        yield from self._schedule([start_task(self.plan, writes)])
+        started = start_task(self.plan, writes)
+        if self.plan.branches.get(started.name):  # conditional edges from START
+            yield from self._schedule([started])
+        else:
+            schedule(self.plan, run, (started,))
         if changed and source == "loop":  # an input that sets nothing is not a state worth streaming
             self.sink.values(self.state_values)
         if self.saver is not None:
@@ -375,8 +374,8 @@ class Loop:
             raise recursion_error(run, self.limit)
         if not run.next and not run.sends:
             return None
-        before = self.before and not self.skip_before  # breakpoints stop Send tasks too
-        if before and any(self._matches(self.before, n) for n in (*run.next, *(n for n, _ in run.sends))):
+        before = None if self.skip_before else self.before  # breakpoints stop Send tasks too
+        if before and ("*" in before or any(n in before for n in (*run.next, *(n for n, _ in run.sends)))):
             self.interrupts.append(Interrupt(value=None, id="before"))
             self.sink.interrupted(())
             return None
@@ -388,15 +387,13 @@ class Loop:
         tasks = prepare_tasks(self.plan, run, self.start_step + self.limit)  # stop: for managed values
         if self.done_writes:  # the step ran in part before a pause
             tasks = resume_step(self, tasks)
-        self.sink.started(tasks, self.task_id, run.step)
+        sink = self.sink
+        if sink.messages is not None or sink.tasks_on:
+            sink.started(tasks, self.task_id, run.step)
         for task in tasks:  # finished before the pause: their writes are streamed first, as replayed
             if task.cached and task.done and task.handled is None:
                 self.sink.settled(task, self.task_id(task), run.step)
         return tasks
-
-    @staticmethod
-    def _matches(names: frozenset[str], node: str) -> bool:
-        return "*" in names or node in names
 
     def _finish(self, tasks: Sequence[Task]) -> Steps:
         """Merge a completed step, route, queue its checkpoint; pause when ``interrupt_after`` says so."""
@@ -404,15 +401,21 @@ class Loop:
         self.last_tasks = tasks
         if self.task_writes:  # the step completed: its functional tasks need no replay
             self.task_writes.clear()
-        changed = apply_writes(self.plan, run, [(t.name, t.writes) for t in tasks])
-        yield from self._schedule([t for t in tasks if t.handled is None])  # failed: its handler routes
+        plan, one = self.plan, len(tasks) == 1 and tasks[0].handled is None  # one: the common step
+        changed = apply_writes(
+            plan, run, ((tasks[0].name, tasks[0].writes),) if one else [(t.name, t.writes) for t in tasks]
+        )
+        routed = tasks if one else [t for t in tasks if t.handled is None]  # failed: its handler routes
+        calls = routers(plan, routed, self.config, run.values) if plan.branches else ()  # _schedule's, inline
+        schedule(plan, run, routed, (yield CallRouters(calls, self.branch_input())) if calls else ())
         if self.modes:
             self.sink.finished(tasks, self.task_id, run.step)
             self.sink.values(self.state_values)
         if self.saver is not None:
             self._checkpoint("loop", changed)
         run.step += 1
-        if self.after and any(self._matches(self.after, t.name) for t in tasks) and (run.next or run.sends):
+        after = self.after
+        if after and ("*" in after or any(t.name in after for t in tasks)) and (run.next or run.sends):
             self.interrupts.append(Interrupt(value=None, id="after"))
             self.sink.interrupted(())
 
@@ -485,15 +488,11 @@ class Loop:
         values = self.run.values
         return {k: values[k] for k in self.plan.channels if k in values}
 
-    def output(self) -> dict[str, Any]:
-        """The run's result: the output keys that are set."""
-        values = self.run.values if self.shown is None else self.shown
-        return {k: values[k] for k in self.plan.output_keys if k in values}
-
     def final(self) -> Any:
-        """What ``invoke`` returns: the output, plus ``__interrupt__`` when paused."""
-        out = self.output()
-        real = [i for i in self.interrupts if i.id not in STATIC]
+        """What ``invoke`` returns: the output keys that are set, plus ``__interrupt__`` when paused."""
+        values = self.run.values if self.shown is None else self.shown
+        out: dict[str, Any] = {k: values[k] for k in self.plan.output_keys if k in values}
+        real = [i for i in self.interrupts if i.id not in STATIC] if self.interrupts else None
         if real:
             out[INTERRUPT] = real
         return out

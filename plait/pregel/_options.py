@@ -128,7 +128,7 @@ def durability_of(kwargs: Mapping[str, Any]) -> str:
     return str(value)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made every run, and frozen init costs twice as much
 class RunOptions:
     """Per-run settings given to invoke/stream.
 

@@ -7,15 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME
 from plait.errors import InvalidUpdateError, StrictModeError
-from plait.pregel._effects import PutWrites
-from plait.pregel._recover import failure_writes
-from plait.pregel._step import RunState, apply_writes
+from plait.pregel._effects import PutWrites, SaveOp
+from plait.pregel._recover import failure_writes, with_recoveries
+from plait.pregel._step import RunState
 from plait.pregel._task import Task
+from plait.pregel._writes import apply_writes
 
 if TYPE_CHECKING:
     from plait.pregel._loop import Loop
 
-__all__ = ["NO_WRITES", "NULL_TASK_ID", "carry_update", "paused_view", "save_partial"]
+__all__ = ["NO_WRITES", "NULL_TASK_ID", "abandoned_saves", "carry_update", "paused_view", "save_partial"]
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 """Task id of the pending writes of a ``Command(update=...)`` given with a resume (LangGraph's)."""
@@ -75,6 +76,17 @@ def save_partial(loop: Loop, tasks: Sequence[Task]) -> None:
             loop.saves.append(PutWrites(config, list(t.writes) or [(NO_WRITES, None)], tid))
         elif t.error is not None:  # shown by get_state().tasks; the task runs again on resume
             loop.saves.append(PutWrites(config, [(ERROR, repr(t.error))], tid))
+
+
+def abandoned_saves(loop: Loop, tasks: Sequence[Task]) -> tuple[SaveOp, ...]:
+    """What a run stopped in the middle of a step (cancelled, closed, timed out) still saves: the
+    checkpoint ``durability="exit"`` held back, and the pending writes of the step's ``tasks``."""
+    held, loop.held_back = loop.held_back, None
+    if held is not None:
+        loop.saves.insert(0, held)
+    save_partial(loop, with_recoveries(list(tasks)))
+    ops, loop.saves = tuple(loop.saves), []
+    return ops
 
 
 def carry_update(loop: Loop, writes: Sequence[tuple[str, Any]]) -> None:

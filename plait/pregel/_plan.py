@@ -74,6 +74,9 @@ class Branch:
         takes_config: Whether ``path`` accepts the run config as second argument.
         path_map: Maps ``path``'s return values to node names, or ``None``.
         ends: Every node the branch may lead to (for validation and drawing).
+        reads: The keys ``path`` receives when it declares a state schema of its own, else ``None``
+            (it receives the graph's state).
+        make_input: Turns those keys into what ``path`` receives (the schema's class), if needed.
     """
 
     source: str
@@ -81,6 +84,8 @@ class Branch:
     takes_config: bool
     path_map: Mapping[Any, str] | None
     ends: tuple[str, ...]
+    reads: tuple[str, ...] | None = None
+    make_input: Callable[[dict[str, Any]], Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

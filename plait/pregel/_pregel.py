@@ -69,6 +69,10 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         stream_mode: What ``stream`` yields when no mode is given.
     """
 
+    step_timeout: float | None = None
+    """Seconds a step of an async run (``ainvoke``/``astream``) may take: its tasks still running are
+    then cancelled and the run raises ``TimeoutError`` (set on the compiled graph, as in LangGraph)."""
+
     def __init__(
         self,
         plan: Plan | None = None,
@@ -102,7 +106,16 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     # -- running ------------------------------------------------------------
 
     def _loop(self, config: Mapping[str, Any] | None, modes: frozenset[str], kwargs: dict[str, Any]) -> Loop:
-        travel: Travel | None = kwargs.pop(TRAVEL, None)  # a subgraph run: its parent task's travel
+        # a subgraph run's travel is its parent task's
+        travel: Travel | None = kwargs.pop(TRAVEL, None) if kwargs else None
+        checked = run_config(config)
+        if not kwargs and travel is None and self.checkpointer is None:  # a plain run: every option's default
+            control, server_info, strict = run_extras(checked, None)
+            options = RunOptions(control=control, server_info=server_info, strict_resume=strict)
+            loop = Loop(self.plan, None, checked, modes, options)
+            if self.step_timeout is not None:
+                loop.step_timeout = self.step_timeout
+            return loop
         unknown = set(kwargs) - RUN_OPTIONS
         if unknown:
             raise TypeError(
@@ -126,12 +139,13 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             server_info=server_info,
             strict_resume=strict,
         )
-        checked = run_config(config)
         if travel is None and self.checkpointer is not None:
             ThreadRef.from_config(checked)  # a malformed thread is refused before it is re-addressed
             checked, travel = top_level(checked)
         loop = Loop(self.plan, self.checkpointer, checked, modes, options)
         loop.travel = travel
+        if self.step_timeout is not None:
+            loop.step_timeout = self.step_timeout
         return loop
 
     def invoke_streaming(

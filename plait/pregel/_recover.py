@@ -24,7 +24,7 @@ from plait.pregel._task import Task
 if TYPE_CHECKING:
     from plait.pregel._loop import Loop
 
-__all__ = ["ERROR_SOURCE", "failure_writes", "hand_over", "resume_step", "with_recoveries"]
+__all__ = ["ERROR_SOURCE", "failure_writes", "hand_over", "resume_step", "stopped", "with_recoveries"]
 
 ERROR_SOURCE = "__error_source_node__"
 """Pending-write key marking a failed task whose error handler took over (value: the error, as text)."""
@@ -74,6 +74,14 @@ def with_recoveries(tasks: list[Task]) -> list[Task]:
         if task.recovery is not None and id(task.recovery) not in present:
             out.append(task.recovery)
     return out
+
+
+def stopped(tasks: list[Task]) -> bool:
+    """Whether a task of the step failed or paused (the step does not complete)."""
+    for t in tasks:
+        if t.error is not None or t.interrupts:
+            return True
+    return False
 
 
 def failure_writes(task: Task) -> list[tuple[str, Any]]:

@@ -9,6 +9,7 @@ from collections.abc import Generator, Hashable, Sequence
 from contextvars import copy_context
 from typing import Any, TypeVar, cast
 
+from plait._context import TASK_CONTEXT
 from plait.checkpoint._locks import reentered
 from plait.errors import ParentCommand
 from plait.pregel._cache import cache_task, recall_task
@@ -35,61 +36,73 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
     resume = loop.resumes.get(tid) if loop.resumes else None
     sink = loop.sink
     return TaskContext(
-        config=loop.config,
-        store=store,
-        writer=sink.custom,
-        context=context,
-        node=task.name,
-        task_id=tid,
-        resume=list(resume) if resume else [],
-        lc_config=sink.child_config(task, loop.run.step, tid) if sink.lc_child else None,
-        saver=loop.saver,
-        checkpoint_ns=loop.thread.checkpoint_ns if loop.thread else "",
-        held=loop.held,
-        stream=sink if sink.subgraphs else None,
-        paused=tid in loop.interrupted,
-        durability=loop.durability,
-        loop=loop,
-        control=loop.control,
-        server_info=loop.server_info,
-        first_attempt_time=time.time(),
-        node_error=task.failure,
+        loop.config,
+        store,
+        context,
+        loop,
+        task.name,
+        tid,
+        list(resume) if resume else [],
+        sink.child_config(task, loop.run.step, tid) if sink.lc_child else None,
+        tid in loop.interrupted if loop.interrupted else False,
+        time.time(),
+        task.failure,
     )
 
 
 def run_task(task: Task, ctx: TaskContext) -> None:
-    """Run one task to completion, recording its result, error or interrupt on it."""
-    attempt = 0
+    """Run one task to completion, recording its result, error or interrupt on it.
+
+    ``ctx`` is fresh (:func:`make_context`): its first attempt needs no reset.
+    """
     if task.node.cache_policy is not None and recall_task(task, ctx):
         return
-    with task_scope(ctx):
-        while True:
-            attempt += 1
-            ctx.begin_attempt(attempt)
+    if ctx.lc_config is not None:  # runnables the node calls get the task's LangChain config too
+        with task_scope(ctx):
+            _attempts(task, ctx)
+        return
+    token = TASK_CONTEXT.set(ctx)  # task_scope's work, inline: every task of every step
+    try:
+        _attempts(task, ctx)
+    finally:
+        TASK_CONTEXT.reset(token)
+
+
+def _attempts(task: Task, ctx: TaskContext) -> None:
+    """Call the node until it settles: a result, an interrupt, or an error its retry policy gives up on."""
+    node = task.node
+    attempt = 1
+    while True:
+        try:
             try:
-                try:
-                    value = task.node.call(task.input, ctx)
-                    value = run_coroutine(value) if task.node.is_async else value
-                except ParentCommand as exc:  # a subgraph inside this node addressed this graph
-                    value = from_child(exc)
-                collect(task, value)
-                if ctx.pushed:  # written while it ran (push_message): first
-                    task.writes[:0] = ctx.pushed
-                if task.node.cache_policy is not None:
-                    cache_task(task, ctx)
-                return
-            except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
-                delay = task.failed(exc, attempt)
-            if delay is None:
-                return
-            time.sleep(delay)
+                value = node.call(task.input, ctx)
+                if node.is_async:
+                    value = run_coroutine(value)
+            except ParentCommand as exc:  # a subgraph inside this node addressed this graph
+                value = from_child(exc)
+            collect(task, value)
+            if ctx.pushed:  # written while it ran (push_message): first
+                task.writes[:0] = ctx.pushed
+            if node.cache_policy is not None:
+                cache_task(task, ctx)
+            return
+        except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
+            delay = task.failed(exc, attempt)
+        if delay is None:
+            return
+        time.sleep(delay)
+        attempt += 1
+        ctx.begin_attempt(attempt)
 
 
 def _settle(loop: Loop, task: Task, ctx: TaskContext, store: Any, context: Any) -> None:
     """Run ``task`` and stream how it ended; when its error handler takes over, run the handler."""
     while True:
         run_task(task, ctx)
-        loop.sink.settled(task, ctx.task_id, loop.run.step)
+        if loop.sink.per_task or task.interrupts:
+            loop.sink.settled(task, ctx.task_id, loop.run.step)
+        if task.error is None:
+            return
         recovery = hand_over(loop.plan, task)
         if recovery is None:
             return
@@ -103,7 +116,7 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: 
     subgraph running inside a pool thread can never wait on a starved pool.
     ``deep`` (see :func:`stack_is_deep`): this thread's part of the work runs on a new thread.
     """
-    todo = [t for t in tasks if not t.done]
+    todo = tasks if len(tasks) == 1 and not tasks[0].done else [t for t in tasks if not t.done]
     if len(todo) == 1:
         ctx = make_context(loop, todo[0], store, context)
         if deep:  # deeply nested subgraphs go on with an empty stack
@@ -186,7 +199,8 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
 def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event, None, None]:  # noqa: A002
     """Execute the loop's effects; an effect's error is thrown back into the loop."""
     effects = loop.effects(input)
-    deep = stack_is_deep()  # every step runs at this depth
+    # every step runs at this depth; only graphs run inside nodes nest deeply (a run's own stack is shallow)
+    deep = running_task() is not None and stack_is_deep()
     answer: Any = None
     error: Exception | None = None
     try:
@@ -200,10 +214,12 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
                 yield from effect.events
                 continue
             try:
-                if type(effect) is RunTasks and loop.sink.live:
+                if type(effect) is not RunTasks:
+                    answer = _perform(loop, effect, store, context, deep)
+                elif loop.sink.live:
                     yield from _execute_live(loop, effect.tasks, store, context)
                 else:
-                    answer = _perform(loop, effect, store, context, deep)
+                    _execute(loop, effect.tasks, store, context, deep)
             except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                 error = exc
     finally:

@@ -6,8 +6,9 @@ A run is a sequence of supersteps. Each one:
    snapshot of the state (parallel nodes never see each other's writes);
 2. the driver runs the tasks and hands each result to :func:`collect`, which turns it
    into ``(key, value)`` writes plus explicit ``goto`` targets;
-3. :func:`apply_writes` merges all writes key by key, in node-name order, through each
-   key's channel (overwrite or reducer), and bumps the versions of the keys written;
+3. :func:`~plait.pregel._writes.apply_writes` merges all writes key by key, in node-name
+   order, through each key's channel (overwrite or reducer), and bumps the versions of the
+   keys written;
 4. the driver calls the conditional edges' routing functions (:func:`routers`),
    then :func:`schedule` follows static edges, their answers, joins and
    ``Command.goto`` to pick the next step's tasks.
@@ -18,23 +19,21 @@ shallow dict of the keys they read.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
 
-from plait._schema import MISSING
 from plait.checkpoint.base import now_iso
 from plait.constants import END, START
-from plait.errors import InvalidUpdateError, StrictModeError, UndeclaredKeyWarning
+from plait.errors import InvalidUpdateError
 from plait.pregel._defer import hold_deferred, next_version
-from plait.pregel._managed import clear_unwritten, fill_managed
+from plait.pregel._managed import fill_managed
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._task import Task
 from plait.types import Send
 
-__all__ = ["RunState", "apply_writes", "prepare_tasks", "read_state", "routers", "schedule"]
+__all__ = ["RunState", "prepare_tasks", "read_state", "routers", "schedule"]
 
 
 @dataclass(slots=True)
@@ -83,6 +82,18 @@ class RunState:
             checkpoint["deferred"] = sorted(self.deferred)
         return checkpoint, {k: self.versions[k] for k in changed if k in self.versions}
 
+    def restore(self, cp: Mapping[str, Any], step: int) -> None:
+        """Take the state a stored checkpoint ``cp`` holds; ``step`` is the step that runs next."""
+        self.values = dict(cp.get("channel_values") or {})
+        self.versions = dict(cp.get("channel_versions") or {})
+        self.next = list(cp.get("next") or ())
+        # stored sends may come back as lists; tuple() restores the (node, arg) pairs
+        self.sends = [tuple(s) for s in cp.get("sends") or ()]
+        barriers: Mapping[str, Any] = cp.get("barriers") or {}
+        self.barriers = {k: set(v) for k, v in barriers.items()}
+        self.deferred = set(cp.get("deferred") or ())
+        self.step = step
+
 
 def read_state(
     values: Mapping[str, Any], reads: Iterable[str], defaults: Iterable[tuple[str, Any]]
@@ -109,10 +120,16 @@ def prepare_tasks(plan: Plan, run: RunState, stop: int | None = None) -> list[Ta
     """
     step = run.step
     stop = step + 1 if stop is None else stop
-    tasks = [
-        Task(name, plan.nodes[name], _node_input(plan.nodes[name], run.values, step, stop))
-        for name in run.next
-    ]
+    nodes, values = plan.nodes, run.values
+    tasks: list[Task] = []
+    for name in run.next:
+        node = nodes[name]
+        if node.managed or node.make_input is not None or node.defaults:
+            tasks.append(Task(name, node, _node_input(node, values, step, stop)))
+        else:  # a plain dict of the keys it reads (the common node)
+            tasks.append(Task(name, node, {k: values[k] for k in node.reads if k in values}))
+    if not run.sends:
+        return tasks
     counts: dict[str, int] = {}
     for name, arg in run.sends:
         index = counts[name] = counts.get(name, -1) + 1
@@ -120,112 +137,32 @@ def prepare_tasks(plan: Plan, run: RunState, stop: int | None = None) -> list[Ta
     return tasks
 
 
-def apply_writes(
-    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]
-) -> set[str]:
-    """Merge the step's writes into ``run.values``; return the keys whose value was written.
-
-    ``writers`` pairs each writer (node name, or ``START`` for input) with its
-    writes, in the order the tasks were scheduled: nodes by name, then ``Send``
-    tasks in the order they were sent (as LangGraph does). The result never
-    depends on which node finished first.
-    """
-    if plan.volatile or plan.untracked:  # EphemeralValue, Topic, UntrackedValue keys
-        run.untracked = plan.untracked
-        changed = _apply_all(plan, run, writers)
-        if plan.volatile and (len(writers) != 1 or writers[0][0] != START):  # not after the input
-            clear_unwritten(plan, run.values, run.versions, changed)
-        return changed
-    if len(writers) == 1:
-        name, writes = writers[0]
-        if len(writes) < 2 or len({k for k, _ in writes}) == len(writes):
-            return _apply_one(plan, run, name, writes)
-    return _apply_all(plan, run, writers)
-
-
-def _apply_all(
-    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]
-) -> set[str]:
-    pending: dict[str, tuple[list[Any], list[str]]] = {}
-    channels = plan.channels
-    for name, writes in writers:  # already ordered: pulls by node name, then Send tasks in order
-        for key, value in writes:
-            if key not in channels:
-                _unknown_key(plan, name, key, value)
-                continue
-            slot = pending.get(key)
-            if slot is None:
-                pending[key] = ([value], [name])
-            else:
-                slot[0].append(value)
-                slot[1].append(name)
-    for key, (vals, nodes) in pending.items():
-        _merge(channels[key], run, key, vals, nodes)
-    return set(pending)
-
-
-def _apply_one(plan: Plan, run: RunState, name: str, writes: Sequence[tuple[str, Any]]) -> set[str]:
-    channels = plan.channels
-    changed: set[str] = set()
-    for key, value in writes:
-        channel = channels.get(key)
-        if channel is None:
-            _unknown_key(plan, name, key, value)
-            continue
-        _merge(channel, run, key, (value,), (name,))
-        changed.add(key)
-    return changed
-
-
-def _merge(channel: Any, run: RunState, key: str, vals: Sequence[Any], nodes: Sequence[str]) -> None:
-    values = run.values
-    try:
-        new = channel.merge(values.get(key, MISSING), vals, nodes)
-    except InvalidUpdateError as err:
-        err.step = run.step if err.step is None else err.step
-        if err.node is None and nodes:
-            err.node = nodes[0]
-        raise
-    if new is MISSING:
-        values.pop(key, None)
-    else:
-        values[key] = new
-    run.versions[key] = run.bump(run.versions.get(key), None)
-
-
-def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
-    if plan.strict:
-        raise StrictModeError(
-            f"Node {node!r} wrote key {key!r}, which no schema declares (value: {value!r:.80}). "
-            f"Declared keys: {sorted(plan.channels)}. Add {key!r} to the state schema or fix the typo.",
-            node=node,
-            key=key,
-            value=value,
-        )
-    warnings.warn(  # LangGraph drops such writes silently; plait drops them too, but says so (once)
-        f"Node {node!r} wrote key {key!r}, which no schema declares; the value was dropped. Declare "
-        f"{key!r} in the state schema (or compile(strict=True) to make this an error).",
-        UndeclaredKeyWarning,
-        stacklevel=2,
-    )
-
-
 def routers(
-    plan: Plan, finished: Sequence[Task], config: Mapping[str, Any]
+    plan: Plan, finished: Sequence[Task], config: Mapping[str, Any], values: Mapping[str, Any] | None = None
 ) -> tuple[Callable[[Any], Any], ...]:
     """The routing functions ``finished`` triggers, in the order :func:`schedule` takes their answers.
 
-    Each takes the state; one that declared a ``config`` parameter gets ``config`` too.
+    Each takes the state; one that declared a ``config`` parameter gets ``config`` too, and one that
+    declared a state schema of its own gets that schema's keys of ``values`` (the run's values) instead.
     """
     calls: list[Callable[[Any], Any]] = []
     for task in finished:
         for branch in plan.branches.get(task.name, ()):
-            calls.append(partial(_with_config, branch.path, config) if branch.takes_config else branch.path)
+            call = partial(_with_config, branch.path, config) if branch.takes_config else branch.path
+            if branch.reads is not None and values is not None:
+                own = read_state(values, branch.reads, ())
+                call = partial(_on, call, own if branch.make_input is None else branch.make_input(own))
+            calls.append(call)
     return tuple(calls)
 
 
 def _with_config(path: Callable[[Any, Any], Any], config: Mapping[str, Any], state: Any) -> Any:
     return path(state, config)
+
+
+def _on(path: Callable[[Any], Any], own: Any, state: Any) -> Any:
+    """``path`` called on the state it declared (``own``) rather than the graph's (``state``)."""
+    return path(own)
 
 
 def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Sequence[Any] = ()) -> None:
@@ -237,6 +174,13 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Seque
         finished: The tasks of the step that just ran (or the ``START`` pseudo-task).
         answers: What the calls of :func:`routers` returned (awaited), in their order.
     """
+    if len(finished) == 1 and not plan.deferred:  # one task with static edges only: its targets
+        task = finished[0]
+        if not task.goto and task.name not in plan.branches and task.name not in plan.joins:
+            targets = plan.edges.get(task.name, ())
+            run.next = sorted(set(targets)) if len(targets) > 1 else list(targets)
+            run.sends = []
+            return
     pulls: dict[str, None] = {}
     sends: list[tuple[str, Any]] = []
     pending = iter(answers)

@@ -8,7 +8,7 @@ plain ``invoke`` (no modes) pays for none of it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
@@ -27,6 +27,11 @@ __all__ = ["STATIC", "EventSink", "next_tasks"]
 STATIC = ("before", "after", "drained")
 """Ids of the markers a pause leaves that are no question (breakpoints, a drained subgraph)."""
 """Ids of the markers for static breakpoints (``interrupt_before``/``interrupt_after``)."""
+
+_LIVE = frozenset({"custom", "messages", "tools"})
+"""Modes whose events nodes emit while they run: a driver streaming them runs steps apart."""
+_PER_TASK = frozenset({"updates", "messages"})
+"""Modes with events for each task as it settles (``tasks`` and ``debug`` too)."""
 
 _PROPAGATE = ("thread_id", "checkpoint_id", "checkpoint_ns", "task_id", "run_id", "assistant_id", "graph_id")
 """``configurable`` keys copied into the metadata of "messages" events (as LangGraph does)."""
@@ -74,26 +79,30 @@ class EventSink:
         self.notify: Callable[[], None] | None = None
         self.state: Callable[[], dict[str, Any]] | None = None  # the run's values (set by the loop)
         # events can arrive while a step runs: the driver then streams them as they come
-        self.live = self.subgraphs or bool(modes & {"custom", "messages", "tools"})
+        self.live = self.subgraphs or not modes.isdisjoint(_LIVE)
         self.metadata: dict[str, Any] = dict(config.get("metadata") or {})
         configurable = configurable_of(config)
         self.ns: str = configurable.get("checkpoint_ns") or ""
-        # what chat-model callbacks and "messages" events see: user metadata, run ids from configurable
-        self.lc_metadata = {
-            **{k: configurable[k] for k in _PROPAGATE if configurable.get(k)},
-            **self.metadata,
-        }
-        handler = MessageEventHandler if configurable.get(MESSAGE_EVENTS_KEY) else MessageStreamHandler
-        self.messages = handler(self._message, self, self.subgraphs) if "messages" in modes else None
+        self._configurable = configurable
         # a graph run inside a node of a run that streams subgraphs: its messages go there too
         self.mirror: Callable[[tuple[Any, ...]], None] | None = None
-        parent = running_task() if self.messages is not None else None
-        if parent is not None and parent.stream is not None:
-            self.mirror = partial(parent.stream.forward, segment=f"{parent.node}:{parent.task_id}")
+        self.messages: MessageStreamHandler | MessageEventHandler | None = None
         self.tools = ToolEventHandler(self.tool) if "tools" in modes else None
-        self.lc_child = self.messages is not None or self.tools is not None or bool(config.get("callbacks"))
         self.tasks_on = "tasks" in modes or "debug" in modes
-        self.per_task = self.tasks_on or bool(modes & {"updates", "messages"})
+        self.per_task = self.tasks_on or not modes.isdisjoint(_PER_TASK)
+        if "messages" in modes:
+            handler = MessageEventHandler if configurable.get(MESSAGE_EVENTS_KEY) else MessageStreamHandler
+            self.messages = handler(self._message, self, self.subgraphs)
+            parent = running_task()
+            if parent is not None and parent.stream is not None:
+                self.mirror = partial(parent.stream.forward, segment=f"{parent.node}:{parent.task_id}")
+        self.lc_child = self.messages is not None or self.tools is not None or bool(config.get("callbacks"))
+
+    @cached_property
+    def lc_metadata(self) -> dict[str, Any]:
+        """What chat-model callbacks and "messages" events see: user metadata, run ids from configurable."""
+        configurable = self._configurable
+        return {**{k: configurable[k] for k in _PROPAGATE if configurable.get(k)}, **self.metadata}
 
     @property
     def mirrors_messages(self) -> bool:

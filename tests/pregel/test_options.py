@@ -158,7 +158,9 @@ def test_a_paused_step_shows_its_finished_writes_without_moving_the_checkpoint(d
     out = driver.invoke(graph, {"x": ["in"]}, config)
     assert out["x"] == ["in", "b"]
     assert [i.value for i in out["__interrupt__"]] == ["q"]
-    assert graph.get_state(config).values == {"x": ["in"]}  # b's write is pending, not applied
+    head = graph.get_state(config)
+    assert head.values == {"x": ["in", "b"]}  # the thread as it stands: b's pending write shows
+    assert graph.get_state(head.config).values == {"x": ["in"]}  # the checkpoint itself did not move
     values = driver.stream(graph, {"x": ["in"]}, {"configurable": {"thread_id": "pv2"}}, stream_mode="values")
     assert values[0] == {"x": ["in"]}
     assert values[1]["x"] == ["in"] and "__interrupt__" in values[1]

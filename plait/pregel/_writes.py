@@ -1,0 +1,126 @@
+"""How a step's writes merge into the run's values: key by key, through each key's channel.
+
+Writes are merged in the order the tasks were scheduled (nodes by name, then ``Send`` tasks in
+the order they were sent), never in the order they finished; each key written gets a new version.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from plait._schema import MISSING
+from plait.channels.last_value import LastValue
+from plait.constants import START
+from plait.errors import InvalidUpdateError, StrictModeError, UndeclaredKeyWarning
+from plait.pregel._defer import next_version
+from plait.pregel._managed import clear_unwritten
+from plait.pregel._plan import Plan
+from plait.types import Overwrite
+
+if TYPE_CHECKING:
+    from plait.pregel._step import RunState
+
+__all__ = ["apply_writes"]
+
+
+def apply_writes(
+    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]
+) -> set[str]:
+    """Merge the step's writes into ``run.values``; return the keys whose value was written.
+
+    ``writers`` pairs each writer (node name, or ``START`` for input) with its
+    writes, in the order the tasks were scheduled: nodes by name, then ``Send``
+    tasks in the order they were sent (as LangGraph does). The result never
+    depends on which node finished first.
+    """
+    if plan.volatile or plan.untracked:  # EphemeralValue, Topic, UntrackedValue keys
+        run.untracked = plan.untracked
+        changed = _apply_all(plan, run, writers)
+        if plan.volatile and (len(writers) != 1 or writers[0][0] != START):  # not after the input
+            clear_unwritten(plan, run.values, run.versions, changed)
+        return changed
+    if len(writers) == 1:
+        name, writes = writers[0]
+        if len(writes) < 2 or len({k for k, _ in writes}) == len(writes):
+            return _apply_one(plan, run, name, writes)
+    return _apply_all(plan, run, writers)
+
+
+def _apply_all(
+    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]
+) -> set[str]:
+    pending: dict[str, tuple[list[Any], list[str]]] = {}
+    channels = plan.channels
+    for name, writes in writers:  # already ordered: pulls by node name, then Send tasks in order
+        for key, value in writes:
+            if key not in channels:
+                _unknown_key(plan, name, key, value)
+                continue
+            slot = pending.get(key)
+            if slot is None:
+                pending[key] = ([value], [name])
+            else:
+                slot[0].append(value)
+                slot[1].append(name)
+    for key, (vals, nodes) in pending.items():
+        _merge(channels[key], run, key, vals, nodes)
+    return set(pending)
+
+
+def _apply_one(plan: Plan, run: RunState, name: str, writes: Sequence[tuple[str, Any]]) -> set[str]:
+    channels = plan.channels
+    changed: set[str] = set()
+    values, versions = run.values, run.versions
+    for key, value in writes:
+        channel = channels.get(key)
+        if channel is None:
+            _unknown_key(plan, name, key, value)
+            continue
+        if (
+            type(channel) is LastValue
+            and run.bump is next_version
+            and type(value) is not dict
+            and not isinstance(value, Overwrite)
+        ):  # _merge's work for the common key (one plain value overwriting), inline
+            values[key] = value
+            version = versions.get(key)
+            versions[key] = 1 if version is None else version + 1
+        else:  # the narrowing above leaves value a union of what it excluded
+            _merge(channel, run, key, (cast(Any, value),), (name,))
+        changed.add(key)
+    return changed
+
+
+def _merge(channel: Any, run: RunState, key: str, vals: Sequence[Any], nodes: Sequence[str]) -> None:
+    values = run.values
+    try:
+        new = channel.merge(values.get(key, MISSING), vals, nodes)
+    except InvalidUpdateError as err:
+        err.step = run.step if err.step is None else err.step
+        if err.node is None and nodes:
+            err.node = nodes[0]
+        raise
+    if new is MISSING:
+        values.pop(key, None)
+    else:
+        values[key] = new
+    run.versions[key] = run.bump(run.versions.get(key), None)
+
+
+def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
+    if plan.strict:
+        raise StrictModeError(
+            f"Node {node!r} wrote key {key!r}, which no schema declares (value: {value!r:.80}). "
+            f"Declared keys: {sorted(plan.channels)}. Add {key!r} to the state schema or fix the typo.",
+            node=node,
+            key=key,
+            value=value,
+        )
+    warnings.warn(  # LangGraph drops such writes silently; plait drops them too, but says so (once)
+        f"Node {node!r} wrote key {key!r}, which no schema declares; the value was dropped. Declare "
+        f"{key!r} in the state schema (or compile(strict=True) to make this an error).",
+        UndeclaredKeyWarning,
+        stacklevel=2,
+    )
