@@ -70,8 +70,10 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     """
 
     step_timeout: float | None = None
-    """Seconds a step of an async run (``ainvoke``/``astream``) may take: its tasks still running are
-    then cancelled and the run raises ``TimeoutError`` (set on the compiled graph, as in LangGraph)."""
+    """Seconds a step may take (set on the compiled graph, as in LangGraph); the run then raises
+    ``TimeoutError`` after saving what the step's finished tasks wrote. An async run
+    (``ainvoke``/``astream``) cancels the tasks still running at once; a sync run's threads cannot be
+    stopped, so it raises when the step has ended."""
 
     def __init__(
         self,

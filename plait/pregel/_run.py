@@ -18,7 +18,7 @@ from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, save
 from plait.pregel._loop import Loop
-from plait.pregel._pause import task_id
+from plait.pregel._pause import abandoned_saves, task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
 from plait.pregel._recover import hand_over
 from plait.pregel._task import Task, collect, from_child
@@ -216,14 +216,33 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
             try:
                 if type(effect) is not RunTasks:
                     answer = _perform(loop, effect, store, context, deep)
-                elif loop.sink.live:
-                    yield from _execute_live(loop, effect.tasks, store, context)
                 else:
-                    _execute(loop, effect.tasks, store, context, deep)
+                    started = time.monotonic()
+                    if loop.sink.live:
+                        yield from _execute_live(loop, effect.tasks, store, context)
+                    else:
+                        _execute(loop, effect.tasks, store, context, deep)
+                    if loop.step_timeout is not None and time.monotonic() - started > loop.step_timeout:
+                        _timed_out(loop, effect.tasks)
             except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                 error = exc
     finally:
         effects.close()
+
+
+def _timed_out(loop: Loop, tasks: Sequence[Task]) -> None:
+    """The step ran longer than ``step_timeout``: save what its tasks wrote, then raise.
+
+    Threads cannot be stopped, so a sync run notices once the step has ended (as LangGraph's do).
+
+    Raises:
+        TimeoutError: always.
+    """
+    ops = abandoned_saves(loop, tasks) if loop.saver is not None else ()
+    if ops:
+        thread = loop.thread
+        save(loop.saver, Save(ops), None if thread is None else (thread.thread_id, thread.checkpoint_ns))
+    raise TimeoutError(f"Step {loop.run.step} ran longer than step_timeout ({loop.step_timeout} s)")
 
 
 def _execute_live(
