@@ -25,8 +25,9 @@ class BranchDef:
         path: The routing function.
         path_map: Return value -> node name, or ``None`` (values are node names).
         ends: Possible targets, when known (for validation and drawing).
-        input_schema: The schema annotated on the routing function's state parameter, when it is
-            not the graph's state: the function then receives those keys only (as LangGraph does).
+        input_schema: The schema annotated on the routing function's state parameter, if any: the
+            function receives those keys only (as LangGraph does; unannotated, it receives the keys of
+            its source node's input schema).
     """
 
     name: str

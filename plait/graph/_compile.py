@@ -144,20 +144,28 @@ def _is_graph(obj: Any) -> bool:
 
 
 def _branches(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, tuple[Branch, ...]]:
+    """The plan's conditional edges; a router reads the schema it annotates, else its source node's
+    input schema (as LangGraph's do), else the graph's state."""
     out: dict[str, tuple[Branch, ...]] = {}
     for source, branches in builder.branches.items():
-        out[source] = tuple(
-            Branch(
-                source=source,
-                path=b.path,
-                takes_config=accepts_config(b.path),
-                path_map=b.path_map,
-                ends=b.ends,
-                reads=None if b.input_schema is None else _keys(builder, b.input_schema),
-                make_input=None if b.input_schema is None else _maker(b.input_schema),
+        node = builder.nodes.get(source)
+        default = node.input_schema if node is not None else None
+        found: list[Branch] = []
+        for b in branches.values():
+            schema = b.input_schema or default
+            own = schema is not None and schema is not builder.state_schema
+            found.append(
+                Branch(
+                    source=source,
+                    path=b.path,
+                    takes_config=accepts_config(b.path),
+                    path_map=b.path_map,
+                    ends=b.ends,
+                    reads=_keys(builder, schema) if own and schema is not None else None,
+                    make_input=_maker(schema) if own else None,
+                )
             )
-            for b in branches.values()
-        )
+        out[source] = tuple(found)
     return out
 
 

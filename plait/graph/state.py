@@ -309,8 +309,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if name in self.branches.get(source, {}):
             raise GraphBuildError(f"Branch with name `{name}` already exists for node `{source}`")
         schema, _ = _schema_hints(path)
-        if schema is not None and schema is not self.state_schema:  # the router reads its own keys
-            self._add_schema(schema)
+        if schema is not None:  # the router reads the keys of the schema it annotates
+            if schema is not self.state_schema:
+                self._add_schema(schema)
             branch = replace(branch, input_schema=schema)
         self.branches.setdefault(source, {})[name] = branch
         return self

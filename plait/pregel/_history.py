@@ -16,6 +16,7 @@ from plait.errors import InvalidUpdateError, StrictModeError
 from plait.pregel._effects import CallRouters
 from plait.pregel._func_tasks import fold_calls
 from plait.pregel._loop import Loop
+from plait.pregel._pause import NULL_TASK_ID
 from plait.pregel._plan import Plan
 from plait.pregel._recover import ERROR_SOURCE
 from plait.pregel._step import RunState, routers, schedule
@@ -118,13 +119,16 @@ def _with_written(
     names = {f"{cp.get('id')}:{name}:{index}": name for name, index in _task_keys(cp)}  # in step order
     writes: dict[str, list[tuple[str, Any]]] = {}
     for tid, key, value in pending:
-        if tid in names and key in plan.channels:  # state keys only: no control or error writes
+        if (tid in names or tid == NULL_TASK_ID) and key in plan.channels:  # state keys: no control writes
             writes.setdefault(tid, []).append((key, value))
     if not writes:
         return values
     view = RunState(values=dict(values), versions=dict(cp.get("channel_versions") or {}))
     try:
-        apply_writes(plan, view, [(name, writes[tid]) for tid, name in names.items() if tid in writes])
+        if NULL_TASK_ID in writes:  # a resume's Command(update=...) first, as its own step (as LangGraph)
+            apply_writes(plan, view, [(START, writes.pop(NULL_TASK_ID))])
+        if writes:
+            apply_writes(plan, view, [(name, writes[tid]) for tid, name in names.items() if tid in writes])
     except (InvalidUpdateError, StrictModeError):
         return values
     return {k: view.values[k] for k in plan.channels if k in view.values}

@@ -203,6 +203,7 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
     deep = running_task() is not None and stack_is_deep()
     answer: Any = None
     error: Exception | None = None
+    running: Sequence[Task] = ()  # the tasks of the step under way
     try:
         while True:
             try:
@@ -217,32 +218,37 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
                 if type(effect) is not RunTasks:
                     answer = _perform(loop, effect, store, context, deep)
                 else:
-                    started = time.monotonic()
+                    started, running = time.monotonic(), effect.tasks
                     if loop.sink.live:
-                        yield from _execute_live(loop, effect.tasks, store, context)
+                        yield from _execute_live(loop, running, store, context)
                     else:
-                        _execute(loop, effect.tasks, store, context, deep)
+                        _execute(loop, running, store, context, deep)
                     if loop.step_timeout is not None and time.monotonic() - started > loop.step_timeout:
-                        _timed_out(loop, effect.tasks)
+                        _abandon(loop, running)
+                        raise TimeoutError(
+                            f"Step {loop.run.step} ran longer than step_timeout ({loop.step_timeout} s)"
+                        )
+                    running = ()
             except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                 error = exc
+    except GeneratorExit:  # the caller closed the stream: what the run did so far is kept
+        _abandon(loop, running)
+        raise
     finally:
         effects.close()
 
 
-def _timed_out(loop: Loop, tasks: Sequence[Task]) -> None:
-    """The step ran longer than ``step_timeout``: save what its tasks wrote, then raise.
+def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
+    """Save what a run stopped in the middle keeps: the checkpoint ``durability="exit"`` held back and
+    the writes of the step's ``tasks`` (``step_timeout``, or the caller closed the stream).
 
-    Threads cannot be stopped, so a sync run notices once the step has ended (as LangGraph's do).
-
-    Raises:
-        TimeoutError: always.
+    Threads cannot be stopped, so a sync run notices a timeout once the step has ended (as
+    LangGraph's do), and a stream closed mid-step waits for the step's tasks first.
     """
     ops = abandoned_saves(loop, tasks) if loop.saver is not None else ()
     if ops:
         thread = loop.thread
         save(loop.saver, Save(ops), None if thread is None else (thread.thread_id, thread.checkpoint_ns))
-    raise TimeoutError(f"Step {loop.run.step} ran longer than step_timeout ({loop.step_timeout} s)")
 
 
 def _execute_live(

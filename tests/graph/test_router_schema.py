@@ -97,3 +97,23 @@ def test_a_router_with_its_own_schema_and_a_config_parameter_gets_both() -> None
 
     _graph(router).invoke({"foo": 0}, {"configurable": {"who": "me"}})
     assert seen == [({"baz": "meow"}, "me")]
+
+
+class NodeIn(TypedDict):
+    foo: Annotated[int, operator.add]
+
+
+def test_an_unannotated_router_reads_its_source_nodes_input_schema() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def counted(state: NodeIn) -> dict[str, Any]:
+        return {"foo": 1}
+
+    def bare(state):  # type: ignore[no-untyped-def]  # noqa: ANN001 - no annotation on purpose
+        seen.append(dict(state))
+        return END
+
+    builder = StateGraph(Overall).add_node("counted", counted).add_edge(START, "counted")
+    graph = builder.add_conditional_edges("counted", bare).compile()
+    assert graph.invoke({"foo": 0, "bar": "b"}) == {"foo": 1, "bar": "b"}
+    assert seen == [{"foo": 1}]

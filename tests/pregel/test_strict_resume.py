@@ -167,3 +167,20 @@ def test_a_task_that_finished_without_writes_is_not_run_again(saver: Any) -> Non
     assert [i.value for i in compiled.get_state(config).interrupts] == ["B"]
     compiled.invoke(Command(resume={ids["B"]: "ok"}), config)
     assert sorted(calls) == ["a", "a", "b", "b", "b"]
+
+
+def test_the_head_shows_a_resume_update_while_the_node_still_waits() -> None:
+    class XY(TypedDict, total=False):
+        x: int
+        y: int
+
+    def ask_twice(state: XY) -> dict[str, Any]:
+        return {"x": interrupt("q1") + interrupt("q2")}
+
+    graph = StateGraph(XY).add_node("a", ask_twice).add_edge(START, "a").compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "1"}}
+    graph.invoke({"x": 0}, config)
+    graph.invoke(Command(resume=1, update={"y": 9}), config)  # answers q1; the node asks q2
+    state = graph.get_state(config)
+    assert (state.values, state.next) == ({"x": 0, "y": 9}, ("a",))
+    assert graph.invoke(Command(resume=2), config) == {"x": 3, "y": 9}

@@ -1,5 +1,6 @@
-"""``step_timeout`` on sync runs: a step that ran too long raises once it has ended (threads cannot
-be stopped), after saving what its tasks wrote; resuming does not run them again."""
+"""Sync runs cut short keep what they did: a step longer than ``step_timeout`` raises once it has ended
+(threads cannot be stopped) after saving its tasks' writes; a stream the caller closes saves the
+checkpoint ``durability="exit"`` held back. Resuming runs nothing again."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Annotated, Any
 import pytest
 from typing_extensions import TypedDict
 
+from plait.checkpoint.memory import InMemorySaver
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.graph import END, START, StateGraph
 
@@ -68,3 +70,30 @@ def test_a_step_within_step_timeout_runs_as_usual() -> None:
     graph = _graph(calls, slow=0.0)
     graph.step_timeout = 5
     assert sorted(graph.invoke({"v": []})["v"]) == ["after", "fast", "slow"]
+
+
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+def test_closing_a_sync_stream_keeps_the_steps_that_ran(durability: str) -> None:
+    calls: list[str] = []
+
+    def step(name: str) -> Any:
+        def node(state: S) -> dict[str, Any]:
+            calls.append(name)
+            return {"v": [name]}
+
+        return node
+
+    builder = StateGraph(S).add_node("a", step("a")).add_node("b", step("b")).add_node("c", step("c"))
+    graph = (
+        builder.add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("b", "c")
+        .compile(checkpointer=InMemorySaver())
+    )
+    config = {"configurable": {"thread_id": durability}}
+    events = graph.stream({"v": []}, config, stream_mode="updates", durability=durability)
+    assert next(events) == {"a": {"v": ["a"]}}
+    events.close()
+    state = graph.get_state(config)
+    assert (state.values, state.next) == ({"v": ["a"]}, ("b",))
+    assert graph.invoke(None, config) == {"v": ["a", "b", "c"]} and calls == ["a", "b", "c"]
