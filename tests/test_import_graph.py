@@ -3,7 +3,7 @@
 Layers, lowest first (a module imports its own layer and lower ones only)::
 
     core      constants, errors, warnings, _context, types, runtime, config
-    base      _schema, channels, checkpoint.base / _config / _calls / serde / _allow / _deflate / _ext, store.base / _ops
+    base      _schema, channels, checkpoint.base / _config / _calls / serde / _allow / _deflate / _ext, store.base / _ops / _paths
     runtime   pregel
     builder   graph
     top       backends (the other checkpoint modules, store.memory), the memory toolkit, cli
@@ -200,6 +200,7 @@ _EXACT = {
     "plait.checkpoint._calls": BASE,
     "plait.store.base": BASE,
     "plait.store._ops": BASE,
+    "plait.store._paths": BASE,
     "plait.cache.base": BASE,
 }
 _TREES = {

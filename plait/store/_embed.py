@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.embeddings import Embeddings
 
+from plait.store._paths import get_text_at_path, tokenize_path
 from plait.store.base import EmbeddingDimensionError, IndexConfig, PutOp, SearchOp
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
 
 Vector = list[float]
 Path = tuple[str, ...]
-_KEYS = {"dims", "embed", "fields", "distance_type", "ann_index_config"}
+_KEYS = {"dims", "embed", "fields", "text_fields", "distance_type", "ann_index_config"}
 
 
 class EmbeddingsLambda(Embeddings):
@@ -104,110 +104,6 @@ def ensure_embeddings(embed: Any) -> Embeddings:
     )
 
 
-def tokenize_path(path: str) -> Path:
-    """Split a field path into tokens: names, ``[i]``/``[*]`` and ``{a,b}`` groups.
-
-    Args:
-        path: A path such as ``"a.b[*].c"``.
-
-    Returns:
-        The tokens.
-    """
-    tokens: list[str] = []
-    word = ""
-    i = 0
-    while i < len(path):
-        char = path[i]
-        if char in "[{":
-            if word:
-                tokens.append(word)
-                word = ""
-            close = "]" if char == "[" else "}"
-            end = path.find(close, i)
-            end = len(path) - 1 if end < 0 else end
-            tokens.append(path[i : end + 1])
-            i = end + 1
-            continue
-        if char == ".":
-            if word:
-                tokens.append(word)
-            word = ""
-        else:
-            word += char
-        i += 1
-    if word:
-        tokens.append(word)
-    return tuple(tokens)
-
-
-def _leaf(obj: Any) -> list[str]:
-    if isinstance(obj, (str, int, float, bool)):
-        return [str(obj)]
-    if isinstance(obj, (list, dict)):
-        return [json.dumps(obj, sort_keys=True, ensure_ascii=False)]
-    return []
-
-
-def _child(obj: Any, name: str) -> Any:
-    return cast("dict[str, Any]", obj).get(name) if isinstance(obj, dict) else None
-
-
-def _walk(obj: Any, tokens: Path) -> list[str]:
-    if not tokens:
-        return _leaf(obj)
-    token, rest = tokens[0], tokens[1:]
-    if token.startswith("["):
-        if not isinstance(obj, list):
-            return []
-        items = cast("list[object]", obj)
-        inner = token[1:-1]
-        if inner == "*":
-            return [text for item in items for text in _walk(item, rest)]
-        try:
-            return _walk(items[int(inner)], rest)
-        except (ValueError, IndexError):
-            return []
-    if token.startswith("{"):
-        if not isinstance(obj, dict):
-            return []
-        found: list[str] = []
-        for field in token[1:-1].split(","):
-            target: Any = cast("dict[str, Any]", obj)
-            for name in tokenize_path(field.strip()):
-                target = _child(target, name)
-            found.extend(_leaf(target) if target is not None else [])
-        return found
-    if token == "*":
-        values = cast("dict[str, Any]", obj).values() if isinstance(obj, dict) else obj
-        return (
-            [text for item in values for text in _walk(item, rest)] if isinstance(obj, (dict, list)) else []
-        )
-    if isinstance(obj, dict) and token in obj:
-        return _walk(cast("dict[str, Any]", obj)[token], rest)
-    return []
-
-
-def get_text_at_path(obj: Any, path: str | Path) -> list[str]:
-    """The texts found at ``path`` in ``obj`` (``"$"`` or empty: the whole value as JSON).
-
-    Args:
-        obj: A stored value.
-        path: A path string or its tokens.
-
-    Returns:
-        The texts, in document order; missing fields give none.
-    """
-    if path in ("", "$", ()):
-        return [
-            json.dumps(
-                dict(cast("Mapping[str, Any]", obj)) if isinstance(obj, Mapping) else obj,
-                sort_keys=True,
-                ensure_ascii=False,
-            )
-        ]
-    return _walk(obj, tokenize_path(path) if isinstance(path, str) else path)
-
-
 @dataclass(frozen=True)
 class Embedded:
     """Vectors computed for one batch, before any database work."""
@@ -230,20 +126,26 @@ class IndexSpec:
     """Default fields: ``(path as written, tokens)``."""
     config: dict[str, Any]
     """The configuration as given (``store.index_config``)."""
+    distance: str = "cosine"
+    """How vectors are compared: ``cosine``, ``l2`` or ``inner_product``."""
 
     @classmethod
-    def parse(cls, index: IndexConfig | Mapping[str, Any]) -> IndexSpec:
+    def parse(
+        cls, index: IndexConfig | Mapping[str, Any], distances: tuple[str, ...] = ("cosine",)
+    ) -> IndexSpec:
         """Validate an ``index`` setting.
 
         Args:
-            index: The setting.
+            index: The setting. ``text_fields`` (LangGraph's SQLite spelling) is
+                accepted for ``fields``.
+            distances: The ``distance_type`` values the store ranks by.
 
         Returns:
             The spec.
 
         Raises:
             TypeError: On unknown keys or a bad ``dims``/``fields``.
-            NotImplementedError: For a distance other than cosine.
+            NotImplementedError: For a distance the store does not rank by.
         """
         unknown = set(index) - _KEYS
         if unknown:
@@ -253,19 +155,18 @@ class IndexSpec:
             raise TypeError(
                 f"index['dims'] must be a positive int (the embedder's vector length), got {dims!r}"
             )
-        if index.get("distance_type", "cosine") != "cosine":
+        distance = index.get("distance_type") or "cosine"
+        if distance not in distances:
             raise NotImplementedError(
-                f"index distance_type={index.get('distance_type')!r}: plait ranks by cosine only"
+                f"index distance_type={distance!r}: this store ranks by {' or '.join(distances)}"
             )
         if "embed" not in index:
             raise TypeError(
                 "index needs 'embed': an Embeddings object, a function or a 'provider:model' string"
             )
-        fields = index.get("fields") or ["$"]
-        if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
-            raise TypeError(f"index['fields'] must be a list of field paths, got {fields!r}")
+        fields = _fields(index)
         tokens = tuple((f, tokenize_path(f) if f != "$" else ()) for f in fields)
-        return cls(dims, ensure_embeddings(index["embed"]), tokens, dict(index))
+        return cls(dims, ensure_embeddings(index["embed"]), tokens, dict(index), distance)
 
     def texts(self, op: PutOp) -> list[tuple[str, str]]:
         """The ``(field name, text)`` pairs to embed for a put (none for deletes or ``index=False``)."""
@@ -315,6 +216,20 @@ class IndexSpec:
         vectors = self.check(await self.embeddings.aembed_documents(texts), len(docs)) if docs else []
         qvecs = [self.check([await self.embeddings.aembed_query(q)], 1)[0] for q in queries]
         return _embedded(docs, vectors, queries, qvecs)
+
+
+def _fields(index: IndexConfig | Mapping[str, Any]) -> list[str]:
+    """``fields`` (or ``text_fields``; a single path may be a string), default ``["$"]``."""
+    settings = cast("Mapping[str, object]", index)
+    given: dict[str, object] = {k: settings.get(k) for k in ("fields", "text_fields") if settings.get(k)}
+    if len(given) == 2 and given["fields"] != given["text_fields"]:
+        raise TypeError("index has both 'fields' and 'text_fields' with different paths; give one")
+    fields: object = next(iter(given.values()), None) or ["$"]
+    if isinstance(fields, str):
+        return [fields]
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in cast("list[object]", fields)):
+        raise TypeError(f"index['fields'] must be a list of field paths, got {fields!r}")
+    return cast("list[str]", fields)
 
 
 def _embedded(

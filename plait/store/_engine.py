@@ -77,6 +77,10 @@ class Dialect(Protocol):
         """Delete the vectors of these items."""
         ...
 
+    def sweep(self, now: Any) -> Sql:
+        """Delete the items expired at ``now``, ``RETURNING 1`` per item."""
+        ...
+
     def rank(self, query: Query) -> Step:
         """Rank the items matching ``query`` by similarity: ``[(prefix, key, score)]``, best first."""
         ...
@@ -166,8 +170,9 @@ class Engine:
             op = prepared.ops[i]
             assert isinstance(op, PutOp)  # noqa: S101 - the caller groups puts
             latest[(ns_text(op.namespace), op.key)] = i
-        deletes = [k for k, i in latest.items() if i not in prepared.values]
-        upserts = [(k, i) for k, i in latest.items() if i in prepared.values]
+        # in key order, so that concurrent batches lock rows in one order (no deadlocks)
+        deletes = sorted(k for k, i in latest.items() if i not in prepared.values)
+        upserts = sorted((k, i) for k, i in latest.items() if i in prepared.values)
         p, when = self.d.p, self.d.now(now)
         if deletes:
             yield Sql(f"DELETE FROM plait_store WHERE prefix = {p} AND key = {p}", deletes, many=True)
@@ -233,10 +238,7 @@ class Engine:
 
     def sweep(self, now: float) -> Step:
         """Delete expired items; returns how many went."""
-        rows = yield Sql(
-            f"DELETE FROM plait_store WHERE expires_at IS NOT NULL AND expires_at <= {self.d.p} RETURNING 1",
-            [self.d.now(now)],
-        )
+        rows = yield self.d.sweep(self.d.now(now))
         return len(rows)
 
 

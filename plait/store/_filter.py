@@ -1,11 +1,13 @@
 """Search filters: checking them, the reference matcher, and the part SQL can evaluate.
 
-A filter maps top-level value keys to a plain value (equality; a dict matches
-the keys it names, a list element-wise) or to a dict of operators ``$eq``,
+A filter maps value keys to a plain value (equality; a dict matches the keys it
+names, a list element-wise) or to a dict of operators ``$eq``,
 ``$ne``, ``$gt``, ``$gte``, ``$lt`` and ``$lte``. Comparisons follow JSON types:
 ``True`` does not equal ``1``, a missing key equals ``None``, and ordering
 compares numbers with numbers and strings with strings (by code point) only;
-any other pair does not match. Every store answers the same; the SQL stores
+any other pair does not match. A key names a top-level field; a key with dots
+that is not itself a top-level field is a path into nested objects
+(``"user.role"``), as in LangGraph's SQLite store. Every store answers the same; the SQL stores
 translate filters on scalars to SQL (:func:`scalar_terms`) and evaluate the
 rest with :func:`matches`.
 """
@@ -105,8 +107,20 @@ def _match(actual: Any, expected: Any) -> bool:
     return _equal(actual, expected)
 
 
+def _field(value: Mapping[str, Any], key: str) -> Any:
+    """The top-level field ``key``, else (for a dotted key) the nested field it names, else missing."""
+    if key in value or "." not in key:
+        return value.get(key, _MISSING)
+    found: Any = value
+    for part in key.split("."):
+        if not isinstance(found, Mapping) or part not in found:
+            return _MISSING
+        found = cast("Mapping[str, Any]", found)[part]
+    return found
+
+
 def matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
-    """Whether a stored value satisfies every top-level condition of a filter.
+    """Whether a stored value satisfies every condition of a filter.
 
     Args:
         value: The stored value.
@@ -115,7 +129,7 @@ def matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
     Returns:
         ``True`` when all conditions hold.
     """
-    return all(_match(value.get(key, _MISSING), expected) for key, expected in conditions.items())
+    return all(_match(_field(value, key), expected) for key, expected in conditions.items())
 
 
 def _scalar(value: Any) -> bool:
@@ -127,8 +141,9 @@ def _scalar(value: Any) -> bool:
 def scalar_terms(conditions: Mapping[str, Any] | None) -> list[Term] | None:
     """The filter as ``(key, operator, scalar)`` terms, or ``None`` if SQL cannot evaluate it.
 
-    Only conditions on scalars (and keys without quotes or backslashes) translate;
-    a filter with nested dicts or lists is evaluated by :func:`matches` instead.
+    Only conditions on scalars (and keys without dots, quotes or backslashes)
+    translate; a filter with nested dicts or lists, or a dotted key (a field or a
+    path), is evaluated by :func:`matches` instead.
 
     Args:
         conditions: The filter.
@@ -138,7 +153,7 @@ def scalar_terms(conditions: Mapping[str, Any] | None) -> list[Term] | None:
     """
     terms: list[Term] = []
     for key, expected in (conditions or {}).items():
-        if '"' in key or "\\" in key:
+        if '"' in key or "\\" in key or "." in key:
             return None
         if isinstance(expected, Mapping):
             for name, arg in cast("Mapping[str, Any]", expected).items():

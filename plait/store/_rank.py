@@ -1,4 +1,4 @@
-"""Exact cosine ranking in Python (NumPy when installed), for stores without a vector extension.
+"""Exact ranking in Python (NumPy when installed), for stores without a vector extension.
 
 A store that must rank by scanning says so once per process (:func:`warn_once`),
 naming what to install; it never gets slow silently.
@@ -12,10 +12,10 @@ import math
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["ExactScanWarning", "VectorMatrix", "cosine", "numpy", "pack", "unpack", "warn_once"]
+__all__ = ["ExactScanWarning", "VectorMatrix", "cosine", "numpy", "pack", "similarity", "unpack", "warn_once"]
 
 _WARNED: set[str] = set()
 _LOCK = threading.Lock()
@@ -92,6 +92,30 @@ def cosine(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[f
         dot = sum(a * b for a, b in zip(query, vector, strict=False))
         out.append(dot / (qnorm * norm) if qnorm and norm else 0.0)
     return out
+
+
+def _dot(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    return [sum(a * b for a, b in zip(query, vector, strict=False)) for vector in vectors]
+
+
+def _neg_l2(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+    return [-math.sqrt(sum((a - b) ** 2 for a, b in zip(query, vector, strict=False))) for vector in vectors]
+
+
+Scorer = Callable[[Sequence[float], Sequence[Sequence[float]]], list[float]]
+
+
+def similarity(distance: str) -> Scorer:
+    """The scorer of a distance type, higher is closer (pgvector's scores).
+
+    Args:
+        distance: ``"cosine"`` (cosine similarity), ``"l2"`` (minus the euclidean
+            distance) or ``"inner_product"`` (the dot product).
+
+    Returns:
+        A function ``(query, vectors) -> scores``.
+    """
+    return {"cosine": cosine, "l2": _neg_l2, "inner_product": _dot}[distance]
 
 
 class VectorMatrix:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from plait.store._codec import decode_value
 from plait.store._filter import matches, scalar_terms
-from plait.store._rank import cosine, unpack
+from plait.store._rank import Scorer, cosine, unpack
 from plait.store._statement import Rows, Sql, prefix_condition
 from plait.store.base import SearchItem, SearchOp
 
@@ -124,8 +124,14 @@ def _dedupe(rows: Rows, score: Callable[[Any], float]) -> Ranked:
     return out
 
 
-def ordered_rank(
-    p: str, query: Query, distance: str, vector_param: Any, *, to_score: Callable[[Any], float]
+def ordered_rank(  # noqa: PLR0913 - one ranking, its SQL and its Python fallback
+    p: str,
+    query: Query,
+    distance: str,
+    vector_param: Any,
+    *,
+    to_score: Callable[[Any], float],
+    score: Scorer = cosine,
 ) -> Generator[Any, Rows, Ranked]:
     """Rank in SQL: ``ORDER BY distance LIMIT n``, widening ``n`` until enough distinct items come back.
 
@@ -135,9 +141,10 @@ def ordered_rank(
         distance: SQL distance expression over ``v.embedding`` with one placeholder for the query.
         vector_param: The query vector as that placeholder's parameter.
         to_score: Distance to score.
+        score: The same scores computed in Python (for filters SQL cannot evaluate).
     """
     if query.filter is not None:
-        return (yield from scan_rank(p, query, decode=None))
+        return (yield from scan_rank(p, query, decode=None, score=score))
     limit = max(query.want * 2, 16)
     while True:
         rows = yield Sql(
@@ -153,7 +160,12 @@ def ordered_rank(
 
 
 def scan_rank(
-    p: str, query: Query, *, decode: Callable[[Any], list[float]] | None, vector_sql: str = "v.embedding"
+    p: str,
+    query: Query,
+    *,
+    decode: Callable[[Any], list[float]] | None,
+    vector_sql: str = "v.embedding",
+    score: Scorer = cosine,
 ) -> Generator[Any, Rows, Ranked]:
     """Rank exactly in Python: fetch the candidates' vectors, score them all.
 
@@ -162,6 +174,7 @@ def scan_rank(
         query: The search.
         decode: Column to vector (``None``: the column is JSON text such as ``[1,2]``).
         vector_sql: The SQL expression selecting the vector.
+        score: Query and vectors to scores (higher is closer).
     """
     del p
     rows = yield Sql(
@@ -172,7 +185,7 @@ def scan_rank(
     if query.filter is not None:
         rows = [r for r in rows if matches(decode_value(r[3]), query.filter)]
     vectors = [decode(r[2]) if decode else _parse(r[2]) for r in rows]
-    scores = cosine(query.vector, vectors)
+    scores = score(query.vector, vectors)
     order = sorted(range(len(rows)), key=lambda i: -scores[i])
     return _dedupe([(rows[i][0], rows[i][1], scores[i]) for i in order], float)
 

@@ -18,7 +18,7 @@ from typing import Any, cast
 from plait.store._embed import IndexSpec
 from plait.store._engine import Dialect, Engine
 from plait.store._statement import Step
-from plait.store._ttl import Sweeper, interval_seconds
+from plait.store._ttl import Sweeper, checked_ttl, interval_seconds
 from plait.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
 __all__ = ["SqlStore"]
@@ -31,10 +31,13 @@ class SqlStore(BaseStore):
 
     Attributes:
         index_config: The ``index`` setting, or ``None``.
+        embeddings: The index's LangChain ``Embeddings`` (a function is wrapped), or ``None``.
         ttl_config: The ``ttl`` setting, or ``None``.
     """
 
     supports_ttl = True
+    distances: tuple[str, ...] = ("cosine",)
+    """The ``index["distance_type"]`` values the store ranks by."""
 
     def __init__(self, dialect: Dialect, *, index: IndexConfig | None, ttl: TTLConfig | None) -> None:
         """Bind the SQL dialect and parse the settings.
@@ -44,9 +47,10 @@ class SqlStore(BaseStore):
             index: Semantic-search settings.
             ttl: TTL settings.
         """
-        self.index_spec = IndexSpec.parse(index) if index is not None else None
+        self.index_spec = IndexSpec.parse(index, self.distances) if index is not None else None
         self.index_config = self.index_spec.config if self.index_spec else None
-        self.ttl_config = ttl
+        self.embeddings = self.index_spec.embeddings if self.index_spec else None
+        self.ttl_config = checked_ttl(ttl)
         self.engine = Engine(dialect, self.index_spec)
         self._sweeper = Sweeper(lambda: SqlStore.sweep_ttl(self))
 

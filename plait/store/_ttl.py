@@ -15,10 +15,25 @@ from collections.abc import Awaitable, Callable
 
 from plait.store.base import TTLConfig
 
-__all__ = ["AsyncSweeper", "Sweeper", "interval_seconds"]
+__all__ = ["AsyncSweeper", "Sweeper", "checked_ttl", "interval_seconds"]
 
 _LOG = logging.getLogger("plait.store")
 DEFAULT_SWEEP_MINUTES = 5.0
+
+
+def checked_ttl(config: TTLConfig | None) -> TTLConfig | None:
+    """``config``, unless it asks for what plait does not do.
+
+    Raises:
+        NotImplementedError: ``omit_expired=False`` (LangGraph's stores then return expired items
+            until a sweep deletes them; plait never returns an expired item).
+    """
+    if config is not None and config.get("omit_expired") is False:
+        raise NotImplementedError(
+            "ttl={'omit_expired': False} is not implemented by plait: an expired item is never "
+            "returned, swept or not. Leave omit_expired out (or set it to True)."
+        )
+    return config
 
 
 def interval_seconds(config: TTLConfig | None, minutes: float | None) -> float:

@@ -38,7 +38,7 @@ from plait.store._codec import encode_value
 from plait.store._embed import Embedded, IndexSpec
 from plait.store._filter import check_filter, matches
 from plait.store._rank import cosine
-from plait.store._ttl import Sweeper, interval_seconds
+from plait.store._ttl import Sweeper, checked_ttl, interval_seconds
 from plait.store.base import (
     BaseStore,
     GetOp,
@@ -90,7 +90,8 @@ class InMemoryStore(BaseStore):
         """
         self.index_spec = IndexSpec.parse(index) if index is not None else None
         self.index_config = self.index_spec.config if self.index_spec else None
-        self.ttl_config = ttl
+        self.embeddings = self.index_spec.embeddings if self.index_spec else None
+        self.ttl_config = checked_ttl(ttl)
         self._data: dict[Namespace, dict[str, Item]] = {}
         self._vectors: dict[tuple[Namespace, str], list[tuple[str, list[float]]]] = {}
         self._expiry: dict[tuple[Namespace, str], tuple[float, datetime]] = {}

@@ -196,6 +196,14 @@ def test_ttl_expiry_refresh_and_sweep(make: Any) -> None:
     assert store.get(("t",), "default").value == {"v": 5}
 
 
+def test_omit_expired_false_is_refused_by_name(make: Any) -> None:
+    """LangGraph's stores return expired items until swept when asked to; plait never returns them,
+    so the setting is refused rather than ignored."""
+    with pytest.raises(NotImplementedError, match="omit_expired"):
+        make(ttl={"default_ttl": TICK, "omit_expired": False})
+    assert make(ttl={"default_ttl": TICK, "omit_expired": True}).get(("t",), "k") is None
+
+
 # -- semantic search ------------------------------------------------------------------------------------
 
 WORDS = ["cat", "dog", "fish", "bird"]

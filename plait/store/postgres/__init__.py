@@ -1,4 +1,4 @@
-"""PostgreSQL long-term store: :class:`PostgresStore` (async: :mod:`plait.store.postgres.aio`).
+"""PostgreSQL long-term store: :class:`PostgresStore` and its asyncio twin :class:`AsyncPostgresStore`.
 
 Needs the ``postgres`` extra: ``pip install 'plait[postgres]'`` (psycopg 3 and
 psycopg_pool). Semantic search uses the server's pgvector extension when present.
@@ -15,6 +15,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "install them with: pip install 'plait[postgres]'"
     ) from exc
 
-from plait.store.postgres._store import PostgresStore
+from plait.store.postgres.aio import AsyncPostgresStore
+from plait.store.postgres.base import PoolConfig, PostgresStore
 
-__all__ = ["PostgresStore"]
+__all__ = ["AsyncPostgresStore", "PoolConfig", "PostgresStore"]

@@ -1,25 +1,27 @@
 """PostgreSQL's part of the store: DDL and setup, filters as SQL, vector ranking.
 
 Values are ``jsonb``, times ``timestamptz``. With the pgvector extension,
-vectors are ``vector(dims)`` columns under an HNSW index (cosine), searched in
-SQL; without it (e.g. a server that lacks pgvector) they are float32 ``bytea``
-ranked exactly in Python, and a warning says so once. Bulk writes pass arrays
+vectors are ``vector(dims)`` (or ``halfvec(dims)``) columns under an HNSW index
+for the configured distance (cosine, l2 or inner product), searched in SQL;
+without it (e.g. a server that lacks pgvector) they are float32 ``bytea`` ranked
+exactly in Python, and a warning says so once. Bulk writes pass arrays
 to ``unnest`` so a batch of puts is one statement.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, cast
 
 from plait.store._filter import Term, kind_of
-from plait.store._rank import pack, unpack, warn_once
+from plait.store._rank import pack, similarity, unpack, warn_once
 from plait.store._search import Query, ordered_rank, scan_rank
 from plait.store._statement import Sql, Step
 from plait.store.base import EmbeddingDimensionError
 
-__all__ = ["PostgresDialect", "setup_step"]
+__all__ = ["MIGRATIONS", "PostgresDialect", "setup_step"]
 
 _LOCK_KEY = 5_170_217_012  # pg_advisory_xact_lock key serialising concurrent setups
 _NO_PGVECTOR = (
@@ -29,7 +31,8 @@ _NO_PGVECTOR = (
     "on a new database"
 )
 
-_STORE = """
+MIGRATIONS: list[str] = [
+    """
 CREATE TABLE IF NOT EXISTS plait_store (
     prefix TEXT COLLATE "C" NOT NULL,
     key TEXT NOT NULL,
@@ -39,7 +42,10 @@ CREATE TABLE IF NOT EXISTS plait_store (
     expires_at TIMESTAMPTZ,
     ttl_minutes DOUBLE PRECISION,
     PRIMARY KEY (prefix, key)
-)"""
+)""",
+    "CREATE INDEX IF NOT EXISTS plait_store_expires_at ON plait_store (expires_at) WHERE expires_at IS NOT NULL",
+]
+"""The statements :func:`setup_step` runs to create the items' table (each idempotent)."""
 _VECTORS = """
 CREATE TABLE IF NOT EXISTS plait_store_vectors (
     prefix TEXT COLLATE "C" NOT NULL,
@@ -63,39 +69,56 @@ ON CONFLICT (prefix, key) DO UPDATE SET
 """
 
 
-def setup_step(dims: int | None, ann: dict[str, Any]) -> Step:
+_OPS = {"cosine": ("<=>", "cosine_ops"), "l2": ("<->", "l2_ops"), "inner_product": ("<#>", "ip_ops")}
+
+
+def _one_minus(distance: Any) -> float:
+    return 1.0 - float(distance)  # <=> is the cosine distance
+
+
+def _negated(distance: Any) -> float:
+    return -float(distance)  # <-> is the euclidean distance, <#> the negated inner product
+
+
+_SCORE: dict[str, Callable[[Any], float]] = {"cosine": _one_minus, "l2": _negated, "inner_product": _negated}
+
+
+def setup_step(migrations: list[str], dims: int | None, ann: dict[str, Any], distance: str) -> Step:
     """Create the tables (and the HNSW index); returns whether pgvector is used.
 
     Args:
+        migrations: The items' table DDL (:data:`MIGRATIONS`).
         dims: Vector length, if the store has an index.
-        ann: ``m`` and ``ef_construction`` of the HNSW index.
+        ann: ``vector_type``, ``m`` and ``ef_construction`` of the HNSW index.
+        distance: ``cosine``, ``l2`` or ``inner_product``.
     """
     _ = yield Sql(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})")
-    _ = yield Sql(_STORE)
-    _ = yield Sql(
-        "CREATE INDEX IF NOT EXISTS plait_store_expires_at ON plait_store (expires_at) WHERE expires_at IS NOT NULL"
-    )
+    for statement in migrations:
+        _ = yield Sql(statement)
     if dims is None:
         return False
+    kind = str(ann.get("vector_type", "vector"))
     rows = yield Sql(
         "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
         "WHERE attrelid = to_regclass('plait_store_vectors') AND attname = 'embedding'"
     )
     if rows:
-        kind = str(rows[0][0])
-        if kind.startswith("vector") and kind != f"vector({dims})":
+        found = str(rows[0][0])
+        if found != "bytea" and found != f"{kind}({dims})":
             raise EmbeddingDimensionError(
-                f"this database stores {kind} embeddings but index['dims'] is {dims}"
+                f"this database stores {found} embeddings but the index asks for {kind}({dims}); "
+                "use the same dims and vector_type, or another database"
             )
-        use_vector = kind.startswith("vector")
+        use_vector = found != "bytea"
     else:
         use_vector = yield from _create_extension()
-        _ = yield Sql(_VECTORS.format(type=f"vector({dims})" if use_vector else "BYTEA"))
+        _ = yield Sql(_VECTORS.format(type=f"{kind}({dims})" if use_vector else "BYTEA"))
     if use_vector:
         m, ef = int(ann.get("m", 16)), int(ann.get("ef_construction", 64))
+        name = "plait_store_vectors_hnsw" if distance == "cosine" else f"plait_store_vectors_hnsw_{distance}"
         _ = yield Sql(
-            "CREATE INDEX IF NOT EXISTS plait_store_vectors_hnsw ON plait_store_vectors "
-            f"USING hnsw (embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {ef})"
+            f"CREATE INDEX IF NOT EXISTS {name} ON plait_store_vectors "
+            f"USING hnsw (embedding {kind}_{_OPS[distance][1]}) WITH (m = {m}, ef_construction = {ef})"
         )
     return use_vector
 
@@ -143,15 +166,18 @@ class PostgresDialect:
 
     p = "%s"
 
-    def __init__(self, dims: int | None, ann: dict[str, Any]) -> None:
+    def __init__(self, dims: int | None, ann: dict[str, Any], distance: str = "cosine") -> None:
         """Configure vectors.
 
         Args:
             dims: Vector length, if the store has an index.
-            ann: HNSW settings (``m``, ``ef_construction``, ``ef_search``).
+            ann: HNSW settings (``vector_type``, ``m``, ``ef_construction``, ``ef_search``).
+            distance: ``cosine``, ``l2`` or ``inner_product``.
         """
         self.dims = dims
         self.ann = ann
+        self.distance = distance
+        self.kind = str(ann.get("vector_type", "vector"))
         self.vector = False
 
     def now(self, seconds: float) -> datetime:
@@ -189,7 +215,7 @@ class PostgresDialect:
         if self.vector:
             source = "unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS u(p, k, f, e)"
             vectors: list[Any] = [json.dumps(r[3]) for r in rows]
-            value = f"u.e::vector({self.dims})"
+            value = f"u.e::{self.kind}({self.dims})"
         else:
             source = "unnest(%s::text[], %s::text[], %s::text[], %s::bytea[]) AS u(p, k, f, e)"
             vectors, value = [pack(r[3]) for r in rows], "u.e"
@@ -205,22 +231,37 @@ class PostgresDialect:
         return [Sql(text, [[p for p, _ in keys], [k for _, k in keys]])]
 
     def refresh(self, keys: list[tuple[str, str]], now: Any) -> list[Sql]:
-        """Restart TTL clocks."""
+        """Restart TTL clocks, locking the rows in key order (concurrent refreshes cannot deadlock)."""
         text = (
+            "WITH t AS (SELECT s.prefix, s.key FROM plait_store s "
+            "JOIN unnest(%s::text[], %s::text[]) AS u(p, k) ON s.prefix = u.p AND s.key = u.k "
+            "WHERE s.ttl_minutes IS NOT NULL ORDER BY s.prefix, s.key FOR UPDATE OF s) "
             "UPDATE plait_store s SET expires_at = %s + s.ttl_minutes * interval '1 minute' "
-            "FROM unnest(%s::text[], %s::text[]) AS u(p, k) "
-            "WHERE s.prefix = u.p AND s.key = u.k AND s.ttl_minutes IS NOT NULL"
+            "FROM t WHERE s.prefix = t.prefix AND s.key = t.key"
         )
-        return [Sql(text, [now, [p for p, _ in keys], [k for _, k in keys]])]
+        return [Sql(text, [[p for p, _ in keys], [k for _, k in keys], now])]
+
+    def sweep(self, now: Any) -> Sql:
+        """Delete the expired items that no transaction holds (those go at the next sweep)."""
+        return Sql(
+            "DELETE FROM plait_store s USING (SELECT prefix, key FROM plait_store "
+            "WHERE expires_at IS NOT NULL AND expires_at <= %s FOR UPDATE SKIP LOCKED) AS d "
+            "WHERE s.prefix = d.prefix AND s.key = d.key RETURNING 1",
+            [now],
+        )
 
     def rank(self, query: Query) -> Step:
         """HNSW in SQL with pgvector, else an exact scan in Python."""
         if not self.vector:
             warn_once("pgvector", _NO_PGVECTOR)
-            return (yield from scan_rank("%s", query, decode=unpack))
+            return (yield from scan_rank("%s", query, decode=unpack, score=similarity(self.distance)))
         ef = max(int(self.ann.get("ef_search", 100)), query.want)
         _ = yield Sql(f"SET LOCAL hnsw.ef_search = {ef}")
         _ = yield Sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
         vector = json.dumps(query.vector)
-        distance = f"v.embedding <=> %s::vector({self.dims})"
-        return (yield from ordered_rank("%s", query, distance, vector, to_score=lambda d: 1.0 - float(d)))
+        distance = f"v.embedding {_OPS[self.distance][0]} %s::{self.kind}({self.dims})"
+        return (
+            yield from ordered_rank(
+                "%s", query, distance, vector, to_score=_SCORE[self.distance], score=similarity(self.distance)
+            )
+        )

@@ -3,35 +3,40 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
 from psycopg import Connection
-from psycopg.rows import tuple_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 from typing_extensions import LiteralString, Self
 
 from plait.store._sqlstore import MakeStep, SqlStore, now
 from plait.store._statement import Rows, Sql, Step, drive
 from plait.store.base import IndexConfig, TTLConfig
-from plait.store.postgres._sql import PostgresDialect, setup_step
+from plait.store.postgres._sql import MIGRATIONS, PostgresDialect, setup_step
 
 __all__ = ["PostgresStore", "ann_settings", "check_options", "pool_args"]
 
 
 def ann_settings(index: IndexConfig | None) -> dict[str, Any]:
-    """HNSW settings from ``index["ann_index_config"]`` (only ``kind="hnsw"`` is implemented)."""
+    """HNSW settings from ``index["ann_index_config"]`` (``kind="hnsw"``; ``vector`` or ``halfvec``)."""
     ann: dict[str, Any] = dict(cast("dict[str, Any]", (index or {}).get("ann_index_config") or {}))
     kind = ann.pop("kind", "hnsw")
-    if kind != "hnsw" or ann.pop("vector_type", "vector") != "vector":
+    if kind != "hnsw":
         raise NotImplementedError(
-            f"ann_index_config {kind=!r}: plait's PostgresStore builds HNSW over vector only"
+            f"ann_index_config {kind=!r}: plait's PostgresStore builds HNSW indexes only"
         )
-    unknown = set(ann) - {"m", "ef_construction", "ef_search"}
+    ann["vector_type"] = ann.get("vector_type") or "vector"
+    if ann["vector_type"] not in ("vector", "halfvec"):
+        raise NotImplementedError(
+            f"ann_index_config vector_type={ann['vector_type']!r}: use 'vector' (float32) or 'halfvec' (float16)"
+        )
+    unknown = set(ann) - {"vector_type", "m", "ef_construction", "ef_search"}
     if unknown:
         raise NotImplementedError(
-            f"ann_index_config keys {sorted(unknown)}: use m, ef_construction, ef_search"
+            f"ann_index_config keys {sorted(unknown)}: use vector_type, m, ef_construction, ef_search"
         )
     return ann
 
@@ -74,9 +79,14 @@ class PostgresStore(SqlStore):
         pipe: Not supported.
         deserializer: Not supported (values are jsonb).
         index: Semantic-search settings: ``dims``, ``embed``, ``fields``, and optionally
-            ``ann_index_config`` (``m``, ``ef_construction``, ``ef_search``).
+            ``distance_type`` (``cosine``, ``l2``, ``inner_product``) and ``ann_index_config``
+            (``vector_type`` ``vector``/``halfvec``, ``m``, ``ef_construction``, ``ef_search``).
         ttl: TTL settings.
     """
+
+    MIGRATIONS: Sequence[str] = MIGRATIONS
+    """The DDL of the items' table that :meth:`setup` runs (each statement idempotent)."""
+    distances = ("cosine", "l2", "inner_product")
 
     def __init__(
         self,
@@ -94,7 +104,11 @@ class PostgresStore(SqlStore):
                 f"PostgresStore needs a psycopg Connection or ConnectionPool, got {type(conn).__name__}; "
                 "async ones go to plait.store.postgres.aio.AsyncPostgresStore"
             )
-        dialect = PostgresDialect(index.get("dims") if index else None, ann_settings(index))
+        dialect = PostgresDialect(
+            index.get("dims") if index else None,
+            ann_settings(index),
+            str((index or {}).get("distance_type") or "cosine"),
+        )
         super().__init__(dialect, index=index, ttl=ttl)
         self.dialect = dialect
         self.conn = conn
@@ -148,7 +162,8 @@ class PostgresStore(SqlStore):
         self._run(self._setup_step, setup=True)
 
     def _setup_step(self, _: float) -> Step:
-        self.dialect.vector = yield from setup_step(self.dialect.dims, self.dialect.ann)
+        d = self.dialect
+        d.vector = yield from setup_step(list(self.MIGRATIONS), d.dims, d.ann, d.distance)
         self.is_setup = True
 
     @contextmanager
@@ -159,6 +174,12 @@ class PostgresStore(SqlStore):
         else:
             with self.lock:
                 yield self.conn
+
+    @contextmanager
+    def _cursor(self) -> Generator[Any, None, None]:
+        """A cursor (rows as dicts) on the store's connection, for SQL of your own (LangGraph's hook)."""
+        with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            yield cur
 
     def _run(self, make_step: MakeStep, *, setup: bool = False) -> Any:
         with self._connection() as conn:

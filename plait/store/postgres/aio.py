@@ -2,19 +2,23 @@
 
 Batches run natively on the event loop (``AsyncConnection`` or
 ``AsyncConnectionPool``, yours or one opened by :meth:`AsyncPostgresStore.from_conn_string`).
-The sync methods work from other threads (e.g. sync nodes of a graph run with
-``ainvoke``): they hand the batch to the store's loop and wait.
+The batches of concurrent calls (``asyncio.gather`` of many ``aput``/``aget``)
+share transactions, a few hundred at a time, in the order they were made; if such
+a shared transaction fails, each batch is run again alone, so only a faulty one
+fails. The sync methods work from other threads (e.g. sync nodes of a graph run
+with ``ainvoke``): they hand the batch to the store's loop and wait.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import functools
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg.rows import tuple_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 from typing_extensions import LiteralString
 
@@ -22,10 +26,12 @@ from plait.store._sqlstore import MakeStep, SqlStore, now
 from plait.store._statement import Rows, Sql, Step, adrive
 from plait.store._ttl import AsyncSweeper, interval_seconds
 from plait.store.base import IndexConfig, TTLConfig
-from plait.store.postgres._sql import PostgresDialect, setup_step
+from plait.store.postgres._sql import MIGRATIONS, PostgresDialect, setup_step
 from plait.store.postgres._store import ann_settings, check_options, pool_args
 
 __all__ = ["AsyncPostgresStore"]
+
+_GROUP = 256  # most batches of concurrent calls run in one transaction
 
 
 class AsyncPostgresStore(SqlStore):
@@ -38,6 +44,10 @@ class AsyncPostgresStore(SqlStore):
         index: Semantic-search settings (see :class:`~plait.store.postgres.PostgresStore`).
         ttl: TTL settings.
     """
+
+    MIGRATIONS: Sequence[str] = MIGRATIONS
+    """The DDL of the items' table that :meth:`setup` runs (each statement idempotent)."""
+    distances = ("cosine", "l2", "inner_product")
 
     def __init__(
         self,
@@ -54,7 +64,11 @@ class AsyncPostgresStore(SqlStore):
             raise TypeError(
                 f"AsyncPostgresStore needs a psycopg AsyncConnection or AsyncConnectionPool, got {type(conn).__name__}"
             )
-        dialect = PostgresDialect(index.get("dims") if index else None, ann_settings(index))
+        dialect = PostgresDialect(
+            index.get("dims") if index else None,
+            ann_settings(index),
+            str((index or {}).get("distance_type") or "cosine"),
+        )
         super().__init__(dialect, index=index, ttl=ttl)
         self.dialect = dialect
         self.conn = conn
@@ -62,6 +76,8 @@ class AsyncPostgresStore(SqlStore):
         self.lock = asyncio.Lock()
         self.is_setup = False
         self.loop = asyncio.get_running_loop()
+        self._queued: list[tuple[MakeStep, asyncio.Future[Any]]] = []
+        self._drainer: asyncio.Task[None] | None = None
         self._async_sweeper = AsyncSweeper(self.sweep_ttl)
 
     @classmethod
@@ -109,7 +125,8 @@ class AsyncPostgresStore(SqlStore):
         await self._run(self._setup_step, setup=True)
 
     def _setup_step(self, _: float) -> Step:
-        self.dialect.vector = yield from setup_step(self.dialect.dims, self.dialect.ann)
+        d = self.dialect
+        d.vector = yield from setup_step(list(self.MIGRATIONS), d.dims, d.ann, d.distance)
         self.is_setup = True
 
     @asynccontextmanager
@@ -120,6 +137,12 @@ class AsyncPostgresStore(SqlStore):
         else:
             async with self.lock:
                 yield self.conn
+
+    @asynccontextmanager
+    async def _cursor(self) -> AsyncGenerator[Any, None]:
+        """A cursor (rows as dicts) on the store's connection, for SQL of your own (LangGraph's hook)."""
+        async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            yield cur
 
     async def _run(self, make_step: MakeStep, *, setup: bool = False) -> Any:
         async with self._connection() as conn:
@@ -133,7 +156,36 @@ class AsyncPostgresStore(SqlStore):
                 return await adrive(make_step(now()), _executor(conn))
 
     async def _atransact(self, make_step: MakeStep) -> Any:
-        return await self._run(make_step)
+        """Run a batch; the batches of concurrent calls made in one tick share one transaction."""
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self._queued.append((make_step, future))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = self.loop.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        while self._queued:
+            group, self._queued = self._queued[:_GROUP], self._queued[_GROUP:]
+            group = [(make, future) for make, future in group if not future.done()]  # cancelled callers
+            if len(group) > 1:
+                try:
+                    results = await self._run(functools.partial(_each, [make for make, _ in group]))
+                except Exception:  # noqa: BLE001 - run each batch alone below, so only the faulty one fails
+                    pass
+                else:
+                    for (_, future), result in zip(group, results, strict=True):
+                        if not future.done():
+                            future.set_result(result)
+                    continue
+            for make, future in group:
+                try:
+                    result = await self._run(make)
+                except Exception as exc:  # noqa: BLE001 - handed to its caller
+                    if not future.done():
+                        future.set_exception(exc)
+                else:
+                    if not future.done():
+                        future.set_result(result)
 
     def _transact(self, make_step: MakeStep) -> Any:
         try:
@@ -168,6 +220,14 @@ class AsyncPostgresStore(SqlStore):
     async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
         """Stop the sweeper task; ``True`` when it ended within ``timeout`` seconds."""
         return await self._async_sweeper.stop(timeout)
+
+
+def _each(makes: list[MakeStep], now: float) -> Step:
+    """Several batches one after the other, in one transaction: their results."""
+    results: list[Any] = []
+    for make in makes:
+        results.append((yield from make(now)))
+    return results
 
 
 def _literal(text: str) -> LiteralString:

@@ -1,7 +1,8 @@
-"""SQLite long-term store: :class:`SqliteStore` (async: :mod:`plait.store.sqlite.aio`)."""
+"""SQLite long-term store: :class:`SqliteStore` and its asyncio twin :class:`AsyncSqliteStore`."""
 
 from __future__ import annotations
 
 from plait.store.sqlite._store import SqliteStore
+from plait.store.sqlite.aio import AsyncSqliteStore
 
-__all__ = ["SqliteStore"]
+__all__ = ["AsyncSqliteStore", "SqliteStore"]

@@ -19,10 +19,10 @@ from plait.store._search import Query, ordered_rank, scan_rank
 from plait.store._search import among as pairs
 from plait.store._statement import Rows, Sql, Step
 
-__all__ = ["SCHEMA", "SqliteDialect"]
+__all__ = ["MIGRATIONS", "SqliteDialect"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS plait_store (
+MIGRATIONS: list[str] = [
+    """CREATE TABLE IF NOT EXISTS plait_store (
     prefix TEXT NOT NULL,
     key TEXT NOT NULL,
     value TEXT NOT NULL,
@@ -31,27 +31,28 @@ CREATE TABLE IF NOT EXISTS plait_store (
     expires_at REAL,
     ttl_minutes REAL,
     PRIMARY KEY (prefix, key)
-);
-CREATE INDEX IF NOT EXISTS plait_store_expires_at ON plait_store (expires_at) WHERE expires_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS plait_store_vectors (
+)""",
+    "CREATE INDEX IF NOT EXISTS plait_store_expires_at ON plait_store (expires_at) WHERE expires_at IS NOT NULL",
+    """CREATE TABLE IF NOT EXISTS plait_store_vectors (
     prefix TEXT NOT NULL,
     key TEXT NOT NULL,
     field TEXT NOT NULL,
     embedding BLOB NOT NULL,
     PRIMARY KEY (prefix, key, field)
-);
-CREATE TABLE IF NOT EXISTS plait_store_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO plait_store_meta (name, value) VALUES ('vectors', 0);
-CREATE TRIGGER IF NOT EXISTS plait_store_drop_vectors AFTER DELETE ON plait_store BEGIN
+)""",
+    "CREATE TABLE IF NOT EXISTS plait_store_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO plait_store_meta (name, value) VALUES ('vectors', 0)",
+    """CREATE TRIGGER IF NOT EXISTS plait_store_drop_vectors AFTER DELETE ON plait_store BEGIN
     DELETE FROM plait_store_vectors WHERE prefix = old.prefix AND key = old.key;
-END;
-CREATE TRIGGER IF NOT EXISTS plait_store_vectors_added AFTER INSERT ON plait_store_vectors BEGIN
+END""",
+    """CREATE TRIGGER IF NOT EXISTS plait_store_vectors_added AFTER INSERT ON plait_store_vectors BEGIN
     UPDATE plait_store_meta SET value = value + 1 WHERE name = 'vectors';
-END;
-CREATE TRIGGER IF NOT EXISTS plait_store_vectors_removed AFTER DELETE ON plait_store_vectors BEGIN
+END""",
+    """CREATE TRIGGER IF NOT EXISTS plait_store_vectors_removed AFTER DELETE ON plait_store_vectors BEGIN
     UPDATE plait_store_meta SET value = value + 1 WHERE name = 'vectors';
-END;
-"""
+END""",
+]
+"""The statements that create the store's tables (each idempotent), run in order by ``setup``."""
 
 _UPSERT = """
 INSERT INTO plait_store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
@@ -149,6 +150,12 @@ class SqliteDialect:
             "WHERE prefix = ? AND key = ? AND ttl_minutes IS NOT NULL"
         )
         return [Sql(text, [(now, p, k) for p, k in keys], many=True)]
+
+    def sweep(self, now: Any) -> Sql:
+        """Delete the expired items (the transaction holds the whole database)."""
+        return Sql(
+            "DELETE FROM plait_store WHERE expires_at IS NOT NULL AND expires_at <= ? RETURNING 1", [now]
+        )
 
     def rank(self, query: Query) -> Step:
         """sqlite-vec in SQL, else the NumPy matrix, else a pure-Python scan."""

@@ -6,7 +6,7 @@ import importlib
 import os
 import sqlite3
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from plait.store._rank import warn_once
 from plait.store._sqlstore import MakeStep, SqlStore, now
 from plait.store._statement import Rows, Sql, drive
 from plait.store.base import EmbeddingDimensionError, IndexConfig, TTLConfig
-from plait.store.sqlite._sql import SCHEMA, SqliteDialect
+from plait.store.sqlite._sql import MIGRATIONS, SqliteDialect
 
 __all__ = ["SqliteStore"]
 
@@ -87,6 +87,9 @@ class SqliteStore(SqlStore):
         ttl: TTL settings: ``default_ttl``, ``refresh_on_read``, ``sweep_interval_minutes``.
     """
 
+    MIGRATIONS: Sequence[str] = MIGRATIONS
+    """The statements :meth:`setup` runs to create the tables (each idempotent)."""
+
     def __init__(
         self,
         conn: sqlite3.Connection,
@@ -147,7 +150,15 @@ class SqliteStore(SqlStore):
             if self.is_setup:
                 return
             self.conn.execute("PRAGMA busy_timeout=30000")
-            self.conn.executescript(SCHEMA)
+            if self.conn.in_transaction:
+                self.conn.commit()
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in self.MIGRATIONS:
+                    self.conn.execute(statement)
+            except BaseException:
+                self.conn.rollback()
+                raise
             self.conn.commit()
             if self.index_spec is not None:
                 self._check_dims(self.index_spec.dims)

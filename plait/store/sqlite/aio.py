@@ -7,12 +7,12 @@ It uses the standard library's ``sqlite3``: each batch runs in a worker thread
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from plait.store._ttl import AsyncSweeper, interval_seconds
-from plait.store.base import IndexConfig, TTLConfig
+from plait.store.base import IndexConfig, Op, Result, TTLConfig
 from plait.store.sqlite._store import SqliteStore, connect
 
 __all__ = ["AsyncSqliteStore"]
@@ -21,9 +21,22 @@ __all__ = ["AsyncSqliteStore"]
 class AsyncSqliteStore(SqliteStore):
     """A :class:`SqliteStore` whose ``a``-methods, ``setup`` and TTL sweeper are async.
 
-    The sync methods keep working too (from any thread), so one store can serve
-    both kinds of code.
+    The sync methods keep working from threads without a running event loop (e.g.
+    sync nodes of a graph run with ``ainvoke``), so one store can serve both kinds
+    of code; called from a coroutine they raise ``asyncio.InvalidStateError``, as
+    they would block the event loop (use the ``a``-methods there).
     """
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`SqliteStore.batch`, refused on a running event loop (see the class docstring)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return super().batch(ops)
+        raise asyncio.InvalidStateError(
+            "a sync method of AsyncSqliteStore was called on a running event loop, which it would block; "
+            "use the async methods (aget, aput, asearch, adelete, alist_namespaces, abatch) there"
+        )
 
     @classmethod
     @asynccontextmanager

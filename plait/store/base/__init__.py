@@ -34,6 +34,7 @@ from plait.store._ops import (
     SearchOp,
     TTLConfig,
 )
+from plait.store._paths import get_text_at_path, tokenize_path
 
 __all__ = [
     "NOT_PROVIDED",
@@ -55,6 +56,8 @@ __all__ = [
     "SearchItem",
     "SearchOp",
     "TTLConfig",
+    "get_text_at_path",
+    "tokenize_path",
     "validate_op_namespace",
 ]
 
@@ -128,13 +131,17 @@ def validate_op_namespace(op: Op) -> None:
     Args:
         op: The operation to check.
 
+    The reserved root ``"langgraph"`` is refused by :meth:`BaseStore.put` only:
+    a ``PutOp`` handed to ``batch`` may write under it, as in LangGraph.
+
     Raises:
         InvalidNamespaceError: If a label is not a non-empty string free of
-            ``.`` and NUL, or a put with a value targets an empty or reserved
-            namespace.
+            ``.`` and NUL, or a put with a value targets the empty namespace.
     """
     if isinstance(op, PutOp):
-        (_check_labels if op.value is None else _check_writable)(op.namespace)
+        _check_labels(op.namespace)
+        if op.value is not None and not op.namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
     elif isinstance(op, GetOp):
         _check_labels(op.namespace)
     elif isinstance(op, SearchOp):
@@ -208,7 +215,10 @@ class BaseStore(ABC):
         _check_labels(namespace)
         return GetOp(namespace, str(key), self._refresh(refresh_ttl))
 
-    def _search_op(self, prefix: tuple[str, ...], refresh_ttl: bool | None, **kwargs: Any) -> SearchOp:
+    def _search_op(self, prefix: NamespacePath, refresh_ttl: bool | None, **kwargs: Any) -> SearchOp:
+        prefix = (
+            tuple(prefix) if isinstance(prefix, list) else prefix
+        )  # a prefix may be a list, as in LangGraph
         _check_labels(prefix)
         return SearchOp(prefix, refresh_ttl=self._refresh(refresh_ttl), **kwargs)
 
@@ -261,7 +271,7 @@ class BaseStore(ABC):
         """List the items under a namespace prefix.
 
         Args:
-            namespace_prefix: Leading namespace labels; ``()`` means all.
+            namespace_prefix: Leading namespace labels (a tuple or a list); ``()`` means all.
             query: Natural-language query, used by stores with a semantic index.
             filter: Conditions on top-level value keys (see :class:`SearchOp`).
             limit: Maximum number of items returned.

@@ -1,0 +1,133 @@
+"""Field paths into stored values: ``"a.b"``, ``"a[0]"``, ``"a[-1]"``, ``"a[*].c"``, ``"a.*"``, ``"{a,b.c}"``.
+
+:func:`get_text_at_path` returns the texts an index embeds for one path; ``"$"``
+(or an empty path) is the whole value as JSON. Mappings of any kind are walked,
+not only dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+__all__ = ["get_text_at_path", "tokenize_path"]
+
+Path = tuple[str, ...]
+
+
+def tokenize_path(path: str) -> Path:
+    """Split a field path into tokens: names, ``[i]``/``[*]`` and ``{a,b}`` groups.
+
+    Args:
+        path: A path such as ``"a.b[*].c"``.
+
+    Returns:
+        The tokens.
+    """
+    tokens: list[str] = []
+    word = ""
+    i = 0
+    while i < len(path):
+        char = path[i]
+        if char in "[{":
+            if word:
+                tokens.append(word)
+                word = ""
+            close = "]" if char == "[" else "}"
+            end = path.find(close, i)
+            end = len(path) - 1 if end < 0 else end
+            tokens.append(path[i : end + 1])
+            i = end + 1
+            continue
+        if char == ".":
+            if word:
+                tokens.append(word)
+            word = ""
+        else:
+            word += char
+        i += 1
+    if word:
+        tokens.append(word)
+    return tuple(tokens)
+
+
+def _plain(obj: Any) -> Any:
+    """``obj`` with every mapping turned into a dict, for ``json.dumps``."""
+    if isinstance(obj, Mapping):
+        return {k: _plain(v) for k, v in cast("Mapping[str, Any]", obj).items()}
+    if isinstance(obj, list):
+        return [_plain(v) for v in cast("list[object]", obj)]
+    return obj
+
+
+def _leaf(obj: Any) -> list[str]:
+    if isinstance(obj, (str, int, float, bool)):
+        return [str(obj)]
+    if isinstance(obj, (list, Mapping)):
+        return [json.dumps(_plain(obj), sort_keys=True, ensure_ascii=False)]
+    return []
+
+
+def _child(obj: Any, name: str) -> Any:
+    return cast("Mapping[str, Any]", obj).get(name) if isinstance(obj, Mapping) else None
+
+
+def _index(obj: Any, inner: str, rest: Path) -> list[str]:
+    """``[i]`` (negative counts from the end) or ``[*]`` applied to a list."""
+    if not isinstance(obj, list):
+        return []
+    items = cast("list[object]", obj)
+    if inner == "*":
+        return [text for item in items for text in _walk(item, rest)]
+    try:
+        return _walk(items[int(inner)], rest)
+    except (ValueError, IndexError):
+        return []
+
+
+def _group(obj: Any, inner: str) -> list[str]:
+    """``{a,b.c}``: the texts of several fields of a mapping."""
+    if not isinstance(obj, Mapping):
+        return []
+    found: list[str] = []
+    for field in inner.split(","):
+        target: object = cast("Mapping[str, Any]", obj)
+        for name in tokenize_path(field.strip()):
+            target = _child(target, name)
+        found.extend(_leaf(target) if target is not None else [])
+    return found
+
+
+def _walk(obj: Any, tokens: Path) -> list[str]:
+    if not tokens:
+        return _leaf(obj)
+    token, rest = tokens[0], tokens[1:]
+    if token.startswith("["):
+        return _index(obj, token[1:-1], rest)
+    if token.startswith("{"):
+        return _group(obj, token[1:-1])
+    if token == "*":
+        if isinstance(obj, Mapping):
+            return [text for item in cast("Mapping[str, Any]", obj).values() for text in _walk(item, rest)]
+        if isinstance(obj, list):
+            return [text for item in cast("list[object]", obj) for text in _walk(item, rest)]
+        return []
+    if isinstance(obj, Mapping) and token in obj:
+        return _walk(cast("Mapping[str, Any]", obj)[token], rest)
+    return []
+
+
+def get_text_at_path(obj: Any, path: str | Path) -> list[str]:
+    """The texts found at ``path`` in ``obj`` (``"$"`` or empty: the whole value as JSON).
+
+    Args:
+        obj: A stored value.
+        path: A path string or its tokens.
+
+    Returns:
+        The texts, in document order; missing fields give none.
+    """
+    if path in ("", "$", ()):
+        return [json.dumps(_plain(obj), sort_keys=True, ensure_ascii=False)]
+    return _walk(obj, tokenize_path(path) if isinstance(path, str) else path)

@@ -1,0 +1,53 @@
+"""Runner replacement for langgraph-checkpoint-postgres's tests/conftest.py.
+
+Upstream's file unchanged except the server: ``DEFAULT_URI`` comes from
+``$PLAIT_STORE_TESTS_PG_DSN`` (a PostgreSQL server with pgvector that
+``tools/store_tests.py`` starts, or ``--pg-dsn``) instead of a Docker container.
+Every store test creates its own database there and drops it.
+"""
+
+import os
+from collections.abc import AsyncIterator
+
+import pytest
+from psycopg import AsyncConnection
+from psycopg.errors import UndefinedTable
+from psycopg.rows import DictRow, dict_row
+from tests.embed_test_utils import CharacterEmbeddings
+
+# (the placeholder only serves --collect-only, which connects to nothing)
+DEFAULT_URI = os.environ.get("PLAIT_STORE_TESTS_PG_DSN", "postgresql://postgres@127.0.0.1:1/postgres")
+DEFAULT_POSTGRES_URI = DEFAULT_URI.rsplit("/", 1)[0] + "/"
+
+
+@pytest.fixture(scope="function")
+async def conn() -> AsyncIterator[AsyncConnection[DictRow]]:
+    async with await AsyncConnection.connect(
+        DEFAULT_URI, autocommit=True, prepare_threshold=0, row_factory=dict_row
+    ) as conn:
+        yield conn
+
+
+@pytest.fixture(scope="function", autouse=True)
+async def clear_test_db(conn: AsyncConnection[DictRow]) -> None:
+    """Delete all tables before each test."""
+    try:
+        await conn.execute("DELETE FROM checkpoints")
+        await conn.execute("DELETE FROM checkpoint_blobs")
+        await conn.execute("DELETE FROM checkpoint_writes")
+        await conn.execute("DELETE FROM checkpoint_migrations")
+    except UndefinedTable:
+        pass
+    try:
+        await conn.execute("DELETE FROM store_migrations")
+        await conn.execute("DELETE FROM store")
+    except UndefinedTable:
+        pass
+
+
+@pytest.fixture
+def fake_embeddings() -> CharacterEmbeddings:
+    return CharacterEmbeddings(dims=500)
+
+
+VECTOR_TYPES = ["vector", "halfvec"]
