@@ -77,6 +77,10 @@ class Dialect(Protocol):
         """Delete the vectors of these items."""
         ...
 
+    def lock(self, keys: list[tuple[str, str]]) -> list[Sql]:
+        """Lock the existing rows of these items in key order (nothing where writes lock the database)."""
+        ...
+
     def sweep(self, now: Any) -> Sql:
         """Delete the items expired at ``now``, ``RETURNING 1`` per item."""
         ...
@@ -174,6 +178,9 @@ class Engine:
         deletes = sorted(k for k, i in latest.items() if i not in prepared.values)
         upserts = sorted((k, i) for k, i in latest.items() if i in prepared.values)
         p, when = self.d.p, self.d.now(now)
+        if deletes and upserts:  # two statements: lock their rows in one order first
+            for sql in self.d.lock(sorted(latest)):
+                _ = yield sql
         if deletes:
             yield Sql(f"DELETE FROM plait_store WHERE prefix = {p} AND key = {p}", deletes, many=True)
         rows: list[tuple[Any, ...]] = []

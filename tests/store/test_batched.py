@@ -124,3 +124,13 @@ async def test_sync_methods_run_on_the_loop_from_other_threads_and_refuse_on_it(
     assert [h.key for h in out["search"]] == ["k"]
     assert out["namespaces"] == [("a",)]
     assert out["batch"] == [None]
+
+
+async def test_a_batch_with_too_few_results_fails_its_callers_instead_of_leaving_them_waiting() -> None:
+    class Short(Recording):
+        async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+            return (await super().abatch(ops))[:-1]
+
+    store = Short()
+    with pytest.raises(ValueError, match="returned 0 results for 1 operations"):
+        await asyncio.wait_for(store.aget(("a",), "k"), 5)

@@ -56,3 +56,49 @@ def test_a_sweep_skips_expired_rows_another_transaction_holds() -> None:
         with store._cursor() as cur:
             cur.execute("SELECT count(*) AS n FROM plait_store")
             assert cur.fetchone() == {"n": 0}
+
+
+def test_batches_deleting_and_writing_the_same_rows_in_opposite_roles_do_not_deadlock() -> None:
+    from plait.store.base import PutOp
+
+    with (
+        private_schema() as dsn,
+        PostgresStore.from_conn_string(dsn, pool_config={"min_size": 2, "max_size": 2}) as store,
+    ):
+        store.setup()
+        errors: list[BaseException] = []
+
+        def work(gone: str, kept: str) -> None:
+            for i in range(150):
+                store.put(("d",), gone, {"v": i})
+                store.put(("d",), kept, {"v": i})
+                try:  # the delete of one row and the upsert of the other run as two statements
+                    store.batch([PutOp(("d",), gone, None), PutOp(("d",), kept, {"v": i})])
+                except psycopg.Error as exc:
+                    errors.append(exc)
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(work, ["k2", "k1"], ["k1", "k2"]))
+        assert errors == []  # without locking both rows in key order first: DeadlockDetected
+
+
+def test_when_no_connection_comes_every_concurrent_call_fails_at_once_without_reruns() -> None:
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+    async def main(dsn: str) -> None:
+        async with AsyncConnectionPool(
+            dsn, min_size=1, max_size=1, timeout=0.5, kwargs={"autocommit": True}
+        ) as pool:
+            store = AsyncPostgresStore(pool)
+            await store.setup()
+            async with pool.connection():  # the only connection is busy
+                started = time.monotonic()
+                results = await asyncio.gather(
+                    *(store.aput(("h",), f"k{i}", {"v": i}) for i in range(10)), return_exceptions=True
+                )
+                waited = time.monotonic() - started
+            assert all(isinstance(r, PoolTimeout) for r in results)
+            assert waited < 3  # one pool timeout, not one more per call re-run alone (5.5 s)
+
+    with private_schema() as dsn:
+        asyncio.run(main(dsn))

@@ -258,6 +258,10 @@ async def _drain(
             slots, ops = _dedupe_ops([op for _, op in pending])
             results = await store.abatch(ops)
             answers = results if slots is None else [results[slot] for slot in slots]
+            if len(answers) != len(pending):
+                raise ValueError(
+                    f"{type(store).__name__}.abatch returned {len(results)} results for {len(ops)} operations"
+                )
         except Exception as exc:  # noqa: BLE001 - handed to every caller of the batch
             for future, _ in pending:
                 if not future.done():

@@ -230,12 +230,21 @@ class PostgresDialect:
         )
         return [Sql(text, [[p for p, _ in keys], [k for _, k in keys]])]
 
+    def lock(self, keys: list[tuple[str, str]]) -> list[Sql]:
+        """Lock the existing rows of these items in key order (code point order, as Python sorts)."""
+        text = (
+            "SELECT 1 FROM plait_store s "
+            "JOIN unnest(%s::text[], %s::text[]) AS u(p, k) ON s.prefix = u.p AND s.key = u.k "
+            'ORDER BY s.prefix, s.key COLLATE "C" FOR UPDATE OF s'
+        )
+        return [Sql(text, [[p for p, _ in keys], [k for _, k in keys]])]
+
     def refresh(self, keys: list[tuple[str, str]], now: Any) -> list[Sql]:
         """Restart TTL clocks, locking the rows in key order (concurrent refreshes cannot deadlock)."""
         text = (
             "WITH t AS (SELECT s.prefix, s.key FROM plait_store s "
             "JOIN unnest(%s::text[], %s::text[]) AS u(p, k) ON s.prefix = u.p AND s.key = u.k "
-            "WHERE s.ttl_minutes IS NOT NULL ORDER BY s.prefix, s.key FOR UPDATE OF s) "
+            'WHERE s.ttl_minutes IS NOT NULL ORDER BY s.prefix, s.key COLLATE "C" FOR UPDATE OF s) '
             "UPDATE plait_store s SET expires_at = %s + s.ttl_minutes * interval '1 minute' "
             "FROM t WHERE s.prefix = t.prefix AND s.key = t.key"
         )

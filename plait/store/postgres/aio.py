@@ -167,25 +167,28 @@ class AsyncPostgresStore(SqlStore):
         while self._queued:
             group, self._queued = self._queued[:_GROUP], self._queued[_GROUP:]
             group = [(make, future) for make, future in group if not future.done()]  # cancelled callers
-            if len(group) > 1:
-                try:
-                    results = await self._run(functools.partial(_each, [make for make, _ in group]))
-                except Exception:  # noqa: BLE001 - run each batch alone below, so only the faulty one fails
-                    pass
-                else:
-                    for (_, future), result in zip(group, results, strict=True):
-                        if not future.done():
-                            future.set_result(result)
-                    continue
+            if len(group) > 1 and await self._run_shared(group):
+                continue
             for make, future in group:
                 try:
-                    result = await self._run(make)
+                    _settle(future, await self._run(make))
                 except Exception as exc:  # noqa: BLE001 - handed to its caller
-                    if not future.done():
-                        future.set_exception(exc)
-                else:
-                    if not future.done():
-                        future.set_result(result)
+                    _settle(future, error=exc)
+
+    async def _run_shared(self, group: list[tuple[MakeStep, asyncio.Future[Any]]]) -> bool:
+        """Run the group's batches in one transaction; ``False``: run each alone, so only a faulty one fails."""
+        started: list[int] = []
+        try:
+            results = await self._run(functools.partial(_each, [make for make, _ in group], started))
+        except Exception as exc:  # noqa: BLE001 - handed to every caller, or each batch re-run alone
+            if started:
+                return False
+            for _, future in group:  # no batch ran (no connection, failed setup): each alone would fail so
+                _settle(future, error=exc)
+            return True
+        for (_, future), result in zip(group, results, strict=True):
+            _settle(future, result)
+        return True
 
     def _transact(self, make_step: MakeStep) -> Any:
         try:
@@ -222,10 +225,20 @@ class AsyncPostgresStore(SqlStore):
         return await self._async_sweeper.stop(timeout)
 
 
-def _each(makes: list[MakeStep], now: float) -> Step:
-    """Several batches one after the other, in one transaction: their results."""
+def _settle(future: asyncio.Future[Any], result: Any = None, error: Exception | None = None) -> None:
+    """Hand a caller its result or error, unless it stopped waiting (cancelled)."""
+    if not future.done():
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+
+def _each(makes: list[MakeStep], started: list[int], now: float) -> Step:
+    """Several batches one after the other, in one transaction: their results (``started`` counts them)."""
     results: list[Any] = []
     for make in makes:
+        started.append(len(results))
         results.append((yield from make(now)))
     return results
 

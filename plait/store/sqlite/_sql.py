@@ -151,6 +151,10 @@ class SqliteDialect:
         )
         return [Sql(text, [(now, p, k) for p, k in keys], many=True)]
 
+    def lock(self, keys: list[tuple[str, str]]) -> list[Sql]:  # noqa: ARG002 - the Dialect protocol
+        """Nothing: a write transaction holds the whole database."""
+        return []
+
     def sweep(self, now: Any) -> Sql:
         """Delete the expired items (the transaction holds the whole database)."""
         return Sql(
