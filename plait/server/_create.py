@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from plait.server._assistants import assistant_id_for, get_assistant
-from plait.server._db import Tx
+from plait.server._db import Database, Tx
 from plait.server._execute import STREAM_MODES
 from plait.server._http import opt
 from plait.server._state import ServerState
@@ -74,11 +76,8 @@ async def _inflight(tx: Tx, thread_id: str) -> list[dict[str, Any]]:
     )
 
 
-async def _thread_for_run(state: ServerState, tx: Tx, thread_id: str, data: dict[str, Any]) -> dict[str, Any]:
-    lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
-    rows = await tx.fetch("SELECT doc FROM plait_server_threads WHERE thread_id = ?" + lock, (thread_id,))
-    if rows:
-        return cast("dict[str, Any]", loads(rows[0]["doc"]))
+async def _new_thread(tx: Tx, thread_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The thread a run names does not exist: create it, or refuse (``if_not_exists``)."""
     if_not_exists = opt(data, "if_not_exists", str) or "reject"
     if if_not_exists not in ("reject", "create"):
         raise ApiError(422, f"if_not_exists must be 'reject' or 'create', got {if_not_exists!r}")
@@ -87,11 +86,14 @@ async def _thread_for_run(state: ServerState, tx: Tx, thread_id: str, data: dict
     return await create_thread(tx, thread_id, {})
 
 
-async def _apply_strategy(state: ServerState, tx: Tx, thread_id: str, strategy: str) -> list[tuple[str, str]]:
-    """Deal with the thread's pending/running runs; the running ones to cancel after commit."""
+async def _apply_strategy(
+    state: ServerState, tx: Tx, thread_id: str, strategy: str
+) -> tuple[list[tuple[str, str]], bool]:
+    """Deal with the thread's pending/running runs: the running ones to cancel after commit, and
+    whether the new run has to wait for others."""
     inflight = await _inflight(tx, thread_id)
     if not inflight or strategy == "enqueue":
-        return []
+        return [], bool(inflight)
     if strategy == "reject":
         raise ApiError(
             409, f"Thread {thread_id} is busy with run {inflight[0]['run_id']} (multitask_strategy='reject')"
@@ -108,7 +110,76 @@ async def _apply_strategy(state: ServerState, tx: Tx, thread_id: str, strategy: 
                 )
         else:
             to_cancel.append((row["run_id"], strategy))
-    return to_cancel
+    return to_cancel, bool(to_cancel)
+
+
+_INSERT = (
+    "INSERT INTO plait_server_runs (run_id, thread_id, assistant_id, status, created_at, updated_at, "
+    "worker, lease_until, attempt, doc)"
+)
+
+# PostgreSQL: the run (running here unless it has to wait), its thread, a durable commit (what
+# a client is told is stored waits for the disk; the server's other bookkeeping does not, see
+# Database.tx) and, for a run left in the queue that could start, the wake-up of the workers (a
+# run queued behind others of its thread is woken by their end), in one statement.
+_PG_STORE = """WITH b AS (SELECT ?::boolean{inflight} AS behind),
+q AS (SELECT b.behind, b.behind OR NOT ?::boolean AS queued FROM b),
+r AS ({insert} SELECT ?, ?, ?, CASE WHEN q.queued THEN 'pending' ELSE 'running' END, ?, ?,
+  CASE WHEN q.queued THEN NULL ELSE ? END, CASE WHEN q.queued THEN NULL ELSE ?::double precision END,
+  CASE WHEN q.queued THEN 0 ELSE 1 END, ? FROM q){thread}
+SELECT q.queued, q.behind, set_config('synchronous_commit', 'on', true) AS durable,
+  CASE WHEN q.queued AND NOT q.behind THEN pg_notify('plait_server_wake', ?) END AS wake FROM q"""
+_PG_INFLIGHT = (
+    " OR EXISTS (SELECT 1 FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running'))"
+)
+_PG_THREAD = """,
+t AS (UPDATE plait_server_threads SET status = CASE WHEN (SELECT queued FROM q) THEN status ELSE 'busy' END,
+  doc = ?, updated_at = ? WHERE thread_id = ?)"""
+
+
+async def _store(  # noqa: PLR0913 - the parts of a new run
+    state: ServerState,
+    db: Database | Tx,
+    doc: dict[str, Any],
+    thread_doc: str | None,
+    reserved: bool,
+    behind: bool = False,
+    check: bool = False,
+) -> tuple[str, bool, bool]:
+    """Insert the run and write its thread's document (``thread_doc``).
+
+    The run is stored as running by this worker when it ``reserved`` a slot and the run is not
+    ``behind`` others of its thread (with ``check``, that is checked here too: on PostgreSQL in
+    the same statement), else as pending. Its stored document, whether it starts here, and
+    whether it waits in the queue for a slot only (a worker may claim it now).
+    """
+    run_id, thread_id, now, text = doc["run_id"], doc["thread_id"], doc["created_at"], dumps(doc).decode()
+    lease = time.time() + state.settings.lease_ttl
+    if state.db.dialect == "postgres":
+        sql = _PG_STORE.format(
+            inflight=_PG_INFLIGHT if check else "", insert=_INSERT, thread=_PG_THREAD if thread_doc else ""
+        )
+        params: list[Any] = [behind, *([thread_id] if check else []), reserved]
+        params += [run_id, thread_id, doc["assistant_id"], now, now, state.worker_id, lease, text]
+        params += [thread_doc, now, thread_id] if thread_doc else []
+        row = (await db.fetch(sql, [*params, state.worker_id]))[0]
+        return text, not row["queued"], bool(row["queued"] and not row["behind"])
+    if check and not behind:
+        behind = bool(await _inflight(db, thread_id))
+    start = reserved and not behind
+    owner = (state.worker_id, lease, 1) if start else (None, None, 0)
+    status = "running" if start else "pending"
+    await db.run(
+        _INSERT + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, thread_id, doc["assistant_id"], status, now, now, *owner, text),
+    )
+    if thread_doc is not None:
+        busy = "status = 'busy', " if start else ""
+        await db.run(
+            f"UPDATE plait_server_threads SET {busy}doc = ?, updated_at = ? WHERE thread_id = ?",
+            (thread_doc, now, thread_id),
+        )
+    return text, start, not start and not behind
 
 
 async def cancel_running(state: ServerState, run_id: str, action: str) -> None:
@@ -118,69 +189,186 @@ async def cancel_running(state: ServerState, run_id: str, action: str) -> None:
     await state.db.notify("plait_server_cancel", f"{run_id}:{action}")
 
 
+@dataclass
+class _Request:
+    """A run request, checked (``invalid``: the error to report once its assistant is found)."""
+
+    data: dict[str, Any]
+    thread_id: str | None
+    assistant: str
+    """The assistant's id (``data["assistant_id"]`` names it, or its graph)."""
+    strategy: str = "enqueue"
+    temporary: bool = True
+    kwargs: dict[str, Any] = field(default_factory=lambda: {})
+    invalid: ApiError | None = None
+
+    def doc(self, assistant: dict[str, Any]) -> dict[str, Any]:
+        """The new run's API document (pending)."""
+        metadata = as_dict(opt(self.data, "metadata", dict))
+        now = now_iso()
+        return {
+            "run_id": uuid7(),
+            "thread_id": self.thread_id or uuid7(),
+            "assistant_id": assistant["assistant_id"],
+            "metadata": {**assistant.get("metadata", {}), **metadata},
+            "status": "pending",
+            "kwargs": self.kwargs,
+            "multitask_strategy": self.strategy,
+            "created_at": now,
+            "updated_at": now,
+        }
+
+    def found(self, assistant: str | dict[str, Any] | None) -> dict[str, Any]:
+        """The assistant (its document or JSON), or 404; then the request's own error, if any."""
+        if assistant is None:
+            raise ApiError(404, f"Assistant {self.data['assistant_id']} not found")
+        if self.invalid is not None:
+            raise self.invalid
+        return loads(assistant) if isinstance(assistant, str) else assistant
+
+
+def _request(state: ServerState, thread_id: str | None, data: dict[str, Any], wait: bool) -> _Request:
+    raw = data.get("assistant_id")
+    if not isinstance(raw, str):
+        raise ApiError(422, f"assistant_id must be a string (an assistant id or a graph id), got {raw!r}")
+    req = _Request(data, thread_id, assistant_id_for(raw, state))
+    try:
+        req.strategy = opt(data, "multitask_strategy", str) or "enqueue"
+        if req.strategy not in _STRATEGIES:
+            raise ApiError(
+                422, f"multitask_strategy must be one of {list(_STRATEGIES)}, got {req.strategy!r}"
+            )
+        req.temporary = thread_id is None and (opt(data, "on_completion", str) or "delete") == "delete"
+        req.kwargs = _kwargs(data, req.temporary)
+        if wait:
+            req.kwargs["wait"] = True
+    except ApiError as exc:  # reported after an unknown assistant (see _Request.found)
+        req.invalid, req.temporary = exc, True
+    return req
+
+
+async def _on_thread(
+    state: ServerState, tx: Tx, req: _Request
+) -> tuple[dict[str, Any], dict[str, Any], str, list[tuple[str, str]], bool]:
+    """Read the assistant and lock the run's thread (one statement), apply the multitask
+    strategy and merge the run into the thread's metadata.
+
+    The assistant, the run's document, the thread's new document, the running runs to cancel
+    after commit, and whether the run has to wait for others (``None``: not checked yet, the
+    strategy is ``enqueue``: :func:`_store` checks it).
+    """
+    lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
+    row = (
+        await tx.fetch(
+            "SELECT (SELECT doc FROM plait_server_assistants WHERE assistant_id = ?) AS assistant, "
+            f"(SELECT doc FROM plait_server_threads WHERE thread_id = ?{lock}) AS thread",
+            (req.assistant, req.thread_id),
+        )
+    )[0]
+    assistant = req.found(row["assistant"])
+    doc = req.doc(assistant)
+    thread_id = check_uuid(doc["thread_id"], "thread ID")
+    thread = loads(row["thread"]) if row["thread"] else await _new_thread(tx, thread_id, req.data)
+    to_cancel: list[tuple[str, str]] = []
+    busy = False
+    if req.strategy != "enqueue":
+        to_cancel, busy = await _apply_strategy(state, tx, thread_id, req.strategy)
+    thread["metadata"] = {
+        **thread["metadata"],
+        "graph_id": assistant["graph_id"],
+        "assistant_id": assistant["assistant_id"],
+    }
+    doc["metadata"] = {**thread["metadata"], **doc["metadata"]}
+    thread_doc = dumps({k: v for k, v in thread.items() if k != "values"}).decode()
+    return assistant, doc, thread_doc, to_cancel, busy
+
+
+@dataclass
+class _Stored:
+    """A run just stored: its assistant, document and stored JSON, whether it starts here, whether
+    a worker may claim it now (else it waits behind runs of its thread), the runs to cancel."""
+
+    assistant: dict[str, Any]
+    doc: dict[str, Any]
+    text: str
+    start: bool
+    claimable: bool
+    to_cancel: list[tuple[str, str]]
+
+
+async def _write(
+    state: ServerState, req: _Request, assistant: dict[str, Any], reserved: bool, watch: bool
+) -> _Stored:
+    """Store the run (``reserved``: it may start in this worker).
+
+    ``watch``: the run's events are followed next; when it does not start here, the follower
+    is registered before the commit, so it misses none of them (see ``Broker.watch``).
+    """
+    to_cancel: list[tuple[str, str]] = []
+    doc: dict[str, Any] = {}
+    try:
+        if req.temporary and state.db.dialect == "postgres":  # one statement, its own transaction
+            doc = req.doc(assistant)
+            if watch and not reserved:
+                state.broker.watch(doc["run_id"])
+            text, start, claimable = await _store(state, state.db, doc, None, reserved)
+            return _Stored(assistant, doc, text, start, claimable, to_cancel)
+        async with state.db.tx() as tx:
+            thread_doc, busy = None, False
+            if req.temporary:
+                doc = req.doc(assistant)
+            else:
+                assistant, doc, thread_doc, to_cancel, busy = await _on_thread(state, tx, req)
+            check = not req.temporary and req.strategy == "enqueue"
+            text, start, claimable = await _store(state, tx, doc, thread_doc, reserved, busy, check)
+            if watch and not start:
+                state.broker.watch(doc["run_id"])
+    except BaseException:
+        if doc:
+            state.broker.unwatch(doc["run_id"])
+        raise
+    return _Stored(assistant, doc, text, start, claimable, to_cancel)
+
+
 async def create_run(
-    state: ServerState, thread_id: str | None, data: dict[str, Any], *, wait: bool = False
+    state: ServerState,
+    thread_id: str | None,
+    data: dict[str, Any],
+    *,
+    wait: bool = False,
+    follow: bool = False,
 ) -> dict[str, Any]:
     """Queue a run on ``thread_id`` (``None``: a stateless run); its API document.
 
     ``wait``: the client waits for the outcome only (``runs.wait``): the run publishes no other events.
+    ``follow``: the caller follows the run's events next (``runs.stream``; implied by ``wait``).
+    A run that can start at once, in a worker with a free slot, is stored as running by this
+    process and starts here, without going through the queue.
     """
-    raw_assistant = data.get("assistant_id")
-    if not isinstance(raw_assistant, str):
-        raise ApiError(
-            422, f"assistant_id must be a string (an assistant id or a graph id), got {raw_assistant!r}"
-        )
-    assistant = await get_assistant(state.db, assistant_id_for(raw_assistant, state))
-    if assistant is None:
-        raise ApiError(404, f"Assistant {raw_assistant} not found")
-    strategy = opt(data, "multitask_strategy", str) or "enqueue"
-    if strategy not in _STRATEGIES:
-        raise ApiError(422, f"multitask_strategy must be one of {list(_STRATEGIES)}, got {strategy!r}")
-    temporary = thread_id is None and (opt(data, "on_completion", str) or "delete") == "delete"
-    kwargs = _kwargs(data, temporary)
-    if wait:
-        kwargs["wait"] = True
-    metadata = as_dict(opt(data, "metadata", dict))
-    now, run_id = now_iso(), uuid7()
-    doc: dict[str, Any] = {
-        "run_id": run_id,
-        "thread_id": thread_id or uuid7(),
-        "assistant_id": assistant["assistant_id"],
-        "metadata": {**assistant.get("metadata", {}), **metadata},
-        "status": "pending",
-        "kwargs": kwargs,
-        "multitask_strategy": strategy,
-        "created_at": now,
-        "updated_at": now,
-    }
-    to_cancel: list[tuple[str, str]] = []
-    async with state.db.tx(durable=True) as tx:
-        if not temporary:
-            if thread_id is not None:
-                check_uuid(thread_id, "thread ID")
-            thread = await _thread_for_run(state, tx, doc["thread_id"], data)
-            to_cancel = await _apply_strategy(state, tx, doc["thread_id"], strategy)
-            thread["metadata"] = {
-                **thread["metadata"],
-                "graph_id": assistant["graph_id"],
-                "assistant_id": assistant["assistant_id"],
-            }
-            doc["metadata"] = {**thread["metadata"], **doc["metadata"]}
-            await tx.run(
-                "UPDATE plait_server_threads SET doc = ?, updated_at = ? WHERE thread_id = ?",
-                (dumps({k: v for k, v in thread.items() if k != "values"}).decode(), now, doc["thread_id"]),
-            )
-        await tx.run(
-            "INSERT INTO plait_server_runs (run_id, thread_id, assistant_id, status, created_at, updated_at, doc) "
-            "VALUES (?, ?, ?, 'pending', ?, ?, ?)",
-            (run_id, doc["thread_id"], assistant["assistant_id"], now, now, dumps(doc).decode()),
-        )
-        if state.db.dialect == "postgres":
-            await tx.run("SELECT pg_notify('plait_server_wake', ?)", (run_id,))
-    for cancel_id, action in to_cancel:
+    req = _request(state, thread_id, data, wait)
+    assistant: dict[str, Any] = {}
+    if req.temporary:  # (a thread's run reads its assistant with its thread)
+        assistant = req.found(await get_assistant(state.db, req.assistant))
+    worker = state.worker
+    reserved = worker is not None and worker.reserve()
+    try:
+        run = await _write(state, req, assistant, reserved, wait or follow)
+    except BaseException:
+        if reserved and worker is not None:
+            worker.release()
+        raise
+    if reserved and not run.start and worker is not None:
+        worker.release()
+    for cancel_id, action in run.to_cancel:
         await cancel_running(state, cancel_id, action)
+    run_id = run.doc["run_id"]
+    if run.start and worker is not None:
+        state.broker.open(run_id)
+        row = {"run_id": run_id, "thread_id": run.doc["thread_id"], "assistant_id": run.doc["assistant_id"]}
+        worker.take({**row, "attempt": 1, "doc": run.text}, run.assistant)
+        return run.doc
     if not state.broker.shared:
         state.broker.open(run_id)
-    if state.worker is not None:
-        state.worker.wake()
-    return doc
+    if worker is not None and run.claimable:  # (a run behind others is woken by their end)
+        worker.wake()
+    return run.doc

@@ -9,9 +9,11 @@ from typing import Any
 
 import orjson
 
+from plait.server._db import Database, Tx
 from plait.server._messages import MessagesMode
 from plait.server._snapshot import interrupts_by_task, thread_status
 from plait.server._state import ServerState
+from plait.server._stream import insert_events
 from plait.server._wire import as_dict, as_list, dumps, loads, now_iso
 from plait.types import Command, Send
 
@@ -123,14 +125,17 @@ async def _stream(
         await emitter.emit(mode, chunk)
 
 
-async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[str, Any]) -> None:
-    """Run ``row`` to its end and record the outcome (run status, thread status and values)."""
+async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[str, Any]) -> bool:
+    """Run ``row`` to its end and record the outcome (run status, thread status and values).
+
+    Whether a pending run waits on the run's thread (the worker should look for it now).
+    """
     doc = loads(row["doc"])
     run_id, thread_id = doc["run_id"], doc["thread_id"]
     temporary = bool(doc["kwargs"].get("temporary"))
     graph = state.graph(assistant["graph_id"], stateless=temporary)
     config = run_config(doc, assistant, thread_id)
-    state.broker.open(run_id, await state.broker.next_seq(run_id))
+    state.broker.open(run_id, await state.broker.next_seq(run_id, int(row["attempt"])))
     quiet = bool(doc["kwargs"].get("wait"))
     emitter = _Emitter(state, run_id, list(doc["kwargs"].get("stream_mode") or ["values"]), quiet=quiet)
     status, error, cancel = "success", None, None
@@ -151,7 +156,7 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
         done.set()
         if flusher is not None:
             await asyncio.gather(flusher, return_exceptions=True)
-    await finish_run(state, doc, graph, Outcome(status, error, cancel, emitter.values))
+    return await finish_run(state, doc, graph, Outcome(status, error, cancel, emitter.values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +169,8 @@ class Outcome:
     values: Any
 
 
-async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: Outcome) -> None:
-    """Publish the run's end, store its status and the thread's state."""
+async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: Outcome) -> bool:
+    """Publish the run's end, store its status and the thread's state; whether a run waits on the thread."""
     status, error, cancel, values = end.status, end.error, end.cancel, end.values
     run_id, thread_id = doc["run_id"], doc["thread_id"]
     temporary = bool(doc["kwargs"].get("temporary"))
@@ -185,9 +190,10 @@ async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: O
         pending = [i for items in thread["interrupts"].values() for i in items]
         output = dumps({**parts, "__interrupt__": pending})
     end_data = dumps({"status": status, "values": orjson.Fragment(output), "error": error})
-    await record_finish(state, doc, status, thread, values_json, cancel == "rollback", end_data)
+    waiting = await record_finish(state, doc, status, thread, values_json, cancel == "rollback", end_data)
     state.broker.ended(run_id, end_data, None if status == "error" else output)
     state.broker.finished(run_id)
+    return waiting
 
 
 async def _thread_after(
@@ -221,30 +227,72 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
     values_json: bytes,
     delete: bool,
     end: bytes,
-) -> None:
-    """Store the run's final status, its last events and the thread's status and values, at once."""
+) -> bool:
+    """Store the run's final status, its last events and the thread's status and values, at once.
+
+    Whether a pending run waits on the thread; on PostgreSQL the other workers are then woken
+    (``NOTIFY plait_server_wake``, in the same commit). The thread's row is locked first, so a
+    run queued on it meanwhile is either seen here or sees this run ended (no lost wake-up).
+    """
     now = now_iso()
-    db = state.db
-    async with db.tx() as tx:
-        await state.broker.end(doc["run_id"], end, tx)
-        if delete:
-            await tx.run("DELETE FROM plait_server_runs WHERE run_id = ?", (doc["run_id"],))
-        else:
-            await tx.run(
-                "UPDATE plait_server_runs SET status = ?, updated_at = ?, worker = NULL WHERE run_id = ?",
-                (status, now, doc["run_id"]),
-            )
+    run_id, thread_id = doc["run_id"], doc["thread_id"]
+    writes: list[tuple[str, list[Any]]] = [
+        ("DELETE FROM plait_server_runs WHERE run_id = ?", [run_id])
+        if delete
+        else (
+            "UPDATE plait_server_runs SET status = ?, updated_at = ?, worker = NULL WHERE run_id = ?",
+            [status, now, run_id],
+        )
+    ]
+    events = state.broker.end(run_id, end)
+    if not thread and state.db.dialect == "postgres":  # a stateless run: one statement
+        return await _pg_finish(state, state.db, run_id, thread_id, events, writes)
+    async with state.db.tx() as tx:
         if thread:
+            lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
             rows = await tx.fetch(
-                "SELECT doc FROM plait_server_threads WHERE thread_id = ?", (doc["thread_id"],)
+                "SELECT doc FROM plait_server_threads WHERE thread_id = ?" + lock, (thread_id,)
             )
             if rows:
                 tdoc = loads(rows[0]["doc"])
                 tdoc.update(interrupts=thread["interrupts"], error=thread["error"])
                 tdoc["state_updated_at"] = now
                 vals = None if thread["values"] is None else values_json.decode()
-                await tx.run(
-                    "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ?, vals = ? WHERE thread_id = ?",
-                    (thread["status"], now, dumps(tdoc).decode(), vals, doc["thread_id"]),
+                writes.append(
+                    (
+                        "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ?, vals = ? "
+                        "WHERE thread_id = ?",
+                        [thread["status"], now, dumps(tdoc).decode(), vals, thread_id],
+                    )
                 )
-    await db.notify("plait_server_wake", doc["thread_id"] or "")
+        if state.db.dialect == "postgres":
+            return await _pg_finish(state, tx, run_id, thread_id, events, writes)
+        for sql, params in writes:
+            await tx.run(sql, params)
+        return bool(await tx.fetch(_WAITING, (thread_id,)))
+
+
+_WAITING = "SELECT 1 FROM plait_server_runs WHERE thread_id = ? AND status = 'pending' LIMIT 1"
+
+
+async def _pg_finish(  # noqa: PLR0913
+    state: ServerState,
+    db: Database | Tx,
+    run_id: str,
+    thread_id: str,
+    events: list[tuple[int, str, bytes]],
+    writes: list[tuple[str, list[Any]]],
+) -> bool:
+    """A run's end on PostgreSQL: its events, its writes and the notifications in one statement."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for n, (sql, args) in enumerate([insert_events(run_id, events), *writes]):
+        parts.append(f"w{n} AS ({sql})")
+        params += args
+    found = await db.fetch(
+        f"WITH {', '.join(parts)}, p AS (SELECT EXISTS ({_WAITING}) AS waiting) "
+        "SELECT p.waiting, pg_notify('plait_server_event', ?) AS e, "
+        "CASE WHEN p.waiting THEN pg_notify('plait_server_wake', ?) END AS w FROM p",
+        [*params, thread_id, run_id, state.worker_id],
+    )
+    return bool(found[0]["waiting"])

@@ -68,6 +68,9 @@ async def _final(state: ServerState, doc: dict[str, Any]) -> Any:
             return orjson.Fragment(log.result)
     async for _, event, data in state.broker.follow(doc["run_id"]):
         if event == END:
+            log = state.broker.logs.get(doc["run_id"])
+            if log is not None and log.done and log.result is not None:  # it ended here after all
+                return orjson.Fragment(log.result)
             result = outcome(data)
             return {"__error__": result["error"]} if result["status"] == "error" else result["values"]
     thread = await get_thread(state.db, doc["thread_id"])
@@ -147,7 +150,7 @@ async def stream(request: Request) -> Response:
     on_disconnect = opt(data, "on_disconnect", str) or "continue"
     if on_disconnect not in ("cancel", "continue"):
         raise ApiError(422, f"on_disconnect must be 'cancel' or 'continue', got {on_disconnect!r}")
-    doc = await create_run(state, thread_id, data)
+    doc = await create_run(state, thread_id, data, follow=True)
 
     async def cancel() -> None:
         await _cancel(state, doc["run_id"], "interrupt")

@@ -16,10 +16,10 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from plait.server._db import Database, Tx
+from plait.server._db import Database
 from plait.server._wire import dumps, loads
 
-__all__ = ["END", "Broker", "RunLog"]
+__all__ = ["END", "Broker", "RunLog", "insert_events"]
 
 END = "__end__"
 """The internal last event of every run log (its data: status, values, error)."""
@@ -33,6 +33,8 @@ class RunLog:
 
     def __init__(self, first_seq: int = 1) -> None:
         self.events: list[tuple[int, str, bytes]] = []
+        self.first_seq = first_seq
+        """The first number of this log: older events (an earlier attempt) are only in the table."""
         self.next_seq = first_seq
         self.done = False
         self.result: bytes | None = None
@@ -80,6 +82,8 @@ class Broker:
         self.shared = db.dialect == "postgres"
         self.logs: dict[str, RunLog] = {}
         self.remote: dict[str, set[asyncio.Event]] = {}
+        self.fresh: dict[str, asyncio.Event] = {}
+        """Wake-ups registered before a run was stored: until one fires, its table has no events."""
 
     def open(self, run_id: str, first_seq: int = 1) -> RunLog:
         """The log a run writes to in this process (created on first use)."""
@@ -89,9 +93,38 @@ class Broker:
             self.notified(run_id)  # followers reading the table switch to this log
         return log
 
-    async def next_seq(self, run_id: str) -> int:
-        """Where a (resumed) attempt of a run continues its numbering."""
+    def watch(self, run_id: str) -> None:
+        """Register a follower of ``run_id`` before the run is stored (call before its commit).
+
+        The follower then skips reading the table until a notification (or this process
+        claiming the run) says there is something to read.
+        """
         if not self.shared:
+            return
+        wake = self.fresh[run_id] = asyncio.Event()
+        self.remote.setdefault(run_id, set()).add(wake)
+        asyncio.get_running_loop().call_later(_KEEP_SECONDS, self._unwatch, run_id, wake)
+
+    def unwatch(self, run_id: str) -> None:
+        """Drop what :meth:`watch` registered (the run was not stored)."""
+        wake = self.fresh.pop(run_id, None)
+        if wake is not None:
+            self._discard(run_id, wake)
+
+    def _unwatch(self, run_id: str, wake: asyncio.Event) -> None:
+        if self.fresh.get(run_id) is wake:
+            del self.fresh[run_id]
+        self._discard(run_id, wake)
+
+    def _discard(self, run_id: str, wake: asyncio.Event) -> None:
+        waiting = self.remote.get(run_id, set())
+        waiting.discard(wake)
+        if not waiting:
+            self.remote.pop(run_id, None)
+
+    async def next_seq(self, run_id: str, attempt: int = 2) -> int:
+        """Where attempt ``attempt`` of a run continues its numbering (the first starts at 1)."""
+        if not self.shared or attempt <= 1:
             return 1
         rows = await self.db.fetch(
             "SELECT MAX(seq) AS m FROM plait_server_events WHERE run_id = ?", (run_id,)
@@ -102,17 +135,16 @@ class Broker:
         """Record an event of a run executing here (``flush`` shares it with other workers)."""
         self.open(run_id).append(event, data if isinstance(data, bytes) else dumps(data))
 
-    async def flush(self, run_id: str, tx: Tx | None = None) -> None:
+    async def flush(self, run_id: str) -> None:
         """Write the run's new events to the shared table and wake the other workers."""
         log = self.logs.get(run_id)
         if not self.shared or log is None or not log.unflushed:
             return
         rows = list(log.unflushed)
-        if tx is not None:
-            await _insert(tx, run_id, rows)
-        else:
-            async with self.db.tx() as own:
-                await _insert(own, run_id, rows)
+        insert, params = insert_events(run_id, rows)
+        await self.db.run(
+            f"WITH e AS ({insert}) SELECT pg_notify('plait_server_event', ?)", [*params, run_id]
+        )
         del log.unflushed[: len(rows)]
 
     async def keep_flushing(self, run_id: str, done: asyncio.Event, every: float = 0.05) -> None:
@@ -131,16 +163,18 @@ class Broker:
             except Exception:  # noqa: BLE001 - the next batch (or the run's end) writes them
                 _log.warning("could not share the events of run %s yet", run_id)
 
-    async def end(self, run_id: str, data: bytes, tx: Tx) -> None:
-        """Write the run's remaining events and its ``__end__`` (JSON ``data``) inside ``tx``.
+    def end(self, run_id: str, data: bytes) -> list[tuple[int, str, bytes]]:
+        """The run's events still to write to the table, ending with its ``__end__`` (JSON ``data``).
 
-        Followers in this process see the end only after :meth:`ended` (after the commit).
+        (None on SQLite.) Followers in this process see the end only after :meth:`ended`, once
+        the caller committed them.
         """
         log = self.open(run_id)
-        if self.shared:
-            rows = [*log.unflushed, (log.next_seq, END, data)]
-            log.unflushed = []
-            await _insert(tx, run_id, rows)
+        if not self.shared:
+            return []
+        rows = [*log.unflushed, (log.next_seq, END, data)]
+        log.unflushed = []
+        return rows
 
     def ended(self, run_id: str, data: bytes, result: bytes | None = None) -> None:
         """Show the run's ``__end__`` (JSON ``data``; ``result``: its output) to followers here, after the commit."""
@@ -167,37 +201,52 @@ class Broker:
 
     async def follow(self, run_id: str, after: int = 0) -> AsyncIterator[tuple[int, str, bytes]]:
         """The run's events after ``after``: from memory when it runs here, else from the table."""
+        wake = self.fresh.pop(run_id, None)
         log = self.logs.get(run_id)
-        if log is not None:
+        if log is not None and log.first_seq <= after + 1:
+            if wake is not None:
+                self._discard(run_id, wake)
             async for item in log.follow(after):
                 yield item
             return
         if not self.shared:
             return
-        async for item in self._follow_table(run_id, after):
+        async for item in self._follow_table(run_id, after, wake):
             yield item
 
-    async def _follow_table(self, run_id: str, after: int) -> AsyncIterator[tuple[int, str, bytes]]:
-        wake = asyncio.Event()
-        self.remote.setdefault(run_id, set()).add(wake)
+    async def _follow_table(
+        self, run_id: str, after: int, wake: asyncio.Event | None
+    ) -> AsyncIterator[tuple[int, str, bytes]]:
+        # fresh: registered before the run was stored and not woken since: the table is empty
+        fresh = wake is not None and not wake.is_set()
+        if wake is None:
+            wake = asyncio.Event()
+            self.remote.setdefault(run_id, set()).add(wake)
         try:
             idle = 0
             while True:
-                wake.clear()
                 log = self.logs.get(run_id)
-                rows = await self.db.fetch(
-                    "SELECT seq, event, data FROM plait_server_events WHERE run_id = ? AND seq > ? ORDER BY seq",
-                    (run_id, after),
-                )
-                for row in rows:
-                    after = int(row["seq"])
-                    yield after, row["event"], str(row["data"]).encode()
-                    if row["event"] == END:
-                        return
-                if log is not None:  # this process claimed the run meanwhile: follow it here
+                if log is not None and log.first_seq <= after + 1:  # it runs here: no table needed
                     async for item in log.follow(after):
                         yield item
                     return
+                if not fresh:
+                    wake.clear()
+                    rows = await self.db.fetch(
+                        "SELECT seq, event, data FROM plait_server_events WHERE run_id = ? AND seq > ? "
+                        "ORDER BY seq",
+                        (run_id, after),
+                    )
+                    for row in rows:
+                        after = int(row["seq"])
+                        yield after, row["event"], str(row["data"]).encode()
+                        if row["event"] == END:
+                            return
+                    if log is not None:  # this process claimed the run meanwhile: follow it here
+                        async for item in log.follow(after):
+                            yield item
+                        return
+                fresh = False
                 try:
                     await asyncio.wait_for(wake.wait(), timeout=2.0)
                     idle = 0
@@ -206,24 +255,24 @@ class Broker:
                     if idle > 1 and await self._gone(run_id):
                         return
         finally:
-            waiting = self.remote.get(run_id, set())
-            waiting.discard(wake)
-            if not waiting:
-                self.remote.pop(run_id, None)
+            self._discard(run_id, wake)
 
     async def _gone(self, run_id: str) -> bool:
         rows = await self.db.fetch("SELECT status FROM plait_server_runs WHERE run_id = ?", (run_id,))
         return not rows or rows[0]["status"] not in ("pending", "running")
 
 
-async def _insert(tx: Tx, run_id: str, rows: list[tuple[int, str, bytes]]) -> None:
+def insert_events(run_id: str, rows: list[tuple[int, str, bytes]]) -> tuple[str, list[Any]]:
+    """One ``INSERT`` of a run's events (a retried write keeps the rows already there), and its parameters."""
+    values = ", ".join("(?, ?, ?, ?)" for _ in rows)
+    params: list[Any] = []
     for seq, event, data in rows:
-        await tx.run(
-            "INSERT INTO plait_server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (run_id, seq) DO NOTHING",
-            (run_id, seq, event, data.decode()),
-        )
-    await tx.run("SELECT pg_notify('plait_server_event', ?)", (run_id,))
+        params += (run_id, seq, event, data.decode())
+    return (
+        f"INSERT INTO plait_server_events (run_id, seq, event, data) VALUES {values} "
+        "ON CONFLICT (run_id, seq) DO NOTHING",
+        params,
+    )
 
 
 def outcome(data: bytes) -> dict[str, Any]:

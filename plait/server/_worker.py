@@ -1,11 +1,16 @@
-"""The run queue of one server process: claim pending runs, execute them, keep their leases.
+"""The run queue of one server process: start or claim runs, execute them, keep their leases.
 
-Runs wait in ``plait_server_runs`` with status ``pending``. A worker claims the oldest one
-whose thread has no running run and no older pending run (PostgreSQL: ``FOR UPDATE SKIP
-LOCKED``; SQLite: inside ``BEGIN IMMEDIATE``), marks it ``running`` with its id and a lease,
-and renews the lease while it runs. A run whose lease expired (its worker was killed) goes
-back to ``pending`` and another worker resumes it from the thread's last checkpoint.
-Wake-ups and cancellations travel by ``LISTEN/NOTIFY`` on PostgreSQL.
+A new run that can start at once (its thread has no pending or running run, and this process
+has a free slot) is stored as ``running`` by the process that received it, which executes it
+(:meth:`Worker.reserve` / :meth:`Worker.take`). Other runs wait in ``plait_server_runs`` with
+status ``pending``: a worker claims the oldest one whose thread has no running run and no
+older pending run (PostgreSQL: ``FOR UPDATE SKIP LOCKED``, one statement that also marks the
+thread busy and reads the assistant; SQLite: inside ``BEGIN IMMEDIATE``), marks it
+``running`` with its id and a lease, and renews the lease while it runs. A run whose lease
+expired (its worker was killed) goes back to ``pending`` and another worker resumes it from
+the thread's last checkpoint. Wake-ups and cancellations travel by ``LISTEN/NOTIFY`` on
+PostgreSQL: a run queued for want of a slot wakes the workers when it is stored, one queued
+behind others of its thread when the run before it ends.
 """
 
 from __future__ import annotations
@@ -24,11 +29,21 @@ __all__ = ["Worker"]
 
 _log = logging.getLogger("plait.server")
 
-_CLAIM = """SELECT r.*, a.doc AS assistant_doc FROM plait_server_runs r
+_CLAIMABLE = """r.status = 'pending' AND NOT EXISTS (SELECT 1 FROM plait_server_runs o
+  WHERE o.thread_id = r.thread_id AND (o.status = 'running' OR (o.status = 'pending' AND o.run_id < r.run_id)))"""
+
+_CLAIM = f"""SELECT r.*, a.doc AS assistant_doc FROM plait_server_runs r
 LEFT JOIN plait_server_assistants a ON a.assistant_id = r.assistant_id
-WHERE r.status = 'pending' AND NOT EXISTS (SELECT 1 FROM plait_server_runs o WHERE o.thread_id = r.thread_id
-  AND (o.status = 'running' OR (o.status = 'pending' AND o.run_id < r.run_id)))
-ORDER BY r.run_id LIMIT 1"""
+WHERE {_CLAIMABLE} ORDER BY r.run_id LIMIT ?"""
+
+# PostgreSQL: pick, mark running, mark the threads busy and read the assistants in one statement
+_PG_CLAIM = f"""WITH c AS (SELECT r.run_id, r.thread_id FROM plait_server_runs r
+  WHERE {_CLAIMABLE} ORDER BY r.run_id LIMIT ? FOR UPDATE OF r SKIP LOCKED),
+u AS (UPDATE plait_server_runs r SET status = 'running', worker = ?, lease_until = ?, attempt = r.attempt + 1,
+  updated_at = ? FROM c WHERE r.run_id = c.run_id RETURNING r.*),
+t AS (UPDATE plait_server_threads t SET status = 'busy', updated_at = ? FROM c WHERE t.thread_id = c.thread_id)
+SELECT u.*, a.doc AS assistant_doc FROM u LEFT JOIN plait_server_assistants a ON a.assistant_id = u.assistant_id
+ORDER BY u.run_id"""
 
 CHANNELS = ("plait_server_wake", "plait_server_cancel", "plait_server_event")
 
@@ -40,6 +55,10 @@ class Worker:
         self.state = state
         self.ttl = state.settings.lease_ttl
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.reserved = 0
+        """Slots promised to runs being created here as running, or to a claim under way."""
+        self.backlog = False
+        """Runs may wait in the queue for a free slot here: new runs queue behind them."""
         self.closing = False
         self._wake = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
@@ -61,7 +80,32 @@ class Worker:
         """Look for runs to claim now."""
         self._wake.set()
 
+    def reserve(self) -> bool:
+        """Take a slot for a run about to be stored as running by this worker (then :meth:`take` it).
+
+        False when the worker is stopping, full, or left runs in the queue for want of a slot
+        (they go first): the run is queued instead.
+        """
+        if self.closing or self.backlog:
+            return False
+        if len(self.tasks) + self.reserved >= self.state.settings.jobs:
+            self.backlog = True
+            return False
+        self.reserved += 1
+        return True
+
+    def release(self) -> None:
+        """Give back a slot :meth:`reserve` took (the run was not stored)."""
+        self.reserved -= 1
+
+    def take(self, row: dict[str, Any], assistant: dict[str, Any]) -> None:
+        """Execute a run stored as running by this worker, in the slot :meth:`reserve` took."""
+        self.reserved -= 1
+        self.tasks[row["run_id"]] = asyncio.create_task(self._run(row, assistant))
+
     def _notified(self, channel: str, payload: str) -> None:
+        if channel == "plait_server_wake" and payload == self.state.worker_id:
+            return  # sent by this process, which woke its own loop already
         if channel == "plait_server_event":
             self.state.broker.notified(payload)
         elif channel == "plait_server_cancel":
@@ -85,46 +129,60 @@ class Worker:
         poll = 1.0 if self.state.db.dialect == "postgres" else 5.0
         while not self.closing:
             self._wake.clear()
-            while not self.closing and len(self.tasks) < self.state.settings.jobs:
+            while not self.closing:
+                free = self.state.settings.jobs - len(self.tasks) - self.reserved
+                if free <= 0:
+                    break
+                self.reserved += free  # new runs do not take these slots meanwhile
                 try:
-                    claimed = await self._claim()
+                    claimed = await self._claim(free)
                 except Exception:  # noqa: BLE001 - a database hiccup: try again on the next wake-up
                     _log.exception("claiming a run failed")
                     claimed = None
+                finally:
+                    self.reserved -= free
+                for row, assistant in claimed or []:
+                    self.tasks[row["run_id"]] = asyncio.create_task(self._run(row, assistant))
                 if claimed is None:
                     break
-                row, assistant = claimed
-                self.tasks[row["run_id"]] = asyncio.create_task(self._run(row, assistant))
+                if len(claimed) < free:  # the queue holds nothing more this worker may take
+                    self.backlog = False
+                    break
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=poll)
 
-    async def _claim(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    async def _claim(self, limit: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Up to ``limit`` runs marked running by this worker, each with its assistant."""
         db = self.state.db
-        lock = " FOR UPDATE OF r SKIP LOCKED" if db.dialect == "postgres" else ""
-        now = now_iso()
-        async with db.tx() as tx:
-            rows = await tx.fetch(_CLAIM + lock)
-            if not rows:
-                return None
-            row = rows[0]
-            row["attempt"] = int(row["attempt"]) + 1
-            await tx.run(
-                "UPDATE plait_server_runs SET status = 'running', worker = ?, lease_until = ?, attempt = ?, "
-                "updated_at = ? WHERE run_id = ?",
-                (self.state.worker_id, time.time() + self.ttl, row["attempt"], now, row["run_id"]),
-            )
-            await tx.run(
-                "UPDATE plait_server_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
-                (now, row["thread_id"]),
-            )
-        found = row.pop("assistant_doc")
-        assistant = loads(found) if found else {"assistant_id": row["assistant_id"], "graph_id": ""}
-        return row, assistant
+        now, lease = now_iso(), time.time() + self.ttl
+        if db.dialect == "postgres":
+            rows = await db.fetch(_PG_CLAIM, (limit, self.state.worker_id, lease, now, now))
+        else:
+            async with db.tx() as tx:
+                rows = await tx.fetch(_CLAIM, (limit,))
+                for row in rows:
+                    row["attempt"] = int(row["attempt"]) + 1
+                    await tx.run(
+                        "UPDATE plait_server_runs SET status = 'running', worker = ?, lease_until = ?, "
+                        "attempt = ?, updated_at = ? WHERE run_id = ?",
+                        (self.state.worker_id, lease, row["attempt"], now, row["run_id"]),
+                    )
+                    await tx.run(
+                        "UPDATE plait_server_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
+                        (now, row["thread_id"]),
+                    )
+        claimed: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        for row in rows:
+            found = row.pop("assistant_doc")
+            assistant = loads(found) if found else {"assistant_id": row["assistant_id"], "graph_id": ""}
+            claimed.append((row, assistant))
+        return claimed
 
     async def _run(self, row: dict[str, Any], assistant: dict[str, Any]) -> None:
         run_id = row["run_id"]
+        waiting = True  # unless the run's end says no run waits on its thread
         try:
-            await execute_run(self.state, row, assistant)
+            waiting = await execute_run(self.state, row, assistant)
         except asyncio.CancelledError:
             await self._requeue(run_id)
         except Exception:  # noqa: BLE001 - record the failure; the worker goes on
@@ -134,8 +192,10 @@ class Worker:
                 (now_iso(), run_id),
             )
         finally:
+            full = len(self.tasks) + self.reserved >= self.state.settings.jobs
             self.tasks.pop(run_id, None)
-            self.wake()
+            if waiting or full or self.backlog:  # a run queued on its thread, or for want of a slot
+                self.wake()
 
     async def _requeue(self, run_id: str) -> None:
         with contextlib.suppress(Exception):

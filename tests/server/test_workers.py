@@ -133,3 +133,44 @@ def test_a_waited_run_shares_only_its_outcome(pair: tuple[Server, Server, pathli
 
 def _text_of(values: dict) -> str:
     return str(values["messages"][-1]["content"])
+
+
+def _seconds(stamp: object) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(str(stamp)).timestamp()
+
+
+def test_a_queued_run_starts_as_the_one_before_ends(pair: tuple[Server, Server, pathlib.Path]) -> None:
+    one, two, _ = pair
+    a, b = get_sync_client(url=one.url), get_sync_client(url=two.url)
+    tid = a.threads.create()["thread_id"]
+    first = a.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
+    # created on the other worker while the thread is busy: it waits, without polling, for the first's end
+    second = b.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "next"}]})
+    assert b.runs.get(tid, second["run_id"])["status"] == "pending"
+    assert _text_of(b.runs.join(tid, second["run_id"])) == "you said: next"
+    ended = [a.runs.get(tid, r["run_id"]) for r in (first, second)]
+    assert [r["status"] for r in ended] == ["success", "success"]
+    assert _seconds(ended[1]["updated_at"]) - _seconds(ended[0]["updated_at"]) < 0.6  # the poll is 1 s
+
+
+def test_runs_beyond_the_jobs_limit_wait_their_turn(pg_dsn: str, tmp_path: pathlib.Path) -> None:
+    server = start(pg_dsn, tmp_path, "--jobs", "1", env={"PLAIT_TEST_LOG": str(tmp_path / "nodes.log")})
+    try:
+        client = get_sync_client(url=server.url)
+        tids = [client.threads.create()["thread_id"] for _ in range(3)]
+        runs = [
+            client.runs.create(t, "agent", input={"messages": [{"role": "user", "content": "sleep:0.4"}]})
+            for t in tids
+        ]
+        statuses = [client.runs.get(t, r["run_id"])["status"] for t, r in zip(tids, runs, strict=True)]
+        assert statuses == ["running", "pending", "pending"]  # one slot: the others are queued, in order
+        for t, r in zip(tids, runs, strict=True):
+            client.runs.join(t, r["run_id"])
+        ends = [
+            _seconds(client.runs.get(t, r["run_id"])["updated_at"]) for t, r in zip(tids, runs, strict=True)
+        ]
+        assert ends == sorted(ends) and ends[2] - ends[0] >= 0.7  # one after the other
+    finally:
+        stop(server)
