@@ -163,7 +163,7 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
                 continue
             if type(effect) is not RunTasks:
                 try:
-                    answer = await _perform(loop, effect, store, context, deep)
+                    answer = await _perform(loop, effect)
                 except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                     error = exc
                 continue
@@ -237,13 +237,12 @@ async def _execute_live(
     step.result()
 
 
-async def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: bool) -> Any:  # noqa: PLR0913
+async def _perform(loop: Loop, effect: Effect) -> Any:
+    """Run a routing or saving effect (a step's tasks are run by the driver itself)."""
     kind = type(effect)
-    if kind is RunTasks:
-        await _execute(loop, effect.tasks, store, context, deep)  # type: ignore[union-attr]
-    elif kind is CallRouters:
+    if kind is CallRouters:
         return await acall_routers(effect)  # type: ignore[arg-type]
-    elif kind is Save:
+    if kind is Save:
         thread = loop.thread
         # kind is Save (type() held in a local does not narrow)
         await asave(

@@ -34,7 +34,10 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)  # not frozen: made every step, and frozen init costs twice as much
+# The effects are not frozen: they are made every step, and a frozen __init__ costs twice as much.
+
+
+@dataclass(slots=True)
 class Save:
     """Execute these saver calls, in order.
 
@@ -46,21 +49,21 @@ class Save:
     last: bool = False
 
 
-@dataclass(slots=True)  # not frozen: made every step, and frozen init costs twice as much
+@dataclass(slots=True)
 class Emit:
     """Hand these ``(mode, payload)`` stream events to the caller."""
 
     events: tuple[tuple[str, Any], ...]
 
 
-@dataclass(slots=True)  # not frozen: made every step, and frozen init costs twice as much
+@dataclass(slots=True)
 class RunTasks:
     """Run the tasks of a superstep; each records its result, error or interrupts on itself."""
 
     tasks: tuple[Task, ...]
 
 
-@dataclass(slots=True)  # not frozen: made every step, and frozen init costs twice as much
+@dataclass(slots=True)
 class CallRouters:
     """Call the routing functions of conditional edges; send back their answers in order.
 

@@ -216,7 +216,7 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
                 continue
             try:
                 if type(effect) is not RunTasks:
-                    answer = _perform(loop, effect, store, context, deep)
+                    answer = _perform(loop, effect)
                 else:
                     started, running = time.monotonic(), effect.tasks
                     if loop.sink.live:
@@ -303,13 +303,12 @@ def _execute_live(
         raise failed[0]
 
 
-def _perform(loop: Loop, effect: Effect, store: Any, context: Any, deep: bool) -> Any:  # noqa: PLR0913
+def _perform(loop: Loop, effect: Effect) -> Any:
+    """Run a routing or saving effect (a step's tasks are run by the driver itself)."""
     kind = type(effect)
-    if kind is RunTasks:
-        _execute(loop, effect.tasks, store, context, deep)  # type: ignore[union-attr]
-    elif kind is CallRouters:
+    if kind is CallRouters:
         return call_routers(effect)  # type: ignore[arg-type]
-    elif kind is Save:
+    if kind is Save:
         thread = loop.thread
         # kind is Save (type() held in a local does not narrow)
         save(
