@@ -33,7 +33,7 @@ const esc = (v) => String(v).replace(/[&<>"]/g, (c) => ({'&': '&amp;', '<': '&lt
 const brief = (v) => Array.isArray(v) && v.every((m) => m && typeof m === 'object' && 'type' in m && 'content' in m)
   ? v.map((m) => m.type + ': ' + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))) : v;
 const short = (v, n = 90) => { const s = JSON.stringify(brief(v)); return s.length > n ? s.slice(0, n) + '…' : s; };
-let current = null, picked = [], rows = [];
+let current = null, picked = [], rows = [], showing = 0;
 const say = (t) => { $('#msg').textContent = t; };
 
 async function search() {
@@ -72,7 +72,9 @@ async function open(id) {
 
 async function show(cid) {
   document.querySelectorAll('#timeline tbody tr').forEach((tr) => tr.classList.toggle('on', tr.dataset.checkpoint === cid));
+  const me = ++showing;
   const st = await api('/ui/api/threads/' + enc(current.thread_id) + '/state/' + enc(cid));
+  if (me !== showing) return;  // a later click won while this state loaded
   const row = rows.find((c) => c.checkpoint_id === cid);
   $('#checkpoint').textContent = cid;
   $('#state').textContent = JSON.stringify(st.values, null, 2);

@@ -44,7 +44,7 @@ const esc = (v) => String(v).replace(/[&<>"]/g, (c) => ({'&': '&amp;', '<': '&lt
 const brief = (v) => Array.isArray(v) && v.every((m) => m && typeof m === 'object' && 'type' in m && 'content' in m)
   ? v.map((m) => m.type + ': ' + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))) : v;
 const short = (v, n = 90) => { const s = JSON.stringify(brief(v)); return s.length > n ? s.slice(0, n) + '…' : s; };
-let current = null, picked = [], states = {};
+let current = null, picked = [], states = {}, showing = 0;
 const say = (t) => { $('#msg').textContent = t; };
 
 async function search() {
@@ -82,7 +82,7 @@ async function open(id) {
     if (e.target.classList.contains('pick')) return pick(e.target);
     show(tr.dataset.checkpoint, rows.find((c) => c.checkpoint_id === tr.dataset.checkpoint));
   });
-  if (rows.length) show(rows[0].checkpoint_id, rows[0]);
+  if (rows.length) await show(rows[0].checkpoint_id, rows[0]);
 }
 
 async function stateAt(cid) {
@@ -92,12 +92,14 @@ async function stateAt(cid) {
 
 async function show(cid, row) {
   document.querySelectorAll('#timeline tbody tr').forEach((tr) => tr.classList.toggle('on', tr.dataset.checkpoint === cid));
+  $('#checkpoint').textContent = cid;  // fork and resume act on the clicked row at once
+  $('#edit').value = '{}';
+  const me = ++showing;
   const st = await stateAt(cid);
-  $('#checkpoint').textContent = cid;
+  if (me !== showing) return;  // a later click won while this state loaded
   $('#state').textContent = JSON.stringify(st.values, null, 2);
   $('#bytes tbody').innerHTML = Object.entries(row.bytes).sort((a, b) => b[1] - a[1])
     .map(([k, n]) => `<tr><td>${esc(k)}</td><td>${n}</td></tr>`).join('');
-  $('#edit').value = '{}';
   $('#next').textContent = st.next.length ? 'next: ' + st.next.join(', ') : 'finished';
 }
 
@@ -136,8 +138,8 @@ async function fork() {
   const asNode = $('#as-node').value.trim();
   const out = await api('/threads/' + current.thread_id + '/state', {method: 'POST',
     body: JSON.stringify({values, checkpoint_id: cid, ...(asNode ? {as_node: asNode} : {})})});
-  say('forked: new head ' + out.checkpoint_id);
   await open(current.thread_id);
+  say('forked: new head ' + out.checkpoint_id);
 }
 
 async function resume() {
@@ -146,8 +148,8 @@ async function resume() {
   const body = {assistant_id: current.metadata.assistant_id || current.metadata.graph_id || $('#graphs').value, checkpoint_id: cid};
   if (raw) body.command = {resume: JSON.parse(raw)}; else body.input = null;
   const out = await api('/threads/' + current.thread_id + '/runs/wait', {method: 'POST', body: JSON.stringify(body)});
-  say('resumed: ' + short(out, 80));
   await open(current.thread_id);
+  say('resumed: ' + short(out, 80));
 }
 
 $('#token').value = localStorage.getItem('plait-token') || '';
