@@ -25,7 +25,10 @@ try:
 except ImportError:  # pragma: no cover - without the 'postgres' extra only SQLite is served
     _pg_saver = None
 
-__all__ = ["ServerState", "bookkeeping_file", "default_db", "open_state"]
+__all__ = ["SAVER_POOL", "ServerState", "bookkeeping_file", "default_db", "open_state"]
+
+SAVER_POOL = 4
+"""Most PostgreSQL connections of a worker's checkpoint saver (fewer when it runs fewer jobs at once)."""
 
 
 @dataclass
@@ -88,7 +91,11 @@ async def open_state(settings: Settings) -> ServerState:
     if settings.is_postgres:
         if _pg_saver is None:
             raise ImportError("a PostgreSQL --db needs the 'postgres' extra: pip install 'plait[postgres]'")
-        manager: Any = _pg_saver.from_conn_string(settings.db, lease_ttl=settings.lease_ttl)
+        # runs executing at once share the pool: one connection for all of them queued their saves
+        # (1 worker, 16 clients: 66 -> 75 runs/s with 4)
+        manager: Any = _pg_saver.from_conn_string(
+            settings.db, lease_ttl=settings.lease_ttl, pool_size=min(settings.jobs, SAVER_POOL)
+        )
     else:
         manager = SqliteSaver.from_conn_string(settings.db, lease_ttl=settings.lease_ttl)
     saver = await asyncio.to_thread(stack.enter_context, manager)
