@@ -23,16 +23,16 @@ by ``--write-counts`` from a collection on the real langgraph).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from _sdist import SdistError, pip_target, python_tag, sdist_tests
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -60,53 +60,22 @@ def _die(msg: str) -> None:
 
 def fetch_tests(python: str, version: str) -> Path:
     """Download and extract the sdist's tests/ once; return the tests folder."""
-    dest = CACHE / "upstream" / f"langgraph_prebuilt-{version}"
-    if (dest / "tests" / "conftest.py").is_file():
-        return dest / "tests"
-    dl = CACHE / "dl"
-    dl.mkdir(parents=True, exist_ok=True)
-    sdist = dl / f"langgraph_prebuilt-{version}.tar.gz"
-    if not sdist.is_file():
-        cmd = [python, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps"]
-        cmd += [f"langgraph-prebuilt=={version}", "-d", str(dl)]
-        if subprocess.run(cmd).returncode != 0 or not sdist.is_file():
-            _die(f"pip could not download langgraph-prebuilt=={version}")
-    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-    if version in SHA256 and digest != SHA256[version]:
-        _die(f"sha256 mismatch for {sdist.name}: {digest}")
-    prefix = f"langgraph_prebuilt-{version}/tests/"
-    with tarfile.open(sdist) as tar:
-        members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.isfile()]
-        with tempfile.TemporaryDirectory(dir=dl) as tmp:
-            tar.extractall(tmp, members=members, filter="data")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(dest, ignore_errors=True)
-            shutil.move(os.path.join(tmp, f"langgraph_prebuilt-{version}"), dest)
-    return dest / "tests"
+    try:
+        return sdist_tests(python, "langgraph_prebuilt", version, SHA256.get(version), CACHE)
+    except SdistError as exc:
+        _die(str(exc))
+        raise
 
 
 def tools_dir(python: str) -> Path:
     """The pinned pytest tools: lgtests' folder when present, else our own copy."""
-    tag = (
-        "py"
-        + subprocess.run(
-            [python, "-c", "import sys; print(f'{sys.version_info[0]}{sys.version_info[1]}')"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
+    tag = python_tag(python)
     shared = LGTESTS_CACHE / "upstream" / "_tools" / tag
     if (shared / "xdist").is_dir() and (shared / "syrupy").is_dir():
         return shared
     own = CACHE / "_tools" / tag
     if not (own / "syrupy").is_dir():
-        req = LGTESTS / "requirements-tools.txt"
-        if not req.is_file():
-            _die(f"no pinned tool list at {req}")
-        cmd = [python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(own), "-r", str(req)]
-        if subprocess.run(cmd).returncode != 0:
-            _die("could not install the pytest tools")
+        pip_target(python, own, LGTESTS / "requirements-tools.txt", (), _die)
     return own
 
 

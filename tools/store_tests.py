@@ -38,13 +38,11 @@ per-file counts in ``tools/store_shim/counts.txt`` (``--collect-only
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -52,6 +50,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple, NoReturn
 
+from _sdist import SdistError, pip_target, python_tag, sdist_tests
 from prebuilt_tests import make_env, parse_junit
 
 HERE = Path(__file__).resolve().parent
@@ -111,47 +110,17 @@ def _die(msg: str) -> NoReturn:
 
 def fetch_tests(python: str, suite: Suite) -> Path:
     """Download and extract the sdist's tests/ once; return the tests folder."""
-    dest = CACHE / "upstream" / f"{suite.dist}-{suite.version}"
-    if all((dest / "tests" / f).is_file() for f in suite.files):
-        return dest / "tests"
-    dl = CACHE / "dl"
-    dl.mkdir(parents=True, exist_ok=True)
-    sdist = dl / f"{suite.dist}-{suite.version}.tar.gz"
-    if not sdist.is_file():
-        req = f"{suite.dist.replace('_', '-')}=={suite.version}"
-        cmd = [python, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps", req, "-d", str(dl)]
-        if subprocess.run(cmd).returncode != 0 or not sdist.is_file():
-            _die(f"pip could not download {req}")
-    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-    if digest != suite.sha256:
-        _die(f"sha256 mismatch for {sdist.name}: {digest}")
-    prefix = f"{suite.dist}-{suite.version}/tests/"
-    with tarfile.open(sdist) as tar:
-        members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.isfile()]
-        with tempfile.TemporaryDirectory(dir=dl) as tmp:
-            tar.extractall(tmp, members=members, filter="data")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(dest, ignore_errors=True)
-            shutil.move(os.path.join(tmp, f"{suite.dist}-{suite.version}"), dest)
-    return dest / "tests"
+    try:
+        return sdist_tests(python, suite.dist, suite.version, suite.sha256, CACHE)
+    except SdistError as exc:
+        _die(str(exc))
 
 
 def tools_dir(python: str) -> Path:
     """lgtests' pinned pytest tools plus pytest-asyncio and pytest-retry, in our cache."""
-    tag = subprocess.run(
-        [python, "-c", "import sys; print(f'py{sys.version_info[0]}{sys.version_info[1]}')"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    own = CACHE / "_tools" / tag
+    own = CACHE / "_tools" / python_tag(python)
     if not (own / "pytest_retry").is_dir():
-        req = LGTESTS / "requirements-tools.txt"
-        if not req.is_file():
-            _die(f"no pinned tool list at {req}")
-        cmd = [python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(own), "-r", str(req)]
-        if subprocess.run([*cmd, *EXTRA_TOOLS]).returncode != 0:
-            _die("could not install the pytest tools")
+        pip_target(python, own, LGTESTS / "requirements-tools.txt", tuple(EXTRA_TOOLS), _die)
     return own
 
 
