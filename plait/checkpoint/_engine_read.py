@@ -118,13 +118,13 @@ class SqlReader:
         writes: builtins.list[Any],
         memo: Memo,
         keep_all: bool = False,
+        record: dict[str, Any] | None = None,
     ) -> Ops[CheckpointTuple]:
+        """The tuple of one checkpoint row; ``record``: its blob, already decoded (a page's prefetch)."""
         cid, parent, step, source, created, blob, meta = head
-        stored = {
-            **EMPTY_FIELDS,
-            **self.decode(blob, f"checkpoint {cid} of thread {thread[0]!r}"),
-            "ts": created,
-        }
+        if record is None:
+            record = cast("dict[str, Any]", self.decode(blob, f"checkpoint {cid} of thread {thread[0]!r}"))
+        stored = {**EMPTY_FIELDS, **record, "ts": created}
         loc = locations(stored.pop("loc", {}), cid)
         self._locs.put((*thread, cid), loc)
         entries = yield from self._entries(thread, loc, memo, keep_all=keep_all)
@@ -204,11 +204,12 @@ class SqlReader:
                 return
             after = (page[-1][2], page[-1][0], page[-1][1])
             writes = yield from self._page_writes(page)
-            yield from self._prefetch(page, memo)
+            records = yield from self._prefetch(page, memo)
             for row in page:
                 try:
                     pending = writes.get((row[0], row[1], row[2]), [])
-                    item = yield from self._tuple((row[0], row[1]), row[2:], pending, memo, True)
+                    record = records.get((row[0], row[1], row[2]))
+                    item = yield from self._tuple((row[0], row[1]), row[2:], pending, memo, True, record)
                 except Incomplete:
                     if (yield Fetch(self.sql.SELECT_HEAD, [row[0], row[1], row[2], row[0], row[1]])):
                         raise
@@ -222,18 +223,23 @@ class SqlReader:
             if len(page) < _PAGE:
                 return
 
-    def _prefetch(self, page: Sequence[Sequence[Any]], memo: Memo) -> Ops[None]:
-        """The values of a whole page in one chain query per namespace, instead of one per checkpoint.
+    def _prefetch(
+        self, page: Sequence[Sequence[Any]], memo: Memo
+    ) -> Ops[dict[tuple[str, str, str], dict[str, Any]]]:
+        """The values of a whole page in one chain query per namespace, instead of one per checkpoint;
+        answers the page's checkpoint records, decoded, by ``(thread_id, checkpoint_ns, checkpoint_id)``.
 
         Best effort: a row that cannot be read here is read again, and reported, by ``_tuple``.
         """
         wanted: dict[Thread, dict[tuple[str, str], None]] = {}
+        records: dict[tuple[str, str, str], dict[str, Any]] = {}
         for row in page:
             thread: Thread = (row[0], row[1])
             try:
                 stored = self.decode(row[7], f"checkpoint {row[2]} of thread {row[0]!r}")
             except SerializationError:
                 continue
+            records[(row[0], row[1], row[2])] = stored
             for channel, rid in locations(stored.get("loc", {}), row[2]).items():
                 if (
                     rid not in memo.get((*thread, channel), {})
@@ -255,6 +261,7 @@ class SqlReader:
                         )
                     except (KeyError, SerializationError):
                         continue
+        return records
 
     def _page_writes(
         self, page: Sequence[Sequence[Any]]

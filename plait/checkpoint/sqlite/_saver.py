@@ -52,6 +52,7 @@ def migrate_body() -> Generator[Step, Any, None]:
     for target in range(version + 1, _sql.SCHEMA_VERSION + 1):
         for statement in _sql.MIGRATIONS[target]:
             yield Step(statement, [])
+    yield Step(_sql.WRITES_VIEW, [])
     yield Step(_sql.SET_META, ["schema_version", str(_sql.SCHEMA_VERSION)])
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "SCHEMA_NAMES",
     "SELECT_HEAD",
     "SET_META",
+    "WRITES_VIEW",
     "chain_query",
     "legacy_steps",
     "put_ops",
@@ -97,7 +98,7 @@ MIGRATIONS: dict[int, list[str]] = {
 MIGRATIONS[3] = []  # version 3: plait's own tables carry plait_ names (see LEGACY_TABLES)
 
 LEGACY_TABLES = ("checkpoint_blobs", "checkpoint_leases")
-"""plait's own tables of schemas 1-2 (and a view ``writes``). ``checkpoints`` and ``checkpoint_writes``
+"""plait's own tables of schemas 1-2. ``checkpoints`` and ``checkpoint_writes``
 keep the names seed 002 documents and queries (its SQL reads and prunes them directly)."""
 
 
@@ -108,6 +109,11 @@ def legacy_steps(present: set[str]) -> list[Step]:
 
 
 SCHEMA_NAMES = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+
+WRITES_VIEW = """CREATE VIEW IF NOT EXISTS writes AS SELECT thread_id, checkpoint_ns, checkpoint_id, task_id,
+    task_path, idx, channel, 'msgpack' AS type, value FROM checkpoint_writes"""
+"""LangGraph's SQLite saver names its pending-writes table ``writes``: SQL written for its layout (reports,
+size probes) reads plait's through this view. Not a schema change: set up whatever the version."""
 
 META_TABLE = "CREATE TABLE IF NOT EXISTS plait_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 GET_META = "SELECT value FROM plait_meta WHERE key = ?"
@@ -159,19 +165,22 @@ def writes_query(thread: tuple[str, str], ids: Sequence[str]) -> tuple[str, list
 
 def chain_query(thread: tuple[str, str], targets: Sequence[tuple[str, str]]) -> tuple[str, list[Any]]:
     """Blob rows of ``targets`` (``(channel, row id)`` pairs) and of every row their deltas build on."""
-    seeds = " OR ".join("(channel = ? AND checkpoint_id = ?)" for _ in targets)
-    sql = f"""WITH RECURSIVE chain(channel, checkpoint_id, prev_id, kind, value) AS (
-        SELECT channel, checkpoint_id, prev_id, kind, value FROM plait_checkpoint_blobs
-        WHERE thread_id = ? AND checkpoint_ns = ? AND ({seeds})
+    # the targets as a VALUES table joined on the primary key: one lookup each (an OR of pairs made
+    # SQLite scan every row of the thread, once per query: 7 ms for a page of history at 1000 turns)
+    values = ", ".join("(?, ?)" for _ in targets)
+    sql = f"""WITH RECURSIVE wanted(channel, checkpoint_id) AS (VALUES {values}),
+    chain(channel, checkpoint_id, prev_id, kind, value) AS (
+        SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value FROM wanted
+        JOIN plait_checkpoint_blobs b ON b.thread_id = ? AND b.checkpoint_ns = ?
+          AND b.channel = wanted.channel AND b.checkpoint_id = wanted.checkpoint_id
         UNION
         SELECT b.channel, b.checkpoint_id, b.prev_id, b.kind, b.value
-        FROM plait_checkpoint_blobs b JOIN chain ON b.channel = chain.channel AND b.checkpoint_id = chain.prev_id
-        WHERE b.thread_id = ? AND b.checkpoint_ns = ? AND chain.kind = 'delta'
+        FROM chain JOIN plait_checkpoint_blobs b ON b.thread_id = ? AND b.checkpoint_ns = ?
+          AND b.channel = chain.channel AND b.checkpoint_id = chain.prev_id
+        WHERE chain.kind = 'delta'
     ) SELECT channel, checkpoint_id, prev_id, kind, value FROM chain"""
-    params: list[Any] = [*thread]
-    for pair in targets:
-        params.extend(pair)
-    return sql, [*params, *thread]
+    params: list[Any] = [value for pair in targets for value in pair]
+    return sql, [*params, *thread, *thread]
 
 
 PRUNE_ROWS = """SELECT checkpoint_ns, checkpoint_id, created_at, checkpoint FROM checkpoints

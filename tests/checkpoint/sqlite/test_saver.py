@@ -66,7 +66,18 @@ def test_tables_and_columns(db: Any) -> None:
     assert {"thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "value"} <= wcols
     assert conn.execute("SELECT value FROM plait_meta WHERE key='schema_version'").fetchone() == ("3",)
     assert conn.execute("SELECT COUNT(DISTINCT thread_id) FROM checkpoints").fetchone() == (1,)
-    assert "writes" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}, "LangGraph's name"
+    # LangGraph's name for the pending writes, as a read-only view: SQL written for its layout still runs
+    assert conn.execute("SELECT type FROM sqlite_master WHERE name = 'writes'").fetchone() == ("view",)
+    seen = conn.execute(
+        "SELECT count(*), sum(length(value)) FROM writes WHERE thread_id = ? AND checkpoint_ns = ''",
+        ("user_1",),
+    ).fetchone()
+    stored = conn.execute(
+        "SELECT count(*), sum(length(value)) FROM checkpoint_writes WHERE thread_id = ?", ("user_1",)
+    ).fetchone()
+    assert seen == stored and seen[0] > 0
+    with pytest.raises(sqlite3.OperationalError, match="view"):
+        conn.execute("DELETE FROM writes")
 
 
 def test_wal_mode_and_idempotent_setup(db: Any) -> None:
@@ -321,6 +332,7 @@ def test_a_file_of_an_earlier_plait_is_migrated_to_the_plait_names(tmp_path) -> 
     # make it what plait wrote at schema 2: LangGraph's table names and a `writes` view
     for table in ("checkpoint_blobs", "checkpoint_leases"):
         conn.execute(f"ALTER TABLE plait_{table} RENAME TO {table}")
+    conn.execute("DROP VIEW writes")
     conn.execute("CREATE VIEW writes AS SELECT * FROM checkpoint_writes")
     conn.execute("UPDATE plait_meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
@@ -329,7 +341,19 @@ def test_a_file_of_an_earlier_plait_is_migrated_to_the_plait_names(tmp_path) -> 
     assert len(got.checkpoint["channel_values"]["messages"]) == 6
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     assert {"checkpoints", "plait_checkpoint_blobs", "checkpoint_writes", "plait_checkpoint_leases"} <= names
-    assert not names & {"checkpoint_blobs", "checkpoint_leases", "writes"}
+    assert not names & {"checkpoint_blobs", "checkpoint_leases"}
+    # the old view is replaced by today's (LangGraph's column set)
+    assert [r[1] for r in conn.execute("PRAGMA table_info(writes)")] == [
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "task_id",
+        "task_path",
+        "idx",
+        "channel",
+        "type",
+        "value",
+    ]
     run_turns(graph(saver), "t", 1)
     assert (
         len(saver.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["channel_values"]["messages"])
