@@ -5,7 +5,7 @@ import datetime as dt
 import enum
 import zlib
 from decimal import Decimal
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pydantic
 import pytest
@@ -301,3 +301,22 @@ def test_a_message_record_with_a_non_str_key_is_refused() -> None:
     fields = ormsgpack.packb([0, {"content": "ok", 1: "x"}], option=ormsgpack.OPT_NON_STR_KEYS)
     with pytest.raises(SerializationError):
         Serializer().loads(ormsgpack.packb(ormsgpack.Ext(KNOWN_PYDANTIC, fields)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(min_value=96, max_value=70_000),
+    st.sampled_from([b"ab", b"plait ", bytes(range(256)), b"\x00"]),
+    st.randoms(use_true_random=False),
+)
+def test_deflated_payloads_of_every_window_size_inflate_back(size: int, alphabet: bytes, rnd: Any) -> None:
+    """The compressor sizes its window to the payload; the reader's 32 KiB window inflates every size."""
+    from plait.checkpoint._deflate import DEFLATED, deflate, inflate
+
+    data = bytes(rnd.choice(alphabet) for _ in range(size))
+    packed = deflate(data)
+    if packed.startswith(DEFLATED):
+        assert len(packed) < size
+        assert inflate(packed, size) == data
+    else:
+        assert packed == data  # stored as is when compressing does not pay
