@@ -194,6 +194,10 @@ class SqlReader:
         if not (yield from self._ready(write=False)):
             return
         thread = listed_thread(config) if config is not None else None
+        if thread is not None and thread[1] is None:
+            thread = yield from self._narrow(thread[0])
+            if thread is None:
+                return
         where: dict[str, Any] = {k: v for k, v in (filter or {}).items() if k in ("step", "source")}
         where["before"] = get_checkpoint_id(before)
         memo: Memo = {}
@@ -222,6 +226,15 @@ class SqlReader:
                     return
             if len(page) < _PAGE:
                 return
+
+    def _narrow(self, thread_id: str) -> Ops[tuple[str, str | None] | None]:
+        """What listing every namespace of a thread reads: its only namespace when it has one (a page is
+        then a range of the primary key; ordering across namespaces sorts all the thread's rows per
+        page), ``None`` when it has no checkpoint."""
+        spaces = yield Fetch(self.sql.NAMESPACES, [thread_id])
+        if not spaces:
+            return None
+        return (thread_id, str(spaces[0][0]) if len(spaces) == 1 else None)
 
     def _prefetch(
         self, page: Sequence[Sequence[Any]], memo: Memo
