@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar, cast
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
@@ -169,5 +169,9 @@ class MessageStreamHandler(BaseCallbackHandler):
         for message in messages:
             if message.type == "remove":
                 continue
-            if message.id is None or self._mark(message.id):
+            if message.id is None:  # as LangGraph: the id streamed is the one the state keeps
+                message.id = str(uuid4())
+                self._mark(message.id)
+                self.emit((message, meta))
+            elif self._mark(message.id):
                 self.emit((message, meta))

@@ -60,6 +60,30 @@ def test_messages_a_node_returns_without_a_model_are_emitted_whole(driver: Any) 
     assert [(m.content, m.id, meta["langgraph_node"]) for m, meta in events] == [("plain", "p1", "echo")]
 
 
+def test_a_returned_message_without_an_id_streams_with_the_id_the_state_keeps() -> None:
+    from plait.checkpoint.memory import InMemorySaver
+
+    graph = (
+        StateGraph(MessagesState)
+        .add_node("left", lambda s: {"messages": [AIMessage("from left")]})
+        .add_node("right", lambda s: {"messages": [AIMessage("from right")]})
+        .add_edge(START, "left")
+        .add_edge(START, "right")
+        .add_edge("left", END)
+        .add_edge("right", END)
+        .compile(checkpointer=InMemorySaver())
+    )
+    config = {"configurable": {"thread_id": "ids"}}
+    # the ids as each event arrives (the reducer later sets ids on the same objects in place)
+    streamed = {
+        m.content: m.id
+        for m, _ in graph.stream({"messages": [HumanMessage("hi", id="h")]}, config, stream_mode="messages")
+    }
+    assert set(streamed) == {"from left", "from right"} and None not in streamed.values()
+    kept = {m.content: m.id for m in graph.get_state(config).values["messages"]}
+    assert all(kept[text] == mid for text, mid in streamed.items())
+
+
 def test_user_callbacks_reach_models_inside_nodes(driver: Any) -> None:
     from langchain_core.callbacks import BaseCallbackHandler
 
