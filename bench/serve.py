@@ -55,10 +55,11 @@ def _port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _project(root: Path, pkg: str) -> Path:
+def _project(root: Path, pkg: str, graph: str = GRAPH) -> Path:
+    """A project folder for ``pkg`` (``plait`` or ``langgraph``): ``graph`` (formatted with ``pkg``) and its config."""
     folder = root / pkg
     folder.mkdir()
-    (folder / "agent.py").write_text(GRAPH.format(pkg=pkg))
+    (folder / "agent.py").write_text(graph.format(pkg=pkg))
     name = "plait.json" if pkg == "plait" else "langgraph.json"
     (folder / name).write_text(json.dumps({"graphs": {"agent": "./agent.py:graph"}, "dependencies": ["."]}))
     return folder / name

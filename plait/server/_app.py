@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from plait.server import _assistants, _runs, _store, _thread_state, _threads, _ui
+from plait.server import _assistants, _runs, _store, _thread_state, _thread_stream, _threads, _ui
 from plait.server._config import Settings
 from plait.server._http import http_error, json_response, server_error
 from plait.server._state import open_state
@@ -122,6 +122,7 @@ def create_app(settings: Settings) -> Starlette:
         *_assistants.routes,
         *_threads.routes,
         *_thread_state.routes,
+        *_thread_stream.routes,
         *_runs.routes,
         *_store.routes,
         *_ui.routes,

@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt
+from plait.server._schemas import graph_schemas
 from plait.server._state import ServerState
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso
 
@@ -114,11 +115,26 @@ async def _found(request: Request) -> dict[str, Any]:
     return doc
 
 
+def _config_context(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The body's config and context kept in step like LangGraph's: each mirrors the other.
+
+    ``config.configurable`` and ``context`` together are a 400; either one alone sets both.
+    """
+    config = dict(as_dict(opt(data, "config", dict)))
+    context: dict[str, Any] | None = opt(data, "context", dict)
+    if config.get("configurable") and context:
+        raise ApiError(400, "Cannot specify both configurable and context. Prefer setting context alone.")
+    if config.get("configurable"):
+        context = as_dict(config["configurable"])
+    elif context:
+        config["configurable"] = context
+    return config, context
+
+
 def _checked_config(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    config = as_dict(opt(data, "config", dict))
-    context = as_dict(opt(data, "context", dict))
+    config, context = _config_context(data)
     metadata = as_dict(opt(data, "metadata", dict))
-    return config, context, metadata
+    return config, context or {}, metadata
 
 
 async def create(request: Request) -> Response:
@@ -159,9 +175,12 @@ async def patch(request: Request) -> Response:
     graph_id = opt(data, "graph_id", str)
     if graph_id is not None and graph_id not in state.graphs:
         raise ApiError(404, f"graph_id must name a configured graph {sorted(state.graphs)}, got {graph_id!r}")
+    config, context = _config_context(data)
+    if config:
+        doc["config"] = config
+    if context is not None:
+        doc["context"] = context
     for key, kind in (
-        ("config", dict),
-        ("context", dict),
         ("name", str),
         ("description", str),
         ("graph_id", str),
@@ -232,14 +251,30 @@ async def count(request: Request) -> Response:
     return json_response(len(await _matching(request, await body(request))))
 
 
+def _xray(raw: str | None) -> bool | int:
+    """The ``xray`` query parameter: true/false or a depth >= 1 (422 otherwise)."""
+    if not raw or raw in ("false", "False"):
+        return False
+    if raw in ("true", "True"):
+        return True
+    try:
+        depth = int(raw)
+    except ValueError:
+        depth = 0
+    if depth <= 0:
+        raise ApiError(422, "Invalid xray value")
+    return depth
+
+
 async def graph(request: Request) -> Response:
     """``GET /assistants/{assistant_id}/graph``: nodes and edges."""
     doc = await _found(request)
     compiled: Any = _state(request).graphs[doc["graph_id"]]  # a CompiledStateGraph
-    drawable = compiled.get_graph()
-    nodes = [{"id": n, "type": "runnable", "data": {"name": n}} for n in drawable.nodes]
-    if nodes and nodes[-1]["id"] == "__end__":
-        nodes[-1] = {"id": "__end__"}
+    drawable = compiled.get_graph(xray=_xray(request.query_params.get("xray")))
+    nodes = [
+        {"id": n} if n == "__end__" else {"id": n, "type": "runnable", "data": {"name": n}}
+        for n in drawable.nodes
+    ]
     edges = [
         {"source": e.source, "target": e.target, **({"conditional": True} if e.conditional else {})}
         for e in drawable.edges
@@ -247,47 +282,24 @@ async def graph(request: Request) -> Response:
     return json_response({"nodes": nodes, "edges": edges})
 
 
-def _schema(graph: Any, method: str) -> Any:
-    try:
-        return getattr(graph, method)()
-    except Exception:  # noqa: BLE001 - a schema pydantic cannot describe: report none
-        return None
-
-
 async def schemas(request: Request) -> Response:
-    """``GET /assistants/{assistant_id}/schemas``: input, output, state and context JSON schemas."""
+    """``GET /assistants/{assistant_id}/schemas``: input, output, state, config and context JSON schemas."""
     doc = await _found(request)
     compiled = _state(request).graphs[doc["graph_id"]]
-    builder = getattr(compiled, "builder", None)
-    context_schema = getattr(builder, "context_schema", None)
-    out = {
-        "graph_id": doc["graph_id"],
-        "input_schema": _schema(compiled, "get_input_jsonschema"),
-        "output_schema": _schema(compiled, "get_output_jsonschema"),
-        "state_schema": _schema(compiled, "get_input_jsonschema"),
-        "config_schema": None,
-        "context_schema": _pydantic_schema(context_schema),
-    }
-    return json_response(out)
-
-
-def _pydantic_schema(schema: Any) -> Any:
-    if schema is None:
-        return None
-    try:
-        from pydantic import TypeAdapter
-    except ImportError:  # pragma: no cover - pydantic is optional
-        return None
-    try:
-        return TypeAdapter(schema).json_schema()
-    except Exception:  # noqa: BLE001 - not describable
-        return None
+    return json_response({"graph_id": doc["graph_id"], **graph_schemas(compiled, doc["graph_id"])})
 
 
 async def subgraphs(request: Request) -> Response:
-    """``GET /assistants/{assistant_id}/subgraphs``: plait does not list subgraphs yet (empty)."""
-    await _found(request)
-    return json_response({})
+    """``GET /assistants/{assistant_id}/subgraphs[/{namespace}]?recurse=``: each subgraph's schemas by path."""
+    doc = await _found(request)
+    compiled: Any = _state(request).graphs[doc["graph_id"]]
+    recurse = request.query_params.get("recurse", "False") in ("true", "True")
+    namespace = request.path_params.get("namespace")
+    found = {
+        ns: graph_schemas(sub, None)
+        async for ns, sub in compiled.aget_subgraphs(namespace=namespace, recurse=recurse)
+    }
+    return json_response(found)
 
 
 async def versions(request: Request) -> Response:
@@ -298,7 +310,7 @@ async def versions(request: Request) -> Response:
         "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? ORDER BY version DESC",
         (doc["assistant_id"],),
     )
-    found = [loads(r["doc"]) for r in rows]
+    found = [{k: v for k, v in loads(r["doc"]).items() if k != "updated_at"} for r in rows]
     limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
     return json_response(found[offset : offset + limit])
 

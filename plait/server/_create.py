@@ -25,8 +25,6 @@ def _stream_modes(raw: Any) -> list[str]:
     if not isinstance(modes, list) or not modes:
         raise ApiError(422, f"stream_mode must be a mode or a list of modes, got {raw!r}")
     for mode in as_list(modes):
-        if mode == "events":
-            raise ApiError(422, "stream_mode 'events' is not supported by plait serve (NotImplemented)")
         if mode not in STREAM_MODES:
             raise ApiError(422, f"unknown stream_mode {mode!r}; choose from {sorted(STREAM_MODES)}")
     return cast("list[str]", modes)
@@ -46,7 +44,7 @@ def _kwargs(data: dict[str, Any], temporary: bool) -> dict[str, Any]:
             raise ApiError(422, f"{key} must be '*' or a list of node names, got {value!r}")
     if data.get("input") is not None and not isinstance(data["input"], (dict, list)):
         raise ApiError(422, f"input must be a JSON object, got {data['input']!r}")
-    return {
+    kwargs: dict[str, Any] = {
         "input": data.get("input"),
         "command": command,
         "config": as_dict(opt(data, "config", dict)),
@@ -54,12 +52,29 @@ def _kwargs(data: dict[str, Any], temporary: bool) -> dict[str, Any]:
         "stream_mode": _stream_modes(data.get("stream_mode")),
         "interrupt_before": data.get("interrupt_before"),
         "interrupt_after": data.get("interrupt_after"),
-        "checkpoint_id": opt(data, "checkpoint_id", str) or checkpoint.get("checkpoint_id"),
         "temporary": temporary,
         "subgraphs": bool(data.get("stream_subgraphs")),
         "resumable": bool(data.get("stream_resumable")),
-        "durability": opt(data, "durability", str),
+        "durability": _durability(data),
+        # as LangGraph's server lists them (plait takes no webhook; feedback keys are LangSmith's)
+        "checkpoint_during": data.get("checkpoint_during", True),
+        "feedback_keys": data.get("feedback_keys"),
+        "webhook": None,
     }
+    checkpoint_id = opt(data, "checkpoint_id", str) or checkpoint.get("checkpoint_id")
+    if checkpoint_id:  # (read by plait's execution; LangGraph's server lists no such key)
+        kwargs["checkpoint_id"] = checkpoint_id
+    return kwargs
+
+
+def _durability(data: dict[str, Any]) -> str:
+    """The run's ``durability``; without one, ``checkpoint_during=False`` means ``"exit"`` (as LangGraph)."""
+    given: str | None = opt(data, "durability", str)
+    if given is None:
+        return "async" if data.get("checkpoint_during") in (None, True) else "exit"
+    if given not in ("sync", "async", "exit"):
+        raise ApiError(422, f"durability must be 'sync', 'async' or 'exit', got {given!r}")
+    return given
 
 
 def run_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -210,7 +225,11 @@ class _Request:
             "run_id": uuid7(),
             "thread_id": self.thread_id or uuid7(),
             "assistant_id": assistant["assistant_id"],
-            "metadata": {**assistant.get("metadata", {}), **metadata},
+            "metadata": {
+                **assistant.get("metadata", {}),
+                **metadata,
+                "assistant_id": assistant["assistant_id"],
+            },
             "status": "pending",
             "kwargs": self.kwargs,
             "multitask_strategy": self.strategy,
@@ -261,8 +280,9 @@ async def _on_thread(
     row = (
         await tx.fetch(
             "SELECT (SELECT doc FROM plait_server_assistants WHERE assistant_id = ?) AS assistant, "
-            f"(SELECT doc FROM plait_server_threads WHERE thread_id = ?{lock}) AS thread",
-            (req.assistant, req.thread_id),
+            f"(SELECT doc FROM plait_server_threads WHERE thread_id = ?{lock}) AS thread, "
+            "(SELECT status FROM plait_server_threads WHERE thread_id = ?) AS status",
+            (req.assistant, req.thread_id, req.thread_id),
         )
     )[0]
     assistant = req.found(row["assistant"])
@@ -279,6 +299,12 @@ async def _on_thread(
         "assistant_id": assistant["assistant_id"],
     }
     doc["metadata"] = {**thread["metadata"], **doc["metadata"]}
+    # as LangGraph: an idle thread takes the assistant's, its own and the run's config (the status
+    # column, not the document's copy: runs' ends update only the column)
+    if row["status"] != "busy":
+        base, own = as_dict(assistant.get("config")), as_dict(thread.get("config"))
+        configurable = {**as_dict(base.get("configurable")), **as_dict(own.get("configurable"))}
+        thread["config"] = {**base, **own, **as_dict(req.kwargs.get("config")), "configurable": configurable}
     thread_doc = dumps({k: v for k, v in thread.items() if k != "values"}).decode()
     return assistant, doc, thread_doc, to_cancel, busy
 
@@ -296,6 +322,22 @@ class _Stored:
     to_cancel: list[tuple[str, str]]
 
 
+def _show_config(doc: dict[str, Any], assistant: dict[str, Any]) -> None:
+    """The run's ``kwargs.config`` as LangGraph's server lists it: the assistant's config, the
+    run's, the ids in ``configurable`` and the run's metadata (execution merges them again)."""
+    kwargs = doc["kwargs"]
+    base, given = as_dict(assistant.get("config")), as_dict(kwargs.get("config"))
+    configurable = {
+        **as_dict(base.get("configurable")),
+        **as_dict(given.get("configurable")),
+        "run_id": doc["run_id"],
+        "thread_id": doc["thread_id"],
+        "graph_id": assistant["graph_id"],
+        "assistant_id": assistant["assistant_id"],
+    }
+    kwargs["config"] = {**base, **given, "configurable": configurable, "metadata": doc["metadata"]}
+
+
 async def _write(
     state: ServerState, req: _Request, assistant: dict[str, Any], reserved: bool, watch: bool
 ) -> _Stored:
@@ -309,6 +351,7 @@ async def _write(
     try:
         if req.temporary and state.db.dialect == "postgres":  # one statement, its own transaction
             doc = req.doc(assistant)
+            _show_config(doc, assistant)
             if watch and not reserved:
                 state.broker.watch(doc["run_id"])
             text, start, claimable = await _store(state, state.db, doc, None, reserved)
@@ -319,6 +362,7 @@ async def _write(
                 doc = req.doc(assistant)
             else:
                 assistant, doc, thread_doc, to_cancel, busy = await _on_thread(state, tx, req)
+            _show_config(doc, assistant)
             check = not req.temporary and req.strategy == "enqueue"
             text, start, claimable = await _store(state, tx, doc, thread_doc, reserved, busy, check)
             if watch and not start:

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 
 from plait.server._db import Database, Tx
-from plait.server._messages import MessagesMode
-from plait.server._snapshot import interrupts_by_task, thread_status
+from plait.server._messages import MessagesMode, debug_payload, task_payload
+from plait.server._snapshot import interrupts_by_task, output_interrupts, thread_status
 from plait.server._state import ServerState
 from plait.server._stream import insert_events
 from plait.server._wire import as_dict, as_list, dumps, loads, now_iso
@@ -30,6 +30,7 @@ STREAM_MODES = {
     "debug": "debug",
     "tasks": "tasks",
     "checkpoints": "checkpoints",
+    "events": "",
 }
 """Stream modes of the API and the plait mode each one needs."""
 
@@ -87,22 +88,29 @@ class _Emitter:
         self.values: Any = None
 
     def plait_modes(self) -> list[str]:
-        return sorted({STREAM_MODES[m] for m in self.wanted} | {"values"})
+        return sorted({STREAM_MODES[m] for m in self.wanted if m != "events"} | {"values"})
 
-    async def emit(self, mode: str, chunk: Any) -> None:
+    async def emit(self, mode: str, chunk: Any, ns: tuple[str, ...] = ()) -> None:
+        """Publish one streamed chunk; a subgraph's (``ns``) as ``mode|ns…`` like LangGraph's server."""
         publish = self.state.broker.publish
+        suffix = "".join(f"|{part}" for part in ns)
         if mode == "values":
-            self.values = chunk
+            if not ns:
+                self.values = chunk
             if "values" not in self.wanted:
                 return
         if mode == "messages":
             if "messages-tuple" in self.wanted:
-                publish(self.run_id, "messages", [chunk[0], chunk[1]])
+                publish(self.run_id, "messages" + suffix, [chunk[0], chunk[1]])
             if self.messages is not None:
                 for event, data in self.messages.events(chunk):
                     publish(self.run_id, event, data)
         else:
-            publish(self.run_id, mode, chunk)
+            if mode == "debug":
+                chunk = debug_payload(chunk)
+            elif mode == "tasks":
+                chunk = task_payload(chunk)
+            publish(self.run_id, mode + suffix, chunk)
 
 
 async def _stream(
@@ -115,14 +123,51 @@ async def _stream(
 ) -> None:
     kwargs = doc["kwargs"]
     value = await _resumed_input(graph, config, doc, attempt)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"durability": kwargs.get("durability") or "async"}
     for key in ("interrupt_before", "interrupt_after"):
         if kwargs.get(key) is not None:
             options[key] = kwargs[key]
-    async for mode, chunk in graph.astream(
-        value, config, stream_mode=emitter.plait_modes(), context=kwargs.get("context") or None, **options
-    ):
+    modes, context = emitter.plait_modes(), kwargs.get("context") or None
+    if "events" in emitter.wanted:
+        options["subgraphs"] = bool(kwargs.get("subgraphs"))
+        await _stream_events(graph, emitter, value, config, context, options)
+        return
+    if kwargs.get("subgraphs"):
+        async for ns, mode, chunk in graph.astream(
+            value, config, stream_mode=modes, context=context, subgraphs=True, **options
+        ):
+            await emitter.emit(mode, chunk, tuple(ns))
+        return
+    async for mode, chunk in graph.astream(value, config, stream_mode=modes, context=context, **options):
         await emitter.emit(mode, chunk)
+
+
+async def _stream_events(
+    graph: Any, emitter: _Emitter, value: Any, config: dict[str, Any], context: Any, options: dict[str, Any]
+) -> None:
+    """``stream_mode="events"``: every ``astream_events`` v2 event, as LangGraph's server does; the
+    graph's own stream chunks (the root run's ``on_chain_stream``) go out as their modes."""
+    subgraphs = bool(options.pop("subgraphs", False))
+    named = {**config, "run_name": config["configurable"]["graph_id"]}
+    root: Any = None
+    async for event in graph.astream_events(
+        value,
+        named,
+        version="v2",
+        stream_mode=emitter.plait_modes(),
+        context=context,
+        subgraphs=subgraphs,
+        **options,
+    ):
+        root = event["run_id"] if root is None else root
+        if event["event"] == "on_chain_stream" and event["run_id"] == root:
+            chunk = event["data"]["chunk"]
+            if subgraphs:
+                await emitter.emit(chunk[1], chunk[2], tuple(chunk[0]))
+            else:
+                await emitter.emit(chunk[0], chunk[1])
+        else:
+            emitter.state.broker.publish(emitter.run_id, "events", event)
 
 
 async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[str, Any]) -> bool:
@@ -176,10 +221,10 @@ async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: O
     temporary = bool(doc["kwargs"].get("temporary"))
     thread: dict[str, Any] = {}
     if not temporary:
+        if cancel == "rollback":  # first: the thread shows the state from before the run
+            await _rollback(state, graph, thread_id, run_id)
         thread = await _thread_after(graph, thread_id, status, error, cancel)
         values = thread.get("values", values)
-        if cancel == "rollback":
-            await _rollback(graph, thread_id, run_id)
     # each value is encoded once, for the thread's row, the run's end and the waiting client
     parts: Any = values
     if isinstance(values, dict):
@@ -187,8 +232,7 @@ async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: O
     values_json = dumps(parts)
     output = values_json
     if thread.get("interrupts") and isinstance(values, dict):
-        pending = [i for items in thread["interrupts"].values() for i in items]
-        output = dumps({**parts, "__interrupt__": pending})
+        output = dumps({**parts, "__interrupt__": output_interrupts(thread["interrupts"])})
     end_data = dumps({"status": status, "values": orjson.Fragment(output), "error": error})
     waiting = await record_finish(state, doc, status, thread, values_json, cancel == "rollback", end_data)
     state.broker.ended(run_id, end_data, None if status == "error" else output)
@@ -201,22 +245,30 @@ async def _thread_after(
 ) -> dict[str, Any]:
     snap = await graph.aget_state({"configurable": {"thread_id": thread_id}})
     thread_state = "error" if status == "error" else thread_status(snap)
-    if cancel is not None:
+    if cancel == "rollback":  # (a cancelled run's thread is "interrupted" while nodes are left, as LangGraph)
         thread_state = "idle"
+    if cancel is not None:  # the thread names the cancel, in LangGraph's words (braces included)
+        error = {
+            "error": "UserRollback" if cancel == "rollback" else "UserInterrupt",
+            "message": f"{cancel} requested via POST /threads/{{thread_id}}/runs/{{run_id}}/cancel",
+        }
     return {
         "status": thread_state,
-        "values": snap.values,
+        "values": snap.values if snap.created_at is not None else None,  # no checkpoint: no values
         "interrupts": interrupts_by_task(snap) if thread_state == "interrupted" else {},
         "error": error,
     }
 
 
-async def _rollback(graph: Any, thread_id: str, run_id: str) -> None:
-    """Put the thread back where it was before ``run_id`` (a new head equal to that checkpoint)."""
+async def _rollback(state: ServerState, graph: Any, thread_id: str, run_id: str) -> None:
+    """Put the thread back where it was before ``run_id`` (a new head equal to that checkpoint; the
+    run's checkpoints stay in the history, where LangGraph's server deletes them); a thread the run
+    started has its checkpoints deleted."""
     async for snap in graph.aget_state_history({"configurable": {"thread_id": thread_id}}):
         if as_dict(snap.metadata).get("run_id") != run_id:
             await graph.aupdate_state(snap.config, None)
             return
+    await state.saver.adelete_thread(thread_id)
 
 
 async def record_finish(  # noqa: PLR0913 - the parts of a run's end

@@ -1,16 +1,23 @@
-"""The ``messages`` stream mode of the API: ``messages/metadata``, ``messages/partial``, ``messages/complete``.
+"""Stream payloads as LangGraph's server sends them.
 
-plait streams ``(message_or_chunk, metadata)`` pairs; chunks of one message are added up
-so each ``messages/partial`` event carries the message so far.
+The ``messages`` stream mode of the API: ``messages/metadata``, ``messages/partial``,
+``messages/complete``.  plait streams ``(message_or_chunk, metadata)`` pairs; chunks of one
+message are added up so each ``messages/partial`` event carries the message so far.
+
+``debug`` checkpoints also carry ``checkpoint`` / ``parent_checkpoint`` (the config's ids), and
+task results of ``debug`` / ``tasks`` are a ``{channel: value}`` dict (several writes to one
+channel as ``{"$writes": [...]}``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage, BaseMessageChunk
 
-__all__ = ["MessagesMode"]
+from plait.server._wire import as_dict, as_list
+
+__all__ = ["MessagesMode", "debug_payload", "task_payload"]
 
 
 class MessagesMode:
@@ -37,3 +44,68 @@ class MessagesMode:
             self.seen[key] = message
             out.append(("messages/complete", [message]))
         return out
+
+
+def _checkpoint(config: Any) -> dict[str, Any] | None:
+    conf = as_dict(as_dict(config).get("configurable"))
+    if not conf.get("thread_id") or not conf.get("checkpoint_id"):
+        return None
+    out = {"checkpoint_id": conf["checkpoint_id"], "thread_id": conf["thread_id"]}
+    if "checkpoint_ns" in conf:
+        out["checkpoint_ns"] = conf["checkpoint_ns"] or ""
+    if "checkpoint_map" in conf:
+        out["checkpoint_map"] = conf["checkpoint_map"]
+    return out
+
+
+def _result(writes: Any) -> Any:
+    if not isinstance(writes, list):
+        return writes
+    result: dict[str, Any] = {}
+    pairs: list[Any] = as_list(writes)
+    for pair in pairs:
+        if not isinstance(pair, (list, tuple)) or len(cast("Any", pair)) != 2:
+            return pairs
+        channel, value = cast("tuple[Any, Any]", tuple(cast("Any", pair)))
+        if channel in result:
+            existing = result[channel]
+            many = isinstance(existing, dict) and "$writes" in existing
+            result[channel] = {"$writes": [*(existing["$writes"] if many else [existing]), value]}
+        else:
+            result[channel] = value
+    return result
+
+
+def task_payload(payload: Any) -> Any:
+    """A ``tasks`` event (or a debug ``task_result`` payload) with its result as a dict."""
+    data = as_dict(payload)
+    if "result" in data:
+        return {**data, "result": _result(data["result"])}
+    return payload
+
+
+def debug_payload(chunk: Any) -> Any:
+    """A ``debug`` event as LangGraph's server sends it."""
+    if not isinstance(chunk, dict):
+        return chunk
+    event = cast("dict[str, Any]", chunk)
+    payload = event.get("payload")
+    if event.get("type") == "task_result":
+        return {**event, "payload": task_payload(payload)}
+    if event.get("type") != "checkpoint" or not isinstance(payload, dict):
+        return event
+    data = cast("dict[str, Any]", payload)
+    tasks: list[Any] = []
+    for item in as_list(data.get("tasks")):
+        task: dict[str, Any] = as_dict(item)
+        state = as_dict(task.get("state"))
+        if state.get("configurable"):
+            item = {k: v for k, v in task.items() if k != "state"} | {"checkpoint": state["configurable"]}
+        tasks.append(item)
+    shaped = {
+        **data,
+        "checkpoint": _checkpoint(data.get("config")),
+        "parent_checkpoint": _checkpoint(data.get("parent_config")),
+        "tasks": tasks,
+    }
+    return {**event, "payload": shaped}

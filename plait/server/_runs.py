@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from plait.server._create import cancel_running, create_run, run_json
 from plait.server._http import body, json_response, opt, query_int
+from plait.server._snapshot import output_interrupts
 from plait.server._state import ServerState
 from plait.server._stream import END, outcome
 from plait.server._threads import found_thread, get_thread
@@ -81,8 +82,7 @@ async def _final(state: ServerState, doc: dict[str, Any]) -> Any:
         return None
     values: Any = thread.get("values")
     if isinstance(values, dict) and thread.get("interrupts"):
-        pending = [i for items in as_dict(thread["interrupts"]).values() for i in as_list(items)]
-        return {**as_dict(values), "__interrupt__": pending}
+        return {**as_dict(values), "__interrupt__": output_interrupts(thread["interrupts"])}
     return thread.get("values")
 
 
@@ -235,7 +235,7 @@ async def cancel(request: Request) -> Response:
     if request.query_params.get("wait") in ("1", "true", "True"):
         while await _active(state, doc["run_id"]):
             await asyncio.sleep(0.05)
-        return json_response(None)
+        return json_response({})  # LangGraph's server: the run's output after the cancel, none
     return Response(status_code=202)
 
 
@@ -280,7 +280,7 @@ async def join_stream(request: Request) -> Response:
     async def on_disconnect() -> None:
         await _cancel(state, doc["run_id"], "interrupt")
 
-    events = _events(state, doc, after, modes, False)
+    events = _events(state, doc, after, modes, after == 0)  # from the start: its metadata event too
     return _sse(
         request, events, _locations(doc, False, "/stream"), on_disconnect if cancel_on_disconnect else None
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait.server._wire import as_dict, as_list
 from plait.types import StateSnapshot
 
-__all__ = ["checkpoint_ref", "interrupts_by_task", "state_json", "thread_status"]
+__all__ = ["checkpoint_ref", "interrupts_by_task", "output_interrupts", "state_json", "thread_status"]
 
 
 def checkpoint_ref(config: Any) -> dict[str, Any] | None:
@@ -22,7 +23,26 @@ def checkpoint_ref(config: Any) -> dict[str, Any] | None:
 
 
 def _interrupt(item: Any) -> dict[str, Any]:
-    return {"value": getattr(item, "value", None), "id": getattr(item, "id", None)}
+    out = {"value": getattr(item, "value", None), "id": getattr(item, "id", None)}
+    schema = getattr(item, "response_schema", None)
+    if schema is not None:  # as LangGraph's server: only when the interrupt asks for one
+        out["response_schema"] = schema
+    return out
+
+
+def output_interrupts(interrupts: Any) -> list[dict[str, Any]]:
+    """A thread's pending interrupts as a run's output lists them (``__interrupt__``: every field)."""
+    groups: list[Any] = list(as_dict(interrupts).values())
+    return [{"response_schema": None, **as_dict(i)} for group in groups for i in as_list(group)]
+
+
+def _task_state(task: Any) -> tuple[Any, Any]:
+    """A task's ``checkpoint`` (a subgraph's config) and ``state`` (a subgraph's snapshot)."""
+    state = getattr(task, "state", None)
+    if isinstance(state, StateSnapshot):
+        return None, state_json(state)
+    configurable: Any = as_dict(state).get("configurable")
+    return (as_dict(configurable) or None, None)
 
 
 def state_json(snap: StateSnapshot) -> dict[str, Any]:
@@ -36,8 +56,8 @@ def state_json(snap: StateSnapshot) -> dict[str, Any]:
             "path": list(getattr(t, "path", ()) or ()),
             "error": None if t.error is None else f"{type(t.error).__name__}: {t.error}",
             "interrupts": [_interrupt(i) for i in t.interrupts],
-            "checkpoint": None,
-            "state": None,
+            "checkpoint": _task_state(t)[0],
+            "state": _task_state(t)[1],
             "result": getattr(t, "result", None),
         }
         for t in snap.tasks

@@ -112,11 +112,16 @@ class ServerStore(BaseStore):
         if prefix:
             rows = await self.db.fetch(
                 "SELECT * FROM plait_server_store WHERE prefix = ? OR prefix LIKE ? ESCAPE '\\' "
-                "ORDER BY updated_at DESC",
+                "ORDER BY created_at, prefix, key",
                 (prefix, _like(prefix)),
             )
         else:
-            rows = await self.db.fetch("SELECT * FROM plait_server_store ORDER BY updated_at DESC")
+            rows = await self.db.fetch("SELECT * FROM plait_server_store ORDER BY created_at, prefix, key")
+        # langgraph dev's order: namespaces as first written, then keys as first written
+        first: dict[str, int] = {}
+        for row in rows:
+            first.setdefault(row["prefix"], len(first))
+        rows = sorted(rows, key=lambda r: first[r["prefix"]])
         items = [_item(r, SearchItem) for r in rows]
         if op.filter:
             items = [i for i in items if _matches(i.value, op.filter)]
@@ -206,14 +211,14 @@ async def put_item(request: Request) -> Response:
 
 
 async def get_item(request: Request) -> Response:
-    """``GET /store/items?namespace=a.b&key=k``: one item, 404 when missing."""
+    """``GET /store/items?namespace=a.b&key=k``: one item, ``null`` when missing (as LangGraph's server)."""
     namespace = _namespace(request.query_params.get("namespace", ""))
     key = request.query_params.get("key")
     if not key:
         raise ApiError(422, "the 'key' query parameter is required")
     item = (await _store(request).abatch([GetOp(namespace, key)]))[0]
     if item is None:
-        raise ApiError(404, f"Item {key!r} not found in namespace {list(namespace)}")
+        return json_response(None)
     return json_response(_wire_item(cast("Item", item)))
 
 

@@ -85,6 +85,7 @@ async def refresh_thread(state: ServerState, doc: dict[str, Any], graph: Any) ->
     if doc["status"] != "busy":
         doc["status"] = thread_status(snap)
     doc["interrupts"] = interrupts_by_task(snap)
+    doc["error"] = None
     doc["updated_at"] = doc["state_updated_at"] = now_iso()
     await write_thread(state.db, doc)
 
@@ -106,7 +107,9 @@ async def update_state(request: Request) -> Response:
         written = await graph.aupdate_state(config, data.get("values"), as_node)
     except CheckpointConflictError as exc:
         raise ApiError(409, str(exc)) from None
-    except (InvalidUpdateError, ValueError, KeyError, TypeError) as exc:
+    except (InvalidUpdateError, ValueError) as exc:  # LangGraph's server answers these with 400
+        raise ApiError(400, f"{type(exc).__name__}: {exc}") from None
+    except (KeyError, TypeError) as exc:
         raise ApiError(422, f"{type(exc).__name__}: {exc}") from None
     doc["metadata"] = {**doc["metadata"], "graph_id": graph_id}
     await refresh_thread(state, doc, graph)

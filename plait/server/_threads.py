@@ -63,9 +63,7 @@ async def create_thread(db: Database | Tx, thread_id: str, metadata: dict[str, A
         "state_updated_at": now,
         "metadata": metadata,
         "status": "idle",
-        "config": {},
-        "error": None,
-        "interrupts": {},
+        "config": {},  # no error / interrupts until a run or a state update sets them (as LangGraph)
     }
     await db.run(
         "INSERT INTO plait_server_threads (thread_id, status, created_at, updated_at, doc) VALUES (?, ?, ?, ?, ?)",

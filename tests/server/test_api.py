@@ -46,10 +46,10 @@ def test_assistants(server: Server) -> None:
     assert {"source": "__start__", "target": "chat"} in graph["edges"]
     schemas = client.assistants.get_schemas(default["assistant_id"])
     assert "messages" in schemas["input_schema"]["properties"]
-    made = client.assistants.create("agent", config={"configurable": {"x": 1}}, context={"c": 2}, name="mine")
-    assert (
+    made = client.assistants.create("agent", context={"c": 2}, name="mine")
+    assert (  # the context mirrors into config.configurable, as LangGraph's server does
         made["name"] == "mine"
-        and made["config"] == {"configurable": {"x": 1}}
+        and made["config"] == {"configurable": {"c": 2}}
         and made["context"] == {"c": 2}
     )
     updated = client.assistants.update(made["assistant_id"], metadata={"team": "a"})
@@ -220,7 +220,8 @@ def test_cancel_and_multitask(server: Server) -> None:
     slow = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
     client.runs.cancel(tid, slow["run_id"], wait=True)
     assert client.runs.get(tid, slow["run_id"])["status"] == "interrupted"
-    assert client.threads.get(tid)["status"] == "idle"
+    # cancelled before or while its node ran: "interrupted" while the node is left to run (as LangGraph)
+    assert client.threads.get(tid)["status"] in ("idle", "interrupted")
 
 
 def test_stateless_runs(server: Server) -> None:
@@ -241,8 +242,7 @@ def test_store_endpoints_and_nodes_share_the_store(server: Server) -> None:
     assert client.store.search_items(["users"], filter={"n": {"$gt": 5}})["items"] == []
     assert ["users", "u1"] in client.store.list_namespaces(prefix=["users"])["namespaces"]
     client.store.delete_item(["users", "u1"], "prefs")
-    with pytest.raises(NotFoundError):
-        client.store.get_item(["users", "u1"], "prefs")
+    assert client.store.get_item(["users", "u1"], "prefs") is None  # 200 null, as LangGraph's server
     client.runs.wait(None, "agent", input={"messages": [{"role": "user", "content": "remember:tea"}]})
     assert client.store.get_item(["memories"], "last")["value"] == {"text": "tea"}
 
@@ -254,7 +254,7 @@ def test_bad_input_is_422_or_404_never_500(server: Server) -> None:
         ("POST", "/threads", b'{"thread_id": "x"}'),
         ("POST", "/threads/search", b'{"limit": "ten"}'),
         ("POST", "/runs/wait", b'{"assistant_id": 5}'),
-        ("POST", "/runs/wait", b'{"assistant_id": "agent", "stream_mode": "events"}'),
+        ("POST", "/runs/wait", b'{"assistant_id": "agent", "stream_mode": "bogus"}'),
         ("POST", "/runs/wait", b'{"assistant_id": "agent", "multitask_strategy": "x"}'),
         ("POST", "/runs/wait", b'{"assistant_id": "agent", "webhook": "http://x"}'),
         ("POST", "/runs/wait", b'{"assistant_id": "agent", "input": 3}'),
@@ -284,4 +284,4 @@ async def test_async_client(server: Server) -> None:
     ]
     assert events == ["metadata", "updates"]
     assert len(await client.threads.get_history(thread["thread_id"])) >= 4
-    assert (await client.assistants.search())[0]["graph_id"] in ("agent", "two_steps")
+    assert (await client.assistants.search())[0]["graph_id"] in ("agent", "two_steps", "nested")

@@ -50,10 +50,10 @@ def test_run_created_on_one_worker_streams_from_the_other(pair: tuple[Server, Se
         stream_mode=["values", "custom"],
     )
     parts = list(b.runs.join_stream(tid, run["run_id"]))
-    assert [p.event for p in parts] == ["values", "custom", "values"]
+    assert [p.event for p in parts] == ["metadata", "values", "custom", "values"]
     assert parts[-1].data["messages"][-1]["content"] == "you said: sleep:0.5"
     # resumable: from the first event's id on, the rest is replayed (from either worker)
-    again = list(a.runs.join_stream(tid, run["run_id"], last_event_id=parts[0].id))
+    again = list(a.runs.join_stream(tid, run["run_id"], last_event_id=parts[1].id))
     assert [p.event for p in again] == ["custom", "values"]
     assert b.threads.get(tid)["values"]["turns"] == 1
     assert b.runs.get(tid, run["run_id"])["status"] == "success"
@@ -128,7 +128,7 @@ def test_a_waited_run_shares_only_its_outcome(pair: tuple[Server, Server, pathli
     assert events == ["__end__"]  # its values events stayed in the worker that ran it
     assert _text_of(b.runs.join(tid, run_id)) == "you said: hi"  # the outcome, from the other worker
     streamed = a.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "x"}]})
-    assert [p.event for p in b.runs.join_stream(tid, streamed["run_id"])] == ["values", "values"]
+    assert [p.event for p in b.runs.join_stream(tid, streamed["run_id"])] == ["metadata", "values", "values"]
 
 
 def _text_of(values: dict) -> str:

@@ -67,3 +67,21 @@ two_steps = (
     .add_edge("second", END)
     .compile()
 )
+
+
+def inner_step(state: State) -> dict[str, Any]:
+    """The subgraph's one step (``nested`` runs it as its node ``inner``)."""
+    return {"turns": 1}
+
+
+inner = StateGraph(State).add_node("inner_step", inner_step).add_edge(START, "inner_step").compile()
+
+nested = (
+    StateGraph(State)
+    .add_node("chat", chat)
+    .add_node("inner", inner)
+    .add_edge(START, "chat")
+    .add_edge("chat", "inner")
+    .add_edge("inner", END)
+    .compile()
+)

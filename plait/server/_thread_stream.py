@@ -1,0 +1,97 @@
+"""``GET /threads/{thread_id}/stream`` (the SDK's ``threads.join_stream``): the events of the thread's runs.
+
+As LangGraph's server: it follows each run of the thread that is in flight or starts after the
+client joined, one after the other, and never ends by itself.  A run's events start with its
+``metadata`` (``{"run_id", "attempt"}``) and end with ``metadata`` ``{"status": "run_done",
+"run_id"}``.  ``stream_modes`` (LangGraph's query parameter; the SDK's ``stream_mode`` is not read,
+as there) picks ``run_modes`` (every event the runs publish, the default; a run made with
+``runs.wait`` publishes only its end) or ``lifecycle`` (the two ``metadata`` events only).
+LangGraph's third mode, ``state_update`` (an event per ``threads.update_state``), is refused by
+name: plait serve does not publish it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sse_starlette.sse import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from plait.server._state import ServerState
+from plait.server._stream import END
+from plait.server._threads import found_thread
+from plait.server._wire import ApiError, dumps, now_iso
+
+__all__ = ["routes"]
+
+_MODES = ("run_modes", "lifecycle")
+
+
+def _modes(request: Request) -> set[str]:
+    raw = request.query_params.get("stream_modes")
+    modes = {m.strip() for m in raw.split(",")} if raw else {"run_modes"}
+    for mode in modes:
+        if mode == "state_update":
+            raise ApiError(
+                422, "stream_modes=state_update is not implemented by plait serve; use run_modes or lifecycle"
+            )
+        if mode not in _MODES:
+            raise ApiError(422, f"Invalid stream mode: {mode}")
+    return modes
+
+
+def _wanted(modes: set[str], event: str) -> bool:
+    return "run_modes" in modes or ("lifecycle" in modes and event == "metadata")
+
+
+async def _next_run(state: ServerState, thread_id: str, since: str, seen: set[str]) -> str | None:
+    """The thread's oldest run not followed yet that has started (in flight or begun after ``since``)."""
+    rows = await state.db.fetch(
+        "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? "
+        "AND (status IN ('pending', 'running') OR created_at >= ?) ORDER BY created_at, run_id",
+        (thread_id, since),
+    )
+    for row in rows:
+        if row["run_id"] in seen:
+            continue
+        return None if row["status"] == "pending" else str(row["run_id"])  # in order: wait for it
+    return None
+
+
+async def _follow(
+    state: ServerState, thread_id: str, modes: set[str], since: str
+) -> AsyncIterator[dict[str, Any]]:
+    """The events of the thread's runs in flight or created from ``since`` (when the client joined) on."""
+    seen: set[str] = set()
+    while True:
+        run_id = await _next_run(state, thread_id, since, seen)
+        if run_id is None:
+            await asyncio.sleep(0.1)
+            continue
+        seen.add(run_id)
+        if _wanted(modes, "metadata"):
+            yield {"event": "metadata", "data": dumps({"run_id": run_id, "attempt": 1}).decode()}
+        async for _seq, event, data in state.broker.follow(run_id, 0):
+            if event == END:
+                break
+            if _wanted(modes, event.split("|")[0]):
+                yield {"event": event, "data": data.decode()}
+        if _wanted(modes, "metadata"):
+            yield {"event": "metadata", "data": dumps({"status": "run_done", "run_id": run_id}).decode()}
+
+
+async def join_thread_stream(request: Request) -> Response:
+    """``GET /threads/{thread_id}/stream``: the thread's runs' events, until the client leaves."""
+    state: ServerState = request.app.state.server
+    thread = await found_thread(request)
+    modes, since = _modes(request), now_iso()
+    return EventSourceResponse(
+        _follow(state, thread["thread_id"], modes, since), headers={"Cache-Control": "no-store"}, ping=15
+    )
+
+
+routes = [Route("/threads/{thread_id}/stream", join_thread_stream, methods=["GET"])]
