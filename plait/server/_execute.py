@@ -160,6 +160,8 @@ async def _stream_events(
         **options,
     ):
         root = event["run_id"] if root is None else root
+        if "langsmith:hidden" in (event.get("tags") or ()):  # as LangGraph's server: not for clients
+            continue
         if event["event"] == "on_chain_stream" and event["run_id"] == root:
             chunk = event["data"]["chunk"]
             if subgraphs:

@@ -53,6 +53,9 @@ def test_stream_mode_events(server: Server) -> None:
     both = list(client.runs.stream(tid, "agent", input=MSG, stream_mode=["events", "values"]))
     assert {"metadata", "events", "values"} == {p.event for p in both}
     assert both[-1].event == "events" or both[-1].data["messages"][-1]["content"] == "you said: hi"
+    hidden = list(client.runs.stream(tid, "agent", input=_msg("hidden"), stream_mode="events"))
+    names = {p.data["name"] for p in hidden[1:]}
+    assert "chat" in names and "secret" not in names  # tagged langsmith:hidden: not streamed
 
 
 def test_debug_and_tasks_payloads(server: Server) -> None:

@@ -8,6 +8,7 @@ import time
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableLambda
 
 from plait.config import get_store, get_stream_writer
 from plait.graph import END, START, MessagesState, StateGraph
@@ -31,6 +32,8 @@ def chat(state: State) -> dict[str, Any]:
         raise RuntimeError("the node failed on purpose")
     if text.startswith("remember:"):
         get_store().put(("memories",), "last", {"text": text.split(":", 1)[1]})
+    if text == "hidden":  # a runnable LangGraph's server keeps from clients (events stream mode)
+        RunnableLambda(lambda x: x).with_config(tags=["langsmith:hidden"], run_name="secret").invoke(text)
     if text.startswith("log:"):
         with open(os.environ["PLAIT_TEST_LOG"], "a") as log:  # one line per node execution
             log.write(text + "\n")
