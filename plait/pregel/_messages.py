@@ -171,7 +171,5 @@ class MessageStreamHandler(BaseCallbackHandler):
                 continue
             if message.id is None:  # as LangGraph: the id streamed is the one the state keeps
                 message.id = str(uuid4())
-                self._mark(message.id)
-                self.emit((message, meta))
-            elif self._mark(message.id):
+            if self._mark(message.id):
                 self.emit((message, meta))
