@@ -146,7 +146,7 @@ def _run_against(url: str, only: str | None) -> dict[str, Any]:
     from langgraph_sdk import get_sync_client
 
     client = get_sync_client(url=url)
-    return scenario(client, url, only)
+    return scenario(client, only)
 
 
 def _render(value: Any) -> list[str]:

@@ -32,7 +32,7 @@ def _body(response: httpx.Response) -> Any:
     return type(data).__name__
 
 
-def _events(parts: Iterable[Any], mode: str = "") -> list[Any]:
+def _events(parts: Iterable[Any]) -> list[Any]:
     out: list[Any] = []
     for part in parts:
         event, data = part.event, part.data
@@ -75,7 +75,7 @@ def _raw(client: Any, method: str, path: str, json: Any = None) -> Any:
     return {"status": response.status_code, "body": _body(response) if response.status_code >= 400 else None}
 
 
-def scenario(client: Any, url: str, only: str | None) -> dict[str, Any]:
+def scenario(client: Any, only: str | None) -> dict[str, Any]:
     rec = Recorder(only)
     _assistants(client, rec)
     _threads(client, rec)

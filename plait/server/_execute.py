@@ -128,26 +128,28 @@ async def _stream(
         if kwargs.get(key) is not None:
             options[key] = kwargs[key]
     modes, context = emitter.plait_modes(), kwargs.get("context") or None
+    subgraphs = bool(kwargs.get("subgraphs"))
     if "events" in emitter.wanted:
-        options["subgraphs"] = bool(kwargs.get("subgraphs"))
-        await _stream_events(graph, emitter, value, config, context, options)
+        await _stream_events(graph, emitter, value, config, context, subgraphs, options)
         return
-    if kwargs.get("subgraphs"):
-        async for ns, mode, chunk in graph.astream(
-            value, config, stream_mode=modes, context=context, subgraphs=True, **options
-        ):
-            await emitter.emit(mode, chunk, tuple(ns))
-        return
-    async for mode, chunk in graph.astream(value, config, stream_mode=modes, context=context, **options):
-        await emitter.emit(mode, chunk)
+    async for item in graph.astream(
+        value, config, stream_mode=modes, context=context, subgraphs=subgraphs, **options
+    ):
+        ns, mode, chunk = item if subgraphs else ((), *item)
+        await emitter.emit(mode, chunk, tuple(ns))
 
 
-async def _stream_events(
-    graph: Any, emitter: _Emitter, value: Any, config: dict[str, Any], context: Any, options: dict[str, Any]
+async def _stream_events(  # noqa: PLR0913 - the parts of a run
+    graph: Any,
+    emitter: _Emitter,
+    value: Any,
+    config: dict[str, Any],
+    context: Any,
+    subgraphs: bool,
+    options: dict[str, Any],
 ) -> None:
     """``stream_mode="events"``: every ``astream_events`` v2 event, as LangGraph's server does; the
     graph's own stream chunks (the root run's ``on_chain_stream``) go out as their modes."""
-    subgraphs = bool(options.pop("subgraphs", False))
     named = {**config, "run_name": config["configurable"]["graph_id"]}
     root: Any = None
     async for event in graph.astream_events(
@@ -164,10 +166,8 @@ async def _stream_events(
             continue
         if event["event"] == "on_chain_stream" and event["run_id"] == root:
             chunk = event["data"]["chunk"]
-            if subgraphs:
-                await emitter.emit(chunk[1], chunk[2], tuple(chunk[0]))
-            else:
-                await emitter.emit(chunk[0], chunk[1])
+            ns, mode, data = chunk if subgraphs else ((), *chunk)
+            await emitter.emit(mode, data, tuple(ns))
         else:
             emitter.state.broker.publish(emitter.run_id, "events", event)
 

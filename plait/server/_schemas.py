@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from plait.graph._jsonschema import state_jsonschema
@@ -32,7 +31,7 @@ def _state_schema(graph: Any, title: str) -> dict[str, Any] | None:
     if builder is None or schemas is None or state not in schemas:
         return None
     try:
-        found = copy.deepcopy(state_jsonschema(state, schemas[state], title))
+        found = state_jsonschema(state, schemas[state], title)  # a new dict each call: edited below
     except Exception:  # noqa: BLE001 - a schema pydantic cannot describe: report none
         return None
     found.pop("required", None)
@@ -51,6 +50,6 @@ def graph_schemas(graph: Any, graph_id: str | None) -> dict[str, Any]:
         "input_schema": _call(graph, "get_input_jsonschema"),
         "output_schema": _call(graph, "get_output_jsonschema"),
         "state_schema": _state_schema(graph, title),
-        "config_schema": copy.deepcopy(context) if context else {},
+        "config_schema": context or {},
         "context_schema": context,
     }

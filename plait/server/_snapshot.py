@@ -56,11 +56,11 @@ def state_json(snap: StateSnapshot) -> dict[str, Any]:
             "path": list(getattr(t, "path", ()) or ()),
             "error": None if t.error is None else f"{type(t.error).__name__}: {t.error}",
             "interrupts": [_interrupt(i) for i in t.interrupts],
-            "checkpoint": _task_state(t)[0],
-            "state": _task_state(t)[1],
+            "checkpoint": sub[0],
+            "state": sub[1],
             "result": getattr(t, "result", None),
         }
-        for t in snap.tasks
+        for t, sub in ((t, _task_state(t)) for t in snap.tasks)  # a subgraph's state is built once
     ]
     return {
         "values": snap.values if snap.values is not None else {},

@@ -25,7 +25,7 @@ try:
 except ImportError:  # pragma: no cover - without the 'postgres' extra only SQLite is served
     _pg_saver = None
 
-__all__ = ["SAVER_POOL", "ServerState", "bookkeeping_file", "default_db", "open_state"]
+__all__ = ["ServerState", "bookkeeping_file", "default_db", "open_state"]
 
 SAVER_POOL = 4
 """Most PostgreSQL connections of a worker's checkpoint saver (fewer when it runs fewer jobs at once)."""
