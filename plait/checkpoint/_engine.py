@@ -40,6 +40,7 @@ from plait.checkpoint.base import (
     ThreadInfo,
     check_prune,
     check_thread_id,
+    recorded_metadata,
 )
 from plait.checkpoint.serde import Serializer
 from plait.errors import SerializationError
@@ -230,6 +231,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
                 checkpoint, or the new id does not sort after it (clock skew).
             SerializationError: A value cannot be stored (the error names the state key).
         """
+        metadata = recorded_metadata(config, metadata)
         return self._drive(self._put(config, checkpoint, metadata, new_versions, expected_head))
 
     async def aput(
@@ -244,6 +246,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
         expected_head = kwargs.pop("expected_head", ...)
         if kwargs:
             raise TypeError(f"aput() got unexpected keyword arguments: {sorted(kwargs)}")
+        metadata = recorded_metadata(config, metadata)
         return await self._adrive(self._put(config, checkpoint, metadata, new_versions, expected_head))
 
     def put_writes(

@@ -52,10 +52,12 @@ __all__ = [
     "ThreadInfo",
     "check_prune",
     "check_thread_id",
+    "config_metadata",
     "configurable_of",
     "empty_checkpoint",
     "get_checkpoint_id",
     "new_checkpoint_id",
+    "recorded_metadata",
     "thread_key",
 ]
 
@@ -170,6 +172,43 @@ def empty_checkpoint() -> Checkpoint:
         barriers={},
         interrupts=[],
     )
+
+
+TASK_KEYS = frozenset(
+    {"langgraph_step", "langgraph_node", "langgraph_triggers", "langgraph_path", "langgraph_checkpoint_ns"}
+)
+"""Metadata keys a node's config holds about its task: never recorded in a checkpoint's metadata."""
+
+NOT_METADATA = TASK_KEYS | {"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"}
+"""Configurable keys never copied into a checkpoint's metadata (they locate it, or name a task)."""
+
+
+def config_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's checkpoints record of its config, as LangGraph's savers do.
+
+    The config's ``metadata`` (but :data:`TASK_KEYS`), then each ``configurable`` entry that is a
+    plain ``str``, ``int``, ``float`` or ``bool`` (the user's own keys, such as ``user_id``), except
+    private ``__`` keys and those of :data:`NOT_METADATA`. A ``metadata`` key wins over the same
+    ``configurable`` one. Unlike LangGraph's library, ``metadata`` values that are not plain
+    (lists, dicts) are kept, and so is a ``thread_id`` given in ``metadata`` (its server keeps it too).
+    """
+    given: Mapping[str, Any] = config.get("metadata") or {}
+    out = {k: v for k, v in given.items() if k not in TASK_KEYS}
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    for key, value in configurable.items():
+        if key not in out and key not in NOT_METADATA and not key.startswith("__"):
+            if isinstance(value, (str, int, float, bool)):
+                out[key] = value
+    return out
+
+
+def recorded_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> Any:
+    """``metadata`` as a saver's ``put(config, …)`` stores it: what :func:`config_metadata` records
+    of ``config`` is added under it (a saver's own keys win); unchanged when there is nothing to add."""
+    configurable: Mapping[str, Any] = config.get("configurable") or {}
+    if not config.get("metadata") and all(k in NOT_METADATA or k.startswith("__") for k in configurable):
+        return metadata
+    return {**config_metadata(config), **metadata}
 
 
 def now_iso() -> str:

@@ -60,6 +60,7 @@ from plait.checkpoint.base import (
     check_thread_id,
     get_checkpoint_id,
     now_iso,
+    recorded_metadata,
     thread_key,
 )
 from plait.checkpoint.serde import Serializer
@@ -248,6 +249,7 @@ class InMemorySaver(BaseCheckpointSaver):
             CheckpointConflictError: ``expected_head`` is given and is not the thread's newest checkpoint.
             SerializationError: A value cannot be stored (the error names the state key).
         """
+        metadata = recorded_metadata(config, metadata)
         key, thread, ns, parent = self._key(config)
         cid = checkpoint["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]  # the runtime always sets "id"; a KeyError is the right failure otherwise
         with self._lock:

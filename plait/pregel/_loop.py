@@ -21,6 +21,7 @@ from plait.checkpoint.base import (
     RESUME,
     BaseCheckpointSaver,
     CheckpointTuple,
+    config_metadata,
     new_checkpoint_id,
 )
 from plait.constants import START
@@ -131,7 +132,7 @@ class Loop:
         self.interrupted: dict[str, list[Interrupt]] = {}
         # writes of functional-API tasks settled in this step (pregel/_func_tasks.py): saved if it stops
         self.task_writes: list[tuple[str, list[tuple[str, Any]]]] = []
-        self._metadata = self.sink.metadata
+        self._metadata = config_metadata(self.sink.config)
 
     def task_id(self, task: Task) -> str:
         """Id of ``task`` in the step that follows the current checkpoint."""

@@ -12,7 +12,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from plait.checkpoint.base import CheckpointTuple, new_checkpoint_id
+from plait.checkpoint.base import CheckpointTuple, config_metadata, new_checkpoint_id
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
 from plait.pregel._arun import acall_routers
@@ -132,6 +132,7 @@ def _update_ops(
     """The saver calls (and router calls) of :func:`update_thread`; the drivers make them."""
     saver: Any = graph.checkpointer
     current = cast("dict[str, Any]", config)
+    recorded = config_metadata(current)  # the user's keys, as the run's checkpoints record them
     metadata: dict[str, Any] = {}
     for updates in supersteps:
         pairs = check_superstep(graph.plan, updates)
@@ -141,18 +142,60 @@ def _update_ops(
             (parent, checkpoint, metadata, versions), writes = _prepare_input(
                 graph.plan, ref, saved, pairs[0][0]
             )
+            metadata = {**recorded, **metadata}
             put = (parent, checkpoint, metadata, versions)
             current = yield _SaverCall("put", put, head_check(saver, ref, saved))
             yield _SaverCall("put_writes", (current, writes, _start_task(current)))
             continue
+        if saved is not None and pairs[0][1] is None and not graph.plan.triggers:
+            pairs = [(pairs[0][0], (yield from _last_ran(graph.plan, saved)))]
         pairs = channel_updates(graph.plan, pairs, saved)
         parent, checkpoint, metadata, versions = yield from prepare_update(graph.plan, ref, saved, pairs)
+        metadata = {**recorded, **metadata}
         current = yield _SaverCall(
             "put", (parent, checkpoint, metadata, versions), head_check(saver, ref, saved)
         )
         for tid, writes in _task_results(saved, pairs, updates):
             yield _SaverCall("put_writes", (parent, writes, tid))
     return with_map(current, metadata)
+
+
+def _last_ran(plan: Plan, saved: CheckpointTuple) -> Generator[_SaverCall, Any, str]:
+    """The node an update without ``as_node`` is made as: the one that ran last (LangGraph's rule).
+
+    That is the task of the step that wrote the thread's latest ``loop`` checkpoint (its parent's
+    ``next`` and ``sends``; updates and inputs since are skipped, as they run no node), or the
+    graph's start when no step ran yet.
+
+    Raises:
+        InvalidUpdateError: several nodes ran in that step, or the steps between that checkpoint
+            and its parent were not stored (``durability="exit"``), or were pruned: ``as_node``
+            must be given.
+    """
+    if len(plan.nodes) == 1:
+        return next(iter(plan.nodes))
+    current = saved
+    while True:
+        meta, above = current.metadata or {}, current.parent_config
+        parent: CheckpointTuple | None = None if above is None else (yield _SaverCall("get_tuple", (above,)))
+        if meta.get("source") not in ("loop", "fork"):  # an input or an update: no node ran
+            if above is None:
+                return START
+            if parent is not None:
+                current = parent
+                continue
+        if parent is None:
+            why = "its last step is not stored" if above is None else "its older checkpoints were pruned"
+        else:
+            cp = parent.checkpoint
+            ran: set[str] = {*(cp.get("next") or ()), *(name for name, _ in cp.get("sends") or ())}
+            gap = int(meta.get("step", 0)) - int((parent.metadata or {}).get("step", -1))
+            if len(ran) == 1 and gap == 1:
+                return ran.pop()
+            why = "several nodes ran in its last step" if len(ran) > 1 else "its last step is not stored"
+        raise InvalidUpdateError(
+            f"Ambiguous update, specify as_node: {why}, so the node that ran last is unknown"
+        )
 
 
 def update_thread(graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:

@@ -103,6 +103,10 @@ async def update_state(request: Request) -> Response:
         if head.created_at is None:  # a thread without checkpoints: the update starts it
             config["configurable"]["checkpoint_id"] = None
     as_node = opt(data, "as_node", str)
+    config["metadata"] = {
+        "graph_id": graph_id,
+        "thread_id": doc["thread_id"],
+    }  # recorded, as LangGraph's server
     try:
         written = await graph.aupdate_state(config, data.get("values"), as_node)
     except CheckpointConflictError as exc:

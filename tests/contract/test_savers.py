@@ -99,6 +99,48 @@ def test_list_order_filter_before_limit(saver: Any) -> None:
     assert list(saver.list(cfg("nobody"))) == []
 
 
+async def test_put_records_the_config_as_langgraph_savers_do(saver: Any) -> None:
+    config = {
+        "configurable": {
+            "thread_id": "meta",
+            "checkpoint_ns": "",
+            "user_id": "u1",
+            "n": 2,
+            "model": {"no": 1},
+        },
+        "metadata": {"tag": "x", "step": 99},
+    }
+    stored = put(saver, config, {"count": 1}, {"count": 1}, 0, kind="mine")
+    recorded = saver.get_tuple(stored).metadata
+    # the put's own keys win over the config's; plain user keys of configurable are added
+    assert recorded == {
+        "source": "loop",
+        "step": 0,
+        "parents": {},
+        "kind": "mine",
+        "tag": "x",
+        "user_id": "u1",
+        "n": 2,
+    }
+    assert [t.metadata["step"] for t in saver.list(cfg("meta"), filter={"user_id": "u1"})] == [0]
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"count": 2}
+    checkpoint["channel_versions"] = {"count": 2}
+    again = await saver.aput(
+        {**config, "configurable": {**config["configurable"], **stored["configurable"]}},
+        checkpoint,
+        {"step": 1},
+        {"count": 2},
+    )
+    recorded = (await saver.aget_tuple(again)).metadata
+    assert {k: v for k, v in recorded.items() if k != "parents"} == {
+        "step": 1,
+        "tag": "x",
+        "user_id": "u1",
+        "n": 2,
+    }
+
+
 def test_list_values_are_materialized(saver: Any) -> None:
     chain(saver, 5)
     values = [t.checkpoint["channel_values"]["items"] for t in saver.list(cfg())]

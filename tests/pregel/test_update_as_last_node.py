@@ -1,0 +1,113 @@
+"""``update_state`` without ``as_node`` is made as the node that ran last, and checkpoints record
+the run's config as LangGraph's savers do (config metadata, then the user's plain configurable keys)."""
+
+from __future__ import annotations
+
+import operator
+import uuid
+from typing import Annotated, Any
+
+import pytest
+from typing_extensions import TypedDict
+
+from plait.errors import InvalidUpdateError
+from plait.graph import END, START, StateGraph
+
+
+class State(TypedDict):
+    n: Annotated[int, operator.add]
+    notes: str
+
+
+@pytest.fixture
+def checkpointer(any_saver: Any) -> Any:
+    return any_saver
+
+
+def _config(**configurable: Any) -> Any:
+    return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex}", **configurable}}
+
+
+def _chain(checkpointer: Any, interrupt_before: list[str]) -> Any:
+    """a -> b -> (c unless notes == "stop") -> END."""
+
+    def route(state: State) -> str:
+        return END if state.get("notes") == "stop" else "c"
+
+    builder = StateGraph(State)
+    builder.add_node("a", lambda _: {"n": 1})
+    builder.add_node("b", lambda _: {"n": 10})
+    builder.add_node("c", lambda _: {"notes": "c ran"})
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_conditional_edges("b", route, ["c", END])
+    builder.add_edge("c", END)
+    return builder.compile(checkpointer=checkpointer, interrupt_before=interrupt_before)
+
+
+def test_an_update_is_routed_as_the_node_that_ran_last(checkpointer: Any, driver: Any) -> None:
+    graph, config = _chain(checkpointer, ["c"]), _config()
+    driver.invoke(graph, {"n": 0}, config)
+    assert driver.get_state(graph, config).next == ("c",)
+    driver.update_state(graph, config, {"notes": "stop"})  # as b: b's edge now goes to END
+    state = driver.get_state(graph, config)
+    assert state.next == ()
+    assert state.values == {"n": 11, "notes": "stop"}
+
+
+def test_updates_in_between_run_no_node(checkpointer: Any, driver: Any) -> None:
+    graph, config = _chain(checkpointer, ["c"]), _config()
+    driver.invoke(graph, {"n": 0}, config)
+    driver.update_state(graph, config, {"notes": "x"}, as_node="a")
+    assert driver.get_state(graph, config).next == ("b",)
+    driver.update_state(graph, config, {"notes": "stop"})  # b ran last, not a: routed to END
+    assert driver.get_state(graph, config).next == ()
+
+
+def test_before_any_node_ran_an_update_is_the_start(checkpointer: Any, driver: Any) -> None:
+    graph, config = _chain(checkpointer, ["a"]), _config()
+    driver.invoke(graph, {"n": 0}, config)
+    driver.update_state(graph, config, {"n": 5})
+    state = driver.get_state(graph, config)
+    assert (state.next, state.values) == (("a",), {"n": 5})
+
+
+def test_two_nodes_in_the_last_step_make_the_update_ambiguous(checkpointer: Any, driver: Any) -> None:
+    builder = StateGraph(State)
+    builder.add_node("x", lambda _: {"n": 1})
+    builder.add_node("y", lambda _: {"n": 2})
+    builder.add_edge(START, "x")
+    builder.add_edge(START, "y")
+    graph, config = builder.compile(checkpointer=checkpointer), _config()
+    driver.invoke(graph, {"n": 0}, config)
+    head = driver.get_state(graph, config)
+    with pytest.raises(InvalidUpdateError, match="Ambiguous update, specify as_node: several nodes"):
+        driver.update_state(graph, config, {"n": 5})
+    assert driver.get_state(graph, config).config == head.config  # nothing written
+    driver.update_state(graph, config, {"n": 5}, as_node="x")
+    assert driver.get_state(graph, config).values == {"n": 8}
+
+
+def test_a_thread_run_with_exit_durability_needs_as_node(checkpointer: Any) -> None:
+    graph, config = _chain(checkpointer, []), _config()
+    graph.invoke({"n": 0, "notes": "stop"}, config, durability="exit")
+    with pytest.raises(InvalidUpdateError, match="its last step is not stored"):
+        graph.update_state(config, {"n": 1})
+    graph.update_state(config, {"n": 1}, as_node="b")
+    assert graph.get_state(config).values["n"] == 12
+
+
+def test_checkpoints_record_the_config_as_langgraph_savers_do(checkpointer: Any, driver: Any) -> None:
+    graph = _chain(checkpointer, ["c"])
+    config = _config(user_id="u1", retries=3, strict=True, score=0.5, model={"not": "plain"}, __hidden="h")
+    config["metadata"] = {"tag": "x", "user_id": "from metadata"}
+    driver.invoke(graph, {"n": 0}, config)
+    driver.update_state(graph, config, {"notes": "stop"})
+    history = driver.get_state_history(graph, config)
+    expected = {"tag": "x", "user_id": "from metadata", "retries": 3, "strict": True, "score": 0.5}
+    assert [s.metadata["source"] for s in history] == ["update", "loop", "loop", "loop", "input"]
+    for snapshot in history:
+        extra = {k: v for k, v in snapshot.metadata.items() if k not in ("source", "step", "parents")}
+        assert extra == expected, snapshot.metadata["source"]
+    assert len(driver.get_state_history(graph, config, filter={"retries": 3})) == len(history)
+
