@@ -26,6 +26,11 @@ class RunningTask(Protocol):
         ...
 
     @property
+    def node_config(self) -> dict[str, Any]:
+        """The config the node receives: the run's, with the task's keys in its ``metadata``."""
+        ...
+
+    @property
     def store(self) -> Any:
         """The long-term store given to ``compile()``, if any."""
         ...

@@ -16,7 +16,7 @@ def get_config() -> dict[str, Any]:
     Raises:
         RuntimeError: called outside a running node.
     """
-    return current_task().config
+    return current_task().node_config
 
 
 def get_store() -> Any:

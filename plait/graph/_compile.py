@@ -135,6 +135,14 @@ def _node_spec(builder: StateGraph[Any, Any, Any, Any], name: str, state_keys: t
         cache_ns=node_namespace(node.action, name) if cache_policy is not None else (),
         metadata=node.metadata,
         error_handler=handler,
+        triggers=tuple(
+            sorted(
+                {
+                    f"branch:to:{name}",
+                    *(f"join:{'+'.join(s)}:{t}" for s, t in builder.waiting_edges if t == name),
+                }
+            )
+        ),
     )
 
 

@@ -83,7 +83,7 @@ def injected(names: Sequence[str], ctx: TaskContext) -> dict[str, Any]:
         if name == "error":
             out[name] = ctx.node_error
         elif name == "config":
-            out[name] = ctx.config
+            out[name] = ctx.node_config
         elif name == "store":
             out[name] = ctx.store
         elif name == "writer":
@@ -233,14 +233,14 @@ def _nested_output(out: Any, parent_keys: frozenset[str]) -> Any:
 
 def _runnable_call(runnable: Any) -> Callable[[Any, TaskContext], Any]:
     def call(state: Any, ctx: TaskContext) -> Any:
-        return runnable.invoke(state, ctx.config)
+        return runnable.invoke(state, ctx.node_config)
 
     return call
 
 
 def _runnable_acall(runnable: Any) -> Callable[[Any, TaskContext], Awaitable[Any]]:
     def acall(state: Any, ctx: TaskContext) -> Awaitable[Any]:
-        return runnable.ainvoke(state, ctx.config)  # type: ignore[no-any-return]
+        return runnable.ainvoke(state, ctx.node_config)  # type: ignore[no-any-return]
 
     return acall
 
@@ -251,7 +251,7 @@ def _direct_call(
     if config_positional:
 
         def with_config(state: Any, ctx: TaskContext) -> Any:
-            return fn(state, ctx.config, **injected(names, ctx)) if names else fn(state, ctx.config)
+            return fn(state, ctx.node_config, **injected(names, ctx)) if names else fn(state, ctx.node_config)
 
         return with_config
     if names:

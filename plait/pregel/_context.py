@@ -64,7 +64,18 @@ class TaskContext:
     """Which attempt of the node this is (retry policies run it again)."""
     pushed: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
     """Writes the node made while running (``push_message``): they come before its result's."""
+    task: Any = None
+    """The running :class:`~plait.pregel._task.Task` (its node's config names it), if any."""
     _calls: int = 0
+
+    @property
+    def node_config(self) -> dict[str, Any]:
+        """The config the node receives (a ``config`` parameter, ``get_config()``): the run's, its
+        ``metadata`` with LangGraph's keys of the task (``langgraph_node``, ``langgraph_step``…)."""
+        if self.task is None or self.loop is None:
+            return self.config
+        keys = self.loop.sink.task_keys(self.task, self.loop.run.step, self.task_id)
+        return {**self.config, "metadata": {**(self.config.get("metadata") or {}), **keys}}
 
     @property
     def writer(self) -> Callable[[Any], None]:

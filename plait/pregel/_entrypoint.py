@@ -48,7 +48,7 @@ def _extras(names: tuple[str, ...], ctx: TaskContext) -> dict[str, Any]:
         if name == "previous":
             out[name] = previous
         elif name == "config":
-            out[name] = ctx.config
+            out[name] = ctx.node_config
         elif name == "store":
             out[name] = ctx.store
         elif name == "writer":

@@ -59,6 +59,9 @@ class NodeSpec:
     """The cache namespace of the node's entries."""
     error_handler: str | None = None
     """The node that runs, in the same step, when this one fails for good (``add_node(error_handler=)``)."""
+    triggers: tuple[str, ...] = ()
+    """The channels LangGraph would say start the node (``branch:to:<name>``, its join barriers),
+    as the ``tasks`` stream and task metadata name them; empty: the node's name."""
     channel_node: PregelNode | None = None
     """A channel graph's node as :class:`~plait.pregel.NodeBuilder` built it (``update_state``
     applies values through its writers)."""

@@ -47,6 +47,7 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
         tid in loop.interrupted if loop.interrupted else False,
         time.time(),
         task.failure,
+        task=task,
     )
 
 

@@ -133,7 +133,7 @@ def prepare_tasks(plan: Plan, run: RunState, stop: int | None = None) -> list[Ta
     counts: dict[str, int] = {}
     for name, arg in run.sends:
         index = counts[name] = counts.get(name, -1) + 1
-        tasks.append(Task(name, plan.nodes[name], arg, index=index))
+        tasks.append(Task(name, plan.nodes[name], arg, index=index, push=True))
     return tasks
 
 

@@ -22,7 +22,7 @@ from plait.pregel._task import Task
 from plait.pregel._thread import configurable_of
 from plait.pregel._tool_events import ToolEventHandler
 
-__all__ = ["STATIC", "EventSink", "next_tasks"]
+__all__ = ["STATIC", "EventSink", "next_tasks", "task_result"]
 
 STATIC = ("before", "after", "drained")
 """Ids of the markers a pause leaves that are no question (breakpoints, a drained subgraph)."""
@@ -56,6 +56,23 @@ def _update_payload(task: Task) -> Any:
     if len(update) < len(writes):  # a key written several times: each write on its own, in order
         return [{key: value} for key, value in writes]
     return update
+
+
+def triggers(task: Task) -> tuple[str, ...]:
+    """What started ``task``, named as LangGraph names its channels."""
+    if task.push:
+        return ("__pregel_push",)
+    found: tuple[str, ...] = getattr(task.node, "triggers", ())  # a command's pseudo-task has no node
+    return found or (task.name,)
+
+
+def task_result(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """A finished task's writes as ``tasks``/``debug`` events show them: ``{key: value}``, and
+    ``{key: {"$writes": [value, ...]}}`` for a key the task wrote several times (as LangGraph)."""
+    values: dict[str, list[Any]] = {}
+    for key, value in writes:
+        values.setdefault(key, []).append(value)
+    return {key: found[0] if len(found) == 1 else {"$writes": found} for key, found in values.items()}
 
 
 class EventSink:
@@ -157,17 +174,21 @@ class EventSink:
         if self.notify is not None:
             self.notify()
 
-    def task_metadata(self, task: Task, step: int, task_id: str) -> dict[str, Any]:
-        """The metadata of what runs inside ``task`` (chat models, "messages" events)."""
-        ns = f"{self.ns}|{task.name}:{task_id}" if self.ns else f"{task.name}:{task_id}"
+    def task_keys(self, task: Task, step: int, task_id: str) -> dict[str, Any]:
+        """LangGraph's metadata keys of ``task`` (``langgraph_node``, ``langgraph_step``…)."""
         return {
-            **self.lc_metadata,
             "langgraph_step": step,
             "langgraph_node": task.name,
-            "langgraph_triggers": (task.name,),
+            "langgraph_triggers": triggers(task),
             "langgraph_path": ("__pregel_pull", task.name),
-            "langgraph_checkpoint_ns": ns,  # "checkpoint_ns" is the run's own (from lc_metadata), if set
+            "langgraph_checkpoint_ns": f"{self.ns}|{task.name}:{task_id}"
+            if self.ns
+            else f"{task.name}:{task_id}",
         }
+
+    def task_metadata(self, task: Task, step: int, task_id: str) -> dict[str, Any]:
+        """The metadata of what runs inside ``task`` (chat models, "messages" events)."""
+        return {**self.lc_metadata, **self.task_keys(task, step, task_id)}
 
     def child_config(self, task: Task, step: int, task_id: str = "") -> dict[str, Any]:
         """The LangChain config runnables inside ``task`` inherit (callbacks, tags, metadata)."""
@@ -179,6 +200,8 @@ class EventSink:
         if self.tools is not None:
             callbacks.append(self.tools)
         metadata = self.task_metadata(task, step, task_id)
+        # runnables inside see the run's "checkpoint_ns", or the task's when the run has none (LangGraph)
+        metadata.setdefault("checkpoint_ns", metadata["langgraph_checkpoint_ns"])
         return {
             "callbacks": callbacks,
             "metadata": metadata,
@@ -203,7 +226,7 @@ class EventSink:
             for task in tasks:
                 self._emit(
                     "tasks",
-                    {"id": task_id(task), "name": task.name, "input": task.input, "triggers": (task.name,)},
+                    {"id": task_id(task), "name": task.name, "input": task.input, "triggers": triggers(task)},
                     step,
                     "task",
                 )
@@ -259,7 +282,13 @@ class EventSink:
             if self.tasks_on and not t.cached:
                 self._emit(
                     "tasks",
-                    {"id": task_id(t), "name": t.name, "error": None, "result": t.writes, "interrupts": []},
+                    {
+                        "id": task_id(t),
+                        "name": t.name,
+                        "error": None,
+                        "result": task_result(t.writes),
+                        "interrupts": [],
+                    },
                     step,
                     "task_result",
                 )

@@ -33,6 +33,8 @@ class Task:
     input: Any
     index: int = 0
     """Position among the step's tasks with the same name (``Send`` fan-out)."""
+    push: bool = False
+    """Started by a ``Send`` (its input is the ``Send``'s argument, not the state)."""
     # the factories are cast once, here, to the element types (the factory stays the builtin list)
     writes: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
     goto: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))

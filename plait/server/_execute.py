@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from plait.server._db import Database, Tx
-from plait.server._messages import MessagesMode, debug_payload, task_payload
+from plait.server._messages import MessagesMode, debug_payload
 from plait.server._snapshot import interrupts_by_task, output_interrupts, thread_status
 from plait.server._state import ServerState
 from plait.server._stream import insert_events
@@ -108,8 +108,6 @@ class _Emitter:
         else:
             if mode == "debug":
                 chunk = debug_payload(chunk)
-            elif mode == "tasks":
-                chunk = task_payload(chunk)
             publish(self.run_id, mode + suffix, chunk)
 
 

@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage, BaseMessageChunk
 
 from plait.server._wire import as_dict, as_list
 
-__all__ = ["MessagesMode", "debug_payload", "task_payload"]
+__all__ = ["MessagesMode", "debug_payload"]
 
 
 class MessagesMode:
@@ -58,40 +58,12 @@ def _checkpoint(config: Any) -> dict[str, Any] | None:
     return out
 
 
-def _result(writes: Any) -> Any:
-    if not isinstance(writes, list):
-        return writes
-    result: dict[str, Any] = {}
-    pairs: list[Any] = as_list(writes)
-    for pair in pairs:
-        if not isinstance(pair, (list, tuple)) or len(cast("Any", pair)) != 2:
-            return pairs
-        channel, value = cast("tuple[Any, Any]", tuple(cast("Any", pair)))
-        if channel in result:
-            existing = result[channel]
-            many = isinstance(existing, dict) and "$writes" in existing
-            result[channel] = {"$writes": [*(existing["$writes"] if many else [existing]), value]}
-        else:
-            result[channel] = value
-    return result
-
-
-def task_payload(payload: Any) -> Any:
-    """A ``tasks`` event (or a debug ``task_result`` payload) with its result as a dict."""
-    data = as_dict(payload)
-    if "result" in data:
-        return {**data, "result": _result(data["result"])}
-    return payload
-
-
 def debug_payload(chunk: Any) -> Any:
     """A ``debug`` event as LangGraph's server sends it."""
     if not isinstance(chunk, dict):
         return chunk
     event = cast("dict[str, Any]", chunk)
     payload = event.get("payload")
-    if event.get("type") == "task_result":
-        return {**event, "payload": task_payload(payload)}
     if event.get("type") != "checkpoint" or not isinstance(payload, dict):
         return event
     data = cast("dict[str, Any]", payload)

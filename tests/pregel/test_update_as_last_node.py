@@ -111,3 +111,37 @@ def test_checkpoints_record_the_config_as_langgraph_savers_do(checkpointer: Any,
         assert extra == expected, snapshot.metadata["source"]
     assert len(driver.get_state_history(graph, config, filter={"retries": 3})) == len(history)
 
+
+def test_a_node_config_names_its_task_but_checkpoints_do_not(checkpointer: Any) -> None:
+    inner = _chain(checkpointer, [])
+    seen: list[dict[str, Any]] = []
+
+    def outer_node(state: State, config: Any) -> State:
+        seen.append(dict(config["metadata"]))
+        inner.invoke(
+            {"n": 0, "notes": "stop"},
+            {**config, "configurable": {**config["configurable"], "thread_id": "inner-" + uuid.uuid4().hex}},
+        )
+        return {"n": 1}
+
+    builder = StateGraph(State)
+    builder.add_node("outer", outer_node)
+    builder.add_edge(START, "outer")
+    config = _config(user_id="u1")
+    config["metadata"] = {"tag": "x"}
+    builder.compile(checkpointer=checkpointer).invoke({"n": 0}, config)
+    (meta,) = seen
+    assert meta["tag"] == "x"
+    assert (meta["langgraph_node"], meta["langgraph_step"], meta["langgraph_path"]) == (
+        "outer",
+        1,
+        ("__pregel_pull", "outer"),
+    )
+    assert meta["langgraph_triggers"] == ("branch:to:outer",)
+    assert meta["langgraph_checkpoint_ns"].startswith("outer:")
+    (inner_thread,) = [
+        t for t in checkpointer.list(None) if t.config["configurable"]["thread_id"].startswith("inner-")
+    ][:1]
+    recorded = inner_thread.metadata
+    assert recorded["tag"] == "x" and recorded["user_id"] == "u1"
+    assert not [k for k in recorded if k.startswith("langgraph_")]

@@ -1,0 +1,78 @@
+"""``tasks`` and ``debug`` stream events as LangGraph's: a finished task's result is a dict of what it
+wrote, and a task's triggers are named as LangGraph's channels (``branch:to:<node>``, join barriers,
+``__pregel_push`` for a ``Send``), in the events and in the metadata of what runs inside the task."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+from typing_extensions import TypedDict
+
+from plait.config import get_config
+from plait.graph import START, StateGraph
+from plait.types import Command, Send
+
+
+class State(TypedDict):
+    n: Annotated[int, operator.add]
+    notes: str
+
+
+def _graph() -> Any:
+    builder = StateGraph(State)
+    builder.add_node("write", lambda _: {"n": 1, "notes": "x"})
+    builder.add_node("twice", lambda _: Command(update=[("n", 1), ("n", 2), ("notes", "y")]))
+    builder.add_node("nothing", lambda _: None)
+    builder.add_edge(START, "write")
+    builder.add_edge("write", "twice")
+    builder.add_edge("twice", "nothing")
+    return builder.compile()
+
+
+def test_tasks_mode_results_are_dicts(driver: Any) -> None:
+    results = {
+        c["name"]: c["result"]
+        for c in driver.stream(_graph(), {"n": 0}, stream_mode="tasks")
+        if "result" in c
+    }
+    assert results == {
+        "write": {"n": 1, "notes": "x"},
+        "twice": {"n": {"$writes": [1, 2]}, "notes": "y"},  # a key written twice keeps each write
+        "nothing": {},
+    }
+
+
+def test_debug_task_results_match_tasks_mode(driver: Any) -> None:
+    chunks = driver.stream(_graph(), {"n": 0}, stream_mode="debug")
+    results = [c["payload"]["result"] for c in chunks if c["type"] == "task_result"]
+    assert results == [{"n": 1, "notes": "x"}, {"n": {"$writes": [1, 2]}, "notes": "y"}, {}]
+
+
+def test_triggers_are_named_as_langgraph_channels(driver: Any) -> None:
+    seen: dict[str, Any] = {}
+
+    def remember(name: str) -> Any:
+        def node(_: State) -> State:
+            seen[name] = get_config()["metadata"]["langgraph_triggers"]
+            return {"n": 1}
+
+        return node
+
+    builder = StateGraph(State)
+    for name in "abcde":
+        builder.add_node(name, remember(name))
+    builder.add_edge(START, "a")
+    builder.add_conditional_edges("a", lambda _: ["b", "c"])
+    builder.add_edge(["b", "c"], "d")
+    builder.add_conditional_edges("d", lambda _: [Send("e", {"n": 5})])
+    chunks = driver.stream(builder.compile(), {"n": 0}, stream_mode="tasks")
+    started = {c["name"]: c["triggers"] for c in chunks if "triggers" in c}
+    assert started == {
+        "a": ("branch:to:a",),
+        "b": ("branch:to:b",),
+        "c": ("branch:to:c",),
+        "d": ("branch:to:d", "join:b+c:d"),
+        "e": ("__pregel_push",),
+    }
+    assert seen == started
