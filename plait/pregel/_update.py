@@ -148,7 +148,7 @@ def _update_ops(
             yield _SaverCall("put_writes", (current, writes, _start_task(current)))
             continue
         if saved is not None and pairs[0][1] is None and not graph.plan.triggers:
-            pairs = [(pairs[0][0], (yield from _last_ran(graph.plan, saved)))]
+            pairs = [(pairs[0][0], (yield from _last_ran(saved)))]
         pairs = channel_updates(graph.plan, pairs, saved)
         parent, checkpoint, metadata, versions = yield from prepare_update(graph.plan, ref, saved, pairs)
         metadata = {**recorded, **metadata}
@@ -160,7 +160,7 @@ def _update_ops(
     return with_map(current, metadata)
 
 
-def _last_ran(plan: Plan, saved: CheckpointTuple) -> Generator[_SaverCall, Any, str]:
+def _last_ran(saved: CheckpointTuple) -> Generator[_SaverCall, Any, str]:
     """The node an update without ``as_node`` is made as: the one that ran last (LangGraph's rule).
 
     That is the task of the step that wrote the thread's latest ``loop`` checkpoint (its parent's
@@ -172,8 +172,6 @@ def _last_ran(plan: Plan, saved: CheckpointTuple) -> Generator[_SaverCall, Any, 
             and its parent were not stored (``durability="exit"``), or were pruned: ``as_node``
             must be given.
     """
-    if len(plan.nodes) == 1:
-        return next(iter(plan.nodes))
     current = saved
     while True:
         meta, above = current.metadata or {}, current.parent_config

@@ -145,3 +145,17 @@ def test_a_node_config_names_its_task_but_checkpoints_do_not(checkpointer: Any) 
     recorded = inner_thread.metadata
     assert recorded["tag"] == "x" and recorded["user_id"] == "u1"
     assert not [k for k in recorded if k.startswith("langgraph_")]
+
+
+def test_a_one_node_graph_updates_as_its_start_until_the_node_ran(checkpointer: Any, driver: Any) -> None:
+    builder = StateGraph(State)
+    builder.add_node("only", lambda _: {"n": 1})
+    builder.add_edge(START, "only")
+    graph, config = builder.compile(checkpointer=checkpointer, interrupt_before=["only"]), _config()
+    driver.invoke(graph, {"n": 0}, config)
+    driver.update_state(graph, config, {"n": 5})  # as the start: "only" is scheduled again
+    assert driver.get_state(graph, config).next == ("only",)
+    driver.invoke(graph, None, config)
+    driver.update_state(graph, config, {"n": 5})  # as "only", whose edge ends the run
+    state = driver.get_state(graph, config)
+    assert (state.next, state.values["n"]) == ((), 11)
