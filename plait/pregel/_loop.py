@@ -447,7 +447,8 @@ class Loop:
         cid = new_checkpoint_id(after=after)
         checkpoint, versions = run.checkpoint(cid, changed)
         parents = dict(self.travel.parents) if self.travel is not None else {}
-        metadata: dict[str, Any] = {**self._metadata, "source": source, "step": run.step, "parents": parents}
+        own = {"source": source, "step": run.step, "parents": parents}  # events show it; the saver's has more
+        metadata: dict[str, Any] = {**self._metadata, **own}
         assert self.thread is not None  # noqa: S101 - guarded by saver is not None
         parent = self.thread.config(self.checkpoint_id) if self.checkpoint_id else self.thread.config()
         op = PutCheckpoint(parent, dict(checkpoint), metadata, versions, self.expect_head)
@@ -463,15 +464,14 @@ class Loop:
         self.expect_head = cid
         self.checkpoint_id = cid
         self.checkpoint_config = self.thread.config(cid)
-        config = self.checkpoint_config
+        located = self.checkpoint_config["configurable"]
         stored = "checkpoint_id" in parent["configurable"] and self.durability != "exit"  # exit: none yet
-        parent_config = parent if stored else None
         self.sink.checkpoint(
             lambda: {
-                "config": config,
-                "parent_config": parent_config,
+                "config": self.sink.run_config(located),
+                "parent_config": self.sink.run_config(parent["configurable"]) if stored else None,
                 "values": self.state_values(),
-                "metadata": metadata,
+                "metadata": own,
                 "next": list(run.next),
                 "tasks": next_tasks(cid, run.next, run.sends),
             },

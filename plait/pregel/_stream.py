@@ -7,7 +7,7 @@ plain ``invoke`` (no modes) pays for none of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property, partial
 from typing import Any, cast
 
@@ -114,6 +114,15 @@ class EventSink:
             if parent is not None and parent.stream is not None:
                 self.mirror = partial(parent.stream.forward, segment=f"{parent.node}:{parent.task_id}")
         self.lc_child = self.messages is not None or self.tools is not None or bool(config.get("callbacks"))
+
+    @cached_property
+    def _user_configurable(self) -> dict[str, Any]:
+        return {k: v for k, v in self._configurable.items() if not k.startswith("__pregel_")}
+
+    def run_config(self, located: Mapping[str, Any]) -> dict[str, Any]:
+        """A checkpoint's config as ``checkpoints`` events show it: the run's ``configurable`` (not
+        plait's own keys) with the checkpoint's ``located`` keys (thread, namespace, id)."""
+        return {"configurable": {**self._user_configurable, **located}}
 
     @cached_property
     def lc_metadata(self) -> dict[str, Any]:

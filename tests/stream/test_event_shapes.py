@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from typing_extensions import TypedDict
 
+from plait.checkpoint.memory import InMemorySaver
 from plait.config import get_config
 from plait.graph import START, StateGraph
 from plait.types import Command, Send
@@ -76,3 +77,19 @@ def test_triggers_are_named_as_langgraph_channels(driver: Any) -> None:
         "e": ("__pregel_push",),
     }
     assert seen == started
+
+
+def test_checkpoint_events_show_the_run_config_and_the_loop_metadata(driver: Any) -> None:
+    builder = StateGraph(State)
+    builder.add_node("write", lambda _: {"n": 1})
+    builder.add_edge(START, "write")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t", "user_id": "u1"}, "metadata": {"tag": "x"}}
+    first, second, _ = driver.stream(graph, {"n": 0}, config, stream_mode="checkpoints")
+    # the loop's own metadata (the saver records the config's beside it), the run's configurable
+    assert first["metadata"] == {"source": "input", "step": -1, "parents": {}}
+    assert first["config"]["configurable"]["user_id"] == "u1"
+    assert first["parent_config"] is None
+    assert second["parent_config"] == first["config"]
+    (*_, oldest) = graph.get_state_history(config)
+    assert oldest.metadata == {"source": "input", "step": -1, "parents": {}, "tag": "x", "user_id": "u1"}
