@@ -399,7 +399,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         plan, ref = owner.plan, ThreadRef.from_config(own_namespace(owner, config))
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         for saved in self._saver().list(ref.config(), filter=filter, before=before, limit=limit):
-            yield root_snapshot(plan, snapshot(plan, saved))
+            yield root_snapshot(plan, with_task_states(plan, snapshot(plan, saved), None))
 
     async def aget_state_history(
         self,
@@ -414,7 +414,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         plan, ref = owner.plan, ThreadRef.from_config(own_namespace(owner, config))
         get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
         async for saved in self._saver().alist(ref.config(), filter=filter, before=before, limit=limit):
-            yield root_snapshot(plan, snapshot(plan, saved))
+            yield root_snapshot(plan, with_task_states(plan, snapshot(plan, saved), None))
 
     def update_state(
         self, config: RunnableConfig, values: Any, as_node: str | None = None, task_id: str | None = None

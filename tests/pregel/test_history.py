@@ -153,3 +153,17 @@ def test_get_state_by_checkpoint_id(driver, saver, thread) -> None:
 def test_invoke_none_on_new_thread_fails(driver, saver, thread) -> None:
     with pytest.raises(Exception):  # noqa: B017 - EmptyInputError
         driver.invoke(_app(saver), None, thread)
+
+
+def test_history_names_where_each_subgraph_task_keeps_its_state(driver, saver, thread) -> None:
+    inner = StateGraph(S).add_node("step", lambda s: {"log": ["step"]}).add_edge(START, "step").compile()
+    outer = StateGraph(S).add_node("a", lambda s: {"log": ["a"]}).add_node("inner", inner)
+    app = outer.add_edge(START, "a").add_edge("a", "inner").compile(checkpointer=saver)
+    driver.invoke(app, {"x": 0}, thread)
+    (ran,) = [s for s in driver.get_state_history(app, thread) if s.next == ("inner",)]
+    (task,) = ran.tasks
+    assert task.state["configurable"]["thread_id"] == thread["configurable"]["thread_id"]
+    ns = task.state["configurable"]["checkpoint_ns"]
+    assert ns.startswith("inner:")
+    inside = driver.get_state(app, task.state)  # the subgraph's state, found by that config
+    assert inside.values["log"] == ["a", "step"]
