@@ -94,7 +94,7 @@ async def found_thread(request: Request) -> dict[str, Any]:
 async def create(request: Request) -> Response:
     """``POST /threads``."""
     state = _state(request)
-    data = await body(request)
+    data = await body(request, required=True)  # as LangGraph's server: a body, if only {}
     if data.get("ttl") is not None:
         raise ApiError(422, "thread ttl is not supported by plait serve (NotImplemented)")
     if data.get("supersteps"):

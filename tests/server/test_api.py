@@ -250,6 +250,7 @@ def test_store_endpoints_and_nodes_share_the_store(server: Server) -> None:
 def test_bad_input_is_422_or_404_never_500(server: Server) -> None:
     bad = [
         ("POST", "/threads", b"{nope"),
+        ("POST", "/threads", b""),  # a body is required, as by LangGraph's server
         ("POST", "/threads", b"[1]"),
         ("POST", "/threads", b'{"thread_id": "x"}'),
         ("POST", "/threads/search", b'{"limit": "ten"}'),
