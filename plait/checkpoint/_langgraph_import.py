@@ -138,15 +138,18 @@ def translate(
     return checkpoint, metadata
 
 
-def _task_id(row: Row, path: str, sends: list[tuple[str, Any]], task: str) -> str:
-    """plait's id of the task that made a write: ``<checkpoint id>:<node>:<index>``."""
+def _task_id(row: Row, path: str, checkpoint: dict[str, Any], task: str) -> str:
+    """plait's id of the task that made a write: ``<checkpoint id>:<node>:<index>`` (a node's tasks
+    are numbered pulls first, then its sends, as ``plait.pregel._step.send_indices`` does)."""
+    sends: list[tuple[str, Any]] = checkpoint["sends"]
     parts = [p.strip() for p in path.split(",")]
     if len(parts) == 2 and parts[0] == "~__pregel_pull":
         return f"{row.checkpoint_id}:{parts[1]}:0"
     if len(parts) >= 2 and parts[0] == "~__pregel_push" and parts[1].isdigit() and int(parts[1]) < len(sends):
         i = int(parts[1])
         node = sends[i][0]
-        return f"{row.checkpoint_id}:{node}:{sum(1 for s in sends[:i] if s[0] == node)}"
+        index = (node in checkpoint["next"]) + sum(1 for s in sends[:i] if s[0] == node)
+        return f"{row.checkpoint_id}:{node}:{index}"
     return task
 
 
@@ -159,7 +162,7 @@ def _writes(
     """Task writes by plait task id (LangGraph's routing writes are plait's ``next``, not writes)."""
     out: dict[str, list[tuple[str, Any]]] = {}
     for task, path, channel, kind, data in row.writes:
-        tid = _task_id(row, path, checkpoint["sends"], task)
+        tid = _task_id(row, path, checkpoint, task)
         thread.tasks[task] = tid
         if _internal(channel):
             continue

@@ -19,7 +19,7 @@ from plait.pregel._loop import Loop
 from plait.pregel._pause import NULL_TASK_ID
 from plait.pregel._plan import Plan
 from plait.pregel._recover import ERROR_SOURCE
-from plait.pregel._step import RunState, routers, schedule
+from plait.pregel._step import RunState, routers, schedule, send_indices
 from plait.pregel._stream import STATIC
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef
@@ -80,7 +80,11 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
             interrupts, nxt = _now(cp, by_task, nxt)
             shown = _with_written(plan, cp, shown, saved.pending_writes or ())
     # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
-    tasks = tuple(_task(cp["id"], name, index, by_task) for name, index in _task_keys(cp))  # pyright: ignore[reportTypedDictNotRequiredAccess]
+    pulls = len(cp.get("next") or ())
+    tasks = tuple(  # a Send's task has its position among the sends in its path, as LangGraph's
+        _task(cp["id"], name, index, by_task, None if i < pulls else i - pulls)  # pyright: ignore[reportTypedDictNotRequiredAccess]
+        for i, (name, index) in enumerate(_task_keys(cp))
+    )
     return StateSnapshot(
         values=shown,
         next=nxt,
@@ -135,15 +139,17 @@ def _with_written(
 
 
 def _task_keys(cp: Any) -> list[tuple[str, int]]:
-    keys = [(name, 0) for name in cp.get("next") or ()]
-    counts: dict[str, int] = {}
-    for name, _ in cp.get("sends") or ():
-        counts[name] = counts.get(name, -1) + 1
-        keys.append((name, counts[name]))
-    return keys
+    """``(name, index)`` of each task the checkpoint schedules: its pulls, then its sends."""
+    pulls, sends = cp.get("next") or (), cp.get("sends") or ()
+    return [
+        *((name, 0) for name in pulls),
+        *zip((n for n, _ in sends), send_indices(pulls, sends), strict=True),
+    ]
 
 
-def _task(cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]]) -> PregelTask:
+def _task(
+    cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]], push: int | None
+) -> PregelTask:
     tid = f"{cid}:{name}:{index}"
     info = by_task.get(tid, {})
     # finished: its writes are stored (after answered questions, too), or it stopped on nothing
@@ -153,7 +159,7 @@ def _task(cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]]) -
     return PregelTask(
         id=tid,
         name=name,
-        path=("__pregel_pull", name),
+        path=("__pregel_pull", name) if push is None else ("__pregel_push", push, False),
         error=info.get("error"),
         # a subgraph's breakpoint pauses the task, but asks nothing
         interrupts=tuple(i for i in info.get("interrupts", ()) if i.id not in STATIC),

@@ -33,7 +33,7 @@ from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._task import Task
 from plait.types import Send
 
-__all__ = ["RunState", "prepare_tasks", "read_state", "routers", "schedule"]
+__all__ = ["RunState", "prepare_tasks", "read_state", "routers", "schedule", "send_indices"]
 
 
 @dataclass(slots=True)
@@ -130,11 +130,22 @@ def prepare_tasks(plan: Plan, run: RunState, stop: int | None = None) -> list[Ta
             tasks.append(Task(name, node, {k: values[k] for k in node.reads if k in values}))
     if not run.sends:
         return tasks
-    counts: dict[str, int] = {}
-    for name, arg in run.sends:
+    counts = dict.fromkeys(run.next, 0)  # a node's tasks are numbered pulls first (see send_indices)
+    for position, (name, arg) in enumerate(run.sends):
         index = counts[name] = counts.get(name, -1) + 1
-        tasks.append(Task(name, plan.nodes[name], arg, index=index, push=True))
+        tasks.append(Task(name, plan.nodes[name], arg, index=index, push=position))
     return tasks
+
+
+def send_indices(pulls: Iterable[str], sends: Iterable[tuple[str, Any]]) -> list[int]:
+    """The index of each ``Send``'s task among its node's tasks in the step (pulls come first, as
+    index 0): with the checkpoint id and the node's name, it makes the task's id."""
+    counts = dict.fromkeys(pulls, 0)
+    out: list[int] = []
+    for name, _ in sends:
+        out.append(counts.setdefault(name, -1) + 1)
+        counts[name] = out[-1]
+    return out
 
 
 def routers(

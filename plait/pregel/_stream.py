@@ -60,7 +60,7 @@ def _update_payload(task: Task) -> Any:
 
 def triggers(task: Task) -> tuple[str, ...]:
     """What started ``task``, named as LangGraph names its channels."""
-    if task.push:
+    if task.push is not None:
         return ("__pregel_push",)
     found: tuple[str, ...] = getattr(task.node, "triggers", ())  # a command's pseudo-task has no node
     return found or (task.name,)
@@ -189,7 +189,9 @@ class EventSink:
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": triggers(task),
-            "langgraph_path": ("__pregel_pull", task.name),
+            "langgraph_path": ("__pregel_pull", task.name)
+            if task.push is None
+            else ("__pregel_push", task.push, False),
             "langgraph_checkpoint_ns": f"{self.ns}|{task.name}:{task_id}"
             if self.ns
             else f"{task.name}:{task_id}",

@@ -33,8 +33,9 @@ class Task:
     input: Any
     index: int = 0
     """Position among the step's tasks with the same name (``Send`` fan-out)."""
-    push: bool = False
-    """Started by a ``Send`` (its input is the ``Send``'s argument, not the state)."""
+    push: int | None = None
+    """For a task a ``Send`` started (its input is the ``Send``'s argument): that ``Send``'s
+    position among the step's; ``None`` for a task the state's edges started."""
     # the factories are cast once, here, to the element types (the factory stays the builtin list)
     writes: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
     goto: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))

@@ -24,6 +24,7 @@ from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
 from plait.pregel._root import root_value
 from plait.pregel._run import call_routers
+from plait.pregel._step import send_indices
 from plait.pregel._task import Task, collect
 from plait.pregel._thread import ThreadRef, found
 from plait.pregel._travel import with_map
@@ -93,10 +94,9 @@ def _task_results(
     free: dict[str, list[str]] = {}
     for name in cp.get("next") or ():
         free.setdefault(name, []).append(f"{cid}:{name}:0")
-    counts: dict[str, int] = {}
-    for name, _ in cp.get("sends") or ():
-        counts[name] = counts.get(name, -1) + 1
-        free.setdefault(name, []).append(f"{cid}:{name}:{counts[name]}")
+    sends = cp.get("sends") or ()
+    for (name, _), index in zip(sends, send_indices(cp.get("next") or (), sends), strict=True):
+        free.setdefault(name, []).append(f"{cid}:{name}:{index}")
     out: list[tuple[str, list[tuple[str, Any]]]] = []
     for (values, as_node), update in zip(pairs, updates, strict=True):
         ids = free.get(as_node or "")

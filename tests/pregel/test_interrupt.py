@@ -126,3 +126,30 @@ def test_two_interrupts_in_one_node(driver, saver, thread) -> None:
 def test_stream_updates_reports_interrupt(driver, saver, thread) -> None:
     chunks = driver.stream(_approval(saver), {"x": 0}, thread, stream_mode="updates")
     assert any("__interrupt__" in c for c in chunks)
+
+
+def test_a_node_pulled_and_sent_in_one_step_asks_and_resumes_as_two_tasks(driver, saver, thread) -> None:
+    from plait.types import Send
+
+    class L(TypedDict):
+        n: Annotated[list, operator.add]
+
+    def x(state):
+        answer = interrupt(f"q{state['n']}")
+        return {"n": [f"x{answer}"]}
+
+    g = StateGraph(L)
+    g.add_node("a", lambda s: {"n": [1]})
+    g.add_node("x", x)
+    g.add_edge(START, "a")
+    g.add_edge("a", "x")  # x pulled by the edge...
+    g.add_conditional_edges("a", lambda s: [Send("x", {"n": [7]})])  # ...and sent, in the same step
+    app = g.compile(checkpointer=saver)
+    out = driver.invoke(app, {"n": [0]}, thread)
+    asked = {i.id: i.value for i in out["__interrupt__"]}
+    assert sorted(asked.values()) == ["q[0, 1]", "q[7]"]  # two questions, two ids
+    tasks = driver.get_state(app, thread).tasks
+    assert len({t.id for t in tasks}) == 2
+    assert sorted(t.path for t in tasks) == [("__pregel_pull", "x"), ("__pregel_push", 0, False)]
+    out = driver.invoke(app, Command(resume={k: f"-{v}" for k, v in asked.items()}), thread)
+    assert sorted(out["n"][2:]) == ["x-q[0, 1]", "x-q[7]"]  # each task got its own answer
