@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from datetime import datetime, timezone
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, cast
 
 from plait.checkpoint._config import (
     MAX_ID_BYTES,
@@ -182,33 +182,38 @@ TASK_KEYS = frozenset(
 NOT_METADATA = TASK_KEYS | {"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"}
 """Configurable keys never copied into a checkpoint's metadata (they locate it, or name a task)."""
 
+_NOT_FROM_METADATA = NOT_METADATA - {"thread_id"}
+
 
 def config_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
     """What a run's checkpoints record of its config, as LangGraph's savers do.
 
-    The config's ``metadata`` (but :data:`TASK_KEYS`), then each ``configurable`` entry that is a
-    plain ``str``, ``int``, ``float`` or ``bool`` (the user's own keys, such as ``user_id``), except
-    private ``__`` keys and those of :data:`NOT_METADATA`. A ``metadata`` key wins over the same
-    ``configurable`` one. Unlike LangGraph's library, ``metadata`` values that are not plain
-    (lists, dicts) are kept, and so is a ``thread_id`` given in ``metadata`` (its server keeps it too).
+    Each entry of the config's ``metadata``, then of its ``configurable`` (the user's own keys,
+    such as ``user_id``), whose value is a plain ``str``, ``int``, ``float`` or ``bool``; never
+    private ``__`` keys nor those of :data:`NOT_METADATA`. A ``metadata`` key wins over the same
+    ``configurable`` one. Unlike LangGraph's library, a ``thread_id`` given in ``metadata`` is kept
+    (its server records it too).
     """
-    given: Mapping[str, Any] = config.get("metadata") or {}
-    out = {k: v for k, v in given.items() if k not in TASK_KEYS}
-    configurable: Mapping[str, Any] = config.get("configurable") or {}
-    for key, value in configurable.items():
-        if key not in out and key not in NOT_METADATA and not key.startswith("__"):
-            if isinstance(value, (str, int, float, bool)):
-                out[key] = value
+    out: dict[str, Any] = {}
+    for source, skip in (
+        (config.get("metadata"), _NOT_FROM_METADATA),
+        (config.get("configurable"), NOT_METADATA),
+    ):
+        given: Mapping[str, Any] = source or {}
+        for key, value in given.items():
+            if key not in out and key not in skip and not key.startswith("__"):
+                if isinstance(value, (str, int, float, bool)):
+                    out[key] = value
     return out
 
 
-def recorded_metadata(config: Mapping[str, Any], metadata: Mapping[str, Any]) -> Any:
+def recorded_metadata(config: Mapping[str, Any], metadata: CheckpointMetadata) -> CheckpointMetadata:
     """``metadata`` as a saver's ``put(config, …)`` stores it: what :func:`config_metadata` records
     of ``config`` is added under it (a saver's own keys win); unchanged when there is nothing to add."""
     configurable: Mapping[str, Any] = config.get("configurable") or {}
     if not config.get("metadata") and all(k in NOT_METADATA or k.startswith("__") for k in configurable):
         return metadata
-    return {**config_metadata(config), **metadata}
+    return cast("CheckpointMetadata", {**config_metadata(config), **metadata})
 
 
 def now_iso() -> str:

@@ -202,7 +202,7 @@ class Session:
         if before.config.get("configurable", {}).get("checkpoint_id") is None:
             self.saver.delete_thread(self.thread_id)
         else:
-            self.agent.update_state(before.config, None)
+            self.agent.update_state(before.config, None, as_node="__copy__")
 
     # -- commands -----------------------------------------------------------------------------
 
@@ -272,7 +272,7 @@ class Session:
         keep = [m.id for m in messages[:last]]
         for snapshot in self.agent.get_state_history(self.config):
             if [m.id for m in snapshot.values.get("messages", [])] == keep and not snapshot.next:
-                self.agent.update_state(snapshot.config, None)
+                self.agent.update_state(snapshot.config, None, as_node="__copy__")
                 self.echo(f">>> back to before: {messages[last].text[:60]}")
                 return
         self.agent.update_state(self.config, {"messages": [RemoveMessage(id=m.id) for m in messages[last:]]})

@@ -134,24 +134,30 @@ def _update_ops(
     current = cast("dict[str, Any]", config)
     recorded = config_metadata(current)  # the user's keys, as the run's checkpoints record them
     metadata: dict[str, Any] = {}
+    inferring = not graph.plan.triggers  # a state graph; a channel graph infers from its writers
     for updates in supersteps:
         pairs = check_superstep(graph.plan, updates)
         ref = ThreadRef.from_config(current)
         saved = found((yield _SaverCall("get_tuple", (ref.config(),))), ref)
+        last = ""  # the node that ran last, as of saved (an update keeps it, see RAN)
+        if saved is not None and inferring:
+            unnamed = pairs[0][1] is None  # the update is made as that node: it must be known
+            last = yield from _last_ran(saved, strict=unnamed)
+            pairs = [(pairs[0][0], last)] if unnamed else pairs
         if pairs[0][1] == INPUT:
             (parent, checkpoint, metadata, versions), writes = _prepare_input(
                 graph.plan, ref, saved, pairs[0][0]
             )
-            metadata = {**recorded, **metadata}
-            put = (parent, checkpoint, metadata, versions)
+            checkpoint[RAN] = last
+            put = (parent, checkpoint, {**recorded, **metadata}, versions)
             current = yield _SaverCall("put", put, head_check(saver, ref, saved))
             yield _SaverCall("put_writes", (current, writes, _start_task(current)))
             continue
-        if saved is not None and pairs[0][1] is None and not graph.plan.triggers:
-            pairs = [(pairs[0][0], (yield from _last_ran(saved)))]
         pairs = channel_updates(graph.plan, pairs, saved)
         parent, checkpoint, metadata, versions = yield from prepare_update(graph.plan, ref, saved, pairs)
-        metadata = {**recorded, **metadata}
+        checkpoint[RAN] = last  # an update runs no node: the last one that ran stays the same
+        if pairs[0][1] != COPY:  # a copy keeps its original's metadata (LangGraph)
+            metadata = {**recorded, **metadata}
         current = yield _SaverCall(
             "put", (parent, checkpoint, metadata, versions), head_check(saver, ref, saved)
         )
@@ -160,12 +166,19 @@ def _update_ops(
     return with_map(current, metadata)
 
 
-def _last_ran(saved: CheckpointTuple) -> Generator[_SaverCall, Any, str]:
+RAN = "ran"
+"""Key of an update's (or a copy's) checkpoint: the node that ran last before it, ``""`` when that
+is ambiguous. A later update without ``as_node`` reads it instead of walking back the history."""
+
+
+def _last_ran(saved: CheckpointTuple, *, strict: bool) -> Generator[_SaverCall, Any, str]:
     """The node an update without ``as_node`` is made as: the one that ran last (LangGraph's rule).
 
-    That is the task of the step that wrote the thread's latest ``loop`` checkpoint (its parent's
-    ``next`` and ``sends``; updates and inputs since are skipped, as they run no node), or the
-    graph's start when no step ran yet.
+    That is the node the state's edges started in the step that wrote the latest ``loop``
+    checkpoint (its parent's ``next``; a step that ran only ``Send`` tasks is skipped, as
+    LangGraph does), or the graph's start when none ran yet. An update or copy records the answer
+    (:data:`RAN`), so the walk back stops there; inputs and the loop's replay forks run no node.
+    ``strict=False`` answers ``""`` where ``strict`` raises.
 
     Raises:
         InvalidUpdateError: several nodes ran in that step, or the steps between that checkpoint
@@ -173,27 +186,42 @@ def _last_ran(saved: CheckpointTuple) -> Generator[_SaverCall, Any, str]:
             must be given.
     """
     current = saved
-    while True:
-        meta, above = current.metadata or {}, current.parent_config
+    why = ""
+    while not why:
+        cp = cast("Mapping[str, Any]", current.checkpoint)
+        meta: Mapping[str, Any] = current.metadata or {}
+        above = current.parent_config
+        if RAN in cp:
+            if cp[RAN] or not strict:
+                return str(cp[RAN])
+            why = "the node that ran last was already ambiguous"
+            break
         parent: CheckpointTuple | None = None if above is None else (yield _SaverCall("get_tuple", (above,)))
-        if meta.get("source") not in ("loop", "fork"):  # an input or an update: no node ran
+        if meta.get("source") != "loop":  # an input, an update, the loop's replay fork: no node ran
             if above is None:
                 return START
-            if parent is not None:
-                current = parent
-                continue
+            if parent is None:
+                why = "its older checkpoints were pruned"
+                break
+            current = parent
+            continue
         if parent is None:
             why = "its last step is not stored" if above is None else "its older checkpoints were pruned"
-        else:
-            cp = parent.checkpoint
-            ran: set[str] = {*(cp.get("next") or ()), *(name for name, _ in cp.get("sends") or ())}
-            gap = int(meta.get("step", 0)) - int((parent.metadata or {}).get("step", -1))
-            if len(ran) == 1 and gap == 1:
-                return ran.pop()
-            why = "several nodes ran in its last step" if len(ran) > 1 else "its last step is not stored"
-        raise InvalidUpdateError(
-            f"Ambiguous update, specify as_node: {why}, so the node that ran last is unknown"
-        )
+            break
+        ran: set[str] = set(parent.checkpoint.get("next") or ())
+        above_meta: Mapping[str, Any] = parent.metadata or {}
+        gap = int(meta.get("step", 0)) - int(above_meta.get("step", -1))
+        if len(ran) == 1 and gap == 1:
+            return ran.pop()
+        if not ran and gap == 1:  # only Send tasks ran: the node before them
+            current = parent
+            continue
+        why = "several nodes ran in its last step" if len(ran) > 1 else "its last step is not stored"
+    if not strict:
+        return ""
+    raise InvalidUpdateError(
+        f"Ambiguous update, specify as_node: {why}, so the node that ran last is unknown"
+    )
 
 
 def update_thread(graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:

@@ -266,7 +266,7 @@ async def _rollback(state: ServerState, graph: Any, thread_id: str, run_id: str)
     started has its checkpoints deleted."""
     async for snap in graph.aget_state_history({"configurable": {"thread_id": thread_id}}):
         if as_dict(snap.metadata).get("run_id") != run_id:
-            await graph.aupdate_state(snap.config, None)
+            await graph.aupdate_state(snap.config, None, as_node="__copy__")
             return
     await state.saver.adelete_thread(thread_id)
 

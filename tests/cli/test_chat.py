@@ -112,7 +112,7 @@ def test_undo_history_and_fork(fakellm: FakeLLM, home: dict[str, str]) -> None:
     say(child, "hi")
     assert "back to before: hi" in say(child, "/undo")
     assert "human: hi" not in say(child, "/show")
-    assert "update" in say(child, "/history")
+    assert "fork" in say(child, "/history")  # undo copies the checkpoint before the turn
     assert "forked into thread_id = t2 (2 messages)" in say(child, "/fork t2")
     assert (
         stored(home, "t2")

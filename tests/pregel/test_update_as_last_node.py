@@ -10,8 +10,10 @@ from typing import Annotated, Any
 import pytest
 from typing_extensions import TypedDict
 
+from plait.checkpoint.memory import InMemorySaver
 from plait.errors import InvalidUpdateError
 from plait.graph import END, START, StateGraph
+from plait.types import Send
 
 
 class State(TypedDict):
@@ -159,3 +161,71 @@ def test_a_one_node_graph_updates_as_its_start_until_the_node_ran(checkpointer: 
     driver.update_state(graph, config, {"n": 5})  # as "only", whose edge ends the run
     state = driver.get_state(graph, config)
     assert (state.next, state.values["n"]) == ((), 11)
+
+
+def test_a_copy_is_updated_as_the_node_that_ran_before_the_original(checkpointer: Any, driver: Any) -> None:
+    graph, config = _chain(checkpointer, ["c"]), _config()
+    driver.invoke(graph, {"n": 0}, config)
+    driver.update_state(graph, config, {"notes": "x"}, as_node="a")  # next: b; b ran last still
+    copy = driver.update_state(graph, config, None, as_node="__copy__")
+    assert driver.get_state(graph, copy).metadata == {"source": "fork", "step": 4, "parents": {}}
+    driver.update_state(graph, copy, {"notes": "stop"})  # as b: routed to END
+    assert driver.get_state(graph, config).next == ()
+
+
+def _fan_out(checkpointer: Any, pulled: bool) -> Any:
+    """a -> Send("w") x2 (and, ``pulled``, its edge to x) -> z, paused before z."""
+    builder = StateGraph(State)
+    builder.add_node("a", lambda _: {"n": 1})
+    builder.add_node("w", lambda s: {"n": s["n"]})
+    builder.add_node("x", lambda _: {"n": 10})
+    builder.add_node("z", lambda _: {"n": 1000})
+    builder.add_edge(START, "a")
+    sends = [Send("w", {"n": 1}), Send("w", {"n": 2})]
+    builder.add_conditional_edges("a", lambda _: ["x", *sends] if pulled else sends)
+    builder.add_edge("w", "z")
+    builder.add_edge("x", "z")
+    return builder.compile(checkpointer=checkpointer, interrupt_before=["z"])
+
+
+def test_send_tasks_do_not_count_as_the_node_that_ran(checkpointer: Any, driver: Any) -> None:
+    graph, config = _fan_out(checkpointer, pulled=False), _config()
+    driver.invoke(graph, {"n": 0}, config)
+    driver.update_state(graph, config, {"n": 7})  # as a (the w tasks were sent): a's sends again
+    assert driver.get_state(graph, config).next == ("w", "w")
+    graph, config = _fan_out(checkpointer, pulled=True), _config()
+    driver.invoke(graph, {"n": 0}, config)
+    driver.update_state(graph, config, {"n": 7})  # as x, the one node its edge started
+    assert driver.get_state(graph, config).next == ("z",)
+
+
+class _CountingSaver(InMemorySaver):
+    reads = 0
+
+    def get_tuple(self, config: Any) -> Any:
+        self.reads += 1
+        return super().get_tuple(config)
+
+
+def test_consecutive_updates_do_not_read_back_the_whole_history() -> None:
+    saver = _CountingSaver()
+    graph, config = _chain(saver, ["c"]), _config()
+    graph.invoke({"n": 0}, config)
+    counts = []
+    for i in range(30):
+        before = saver.reads
+        graph.update_state(config, {"notes": f"n{i}"})
+        counts.append(saver.reads - before)
+    assert max(counts) <= 3, counts  # the head, and at most its parent: not one read per update before it
+
+
+def test_only_plain_metadata_values_are_recorded(checkpointer: Any, driver: Any) -> None:
+    import threading
+
+    graph, config = _chain(checkpointer, ["c"]), _config(session={"not": "plain"})
+    config["metadata"] = {"lock": threading.Lock(), "tags": ["a"], "__private": "p", "kept": "yes"}
+    driver.invoke(graph, {"n": 0}, config)  # a value that cannot be stored is not recorded, not an error
+    driver.update_state(graph, config, {"notes": "x"}, as_node="b")
+    for snapshot in driver.get_state_history(graph, config):
+        extra = {k: v for k, v in snapshot.metadata.items() if k not in ("source", "step", "parents")}
+        assert extra == {"kept": "yes"}, snapshot.metadata
