@@ -168,6 +168,7 @@ def _spec(
         cache_policy=policy,
         cache_ns=node_namespace(node.bound[0] if node.bound else name, name) if policy is not None else (),
         channel_node=node,
+        triggers=tuple(sorted(node.triggers)),
     )
 
 

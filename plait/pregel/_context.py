@@ -14,6 +14,7 @@ from typing import Any, cast
 from plait._context import TASK_CONTEXT, RunningTask
 from plait.errors import GraphInterrupt
 from plait.pregel._answers import ResponseSchema
+from plait.pregel._task import Task
 from plait.runtime import ExecutionInfo, Runtime
 from plait.types import Interrupt
 
@@ -64,8 +65,8 @@ class TaskContext:
     """Which attempt of the node this is (retry policies run it again)."""
     pushed: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
     """Writes the node made while running (``push_message``): they come before its result's."""
-    task: Any = None
-    """The running :class:`~plait.pregel._task.Task` (its node's config names it), if any."""
+    task: Task | None = None
+    """The running task (its node's config names it), if any."""
     _calls: int = 0
 
     @property

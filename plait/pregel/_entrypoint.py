@@ -117,6 +117,7 @@ def entrypoint_plan(  # noqa: PLR0913 - the decorator's options
         retry=retry,
         cache_policy=cache_policy,
         cache_ns=node_namespace(fn, name) if cache_policy is not None else (),
+        triggers=("__start__",),  # the input starts it (LangGraph's channel name)
     )
     keys = (INPUT, RETURN, PREVIOUS)
     return Plan(

@@ -32,6 +32,7 @@ from plait.pregel._cache import cache_key
 from plait.pregel._callable import injected, run_coroutine
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._pool import shared_pool
+from plait.pregel._task import Task
 from plait.types import CachePolicy, Interrupt, RetryPolicies, retry_delay
 
 __all__ = [
@@ -176,6 +177,13 @@ def call_task(spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
         future: Any = _resolved(value, calls.is_async)
     else:
         resume = loop.resumes.get(tid) if loop is not None else None
+        # a pushed task of its own in the metadata of what runs inside (LangGraph's names)
+        own = Task(spec.name, cast("Any", getattr(parent.task, "node", None)), None, push=index)
+        lc = (
+            None
+            if parent.lc_config is None or loop is None
+            else loop.sink.child_config(own, loop.run.step, tid)
+        )
         ctx = dataclasses.replace(
             parent,
             node=spec.name,
@@ -184,6 +192,8 @@ def call_task(spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
             calls=None,
             subgraph_calls=0,
             _calls=0,
+            task=own,
+            lc_config=lc,
         )
         call = _Call(spec, args, _inject(spec, args, kwargs, parent), ctx)
         future = _astart(call) if calls.is_async else _start(call)

@@ -60,7 +60,7 @@ def _update_payload(task: Task) -> Any:
 
 def triggers(task: Task) -> tuple[str, ...]:
     """What started ``task``, named as LangGraph names its channels."""
-    if task.push is not None:
+    if task.push is not None or task.source is not None:  # a Send's, or an error handler's
         return ("__pregel_push",)
     found: tuple[str, ...] = getattr(task.node, "triggers", ())  # a command's pseudo-task has no node
     return found or (task.name,)
@@ -184,8 +184,10 @@ class EventSink:
             self.notify()
 
     def task_keys(self, task: Task, step: int, task_id: str) -> dict[str, Any]:
-        """LangGraph's metadata keys of ``task`` (``langgraph_node``, ``langgraph_step``…)."""
+        """LangGraph's metadata keys of ``task`` (``langgraph_node``, ``langgraph_step``…), after
+        its node's own metadata (``add_node(metadata=...)``)."""
         return {
+            **(getattr(task.node, "metadata", None) or {}),
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": triggers(task),

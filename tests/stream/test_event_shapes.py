@@ -93,3 +93,38 @@ def test_checkpoint_events_show_the_run_config_and_the_loop_metadata(driver: Any
     assert second["parent_config"] == first["config"]
     (*_, oldest) = graph.get_state_history(config)
     assert oldest.metadata == {"source": "input", "step": -1, "parents": {}, "tag": "x", "user_id": "u1"}
+
+
+def test_functional_tasks_and_entrypoints_are_named_as_langgraph_names_them() -> None:
+    from plait.func import entrypoint, task
+
+    seen: dict[str, Any] = {}
+
+    @task
+    def double(x: int) -> int:
+        meta = get_config()["metadata"]
+        seen["task"] = (meta["langgraph_node"], meta["langgraph_triggers"], meta["langgraph_path"][0])
+        return 2 * x
+
+    @entrypoint()
+    def main(x: int) -> int:
+        meta = get_config()["metadata"]
+        seen["entrypoint"] = (meta["langgraph_node"], meta["langgraph_triggers"], meta["langgraph_path"][0])
+        return double(x).result()
+
+    assert main.invoke(2) == 4
+    assert seen == {
+        "entrypoint": ("main", ("__start__",), "__pregel_pull"),
+        "task": ("double", ("__pregel_push",), "__pregel_push"),
+    }
+
+
+def test_a_node_config_carries_its_node_metadata(driver: Any) -> None:
+    seen: list[dict[str, Any]] = []
+    builder = StateGraph(State)
+    builder.add_node(
+        "tagged", lambda _: seen.append(dict(get_config()["metadata"])) or {"n": 1}, metadata={"team": "x"}
+    )
+    builder.add_edge(START, "tagged")
+    driver.invoke(builder.compile(), {"n": 0})
+    assert seen[0]["team"] == "x" and seen[0]["langgraph_node"] == "tagged"
