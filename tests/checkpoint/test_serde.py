@@ -315,8 +315,7 @@ def test_deflated_payloads_of_every_window_size_inflate_back(size: int, alphabet
 
     data = bytes(rnd.choice(alphabet) for _ in range(size))
     packed = deflate(data)
-    if packed.startswith(DEFLATED):
+    if packed != data:  # (random bytes may start with the marker: only MessagePack cannot)
+        assert packed.startswith(DEFLATED)
         assert len(packed) < size
         assert inflate(packed, size) == data
-    else:
-        assert packed == data  # stored as is when compressing does not pay
