@@ -473,7 +473,7 @@ class Loop:
                 "values": self.state_values(),
                 "metadata": own,
                 "next": list(run.next),
-                "tasks": next_tasks(cid, run.next, run.sends),
+                "tasks": next_tasks(cid, run.next, run.sends, self.plan, located),
             },
             run.step,
         )

@@ -18,9 +18,12 @@ from plait.errors import GraphBubbleUp
 from plait.pregel._context import running_task
 from plait.pregel._message_events import MESSAGE_EVENTS_KEY, MessageEventHandler
 from plait.pregel._messages import MessageStreamHandler
+from plait.pregel._plan import Plan
+from plait.pregel._subgraphs import subgraph_namespace
 from plait.pregel._task import Task
 from plait.pregel._thread import configurable_of
 from plait.pregel._tool_events import ToolEventHandler
+from plait.types import PregelTask
 
 __all__ = ["STATIC", "EventSink", "next_tasks", "task_result"]
 
@@ -336,12 +339,28 @@ class EventSink:
             self._emit("checkpoints", payload(), step, "checkpoint")
 
 
-def next_tasks(cid: str, pulls: Sequence[str], sends: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
-    """The tasks a checkpoint schedules, as ``debug``/``checkpoints`` events describe them."""
+def next_tasks(
+    cid: str,
+    pulls: Sequence[str],
+    sends: Sequence[tuple[str, Any]],
+    plan: Plan | None = None,
+    located: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """The tasks a checkpoint schedules, as ``debug``/``checkpoints`` events describe them; with the
+    ``plan`` and the checkpoint's ``located`` keys, a subgraph task's ``state`` is the config of
+    where its subgraph keeps its state (as its snapshot's)."""
     names = [*pulls, *(name for name, _ in sends)]
     counts: dict[str, int] = {}
     out: list[dict[str, Any]] = []
     for name in names:
         index = counts[name] = counts.get(name, -1) + 1
-        out.append({"id": f"{cid}:{name}:{index}", "name": name, "interrupts": (), "state": None})
+        tid = f"{cid}:{name}:{index}"
+        state = None
+        if plan is not None and located is not None:
+            ns = subgraph_namespace(
+                plan, PregelTask(tid, name), located.get("checkpoint_ns") or "", stored=False
+            )
+            if ns is not None:
+                state = {"configurable": {"thread_id": located.get("thread_id"), "checkpoint_ns": ns}}
+        out.append({"id": tid, "name": name, "interrupts": (), "state": state})
     return out

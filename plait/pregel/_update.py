@@ -139,7 +139,7 @@ def _update_ops(
         pairs = check_superstep(graph.plan, updates)
         ref = ThreadRef.from_config(current)
         saved = found((yield _SaverCall("get_tuple", (ref.config(),))), ref)
-        last = ""  # the node that ran last, as of saved (an update keeps it, see RAN)
+        last = START if saved is None else ""  # the node that ran last as of saved (see RAN)
         if saved is not None and inferring:
             unnamed = pairs[0][1] is None  # the update is made as that node: it must be known
             last = yield from _last_ran(saved, strict=unnamed)

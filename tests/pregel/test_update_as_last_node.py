@@ -229,3 +229,11 @@ def test_only_plain_metadata_values_are_recorded(checkpointer: Any, driver: Any)
     for snapshot in driver.get_state_history(graph, config):
         extra = {k: v for k, v in snapshot.metadata.items() if k not in ("source", "step", "parents")}
         assert extra == {"kept": "yes"}, snapshot.metadata
+
+
+def test_a_thread_seeded_by_updates_is_updated_as_its_start(checkpointer: Any, driver: Any) -> None:
+    graph, config = _chain(checkpointer, ["a"]), _config()
+    driver.update_state(graph, config, {"n": 1})  # a new thread: the update is its input
+    driver.update_state(graph, config, {"n": 2})  # no node ran yet: the start's again
+    state = driver.get_state(graph, config)
+    assert (state.next, state.values) == (("a",), {"n": 3})
