@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
 
-from plait.checkpoint.base import INTERRUPT, now_iso
+from plait.checkpoint.base import INTERRUPT, NOT_METADATA, now_iso
 from plait.errors import GraphBubbleUp
 from plait.pregel._context import running_task
 from plait.pregel._message_events import MESSAGE_EVENTS_KEY, MessageEventHandler
@@ -240,12 +240,26 @@ class EventSink:
                 self.messages.seen_in(task.input)
         if self.tasks_on:
             for task in tasks:
-                self._emit(
-                    "tasks",
-                    {"id": task_id(task), "name": task.name, "input": task.input, "triggers": triggers(task)},
-                    step,
-                    "task",
-                )
+                payload = {
+                    "id": task_id(task),
+                    "name": task.name,
+                    "input": task.input,
+                    "triggers": triggers(task),
+                }
+                shown = self._shown_metadata(task)
+                if shown:
+                    payload["metadata"] = shown
+                self._emit("tasks", payload, step, "task")
+
+    def _shown_metadata(self, task: Task) -> dict[str, Any]:
+        """What a task-start event shows of its metadata (LangGraph 1.2): the run's ``metadata``,
+        the node's, then the run's ``tags``; never the keys that locate a checkpoint or name a task."""
+        node: Mapping[str, Any] = getattr(task.node, "metadata", None) or {}
+        shown = {k: v for k, v in {**self.metadata, **node}.items() if k not in NOT_METADATA}
+        tags = self.config.get("tags")
+        if tags:
+            shown["tags"] = list(tags)
+        return shown
 
     def settled(self, task: Task, task_id: str, step: int) -> None:
         """``task`` ran to its end, maybe while others of its step still run: its update, its

@@ -128,3 +128,24 @@ def test_a_node_config_carries_its_node_metadata(driver: Any) -> None:
     builder.add_edge(START, "tagged")
     driver.invoke(builder.compile(), {"n": 0})
     assert seen[0]["team"] == "x" and seen[0]["langgraph_node"] == "tagged"
+
+
+def test_task_start_events_show_the_run_and_node_metadata(driver: Any) -> None:
+    builder = StateGraph(State)
+    builder.add_node("tagged", lambda _: {"n": 1}, metadata={"team": "x"})
+    builder.add_node("plain", lambda _: {"n": 1})
+    builder.add_edge(START, "tagged")
+    builder.add_edge("tagged", "plain")
+    graph = builder.compile()
+    config = {
+        "configurable": {"thread_id": "t", "user": "u"},
+        "metadata": {"run": "r", "thread_id": "t"},
+        "tags": ["k"],
+    }
+    starts = [c for c in driver.stream(graph, {"n": 0}, config, stream_mode="tasks") if "input" in c]
+    assert [c.get("metadata") for c in starts] == [
+        {"run": "r", "team": "x", "tags": ["k"]},
+        {"run": "r", "tags": ["k"]},
+    ]
+    plain = [c for c in driver.stream(graph, {"n": 0}, stream_mode="tasks") if "input" in c]
+    assert [c.get("metadata") for c in plain] == [{"team": "x"}, None]  # none shown when there is none
