@@ -21,7 +21,7 @@ from plait.pregel._plan import Plan
 from plait.pregel._recover import ERROR_SOURCE
 from plait.pregel._step import RunState, routers, schedule, send_indices
 from plait.pregel._stream import STATIC
-from plait.pregel._task import Task, collect
+from plait.pregel._task import Task, collect, task_path
 from plait.pregel._thread import ThreadRef
 from plait.pregel._writes import apply_writes
 from plait.types import Interrupt, PregelTask, StateSnapshot
@@ -159,7 +159,7 @@ def _task(
     return PregelTask(
         id=tid,
         name=name,
-        path=("__pregel_pull", name) if push is None else ("__pregel_push", push, False),
+        path=task_path(name, push),
         error=info.get("error"),
         # a subgraph's breakpoint pauses the task, but asks nothing
         interrupts=tuple(i for i in info.get("interrupts", ()) if i.id not in STATIC),

@@ -130,10 +130,9 @@ def prepare_tasks(plan: Plan, run: RunState, stop: int | None = None) -> list[Ta
             tasks.append(Task(name, node, {k: values[k] for k in node.reads if k in values}))
     if not run.sends:
         return tasks
-    counts = dict.fromkeys(run.next, 0)  # a node's tasks are numbered pulls first (see send_indices)
+    indices = send_indices(run.next, run.sends)
     for position, (name, arg) in enumerate(run.sends):
-        index = counts[name] = counts.get(name, -1) + 1
-        tasks.append(Task(name, plan.nodes[name], arg, index=index, push=position))
+        tasks.append(Task(name, plan.nodes[name], arg, index=indices[position], push=position))
     return tasks
 
 

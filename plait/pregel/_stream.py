@@ -19,8 +19,9 @@ from plait.pregel._context import running_task
 from plait.pregel._message_events import MESSAGE_EVENTS_KEY, MessageEventHandler
 from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._plan import Plan
-from plait.pregel._subgraphs import subgraph_namespace
-from plait.pregel._task import Task
+from plait.pregel._step import send_indices
+from plait.pregel._subgraphs import task_state_config
+from plait.pregel._task import Task, task_path
 from plait.pregel._thread import configurable_of
 from plait.pregel._tool_events import ToolEventHandler
 from plait.types import PregelTask
@@ -194,9 +195,7 @@ class EventSink:
             "langgraph_step": step,
             "langgraph_node": task.name,
             "langgraph_triggers": triggers(task),
-            "langgraph_path": ("__pregel_pull", task.name)
-            if task.push is None
-            else ("__pregel_push", task.push, False),
+            "langgraph_path": task_path(task.name, task.push),
             "langgraph_checkpoint_ns": f"{self.ns}|{task.name}:{task_id}"
             if self.ns
             else f"{task.name}:{task_id}",
@@ -363,18 +362,17 @@ def next_tasks(
     """The tasks a checkpoint schedules, as ``debug``/``checkpoints`` events describe them; with the
     ``plan`` and the checkpoint's ``located`` keys, a subgraph task's ``state`` is the config of
     where its subgraph keeps its state (as its snapshot's)."""
-    names = [*pulls, *(name for name, _ in sends)]
-    counts: dict[str, int] = {}
+    keys = [
+        *((name, 0) for name in pulls),
+        *zip((n for n, _ in sends), send_indices(pulls, sends), strict=True),
+    ]
     out: list[dict[str, Any]] = []
-    for name in names:
-        index = counts[name] = counts.get(name, -1) + 1
+    for name, index in keys:
         tid = f"{cid}:{name}:{index}"
-        state = None
-        if plan is not None and located is not None:
-            ns = subgraph_namespace(
-                plan, PregelTask(tid, name), located.get("checkpoint_ns") or "", stored=False
-            )
-            if ns is not None:
-                state = {"configurable": {"thread_id": located.get("thread_id"), "checkpoint_ns": ns}}
+        state = (
+            None
+            if plan is None or located is None
+            else task_state_config(plan, PregelTask(tid, name), located)
+        )
         out.append({"id": tid, "name": name, "interrupts": (), "state": state})
     return out

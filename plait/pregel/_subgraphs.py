@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar, cast
 
 from plait.pregel._plan import Plan
@@ -20,6 +20,7 @@ __all__ = [
     "read_snapshot",
     "subgraph_namespace",
     "subgraphs_of",
+    "task_state_config",
     "with_task_states",
 ]
 
@@ -44,14 +45,23 @@ def subgraph_namespace(plan: Plan, task: PregelTask, parent_ns: str, *, stored: 
     return f"{parent_ns}|{segment}" if parent_ns else segment
 
 
+def task_state_config(
+    plan: Plan, task: PregelTask, located: Mapping[str, Any], *, stored: bool = False
+) -> dict[str, Any] | None:
+    """The config of where ``task``'s subgraph keeps its state (``None``: not a subgraph, or one
+    that keeps none), ``located`` being the configurable keys of the checkpoint that schedules it."""
+    ns = subgraph_namespace(plan, task, located.get("checkpoint_ns") or "", stored=stored)
+    return (
+        None if ns is None else {"configurable": {"thread_id": located.get("thread_id"), "checkpoint_ns": ns}}
+    )
+
+
 def _targets(plan: Plan, snap: StateSnapshot, stored: bool) -> Iterator[tuple[int, Any, dict[str, Any]]]:
-    configurable = snap.config.get("configurable", {})
-    thread_id, parent_ns = configurable.get("thread_id"), configurable.get("checkpoint_ns") or ""
+    located: Mapping[str, Any] = snap.config.get("configurable", {})
     for index, task in enumerate(snap.tasks):
-        ns = subgraph_namespace(plan, task, parent_ns, stored=stored)
-        if ns is not None:
-            spec = plan.nodes[task.name]
-            yield index, spec.subgraph, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+        config = task_state_config(plan, task, located, stored=stored)
+        if config is not None:
+            yield index, plan.nodes[task.name].subgraph, config
 
 
 def with_task_states(plan: Plan, snap: StateSnapshot, read: Reader | None) -> StateSnapshot:

@@ -18,10 +18,15 @@ from plait.errors import (
 from plait.pregel._plan import NodeSpec
 from plait.types import Command, Interrupt, Send, retry_delay
 
-__all__ = ["DRAINED", "Task", "collect", "from_child"]
+__all__ = ["DRAINED", "Task", "collect", "from_child", "task_path"]
 
 DRAINED = "drained"
 """Id of the marker a task keeps when a subgraph inside it drained (``RunControl``)."""
+
+
+def task_path(name: str, push: int | None) -> tuple[Any, ...]:
+    """A task's path as LangGraph names it: pulled by the state's edges, or the ``push``-th ``Send``."""
+    return ("__pregel_pull", name) if push is None else ("__pregel_push", push, False)
 
 
 @dataclass(slots=True)
