@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from plait.server._db import Database, Tx
-from plait.server._http import body, json_response, opt
+from plait.server._http import body, json_response, opt, query_bool
 from plait.server._schemas import graph_schemas
 from plait.server._state import ServerState
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso
@@ -293,7 +293,7 @@ async def subgraphs(request: Request) -> Response:
     """``GET /assistants/{assistant_id}/subgraphs[/{namespace}]?recurse=``: each subgraph's schemas by path."""
     doc = await _found(request)
     compiled: Any = _state(request).graphs[doc["graph_id"]]
-    recurse = request.query_params.get("recurse", "False") in ("true", "True")
+    recurse = query_bool(request, "recurse")
     namespace = request.path_params.get("namespace")
     found = {
         ns: graph_schemas(sub, None)

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from plait.server._wire import ApiError, dumps, loads
 
-__all__ = ["body", "http_error", "json_response", "opt", "query_int", "server_error"]
+__all__ = ["body", "http_error", "json_response", "opt", "query_bool", "query_int", "server_error"]
 
 
 async def body(request: Request, *, required: bool = False) -> dict[str, Any]:
@@ -60,6 +60,11 @@ def query_int(request: Request, key: str, default: int) -> int:
     if value < 0:
         raise ApiError(422, f"query parameter {key} must be >= 0")
     return value
+
+
+def query_bool(request: Request, key: str) -> bool:
+    """A true/false query parameter (``1``, ``true`` or ``True`` is true; anything else false)."""
+    return request.query_params.get(key) in ("1", "true", "True")
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from plait.server._create import cancel_running, create_run, run_json
-from plait.server._http import body, json_response, opt, query_int
+from plait.server._http import body, json_response, opt, query_bool, query_int
 from plait.server._snapshot import output_interrupts
 from plait.server._state import ServerState
 from plait.server._stream import END, outcome
@@ -232,7 +232,7 @@ async def cancel(request: Request) -> Response:
     if doc["status"] not in ("pending", "running"):
         raise ApiError(409, f"Run {doc['run_id']} is already {doc['status']}")
     await _cancel(state, doc["run_id"], action)
-    if request.query_params.get("wait") in ("1", "true", "True"):
+    if query_bool(request, "wait"):
         while await _active(state, doc["run_id"]):
             await asyncio.sleep(0.05)
         return json_response({})  # LangGraph's server: the run's output after the cancel, none
@@ -275,7 +275,7 @@ async def join_stream(request: Request) -> Response:
     except ValueError:
         raise ApiError(422, f"Last-Event-ID must be an event id this server sent, got {last!r}") from None
     modes = [m for m in request.query_params.getlist("stream_mode") if m]
-    cancel_on_disconnect = request.query_params.get("cancel_on_disconnect") in ("1", "true", "True")
+    cancel_on_disconnect = query_bool(request, "cancel_on_disconnect")
 
     async def on_disconnect() -> None:
         await _cancel(state, doc["run_id"], "interrupt")
