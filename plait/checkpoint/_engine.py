@@ -102,7 +102,11 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
 
     async def _aperform(self, op: Op) -> Any:
         """Perform one database operation without blocking the event loop."""
-        return await asyncio.to_thread(self._perform, op)
+        return await self._off_loop(self._perform, op)
+
+    async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run the sync part of an async call: in a worker thread, so the event loop keeps serving."""
+        return await asyncio.to_thread(fn, *args)
 
     def _scope_ops(self) -> Ops[tuple[str, bool]]:
         """``(name of the database, reachable by other processes?)``."""
@@ -126,7 +130,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
 
     async def _adrive(self, ops: Ops[_T]) -> _T:
         """Sync backends run a whole operation in one worker thread (one hop per call)."""
-        return await asyncio.to_thread(drive, ops, self._perform)
+        return await self._off_loop(drive, ops, self._perform)
 
     def _items(self, ops: Ops[None]) -> Iterator[Any]:
         return iterate(ops, self._perform)
@@ -134,7 +138,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
     async def _aitems(self, ops: Ops[None]) -> AsyncIterator[Any]:
         items = self._items(ops)
         while True:
-            item = await asyncio.to_thread(next, items, None)
+            item = await self._off_loop(next, items, None)
             if item is None:
                 return
             yield item

@@ -10,7 +10,6 @@ what this process assumed and makes the calls one by one, which raises the preci
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -22,7 +21,7 @@ from plait.checkpoint._engine_read import thread_of
 from plait.checkpoint._lease import ThreadLeases
 from plait.checkpoint.base import Checkpoint, CheckpointMetadata
 
-__all__ = ["DURABLE", "BatchedSaves", "batched"]
+__all__ = ["DURABLE", "BatchedSaves", "batched", "own_methods"]
 
 _T = TypeVar("_T")
 
@@ -58,7 +57,7 @@ class _Progress:
 _OWN: dict[tuple[type, tuple[str, ...]], bool] = {}
 
 
-def _own_methods(kind: type, names: tuple[str, ...]) -> bool:
+def own_methods(kind: type, names: tuple[str, ...]) -> bool:
     """Whether ``kind`` uses the engine's own ``names`` (a subclass's override must be called)."""
     known = _OWN.get((kind, names))
     if known is None:
@@ -134,6 +133,9 @@ class BatchedSaves:
     async def _adrive(self, ops: Ops[_T]) -> _T:
         raise NotImplementedError
 
+    async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        raise NotImplementedError
+
     def _put(  # noqa: PLR0913 - the engine's put
         self,
         config: dict[str, Any],
@@ -163,7 +165,7 @@ class BatchedSaves:
             CheckpointConflictError, SerializationError: as :meth:`put` and :meth:`put_writes` would,
                 for the first call that fails; the calls before it are stored.
         """
-        if not _own_methods(type(self), ("put", "put_writes")):
+        if not own_methods(type(self), ("put", "put_writes")):
             return False
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
         if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
@@ -191,10 +193,10 @@ class BatchedSaves:
 
     async def _asave_many(self, calls: Sequence[SaveOp], release: tuple[str, str] | None) -> bool:
         """Async :meth:`_save_many` (``False`` when a subclass overrides ``aput`` or ``aput_writes``)."""
-        if not _own_methods(type(self), ("aput", "aput_writes")):
+        if not own_methods(type(self), ("aput", "aput_writes")):
             return False
         if not isinstance(self, NativeAsync):  # a sync backend: all of it in one worker-thread hop
-            return await asyncio.to_thread(self._save_many, calls, release)
+            return await self._off_loop(self._save_many, calls, release)
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
         if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
             for call in calls:

@@ -132,6 +132,11 @@ class AsyncPostgresSaver(NativeAsync, PostgresBase):
     async def _aperform(self, op: Op) -> Any:
         if isinstance(op, Setup):
             return await adrive(self._setup_ops(op.write), self._aperform)
+        # a statement runs to its end (a write to its commit or rollback) even when its caller is
+        # cancelled meanwhile, as in a sync saver's worker thread: no connection is left mid-query
+        return await asyncio.shield(self._on_connection(op))
+
+    async def _on_connection(self, op: Op) -> Any:
         if isinstance(self.conn, AsyncConnectionPool):
             async with self.conn.connection() as conn:
                 return await _perform_on(conn, op)

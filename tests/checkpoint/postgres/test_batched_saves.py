@@ -134,3 +134,34 @@ def test_async_runs_batch_and_release_too() -> None:
 
     with private_schema("plait_batch") as dsn:
         asyncio.run(main(dsn))
+
+
+def test_an_async_put_cancelled_while_it_waits_still_commits_and_the_pool_stays_usable() -> None:
+    from _pg import private_schema
+
+    from plait.checkpoint._prune import lock_name
+
+    async def main(dsn: str) -> None:
+        async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+            await saver.setup()
+            config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+            async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as other:
+                # the put takes the thread's advisory lock first: while another session holds it, it waits
+                await other.execute("SELECT pg_advisory_lock(hashtext(%s))", [lock_name(("t", ""))])
+                put = asyncio.ensure_future(
+                    saver.aput(config, _checkpoint("1", ["a"]), {"source": "input", "step": -1}, {"x": 1})
+                )
+                await asyncio.sleep(0.3)
+                put.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await put
+                await other.execute("SELECT pg_advisory_unlock(hashtext(%s))", [lock_name(("t", ""))])
+            for _ in range(100):  # the statement went on to its commit
+                head = await saver.aget_tuple({"configurable": {"thread_id": "t"}})
+                if head is not None:
+                    break
+                await asyncio.sleep(0.05)
+            assert head is not None and head.checkpoint["channel_values"] == {"x": ["a"]}
+
+    with private_schema("plait_batch") as dsn:
+        asyncio.run(main(dsn))
