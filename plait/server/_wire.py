@@ -6,10 +6,13 @@ import dataclasses
 import os
 import time
 import uuid
+import weakref
+from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any, cast
 
 import orjson
+from langchain_core.messages import BaseMessage
 
 __all__ = ["ApiError", "as_dict", "as_list", "check_uuid", "dumps", "loads", "now_iso", "uuid7"]
 
@@ -28,7 +31,40 @@ class ApiError(Exception):
         self.detail = detail
 
 
+class _MessageJson:
+    """The JSON of messages encoded before, by object: a thread's values repeat its messages each run.
+
+    A hit needs the same object with the same ``content`` object (a message whose content was set
+    anew is encoded again; a stored message changed in place inside is not seen, as the
+    checkpoint saver's own cache does not see it). Bounded; entries of collected messages never
+    match (their weak reference is dead).
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self.entries: OrderedDict[int, tuple[weakref.ref[BaseMessage], object, orjson.Fragment]] = (
+            OrderedDict()
+        )
+
+    def get(self, msg: BaseMessage) -> orjson.Fragment:
+        hit = self.entries.get(id(msg))
+        if hit is not None and hit[0]() is msg and hit[1] is msg.content:
+            return hit[2]
+        data = orjson.Fragment(
+            orjson.dumps(msg.model_dump(), default=_default, option=orjson.OPT_NON_STR_KEYS)
+        )
+        self.entries[id(msg)] = (weakref.ref(msg), msg.content, data)
+        if len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+        return data
+
+
+_messages = _MessageJson()
+
+
 def _default(obj: Any) -> Any:
+    if isinstance(obj, BaseMessage):
+        return _messages.get(obj)
     dump = getattr(obj, "model_dump", None)
     if callable(dump):
         return dump()
