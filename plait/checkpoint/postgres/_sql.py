@@ -10,6 +10,7 @@ from typing_extensions import LiteralString
 from plait.checkpoint._engine_ops import Fetch, Ops, Step
 from plait.checkpoint._engine_sql import PutRows, page_query
 from plait.checkpoint._lease import lease_sql
+from plait.checkpoint.postgres._literal import render, usable
 
 __all__ = [
     "BLOB_KEYS",
@@ -366,12 +367,17 @@ def put_ops(rows: PutRows, temporary: bool = False) -> Ops[tuple[str | None, boo
 
 
 def join_steps(cur: Any, steps: Sequence[Step]) -> str:
-    """The statements as one query text, values quoted by psycopg (``cur`` is a ``ClientCursor``).
+    """The statements as one query text (``cur`` is a ``ClientCursor``).
 
     A multi-statement query runs as one implicit transaction and answers in one round trip.
+    Values are written by :func:`plait.checkpoint.postgres._literal.render`, or quoted by psycopg
+    where it cannot (another type, or a connection where its literals would not hold).
     """
+    info = cur.connection.info
+    fast = usable(info.parameter_status("standard_conforming_strings"), info.encoding)
     parts: list[str] = []
     for item in steps:
         for params in item.params if item.many else [item.params]:
-            parts.append(cur.mogrify(item.sql, params))
+            text = render(item.sql, params) if fast else None
+            parts.append(cur.mogrify(item.sql, params) if text is None else text)
     return ";\n".join(parts)

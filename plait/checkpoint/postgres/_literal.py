@@ -1,0 +1,101 @@
+"""SQL literals for the value types plait's own statements bind, to send several statements as one query.
+
+psycopg's ``ClientCursor.mogrify`` adapts any type through its dumper registry, and quotes array
+elements with a regular expression per element: a tenth of a ``plait serve`` worker's CPU on
+PostgreSQL went there. The statements of a save bind only ``None``, ``bool``, ``int``, ``float``,
+``str``, ``bytes`` and lists of ``str`` or of ``bytes``; :func:`render` writes those directly and
+answers ``None`` for anything else (the caller then lets psycopg do it). It needs
+``standard_conforming_strings`` on and a UTF-8 connection (:func:`usable`), PostgreSQL's defaults.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+__all__ = ["render", "usable"]
+
+
+class _Unsupported(Exception):
+    """A value this module does not write (psycopg adapts it instead)."""
+
+
+def usable(status: str | None, encoding: str) -> bool:
+    """Whether literals written here mean on this connection what they say.
+
+    Args:
+        status: The server's ``standard_conforming_strings`` (``conn.info.parameter_status``).
+        encoding: The connection's Python encoding name (``conn.info.encoding``).
+    """
+    return status == "on" and encoding == "utf-8"
+
+
+def _text(value: str) -> str:
+    if "\x00" in value:
+        raise _Unsupported  # PostgreSQL text cannot hold NUL: psycopg raises its own error
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _element(value: str | bytes) -> str:
+    """One non-NULL element of an array literal, double-quoted."""
+    if isinstance(value, bytes):
+        return '"\\\\x' + value.hex() + '"'
+    if "\x00" in value:
+        raise _Unsupported
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _array(items: Sequence[object]) -> str:
+    kinds: set[type] = {type(item) for item in items if item is not None}
+    if not kinds <= {str} and kinds != {bytes}:
+        raise _Unsupported
+    body = (
+        "{"
+        + ",".join("NULL" if item is None else _element(cast("str | bytes", item)) for item in items)
+        + "}"
+    )
+    if kinds == {bytes}:
+        return "'" + body + "'::bytea[]"  # hex digits, NULL and quotes: nothing to double
+    return _text(body)  # untyped, as psycopg writes it: the parameter's type decides
+
+
+def _signed(text: str) -> str:
+    return "(" + text + ")" if text[0] == "-" else text  # never "--" (a comment), nor "-(x::int8)"
+
+
+def literal(value: object) -> str:
+    """``value`` as a SQL literal (exact types only: a subclass may mean something else to psycopg).
+
+    Raises:
+        _Unsupported: a type (or a value: NUL in text, a float that is not finite) not written here.
+    """
+    if value is None:
+        return "NULL"
+    kind = type(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return _signed(str(value))
+    if kind is float:
+        if not math.isfinite(cast("float", value)):
+            raise _Unsupported
+        return _signed(repr(value))
+    if kind is str:
+        return _text(cast("str", value))
+    if kind is bytes:
+        return "'\\x" + cast("bytes", value).hex() + "'::bytea"
+    if kind is list or kind is tuple:
+        return _array(cast("Sequence[object]", value))
+    raise _Unsupported
+
+
+def render(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> str | None:
+    """``sql`` (``%s`` / ``%(name)s`` placeholders, ``%%`` for ``%``) with ``params`` written in, or
+    ``None`` when a value is not one this module writes."""
+    try:
+        if isinstance(params, Mapping):
+            return sql % {k: literal(v) for k, v in params.items()}
+        return sql % tuple(literal(v) for v in params)
+    except _Unsupported:
+        return None
