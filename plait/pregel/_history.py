@@ -21,7 +21,7 @@ from plait.pregel._plan import Plan
 from plait.pregel._recover import ERROR_SOURCE
 from plait.pregel._step import RunState, routers, schedule, send_indices
 from plait.pregel._stream import STATIC
-from plait.pregel._task import Task, collect, task_path
+from plait.pregel._task import Task, collect, task_key, task_path
 from plait.pregel._thread import ThreadRef
 from plait.pregel._writes import apply_writes
 from plait.types import Interrupt, PregelTask, StateSnapshot
@@ -72,7 +72,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
             info["writes"][key] = value
     nxt = tuple(cp.get("next") or ()) + tuple(s[0] for s in cp.get("sends") or ())
     if by_task:  # functional-API task calls: their pending interrupts show on their node
-        roots = [f"{cp.get('id')}:{name}:{index}" for name, index in _task_keys(cp)]
+        roots = [task_key(cp.get("id"), name, index) for name, index in _task_keys(cp)]
         folded = fold_calls(by_task, roots)
         if folded is not None:
             interrupts = folded
@@ -111,7 +111,7 @@ def _now(
             pending.extend(info["interrupts"])
     if finished:
         keys = _task_keys(cp)
-        nxt = tuple(name for name, index in keys if f"{cp.get('id')}:{name}:{index}" not in finished)
+        nxt = tuple(name for name, index in keys if task_key(cp.get("id"), name, index) not in finished)
     return pending, nxt
 
 
@@ -120,7 +120,7 @@ def _with_written(
 ) -> dict[str, Any]:
     """``values`` with what the step's tasks wrote before it stopped (its pending writes), as the
     thread stands now; unchanged when they do not merge (the step reports that when it completes)."""
-    names = {f"{cp.get('id')}:{name}:{index}": name for name, index in _task_keys(cp)}  # in step order
+    names = {task_key(cp.get("id"), name, index): name for name, index in _task_keys(cp)}  # in step order
     writes: dict[str, list[tuple[str, Any]]] = {}
     for tid, key, value in pending:
         if (tid in names or tid == NULL_TASK_ID) and key in plan.channels:  # state keys: no control writes
@@ -150,7 +150,7 @@ def _task_keys(cp: Any) -> list[tuple[str, int]]:
 def _task(
     cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]], push: int | None
 ) -> PregelTask:
-    tid = f"{cid}:{name}:{index}"
+    tid = task_key(cid, name, index)
     info = by_task.get(tid, {})
     # finished: its writes are stored (after answered questions, too), or it stopped on nothing
     done = (

@@ -10,7 +10,7 @@ from plait.errors import InvalidUpdateError, StrictModeError
 from plait.pregel._effects import PutWrites, SaveOp
 from plait.pregel._recover import failure_writes, with_recoveries
 from plait.pregel._step import RunState
-from plait.pregel._task import Task
+from plait.pregel._task import Task, task_key
 from plait.pregel._writes import apply_writes
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def task_id(checkpoint_id: str | None, task: Task) -> str:
     source: Task | None = getattr(task, "source", None)  # the START pseudo-task has none
     if source is not None:
         return f"{task_id(checkpoint_id, source)}:{task.name}"
-    return f"{checkpoint_id or 'run'}:{task.name}:{task.index}"
+    return task_key(checkpoint_id, task.name, task.index)
 
 
 def paused_view(loop: Loop, tasks: Sequence[Task]) -> None:

@@ -21,7 +21,7 @@ from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._plan import Plan
 from plait.pregel._step import send_indices
 from plait.pregel._subgraphs import task_state_config
-from plait.pregel._task import Task, task_path
+from plait.pregel._task import Task, task_key, task_path
 from plait.pregel._thread import configurable_of
 from plait.pregel._tool_events import ToolEventHandler
 from plait.types import PregelTask
@@ -368,7 +368,7 @@ def next_tasks(
     ]
     out: list[dict[str, Any]] = []
     for name, index in keys:
-        tid = f"{cid}:{name}:{index}"
+        tid = task_key(cid, name, index)
         state = (
             None
             if plan is None or located is None

@@ -25,7 +25,7 @@ from plait.pregel._plan import Plan
 from plait.pregel._root import root_value
 from plait.pregel._run import call_routers
 from plait.pregel._step import send_indices
-from plait.pregel._task import Task, collect
+from plait.pregel._task import Task, collect, task_key
 from plait.pregel._thread import ThreadRef, found
 from plait.pregel._travel import with_map
 
@@ -96,7 +96,7 @@ def _task_results(
         free.setdefault(name, []).append(f"{cid}:{name}:0")
     sends = cp.get("sends") or ()
     for (name, _), index in zip(sends, send_indices(cp.get("next") or (), sends), strict=True):
-        free.setdefault(name, []).append(f"{cid}:{name}:{index}")
+        free.setdefault(name, []).append(task_key(cid, name, index))
     out: list[tuple[str, list[tuple[str, Any]]]] = []
     for (values, as_node), update in zip(pairs, updates, strict=True):
         ids = free.get(as_node or "")
