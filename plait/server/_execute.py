@@ -181,6 +181,7 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
     graph = state.graph(assistant["graph_id"], stateless=temporary)
     config = run_config(doc, assistant, thread_id)
     state.broker.open(run_id, await state.broker.next_seq(run_id, int(row["attempt"])))
+    state.broker.stirred()  # followers of the thread (join_stream) see it start
     quiet = bool(doc["kwargs"].get("wait"))
     emitter = _Emitter(state, run_id, list(doc["kwargs"].get("stream_mode") or ["values"]), quiet=quiet)
     status, error, cancel = "success", None, None

@@ -84,6 +84,17 @@ class Broker:
         self.remote: dict[str, set[asyncio.Event]] = {}
         self.fresh: dict[str, asyncio.Event] = {}
         """Wake-ups registered before a run was stored: until one fires, its table has no events."""
+        self._stir = asyncio.Event()
+
+    def stirred(self) -> None:
+        """A run may have started or ended somewhere: followers of whole threads look again."""
+        self._stir.set()
+        self._stir = asyncio.Event()
+
+    async def quiet(self, timeout: float) -> None:
+        """Wait for :meth:`stirred`, at most ``timeout`` seconds."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._stir.wait(), timeout)
 
     def open(self, run_id: str, first_seq: int = 1) -> RunLog:
         """The log a run writes to in this process (created on first use)."""
@@ -91,6 +102,7 @@ class Broker:
         if log is None or log.done:
             log = self.logs[run_id] = RunLog(first_seq)
             self.notified(run_id)  # followers reading the table switch to this log
+            self.stirred()
         return log
 
     def watch(self, run_id: str) -> None:
@@ -194,6 +206,7 @@ class Broker:
 
     def notified(self, run_id: str) -> None:
         """A NOTIFY about new events of ``run_id`` arrived (or ``""``: reconnected, wake all)."""
+        self.stirred()
         for key, events in list(self.remote.items()):
             if not run_id or key == run_id:
                 for event in events:

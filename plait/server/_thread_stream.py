@@ -12,7 +12,6 @@ name: plait serve does not publish it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,6 +28,8 @@ from plait.server._wire import ApiError, dumps, now_iso
 __all__ = ["routes"]
 
 _MODES = ("run_modes", "lifecycle")
+_RECHECK = 1.0
+"""Seconds between two looks at the thread's runs when nothing announced a change."""
 
 
 def _modes(request: Request) -> set[str]:
@@ -70,7 +71,9 @@ async def _follow(
     while True:
         run_id = await _next_run(state, thread_id, since, seen)
         if run_id is None:
-            await asyncio.sleep(0.1)
+            # woken when a run starts in this process or another worker notifies; the timeout
+            # covers what neither announces (a run another worker started without events yet)
+            await state.broker.quiet(_RECHECK)
             continue
         seen.add(run_id)
         if _wanted(modes, "metadata"):

@@ -114,6 +114,7 @@ class Worker:
         else:
             if not channel:
                 self.state.broker.notified("")
+            self.state.broker.stirred()  # a run was queued or ended on some thread
             self.wake()
 
     def cancel_local(self, run_id: str, action: str) -> bool:

@@ -5,6 +5,7 @@ Each test drives a real ``plait serve`` (SQLite) with the official ``langgraph-s
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any
@@ -228,6 +229,30 @@ def test_thread_join_stream_follows_the_threads_runs(server: Server) -> None:
     assert parts[-2].event == "values" and parts[-2].data["messages"][-1]["content"] == "you said: sleep:0.5"
     with pytest.raises(UnprocessableEntityError, match="state_update is not implemented"):
         next(iter(client.threads.join_stream(tid, params={"stream_modes": "state_update"})))
+
+
+def test_thread_join_stream_joined_before_any_run_sees_the_next_runs(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    created: list[str] = []
+
+    def later() -> None:  # the runs start after the client joined the idle thread
+        time.sleep(0.3)
+        for text in ("sleep:0.3", "again"):
+            run = client.runs.create(tid, "agent", input=_msg(text))
+            created.append(run["run_id"])
+            client.runs.join(tid, run["run_id"])
+
+    starter = threading.Thread(target=later)
+    starter.start()
+    done: list[str] = []
+    for part in client.threads.join_stream(tid, stream_mode="values"):
+        if part.event == "metadata" and part.data.get("status") == "run_done":
+            done.append(part.data["run_id"])
+            if len(done) == 2:
+                break
+    starter.join()
+    assert done == created
 
 
 def test_durability_reaches_the_run(server: Server) -> None:

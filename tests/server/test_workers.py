@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import signal
+import threading
 import time
 import uuid
 from collections import Counter
@@ -57,6 +58,34 @@ def test_run_created_on_one_worker_streams_from_the_other(pair: tuple[Server, Se
     assert [p.event for p in again] == ["custom", "values"]
     assert b.threads.get(tid)["values"]["turns"] == 1
     assert b.runs.get(tid, run["run_id"])["status"] == "success"
+
+
+def test_a_thread_joined_on_one_worker_follows_runs_made_on_the_other(
+    pair: tuple[Server, Server, pathlib.Path],
+) -> None:
+    one, two, _ = pair
+    a, b = get_sync_client(url=one.url), get_sync_client(url=two.url)
+    tid = a.threads.create()["thread_id"]
+    made: list[str] = []
+
+    def later() -> None:  # the run starts on the first worker after the client joined the second
+        time.sleep(0.3)
+        made.append(
+            a.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:0.5"}]})[
+                "run_id"
+            ]
+        )
+
+    starter = threading.Thread(target=later)
+    starter.start()
+    events = []
+    for part in b.threads.join_stream(tid):
+        events.append(part.event)
+        if part.event == "metadata" and part.data.get("status") == "run_done":
+            assert part.data["run_id"] == made[0]
+            break
+    starter.join()
+    assert events[0] == "metadata" and "values" in events
 
 
 def test_killed_worker_run_completes_elsewhere(pair: tuple[Server, Server, pathlib.Path]) -> None:
