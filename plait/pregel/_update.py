@@ -93,7 +93,7 @@ def _task_results(
     cid = cp.get("id")
     free: dict[str, list[str]] = {}
     for name in cp.get("next") or ():
-        free.setdefault(name, []).append(f"{cid}:{name}:0")
+        free.setdefault(name, []).append(task_key(cid, name, 0))
     sends = cp.get("sends") or ()
     for (name, _), index in zip(sends, send_indices(cp.get("next") or (), sends), strict=True):
         free.setdefault(name, []).append(task_key(cid, name, index))
@@ -114,7 +114,7 @@ def _task_results(
 
 def _start_task(config: Mapping[str, Any]) -> str:
     """Id of the ``__start__`` task of the step after the checkpoint ``config`` names."""
-    return f"{config['configurable']['checkpoint_id']}:{START}:0"
+    return task_key(config["configurable"]["checkpoint_id"], START, 0)
 
 
 @dataclass(frozen=True, slots=True)
