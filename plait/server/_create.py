@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from plait.server._assistants import assistant_id_for, get_assistant
 from plait.server._db import Database, Tx
-from plait.server._execute import STREAM_MODES
+from plait.server._execute import STREAM_MODES, merged_config
 from plait.server._http import opt
 from plait.server._state import ServerState
 from plait.server._threads import create_thread
@@ -325,17 +325,7 @@ class _Stored:
 def _show_config(doc: dict[str, Any], assistant: dict[str, Any]) -> None:
     """The run's ``kwargs.config`` as LangGraph's server lists it: the assistant's config, the
     run's, the ids in ``configurable`` and the run's metadata (execution merges them again)."""
-    kwargs = doc["kwargs"]
-    base, given = as_dict(assistant.get("config")), as_dict(kwargs.get("config"))
-    configurable = {
-        **as_dict(base.get("configurable")),
-        **as_dict(given.get("configurable")),
-        "run_id": doc["run_id"],
-        "thread_id": doc["thread_id"],
-        "graph_id": assistant["graph_id"],
-        "assistant_id": assistant["assistant_id"],
-    }
-    kwargs["config"] = {**base, **given, "configurable": configurable, "metadata": doc["metadata"]}
+    doc["kwargs"]["config"] = {**merged_config(doc, assistant), "metadata": doc["metadata"]}
 
 
 async def _write(

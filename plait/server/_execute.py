@@ -48,23 +48,30 @@ def _command(raw: dict[str, Any]) -> Command[Any]:
     return Command(update=update, resume=raw.get("resume"), goto=goto or ())
 
 
-def run_config(doc: dict[str, Any], assistant: dict[str, Any], thread_id: str) -> dict[str, Any]:
-    """The graph config of a run: the assistant's, then the run's, then the server's keys."""
-    kwargs = doc["kwargs"]
-    given = as_dict(kwargs.get("config"))
-    base = as_dict(assistant.get("config"))
+def merged_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, Any]:
+    """The assistant's config, then the run's, then the server's keys in ``configurable``."""
+    base, given = as_dict(assistant.get("config")), as_dict(doc["kwargs"].get("config"))
     configurable = {
         **as_dict(base.get("configurable")),
         **as_dict(given.get("configurable")),
-        "thread_id": thread_id,
         "run_id": doc["run_id"],
-        "assistant_id": assistant["assistant_id"],
+        "thread_id": doc["thread_id"],
         "graph_id": assistant["graph_id"],
+        "assistant_id": assistant["assistant_id"],
     }
-    if kwargs.get("checkpoint_id"):
-        configurable["checkpoint_id"] = kwargs["checkpoint_id"]
-    config = {**base, **given, "configurable": configurable}
-    config["metadata"] = {**as_dict(doc.get("metadata")), "run_id": doc["run_id"], "thread_id": thread_id}
+    return {**base, **given, "configurable": configurable}
+
+
+def run_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, Any]:
+    """The graph config of a run: :func:`merged_config`, its checkpoint and its metadata."""
+    config = merged_config(doc, assistant)
+    if doc["kwargs"].get("checkpoint_id"):
+        config["configurable"]["checkpoint_id"] = doc["kwargs"]["checkpoint_id"]
+    config["metadata"] = {
+        **as_dict(doc.get("metadata")),
+        "run_id": doc["run_id"],
+        "thread_id": doc["thread_id"],
+    }
     return config
 
 
@@ -176,10 +183,10 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
     Whether a pending run waits on the run's thread (the worker should look for it now).
     """
     doc = loads(row["doc"])
-    run_id, thread_id = doc["run_id"], doc["thread_id"]
+    run_id = doc["run_id"]
     temporary = bool(doc["kwargs"].get("temporary"))
     graph = state.graph(assistant["graph_id"], stateless=temporary)
-    config = run_config(doc, assistant, thread_id)
+    config = run_config(doc, assistant)
     state.broker.open(run_id, await state.broker.next_seq(run_id, int(row["attempt"])))
     state.broker.stirred()  # followers of the thread (join_stream) see it start
     quiet = bool(doc["kwargs"].get("wait"))
