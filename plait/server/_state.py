@@ -88,25 +88,35 @@ async def open_state(settings: Settings) -> ServerState:
     graphs = {spec.graph_id: load_graph(spec, settings.config_path) for spec in settings.graphs}
     db = await open_database(settings.db if settings.is_postgres else bookkeeping_file(settings.db))
     stack, astack = ExitStack(), AsyncExitStack()
-    # No thread hop per saver call (a quarter of a worker's CPU per run): PostgreSQL's saver is
-    # natively async; SQLite's statements run on the event loop (``inline_async``), as one server
-    # process owns the file. Either way a run cancelled mid-write finishes (or rolls back) its
-    # transaction: SQLite's statement cannot be interrupted, PostgreSQL's is shielded.
-    saver: Any
-    if settings.is_postgres:
-        if _pg_saver is None:
-            raise ImportError("a PostgreSQL --db needs the 'postgres' extra: pip install 'plait[postgres]'")
-        # runs executing at once share the pool: one connection for all of them queued their saves
-        # (1 worker, 16 clients: 66 -> 75 runs/s with 4)
-        saver = await astack.enter_async_context(
-            _pg_saver.from_conn_string(
-                settings.db, lease_ttl=settings.lease_ttl, pool_size=min(settings.jobs, SAVER_POOL)
+    try:
+        # No thread hop per saver call (a quarter of a worker's CPU per run): PostgreSQL's saver is
+        # natively async; SQLite's statements run on the event loop (``inline_async``), as one server
+        # process owns the file. Either way a run cancelled mid-write finishes (or rolls back) its
+        # transaction: SQLite's statement cannot be interrupted, PostgreSQL's is shielded.
+        saver: Any
+        if settings.is_postgres:
+            if _pg_saver is None:
+                raise ImportError(
+                    "a PostgreSQL --db needs the 'postgres' extra: pip install 'plait[postgres]'"
+                )
+            # runs executing at once share the pool: one connection for all of them queued their saves
+            # (1 worker, 16 clients: 66 -> 75 runs/s with 4)
+            saver = await astack.enter_async_context(
+                _pg_saver.from_conn_string(
+                    settings.db, lease_ttl=settings.lease_ttl, pool_size=min(settings.jobs, SAVER_POOL)
+                )
             )
-        )
-        await saver.setup()
-    else:
-        manager = SqliteSaver.from_conn_string(settings.db, lease_ttl=settings.lease_ttl, inline_async=True)
-        saver = await asyncio.to_thread(stack.enter_context, manager)
-        await asyncio.to_thread(saver.setup)
+            await saver.setup()
+        else:
+            manager = SqliteSaver.from_conn_string(
+                settings.db, lease_ttl=settings.lease_ttl, inline_async=True
+            )
+            saver = await asyncio.to_thread(stack.enter_context, manager)
+            await asyncio.to_thread(saver.setup)
+    except BaseException:  # nothing opened stays open
+        await asyncio.to_thread(stack.close)
+        await astack.aclose()
+        await db.close()
+        raise
     store = ServerStore(db)
     return ServerState(settings, db, saver, store, graphs, Broker(db), stack=stack, astack=astack)

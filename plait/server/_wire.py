@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 import orjson
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, BaseMessageChunk
 
 __all__ = ["ApiError", "as_dict", "as_list", "check_uuid", "dumps", "loads", "now_iso", "uuid7"]
 
@@ -34,28 +34,34 @@ class ApiError(Exception):
 class _MessageJson:
     """The JSON of messages encoded before, by object: a thread's values repeat its messages each run.
 
-    A hit needs the same object with the same ``content`` object (a message whose content was set
-    anew is encoded again; a stored message changed in place inside is not seen, as the
-    checkpoint saver's own cache does not see it). Bounded; entries of collected messages never
-    match (their weak reference is dead).
+    A hit needs the same object with the same ``content`` object and the same ``id`` (a message
+    whose content was set anew, or that got its id when the state took it in, is encoded again;
+    a stored message changed in place inside is not seen, as the checkpoint saver's own cache
+    does not see it). Entries of collected messages never match (their weak reference is dead);
+    the oldest entries go beyond ``size`` messages or ``budget`` bytes of JSON. Chunks (a
+    streamed message's pieces, each seen once) are not kept.
     """
 
-    def __init__(self, size: int = 8192) -> None:
-        self.size = size
-        self.entries: OrderedDict[int, tuple[weakref.ref[BaseMessage], object, orjson.Fragment]] = (
-            OrderedDict()
-        )
+    def __init__(self, size: int = 8192, budget: int = 32 << 20) -> None:
+        self.size, self.budget, self.held = size, budget, 0
+        self.entries: OrderedDict[
+            int, tuple[weakref.ref[BaseMessage], object, str | None, orjson.Fragment, int]
+        ] = OrderedDict()
 
     def get(self, msg: BaseMessage) -> orjson.Fragment:
         hit = self.entries.get(id(msg))
-        if hit is not None and hit[0]() is msg and hit[1] is msg.content:
-            return hit[2]
-        data = orjson.Fragment(
-            orjson.dumps(msg.model_dump(), default=_default, option=orjson.OPT_NON_STR_KEYS)
-        )
-        self.entries[id(msg)] = (weakref.ref(msg), msg.content, data)
-        if len(self.entries) > self.size:
-            self.entries.popitem(last=False)
+        if hit is not None and hit[0]() is msg and hit[1] is msg.content and hit[2] == msg.id:
+            return hit[3]
+        raw = orjson.dumps(msg.model_dump(), default=_default, option=orjson.OPT_NON_STR_KEYS)
+        data = orjson.Fragment(raw)
+        if isinstance(msg, BaseMessageChunk):
+            return data
+        if hit is not None:
+            self.held -= hit[4]
+        self.entries[id(msg)] = (weakref.ref(msg), msg.content, msg.id, data, len(raw))
+        self.held += len(raw)
+        while self.entries and (len(self.entries) > self.size or self.held > self.budget):
+            self.held -= self.entries.popitem(last=False)[1][4]
         return data
 
 

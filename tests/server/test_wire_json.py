@@ -24,6 +24,13 @@ def test_a_message_whose_content_was_set_anew_is_encoded_again() -> None:
     assert orjson.loads(dumps([message]))[0]["content"] == "final"
 
 
+def test_a_message_given_its_id_after_an_encoding_is_encoded_again() -> None:
+    message = AIMessage("a reply")  # a node's message: the state gives it an id, in place
+    assert orjson.loads(dumps([message]))[0]["id"] is None
+    message.id = "given"
+    assert orjson.loads(dumps([message]))[0]["id"] == "given"
+
+
 def test_a_new_message_at_a_reused_address_is_not_taken_for_the_old_one() -> None:
     contents = set()
     for n in range(200):  # freed objects' addresses are reused: each must still be its own
@@ -32,3 +39,18 @@ def test_a_new_message_at_a_reused_address_is_not_taken_for_the_old_one() -> Non
         del message
         gc.collect(0)
     assert contents == {f"m{n}" for n in range(200)}
+
+
+def test_the_cache_keeps_at_most_its_budget_and_no_chunks() -> None:
+    from langchain_core.messages import AIMessageChunk
+
+    from plait.server._wire import _MessageJson
+
+    cache = _MessageJson(size=100, budget=4000)
+    messages = [AIMessage("x" * 1000, id=str(n)) for n in range(10)]
+    for message in messages:
+        assert orjson.loads(orjson.dumps(cache.get(message)))["content"] == message.content
+    assert cache.held <= 4000 and len(cache.entries) == 3
+    assert set(cache.entries) == {id(m) for m in messages[-3:]}  # the oldest went first
+    cache.get(AIMessageChunk("piece"))
+    assert len(cache.entries) == 3

@@ -85,7 +85,7 @@ def literal(value: object) -> str:
         return _text(cast("str", value))
     if kind is bytes:
         return "'\\x" + cast("bytes", value).hex() + "'::bytea"
-    if kind is list or kind is tuple:
+    if kind is list:  # (psycopg writes a tuple as a record, not an array)
         return _array(cast("Sequence[object]", value))
     raise _Unsupported
 

@@ -180,13 +180,15 @@ class SqliteSaver(SqlSaverBase):
         """The calls and the lease's release in one transaction (one commit, where each call made its own).
 
         When one fails, the transaction is rolled back and the calls are made one by one, so the
-        calls before the failing one are stored, as :meth:`put` one after another would.
+        calls before the failing one are stored, as :meth:`put` one after another would. A
+        failed commit is rolled back and raised (it may have been made in part: no replay).
         """
         if not own_methods(type(self), ("put", "put_writes")):
             return False
         with self.lock:
             if self._joined or self.conn.in_transaction:
                 return super()._save_many(calls, release)
+            self._drive(self._ready(write=True))  # tables first: a rollback below must not undo them
             tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
             self.conn.execute("BEGIN IMMEDIATE")
             self._joined = True
@@ -203,7 +205,13 @@ class SqliteSaver(SqlSaverBase):
                     raise
                 return super()._save_many(calls, release)
             self._joined = False
-            self.conn.commit()
+            try:
+                self.conn.commit()
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.rollback()
+                self._forget(calls)
+                raise
         if holder is not None:
             self._leases.released(holder)
         return True

@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 from plait.checkpoint._calls import PutCheckpoint, PutWrites
 from plait.checkpoint.base import empty_checkpoint
 from plait.checkpoint.sqlite import SqliteSaver
-from plait.errors import CheckpointConflictError
+from plait.errors import CheckpointConflictError, SerializationError
 from plait.graph import START, StateGraph
 
 
@@ -173,3 +173,16 @@ def test_inline_calls_go_to_a_thread_while_another_thread_holds_the_connection(t
             holder.join()
 
     asyncio.run(main())
+
+
+class Any_(TypedDict):
+    x: object
+
+
+def test_a_failed_first_save_leaves_the_saver_usable() -> None:
+    with SqliteSaver.from_conn_string(":memory:") as saver:  # tables created by the first save
+        graph = StateGraph(Any_).add_node("a", lambda s: {}).add_edge(START, "a").compile(checkpointer=saver)
+        with pytest.raises(SerializationError):
+            graph.invoke({"x": threading.Lock()}, {"configurable": {"thread_id": "bad"}})
+        assert graph.invoke({"x": "fine"}, {"configurable": {"thread_id": "good"}}) == {"x": "fine"}
+        assert graph.get_state({"configurable": {"thread_id": "good"}}).values == {"x": "fine"}
