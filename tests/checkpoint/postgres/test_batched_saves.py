@@ -7,43 +7,22 @@ makes the calls one by one, so the caller sees the same outcome, and error, as w
 from __future__ import annotations
 
 import asyncio
-import operator
 from collections.abc import Iterator
-from typing import Annotated, Any
 
 import psycopg
 import pytest
 from _pg import pg_saver
-from typing_extensions import TypedDict
+from _save_calls import list_checkpoint, list_graph, put_call
 
-from plait.checkpoint._calls import PutCheckpoint, PutWrites
-from plait.checkpoint.base import empty_checkpoint
+from plait.checkpoint._calls import PutWrites
 from plait.checkpoint.postgres import PostgresSaver
 from plait.checkpoint.postgres.aio import AsyncPostgresSaver
 from plait.errors import CheckpointConflictError
-from plait.graph import START, StateGraph
-
-
-class S(TypedDict):
-    x: Annotated[list[str], operator.add]
 
 
 @pytest.fixture
 def saver() -> Iterator[PostgresSaver]:
     yield from pg_saver("plait_batch")
-
-
-def _checkpoint(cid: str, x: list[str]) -> dict[str, Any]:
-    cp: dict[str, Any] = dict(empty_checkpoint())
-    cp.update(id=cid, channel_values={"x": x}, channel_versions={"x": 1})
-    return cp
-
-
-def _put(parent: str | None, cid: str, x: list[str], head: Any) -> PutCheckpoint:
-    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-    if parent is not None:
-        config["configurable"]["checkpoint_id"] = parent
-    return PutCheckpoint(config, _checkpoint(cid, x), {"source": "loop", "step": 0}, {"x": 1}, head)
 
 
 def _rows(saver: PostgresSaver, table: str) -> int:
@@ -52,7 +31,7 @@ def _rows(saver: PostgresSaver, table: str) -> int:
 
 
 def test_a_stale_batch_stores_what_single_calls_would_and_raises_the_conflict(saver: PostgresSaver) -> None:
-    saver._save_many([_put(None, "1", ["a"], None)], None)
+    saver._save_many([put_call(None, "1", ["a"], None)], None)
     # a batch built on "0" (not the head): its first put is refused, so nothing of the batch is kept
     writes = PutWrites(
         {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "2"}},
@@ -61,12 +40,14 @@ def test_a_stale_batch_stores_what_single_calls_would_and_raises_the_conflict(sa
     )
     with pytest.raises(CheckpointConflictError):
         saver._save_many(
-            [_put("1", "2", ["a", "b"], "0"), writes, _put("2", "3", ["a", "b", "c"], "2")], None
+            [put_call("1", "2", ["a", "b"], "0"), writes, put_call("2", "3", ["a", "b", "c"], "2")], None
         )
     assert _rows(saver, "plait_checkpoints") == 1
     assert _rows(saver, "plait_checkpoint_writes") == 0
     # built on the head: all three calls land, in one transaction
-    saver._save_many([_put("1", "2", ["a", "b"], "1"), writes, _put("2", "3", ["a", "b", "c"], "2")], None)
+    saver._save_many(
+        [put_call("1", "2", ["a", "b"], "1"), writes, put_call("2", "3", ["a", "b", "c"], "2")], None
+    )
     head = saver.get_tuple({"configurable": {"thread_id": "t"}})
     assert head is not None and head.checkpoint["id"] == "3"
     assert head.checkpoint["channel_values"] == {"x": ["a", "b", "c"]}
@@ -77,37 +58,33 @@ def test_a_stale_batch_stores_what_single_calls_would_and_raises_the_conflict(sa
 
 
 def test_a_conflict_in_the_middle_keeps_the_calls_before_it(saver: PostgresSaver) -> None:
-    saver._save_many([_put(None, "1", ["a"], None)], None)
+    saver._save_many([put_call(None, "1", ["a"], None)], None)
     with pytest.raises(CheckpointConflictError):  # the second put expects a head that is not "2"
-        saver._save_many([_put("1", "2", ["a", "b"], "1"), _put("2", "3", ["a", "b", "c"], "9")], None)
+        saver._save_many(
+            [put_call("1", "2", ["a", "b"], "1"), put_call("2", "3", ["a", "b", "c"], "9")], None
+        )
     assert [t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "t"}})] == ["2", "1"]
 
 
 def test_the_last_save_releases_the_lease_and_a_failed_one_leaves_it_to_the_block(
     saver: PostgresSaver,
 ) -> None:
-    saver._save_many([_put(None, "1", ["a"], None)], None)
+    saver._save_many([put_call(None, "1", ["a"], None)], None)
     owners = "SELECT count(*) FROM plait_checkpoint_leases WHERE owner IS NOT NULL"
     with saver.lease("t"):
         with pytest.raises(CheckpointConflictError):
-            saver._save_many([_put("1", "2", ["a", "b"], "0")], ("t", ""))
+            saver._save_many([put_call("1", "2", ["a", "b"], "0")], ("t", ""))
         with saver.conn.connection() as conn:  # type: ignore[union-attr]
             assert conn.execute(owners).fetchone()[0] == 1  # type: ignore[index]  # still held
-        saver._save_many([_put("1", "2", ["a", "b"], "1")], ("t", ""))
+        saver._save_many([put_call("1", "2", ["a", "b"], "1")], ("t", ""))
         with saver.conn.connection() as conn:  # type: ignore[union-attr]
             assert conn.execute(owners).fetchone()[0] == 0  # type: ignore[index]  # given back with the put
     with saver.lease("t", wait=False):  # and the block released nothing twice: the thread is free
         pass
 
 
-def _graph(saver: Any) -> Any:
-    return (
-        StateGraph(S).add_node("a", lambda s: {"x": ["a"]}).add_edge(START, "a").compile(checkpointer=saver)
-    )
-
-
 def test_runs_leave_no_lease_and_read_their_own_head(saver: PostgresSaver) -> None:
-    graph = _graph(saver)
+    graph = list_graph(saver)
     config = {"configurable": {"thread_id": "r"}}
     for n in range(1, 4):
         assert graph.invoke({"x": [str(n)]}, config)["x"][-2:] == [str(n), "a"]
@@ -121,7 +98,7 @@ def test_async_runs_batch_and_release_too() -> None:
 
     async def main(dsn: str) -> None:
         async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
-            graph = _graph(saver)
+            graph = list_graph(saver)
             config = {"configurable": {"thread_id": "r"}}
             for n in range(1, 4):
                 out = await graph.ainvoke({"x": [str(n)]}, config)
@@ -149,7 +126,7 @@ def test_an_async_put_cancelled_while_it_waits_still_commits_and_the_pool_stays_
                 # the put takes the thread's advisory lock first: while another session holds it, it waits
                 await other.execute("SELECT pg_advisory_lock(hashtext(%s))", [lock_name(("t", ""))])
                 put = asyncio.ensure_future(
-                    saver.aput(config, _checkpoint("1", ["a"]), {"source": "input", "step": -1}, {"x": 1})
+                    saver.aput(config, list_checkpoint("1", ["a"]), {"source": "input", "step": -1}, {"x": 1})
                 )
                 await asyncio.sleep(0.3)
                 put.cancel()

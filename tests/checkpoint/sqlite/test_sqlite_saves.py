@@ -8,25 +8,19 @@ on the calling loop (no worker thread), except while another thread uses the con
 from __future__ import annotations
 
 import asyncio
-import operator
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
 
 import pytest
+from _save_calls import list_graph, put_call
 from typing_extensions import TypedDict
 
-from plait.checkpoint._calls import PutCheckpoint, PutWrites
-from plait.checkpoint.base import empty_checkpoint
+from plait.checkpoint._calls import PutWrites
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.errors import CheckpointConflictError, SerializationError
 from plait.graph import START, StateGraph
-
-
-class S(TypedDict):
-    x: Annotated[list[str], operator.add]
 
 
 @pytest.fixture
@@ -34,19 +28,6 @@ def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
     with SqliteSaver.from_conn_string(tmp_path / "cp.db") as saver:
         saver.setup()
         yield saver
-
-
-def _checkpoint(cid: str, x: list[str]) -> dict[str, Any]:
-    cp: dict[str, Any] = dict(empty_checkpoint())
-    cp.update(id=cid, channel_values={"x": x}, channel_versions={"x": 1})
-    return cp
-
-
-def _put(parent: str | None, cid: str, x: list[str], head: Any) -> PutCheckpoint:
-    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-    if parent is not None:
-        config["configurable"]["checkpoint_id"] = parent
-    return PutCheckpoint(config, _checkpoint(cid, x), {"source": "loop", "step": 0}, {"x": 1}, head)
 
 
 def _count(saver: SqliteSaver, sql: str) -> int:
@@ -59,7 +40,7 @@ def _ids(saver: SqliteSaver) -> list[str]:
 
 
 def test_a_stale_batch_stores_nothing_of_itself_and_raises_the_conflict(saver: SqliteSaver) -> None:
-    saver._save_many([_put(None, "1", ["a"], None)], None)
+    saver._save_many([put_call(None, "1", ["a"], None)], None)
     writes = PutWrites(
         {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "2"}},
         [("x", ["w"])],
@@ -67,11 +48,13 @@ def test_a_stale_batch_stores_nothing_of_itself_and_raises_the_conflict(saver: S
     )
     with pytest.raises(CheckpointConflictError):  # built on "0", not the head
         saver._save_many(
-            [_put("1", "2", ["a", "b"], "0"), writes, _put("2", "3", ["a", "b", "c"], "2")], None
+            [put_call("1", "2", ["a", "b"], "0"), writes, put_call("2", "3", ["a", "b", "c"], "2")], None
         )
     assert _ids(saver) == ["1"]
     assert _count(saver, "SELECT count(*) FROM checkpoint_writes") == 0
-    saver._save_many([_put("1", "2", ["a", "b"], "1"), writes, _put("2", "3", ["a", "b", "c"], "2")], None)
+    saver._save_many(
+        [put_call("1", "2", ["a", "b"], "1"), writes, put_call("2", "3", ["a", "b", "c"], "2")], None
+    )
     assert _ids(saver) == ["3", "2", "1"]
     head = saver.get_tuple({"configurable": {"thread_id": "t"}})
     assert head is not None and head.checkpoint["channel_values"] == {"x": ["a", "b", "c"]}
@@ -80,37 +63,33 @@ def test_a_stale_batch_stores_nothing_of_itself_and_raises_the_conflict(saver: S
 
 
 def test_a_conflict_in_the_middle_keeps_the_calls_before_it(saver: SqliteSaver) -> None:
-    saver._save_many([_put(None, "1", ["a"], None)], None)
+    saver._save_many([put_call(None, "1", ["a"], None)], None)
     with pytest.raises(CheckpointConflictError):  # the second put expects a head that is not "2"
-        saver._save_many([_put("1", "2", ["a", "b"], "1"), _put("2", "3", ["a", "b", "c"], "9")], None)
+        saver._save_many(
+            [put_call("1", "2", ["a", "b"], "1"), put_call("2", "3", ["a", "b", "c"], "9")], None
+        )
     assert _ids(saver) == ["2", "1"]
     head = saver.get_tuple({"configurable": {"thread_id": "t"}})
     assert head is not None and head.checkpoint["channel_values"] == {"x": ["a", "b"]}
 
 
 def test_the_last_save_releases_the_lease_and_a_failed_one_leaves_it_to_the_block(saver: SqliteSaver) -> None:
-    saver._save_many([_put(None, "1", ["a"], None)], None)
+    saver._save_many([put_call(None, "1", ["a"], None)], None)
     owners = "SELECT count(*) FROM plait_checkpoint_leases WHERE owner IS NOT NULL"
     with saver.lease("t"):
         with pytest.raises(CheckpointConflictError):
-            saver._save_many([_put("1", "2", ["a", "b"], "0")], ("t", ""))
+            saver._save_many([put_call("1", "2", ["a", "b"], "0")], ("t", ""))
         assert _count(saver, owners) == 1  # still held
-        saver._save_many([_put("1", "2", ["a", "b"], "1")], ("t", ""))
+        saver._save_many([put_call("1", "2", ["a", "b"], "1")], ("t", ""))
         assert _count(saver, owners) == 0  # given back in the put's transaction
     with saver.lease("t", wait=False):  # and the block released nothing twice: the thread is free
         pass
 
 
-def _graph(saver: Any) -> Any:
-    return (
-        StateGraph(S).add_node("a", lambda s: {"x": ["a"]}).add_edge(START, "a").compile(checkpointer=saver)
-    )
-
-
 def test_a_run_commits_three_times_and_leaves_no_lease(saver: SqliteSaver) -> None:
     begun: list[str] = []
     saver.conn.set_trace_callback(lambda sql: begun.append(sql) if sql.startswith("BEGIN") else None)
-    graph = _graph(saver)
+    graph = list_graph(saver)
     config = {"configurable": {"thread_id": "r"}}
     for n in range(1, 4):
         begun.clear()
@@ -132,7 +111,7 @@ def _statement_threads(saver: SqliteSaver) -> set[int]:
 def test_async_statements_run_on_the_loop_only_when_inline(tmp_path: Path, inline: bool) -> None:
     async def main() -> None:
         with SqliteSaver.from_conn_string(tmp_path / "cp.db", inline_async=inline) as saver:
-            graph = _graph(saver)
+            graph = list_graph(saver)
             config = {"configurable": {"thread_id": "r"}}
             await graph.ainvoke({"x": ["1"]}, config)
             threads = _statement_threads(saver)
@@ -148,7 +127,7 @@ def test_async_statements_run_on_the_loop_only_when_inline(tmp_path: Path, inlin
 def test_inline_calls_go_to_a_thread_while_another_thread_holds_the_connection(tmp_path: Path) -> None:
     async def main() -> None:
         with SqliteSaver.from_conn_string(tmp_path / "cp.db", inline_async=True) as saver:
-            graph = _graph(saver)
+            graph = list_graph(saver)
             config = {"configurable": {"thread_id": "r"}}
             await graph.ainvoke({"x": ["1"]}, config)
             held, release = threading.Event(), threading.Event()
