@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,6 +26,7 @@ END = "__end__"
 """The internal last event of every run log (its data: status, values, error)."""
 
 _KEEP_SECONDS = 300.0
+_ANNOUNCED = 4096
 _log = logging.getLogger("plait.server")
 
 
@@ -85,16 +87,17 @@ class Broker:
         self.fresh: dict[str, asyncio.Event] = {}
         """Wake-ups registered before a run was stored: until one fires, its table has no events."""
         self._stir = asyncio.Event()
+        self._announced: OrderedDict[str, None] = OrderedDict()
+        """Runs whose events were notified lately: only a run's first notification stirs."""
 
     def stirred(self) -> None:
         """A run may have started or ended somewhere: followers of whole threads look again."""
         self._stir.set()
         self._stir = asyncio.Event()
 
-    async def quiet(self, timeout: float) -> None:
-        """Wait for :meth:`stirred`, at most ``timeout`` seconds."""
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._stir.wait(), timeout)
+    def stir(self) -> asyncio.Event:
+        """What :meth:`stirred` sets next: take it before looking, then wait on it (nothing is missed)."""
+        return self._stir
 
     def open(self, run_id: str, first_seq: int = 1) -> RunLog:
         """The log a run writes to in this process (created on first use)."""
@@ -206,7 +209,12 @@ class Broker:
 
     def notified(self, run_id: str) -> None:
         """A NOTIFY about new events of ``run_id`` arrived (or ``""``: reconnected, wake all)."""
-        self.stirred()
+        if not run_id or run_id not in self._announced:  # a run's first events: it started
+            self.stirred()
+            if run_id:
+                self._announced[run_id] = None
+                if len(self._announced) > _ANNOUNCED:
+                    self._announced.popitem(last=False)
         for key, events in list(self.remote.items()):
             if not run_id or key == run_id:
                 for event in events:

@@ -12,6 +12,8 @@ name: plait serve does not publish it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -69,11 +71,13 @@ async def _follow(
     """The events of the thread's runs in flight or created from ``since`` (when the client joined) on."""
     seen: set[str] = set()
     while True:
+        stir = state.broker.stir()  # taken first: a run starting during the look wakes the wait
         run_id = await _next_run(state, thread_id, since, seen)
         if run_id is None:
-            # woken when a run starts in this process or another worker notifies; the timeout
-            # covers what neither announces (a run another worker started without events yet)
-            await state.broker.quiet(_RECHECK)
+            # woken when a run starts or ends in this process or another worker announces one; the
+            # timeout covers what none announces (a run another worker started without events yet)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stir.wait(), _RECHECK)
             continue
         seen.add(run_id)
         if _wanted(modes, "metadata"):

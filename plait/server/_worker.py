@@ -23,6 +23,7 @@ from typing import Any
 
 from plait.server._execute import execute_run
 from plait.server._state import ServerState
+from plait.server._stream import END
 from plait.server._wire import loads, now_iso
 
 __all__ = ["Worker"]
@@ -186,17 +187,35 @@ class Worker:
             waiting = await execute_run(self.state, row, assistant)
         except asyncio.CancelledError:
             await self._requeue(run_id)
-        except Exception:  # noqa: BLE001 - record the failure; the worker goes on
+        except Exception as exc:  # noqa: BLE001 - record the failure; the worker goes on
             _log.exception("run %s could not be executed", run_id)
-            await self.state.db.run(
-                "UPDATE plait_server_runs SET status = 'error', worker = NULL, updated_at = ? WHERE run_id = ?",
-                (now_iso(), run_id),
-            )
+            await self._failed(row, exc)
         finally:
             full = len(self.tasks) + self.reserved >= self.state.settings.jobs
             self.tasks.pop(run_id, None)
             if waiting or full or self.backlog:  # a run queued on its thread, or for want of a slot
                 self.wake()
+
+    async def _failed(self, row: dict[str, Any], exc: Exception) -> None:
+        """A run that could not be executed (its graph is gone, the database failed…): its row and its
+        thread say so, and its followers get its end, unless the run had already ended."""
+        state, run_id, now = self.state, row["run_id"], now_iso()
+        await state.db.run(
+            "UPDATE plait_server_runs SET status = 'error', worker = NULL, updated_at = ? WHERE run_id = ?",
+            (now, run_id),
+        )
+        await state.db.run(
+            "UPDATE plait_server_threads SET status = 'error', updated_at = ? WHERE thread_id = ? AND status = 'busy'",
+            (now, row["thread_id"]),
+        )
+        log = state.broker.logs.get(run_id)
+        if log is None or not log.done:
+            error = {"error": type(exc).__name__, "message": str(exc)}
+            state.broker.publish(run_id, END, {"status": "error", "values": None, "error": error})
+            with contextlib.suppress(Exception):
+                await state.broker.flush(run_id)
+            state.broker.finished(run_id)
+        state.broker.stirred()
 
     async def _requeue(self, run_id: str) -> None:
         with contextlib.suppress(Exception):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -286,3 +287,23 @@ async def test_async_client(server: Server) -> None:
     assert events == ["metadata", "updates"]
     assert len(await client.threads.get_history(thread["thread_id"])) >= 4
     assert (await client.assistants.search())[0]["graph_id"] in ("agent", "two_steps", "nested")
+
+
+def test_a_queued_run_whose_assistant_was_deleted_ends_in_error_for_its_clients(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    custom = client.assistants.create("agent", name="gone soon")
+    client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
+    queued = client.runs.create(tid, custom["assistant_id"], input=MSG, multitask_strategy="enqueue")
+    client.assistants.delete(custom["assistant_id"])
+    outcome: list[object] = []
+    joiner = threading.Thread(
+        target=lambda: outcome.append(client.runs.join(tid, queued["run_id"])), daemon=True
+    )
+    joiner.start()
+    joiner.join(30)
+    assert outcome, "runs.join of a run that could not start never ended"
+    assert outcome[0] == {"__error__": {"error": "ApiError", "message": outcome[0]["__error__"]["message"]}}  # type: ignore[index]
+    assert "not found" in outcome[0]["__error__"]["message"]  # type: ignore[index]
+    assert client.runs.get(tid, queued["run_id"])["status"] == "error"
+    assert client.threads.get(tid)["status"] == "error"  # not left busy
