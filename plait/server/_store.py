@@ -109,23 +109,21 @@ class ServerStore(BaseStore):
                 "store search by 'query' (semantic search) is not supported by plait serve"
             )
         prefix = _ns(op.namespace_prefix)
+        where, params = "", []
         if prefix:
-            rows = await self.db.fetch(
-                "SELECT * FROM plait_server_store WHERE prefix = ? OR prefix LIKE ? ESCAPE '\\' "
-                "ORDER BY created_at, prefix, key",
-                (prefix, _like(prefix)),
-            )
-        else:
-            rows = await self.db.fetch("SELECT * FROM plait_server_store ORDER BY created_at, prefix, key")
-        # langgraph dev's order: namespaces as first written, then keys as first written
-        first: dict[str, int] = {}
-        for row in rows:
-            first.setdefault(row["prefix"], len(first))
-        rows = sorted(rows, key=lambda r: first[r["prefix"]])
+            where, params = "WHERE prefix = ? OR prefix LIKE ? ESCAPE '\\'", [prefix, _like(prefix)]
+        # langgraph dev's order: namespaces as first written, then keys as first written; a page
+        # is cut by the database unless a filter (matched here, on the values) picks the items
+        page = "" if op.filter else " LIMIT ? OFFSET ?"
+        rows = await self.db.fetch(
+            "SELECT * FROM (SELECT s.*, MIN(created_at) OVER (PARTITION BY prefix) AS ns_first "
+            f"FROM plait_server_store s {where}) t ORDER BY ns_first, prefix, created_at, key{page}",
+            (*params, *(() if op.filter else (op.limit, op.offset))),
+        )
         items = [_item(r, SearchItem) for r in rows]
         if op.filter:
-            items = [i for i in items if _matches(i.value, op.filter)]
-        return items[op.offset : op.offset + op.limit]
+            items = [i for i in items if _matches(i.value, op.filter)][op.offset : op.offset + op.limit]
+        return items
 
     async def _put(self, op: PutOp) -> None:
         prefix = _ns(op.namespace)

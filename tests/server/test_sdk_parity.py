@@ -148,6 +148,10 @@ def test_store_missing_item_is_null_and_search_keeps_write_order(server: Server)
     client.store.put_item([top, "b"], "k1", {"v": 4})  # an update keeps its place
     keys = [i["key"] for i in client.store.search_items([top])["items"]]
     assert keys == ["k1", "k3", "k2"]
+    page = client.store.search_items([top], limit=2, offset=1)["items"]  # a page of that order
+    assert [i["key"] for i in page] == ["k3", "k2"]
+    picked = client.store.search_items([top], filter={"v": {"$gt": 1}}, limit=1, offset=1)["items"]
+    assert [i["key"] for i in picked] == ["k3"]  # the page is cut after the filter: k1 (v=4), k3, k2
 
 
 def test_cancel_wait_answers_an_object_and_leaves_the_thread_interrupted(server: Server) -> None:
