@@ -19,7 +19,7 @@ from plait.pregel._loop import Loop
 from plait.pregel._pause import NULL_TASK_ID
 from plait.pregel._plan import Plan
 from plait.pregel._recover import ERROR_SOURCE
-from plait.pregel._step import RunState, routers, schedule, send_indices
+from plait.pregel._step import RunState, routers, schedule, scheduled
 from plait.pregel._stream import STATIC
 from plait.pregel._task import Task, collect, task_key, task_path
 from plait.pregel._thread import ThreadRef
@@ -140,11 +140,7 @@ def _with_written(
 
 def _task_keys(cp: Any) -> list[tuple[str, int]]:
     """``(name, index)`` of each task the checkpoint schedules: its pulls, then its sends."""
-    pulls, sends = cp.get("next") or (), cp.get("sends") or ()
-    return [
-        *((name, 0) for name in pulls),
-        *zip((n for n, _ in sends), send_indices(pulls, sends), strict=True),
-    ]
+    return scheduled(cp.get("next") or (), cp.get("sends") or ())
 
 
 def _task(

@@ -33,7 +33,7 @@ from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._task import Task
 from plait.types import Send
 
-__all__ = ["RunState", "prepare_tasks", "read_state", "routers", "schedule", "send_indices"]
+__all__ = ["RunState", "prepare_tasks", "read_state", "routers", "schedule", "scheduled", "send_indices"]
 
 
 @dataclass(slots=True)
@@ -134,6 +134,14 @@ def prepare_tasks(plan: Plan, run: RunState, stop: int | None = None) -> list[Ta
     for position, (name, arg) in enumerate(run.sends):
         tasks.append(Task(name, plan.nodes[name], arg, index=indices[position], push=position))
     return tasks
+
+
+def scheduled(pulls: Sequence[str], sends: Sequence[tuple[str, Any]]) -> list[tuple[str, int]]:
+    """``(node, index)`` of each task a step schedules: its pulls, then its sends (see :func:`send_indices`)."""
+    return [
+        *((name, 0) for name in pulls),
+        *zip((n for n, _ in sends), send_indices(pulls, sends), strict=True),
+    ]
 
 
 def send_indices(pulls: Iterable[str], sends: Iterable[tuple[str, Any]]) -> list[int]:

@@ -19,7 +19,7 @@ from plait.pregel._context import running_task
 from plait.pregel._message_events import MESSAGE_EVENTS_KEY, MessageEventHandler
 from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._plan import Plan
-from plait.pregel._step import send_indices
+from plait.pregel._step import scheduled
 from plait.pregel._subgraphs import task_state_config
 from plait.pregel._task import Task, task_key, task_path
 from plait.pregel._thread import configurable_of
@@ -362,12 +362,8 @@ def next_tasks(
     """The tasks a checkpoint schedules, as ``debug``/``checkpoints`` events describe them; with the
     ``plan`` and the checkpoint's ``located`` keys, a subgraph task's ``state`` is the config of
     where its subgraph keeps its state (as its snapshot's)."""
-    keys = [
-        *((name, 0) for name in pulls),
-        *zip((n for n, _ in sends), send_indices(pulls, sends), strict=True),
-    ]
     out: list[dict[str, Any]] = []
-    for name, index in keys:
+    for name, index in scheduled(pulls, sends):
         tid = task_key(cid, name, index)
         state = (
             None

@@ -24,7 +24,7 @@ from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
 from plait.pregel._root import root_value
 from plait.pregel._run import call_routers
-from plait.pregel._step import send_indices
+from plait.pregel._step import scheduled
 from plait.pregel._task import Task, collect, task_key
 from plait.pregel._thread import ThreadRef, found
 from plait.pregel._travel import with_map
@@ -92,10 +92,7 @@ def _task_results(
     cp = saved.checkpoint
     cid = cp.get("id")
     free: dict[str, list[str]] = {}
-    for name in cp.get("next") or ():
-        free.setdefault(name, []).append(task_key(cid, name, 0))
-    sends = cp.get("sends") or ()
-    for (name, _), index in zip(sends, send_indices(cp.get("next") or (), sends), strict=True):
+    for name, index in scheduled(cp.get("next") or (), cp.get("sends") or ()):
         free.setdefault(name, []).append(task_key(cid, name, index))
     out: list[tuple[str, list[tuple[str, Any]]]] = []
     for (values, as_node), update in zip(pairs, updates, strict=True):
