@@ -191,20 +191,14 @@ class SqliteSaver(SqlSaverBase):
             self._drive(self._ready(write=True))  # tables first: a rollback below must not undo them
             tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
             self.conn.execute("BEGIN IMMEDIATE")
-            self._joined = True
             try:
-                for call in calls:
-                    self._drive(self._call_ops(call))
-                for item in tail:
-                    step(self.conn, item)
+                self._joined_calls(calls, tail)
             except BaseException as exc:
-                self._joined = False
                 self.conn.rollback()
                 self._forget(calls)
                 if not isinstance(exc, Exception):
                     raise
                 return super()._save_many(calls, release)
-            self._joined = False
             try:
                 self.conn.commit()
             except BaseException:
@@ -215,6 +209,17 @@ class SqliteSaver(SqlSaverBase):
         if holder is not None:
             self._leases.released(holder)
         return True
+
+    def _joined_calls(self, calls: Sequence[SaveOp], tail: Sequence[Step]) -> None:
+        """Make ``calls``, then the ``tail`` statements, in the open transaction (:meth:`_tx` joins it)."""
+        self._joined = True
+        try:
+            for call in calls:
+                self._drive(self._call_ops(call))
+            for item in tail:
+                step(self.conn, item)
+        finally:
+            self._joined = False
 
     @contextmanager
     def _tx(self) -> Generator[sqlite3.Connection, None, None]:
