@@ -216,9 +216,7 @@ async def _cancel(state: ServerState, run_id: str, action: str) -> None:
         if changed:
             if action == "rollback":
                 await state.db.run("DELETE FROM plait_server_runs WHERE run_id = ?", (run_id,))
-            state.broker.publish(run_id, END, {"status": "interrupted", "values": None, "error": None})
-            await state.broker.flush(run_id)
-            state.broker.stirred()  # followers of the thread see it end
+            await state.broker.end_unrun(run_id, "interrupted")
             return
     await cancel_running(state, run_id, action)
 

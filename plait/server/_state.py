@@ -6,7 +6,7 @@ import asyncio
 import os
 import socket
 import uuid
-from contextlib import AsyncExitStack, ExitStack
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,8 +44,7 @@ class ServerState:
     worker_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
     )
-    stack: ExitStack = field(default_factory=ExitStack)
-    astack: AsyncExitStack = field(default_factory=AsyncExitStack)
+    stack: AsyncExitStack = field(default_factory=AsyncExitStack)
     worker: Any = None
     cancels: dict[str, str] = field(default_factory=lambda: {})
 
@@ -60,8 +59,7 @@ class ServerState:
 
     async def close(self) -> None:
         """Close the saver, the store and the database."""
-        await asyncio.to_thread(self.stack.close)
-        await self.astack.aclose()
+        await self.stack.aclose()
         await self.db.close()
 
 
@@ -87,7 +85,7 @@ async def open_state(settings: Settings) -> ServerState:
     apply_env(settings.env)
     graphs = {spec.graph_id: load_graph(spec, settings.config_path) for spec in settings.graphs}
     db = await open_database(settings.db if settings.is_postgres else bookkeeping_file(settings.db))
-    stack, astack = ExitStack(), AsyncExitStack()
+    stack = AsyncExitStack()
     try:
         # No thread hop per saver call (a quarter of a worker's CPU per run): PostgreSQL's saver is
         # natively async; SQLite's statements run on the event loop (``inline_async``), as one server
@@ -101,7 +99,7 @@ async def open_state(settings: Settings) -> ServerState:
                 )
             # runs executing at once share the pool: one connection for all of them queued their saves
             # (1 worker, 16 clients: 66 -> 75 runs/s with 4)
-            saver = await astack.enter_async_context(
+            saver = await stack.enter_async_context(
                 _pg_saver.from_conn_string(
                     settings.db, lease_ttl=settings.lease_ttl, pool_size=min(settings.jobs, SAVER_POOL)
                 )
@@ -114,9 +112,8 @@ async def open_state(settings: Settings) -> ServerState:
             saver = await asyncio.to_thread(stack.enter_context, manager)
             await asyncio.to_thread(saver.setup)
     except BaseException:  # nothing opened stays open
-        await asyncio.to_thread(stack.close)
-        await astack.aclose()
+        await stack.aclose()
         await db.close()
         raise
     store = ServerStore(db)
-    return ServerState(settings, db, saver, store, graphs, Broker(db), stack=stack, astack=astack)
+    return ServerState(settings, db, saver, store, graphs, Broker(db), stack=stack)

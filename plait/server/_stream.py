@@ -104,8 +104,7 @@ class Broker:
         log = self.logs.get(run_id)
         if log is None or log.done:
             log = self.logs[run_id] = RunLog(first_seq)
-            self.notified(run_id)  # followers reading the table switch to this log
-            self.stirred()
+            self.notified(run_id)  # followers reading the table switch to this log (and threads' look)
         return log
 
     def watch(self, run_id: str) -> None:
@@ -197,6 +196,17 @@ class Broker:
         log.result = result
         log.append(END, data)
         log.unflushed = []
+
+    async def end_unrun(self, run_id: str, status: str, error: Any = None) -> None:
+        """End the log of a run that will not execute (cancelled while queued, or failed before it
+        began), unless it ended already: its followers get its ``__end__``, here and (once written)
+        on the other workers, and followers of its thread look again."""
+        log = self.logs.get(run_id)
+        if log is None or not log.done:
+            self.publish(run_id, END, {"status": status, "values": None, "error": error})
+            self.finished(run_id)
+        self.stirred()
+        await self.flush(run_id)
 
     def finished(self, run_id: str) -> None:
         """Forget the run's in-memory log after a while (followers may still be reading)."""

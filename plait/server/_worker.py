@@ -23,7 +23,6 @@ from typing import Any
 
 from plait.server._execute import execute_run
 from plait.server._state import ServerState
-from plait.server._stream import END
 from plait.server._wire import loads, now_iso
 
 __all__ = ["Worker"]
@@ -208,14 +207,8 @@ class Worker:
             "UPDATE plait_server_threads SET status = 'error', updated_at = ? WHERE thread_id = ? AND status = 'busy'",
             (now, row["thread_id"]),
         )
-        log = state.broker.logs.get(run_id)
-        if log is None or not log.done:
-            error = {"error": type(exc).__name__, "message": str(exc)}
-            state.broker.publish(run_id, END, {"status": "error", "values": None, "error": error})
-            with contextlib.suppress(Exception):
-                await state.broker.flush(run_id)
-            state.broker.finished(run_id)
-        state.broker.stirred()
+        with contextlib.suppress(Exception):  # the database failing: the row above said so already
+            await state.broker.end_unrun(run_id, "error", {"error": type(exc).__name__, "message": str(exc)})
 
     async def _requeue(self, run_id: str) -> None:
         with contextlib.suppress(Exception):
