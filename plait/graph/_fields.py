@@ -1,7 +1,7 @@
 """What ``compile()`` adds to a plan: callbacks around nodes, and special state fields.
 
 * every node reports a chain run to the run's callbacks, when there are any
-  (:func:`~plait.graph._runnable.traced_call`);
+  (:func:`~plait.graph._runnable.traced_call`), and a subgraph node its graph's run inside it;
 
 * channels declared in annotations (``Annotated[list[str], Topic(str)]``) replace the
   default overwrite channel of their key;
@@ -42,10 +42,15 @@ def _managed(builder: StateGraph[Any, Any, Any, Any], name: str) -> tuple[tuple[
 
 
 def _traced_node(node: NodeSpec) -> NodeSpec:
+    call, acall = node.call, node.acall
+    if node.subgraph is not None:  # the subgraph's own run, inside its node's (as a Runnable invoked there)
+        name = getattr(node.subgraph, "name", None) or "LangGraph"
+        call = traced_call(call, name, node.is_async, inner=True)
+        acall = None if acall is None else traced_call(acall, name, True, inner=True)
     return replace(
         node,
-        call=traced_call(node.call, node.name, node.is_async),
-        acall=None if node.acall is None else traced_call(node.acall, node.name, True),
+        call=traced_call(call, node.name, node.is_async),
+        acall=None if acall is None else traced_call(acall, node.name, True),
     )
 
 

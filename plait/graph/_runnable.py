@@ -134,15 +134,20 @@ def _enter(ctx: Any, lc: dict[str, Any], run: Any) -> tuple[Any, Any]:
     return saved, token
 
 
-def traced_call(call: Callable[[Any, Any], Any], name: str, is_async: bool) -> Callable[[Any, Any], Any]:
-    """Wrap a node's ``call(input, ctx)`` so that, when the run has callbacks, it reports a chain run."""
+def traced_call(
+    call: Callable[[Any, Any], Any], name: str, is_async: bool, *, inner: bool = False
+) -> Callable[[Any, Any], Any]:
+    """Wrap a node's ``call(input, ctx)`` so that, when the run has callbacks, it reports a chain run.
+
+    ``inner``: the run of a subgraph node's graph, under its node's run (no step tag, no output stream).
+    """
     if is_async:
 
         async def acall(state: Any, ctx: Any) -> Any:
             lc = ctx.lc_config
             if lc is None or not ctx.config.get("callbacks"):
                 return await cast("Awaitable[Any]", call(state, ctx))
-            return await _atraced(call, name, state, ctx, lc)
+            return await _atraced(call, name, state, ctx, lc, inner)
 
         return acall
 
@@ -150,14 +155,24 @@ def traced_call(call: Callable[[Any, Any], Any], name: str, is_async: bool) -> C
         lc = ctx.lc_config
         if lc is None or not ctx.config.get("callbacks"):
             return call(state, ctx)
-        return _traced(call, name, state, ctx, lc)
+        return _traced(call, name, state, ctx, lc, inner)
 
     return sync_call
 
 
-def _traced(call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, lc: dict[str, Any]) -> Any:
-    manager = _configure(CallbackManager, lc, lc.get("callbacks"), _node_tags(lc))
-    run: CallbackManagerForChainRun = manager.on_chain_start(None, state, name=name)
+def _manager(kind: type[Any], ctx: Any, lc: dict[str, Any], inner: bool) -> Any:
+    if inner:  # under the node's run, which the outer wrapper made ctx.config's parent; the node's
+        # first step, as LangGraph tags it
+        return _configure(kind, lc, ctx.config.get("callbacks"), ["seq:step:1"])
+    return _configure(kind, lc, lc.get("callbacks"), _node_tags(lc))
+
+
+def _traced(
+    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, lc: dict[str, Any], inner: bool
+) -> Any:
+    run: CallbackManagerForChainRun = _manager(CallbackManager, ctx, lc, inner).on_chain_start(
+        None, state, name=name
+    )
     saved, token = _enter(ctx, lc, run)
     try:
         out = call(state, ctx)
@@ -167,15 +182,16 @@ def _traced(call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, lc
     finally:
         ctx.config = saved
         var_child_runnable_config.reset(token)
-    _tap(run, out)
+    if not inner:
+        _tap(run, out)
     run.on_chain_end(out)
     return out
 
 
 async def _atraced(
-    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, lc: dict[str, Any]
+    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, lc: dict[str, Any], inner: bool
 ) -> Any:
-    manager = _configure(AsyncCallbackManager, lc, lc.get("callbacks"), _node_tags(lc))
+    manager = _manager(AsyncCallbackManager, ctx, lc, inner)
     run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(None, state, name=name)
     saved, token = _enter(ctx, lc, run)
     try:
@@ -186,7 +202,8 @@ async def _atraced(
     finally:
         ctx.config = saved
         var_child_runnable_config.reset(token)
-    await _atap(run, out)
+    if not inner:
+        await _atap(run, out)
     await run.on_chain_end(out)
     return out
 

@@ -121,3 +121,45 @@ def test_astream_events_v2_nests_node_and_model_events() -> None:
     node = next(e for e in events if e["event"] == "on_chain_start" and e["name"] == "ask")
     assert node["tags"] == ["graph:step:1"]
     assert events[-1]["data"]["output"] == {"x": ["hi", "hi"]}
+
+
+def _with_subgraph(name: str | None) -> Any:
+    inner = StateGraph(State).add_node("step", lambda s: {"x": ["in"]}).add_edge(START, "step")
+    sub = inner.compile(name=name) if name else inner.compile()
+    outer = StateGraph(State).add_node("a", lambda s: {"x": ["a"]}).add_node("sub", sub)
+    return outer.add_edge(START, "a").add_edge("a", "sub").compile()
+
+
+def test_a_subgraph_node_reports_its_graph_run_inside_the_nodes(driver) -> None:
+    recorder = Recorder()
+    driver.invoke(_with_subgraph("inner"), {"x": []}, {"callbacks": [recorder]})
+    starts = [e for e in recorder.events if e[0] == "start"]
+    assert starts == [
+        ("start", "LangGraph", ""),
+        ("start", "a", "LangGraph"),
+        ("start", "sub", "LangGraph"),
+        ("start", "inner", "sub"),  # the compiled subgraph, under its node, as LangGraph reports it
+        ("start", "step", "inner"),
+    ]
+
+
+def test_astream_events_v2_shows_a_subgraph_nodes_graph_run() -> None:
+    async def collect() -> list[dict]:
+        return [e async for e in _with_subgraph(None).astream_events({"x": []}, version="v2")]
+
+    events = asyncio.run(collect())
+    chain = [
+        (e["event"], e["name"], len(e["parent_ids"])) for e in events if e["event"].startswith("on_chain")
+    ]
+    at = chain.index(("on_chain_start", "sub", 1))
+    assert chain[at : at + 7] == [
+        ("on_chain_start", "sub", 1),
+        ("on_chain_start", "LangGraph", 2),
+        ("on_chain_start", "step", 3),
+        ("on_chain_stream", "step", 3),
+        ("on_chain_end", "step", 3),
+        ("on_chain_end", "LangGraph", 2),
+        ("on_chain_stream", "sub", 1),
+    ]
+    graph_run = next(e for e in events if e["name"] == "LangGraph" and len(e["parent_ids"]) == 2)
+    assert graph_run["tags"] == ["seq:step:1"]
