@@ -198,6 +198,7 @@ _EXACT = {
     "plait.checkpoint._deflate": BASE,
     "plait.checkpoint._ext": BASE,
     "plait.checkpoint._calls": BASE,
+    "plait.checkpoint._task_ids": BASE,
     "plait.store.base": BASE,
     "plait.store._ops": BASE,
     "plait.store._paths": BASE,

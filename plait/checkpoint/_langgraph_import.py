@@ -22,6 +22,7 @@ import ormsgpack
 
 from plait.checkpoint._langgraph_decode import EMPTY, LangGraphDecoder
 from plait.checkpoint._langgraph_source import Row, Source, SqliteSource
+from plait.checkpoint._task_ids import interrupt_key, task_key
 from plait.checkpoint.base import BaseCheckpointSaver
 from plait.checkpoint.serde import Serializer
 from plait.errors import SerializationError
@@ -139,17 +140,17 @@ def translate(
 
 
 def _task_id(row: Row, path: str, checkpoint: dict[str, Any], task: str) -> str:
-    """plait's id of the task that made a write: ``<checkpoint id>:<node>:<index>`` (a node's tasks
-    are numbered pulls first, then its sends, as ``plait.pregel._step.send_indices`` does)."""
+    """plait's id of the task that made a write (:func:`task_key`; a node's tasks are numbered
+    pulls first, then its sends, as ``plait.pregel._step.send_indices`` does)."""
     sends: list[tuple[str, Any]] = checkpoint["sends"]
     parts = [p.strip() for p in path.split(",")]
     if len(parts) == 2 and parts[0] == "~__pregel_pull":
-        return f"{row.checkpoint_id}:{parts[1]}:0"
+        return task_key(row.checkpoint_id, parts[1], 0)
     if len(parts) >= 2 and parts[0] == "~__pregel_push" and parts[1].isdigit() and int(parts[1]) < len(sends):
         i = int(parts[1])
         node = sends[i][0]
         index = (node in checkpoint["next"]) + sum(1 for s in sends[:i] if s[0] == node)
-        return f"{row.checkpoint_id}:{node}:{index}"
+        return task_key(row.checkpoint_id, node, index)
     return task
 
 
@@ -172,7 +173,7 @@ def _writes(
                 list(cast("Sequence[Any]", value)) if isinstance(value, (list, tuple)) else [value]
             )
             value = [
-                Interrupt(value=i.value, id=f"{tid}:{n}") if isinstance(i, Interrupt) else i
+                Interrupt(value=i.value, id=interrupt_key(tid, n)) if isinstance(i, Interrupt) else i
                 for n, i in enumerate(items)
             ]
         out.setdefault(tid, []).append((channel, value))

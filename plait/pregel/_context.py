@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from plait._context import TASK_CONTEXT, RunningTask
+from plait.checkpoint._task_ids import interrupt_key
 from plait.errors import GraphInterrupt
 from plait.pregel._answers import ResponseSchema
 from plait.pregel._task import Task
@@ -146,7 +147,7 @@ class TaskContext:
             self.loop.resumes.setdefault(self.task_id, []).append(answer)
             return schema.validate(answer)
         raise GraphInterrupt(
-            (Interrupt(value=value, id=f"{self.task_id}:{index}", response_schema=schema.shown),)
+            (Interrupt(value=value, id=interrupt_key(self.task_id, index), response_schema=schema.shown),)
         )
 
     @property

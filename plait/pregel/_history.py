@@ -10,6 +10,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from plait._schema import MISSING
+from plait.checkpoint._task_ids import current_writes
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError, StrictModeError
@@ -59,7 +60,8 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
             shown[key] = value
     interrupts: list[Interrupt] = []
     by_task: dict[str, dict[str, Any]] = {}
-    for tid, key, value in saved.pending_writes or ():
+    written = list(current_writes(cp.get("id"), saved.pending_writes or ()))
+    for tid, key, value in written:
         info = by_task.setdefault(tid, {"writes": {}, "interrupts": [], "error": None})
         if key == INTERRUPT:
             known = {i.id for i in info["interrupts"]}
@@ -78,7 +80,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
             interrupts = folded
         elif head:
             interrupts, nxt = _now(cp, by_task, nxt)
-            shown = _with_written(plan, cp, shown, saved.pending_writes or ())
+            shown = _with_written(plan, cp, shown, written)
     # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
     pulls = len(cp.get("next") or ())
     tasks = tuple(  # a Send's task has its position among the sends in its path, as LangGraph's

@@ -1,9 +1,12 @@
-"""Subgraph state stored under the namespaces earlier plait versions gave it (``node:<task id>:<call>``).
+"""Subgraph state stored under the namespaces earlier plait versions gave it.
 
 A thread that paused inside a subgraph keeps that subgraph's checkpoints under its namespace.
 plait now names a call's namespace ``node:<task id>`` (later calls ``node:<task id>|<call>``), as
-LangGraph does; when such a paused task resumes and its subgraph has nothing under the new name
-but has state under the old one, the old one is used, so the thread goes on where it stopped.
+LangGraph does, with a UUID task id. Earlier versions used the task id
+``<checkpoint id>:<node>:<index>``, first with the call number as a third part
+(``node:<task id>:<call>``). When a paused task resumes and its subgraph has nothing under the
+new name but has state under an old one, the old one is used, so the thread goes on where it
+stopped.
 """
 
 from __future__ import annotations
@@ -16,25 +19,40 @@ from plait.pregel._thread import config_with
 __all__ = ["aresumed_config", "resumed_config"]
 
 
-def _legacy(sub: Any, ctx: TaskContext) -> dict[str, Any] | None:
+def _legacy(sub: Any, ctx: TaskContext) -> list[dict[str, Any]]:
+    """Configs of the namespaces earlier versions gave this call, newest form first."""
+    task, loop = ctx.task, ctx.loop
     if not ctx.paused or sub.checkpointer is None or sub.subgraph_saving != "inherit":
-        return None
-    segment = f"{ctx.node}:{ctx.task_id}:{ctx.subgraph_calls - 1}"
-    ns = f"{ctx.checkpoint_ns}|{segment}" if ctx.checkpoint_ns else segment
-    return config_with(ctx.config, checkpoint_ns=ns, checkpoint_id=None)
+        return []
+    if task is None or loop is None or getattr(task, "source", None) is not None:
+        return []
+    old = f"{loop.checkpoint_id or 'run'}:{task.name}:{task.index}"
+    call = ctx.subgraph_calls - 1  # this call's number (counted before it ran)
+    segments = [f"{ctx.node}:{old}|{call}" if call else f"{ctx.node}:{old}", f"{ctx.node}:{old}:{call}"]
+    return [
+        config_with(
+            ctx.config,
+            checkpoint_ns=f"{ctx.checkpoint_ns}|{segment}" if ctx.checkpoint_ns else segment,
+            checkpoint_id=None,
+        )
+        for segment in segments
+    ]
 
 
 def resumed_config(sub: Any, config: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
-    """``config``, or the old namespace's when only that one holds the paused subgraph's state."""
+    """``config``, or an old namespace's when only that one holds the paused subgraph's state."""
     legacy = _legacy(sub, ctx)
-    if legacy is None or sub.checkpointer.get_tuple(config) is not None:
+    if not legacy or sub.checkpointer.get_tuple(config) is not None:
         return config
-    return legacy if sub.checkpointer.get_tuple(legacy) is not None else config
+    return next((old for old in legacy if sub.checkpointer.get_tuple(old) is not None), config)
 
 
 async def aresumed_config(sub: Any, config: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
     """Async :func:`resumed_config`."""
     legacy = _legacy(sub, ctx)
-    if legacy is None or await sub.checkpointer.aget_tuple(config) is not None:
+    if not legacy or await sub.checkpointer.aget_tuple(config) is not None:
         return config
-    return legacy if await sub.checkpointer.aget_tuple(legacy) is not None else config
+    for old in legacy:
+        if await sub.checkpointer.aget_tuple(old) is not None:
+            return old
+    return config

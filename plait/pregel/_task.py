@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from plait.checkpoint._task_ids import task_key
 from plait.errors import (
     ErrorCode,
     GraphDrained,
@@ -22,14 +23,6 @@ __all__ = ["DRAINED", "Task", "collect", "from_child", "task_key", "task_path"]
 
 DRAINED = "drained"
 """Id of the marker a task keeps when a subgraph inside it drained (``RunControl``)."""
-
-
-def task_key(checkpoint_id: str | None, name: str, index: int) -> str:
-    """The id of the ``index``-th task of node ``name`` in the step after ``checkpoint_id``.
-
-    Stored with every pending write, so the format is fixed (``run`` before any checkpoint).
-    """
-    return f"{checkpoint_id or 'run'}:{name}:{index}"
 
 
 def task_path(name: str, push: int | None) -> tuple[Any, ...]:

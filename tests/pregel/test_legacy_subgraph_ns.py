@@ -1,4 +1,5 @@
-"""A thread paused inside a subgraph by an earlier plait (namespace ``node:<task id>:0``) resumes."""
+"""A thread paused inside a subgraph by an earlier plait (task ids ``<checkpoint>:<node>:<index>``,
+namespace ``node:<task id>`` or ``node:<task id>:0``) resumes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+from plait.checkpoint._task_ids import task_key
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.graph import START, StateGraph
 from plait.types import Command, interrupt
@@ -28,27 +30,41 @@ def _graph(saver: SqliteSaver) -> Any:
     return StateGraph(State).add_node("sub", inner).add_edge(START, "sub").compile(checkpointer=saver)
 
 
-def _to_old_names(path: pathlib.Path) -> int:
-    """Rename the subgraph's namespace as the earlier plait wrote it: one more ``:0``."""
-    renamed = 0
+def _to_old_form(path: pathlib.Path, *, call_number: bool) -> int:
+    """Rewrite the thread as earlier plait versions stored it: task ids ``<checkpoint>:<node>:<index>``
+    (in pending writes and subgraph namespaces), and with ``call_number`` one more ``:0``."""
+    changed = 0
     with sqlite3.connect(path) as conn:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        for table in tables:
-            columns = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
-            if "checkpoint_ns" in columns:
-                renamed += conn.execute(
-                    f"UPDATE {table} SET checkpoint_ns = checkpoint_ns || ':0' WHERE checkpoint_ns <> ''"  # noqa: S608 - names from sqlite_master
+        ids = [r[0] for r in conn.execute("SELECT DISTINCT checkpoint_id FROM checkpoints")]
+        renames = [(task_key(c, n, 0), f"{c}:{n}:0") for c in ids for n in ("__start__", "sub", "s1", "ask")]
+        for new, old in renames:
+            changed += conn.execute(
+                "UPDATE checkpoint_writes SET task_id = ? WHERE task_id = ?", (old, new)
+            ).rowcount
+            for table in ("checkpoints", "checkpoint_writes", "plait_checkpoint_blobs"):
+                changed += conn.execute(
+                    f"UPDATE {table} SET checkpoint_ns = replace(checkpoint_ns, ?, ?) "  # noqa: S608 - plait's table names
+                    "WHERE instr(checkpoint_ns, ?) > 0",
+                    (new, old, new),
                 ).rowcount
-    return renamed
+        if call_number:
+            for table in ("checkpoints", "checkpoint_writes", "plait_checkpoint_blobs"):
+                conn.execute(
+                    f"UPDATE {table} SET checkpoint_ns = checkpoint_ns || ':0' WHERE checkpoint_ns <> ''"
+                )  # noqa: S608 - plait's table names
+    return changed
 
 
+@pytest.mark.parametrize("call_number", [False, True], ids=["task-id", "task-id-and-call"])
 @pytest.mark.parametrize("driver", ["sync", "async"])
-def test_a_thread_paused_under_the_old_namespace_resumes(tmp_path: pathlib.Path, driver: str) -> None:
+def test_a_thread_paused_under_the_old_namespace_resumes(
+    tmp_path: pathlib.Path, driver: str, call_number: bool
+) -> None:
     path = tmp_path / "old.sqlite"
     cfg = {"configurable": {"thread_id": "t"}}
     with SqliteSaver.from_conn_string(str(path)) as saver:
         assert "__interrupt__" in _graph(saver).invoke({"log": []}, cfg)
-    assert _to_old_names(path) > 0
+    assert _to_old_form(path, call_number=call_number) > 0
     with SqliteSaver.from_conn_string(str(path)) as saver:
         graph = _graph(saver)
         if driver == "sync":

@@ -1,0 +1,62 @@
+"""Task ids: the key a task's pending writes are stored under, and the form earlier plait versions stored.
+
+A task's id is a UUID derived from the checkpoint its step follows, the node and the task's
+index among that node's tasks in the step, so a resumed run finds the writes of the same task.
+Subgraph namespaces show it as ``node:<task id>``, the form LangGraph clients split on ``:``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["current_writes", "interrupt_key", "task_key"]
+
+_SPACE = uuid.UUID("6f1e2a8c-4b7d-5e90-8a3c-2d1f0b9e7c64")
+"""plait's UUID namespace for task ids (any fixed UUID; changing it orphans stored pending writes)."""
+
+
+@lru_cache(maxsize=4096)
+def task_key(checkpoint_id: str | None, name: str, index: int) -> str:
+    """The id of the ``index``-th task of node ``name`` in the step after ``checkpoint_id``.
+
+    Stored with every pending write, so the recipe is fixed (``run`` stands for no checkpoint).
+    """
+    return str(uuid.uuid5(_SPACE, f"{checkpoint_id or 'run'}:{name}:{index}"))
+
+
+def interrupt_key(task_id: str, index: int) -> str:
+    """The id of the ``index``-th ``interrupt()`` of a task: 32 hex digits, as LangGraph's look.
+
+    A functional-API task's (``<root task id>/<name>:<n>``) keeps its task id as a prefix: the
+    node that called it tells its own questions from its calls' by that prefix.
+    """
+    if "/" in task_id:
+        return f"{task_id}:{index}"
+    return uuid.uuid5(_SPACE, f"{task_id}:{index}").hex
+
+
+def _current(checkpoint_id: str, tid: str) -> str:
+    """``tid`` in today's form: plait stored ``<checkpoint id>:<node>:<index>[suffix]`` before.
+
+    The suffix (an error handler's ``:<node>``, a functional task's ``/...``) is kept after the
+    translated root id, as today's ids build it.
+    """
+    head = checkpoint_id + ":"
+    if not tid.startswith(head):
+        return tid
+    name, _, rest = tid[len(head) :].partition(":")
+    digits = len(rest) - len(rest.lstrip("0123456789"))
+    if not name or not digits:
+        return tid
+    return task_key(checkpoint_id, name, int(rest[:digits])) + rest[digits:]
+
+
+def current_writes(
+    checkpoint_id: str | None, writes: Iterable[tuple[str, str, Any]]
+) -> Iterator[tuple[str, str, Any]]:
+    """A checkpoint's pending writes with task ids stored in the old form translated."""
+    for tid, key, value in writes:
+        yield (tid if checkpoint_id is None else _current(checkpoint_id, tid)), key, value
