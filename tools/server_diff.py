@@ -37,7 +37,10 @@ from typing import Annotated, Any
 import operator
 from dataclasses import dataclass
 
-from langchain_core.messages import AIMessage
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from {pkg}.prebuilt import ToolNode, tools_condition
 from {pkg}.config import get_store, get_stream_writer
 from {pkg}.graph import END, START, MessagesState, StateGraph
 from {pkg}.types import interrupt
@@ -90,7 +93,38 @@ graph = (
     .add_edge("inner", END)
     .compile()
 )
+
+
+@tool
+def lookup(q: str) -> str:
+    '''Look something up.'''
+    return f"found {{q}}"
+
+
+def talk(state: MessagesState) -> dict[str, Any]:
+    last = state["messages"][-1]
+    if isinstance(last, ToolMessage):
+        reply = AIMessage(f"the tool said {{last.content}}")
+    elif last.content == "tool":
+        reply = AIMessage("", tool_calls=[{{"name": "lookup", "args": {{"q": "x"}}, "id": "call_1"}}])
+    else:
+        reply = AIMessage("hello there my friend")
+    model = GenericFakeChatModel(messages=iter([reply]))
+    return {{"messages": [model.invoke(state["messages"])]}}
+
+
+llm = (
+    StateGraph(MessagesState)
+    .add_node("talk", talk)
+    .add_node("tools", ToolNode([lookup]))
+    .add_edge(START, "talk")
+    .add_conditional_edges("talk", tools_condition)
+    .add_edge("tools", "talk")
+    .compile()
+)
 """
+
+GRAPHS = {"agent": "./agent.py:graph", "llm": "./agent.py:llm"}
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _HEX_ID = re.compile(r"\b(lc_)?run-{1,2}<uuid>(-\d+)?")
@@ -185,7 +219,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for name in ("langgraph", "plait"):
-            config, port = _project(root, name, GRAPH), _port()
+            config, port = _project(root, name, GRAPH, GRAPHS), _port()
             if name == "plait":
                 cmd = [plait, "serve", "--config", str(config), "--port", str(port)]
                 cmd += ["--db", str(root / "plait.sqlite")]

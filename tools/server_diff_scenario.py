@@ -86,6 +86,7 @@ def scenario(client: Any, only: str | None) -> dict[str, Any]:
     _multitask(client, rec)
     _store(client, rec)
     _errors(client, rec)
+    _llm(client, rec)
     return rec.results
 
 
@@ -453,4 +454,32 @@ def _errors(client: Any, rec: Recorder) -> None:
         lambda: _raw(
             client, "POST", f"/threads/{tid}/runs/wait", {"assistant_id": "agent", "command": {"resume": 1}}
         ),
+    )
+
+
+def _llm(client: Any, rec: Recorder) -> None:
+    """A chat model streaming tokens, and a tool call through ``ToolNode`` (the ``llm`` graph)."""
+    for mode in ("messages-tuple", "messages", "updates", "values"):
+        rec(
+            f"llm.stream_{mode}", lambda: _events(client.runs.stream(None, "llm", input=HI, stream_mode=mode))
+        )
+    rec(
+        "llm.tool_updates",
+        lambda: _events(client.runs.stream(None, "llm", input=_msg("tool"), stream_mode="updates")),
+    )
+    rec(
+        "llm.tool_messages_tuple",
+        lambda: _events(client.runs.stream(None, "llm", input=_msg("tool"), stream_mode="messages-tuple")),
+    )
+    th = rec("llm.thread", lambda: client.threads.create())
+    tid = th["thread_id"] if th else str(uuid.uuid4())
+    rec("llm.tool_wait", lambda: client.runs.wait(tid, "llm", input=_msg("tool")))
+    rec("llm.tool_state", lambda: client.threads.get_state(tid))
+    rec(
+        "llm.events_tokens",
+        lambda: [
+            e
+            for e in _events(client.runs.stream(tid, "llm", input=HI, stream_mode="events"))
+            if e[0] == "events" and str(e[1].get("event", "")).startswith("on_chat_model")
+        ],
     )

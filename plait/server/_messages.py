@@ -2,7 +2,8 @@
 
 The ``messages`` stream mode of the API: ``messages/metadata``, ``messages/partial``,
 ``messages/complete``.  plait streams ``(message_or_chunk, metadata)`` pairs; chunks of one
-message are added up so each ``messages/partial`` event carries the message so far.
+message are added up so each ``messages/partial`` event carries the message so far, as a
+whole message (``type: "ai"``, tool calls parsed), not as a chunk.
 
 ``debug`` checkpoints also carry ``checkpoint`` / ``parent_checkpoint`` (the config's ids), and
 task results of ``debug`` / ``tasks`` are a ``{channel: value}`` dict (several writes to one
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from langchain_core.messages import BaseMessage, BaseMessageChunk
+from langchain_core.messages import BaseMessage, BaseMessageChunk, message_chunk_to_message
 
 from plait.server._wire import as_dict, as_list
 
@@ -39,7 +40,7 @@ class MessagesMode:
             previous = self.seen.get(key)
             total = message if previous is None else previous + message
             self.seen[key] = total
-            out.append(("messages/partial", [total]))
+            out.append(("messages/partial", [message_chunk_to_message(total)]))
         else:
             self.seen[key] = message
             out.append(("messages/complete", [message]))

@@ -79,7 +79,9 @@ def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
         return str(graph_id)
     if len(state.graphs) == 1:
         return next(iter(state.graphs))
-    raise ApiError(409, f"Thread {doc['thread_id']} has no graph yet: run it, or set metadata.graph_id")
+    raise ApiError(
+        400, f"Thread {doc['thread_id']} has no graph yet: run it, or set metadata.graph_id"
+    )  # as LangGraph
 
 
 async def found_thread(request: Request) -> dict[str, Any]:

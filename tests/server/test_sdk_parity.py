@@ -300,3 +300,36 @@ def test_a_run_queued_behind_a_busy_thread_leaves_its_config(server: Server) -> 
     second = client.runs.create(tid, "agent", input=MSG, config={"tags": ["b"]}, multitask_strategy="enqueue")
     assert client.threads.get(tid)["config"]["tags"] == ["a"]  # busy: the queued run's config waits
     client.runs.join(tid, second["run_id"])
+
+
+def test_messages_mode_partials_carry_the_whole_message_so_far(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    parts = list(client.runs.stream(None, "talk", input=MSG, stream_mode="messages"))
+    events = [p.event for p in parts]
+    assert events[:2] == ["metadata", "messages/metadata"], events
+    partials = [p.data for p in parts if p.event == "messages/partial"]
+    assert [m["content"] for (m,) in partials] == [
+        "hello",
+        "hello ",
+        "hello there",
+        "hello there ",
+        "hello there my",
+        "hello there my ",
+        "hello there my friend",
+    ]
+    for (message,) in partials:  # a message, as LangGraph's server sends it, not a chunk
+        assert message["type"] == "ai" and message["tool_calls"] == []
+        assert "tool_call_chunks" not in message and "chunk_position" not in message
+    assert len({m["id"] for (m,) in partials}) == 1
+    (meta,) = [p.data for p in parts if p.event == "messages/metadata"]
+    assert (
+        list(meta) == [partials[0][0]["id"]]
+        and meta[partials[0][0]["id"]]["metadata"]["langgraph_node"] == "talk"
+    )
+
+
+def test_updating_the_state_of_a_thread_no_graph_ran_on_is_a_bad_request(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    with pytest.raises(BadRequestError, match="has no graph yet"):  # several graphs: which one is unknown
+        client.threads.update_state(tid, {"turns": 1}, as_node="chat")

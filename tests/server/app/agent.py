@@ -7,6 +7,7 @@ import os
 import time
 from typing import Annotated, Any
 
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 
@@ -88,3 +89,12 @@ nested = (
     .add_edge("inner", END)
     .compile()
 )
+
+
+def talk_node(state: State) -> dict[str, Any]:
+    """A chat model that streams its answer word by word."""
+    model = GenericFakeChatModel(messages=iter([AIMessage("hello there my friend")]))
+    return {"messages": [model.invoke(state["messages"])]}
+
+
+talk = StateGraph(State).add_node("talk", talk_node).add_edge(START, "talk").compile()
