@@ -272,8 +272,11 @@ async def graph(request: Request) -> Response:
     compiled: Any = _state(request).graphs[doc["graph_id"]]  # a CompiledStateGraph
     drawable = compiled.get_graph(xray=_xray(request.query_params.get("xray")))
     nodes = [
-        {"id": n} if n == "__end__" else {"id": n, "type": "runnable", "data": {"name": n}}
-        for n in drawable.nodes
+        {"id": n}
+        if n == "__end__"
+        else {"id": n, "type": "runnable", "data": {"name": n}}
+        | ({"metadata": node.metadata} if node.metadata else {})  # __tools, __interrupt, defer
+        for n, node in drawable.nodes.items()
     ]
     edges = [
         {"source": e.source, "target": e.target, **({"conditional": True} if e.conditional else {})}

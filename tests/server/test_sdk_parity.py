@@ -333,3 +333,12 @@ def test_updating_the_state_of_a_thread_no_graph_ran_on_is_a_bad_request(server:
     tid = client.threads.create()["thread_id"]
     with pytest.raises(BadRequestError, match="has no graph yet"):  # several graphs: which one is unknown
         client.threads.update_state(tid, {"turns": 1}, as_node="chat")
+
+
+def test_the_graph_drawing_shows_a_tool_nodes_tools(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    drawn = client.assistants.get_graph("talk")
+    nodes = {n["id"]: n for n in drawn["nodes"]}
+    assert nodes["tools"]["metadata"] == {"__tools": ["lookup"]}
+    assert "metadata" not in nodes["talk"]  # none to show
+    assert {"source": "talk", "target": "tools", "conditional": True} in drawn["edges"]

@@ -10,9 +10,11 @@ from typing import Annotated, Any
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import tool
 
 from plait.config import get_store, get_stream_writer
 from plait.graph import END, START, MessagesState, StateGraph
+from plait.prebuilt import ToolNode, tools_condition
 from plait.types import interrupt
 
 
@@ -97,4 +99,18 @@ def talk_node(state: State) -> dict[str, Any]:
     return {"messages": [model.invoke(state["messages"])]}
 
 
-talk = StateGraph(State).add_node("talk", talk_node).add_edge(START, "talk").compile()
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+talk = (
+    StateGraph(State)
+    .add_node("talk", talk_node)
+    .add_node("tools", ToolNode([lookup]))
+    .add_edge(START, "talk")
+    .add_conditional_edges("talk", tools_condition)
+    .add_edge("tools", "talk")
+    .compile()
+)
