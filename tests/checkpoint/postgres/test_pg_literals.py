@@ -15,7 +15,8 @@ from plait.checkpoint._engine_ops import Step
 from plait.checkpoint.postgres._literal import render, usable
 from plait.checkpoint.postgres._sql import join_steps
 
-texts = st.text(st.characters(blacklist_characters="\x00"), max_size=40)
+# text PostgreSQL can hold: no NUL, no lone surrogates (no UTF-8 form: psycopg refuses them too)
+texts = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=40)
 CASES: list[tuple[str, st.SearchStrategy[Any]]] = [
     ("bool", st.booleans()),
     ("int8", st.integers(-(2**63), 2**63 - 1)),
