@@ -9,12 +9,32 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from plait.graph.state import StateGraph
 from plait.pregel import Pregel
+from plait.server._webhook import WebhookConfigError, WebhookPolicy
 
-__all__ = ["ConfigError", "GraphSpec", "Settings", "apply_env", "load_config", "load_graph"]
+__all__ = ["ConfigError", "GraphSpec", "LoadedConfig", "Settings", "apply_env", "load_config", "load_graph"]
+
+BUILD_KEYS = frozenset(
+    {
+        "$schema",
+        "api_version",
+        "base_image",
+        "dependencies",
+        "dockerfile_lines",
+        "image_distro",
+        "keep_pkg_tools",
+        "node_version",
+        "pip_config_file",
+        "pip_installer",
+        "python_version",
+    }
+)
+"""Keys of ``langgraph.json`` that describe a container build: they change nothing when serving."""
+READ_KEYS = frozenset({"graphs", "env", "webhooks", "http"})
+HTTP_KEYS = frozenset({"disable_webhooks"})
 
 
 class ConfigError(ValueError):
@@ -43,6 +63,7 @@ class Settings:
         max_body: Largest request body accepted, in bytes.
         lease_ttl: Seconds after which a vanished worker's run is taken over.
         jobs: How many runs one worker process executes at once.
+        webhooks: The webhook policy (:meth:`WebhookPolicy.to_json`; empty: the defaults).
     """
 
     config_path: str
@@ -54,6 +75,12 @@ class Settings:
     lease_ttl: float = 30.0
     jobs: int = 10
     env: dict[str, str] = field(default_factory=lambda: {})
+    webhooks: dict[str, Any] = field(default_factory=lambda: {})
+
+    @property
+    def webhook_policy(self) -> WebhookPolicy:
+        """Which webhook URLs runs may name (see :mod:`plait.server._webhook`)."""
+        return WebhookPolicy.from_json(self.webhooks) if self.webhooks else WebhookPolicy()
 
     @property
     def is_postgres(self) -> bool:
@@ -72,6 +99,7 @@ class Settings:
             "lease_ttl": self.lease_ttl,
             "jobs": self.jobs,
             "env": self.env,
+            "webhooks": self.webhooks,
         }
         return json.dumps(data)
 
@@ -120,11 +148,23 @@ def _read_env(raw: Any, base: Path, where: str) -> dict[str, str]:
     return env
 
 
-def load_config(path: str | Path) -> tuple[tuple[GraphSpec, ...], dict[str, str]]:
-    """Read a ``plait.json`` / ``langgraph.json`` file: its graphs and its environment.
+class LoadedConfig(NamedTuple):
+    """What a config file says: its graphs, its environment and its webhook policy."""
+
+    graphs: tuple[GraphSpec, ...]
+    env: dict[str, str]
+    webhooks: WebhookPolicy
+
+
+def load_config(path: str | Path) -> LoadedConfig:
+    """Read a ``plait.json`` / ``langgraph.json`` file: its graphs, environment and webhook policy.
+
+    Keys that describe a container build (``dependencies``, ``python_version`` …) are ignored;
+    any other key plait does not implement (``auth``, ``store``, ``checkpointer`` …) is refused.
 
     Raises:
-        ConfigError: the file is missing, not JSON, or has no usable ``graphs``.
+        ConfigError: the file is missing, not JSON, has no usable ``graphs``, or a key plait
+            does not implement.
     """
     file = Path(path)
     if not file.is_file():
@@ -136,7 +176,26 @@ def load_config(path: str | Path) -> tuple[tuple[GraphSpec, ...], dict[str, str]
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: the config must be a JSON object")
     config = cast("dict[str, Any]", data)
-    return _graph_specs(config.get("graphs"), str(file)), _read_env(config.get("env"), file.parent, str(file))
+    unknown = sorted(set(config) - READ_KEYS - BUILD_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{file}: {', '.join(repr(k) for k in unknown)} not supported by plait serve (it reads "
+            f"{sorted(READ_KEYS)}; build keys such as 'dependencies' are ignored): remove it"
+        )
+    http: Any = config.get("http") or {}
+    if not isinstance(http, dict) or set(cast("dict[str, Any]", http)) - HTTP_KEYS:
+        raise ConfigError(
+            f'{file}: of "http", plait serve reads only {sorted(HTTP_KEYS)} '
+            "(CORS, auth and body limits are options of plait serve: see --help)"
+        )
+    graphs = _graph_specs(config.get("graphs"), str(file))
+    env = _read_env(config.get("env"), file.parent, str(file))
+    disabled = bool(cast("dict[str, Any]", http).get("disable_webhooks"))
+    try:
+        policy = WebhookPolicy.from_config(config.get("webhooks"), env, disabled)
+    except WebhookConfigError as exc:
+        raise ConfigError(f"{file}: {exc}") from None
+    return LoadedConfig(graphs, env, policy)
 
 
 def _import_target(spec: GraphSpec, base: Path) -> Any:

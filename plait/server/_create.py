@@ -12,12 +12,13 @@ from plait.server._execute import STREAM_MODES, merged_config
 from plait.server._http import opt
 from plait.server._state import ServerState
 from plait.server._threads import create_thread
+from plait.server._webhook import WebhookPolicy
 from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso, uuid7
 
 __all__ = ["create_run", "run_json"]
 
 _STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
-_UNSUPPORTED = ("webhook", "after_seconds")
+_UNSUPPORTED = ("after_seconds",)
 
 
 def _stream_modes(raw: Any) -> list[str]:
@@ -30,7 +31,7 @@ def _stream_modes(raw: Any) -> list[str]:
     return cast("list[str]", modes)
 
 
-def _kwargs(data: dict[str, Any], temporary: bool) -> dict[str, Any]:
+def _kwargs(data: dict[str, Any], temporary: bool, hooks: WebhookPolicy) -> dict[str, Any]:
     for key in _UNSUPPORTED:
         if data.get(key):
             raise ApiError(422, f"{key} is not supported by plait serve (NotImplemented)")
@@ -56,10 +57,10 @@ def _kwargs(data: dict[str, Any], temporary: bool) -> dict[str, Any]:
         "subgraphs": bool(data.get("stream_subgraphs")),
         "resumable": bool(data.get("stream_resumable")),
         "durability": _durability(data),
-        # as LangGraph's server lists them (plait takes no webhook; feedback keys are LangSmith's)
+        # as LangGraph's server lists them (feedback keys are LangSmith's)
         "checkpoint_during": data.get("checkpoint_during", True),
         "feedback_keys": data.get("feedback_keys"),
-        "webhook": None,
+        "webhook": None if data.get("webhook") is None else hooks.checked(data["webhook"]),
     }
     checkpoint_id = opt(data, "checkpoint_id", str) or checkpoint.get("checkpoint_id")
     if checkpoint_id:  # (read by plait's execution; LangGraph's server lists no such key)
@@ -258,7 +259,7 @@ def _request(state: ServerState, thread_id: str | None, data: dict[str, Any], wa
                 422, f"multitask_strategy must be one of {list(_STRATEGIES)}, got {req.strategy!r}"
             )
         req.temporary = thread_id is None and (opt(data, "on_completion", str) or "delete") == "delete"
-        req.kwargs = _kwargs(data, req.temporary)
+        req.kwargs = _kwargs(data, req.temporary, state.hooks)
         if wait:
             req.kwargs["wait"] = True
     except ApiError as exc:  # reported after an unknown assistant (see _Request.found)
@@ -380,6 +381,8 @@ async def create_run(
     process and starts here, without going through the queue.
     """
     req = _request(state, thread_id, data, wait)
+    if req.invalid is None and req.kwargs.get("webhook"):
+        await state.hooks.reachable(req.kwargs["webhook"])
     assistant: dict[str, Any] = {}
     if req.temporary:  # (a thread's run reads its assistant with its thread)
         assistant = req.found(await get_assistant(state.db, req.assistant))

@@ -14,6 +14,7 @@ from plait.server._messages import MessagesMode, debug_payload
 from plait.server._snapshot import interrupts_by_task, output_interrupts, thread_status
 from plait.server._state import ServerState
 from plait.server._stream import insert_events
+from plait.server._webhook import payload
 from plait.server._wire import as_dict, as_list, dumps, loads, now_iso
 from plait.types import Command, Send
 
@@ -191,7 +192,7 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
     state.broker.stirred()  # followers of the thread (join_stream) see it start
     quiet = bool(doc["kwargs"].get("wait"))
     emitter = _Emitter(state, run_id, list(doc["kwargs"].get("stream_mode") or ["values"]), quiet=quiet)
-    status, error, cancel = "success", None, None
+    status, error, cancel, started = "success", None, None, now_iso()
     done = asyncio.Event()
     flusher = asyncio.create_task(state.broker.keep_flushing(run_id, done)) if state.broker.shared else None
     try:
@@ -209,7 +210,7 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
         done.set()
         if flusher is not None:
             await asyncio.gather(flusher, return_exceptions=True)
-    return await finish_run(state, doc, graph, Outcome(status, error, cancel, emitter.values))
+    return await finish_run(state, doc, graph, Outcome(status, error, cancel, emitter.values, started))
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +221,8 @@ class Outcome:
     error: Any
     cancel: str | None
     values: Any
+    started: str = ""
+    """When the run started (ISO-8601), for its webhook."""
 
 
 async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: Outcome) -> bool:
@@ -245,6 +248,10 @@ async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: O
     waiting = await record_finish(state, doc, status, thread, values_json, cancel == "rollback", end_data)
     state.broker.ended(run_id, end_data, None if status == "error" else output)
     state.broker.finished(run_id)
+    url = doc["kwargs"].get("webhook")
+    if url:
+        run = {**doc, "status": status, "updated_at": now_iso()}
+        state.call_webhook(url, payload(run, end.started, orjson.Fragment(values_json), error))
     return waiting
 
 

@@ -17,6 +17,7 @@ from plait.server._config import Settings, apply_env, load_graph
 from plait.server._db import Database, open_database
 from plait.server._store import ServerStore
 from plait.server._stream import Broker
+from plait.server._webhook import WebhookPolicy, deliver
 from plait.server._wire import ApiError
 
 _pg_saver: Any
@@ -47,6 +48,15 @@ class ServerState:
     stack: AsyncExitStack = field(default_factory=AsyncExitStack)
     worker: Any = None
     cancels: dict[str, str] = field(default_factory=lambda: {})
+    hooks: WebhookPolicy = field(default_factory=WebhookPolicy)
+    deliveries: set[asyncio.Task[bool]] = field(default_factory=lambda: set())
+    """Webhook calls under way (a shutdown waits for them, briefly)."""
+
+    def call_webhook(self, url: str, body: dict[str, Any]) -> None:
+        """POST ``body`` to ``url`` in the background (see :func:`plait.server._webhook.deliver`)."""
+        task = asyncio.create_task(deliver(self.hooks, url, body))
+        self.deliveries.add(task)
+        task.add_done_callback(self.deliveries.discard)
 
     def graph(self, graph_id: str, *, stateless: bool = False) -> Pregel[Any, Any, Any, Any]:
         """The graph ``graph_id`` wired to the server's saver (none for stateless runs) and store."""
@@ -58,7 +68,9 @@ class ServerState:
         return graph
 
     async def close(self) -> None:
-        """Close the saver, the store and the database."""
+        """Wait (up to 15 s) for webhook calls under way; close the saver, the store and the database."""
+        if self.deliveries:
+            await asyncio.wait(set(self.deliveries), timeout=15)
         await self.stack.aclose()
         await self.db.close()
 
@@ -116,4 +128,6 @@ async def open_state(settings: Settings) -> ServerState:
         await db.close()
         raise
     store = ServerStore(db)
-    return ServerState(settings, db, saver, store, graphs, Broker(db), stack=stack)
+    return ServerState(
+        settings, db, saver, store, graphs, Broker(db), stack=stack, hooks=settings.webhook_policy
+    )

@@ -11,6 +11,7 @@ import pytest
 from plait.pregel import Pregel
 from plait.server import ConfigError
 from plait.server._config import GraphSpec, Settings, apply_env, load_config, load_graph
+from plait.server._webhook import WebhookPolicy
 
 AGENT = """
 from plait.graph import START, StateGraph, MessagesState
@@ -43,10 +44,13 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
             "other": {"path": "./agent.py:make_graph", "description": "d"},
         },
         "env": ".env",
+        "python_version": "3.11",  # build keys: ignored
+        "dockerfile_lines": [],
     }
     path = project / "langgraph.json"
     path.write_text(json.dumps(config))
-    graphs, env = load_config(path)
+    graphs, env, webhooks = load_config(path)
+    assert webhooks == WebhookPolicy()
     assert graphs == (
         GraphSpec("agent", "./agent.py:graph"),
         GraphSpec("other", "./agent.py:make_graph", "d"),
@@ -66,6 +70,18 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
         ("{}", '"graphs" must be a non-empty object'),
         ('{"graphs": {"a": "agent.py"}}', "path/to/file.py:variable"),
         ('{"graphs": {"a": "./agent.py:graph"}, "env": ".missing"}', "does not exist"),
+        # what plait serve does not implement is refused, never ignored
+        ('{"graphs": {"a": "./agent.py:graph"}, "auth": {"path": "./auth.py:auth"}}', "'auth' not supported"),
+        ('{"graphs": {"a": "./agent.py:graph"}, "store": {"index": {}}}', "'store' not supported"),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "http": {"app": "./app.py:app"}}',
+            'of "http", plait serve reads',
+        ),
+        ('{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"url": {"nope": 1}}}', "unknown key"),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"headers": {"X": "${PLAIT_UNSET_VAR}"}}}',
+            "PLAIT_UNSET",
+        ),
     ],
 )
 def test_bad_config_files_say_what_is_wrong(project: pathlib.Path, content: str, message: str) -> None:
@@ -93,9 +109,23 @@ def test_missing_config_file(tmp_path: pathlib.Path) -> None:
         load_config(tmp_path / "plait.json")
 
 
-def test_settings_round_trip_through_json() -> None:
+def test_settings_round_trip_through_json(project: pathlib.Path) -> None:
+    path = project / "plait.json"
+    hooks = {
+        "url": {"allowed_domains": ["*.example.com"], "allowed_ports": [443]},
+        "headers": {"X-T": "${V}"},
+    }
+    path.write_text(json.dumps({"graphs": {"a": "./agent.py:graph"}, "env": {"V": "v1"}, "webhooks": hooks}))
+    policy = load_config(path).webhooks
+    assert policy.allowed_domains == ("*.example.com",) and policy.headers == (("X-T", "v1"),)
     settings = Settings(
-        "c.json", (GraphSpec("a", "./a.py:g"),), "postgresql://x/y", auth_token="t", cors_origins=("*",)
+        "c.json",
+        (GraphSpec("a", "./a.py:g"),),
+        "postgresql://x/y",
+        auth_token="t",
+        cors_origins=("*",),
+        webhooks=policy.to_json(),
     )
-    assert Settings.from_json(settings.to_json()) == settings
+    again = Settings.from_json(settings.to_json())
+    assert again == settings and again.webhook_policy == policy
     assert settings.is_postgres
