@@ -172,6 +172,8 @@ class WebhookPolicy:
             self._address_allowed(ipaddress.ip_address(info[4][0]), host)
 
     def _address_allowed(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address, host: str) -> None:
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
         if address.is_link_local or address.is_unspecified or address.is_multicast:
             raise ApiError(422, f"webhook host {host!r} is a link-local or reserved address ({address})")
         if address.is_loopback and self.disable_loopback:

@@ -124,7 +124,17 @@ def _refusal(policy: WebhookPolicy, url: str) -> str | None:
 
 def test_the_default_policy_refuses_this_machine_and_link_local_addresses() -> None:
     policy = WebhookPolicy()
-    for url in ("http://127.0.0.1:9/x", "http://localhost/x", "http://[::1]/x", "http://0.0.0.0/x"):
+    for url in (
+        "http://127.0.0.1:9/x",
+        "http://localhost/x",
+        "http://localhost./x",
+        "http://[::1]/x",
+        "http://[::ffff:127.0.0.1]/x",
+        "http://2130706433/x",  # 127.0.0.1 as one number
+        "http://user@127.0.0.1/x",
+        "http://0.0.0.0/x",
+        "http://[::ffff:169.254.169.254]/x",
+    ):
         assert _refusal(policy, url) is not None, url
     assert "disable_loopback" in (_refusal(policy, "http://127.0.0.1/x") or "")
     assert _refusal(policy, "http://10.1.2.3/x") is None  # private addresses: allowed unless disabled
