@@ -8,9 +8,11 @@ Subgraph namespaces show it as ``node:<task id>``, the form LangGraph clients sp
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
+
+from plait.checkpoint.base import INTERRUPT, RESUME
 
 __all__ = ["current_writes", "interrupt_key", "task_key"]
 
@@ -49,14 +51,31 @@ def _current(checkpoint_id: str, tid: str) -> str:
         return tid
     name, _, rest = tid[len(head) :].partition(":")
     digits = len(rest) - len(rest.lstrip("0123456789"))
-    if not name or not digits:
+    if not name or not digits or rest[digits:][:1] not in ("", ":", "/"):
         return tid
     return task_key(checkpoint_id, name, int(rest[:digits])) + rest[digits:]
 
 
 def current_writes(
     checkpoint_id: str | None, writes: Iterable[tuple[str, str, Any]]
-) -> Iterator[tuple[str, str, Any]]:
-    """A checkpoint's pending writes with task ids stored in the old form translated."""
-    for tid, key, value in writes:
-        yield (tid if checkpoint_id is None else _current(checkpoint_id, tid)), key, value
+) -> list[tuple[str, str, Any]]:
+    """A checkpoint's pending writes with task ids stored in the old form translated.
+
+    A thread an earlier version paused, resumed and paused again holds a task's writes under
+    both ids: the newer ones replace the older, as a saver's later writes of a task do (its
+    question and answer rows are kept unless the newer writes hold their own).
+    """
+    rows = list(writes)
+    if checkpoint_id is None:
+        return rows
+    ids = [_current(checkpoint_id, tid) for tid, _, _ in rows]
+    fresh: dict[str, set[str]] = {}
+    for (tid, key, _), new in zip(rows, ids, strict=True):
+        if new == tid:
+            fresh.setdefault(tid, set()).add(key)
+    out: list[tuple[str, str, Any]] = []
+    for (tid, key, value), new in zip(rows, ids, strict=True):
+        if new != tid and new in fresh and (key not in (INTERRUPT, RESUME) or key in fresh[new]):
+            continue  # superseded by the task's writes under its new id
+        out.append((new, key, value))
+    return out

@@ -60,7 +60,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
             shown[key] = value
     interrupts: list[Interrupt] = []
     by_task: dict[str, dict[str, Any]] = {}
-    written = list(current_writes(cp.get("id"), saved.pending_writes or ()))
+    written = current_writes(cp.get("id"), saved.pending_writes or ())
     for tid, key, value in written:
         info = by_task.setdefault(tid, {"writes": {}, "interrupts": [], "error": None})
         if key == INTERRUPT:

@@ -169,7 +169,7 @@ class Loop:
         self.replaying = explicit
         # time travel: the first write forks on purpose
         self.expect_head = ... if explicit else cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
-        self._load_writes(list(current_writes(self.checkpoint_id, saved.pending_writes or ())))
+        self._load_writes(current_writes(self.checkpoint_id, saved.pending_writes or ()))
 
     def load_past(self, saved: CheckpointTuple | None, head: CheckpointTuple | None) -> None:
         """Start from ``saved``, a checkpoint older than the thread's ``head`` (``None``: from no

@@ -23,15 +23,16 @@ def _is_uuid(text: str) -> bool:
     return str(uuid.UUID(text)) == text
 
 
-def _fan_out(saver: SqliteSaver, calls: list[str]) -> Any:
-    """``a`` and ``b`` in one step: ``a`` finishes, ``b`` asks."""
+def _fan_out(saver: SqliteSaver, calls: list[str], questions: int = 1) -> Any:
+    """``a`` and ``b`` in one step: ``a`` finishes, ``b`` asks ``questions`` questions."""
 
     def a(state: State) -> dict[str, list[str]]:
         calls.append("a")
         return {"log": ["a"]}
 
     def b(state: State) -> dict[str, list[str]]:
-        return {"log": [f"b:{interrupt('sure?')}"]}
+        answers = [str(interrupt("sure?" if n == 0 else f"q{n + 1}")) for n in range(questions)]
+        return {"log": [f"b:{':'.join(answers)}"]}
 
     builder = StateGraph(State).add_node("a", a).add_node("b", b)
     return builder.add_edge(START, "a").add_edge(START, "b").compile(checkpointer=saver)
@@ -58,12 +59,11 @@ def test_task_ids_are_uuids_and_subgraph_namespaces_have_two_parts(tmp_path: pat
         assert graph.invoke(Command(resume="ok"), cfg) == {"log": ["ans:ok"]}
 
 
-def test_pending_writes_stored_with_old_task_ids_are_found(tmp_path: pathlib.Path) -> None:
-    path = tmp_path / "old.sqlite"
+def _old_thread(path: pathlib.Path, calls: list[str], questions: int) -> str:
+    """A thread paused in step a+b, its pending writes stored as an earlier plait stored them."""
     cfg = {"configurable": {"thread_id": "t"}}
-    calls: list[str] = []
     with SqliteSaver.from_conn_string(str(path)) as saver:
-        graph = _fan_out(saver, calls)
+        graph = _fan_out(saver, calls, questions)
         graph.invoke({"log": []}, cfg)
         head = graph.get_state(cfg)
     cid = head.config["configurable"]["checkpoint_id"]
@@ -72,6 +72,14 @@ def test_pending_writes_stored_with_old_task_ids_are_found(tmp_path: pathlib.Pat
     with SqliteSaver.from_conn_string(str(path)) as saver:  # the writes as the earlier plait stored them
         saver.put_writes(head.config, [("log", ["a"])], f"{cid}:a:0")
         saver.put_writes(head.config, [(INTERRUPT, [Interrupt("sure?", id=f"{cid}:b:0:0")])], f"{cid}:b:0")
+    return str(cid)
+
+
+def test_pending_writes_stored_with_old_task_ids_are_found(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "old.sqlite"
+    cfg = {"configurable": {"thread_id": "t"}}
+    calls: list[str] = []
+    cid = _old_thread(path, calls, 1)
     with SqliteSaver.from_conn_string(str(path)) as saver:
         graph = _fan_out(saver, calls)
         state = graph.get_state(cfg)
@@ -82,3 +90,19 @@ def test_pending_writes_stored_with_old_task_ids_are_found(tmp_path: pathlib.Pat
         out = graph.invoke(Command(resume={question.id: "yes"}), cfg)
     assert out == {"log": ["a", "b:yes"]}
     assert calls == ["a"]  # a's stored writes were used: it did not run again
+
+
+def test_an_old_thread_that_pauses_again_keeps_one_copy_of_each_write(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "old.sqlite"
+    cfg = {"configurable": {"thread_id": "t"}}
+    calls: list[str] = []
+    _old_thread(path, calls, 2)
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        graph = _fan_out(saver, calls, 2)
+        graph.invoke(Command(resume="one"), cfg)  # b asks its second question: the step pauses again
+        state = graph.get_state(cfg)
+        assert [i.value for i in state.interrupts] == ["q2"]  # the answered question is not pending
+        assert state.values == {"log": ["a"]}
+        out = graph.invoke(Command(resume="two"), cfg)
+    assert out == {"log": ["a", "b:one:two"]}  # a's writes applied once
+    assert calls == ["a"]
