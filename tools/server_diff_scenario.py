@@ -86,7 +86,9 @@ def scenario(client: Any, only: str | None) -> dict[str, Any]:
     _multitask(client, rec)
     _store(client, rec)
     _errors(client, rec)
-    _llm(client, rec)
+    from server_diff_llm import llm_steps  # noqa: PLC0415  # pyright: ignore[reportMissingImports]  # it reads this module's helpers
+
+    llm_steps(client, rec)
     return rec.results
 
 
@@ -453,62 +455,5 @@ def _errors(client: Any, rec: Recorder) -> None:
         "errors.resume_nothing",
         lambda: _raw(
             client, "POST", f"/threads/{tid}/runs/wait", {"assistant_id": "agent", "command": {"resume": 1}}
-        ),
-    )
-
-
-def _llm(client: Any, rec: Recorder) -> None:
-    """A chat model streaming tokens, and a tool call through ``ToolNode`` (the ``llm`` graph)."""
-    for mode in ("messages-tuple", "messages", "updates", "values"):
-        rec(
-            f"llm.stream_{mode}", lambda: _events(client.runs.stream(None, "llm", input=HI, stream_mode=mode))
-        )
-    rec(
-        "llm.tool_updates",
-        lambda: _events(client.runs.stream(None, "llm", input=_msg("tool"), stream_mode="updates")),
-    )
-    rec(
-        "llm.tool_messages_tuple",
-        lambda: _events(client.runs.stream(None, "llm", input=_msg("tool"), stream_mode="messages-tuple")),
-    )
-    th = rec("llm.thread", lambda: client.threads.create())
-    tid = th["thread_id"] if th else str(uuid.uuid4())
-    rec("llm.tool_wait", lambda: client.runs.wait(tid, "llm", input=_msg("tool")))
-    rec("llm.tool_state", lambda: client.threads.get_state(tid))
-    rec(
-        "llm.events_tokens",
-        lambda: [
-            e
-            for e in _events(client.runs.stream(tid, "llm", input=HI, stream_mode="events"))
-            if e[0] == "events" and str(e[1].get("event", "")).startswith("on_chat_model")
-        ],
-    )
-    llm_id = client.assistants.search(graph_id="llm")[0]["assistant_id"]
-    rec("llm.graph", lambda: client.assistants.get_graph(llm_id))
-    rec("llm.graph_xray", lambda: client.assistants.get_graph(llm_id, xray=True))
-    rec("llm.schemas", lambda: _schemas(client.assistants.get_schemas(llm_id)))
-    th2 = rec("llm.thread2", lambda: client.threads.create())
-    tid2 = th2["thread_id"] if th2 else str(uuid.uuid4())
-    rec(
-        "llm.interrupt_before_tools",
-        lambda: client.runs.wait(tid2, "llm", input=_msg("tool"), interrupt_before=["tools"]),
-    )
-    rec("llm.state_before_tools", lambda: client.threads.get_state(tid2))
-    rec("llm.search_interrupted", lambda: [t["status"] for t in client.threads.search(status="interrupted")])
-    rec("llm.continue", lambda: client.runs.wait(tid2, "llm", input=None))
-    rec("llm.history_len", lambda: len(client.threads.get_history(tid2, limit=50)))
-    rec(
-        "llm.update_as_tools",
-        lambda: client.threads.update_state(
-            tid2,
-            {"messages": [{"type": "tool", "content": "manual", "tool_call_id": "call_1"}]},
-            as_node="tools",
-        ),
-    )
-    rec("llm.state_after_update", lambda: client.threads.get_state(tid2))
-    rec(
-        "llm.multi_modes",
-        lambda: _events(
-            client.runs.stream(tid2, "llm", input=HI, stream_mode=["messages-tuple", "updates", "values"])
         ),
     )

@@ -190,7 +190,9 @@ def load_config(path: str | Path) -> LoadedConfig:
         )
     graphs = _graph_specs(config.get("graphs"), str(file))
     env = _read_env(config.get("env"), file.parent, str(file))
-    disabled = bool(cast("dict[str, Any]", http).get("disable_webhooks"))
+    disabled = cast("dict[str, Any]", http).get("disable_webhooks", False)
+    if not isinstance(disabled, bool):
+        raise ConfigError(f"{file}: http.disable_webhooks must be true or false, got {disabled!r}")
     try:
         policy = WebhookPolicy.from_config(config.get("webhooks"), env, disabled)
     except WebhookConfigError as exc:

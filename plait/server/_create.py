@@ -60,7 +60,7 @@ def _kwargs(data: dict[str, Any], temporary: bool, hooks: WebhookPolicy) -> dict
         # as LangGraph's server lists them (feedback keys are LangSmith's)
         "checkpoint_during": data.get("checkpoint_during", True),
         "feedback_keys": data.get("feedback_keys"),
-        "webhook": None if data.get("webhook") is None else hooks.checked(data["webhook"]),
+        "webhook": hooks.checked(data["webhook"]) if data.get("webhook") else None,
     }
     checkpoint_id = opt(data, "checkpoint_id", str) or checkpoint.get("checkpoint_id")
     if checkpoint_id:  # (read by plait's execution; LangGraph's server lists no such key)

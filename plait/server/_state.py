@@ -28,6 +28,8 @@ except ImportError:  # pragma: no cover - without the 'postgres' extra only SQLi
 
 __all__ = ["ServerState", "bookkeeping_file", "default_db", "open_state"]
 
+WEBHOOK_CALLS = 16
+"""Most webhook calls one worker makes at once (the others wait their turn)."""
 SAVER_POOL = 4
 """Most PostgreSQL connections of a worker's checkpoint saver (fewer when it runs fewer jobs at once)."""
 
@@ -51,10 +53,16 @@ class ServerState:
     hooks: WebhookPolicy = field(default_factory=WebhookPolicy)
     deliveries: set[asyncio.Task[bool]] = field(default_factory=lambda: set())
     """Webhook calls under way (a shutdown waits for them, briefly)."""
+    calling: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(WEBHOOK_CALLS))
 
     def call_webhook(self, url: str, body: dict[str, Any]) -> None:
         """POST ``body`` to ``url`` in the background (see :func:`plait.server._webhook.deliver`)."""
-        task = asyncio.create_task(deliver(self.hooks, url, body))
+
+        async def call() -> bool:
+            async with self.calling:
+                return await deliver(self.hooks, url, body)
+
+        task = asyncio.create_task(call())
         self.deliveries.add(task)
         task.add_done_callback(self.deliveries.discard)
 
@@ -70,7 +78,10 @@ class ServerState:
     async def close(self) -> None:
         """Wait (up to 15 s) for webhook calls under way; close the saver, the store and the database."""
         if self.deliveries:
-            await asyncio.wait(set(self.deliveries), timeout=15)
+            _, late = await asyncio.wait(set(self.deliveries), timeout=15)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
         await self.stack.aclose()
         await self.db.close()
 

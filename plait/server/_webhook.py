@@ -2,10 +2,11 @@
 
 The config's ``webhooks`` object (LangGraph's keys) sets the policy: ``url.allowed_domains``
 (``host`` or ``*.domain``), ``url.allowed_ports``, ``url.require_https``, ``url.disable_loopback``
-(default true: a request may not make the server call itself or its host), ``url.disable_private_ips``,
-``url.max_url_length``, and ``headers`` sent with every call (``${VAR}`` taken from the environment).
-Link-local addresses (cloud metadata services) are always refused. A URL is checked when the run
-is created and again, with a fresh DNS lookup, when it is called.
+(default true: a request may not make the server call its own host), ``url.disable_private_ips``,
+``url.max_url_length``, and ``headers`` sent with every call (``${{ env.VAR }}`` or ``${VAR}``,
+from the environment; ``env_prefix`` limits which variables). Link-local, reserved and cloud
+metadata addresses are always refused. A URL is checked when the run is created; each call looks
+its host up again, checks the address and connects to that address (no second lookup).
 """
 
 from __future__ import annotations
@@ -38,7 +39,13 @@ _URL_KEYS = frozenset(
         "max_url_length",
     }
 )
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_VAR = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_METADATA = frozenset(
+    ipaddress.ip_address(a) for a in ("100.100.100.200", "fd00:ec2::254", "169.254.169.254", "168.63.129.16")
+)
+"""Cloud metadata services (Alibaba, AWS over IPv6, every cloud's link-local one, Azure's wire server)."""
+TIMEOUT = 15.0
+"""Seconds one call may take in all (connecting, sending, the answer's status)."""
 ATTEMPTS = 3
 """Calls per webhook: a connection error or a 5xx answer is tried again, after 0.5 s then 1 s."""
 
@@ -69,10 +76,10 @@ class WebhookPolicy:
             WebhookConfigError: an unknown key or a value of the wrong type.
         """
         data = _object(raw or {}, "webhooks")
-        unknown = set(data) - {"url", "headers"}
+        unknown = set(data) - {"url", "headers", "env_prefix"}
         if unknown:
             raise WebhookConfigError(
-                f"webhooks: unknown key(s) {sorted(unknown)}; plait reads url and headers"
+                f"webhooks: unknown key(s) {sorted(unknown)}; plait reads url, headers and env_prefix"
             )
         url = _object(data.get("url") or {}, "webhooks.url")
         unknown = set(url) - _URL_KEYS
@@ -81,6 +88,12 @@ class WebhookPolicy:
                 f"webhooks.url: unknown key(s) {sorted(unknown)}; plait reads {sorted(_URL_KEYS)}"
             )
         headers = _object(data.get("headers") or {}, "webhooks.headers")
+        prefix = data.get("env_prefix") or ""
+        if headers and not url.get("allowed_domains"):
+            raise WebhookConfigError(
+                "webhooks.headers needs webhooks.url.allowed_domains: without it any API client "
+                "could have the headers (tokens, say) sent to a host of its own"
+            )
         try:
             return cls(
                 allowed_domains=tuple(str(d).strip().lower() for d in _list(url, "allowed_domains")),
@@ -88,8 +101,10 @@ class WebhookPolicy:
                 require_https=_flag(url, "require_https", False),
                 disable_loopback=_flag(url, "disable_loopback", True),
                 disable_private_ips=_flag(url, "disable_private_ips", False),
-                max_url_length=int(url.get("max_url_length", 4096)),
-                headers=tuple((str(k), _expand(str(v), env)) for k, v in headers.items()),
+                max_url_length=_count(url, "max_url_length", 4096),
+                headers=tuple(
+                    (str(k).lower(), _expand(str(v), env, str(prefix))) for k, v in headers.items()
+                ),
                 disabled=disabled,
             )
         except (TypeError, ValueError) as exc:
@@ -137,8 +152,11 @@ class WebhookPolicy:
         parts = urlsplit(url)
         schemes = ("https",) if self.require_https else ("http", "https")
         if parts.scheme not in schemes or not parts.hostname:
-            raise ApiError(422, f"webhook must be an absolute {' or '.join(schemes)} URL, got {url!r}")
-        host = parts.hostname.lower()
+            raise ApiError(
+                422,
+                f"webhook must be an absolute {' or '.join(schemes)} URL (no path on this server), got {url!r}",
+            )
+        host = parts.hostname.lower().rstrip(".")
         if self.allowed_domains and not any(
             host == d or (d.startswith("*.") and host.endswith(d[1:])) for d in self.allowed_domains
         ):
@@ -157,32 +175,50 @@ class WebhookPolicy:
             pass  # a name: looked up by reachable()
         return url
 
-    async def reachable(self, url: str) -> None:
-        """Look up ``url``'s host and refuse addresses the policy forbids.
+    async def reachable(self, url: str) -> str:
+        """Look up ``url``'s host; the address to connect to, when the policy allows every address found.
 
         Raises:
             ApiError: 422, the host is unknown or resolves to a forbidden address.
         """
-        host = urlsplit(url).hostname or ""
+        host = (urlsplit(url).hostname or "").rstrip(".")
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        except OSError as exc:
+        except (OSError, UnicodeError, ValueError) as exc:
             raise ApiError(422, f"webhook host {host!r} does not resolve: {exc}") from None
-        for info in infos:
-            self._address_allowed(ipaddress.ip_address(info[4][0]), host)
+        addresses = [ipaddress.ip_address(str(info[4][0]).partition("%")[0]) for info in infos]
+        for address in addresses:
+            self._address_allowed(address, host)
+        if not addresses:
+            raise ApiError(422, f"webhook host {host!r} does not resolve")
+        return str(addresses[0])
 
     def _address_allowed(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address, host: str) -> None:
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
-        if address.is_link_local or address.is_unspecified or address.is_multicast:
-            raise ApiError(422, f"webhook host {host!r} is a link-local or reserved address ({address})")
-        if address.is_loopback and self.disable_loopback:
-            raise ApiError(
-                422,
-                f"webhook host {host!r} is this machine ({address}); allow it with "
-                '"webhooks": {"url": {"disable_loopback": false}} in the config',
+        if address.is_loopback:
+            if self.disable_loopback:
+                raise ApiError(
+                    422,
+                    f"webhook host {host!r} is this machine ({address}); allow it with "
+                    '"webhooks": {"url": {"disable_loopback": false}} in the config',
+                )
+            return
+        if (
+            address in _METADATA
+            or address.is_link_local
+            or address.is_unspecified
+            or address.is_multicast
+            or address.is_reserved
+            or (
+                isinstance(address, ipaddress.IPv4Address)
+                and address == ipaddress.IPv4Address("255.255.255.255")
             )
-        if address.is_private and not address.is_loopback and self.disable_private_ips:
+        ):
+            raise ApiError(
+                422, f"webhook host {host!r} is a link-local, reserved or metadata address ({address})"
+            )
+        if not address.is_global and self.disable_private_ips:  # private networks, 100.64/10 …
             raise ApiError(422, f"webhook host {host!r} is a private address ({address})")
 
 
@@ -195,35 +231,60 @@ def payload(run: dict[str, Any], started: str, values: Any, error: Any) -> dict[
 
 
 async def deliver(policy: WebhookPolicy, url: str, body: dict[str, Any]) -> bool:
-    """POST ``body`` to ``url`` (checked again first); whether it was taken (a 2xx answer).
+    """POST ``body`` to ``url``; whether it was taken (a 2xx answer). Never raises.
 
-    Tried :data:`ATTEMPTS` times on a connection error or a 5xx answer; a failure is logged.
+    Each attempt checks the URL, looks its host up and connects to the address it checked
+    (TLS still verifies the host name). Tried :data:`ATTEMPTS` times on a connection error or a
+    5xx answer; a failure is logged, without the URL's query or credentials.
     """
-    try:
-        policy.checked(url)
-        await policy.reachable(url)
-    except ApiError as exc:
-        _log.warning("webhook %s of run %s not called: %s", url, body.get("run_id"), exc.detail)
-        return False
-    headers = {"content-type": "application/json", **dict(policy.headers)}
+    parts = urlsplit(url)
+    shown = f"{parts.scheme}://{parts.hostname}{parts.path}"
     problem = "not called"
-    async with httpx.AsyncClient(timeout=10.0, follow_redirects=False) as client:
-        for attempt in range(ATTEMPTS):
-            body["webhook_sent_at"] = now_iso()
-            try:
-                answer = await client.post(url, content=dumps(body), headers=headers)
-            except httpx.HTTPError as exc:
-                problem = f"{type(exc).__name__}: {exc}"
-            else:
-                if answer.is_success:
-                    return True
-                problem = f"HTTP {answer.status_code}"
-                if answer.status_code < 500:
-                    break
-            if attempt < ATTEMPTS - 1:
-                await asyncio.sleep(0.5 * 2**attempt)
-    _log.warning("webhook %s of run %s failed: %s", url, body.get("run_id"), problem)
+    try:
+        async with httpx.AsyncClient(follow_redirects=False, trust_env=False) as client:
+            for attempt in range(ATTEMPTS):
+                try:
+                    status = await asyncio.wait_for(_post(client, policy, url, body), TIMEOUT)
+                except ApiError as exc:
+                    _log.warning("webhook %s of run %s not called: %s", shown, body.get("run_id"), exc.detail)
+                    return False
+                except (httpx.HTTPError, OSError, asyncio.TimeoutError) as exc:
+                    problem = f"{type(exc).__name__}: {exc}"
+                else:
+                    if 200 <= status < 300:
+                        return True
+                    problem = f"HTTP {status}"
+                    if status < 500:
+                        break
+                if attempt < ATTEMPTS - 1:
+                    await asyncio.sleep(0.5 * 2**attempt)
+    except Exception as exc:  # noqa: BLE001 - a webhook never affects the server
+        problem = f"{type(exc).__name__}: {exc}"
+    _log.warning("webhook %s of run %s failed: %s", shown, body.get("run_id"), problem)
     return False
+
+
+async def _post(client: httpx.AsyncClient, policy: WebhookPolicy, url: str, body: dict[str, Any]) -> int:
+    """One call to the checked address; the answer's status (its body is not read)."""
+    policy.checked(url)
+    address = await policy.reachable(url)
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    literal = f"[{address}]" if ":" in address else address
+    target = parts._replace(netloc=f"{literal}:{port}").geturl()
+    body["webhook_sent_at"] = now_iso()
+    headers = {
+        "content-type": "application/json",
+        **dict(policy.headers),
+        "host": parts.netloc.rpartition("@")[2],
+    }
+    request = client.build_request(
+        "POST", target, content=dumps(body), headers=headers, extensions={"sni_hostname": host}
+    )
+    answer = await client.send(request, stream=True)
+    await answer.aclose()
+    return answer.status_code
 
 
 def _object(raw: Any, where: str) -> dict[str, Any]:
@@ -247,12 +308,21 @@ def _flag(data: dict[str, Any], key: str, default: bool) -> bool:
     return value
 
 
-def _expand(text: str, env: Mapping[str, str]) -> str:
+def _count(data: dict[str, Any], key: str, default: int) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TypeError(f"url.{key} must be a positive integer, got {value!r}")
+    return value
+
+
+def _expand(text: str, env: Mapping[str, str], prefix: str) -> str:
     def var(match: re.Match[str]) -> str:
-        name = match.group(1)
+        name = match.group(1) or match.group(2)
+        if not name.startswith(prefix):
+            raise ValueError(f"headers use {name}, which does not start with env_prefix {prefix!r}")
         value = os.environ.get(name, env.get(name))
         if value is None:
-            raise ValueError(f"headers use ${{{name}}}, which is set neither in the environment nor in env")
+            raise ValueError(f"headers use {name}, which is set neither in the environment nor in env")
         return value
 
     return _VAR.sub(var, text)

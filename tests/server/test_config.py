@@ -79,8 +79,23 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
         ),
         ('{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"url": {"nope": 1}}}', "unknown key"),
         (
-            '{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"headers": {"X": "${PLAIT_UNSET_VAR}"}}}',
+            '{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"url": {"allowed_domains": ["h"]}, '
+            '"headers": {"X": "${PLAIT_UNSET_VAR}"}}}',
             "PLAIT_UNSET",
+        ),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"url": {"allowed_domains": ["h"]}, '
+            '"env_prefix": "HOOK_", "headers": {"X": "${{ env.OTHER }}"}}}',
+            "env_prefix",
+        ),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"headers": {"X": "v"}}}',
+            "needs webhooks.url.allowed",
+        ),
+        ('{"graphs": {"a": "./agent.py:graph"}, "http": {"disable_webhooks": "false"}}', "true or false"),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"url": {"max_url_length": true}}}',
+            "positive integer",
         ),
     ],
 )
@@ -113,11 +128,11 @@ def test_settings_round_trip_through_json(project: pathlib.Path) -> None:
     path = project / "plait.json"
     hooks = {
         "url": {"allowed_domains": ["*.example.com"], "allowed_ports": [443]},
-        "headers": {"X-T": "${V}"},
+        "headers": {"X-T": "${V}", "X-U": "${{ env.V }}"},
     }
     path.write_text(json.dumps({"graphs": {"a": "./agent.py:graph"}, "env": {"V": "v1"}, "webhooks": hooks}))
     policy = load_config(path).webhooks
-    assert policy.allowed_domains == ("*.example.com",) and policy.headers == (("X-T", "v1"),)
+    assert policy.allowed_domains == ("*.example.com",) and policy.headers == (("x-t", "v1"), ("x-u", "v1"))
     settings = Settings(
         "c.json",
         (GraphSpec("a", "./a.py:g"),),

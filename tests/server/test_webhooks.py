@@ -132,13 +132,23 @@ def test_the_default_policy_refuses_this_machine_and_link_local_addresses() -> N
         "http://[::ffff:127.0.0.1]/x",
         "http://2130706433/x",  # 127.0.0.1 as one number
         "http://user@127.0.0.1/x",
-        "http://0.0.0.0/x",
-        "http://[::ffff:169.254.169.254]/x",
     ):
-        assert _refusal(policy, url) is not None, url
-    assert "disable_loopback" in (_refusal(policy, "http://127.0.0.1/x") or "")
+        assert "this machine" in (_refusal(policy, url) or ""), url
+    for url in (
+        "http://0.0.0.0/x",
+        "http://169.254.169.254/x",
+        "http://[::ffff:169.254.169.254]/x",
+        "http://100.100.100.200/x",
+        "http://[fd00:ec2::254]/x",
+        "http://240.0.0.1/x",
+        "http://255.255.255.255/x",
+    ):
+        assert "metadata address" in (_refusal(policy, url) or ""), url
     assert _refusal(policy, "http://10.1.2.3/x") is None  # private addresses: allowed unless disabled
-    assert _refusal(WebhookPolicy(disable_private_ips=True), "http://10.1.2.3/x") is not None
+    private = WebhookPolicy(disable_private_ips=True)
+    for url in ("http://10.1.2.3/x", "http://100.64.0.1/x", "http://[fd12::1]/x"):
+        assert "private address" in (_refusal(private, url) or ""), url
+    assert "does not resolve" in (_refusal(policy, "http://" + "a" * 64 + ".com/x") or "")
 
 
 def test_the_policy_keys_of_the_config_restrict_urls() -> None:
