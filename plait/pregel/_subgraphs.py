@@ -64,11 +64,35 @@ def _targets(plan: Plan, snap: StateSnapshot, stored: bool) -> Iterator[tuple[in
             yield index, plan.nodes[task.name].subgraph, config
 
 
+def _old_configs(snap: StateSnapshot, position: int, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where earlier plait versions kept this task's subgraph state (task id
+    ``<checkpoint>:<node>:<index>``, first with one more ``:0``), newest form first."""
+    task = snap.tasks[position]
+    located: Mapping[str, Any] = snap.config.get("configurable", {})
+    ns: str = config["configurable"]["checkpoint_ns"]
+    index = sum(1 for t in snap.tasks[:position] if t.name == task.name)
+    old = f"{located.get('checkpoint_id')}:{task.name}:{index}"
+    if not ns.endswith(f"{task.name}:{task.id}"):  # a subgraph kept across runs: no task id
+        return []
+    base = ns[: -len(task.id)] + old
+    return [
+        {"configurable": {**config["configurable"], "checkpoint_ns": form}} for form in (base, f"{base}:0")
+    ]
+
+
 def with_task_states(plan: Plan, snap: StateSnapshot, read: Reader | None) -> StateSnapshot:
-    """``snap`` with each subgraph task's ``state``: its config, or (``read`` given) its snapshot."""
+    """``snap`` with each subgraph task's ``state``: its config, or (``read`` given) its snapshot
+    (a thread an earlier version paused: found under the namespace that version gave it)."""
     tasks = list(snap.tasks)
     for index, sub, config in _targets(plan, snap, read is not None):
-        state = config if read is None else read(sub, config)
+        if read is None:
+            tasks[index] = tasks[index]._replace(state=config)
+            continue
+        state = read(sub, config)
+        for old in _old_configs(snap, index, config) if state is None else ():
+            state = read(sub, old)
+            if state is not None:
+                break
         tasks[index] = tasks[index]._replace(state=state)
     return snap._replace(tasks=tuple(tasks))
 
@@ -77,7 +101,12 @@ async def awith_task_states(plan: Plan, snap: StateSnapshot, read: AsyncReader) 
     """Async :func:`with_task_states` with a snapshot reader."""
     tasks = list(snap.tasks)
     for index, sub, config in _targets(plan, snap, True):
-        tasks[index] = tasks[index]._replace(state=await read(sub, config))
+        state = await read(sub, config)
+        for old in _old_configs(snap, index, config) if state is None else ():
+            state = await read(sub, old)
+            if state is not None:
+                break
+        tasks[index] = tasks[index]._replace(state=state)
     return snap._replace(tasks=tuple(tasks))
 
 

@@ -67,6 +67,13 @@ def test_a_thread_paused_under_the_old_namespace_resumes(
     assert _to_old_form(path, call_number=call_number) > 0
     with SqliteSaver.from_conn_string(str(path)) as saver:
         graph = _graph(saver)
+        snap = (
+            graph.get_state(cfg, subgraphs=True)
+            if driver == "sync"
+            else asyncio.run(graph.aget_state(cfg, subgraphs=True))
+        )
+        (task,) = snap.tasks  # the paused subgraph's state is found
+        assert task.state is not None and task.state.next == ("ask",) and task.state.values == {"log": ["s1"]}
         if driver == "sync":
             out = graph.invoke(Command(resume="yes"), cfg)
         else:
