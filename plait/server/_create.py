@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -18,7 +19,14 @@ from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, lo
 __all__ = ["create_run", "run_json"]
 
 _STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
-_UNSUPPORTED = ("after_seconds",)
+
+
+def _delay(raw: Any) -> float:
+    if raw is None:
+        return 0.0
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 366 * 86400:
+        raise ApiError(422, f"after_seconds must be a number of seconds from 0 to a year, got {raw!r}")
+    return float(raw)
 
 
 def _stream_modes(raw: Any) -> list[str]:
@@ -32,9 +40,6 @@ def _stream_modes(raw: Any) -> list[str]:
 
 
 def _kwargs(data: dict[str, Any], temporary: bool, hooks: WebhookPolicy) -> dict[str, Any]:
-    for key in _UNSUPPORTED:
-        if data.get(key):
-            raise ApiError(422, f"{key} is not supported by plait serve (NotImplemented)")
     command = opt(data, "command", dict)
     if command is not None and not set(command) <= {"resume", "update", "goto"}:
         raise ApiError(422, f"command takes resume, update and goto, got {sorted(command)}")
@@ -141,7 +146,8 @@ _INSERT = (
 _PG_STORE = """WITH b AS (SELECT ?::boolean{inflight} AS behind),
 q AS (SELECT b.behind, b.behind OR NOT ?::boolean AS queued FROM b),
 r AS ({insert} SELECT ?, ?, ?, CASE WHEN q.queued THEN 'pending' ELSE 'running' END, ?, ?,
-  CASE WHEN q.queued THEN NULL ELSE ? END, CASE WHEN q.queued THEN NULL ELSE ?::double precision END,
+  CASE WHEN q.queued THEN NULL ELSE ? END,
+  CASE WHEN q.queued THEN ?::double precision ELSE ?::double precision END,
   CASE WHEN q.queued THEN 0 ELSE 1 END, ? FROM q){thread}
 SELECT q.queued, q.behind, set_config('synchronous_commit', 'on', true) AS durable,
   CASE WHEN q.queued AND NOT q.behind THEN pg_notify('plait_server_wake', ?) END AS wake FROM q"""
@@ -161,13 +167,15 @@ async def _store(  # noqa: PLR0913 - the parts of a new run
     reserved: bool,
     behind: bool = False,
     check: bool = False,
+    not_before: float | None = None,
 ) -> tuple[str, bool, bool]:
     """Insert the run and write its thread's document (``thread_doc``).
 
     The run is stored as running by this worker when it ``reserved`` a slot and the run is not
     ``behind`` others of its thread (with ``check``, that is checked here too: on PostgreSQL in
     the same statement), else as pending. Its stored document, whether it starts here, and
-    whether it waits in the queue for a slot only (a worker may claim it now).
+    whether it waits in the queue for a slot only (a worker may claim it now). A run kept
+    pending until ``not_before`` (``time.time()`` seconds) holds it in ``lease_until``.
     """
     run_id, thread_id, now, text = doc["run_id"], doc["thread_id"], doc["created_at"], dumps(doc).decode()
     lease = time.time() + state.settings.lease_ttl
@@ -176,14 +184,14 @@ async def _store(  # noqa: PLR0913 - the parts of a new run
             inflight=_PG_INFLIGHT if check else "", insert=_INSERT, thread=_PG_THREAD if thread_doc else ""
         )
         params: list[Any] = [behind, *([thread_id] if check else []), reserved]
-        params += [run_id, thread_id, doc["assistant_id"], now, now, state.worker_id, lease, text]
+        params += [run_id, thread_id, doc["assistant_id"], now, now, state.worker_id, not_before, lease, text]
         params += [thread_doc, now, thread_id] if thread_doc else []
         row = (await db.fetch(sql, [*params, state.worker_id]))[0]
         return text, not row["queued"], bool(row["queued"] and not row["behind"])
     if check and not behind:
         behind = bool(await _inflight(db, thread_id))
     start = reserved and not behind
-    owner = (state.worker_id, lease, 1) if start else (None, None, 0)
+    owner = (state.worker_id, lease, 1) if start else (None, not_before, 0)
     status = "running" if start else "pending"
     await db.run(
         _INSERT + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -217,6 +225,8 @@ class _Request:
     temporary: bool = True
     kwargs: dict[str, Any] = field(default_factory=lambda: {})
     invalid: ApiError | None = None
+    delay: float = 0.0
+    """``after_seconds``: the run waits in the queue that long before a worker may take it."""
 
     def doc(self, assistant: dict[str, Any]) -> dict[str, Any]:
         """The new run's API document (pending)."""
@@ -260,6 +270,7 @@ def _request(state: ServerState, thread_id: str | None, data: dict[str, Any], wa
             )
         req.temporary = thread_id is None and (opt(data, "on_completion", str) or "delete") == "delete"
         req.kwargs = _kwargs(data, req.temporary, state.hooks)
+        req.delay = _delay(data.get("after_seconds"))
         if wait:
             req.kwargs["wait"] = True
     except ApiError as exc:  # reported after an unknown assistant (see _Request.found)
@@ -329,6 +340,10 @@ def _show_config(doc: dict[str, Any], assistant: dict[str, Any]) -> None:
     doc["kwargs"]["config"] = {**merged_config(doc, assistant), "metadata": doc["metadata"]}
 
 
+def _not_before(req: _Request) -> float | None:
+    return time.time() + req.delay if req.delay else None
+
+
 async def _write(
     state: ServerState, req: _Request, assistant: dict[str, Any], reserved: bool, watch: bool
 ) -> _Stored:
@@ -345,7 +360,9 @@ async def _write(
             _show_config(doc, assistant)
             if watch and not reserved:
                 state.broker.watch(doc["run_id"])
-            text, start, claimable = await _store(state, state.db, doc, None, reserved)
+            text, start, claimable = await _store(
+                state, state.db, doc, None, reserved, not_before=_not_before(req)
+            )
             return _Stored(assistant, doc, text, start, claimable, to_cancel)
         async with state.db.tx() as tx:
             thread_doc, busy = None, False
@@ -355,7 +372,9 @@ async def _write(
                 assistant, doc, thread_doc, to_cancel, busy = await _on_thread(state, tx, req)
             _show_config(doc, assistant)
             check = not req.temporary and req.strategy == "enqueue"
-            text, start, claimable = await _store(state, tx, doc, thread_doc, reserved, busy, check)
+            text, start, claimable = await _store(
+                state, tx, doc, thread_doc, reserved, busy, check, _not_before(req)
+            )
             if watch and not start:
                 state.broker.watch(doc["run_id"])
     except BaseException:
@@ -387,7 +406,7 @@ async def create_run(
     if req.temporary:  # (a thread's run reads its assistant with its thread)
         assistant = req.found(await get_assistant(state.db, req.assistant))
     worker = state.worker
-    reserved = worker is not None and worker.reserve()
+    reserved = worker is not None and not req.delay and worker.reserve()
     try:
         run = await _write(state, req, assistant, reserved, wait or follow)
     except BaseException:
@@ -408,4 +427,6 @@ async def create_run(
         state.broker.open(run_id)
     if worker is not None and run.claimable:  # (a run behind others is woken by their end)
         worker.wake()
+        if req.delay:  # (other workers find it by polling)
+            asyncio.get_running_loop().call_later(req.delay, worker.wake)
     return run.doc

@@ -29,8 +29,10 @@ __all__ = ["Worker"]
 
 _log = logging.getLogger("plait.server")
 
-_CLAIMABLE = """r.status = 'pending' AND NOT EXISTS (SELECT 1 FROM plait_server_runs o
-  WHERE o.thread_id = r.thread_id AND (o.status = 'running' OR (o.status = 'pending' AND o.run_id < r.run_id)))"""
+# a pending run's lease_until is when it may start (after_seconds), or NULL; runs of a thread go in order
+_CLAIMABLE = """r.status = 'pending' AND (r.lease_until IS NULL OR r.lease_until <= ?) AND NOT EXISTS (
+  SELECT 1 FROM plait_server_runs o WHERE o.thread_id = r.thread_id
+  AND (o.status = 'running' OR (o.status = 'pending' AND o.run_id < r.run_id)))"""
 
 _CLAIM = f"""SELECT r.*, a.doc AS assistant_doc FROM plait_server_runs r
 LEFT JOIN plait_server_assistants a ON a.assistant_id = r.assistant_id
@@ -67,7 +69,8 @@ class Worker:
         """Start claiming runs (and, on SQLite, requeue runs left running by a previous process)."""
         if self.state.db.dialect == "sqlite":
             await self.state.db.run(
-                "UPDATE plait_server_runs SET status = 'pending', worker = NULL WHERE status = 'running'"
+                "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL "
+                "WHERE status = 'running'"
             )
         self.state.store.loop = asyncio.get_running_loop()
         self._background = [
@@ -155,12 +158,13 @@ class Worker:
     async def _claim(self, limit: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Up to ``limit`` runs marked running by this worker, each with its assistant."""
         db = self.state.db
-        now, lease = now_iso(), time.time() + self.ttl
+        now, clock = now_iso(), time.time()
+        lease = clock + self.ttl
         if db.dialect == "postgres":
-            rows = await db.fetch(_PG_CLAIM, (limit, self.state.worker_id, lease, now, now))
+            rows = await db.fetch(_PG_CLAIM, (clock, limit, self.state.worker_id, lease, now, now))
         else:
             async with db.tx() as tx:
-                rows = await tx.fetch(_CLAIM, (limit,))
+                rows = await tx.fetch(_CLAIM, (clock, limit))
                 for row in rows:
                     row["attempt"] = int(row["attempt"]) + 1
                     await tx.run(
@@ -213,7 +217,8 @@ class Worker:
     async def _requeue(self, run_id: str) -> None:
         with contextlib.suppress(Exception):
             await self.state.db.run(
-                "UPDATE plait_server_runs SET status = 'pending', worker = NULL WHERE run_id = ? AND worker = ?",
+                "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL "
+                "WHERE run_id = ? AND worker = ?",
                 (run_id, self.state.worker_id),
             )
             await self.state.db.notify("plait_server_wake", run_id)
@@ -229,7 +234,7 @@ class Worker:
                         (time.time() + self.ttl, self.state.worker_id),
                     )
                 taken = await db.run(
-                    "UPDATE plait_server_runs SET status = 'pending', worker = NULL "
+                    "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL "
                     "WHERE status = 'running' AND lease_until < ?",
                     (time.time(),),
                 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -28,6 +29,10 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         return
     with private_schema("plait_api") as dsn, running(dsn, tmp, env=env) as srv:
         yield srv
+
+
+def _msg(text: str) -> dict:
+    return {"messages": [{"role": "user", "content": text}]}
 
 
 def _text(values: dict) -> list[str]:
@@ -260,6 +265,8 @@ def test_bad_input_is_422_or_404_never_500(server: Server) -> None:
         ("POST", "/runs/wait", b'{"assistant_id": "agent", "multitask_strategy": "x"}'),
         ("POST", "/runs/wait", b'{"assistant_id": "agent", "webhook": "http://x"}'),
         ("POST", "/runs/wait", b'{"assistant_id": "agent", "input": 3}'),
+        ("POST", "/runs/wait", b'{"assistant_id": "agent", "after_seconds": -1}'),
+        ("POST", "/runs/wait", b'{"assistant_id": "agent", "after_seconds": "soon"}'),
         ("PUT", "/store/items", b'{"namespace": ["a"], "key": "k", "value": 3}'),
         ("POST", "/assistants", b'{"graph_id": 3}'),
     ]
@@ -307,3 +314,24 @@ def test_a_queued_run_whose_assistant_was_deleted_ends_in_error_for_its_clients(
     assert "not found" in outcome[0]["__error__"]["message"]  # type: ignore[index]
     assert client.runs.get(tid, queued["run_id"])["status"] == "error"
     assert client.threads.get(tid)["status"] == "error"  # not left busy
+
+
+def test_a_run_created_with_after_seconds_waits_that_long_and_keeps_its_place(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    started = time.monotonic()
+    late = client.runs.create(tid, "agent", input=_msg("first"), after_seconds=1.5)
+    behind = client.runs.create(tid, "agent", input=_msg("second"))  # queued behind it (enqueue)
+    time.sleep(0.5)
+    assert client.runs.get(tid, late["run_id"])["status"] == "pending"
+    assert client.runs.get(tid, behind["run_id"])["status"] == "pending"
+    client.runs.join(tid, behind["run_id"])
+    assert time.monotonic() - started >= 1.5
+    assert client.runs.get(tid, late["run_id"])["status"] == "success"
+    values = client.threads.get_state(tid)["values"]
+    assert _text(values) == ["first", "you said: first", "second", "you said: second"]
+    # a delayed run can be cancelled before it starts: it never runs
+    never = client.runs.create(tid, "agent", input=_msg("never"), after_seconds=30)
+    client.runs.cancel(tid, never["run_id"])
+    assert client.runs.get(tid, never["run_id"])["status"] == "interrupted"
+    assert len(_text(client.threads.get_state(tid)["values"])) == 4
