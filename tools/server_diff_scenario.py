@@ -215,6 +215,15 @@ def _threads(client: Any, rec: Recorder) -> None:
     rec("threads.get_deleted_404", lambda: client.threads.get(tid))
     rec("threads.delete_unknown_404", lambda: client.threads.delete(str(uuid.uuid4())))
     rec("threads.get_state_unknown_404", lambda: client.threads.get_state(str(uuid.uuid4())))
+    doomed = client.threads.create()["thread_id"]
+    rec("threads.prune", lambda: client.threads.prune([doomed, str(uuid.uuid4())]))
+    rec("threads.get_pruned_404", lambda: client.threads.get(doomed))
+    rec("threads.prune_empty", lambda: client.threads.prune([]))
+    rec(
+        "threads.prune_bad_strategy",
+        lambda: _raw(client, "POST", "/threads/prune", {"thread_ids": [doomed], "strategy": "x"}),
+    )
+    rec("threads.prune_bad_id", lambda: _raw(client, "POST", "/threads/prune", {"thread_ids": ["nope"]}))
 
 
 def _runs(client: Any, rec: Recorder) -> None:

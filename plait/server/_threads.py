@@ -139,9 +139,13 @@ async def patch(request: Request) -> Response:
 
 async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}``: the thread, its runs and its checkpoints."""
-    state = _state(request)
     doc = await found_thread(request)
-    thread_id = doc["thread_id"]
+    await _delete_thread(_state(request), doc["thread_id"])
+    return Response(status_code=204)
+
+
+async def _delete_thread(state: ServerState, thread_id: str) -> None:
+    """Cancel the thread's runs, then delete its rows, its runs and its checkpoints."""
     running = await state.db.fetch(
         "SELECT run_id FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
         (thread_id,),
@@ -153,7 +157,31 @@ async def delete(request: Request) -> Response:
         await tx.run("DELETE FROM plait_server_runs WHERE thread_id = ?", (thread_id,))
         await tx.run("DELETE FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
     await state.saver.adelete_thread(thread_id)
-    return Response(status_code=204)
+
+
+async def prune(request: Request) -> Response:
+    """``POST /threads/prune``: delete threads (``strategy: "delete"``) or their checkpoints but the
+    newest of each namespace (``"keep_latest"``); unknown threads are skipped. ``{"pruned_count": n}``."""
+    state = _state(request)
+    data = await body(request, required=True)
+    raw = data.get("thread_ids")
+    if not isinstance(raw, list):
+        raise ApiError(422, f"thread_ids must be a list of thread ids, got {raw!r}")
+    ids = [check_uuid(t, "thread ID") for t in cast("list[Any]", raw)]
+    strategy = opt(data, "strategy", str) or "delete"
+    if strategy not in ("delete", "keep_latest"):
+        raise ApiError(422, f"Invalid strategy: {strategy}. Expected 'delete' or 'keep_latest'.")
+    pruned = 0
+    for thread_id in dict.fromkeys(ids):
+        found = await state.db.fetch("SELECT 1 FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
+        if not found:
+            continue
+        if strategy == "delete":
+            await _delete_thread(state, thread_id)
+        else:  # safe beside a run writing the thread (see BaseCheckpointSaver.prune)
+            await state.saver.aprune(thread_id, keep_last=1)
+        pruned += 1
+    return json_response({"pruned_count": pruned})
 
 
 def _subset(actual: Any, wanted: dict[str, Any]) -> bool:
@@ -253,6 +281,7 @@ routes = [
     Route("/threads", create, methods=["POST"]),
     Route("/threads/search", search, methods=["POST"]),
     Route("/threads/count", count, methods=["POST"]),
+    Route("/threads/prune", prune, methods=["POST"]),
     Route("/threads/{thread_id}", get, methods=["GET"]),
     Route("/threads/{thread_id}", patch, methods=["PATCH"]),
     Route("/threads/{thread_id}", delete, methods=["DELETE"]),

@@ -335,3 +335,25 @@ def test_a_run_created_with_after_seconds_waits_that_long_and_keeps_its_place(se
     client.runs.cancel(tid, never["run_id"])
     assert client.runs.get(tid, never["run_id"])["status"] == "interrupted"
     assert len(_text(client.threads.get_state(tid)["values"])) == 4
+
+
+def test_threads_prune_deletes_threads_or_keeps_their_latest_state(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    gone, kept = client.threads.create()["thread_id"], client.threads.create()["thread_id"]
+    for tid in (gone, kept):
+        client.runs.wait(tid, "agent", input=_msg("one"))
+        client.runs.wait(tid, "agent", input=_msg("two"))
+    before = client.threads.get_state(kept)["values"]
+    assert len(client.threads.get_history(kept, limit=100)) > 1
+    assert client.threads.prune([gone, str(uuid.uuid4())]) == {"pruned_count": 1}  # unknown: skipped
+    with pytest.raises(NotFoundError):
+        client.threads.get(gone)
+    assert client.threads.prune([kept], strategy="keep_latest") == {"pruned_count": 1}
+    assert len(client.threads.get_history(kept, limit=100)) == 1
+    assert client.threads.get_state(kept)["values"] == before
+    out = client.runs.wait(kept, "agent", input=_msg("three"))  # the thread goes on from its latest state
+    assert _text(out)[-2:] == ["three", "you said: three"] and len(_text(out)) == 6
+    assert client.threads.prune([]) == {"pruned_count": 0}
+    for bad in ({"thread_ids": ["nope"]}, {"thread_ids": [kept], "strategy": "all"}, {"thread_ids": "x"}):
+        r = httpx.post(f"{server.url}/threads/prune", json=bad)
+        assert r.status_code == 422 and "detail" in r.json(), bad
