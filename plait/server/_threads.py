@@ -11,7 +11,7 @@ from starlette.routing import Route
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt
 from plait.server._state import ServerState
-from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
+from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso, uuid7
 
 __all__ = ["create_thread", "get_thread", "routes", "thread_graph_id", "write_thread"]
 
@@ -164,10 +164,10 @@ async def prune(request: Request) -> Response:
     newest of each namespace (``"keep_latest"``); unknown threads are skipped. ``{"pruned_count": n}``."""
     state = _state(request)
     data = await body(request, required=True)
-    raw = data.get("thread_ids")
-    if not isinstance(raw, list):
-        raise ApiError(422, f"thread_ids must be a list of thread ids, got {raw!r}")
-    ids = [check_uuid(t, "thread ID") for t in cast("list[Any]", raw)]
+    raw = as_list(data.get("thread_ids"))
+    if not isinstance(data.get("thread_ids"), list):
+        raise ApiError(422, f"thread_ids must be a list of thread ids, got {data.get('thread_ids')!r}")
+    ids = [check_uuid(t, "thread ID") for t in raw]
     strategy = opt(data, "strategy", str) or "delete"
     if strategy not in ("delete", "keep_latest"):
         raise ApiError(422, f"Invalid strategy: {strategy}. Expected 'delete' or 'keep_latest'.")
