@@ -110,8 +110,9 @@ async def _new_thread(tx: Tx, thread_id: str, data: dict[str, Any]) -> dict[str,
 async def _apply_strategy(
     state: ServerState, tx: Tx, thread_id: str, strategy: str
 ) -> tuple[list[tuple[str, str]], bool]:
-    """Deal with the thread's pending/running runs: the running ones to cancel after commit, and
-    whether the new run has to wait for others."""
+    """Deal with the thread's pending/running runs: what to do after commit (the running ones to
+    cancel; the pending ones removed, ``"unrun"``: their followers get their end), and whether the
+    new run has to wait for others."""
     inflight = await _inflight(tx, thread_id)
     if not inflight or strategy == "enqueue":
         return [], bool(inflight)
@@ -129,9 +130,10 @@ async def _apply_strategy(
                     "UPDATE plait_server_runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?",
                     (now_iso(), row["run_id"]),
                 )
+            to_cancel.append((row["run_id"], "unrun"))
         else:
             to_cancel.append((row["run_id"], strategy))
-    return to_cancel, bool(to_cancel)
+    return to_cancel, any(action != "unrun" for _, action in to_cancel)
 
 
 _INSERT = (
@@ -416,7 +418,10 @@ async def create_run(
     if reserved and not run.start and worker is not None:
         worker.release()
     for cancel_id, action in run.to_cancel:
-        await cancel_running(state, cancel_id, action)
+        if action == "unrun":  # a pending run the strategy removed
+            await state.broker.end_unrun(cancel_id, "interrupted")
+        else:
+            await cancel_running(state, cancel_id, action)
     run_id = run.doc["run_id"]
     if run.start and worker is not None:
         state.broker.open(run_id)

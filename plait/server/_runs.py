@@ -217,6 +217,8 @@ async def _cancel(state: ServerState, run_id: str, action: str) -> None:
             if action == "rollback":
                 await state.db.run("DELETE FROM plait_server_runs WHERE run_id = ?", (run_id,))
             await state.broker.end_unrun(run_id, "interrupted")
+            if state.worker is not None:  # a run queued behind it may start now
+                state.worker.wake()
             return
     await cancel_running(state, run_id, action)
 

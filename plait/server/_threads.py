@@ -146,17 +146,22 @@ async def delete(request: Request) -> Response:
 
 async def _delete_thread(state: ServerState, thread_id: str) -> None:
     """Cancel the thread's runs, then delete its rows, its runs and its checkpoints."""
-    running = await state.db.fetch(
-        "SELECT run_id FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
+    inflight = await state.db.fetch(
+        "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
         (thread_id,),
     )
-    for row in running:
+    for row in inflight:
+        if row["status"] != "running":
+            continue
         if state.worker is None or not state.worker.cancel_local(row["run_id"], "interrupt"):
             await state.db.notify("plait_server_cancel", f"{row['run_id']}:interrupt")
     async with state.db.tx() as tx:
         await tx.run("DELETE FROM plait_server_runs WHERE thread_id = ?", (thread_id,))
         await tx.run("DELETE FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
     await state.saver.adelete_thread(thread_id)
+    for row in inflight:  # queued runs end for their followers (running ones end as they stop)
+        if row["status"] == "pending":
+            await state.broker.end_unrun(row["run_id"], "interrupted")
 
 
 async def prune(request: Request) -> Response:

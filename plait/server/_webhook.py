@@ -26,7 +26,7 @@ import httpx
 
 from plait.server._wire import ApiError, dumps, now_iso
 
-__all__ = ["WebhookPolicy", "deliver", "payload"]
+__all__ = ["Unresolved", "WebhookPolicy", "deliver", "payload"]
 
 _log = logging.getLogger("plait.server")
 _URL_KEYS = frozenset(
@@ -52,6 +52,10 @@ ATTEMPTS = 3
 
 class WebhookConfigError(ValueError):
     """The config's ``webhooks`` object is malformed."""
+
+
+class Unresolved(ApiError):
+    """A webhook's host name did not resolve (a delivery tries again: DNS may be down a moment)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +153,11 @@ class WebhookPolicy:
             raise ApiError(422, f"webhook must be a URL, got {url!r}")
         if len(url) > self.max_url_length:
             raise ApiError(422, f"webhook URL is longer than {self.max_url_length} characters")
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            httpx.URL(url)
+        except (ValueError, httpx.InvalidURL):
+            raise ApiError(422, f"webhook is not a valid URL: {url!r}") from None
         schemes = ("https",) if self.require_https else ("http", "https")
         if parts.scheme not in schemes or not parts.hostname:
             raise ApiError(
@@ -175,23 +183,24 @@ class WebhookPolicy:
             pass  # a name: looked up by reachable()
         return url
 
-    async def reachable(self, url: str) -> str:
-        """Look up ``url``'s host; the address to connect to, when the policy allows every address found.
+    async def reachable(self, url: str) -> list[str]:
+        """Look up ``url``'s host; the addresses to connect to, when the policy allows every one found.
 
         Raises:
-            ApiError: 422, the host is unknown or resolves to a forbidden address.
+            Unresolved: 422, the host is unknown (now, at least).
+            ApiError: 422, the host resolves to a forbidden address.
         """
         host = (urlsplit(url).hostname or "").rstrip(".")
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError, ValueError) as exc:
-            raise ApiError(422, f"webhook host {host!r} does not resolve: {exc}") from None
+            raise Unresolved(422, f"webhook host {host!r} does not resolve: {exc}") from None
         addresses = [ipaddress.ip_address(str(info[4][0]).partition("%")[0]) for info in infos]
         for address in addresses:
             self._address_allowed(address, host)
         if not addresses:
-            raise ApiError(422, f"webhook host {host!r} does not resolve")
-        return str(addresses[0])
+            raise Unresolved(422, f"webhook host {host!r} does not resolve")
+        return list(dict.fromkeys(str(a) for a in addresses))
 
     def _address_allowed(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address, host: str) -> None:
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
@@ -245,6 +254,8 @@ async def deliver(policy: WebhookPolicy, url: str, body: dict[str, Any]) -> bool
             for attempt in range(ATTEMPTS):
                 try:
                     status = await asyncio.wait_for(_post(client, policy, url, body), TIMEOUT)
+                except Unresolved as exc:
+                    problem = exc.detail
                 except ApiError as exc:
                     _log.warning("webhook %s of run %s not called: %s", shown, body.get("run_id"), exc.detail)
                     return False
@@ -265,26 +276,39 @@ async def deliver(policy: WebhookPolicy, url: str, body: dict[str, Any]) -> bool
 
 
 async def _post(client: httpx.AsyncClient, policy: WebhookPolicy, url: str, body: dict[str, Any]) -> int:
-    """One call to the checked address; the answer's status (its body is not read)."""
+    """One call, to the addresses checked in turn (the next when one refuses the connection); the
+    answer's status (its body is not read). Credentials in the URL go as Basic auth."""
     policy.checked(url)
-    address = await policy.reachable(url)
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    literal = f"[{address}]" if ":" in address else address
-    target = parts._replace(netloc=f"{literal}:{port}").geturl()
+    addresses = await policy.reachable(url)
+    given = httpx.URL(url)  # the host IDNA-encoded, the default port dropped, userinfo apart
+    auth = (given.username, given.password or "") if given.username else None  # (httpx unquotes them)
     body["webhook_sent_at"] = now_iso()
     headers = {
         "content-type": "application/json",
         **dict(policy.headers),
-        "host": parts.netloc.rpartition("@")[2],
+        "host": given.netloc.decode("ascii"),
     }
-    request = client.build_request(
-        "POST", target, content=dumps(body), headers=headers, extensions={"sni_hostname": host}
-    )
-    answer = await client.send(request, stream=True)
-    await answer.aclose()
-    return answer.status_code
+    content = dumps(body)
+    for n, address in enumerate(addresses):
+        target = given.copy_with(host=address, username=None, password=None)
+        request = client.build_request(
+            "POST",
+            target,
+            content=content,
+            headers=headers,
+            extensions={"sni_hostname": given.raw_host.decode("ascii")},
+        )
+        if auth is not None:
+            request = next(httpx.BasicAuth(*auth).auth_flow(request))
+        try:
+            answer = await client.send(request, stream=True)
+        except httpx.ConnectError:
+            if n == len(addresses) - 1:
+                raise
+            continue
+        await answer.aclose()
+        return answer.status_code
+    raise AssertionError("unreachable: reachable() returns at least one address")
 
 
 def _object(raw: Any, where: str) -> dict[str, Any]:

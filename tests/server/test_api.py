@@ -357,3 +357,22 @@ def test_threads_prune_deletes_threads_or_keeps_their_latest_state(server: Serve
     for bad in ({"thread_ids": ["nope"]}, {"thread_ids": [kept], "strategy": "all"}, {"thread_ids": "x"}):
         r = httpx.post(f"{server.url}/threads/prune", json=bad)
         assert r.status_code == 422 and "detail" in r.json(), bad
+
+
+def test_joining_a_queued_run_ends_when_its_thread_is_pruned_or_a_new_run_interrupts_it(
+    server: Server,
+) -> None:
+    client = get_sync_client(url=server.url)
+    for remove in ("prune", "interrupt"):
+        tid = client.threads.create()["thread_id"]
+        queued = client.runs.create(tid, "agent", input=_msg("later"), after_seconds=60)
+        joiner = threading.Thread(target=client.runs.join, args=(tid, queued["run_id"]))
+        joiner.start()
+        time.sleep(0.3)
+        if remove == "prune":
+            assert client.threads.prune([tid]) == {"pruned_count": 1}
+        else:
+            client.runs.wait(tid, "agent", input=_msg("now"), multitask_strategy="interrupt")
+            assert client.runs.get(tid, queued["run_id"])["status"] == "interrupted"
+        joiner.join(timeout=10)
+        assert not joiner.is_alive(), f"join hung after {remove}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import threading
 import time
@@ -75,6 +76,19 @@ def test_a_finished_run_posts_its_outcome_to_its_webhook(server: Server, receive
     assert body["run_started_at"] <= body["run_ended_at"] <= body["webhook_sent_at"]
 
 
+def test_a_named_host_is_called_at_its_checked_address_with_the_urls_credentials(
+    server: Server, receiver: Receiver
+) -> None:
+    port = receiver.url.split(":")[2].split("/")[0]
+    url = f"http://hook%40user:p%3Ass@localhost:{port}/hook?x=1"  # localhost may list ::1 first: tried next
+    client = get_sync_client(url=server.url)
+    client.runs.wait(None, "agent", input=MSG, webhook=url)
+    ((headers, body),) = receiver.wait(1)
+    assert headers["host"] == f"localhost:{port}"  # the name, though the call went to the address
+    assert headers["authorization"] == "Basic " + base64.b64encode(b"hook@user:p:ss").decode()
+    assert body["status"] == "success"
+
+
 def test_a_failed_run_posts_its_error(server: Server, receiver: Receiver) -> None:
     client = get_sync_client(url=server.url)
     fail = {"messages": [{"role": "user", "content": "fail"}]}
@@ -98,6 +112,7 @@ def test_a_receiver_that_fails_is_called_again(server: Server, receiver: Receive
     [
         ("ftp://example.com/x", "absolute http or https URL"),
         ("/threads", "absolute http or https URL"),
+        ("http://[::1", "not a valid URL"),
         ("http://169.254.169.254/latest/meta-data", "link-local"),
         ("http://no-such-host.invalid/x", "does not resolve"),
     ],
