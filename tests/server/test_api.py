@@ -376,3 +376,19 @@ def test_joining_a_queued_run_ends_when_its_thread_is_pruned_or_a_new_run_interr
             assert client.runs.get(tid, queued["run_id"])["status"] == "interrupted"
         joiner.join(timeout=10)
         assert not joiner.is_alive(), f"join hung after {remove}"
+
+
+def test_a_thread_deleted_while_its_run_executes_leaves_nothing_behind(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "agent", input=_msg("before"))
+    run = client.runs.create(tid, "agent", input=_msg("sleep:1.5"))
+    deadline = time.monotonic() + 10
+    while client.runs.get(tid, run["run_id"])["status"] != "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # inside its node
+    client.threads.delete(tid)
+    time.sleep(2)  # the node's end, had the run gone on saving
+    client.threads.create(thread_id=tid)  # the same id again: a new, empty thread
+    assert client.threads.get_history(tid) == []
+    assert client.threads.get_state(tid)["values"] == {}
