@@ -98,7 +98,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         )
     path = _config_path(config)
     try:
-        graphs, env, webhooks = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
+        graphs, env, webhooks, cors_config = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
     except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
         raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
     target = db or default_db(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
@@ -113,6 +113,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         jobs=jobs,
         env=env,
         webhooks=webhooks.to_json(),
+        cors=cors_config,
     )
     if workers > 1 and not settings.is_postgres:
         raise click.BadParameter(

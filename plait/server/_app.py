@@ -128,16 +128,14 @@ def create_app(settings: Settings) -> Starlette:
         *_ui.routes,
     ]
     middleware = [Middleware(_Guard, token=settings.auth_token, max_body=settings.max_body)]
-    if settings.cors_origins:
-        middleware.insert(
-            0,
-            Middleware(
-                CORSMiddleware,
-                allow_origins=list(settings.cors_origins),
-                allow_methods=["*"],
-                allow_headers=["*"],
-                expose_headers=["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next"],
-            ),
-        )
+    if settings.cors_origins or settings.cors:
+        options: dict[str, Any] = {
+            "allow_methods": ["*"],
+            "allow_headers": ["*"],
+            "expose_headers": ["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next"],
+            **settings.cors,  # the config's http.cors, as LangGraph's server reads it
+        }
+        options["allow_origins"] = [*options.get("allow_origins", []), *settings.cors_origins]
+        middleware.insert(0, Middleware(CORSMiddleware, **options))
     handlers: dict[Any, Any] = {ApiError: _api_error, HTTPException: http_error, Exception: server_error}
     return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers, lifespan=lifespan)

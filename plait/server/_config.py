@@ -34,7 +34,17 @@ BUILD_KEYS = frozenset(
 )
 """Keys of ``langgraph.json`` that describe a container build: they change nothing when serving."""
 READ_KEYS = frozenset({"graphs", "env", "webhooks", "http"})
-HTTP_KEYS = frozenset({"disable_webhooks"})
+HTTP_KEYS = frozenset({"disable_webhooks", "cors"})
+CORS_KEYS = {
+    "allow_origins": list,
+    "allow_methods": list,
+    "allow_headers": list,
+    "allow_credentials": bool,
+    "allow_origin_regex": str,
+    "expose_headers": list,
+    "max_age": int,
+}
+"""``http.cors`` of ``langgraph.json``: Starlette's ``CORSMiddleware`` arguments, and their types."""
 
 
 class ConfigError(ValueError):
@@ -64,6 +74,7 @@ class Settings:
         lease_ttl: Seconds after which a vanished worker's run is taken over.
         jobs: How many runs one worker process executes at once.
         webhooks: The webhook policy (:meth:`WebhookPolicy.to_json`; empty: the defaults).
+        cors: The config's ``http.cors`` (``CORSMiddleware`` arguments; ``cors_origins`` adds origins).
     """
 
     config_path: str
@@ -76,6 +87,7 @@ class Settings:
     jobs: int = 10
     env: dict[str, str] = field(default_factory=lambda: {})
     webhooks: dict[str, Any] = field(default_factory=lambda: {})
+    cors: dict[str, Any] = field(default_factory=lambda: {})
 
     @property
     def webhook_policy(self) -> WebhookPolicy:
@@ -100,6 +112,7 @@ class Settings:
             "jobs": self.jobs,
             "env": self.env,
             "webhooks": self.webhooks,
+            "cors": self.cors,
         }
         return json.dumps(data)
 
@@ -149,11 +162,12 @@ def _read_env(raw: Any, base: Path, where: str) -> dict[str, str]:
 
 
 class LoadedConfig(NamedTuple):
-    """What a config file says: its graphs, its environment and its webhook policy."""
+    """What a config file says: its graphs, its environment, its webhook policy and its CORS settings."""
 
     graphs: tuple[GraphSpec, ...]
     env: dict[str, str]
     webhooks: WebhookPolicy
+    cors: dict[str, Any]
 
 
 def load_config(path: str | Path) -> LoadedConfig:
@@ -186,8 +200,9 @@ def load_config(path: str | Path) -> LoadedConfig:
     if not isinstance(http, dict) or set(cast("dict[str, Any]", http)) - HTTP_KEYS:
         raise ConfigError(
             f'{file}: of "http", plait serve reads only {sorted(HTTP_KEYS)} '
-            "(CORS, auth and body limits are options of plait serve: see --help)"
+            "(auth and body limits are options of plait serve: see --help)"
         )
+    cors = _cors(cast("dict[str, Any]", http).get("cors"), str(file))
     graphs = _graph_specs(config.get("graphs"), str(file))
     env = _read_env(config.get("env"), file.parent, str(file))
     disabled = cast("dict[str, Any]", http).get("disable_webhooks", False)
@@ -197,7 +212,26 @@ def load_config(path: str | Path) -> LoadedConfig:
         policy = WebhookPolicy.from_config(config.get("webhooks"), env, disabled)
     except WebhookConfigError as exc:
         raise ConfigError(f"{file}: {exc}") from None
-    return LoadedConfig(graphs, env, policy)
+    return LoadedConfig(graphs, env, policy, cors)
+
+
+def _cors(raw: Any, where: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: http.cors must be an object")
+    cors = cast("dict[str, Any]", raw)
+    for key, value in cors.items():
+        kind = CORS_KEYS.get(key)
+        if kind is None:
+            raise ConfigError(
+                f"{where}: http.cors.{key} is not supported by plait serve; it reads {sorted(CORS_KEYS)}"
+            )
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ConfigError(f"{where}: http.cors.{key} must be a {kind.__name__}, got {value!r}")
+        if kind is list and not all(isinstance(v, str) for v in cast("list[Any]", value)):
+            raise ConfigError(f"{where}: http.cors.{key} must be a list of strings, got {value!r}")
+    return dict(cors)
 
 
 def _import_target(spec: GraphSpec, base: Path) -> Any:

@@ -49,8 +49,8 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
     }
     path = project / "langgraph.json"
     path.write_text(json.dumps(config))
-    graphs, env, webhooks = load_config(path)
-    assert webhooks == WebhookPolicy()
+    graphs, env, webhooks, cors = load_config(path)
+    assert webhooks == WebhookPolicy() and cors == {}
     assert graphs == (
         GraphSpec("agent", "./agent.py:graph"),
         GraphSpec("other", "./agent.py:make_graph", "d"),
@@ -93,6 +93,11 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
             "needs webhooks.url.allowed",
         ),
         ('{"graphs": {"a": "./agent.py:graph"}, "http": {"disable_webhooks": "false"}}', "true or false"),
+        ('{"graphs": {"a": "./agent.py:graph"}, "http": {"cors": {"allow_origins": "*"}}}', "must be a list"),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "http": {"cors": {"nope": 1}}}',
+            "http.cors.nope is not supported",
+        ),
         (
             '{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"url": {"max_url_length": true}}}',
             "positive integer",

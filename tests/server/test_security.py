@@ -62,6 +62,16 @@ def test_cors_allows_only_the_configured_origin(guarded: Server) -> None:
     assert r.headers.get("access-control-allow-origin") != "http://evil.example"
 
 
+def test_cors_from_the_configs_http_section(server: Server, guarded: Server) -> None:
+    preflight = {"Origin": "http://config.example", "Access-Control-Request-Method": "POST"}
+    r = httpx.options(server.url + "/threads", headers=preflight)
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "http://config.example"
+    assert r.headers["access-control-max-age"] == "600"
+    # --cors-origin adds its origins to the config's
+    r = httpx.options(guarded.url + "/threads", headers=preflight)
+    assert r.headers["access-control-allow-origin"] == "http://config.example"
+
+
 def test_binds_loopback_by_default(server: Server) -> None:
     cmdline = pathlib.Path(f"/proc/{server.proc.pid}/cmdline").read_bytes().split(b"\0")
     assert b"--host" not in cmdline  # started without --host ...
