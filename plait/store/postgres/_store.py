@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
-from psycopg import Connection
+from psycopg import Connection, errors
 from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 from typing_extensions import LiteralString, Self
@@ -16,6 +18,11 @@ from plait.store._sqlstore import MakeStep, SqlStore, now
 from plait.store._statement import Rows, Sql, Step, drive
 from plait.store.base import IndexConfig, TTLConfig
 from plait.store.postgres._sql import MIGRATIONS, PostgresDialect, setup_step
+
+RETRIES = 5
+"""Runs of a batch whose transaction PostgreSQL rolled back as a deadlock victim (or a
+serialization failure): nothing of it was applied, so it is run again, after a short random wait."""
+RETRIED = (errors.DeadlockDetected, errors.SerializationFailure)
 
 __all__ = ["PostgresStore", "ann_settings", "check_options", "pool_args"]
 
@@ -182,6 +189,16 @@ class PostgresStore(SqlStore):
             yield cur
 
     def _run(self, make_step: MakeStep, *, setup: bool = False) -> Any:
+        for attempt in range(1, RETRIES + 1):
+            try:
+                return self._run_once(make_step, setup=setup)
+            except RETRIED:
+                if attempt == RETRIES:
+                    raise
+                time.sleep(random.uniform(0.002, 0.02) * attempt)  # noqa: S311 - jitter, not security
+        raise AssertionError("unreachable")
+
+    def _run_once(self, make_step: MakeStep, *, setup: bool) -> Any:
         with self._connection() as conn:
             if not self.is_setup and not setup:
                 with conn.transaction():

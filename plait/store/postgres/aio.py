@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import random
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,7 +28,7 @@ from plait.store._statement import Rows, Sql, Step, adrive
 from plait.store._ttl import AsyncSweeper, interval_seconds
 from plait.store.base import IndexConfig, TTLConfig
 from plait.store.postgres._sql import MIGRATIONS, PostgresDialect, setup_step
-from plait.store.postgres._store import ann_settings, check_options, pool_args
+from plait.store.postgres._store import RETRIED, RETRIES, ann_settings, check_options, pool_args
 
 __all__ = ["AsyncPostgresStore"]
 
@@ -145,6 +146,16 @@ class AsyncPostgresStore(SqlStore):
             yield cur
 
     async def _run(self, make_step: MakeStep, *, setup: bool = False) -> Any:
+        for attempt in range(1, RETRIES + 1):
+            try:
+                return await self._run_once(make_step, setup=setup)
+            except RETRIED:
+                if attempt == RETRIES:
+                    raise
+                await asyncio.sleep(random.uniform(0.002, 0.02) * attempt)  # noqa: S311 - jitter, not security
+        raise AssertionError("unreachable")
+
+    async def _run_once(self, make_step: MakeStep, *, setup: bool) -> Any:
         async with self._connection() as conn:
             if not self.is_setup and not setup:
                 async with conn.transaction():
