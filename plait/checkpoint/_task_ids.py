@@ -14,7 +14,7 @@ from typing import Any
 
 from plait.checkpoint.base import INTERRUPT, RESUME
 
-__all__ = ["current_writes", "interrupt_key", "task_key"]
+__all__ = ["current_writes", "interrupt_key", "legacy_segments", "legacy_task_key", "task_key"]
 
 _SPACE = uuid.UUID("6f1e2a8c-4b7d-5e90-8a3c-2d1f0b9e7c64")
 """plait's UUID namespace for task ids (any fixed UUID; changing it orphans stored pending writes)."""
@@ -26,7 +26,21 @@ def task_key(checkpoint_id: str | None, name: str, index: int) -> str:
 
     Stored with every pending write, so the recipe is fixed (``run`` stands for no checkpoint).
     """
-    return str(uuid.uuid5(_SPACE, f"{checkpoint_id or 'run'}:{name}:{index}"))
+    return str(uuid.uuid5(_SPACE, legacy_task_key(checkpoint_id, name, index)))
+
+
+def legacy_task_key(checkpoint_id: str | None, name: str, index: int) -> str:
+    """The id earlier plait versions gave that task (:func:`task_key` derives today's from it)."""
+    return f"{checkpoint_id or 'run'}:{name}:{index}"
+
+
+def legacy_segments(node: str, old_task_id: str, call: int) -> list[str]:
+    """The namespace segments earlier versions gave a task's ``call``-th subgraph call (counted
+    from 0), newest form first: ``node:<task id>`` (later calls ``|<call>``), then ``node:<task id>:<call>``."""
+    return [
+        f"{node}:{old_task_id}|{call}" if call else f"{node}:{old_task_id}",
+        f"{node}:{old_task_id}:{call}",
+    ]
 
 
 def interrupt_key(task_id: str, index: int) -> str:

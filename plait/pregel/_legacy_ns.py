@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait.checkpoint._task_ids import legacy_segments, legacy_task_key
 from plait.pregel._context import TaskContext
 from plait.pregel._thread import config_with
 
@@ -26,9 +27,8 @@ def _legacy(sub: Any, ctx: TaskContext) -> list[dict[str, Any]]:
         return []
     if task is None or loop is None or getattr(task, "source", None) is not None:
         return []
-    old = f"{loop.checkpoint_id or 'run'}:{task.name}:{task.index}"
-    call = ctx.subgraph_calls - 1  # this call's number (counted before it ran)
-    segments = [f"{ctx.node}:{old}|{call}" if call else f"{ctx.node}:{old}", f"{ctx.node}:{old}:{call}"]
+    old = legacy_task_key(loop.checkpoint_id, task.name, task.index)
+    segments = legacy_segments(ctx.node, old, ctx.subgraph_calls - 1)  # (counted before this call ran)
     return [
         config_with(
             ctx.config,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar, cast
 
+from plait.checkpoint._task_ids import legacy_segments, legacy_task_key
 from plait.pregel._plan import Plan
 from plait.pregel._thread import ThreadRef, config_with, configurable_of
 from plait.pregel._travel import stable_ns
@@ -64,20 +65,19 @@ def _targets(plan: Plan, snap: StateSnapshot, stored: bool) -> Iterator[tuple[in
             yield index, plan.nodes[task.name].subgraph, config
 
 
-def _old_configs(snap: StateSnapshot, position: int, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """Where earlier plait versions kept this task's subgraph state (task id
-    ``<checkpoint>:<node>:<index>``, first with one more ``:0``), newest form first."""
+def _places(snap: StateSnapshot, position: int, config: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Where this task's subgraph keeps its state: ``config``, then the namespaces earlier plait
+    versions gave it (a thread they paused), newest form first."""
+    yield config
     task = snap.tasks[position]
-    located: Mapping[str, Any] = snap.config.get("configurable", {})
     ns: str = config["configurable"]["checkpoint_ns"]
+    own = f"{task.name}:{task.id}"
+    if not ns.endswith(own):  # a subgraph kept across runs: no task id
+        return
     index = sum(1 for t in snap.tasks[:position] if t.name == task.name)
-    old = f"{located.get('checkpoint_id')}:{task.name}:{index}"
-    if not ns.endswith(f"{task.name}:{task.id}"):  # a subgraph kept across runs: no task id
-        return []
-    base = ns[: -len(task.id)] + old
-    return [
-        {"configurable": {**config["configurable"], "checkpoint_ns": form}} for form in (base, f"{base}:0")
-    ]
+    old = legacy_task_key(snap.config.get("configurable", {}).get("checkpoint_id"), task.name, index)
+    for segment in legacy_segments(task.name, old, 0):
+        yield {"configurable": {**config["configurable"], "checkpoint_ns": ns[: -len(own)] + segment}}
 
 
 def with_task_states(plan: Plan, snap: StateSnapshot, read: Reader | None) -> StateSnapshot:
@@ -85,14 +85,11 @@ def with_task_states(plan: Plan, snap: StateSnapshot, read: Reader | None) -> St
     (a thread an earlier version paused: found under the namespace that version gave it)."""
     tasks = list(snap.tasks)
     for index, sub, config in _targets(plan, snap, read is not None):
-        if read is None:
-            tasks[index] = tasks[index]._replace(state=config)
-            continue
-        state = read(sub, config)
-        for old in _old_configs(snap, index, config) if state is None else ():
-            state = read(sub, old)
-            if state is not None:
-                break
+        state: Any = config
+        if read is not None:
+            for place in _places(snap, index, config):
+                if (state := read(sub, place)) is not None:
+                    break
         tasks[index] = tasks[index]._replace(state=state)
     return snap._replace(tasks=tuple(tasks))
 
@@ -101,10 +98,9 @@ async def awith_task_states(plan: Plan, snap: StateSnapshot, read: AsyncReader) 
     """Async :func:`with_task_states` with a snapshot reader."""
     tasks = list(snap.tasks)
     for index, sub, config in _targets(plan, snap, True):
-        state = await read(sub, config)
-        for old in _old_configs(snap, index, config) if state is None else ():
-            state = await read(sub, old)
-            if state is not None:
+        state = None
+        for place in _places(snap, index, config):
+            if (state := await read(sub, place)) is not None:
                 break
         tasks[index] = tasks[index]._replace(state=state)
     return snap._replace(tasks=tuple(tasks))
