@@ -302,17 +302,20 @@ async def _on_thread(
     assistant = req.found(row["assistant"])
     doc = req.doc(assistant)
     thread_id = check_uuid(doc["thread_id"], "thread ID")
-    thread = loads(row["thread"]) if row["thread"] else await _new_thread(tx, thread_id, req.data)
+    if row["thread"]:
+        thread = loads(row["thread"])
+    elif req.thread_id is None:  # a stateless run whose thread is kept (on_completion="keep")
+        thread = await create_thread(tx, thread_id, as_dict(opt(req.data, "metadata", dict)))
+    else:
+        thread = await _new_thread(tx, thread_id, req.data)
     to_cancel: list[tuple[str, str]] = []
     busy = False
     if req.strategy != "enqueue":
         to_cancel, busy = await _apply_strategy(state, tx, thread_id, req.strategy)
-    thread["metadata"] = {
-        **thread["metadata"],
-        "graph_id": assistant["graph_id"],
-        "assistant_id": assistant["assistant_id"],
-    }
-    doc["metadata"] = {**thread["metadata"], **doc["metadata"]}
+    own = thread["metadata"]
+    thread["metadata"] = {**own, "graph_id": assistant["graph_id"], "assistant_id": assistant["assistant_id"]}
+    # (as LangGraph's server: a stateless run's new thread lends the run only the metadata it was made with)
+    doc["metadata"] = {**(own if req.thread_id is None else thread["metadata"]), **doc["metadata"]}
     # as LangGraph: an idle thread takes the assistant's, its own and the run's config (the status
     # column, not the document's copy: runs' ends update only the column)
     if row["status"] != "busy":

@@ -237,6 +237,23 @@ def test_stateless_runs(server: Server) -> None:
     assert [p.event for p in parts] == ["metadata", "updates"]
 
 
+def test_a_stateless_run_kept_leaves_its_thread(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tag = uuid.uuid4().hex
+    run = client.runs.create(None, "agent", input=MSG, on_completion="keep", metadata={"tag": tag})
+    client.runs.join(run["thread_id"], run["run_id"])
+    thread = client.threads.get(run["thread_id"])
+    assert thread["metadata"] == {"tag": tag, "graph_id": "agent", "assistant_id": run["assistant_id"]}
+    assert _text(thread["values"]) == ["hi", "you said: hi"]
+    assert client.runs.get(run["thread_id"], run["run_id"])["status"] == "success"
+    gone = client.runs.create(None, "agent", input=MSG)  # on_completion="delete", the default
+    deadline = time.monotonic() + 10
+    with pytest.raises(NotFoundError):
+        while time.monotonic() < deadline:
+            client.threads.get(gone["thread_id"])
+            time.sleep(0.05)
+
+
 def test_store_endpoints_and_nodes_share_the_store(server: Server) -> None:
     client = get_sync_client(url=server.url)
     client.store.put_item(["users", "u1"], "prefs", {"color": "blue", "n": 3})
