@@ -89,6 +89,9 @@ def scenario(client: Any, only: str | None) -> dict[str, Any]:
     from server_diff_llm import llm_steps  # noqa: PLC0415  # pyright: ignore[reportMissingImports]  # it reads this module's helpers
 
     llm_steps(client, rec)
+    from server_diff_crons import cron_steps  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+
+    cron_steps(client, rec)
     return rec.results
 
 

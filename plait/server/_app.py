@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from plait.server import _assistants, _runs, _store, _thread_state, _thread_stream, _threads, _ui
+from plait.server import _assistants, _crons, _runs, _store, _thread_state, _thread_stream, _threads, _ui
 from plait.server._config import Settings
 from plait.server._http import http_error, json_response, server_error
 from plait.server._state import open_state
@@ -95,7 +95,7 @@ async def _info(request: Request) -> Response:
             "server": "plait",
             "database": state.db.dialect,
             "graphs": sorted(state.graphs),
-            "flags": {"assistants": True, "crons": False, "langsmith": False},
+            "flags": {"assistants": True, "crons": True, "langsmith": False},
         }
     )
 
@@ -123,6 +123,7 @@ def create_app(settings: Settings) -> Starlette:
         *_threads.routes,
         *_thread_state.routes,
         *_thread_stream.routes,
+        *_crons.routes,
         *_runs.routes,
         *_store.routes,
         *_ui.routes,

@@ -200,13 +200,12 @@ async def patch(request: Request) -> Response:
 
 
 async def delete(request: Request) -> Response:
-    """``DELETE /assistants/{assistant_id}``."""
+    """``DELETE /assistants/{assistant_id}``: with its versions and its crons."""
     state = _state(request)
     doc = await _found(request)
-    await state.db.run("DELETE FROM plait_server_assistants WHERE assistant_id = ?", (doc["assistant_id"],))
-    await state.db.run(
-        "DELETE FROM plait_server_assistant_versions WHERE assistant_id = ?", (doc["assistant_id"],)
-    )
+    async with state.db.tx() as tx:
+        for table in ("plait_server_assistants", "plait_server_assistant_versions", "plait_server_crons"):
+            await tx.run(f"DELETE FROM {table} WHERE assistant_id = ?", (doc["assistant_id"],))
     return Response(status_code=204)
 
 

@@ -16,7 +16,7 @@ from plait.server._threads import create_thread
 from plait.server._webhook import WebhookPolicy
 from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso, uuid7
 
-__all__ = ["create_run", "run_json"]
+__all__ = ["check_request", "create_run", "run_json"]
 
 _STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 
@@ -278,6 +278,13 @@ def _request(state: ServerState, thread_id: str | None, data: dict[str, Any], wa
     except ApiError as exc:  # reported after an unknown assistant (see _Request.found)
         req.invalid, req.temporary = exc, True
     return req
+
+
+def check_request(state: ServerState, thread_id: str | None, data: dict[str, Any]) -> None:
+    """Refuse (422) a run request that :func:`create_run` would refuse for its options."""
+    invalid = _request(state, thread_id, data, False).invalid
+    if invalid is not None:
+        raise invalid
 
 
 async def _on_thread(

@@ -1,4 +1,4 @@
-"""The server's own tables (assistants, threads, runs, events, store) on SQLite or PostgreSQL.
+"""The server's own tables (assistants, threads, runs, events, store, crons) on SQLite or PostgreSQL.
 
 SQL is written once with ``?`` placeholders; the PostgreSQL side turns them into ``%s``.
 Values that are JSON documents are stored as text, so both databases read them the same way.
@@ -49,6 +49,10 @@ _DDL: list[LiteralString] = [
         prefix TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
         created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at DOUBLE PRECISION,
         PRIMARY KEY (prefix, key))""",
+    """CREATE TABLE IF NOT EXISTS plait_server_crons (
+        cron_id TEXT PRIMARY KEY, assistant_id TEXT NOT NULL, thread_id TEXT, enabled INTEGER NOT NULL,
+        next_run DOUBLE PRECISION, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, doc TEXT NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS plait_server_crons_due ON plait_server_crons (next_run) WHERE enabled = 1",
 ]
 
 

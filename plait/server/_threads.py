@@ -145,7 +145,7 @@ async def delete(request: Request) -> Response:
 
 
 async def _delete_thread(state: ServerState, thread_id: str) -> None:
-    """Cancel the thread's runs, then delete its rows, its runs and its checkpoints."""
+    """Cancel the thread's runs, then delete its rows, its runs, its crons and its checkpoints."""
     inflight = await state.db.fetch(
         "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
         (thread_id,),
@@ -158,6 +158,7 @@ async def _delete_thread(state: ServerState, thread_id: str) -> None:
     async with state.db.tx() as tx:
         await tx.run("DELETE FROM plait_server_runs WHERE thread_id = ?", (thread_id,))
         await tx.run("DELETE FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
+        await tx.run("DELETE FROM plait_server_crons WHERE thread_id = ?", (thread_id,))
     await state.saver.adelete_thread(thread_id)
     for row in inflight:  # queued runs end for their followers (running ones end as they stop)
         if row["status"] == "pending":

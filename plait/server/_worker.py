@@ -21,6 +21,7 @@ import logging
 import time
 from typing import Any
 
+from plait.server._crons import fire_due
 from plait.server._execute import execute_run
 from plait.server._state import ServerState
 from plait.server._wire import loads, now_iso
@@ -47,6 +48,9 @@ t AS (UPDATE plait_server_threads t SET status = 'busy', updated_at = ? FROM c W
 SELECT u.*, a.doc AS assistant_doc FROM u LEFT JOIN plait_server_assistants a ON a.assistant_id = u.assistant_id
 ORDER BY u.run_id"""
 
+CRON_POLL = 5.0
+"""Seconds between two looks for due crons when none is due sooner."""
+
 CHANNELS = ("plait_server_wake", "plait_server_cancel", "plait_server_event")
 
 
@@ -63,6 +67,7 @@ class Worker:
         """Runs may wait in the queue for a free slot here: new runs queue behind them."""
         self.closing = False
         self._wake = asyncio.Event()
+        self._crons_changed = asyncio.Event()
         self._background: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -76,12 +81,31 @@ class Worker:
         self._background = [
             asyncio.create_task(self._loop()),
             asyncio.create_task(self._heartbeat()),
+            asyncio.create_task(self._crons()),
             asyncio.create_task(self.state.db.listen(CHANNELS, self._notified)),
         ]
 
     def wake(self) -> None:
         """Look for runs to claim now."""
         self._wake.set()
+
+    def wake_crons(self) -> None:
+        """A cron was created or changed here: look again when the next one is due."""
+        self._crons_changed.set()
+
+    async def _crons(self) -> None:
+        """Fire due crons; sleep until the next one is due (at most ``CRON_POLL`` seconds: crons
+        made by other workers are seen then) or one is created or changed here."""
+        while not self.closing:
+            self._crons_changed.clear()
+            due: float | None = None
+            try:
+                due = await fire_due(self.state)
+            except Exception:  # noqa: BLE001 - a database hiccup: try again soon
+                _log.exception("firing crons failed")
+            pause = CRON_POLL if due is None else min(CRON_POLL, max(0.0, due - time.time()) + 0.01)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._crons_changed.wait(), timeout=pause)
 
     def reserve(self) -> bool:
         """Take a slot for a run about to be stored as running by this worker (then :meth:`take` it).

@@ -203,3 +203,34 @@ def test_runs_beyond_the_jobs_limit_wait_their_turn(pg_dsn: str, tmp_path: pathl
         assert ends == sorted(ends) and ends[2] - ends[0] >= 0.7  # one after the other
     finally:
         stop(server)
+
+
+def test_a_cron_fires_once_per_time_whichever_worker_takes_it(
+    pair: tuple[Server, Server, pathlib.Path],
+) -> None:
+    one, two, log = pair
+    a, b = get_sync_client(url=one.url), get_sync_client(url=two.url)
+    threads = [a.threads.create()["thread_id"] for _ in range(4)]
+    started = time.monotonic()
+    crons = [
+        (a if i % 2 else b).crons.create_for_thread(
+            tid,
+            "agent",
+            schedule="* * * * * */1",
+            input={"messages": [{"role": "user", "content": f"log:c{i}"}]},
+        )
+        for i, tid in enumerate(threads)
+    ]
+    time.sleep(4)
+    for cron in crons:
+        b.crons.update(cron["cron_id"], enabled=False)
+    window = time.monotonic() - started
+    deadline = time.monotonic() + 20
+    while any(r["status"] != "success" for tid in threads for r in a.runs.list(tid, limit=100)):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    counts = Counter(log.read_text().splitlines())
+    for i, tid in enumerate(threads):
+        runs = a.runs.list(tid, limit=100)
+        assert 2 <= len(runs) <= int(window) + 1  # one run per second at most: never fired by both workers
+        assert counts[f"log:c{i}"] == len(runs)  # and each run executed once

@@ -1,0 +1,393 @@
+"""Crons: runs created on a schedule (``/runs/crons``), kept in ``plait_server_crons``, fired by the workers.
+
+A cron stores the run request it makes (its ``payload``), a schedule in cron format, an optional
+IANA time zone and end time. A thread's cron runs on that thread; a stateless cron makes a new
+thread for each run, deleted once the run ends unless ``on_run_completed`` is ``"keep"``.
+Every worker looks for due crons (:func:`fire_due`); on PostgreSQL a due cron is taken with
+``FOR UPDATE SKIP LOCKED`` and moved to its next time in the same transaction, so one worker
+fires it, once. A cron whose worker died between that commit and storing the run skips that
+time (at most once, never twice).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from typing import Any, cast
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from plait.server._assistants import assistant_id_for, get_assistant
+from plait.server._create import check_request, create_run
+from plait.server._db import Database, Tx
+from plait.server._http import body, json_response, opt
+from plait.server._state import ServerState
+from plait.server._threads import get_thread
+from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
+
+__all__ = ["fire_due", "routes"]
+
+_log = logging.getLogger("plait.server")
+
+_RUN_KEYS = (
+    "input",
+    "config",
+    "context",
+    "metadata",
+    "checkpoint_during",
+    "interrupt_before",
+    "interrupt_after",
+    "webhook",
+    "multitask_strategy",
+    "stream_mode",
+    "stream_subgraphs",
+    "stream_resumable",
+    "durability",
+)
+"""What a cron's request may say about the runs it makes (kept in its ``payload``)."""
+_CRON_KEYS = ("schedule", "assistant_id", "on_run_completed", "end_time", "enabled", "timezone")
+_SORT = ("cron_id", "assistant_id", "thread_id", "next_run_date", "end_time", "created_at", "updated_at")
+BATCH = 20
+"""Most due crons one worker takes at a time."""
+
+
+def _state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.server
+    return state
+
+
+def _schedule(raw: Any) -> str:
+    if not isinstance(raw, str) or not croniter.is_valid(raw):
+        raise ApiError(
+            422,
+            f"Invalid cron schedule: {raw!r}. Use the standard cron format (minute hour day_of_month "
+            "month day_of_week), for example '*/5 * * * *' for every 5 minutes.",
+        )
+    return raw
+
+
+def _timezone(raw: Any) -> str | None:
+    if raw is None:
+        return None
+    try:
+        ZoneInfo(raw)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise ApiError(
+            422, f"Invalid timezone: {raw!r}. Use an IANA time zone name (e.g. 'America/New_York')."
+        ) from None
+    return cast("str", raw)
+
+
+def _end_time(raw: Any) -> str | None:
+    """``raw`` as given (LangGraph's server echoes it), once it is known to be a date and time."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        try:
+            datetime.fromisoformat(raw.replace("Z", "+00:00"))
+            return raw
+        except ValueError:
+            pass
+    raise ApiError(422, f"end_time must be an ISO 8601 date and time, got {raw!r}")
+
+
+def _when(text: str) -> datetime:
+    return _utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def _utc(when: datetime) -> datetime:
+    return (when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+
+
+def next_time(cron: dict[str, Any], after: datetime) -> datetime | None:
+    """The cron's first time strictly after ``after`` (UTC), or ``None`` past its end time."""
+    tz = cron.get("timezone")
+    base = after.astimezone(ZoneInfo(tz)) if tz else after.astimezone(timezone.utc)
+    found = croniter(cron["schedule"], base).get_next(datetime).astimezone(timezone.utc)
+    end = cron.get("end_time")
+    if end is not None and found > _when(end):
+        return None
+    return found
+
+
+def _set_next(cron: dict[str, Any], after: datetime) -> float | None:
+    """Store the cron's next run date in its document; that time (epoch seconds), or ``None``."""
+    found = next_time(cron, after)
+    cron["next_run_date"] = None if found is None else found.isoformat()
+    return None if found is None else found.timestamp()
+
+
+async def _write(db: Database | Tx, cron: dict[str, Any], due: float | None, *, insert: bool) -> None:
+    text = dumps(cron).decode()
+    enabled = 1 if cron["enabled"] else 0
+    if insert:
+        await db.run(
+            "INSERT INTO plait_server_crons (cron_id, assistant_id, thread_id, enabled, next_run, created_at, "
+            "updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (cron["cron_id"], cron["assistant_id"], cron["thread_id"], enabled, due, cron["created_at"],
+             cron["updated_at"], text),
+        )  # fmt: skip
+    else:
+        await db.run(
+            "UPDATE plait_server_crons SET enabled = ?, next_run = ?, updated_at = ?, doc = ? WHERE cron_id = ?",
+            (enabled, due, cron["updated_at"], text, cron["cron_id"]),
+        )
+
+
+def _payload(data: dict[str, Any], assistant_id: str, cron_id: str) -> dict[str, Any]:
+    """The request as the cron keeps it (as LangGraph's server: the whole body), its assistant
+    resolved and ``config.configurable.cron_id`` set."""
+    unknown = sorted(set(data) - {*_RUN_KEYS, *_CRON_KEYS})
+    if unknown:
+        raise ApiError(422, f"a cron does not take {unknown}; it takes {sorted({*_RUN_KEYS, *_CRON_KEYS})}")
+    payload = {k: v for k, v in data.items() if v is not None}
+    config = as_dict(opt(payload, "config", dict))
+    payload["config"] = {
+        **config,
+        "configurable": {**as_dict(config.get("configurable")), "cron_id": cron_id},
+    }
+    payload["assistant_id"] = assistant_id
+    return payload
+
+
+def _run_request(payload: dict[str, Any]) -> dict[str, Any]:
+    """The run request of a cron's ``payload`` (its schedule and other cron settings left out)."""
+    return {k: v for k, v in payload.items() if k in _RUN_KEYS or k == "assistant_id"}
+
+
+async def create(request: Request) -> Response:
+    """``POST /runs/crons`` (a new thread per run) and ``POST /threads/{thread_id}/runs/crons``."""
+    state = _state(request)
+    data = await body(request, required=True)
+    raw_thread = request.path_params.get("thread_id")
+    thread_id = None if raw_thread is None else check_uuid(raw_thread, "thread ID")
+    raw_assistant = data.get("assistant_id")
+    if not isinstance(raw_assistant, str):
+        raise ApiError(
+            422, f"assistant_id must be a string (an assistant id or a graph id), got {raw_assistant!r}"
+        )
+    schedule = _schedule(data.get("schedule"))
+    assistant = await get_assistant(state.db, assistant_id_for(raw_assistant, state))
+    if assistant is None:
+        raise ApiError(404, f"Assistant '{raw_assistant}' not found")
+    if thread_id is not None and await get_thread(state.db, thread_id) is None:
+        raise ApiError(404, f"Thread with ID '{thread_id}' not found")
+    on_completed = opt(data, "on_run_completed", str)
+    if on_completed not in (None, "delete", "keep"):
+        raise ApiError(422, f"on_run_completed must be 'delete' or 'keep', got {on_completed!r}")
+    cron_id, now = uuid7(), now_iso()
+    payload = _payload(data, assistant["assistant_id"], cron_id)
+    check_request(state, thread_id, _run_request(payload))
+    enabled = opt(data, "enabled", bool)
+    cron: dict[str, Any] = {
+        "cron_id": cron_id,
+        "assistant_id": assistant["assistant_id"],
+        "thread_id": thread_id,
+        "on_run_completed": None if thread_id is not None else on_completed or "delete",
+        "end_time": _end_time(data.get("end_time")),
+        "schedule": schedule,
+        "timezone": _timezone(data.get("timezone")),
+        "created_at": now,
+        "updated_at": now,
+        "payload": payload,
+        "user_id": None,  # (no user accounts: LangGraph's dev server shows "")
+        "next_run_date": None,
+        "metadata": as_dict(opt(data, "metadata", dict)),
+        "enabled": True if enabled is None else enabled,
+    }
+    due = _set_next(cron, datetime.now(timezone.utc))
+    await _write(state.db, cron, due, insert=True)
+    if state.worker is not None:
+        state.worker.wake_crons()
+    return json_response(cron)
+
+
+async def _found(request: Request) -> dict[str, Any]:
+    cron_id = check_uuid(request.path_params["cron_id"], "cron ID")
+    rows = await _state(request).db.fetch("SELECT doc FROM plait_server_crons WHERE cron_id = ?", (cron_id,))
+    if not rows:
+        raise ApiError(404, f"Cron with ID '{cron_id}' not found")
+    return cast("dict[str, Any]", loads(rows[0]["doc"]))
+
+
+async def get(request: Request) -> Response:
+    """``GET /runs/crons/{cron_id}``."""
+    return json_response(await _found(request))
+
+
+async def patch(request: Request) -> Response:
+    """``PATCH /runs/crons/{cron_id}``, as LangGraph's server: the body is merged into the cron's
+    ``payload``; ``metadata`` into its metadata; a new schedule, time zone or end time moves its
+    next run (re-enabling a cron whose time passed meanwhile runs it at once)."""
+    state = _state(request)
+    data = await body(request, required=True)
+    if not data:
+        raise ApiError(400, "Request body cannot be empty")
+    cron = await _found(request)
+    if "assistant_id" in data or "thread_id" in data:
+        raise ApiError(422, "a cron's assistant and thread cannot be changed; delete it and create another")
+    payload = {**cron["payload"], **_payload(data, cron["assistant_id"], cron["cron_id"])}
+    check_request(state, cron["thread_id"], _run_request(payload))
+    moved = _settings(cron, data)
+    cron["metadata"] = {**cron["metadata"], **as_dict(opt(data, "metadata", dict))}
+    cron["payload"], cron["updated_at"] = payload, now_iso()
+    due = _set_next(cron, datetime.now(timezone.utc)) if moved else _due(cron)
+    await _write(state.db, cron, due, insert=False)
+    if state.worker is not None:
+        state.worker.wake_crons()
+    return json_response(cron)
+
+
+def _settings(cron: dict[str, Any], data: dict[str, Any]) -> bool:
+    """Apply the cron's own settings in ``data``; whether its next run has to be found again."""
+    moved = cron["next_run_date"] is None
+    if "schedule" in data:
+        cron["schedule"], moved = _schedule(data["schedule"]), True
+    if "timezone" in data:
+        cron["timezone"], moved = _timezone(data["timezone"]), True
+    if "end_time" in data:  # null clears it
+        cron["end_time"], moved = _end_time(data["end_time"]), True
+    enabled = opt(data, "enabled", bool)
+    if enabled is not None:
+        cron["enabled"] = enabled
+    on_completed = opt(data, "on_run_completed", str)
+    if on_completed is not None:
+        if on_completed not in ("delete", "keep"):
+            raise ApiError(422, f"on_run_completed must be 'delete' or 'keep', got {on_completed!r}")
+        if cron["thread_id"] is None:  # (a thread's cron runs on its thread: nothing to delete or keep)
+            cron["on_run_completed"] = on_completed
+    return moved
+
+
+def _due(cron: dict[str, Any]) -> float | None:
+    """The cron's stored next run (epoch seconds)."""
+    found = cron["next_run_date"]
+    return None if found is None else _when(found).timestamp()
+
+
+async def delete(request: Request) -> Response:
+    """``DELETE /runs/crons/{cron_id}``."""
+    cron = await _found(request)
+    await _state(request).db.run("DELETE FROM plait_server_crons WHERE cron_id = ?", (cron["cron_id"],))
+    return Response(status_code=204)
+
+
+def _matches(cron: dict[str, Any], data: dict[str, Any], state: ServerState) -> bool:
+    assistant = opt(data, "assistant_id", str)
+    if assistant is not None and cron["assistant_id"] != assistant_id_for(assistant, state):
+        return False
+    thread = opt(data, "thread_id", str)
+    if thread is not None and cron["thread_id"] != thread:
+        return False
+    enabled = opt(data, "enabled", bool)
+    if enabled is not None and cron["enabled"] != enabled:
+        return False
+    metadata = as_dict(opt(data, "metadata", dict))
+    return all(cron["metadata"].get(k) == v for k, v in metadata.items())
+
+
+async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    state = _state(request)
+    data = await body(request)
+    rows = await state.db.fetch("SELECT doc FROM plait_server_crons")
+    crons = [c for c in (cast("dict[str, Any]", loads(r["doc"])) for r in rows) if _matches(c, data, state)]
+    return crons, data
+
+
+async def search(request: Request) -> Response:
+    """``POST /runs/crons/search``: by assistant, thread, enabled and metadata; sorted and paged."""
+    crons, data = await _matching(request)
+    sort_by = opt(data, "sort_by", str) or "created_at"
+    if sort_by not in _SORT:
+        raise ApiError(422, f"sort_by must be one of {list(_SORT)}, got {sort_by!r}")
+    order = opt(data, "sort_order", str) or "desc"
+    if order not in ("asc", "desc"):
+        raise ApiError(422, f"sort_order must be 'asc' or 'desc', got {order!r}")
+    crons.sort(key=lambda c: (c.get(sort_by) is not None, str(c.get(sort_by) or "")), reverse=order == "desc")
+    limit, offset = opt(data, "limit", int), opt(data, "offset", int) or 0
+    limit = 10 if limit is None else limit
+    page = crons[offset : offset + limit]
+    select = opt(data, "select", list)
+    if select:
+        page = [{k: c.get(k) for k in select} for c in page]
+    headers = {"X-Pagination-Total": str(len(crons))}
+    if offset + limit < len(crons):
+        headers["X-Pagination-Next"] = str(offset + limit)
+    return json_response(page, headers=headers)
+
+
+async def count(request: Request) -> Response:
+    """``POST /runs/crons/count``."""
+    crons, _ = await _matching(request)
+    return json_response(len(crons))
+
+
+# -- firing -------------------------------------------------------------------------------
+
+
+async def _take_due(state: ServerState, now: datetime) -> list[dict[str, Any]]:
+    """The crons due at ``now``, each moved on to its next time (in one transaction)."""
+    lock = " FOR UPDATE SKIP LOCKED" if state.db.dialect == "postgres" else ""
+    taken: list[dict[str, Any]] = []
+    async with state.db.tx() as tx:
+        rows = await tx.fetch(
+            "SELECT doc FROM plait_server_crons WHERE enabled = 1 AND next_run <= ? "
+            f"ORDER BY next_run LIMIT {BATCH}{lock}",
+            (now.timestamp(),),
+        )
+        for row in rows:
+            cron: dict[str, Any] = loads(row["doc"])
+            fired = dict(cron)
+            due = _set_next(cron, now)
+            await _write(tx, cron, due, insert=False)
+            taken.append(fired)
+    return taken
+
+
+async def _next_due(state: ServerState) -> float | None:
+    rows = await state.db.fetch("SELECT MIN(next_run) AS due FROM plait_server_crons WHERE enabled = 1")
+    due = rows[0]["due"] if rows else None
+    return None if due is None else float(due)
+
+
+async def fire_due(state: ServerState) -> float | None:
+    """Create the runs of the crons due now; when the next cron is due (epoch seconds), if any."""
+    now = datetime.now(timezone.utc)
+    due = await _next_due(state)
+    if due is None or due > now.timestamp():
+        return due
+    while True:
+        taken = await _take_due(state, now)
+        for cron in taken:
+            await _fire(state, cron)
+        if len(taken) < BATCH:
+            return await _next_due(state)
+
+
+async def _fire(state: ServerState, cron: dict[str, Any]) -> None:
+    """One run of ``cron`` (a failure is logged: the cron fires again at its next time)."""
+    data = _run_request(cron["payload"])
+    data["metadata"] = {**cron["metadata"], **as_dict(data.get("metadata"))}
+    if cron["thread_id"] is None:
+        data["on_completion"] = cron["on_run_completed"] or "delete"
+    try:
+        await create_run(state, cron["thread_id"], data)
+    except ApiError as exc:
+        _log.warning("cron %s could not start its run: %s", cron["cron_id"], exc.detail)
+    except Exception:  # noqa: BLE001 - the next due cron still fires
+        _log.exception("cron %s could not start its run", cron["cron_id"])
+
+
+routes = [
+    Route("/runs/crons", create, methods=["POST"]),
+    Route("/runs/crons/search", search, methods=["POST"]),
+    Route("/runs/crons/count", count, methods=["POST"]),
+    Route("/runs/crons/{cron_id}", get, methods=["GET"]),
+    Route("/runs/crons/{cron_id}", patch, methods=["PATCH"]),
+    Route("/runs/crons/{cron_id}", delete, methods=["DELETE"]),
+    Route("/threads/{thread_id}/runs/crons", create, methods=["POST"]),
+]
