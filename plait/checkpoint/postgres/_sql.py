@@ -271,7 +271,8 @@ PUT_FUNCTION = """CREATE OR REPLACE FUNCTION plait_put(
     lock_key text, durable boolean, step integer, source text, created text, record bytea, meta bytea,
     channels text[], versions text[], prevs text[], kinds text[], datas bytea[],
     rw_channels text[], rw_versions text[], rw_prevs text[], rw_kinds text[], rw_datas bytea[],
-    OUT head text, OUT there boolean) LANGUAGE plpgsql AS $$
+    OUT head text, OUT there boolean) LANGUAGE plpgsql
+    SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     IF NOT durable THEN
         PERFORM set_config('synchronous_commit', 'off', true);
