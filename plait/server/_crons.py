@@ -16,17 +16,16 @@ from datetime import datetime, timezone
 from typing import Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from plait.server._assistants import assistant_id_for, get_assistant
+from plait.server._assistants import assistant_id_for
 from plait.server._create import check_request, create_run
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt
 from plait.server._state import ServerState
-from plait.server._threads import get_thread
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
 
 __all__ = ["fire_due", "routes"]
@@ -50,6 +49,23 @@ _RUN_KEYS = (
 )
 """What a cron's request may say about the runs it makes (kept in its ``payload``)."""
 _CRON_KEYS = ("schedule", "assistant_id", "on_run_completed", "end_time", "enabled", "timezone")
+_FIELDS = (
+    "cron_id",
+    "assistant_id",
+    "thread_id",
+    "on_run_completed",
+    "end_time",
+    "schedule",
+    "timezone",
+    "created_at",
+    "updated_at",
+    "payload",
+    "user_id",
+    "next_run_date",
+    "metadata",
+    "enabled",
+)
+"""The fields of a cron, in the order LangGraph's server sends them."""
 _SORT = ("cron_id", "assistant_id", "thread_id", "next_run_date", "end_time", "created_at", "updated_at")
 BATCH = 20
 """Most due crons one worker takes at a time."""
@@ -88,11 +104,13 @@ def _end_time(raw: Any) -> str | None:
         return None
     if isinstance(raw, str):
         try:
-            datetime.fromisoformat(raw.replace("Z", "+00:00"))
+            _when(raw)
             return raw
-        except ValueError:
+        except (ValueError, OverflowError):
             pass
-    raise ApiError(422, f"end_time must be an ISO 8601 date and time, got {raw!r}")
+    raise ApiError(
+        422, f"end_time must be an ISO 8601 date and time (UTC unless it has an offset), got {raw!r}"
+    )
 
 
 def _when(text: str) -> datetime:
@@ -115,8 +133,18 @@ def next_time(cron: dict[str, Any], after: datetime) -> datetime | None:
 
 
 def _set_next(cron: dict[str, Any], after: datetime) -> float | None:
-    """Store the cron's next run date in its document; that time (epoch seconds), or ``None``."""
-    found = next_time(cron, after)
+    """Store the cron's next run date in its document; that time (epoch seconds), or ``None``.
+
+    Raises:
+        ApiError: 422 when the schedule has no time after ``after`` (a date that never comes, or
+            a year that has passed).
+    """
+    try:
+        found = next_time(cron, after)
+    except (CroniterBadDateError, OverflowError) as exc:
+        raise ApiError(
+            422, f"the schedule {cron['schedule']!r} has no time after {after.isoformat()}: {exc}"
+        ) from None
     cron["next_run_date"] = None if found is None else found.isoformat()
     return None if found is None else found.timestamp()
 
@@ -140,16 +168,17 @@ async def _write(db: Database | Tx, cron: dict[str, Any], due: float | None, *, 
 
 def _payload(data: dict[str, Any], assistant_id: str, cron_id: str) -> dict[str, Any]:
     """The request as the cron keeps it (as LangGraph's server: the whole body), its assistant
-    resolved and ``config.configurable.cron_id`` set."""
+    resolved and ``config.configurable.cron_id`` set (a patch without ``config`` keeps the cron's)."""
     unknown = sorted(set(data) - {*_RUN_KEYS, *_CRON_KEYS})
     if unknown:
         raise ApiError(422, f"a cron does not take {unknown}; it takes {sorted({*_RUN_KEYS, *_CRON_KEYS})}")
     payload = {k: v for k, v in data.items() if v is not None}
-    config = as_dict(opt(payload, "config", dict))
-    payload["config"] = {
-        **config,
-        "configurable": {**as_dict(config.get("configurable")), "cron_id": cron_id},
-    }
+    if "config" in payload:
+        config = as_dict(opt(payload, "config", dict))
+        payload["config"] = {
+            **config,
+            "configurable": {**as_dict(config.get("configurable")), "cron_id": cron_id},
+        }
     payload["assistant_id"] = assistant_id
     return payload
 
@@ -171,21 +200,17 @@ async def create(request: Request) -> Response:
             422, f"assistant_id must be a string (an assistant id or a graph id), got {raw_assistant!r}"
         )
     schedule = _schedule(data.get("schedule"))
-    assistant = await get_assistant(state.db, assistant_id_for(raw_assistant, state))
-    if assistant is None:
-        raise ApiError(404, f"Assistant '{raw_assistant}' not found")
-    if thread_id is not None and await get_thread(state.db, thread_id) is None:
-        raise ApiError(404, f"Thread with ID '{thread_id}' not found")
+    assistant_id = assistant_id_for(raw_assistant, state)
     on_completed = opt(data, "on_run_completed", str)
     if on_completed not in (None, "delete", "keep"):
         raise ApiError(422, f"on_run_completed must be 'delete' or 'keep', got {on_completed!r}")
     cron_id, now = uuid7(), now_iso()
-    payload = _payload(data, assistant["assistant_id"], cron_id)
-    check_request(state, thread_id, _run_request(payload))
+    payload = _payload(data, assistant_id, cron_id)
+    payload.setdefault("config", {"configurable": {"cron_id": cron_id}})
     enabled = opt(data, "enabled", bool)
     cron: dict[str, Any] = {
         "cron_id": cron_id,
-        "assistant_id": assistant["assistant_id"],
+        "assistant_id": assistant_id,
         "thread_id": thread_id,
         "on_run_completed": None if thread_id is not None else on_completed or "delete",
         "end_time": _end_time(data.get("end_time")),
@@ -200,10 +225,35 @@ async def create(request: Request) -> Response:
         "enabled": True if enabled is None else enabled,
     }
     due = _set_next(cron, datetime.now(timezone.utc))
-    await _write(state.db, cron, due, insert=True)
+    await _check_run(state, cron)
+    share = " FOR SHARE" if state.db.dialect == "postgres" else ""
+    async with (
+        state.db.tx() as tx
+    ):  # its thread and assistant are not deleted meanwhile (their crons go with them)
+        found = await tx.fetch(
+            f"SELECT 1 FROM plait_server_assistants WHERE assistant_id = ?{share}", (assistant_id,)
+        )
+        if not found:
+            raise ApiError(404, f"Assistant '{raw_assistant}' not found")
+        if thread_id is not None:
+            found = await tx.fetch(
+                f"SELECT 1 FROM plait_server_threads WHERE thread_id = ?{share}", (thread_id,)
+            )
+            if not found:
+                raise ApiError(404, f"Thread with ID '{thread_id}' not found")
+        await _write(tx, cron, due, insert=True)
     if state.worker is not None:
         state.worker.wake_crons()
     return json_response(cron)
+
+
+async def _check_run(state: ServerState, cron: dict[str, Any], webhook: bool = True) -> None:
+    """Refuse (422) a cron whose runs would be refused for their options (``webhook``: or for an
+    unreachable webhook)."""
+    request = _run_request(cron["payload"])
+    check_request(state, cron["thread_id"], request)
+    if webhook and request.get("webhook"):
+        await state.hooks.reachable(request["webhook"])
 
 
 async def _found(request: Request) -> dict[str, Any]:
@@ -222,21 +272,34 @@ async def get(request: Request) -> Response:
 async def patch(request: Request) -> Response:
     """``PATCH /runs/crons/{cron_id}``, as LangGraph's server: the body is merged into the cron's
     ``payload``; ``metadata`` into its metadata; a new schedule, time zone or end time moves its
-    next run (re-enabling a cron whose time passed meanwhile runs it at once)."""
+    next run (re-enabling a cron whose time passed meanwhile runs it at once).
+
+    The cron is read and written in one transaction, its row locked: a worker firing it meanwhile
+    waits (or skips it), so an update never puts back a time that was already run.
+    """
     state = _state(request)
     data = await body(request, required=True)
     if not data:
         raise ApiError(400, "Request body cannot be empty")
-    cron = await _found(request)
+    cron_id = check_uuid(request.path_params["cron_id"], "cron ID")
     if "assistant_id" in data or "thread_id" in data:
         raise ApiError(422, "a cron's assistant and thread cannot be changed; delete it and create another")
-    payload = {**cron["payload"], **_payload(data, cron["assistant_id"], cron["cron_id"])}
-    check_request(state, cron["thread_id"], _run_request(payload))
-    moved = _settings(cron, data)
-    cron["metadata"] = {**cron["metadata"], **as_dict(opt(data, "metadata", dict))}
-    cron["payload"], cron["updated_at"] = payload, now_iso()
-    due = _set_next(cron, datetime.now(timezone.utc)) if moved else _due(cron)
-    await _write(state.db, cron, due, insert=False)
+    if data.get("webhook"):  # (looked up before the cron's row is locked)
+        await state.hooks.reachable(state.hooks.checked(data["webhook"]))
+    lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
+    async with state.db.tx() as tx:
+        rows = await tx.fetch(f"SELECT doc FROM plait_server_crons WHERE cron_id = ?{lock}", (cron_id,))
+        if not rows:
+            raise ApiError(404, f"Cron '{cron_id}' not found")
+        cron: dict[str, Any] = loads(rows[0]["doc"])
+        given = _payload(data, cron["assistant_id"], cron["cron_id"])
+        payload = {**{k: v for k, v in cron["payload"].items() if k not in data}, **given}
+        moved = _settings(cron, data)
+        cron["metadata"] = {**cron["metadata"], **as_dict(opt(data, "metadata", dict))}
+        cron["payload"], cron["updated_at"] = payload, now_iso()
+        due = _set_next(cron, datetime.now(timezone.utc)) if moved else _due(cron)
+        await _check_run(state, cron, webhook=False)
+        await _write(tx, cron, due, insert=False)
     if state.worker is not None:
         state.worker.wake_crons()
     return json_response(cron)
@@ -281,7 +344,7 @@ def _matches(cron: dict[str, Any], data: dict[str, Any], state: ServerState) -> 
     if assistant is not None and cron["assistant_id"] != assistant_id_for(assistant, state):
         return False
     thread = opt(data, "thread_id", str)
-    if thread is not None and cron["thread_id"] != thread:
+    if thread is not None and cron["thread_id"] != check_uuid(thread, "thread ID"):
         return False
     enabled = opt(data, "enabled", bool)
     if enabled is not None and cron["enabled"] != enabled:
@@ -294,6 +357,14 @@ async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, A
     state = _state(request)
     data = await body(request)
     rows = await state.db.fetch("SELECT doc FROM plait_server_crons")
+    probe: dict[str, Any] = {
+        "cron_id": "",
+        "assistant_id": "",
+        "thread_id": None,
+        "enabled": True,
+        "metadata": {},
+    }
+    _matches(probe, data, state)  # its filters are checked even when there is no cron
     crons = [c for c in (cast("dict[str, Any]", loads(r["doc"])) for r in rows) if _matches(c, data, state)]
     return crons, data
 
@@ -307,11 +378,22 @@ async def search(request: Request) -> Response:
     order = opt(data, "sort_order", str) or "desc"
     if order not in ("asc", "desc"):
         raise ApiError(422, f"sort_order must be 'asc' or 'desc', got {order!r}")
-    crons.sort(key=lambda c: (c.get(sort_by) is not None, str(c.get(sort_by) or "")), reverse=order == "desc")
     limit, offset = opt(data, "limit", int), opt(data, "offset", int) or 0
     limit = 10 if limit is None else limit
-    page = crons[offset : offset + limit]
+    if not 1 <= limit <= 1000 or offset < 0:
+        raise ApiError(422, f"limit must be 1 to 1000 and offset 0 or more, got {limit} and {offset}")
     select = opt(data, "select", list)
+    if select is not None and (not select or not all(isinstance(k, str) and k in _FIELDS for k in select)):
+        raise ApiError(422, f"select must name fields of a cron ({list(_FIELDS)}), got {select!r}")
+
+    def key(cron: dict[str, Any]) -> tuple[bool, Any]:
+        value = cron.get(sort_by)
+        if value is not None and sort_by in ("end_time", "next_run_date"):
+            value = _when(value)  # (an end time keeps the offset it was given with)
+        return value is not None, value if value is not None else ""
+
+    crons.sort(key=key, reverse=order == "desc")
+    page = crons[offset : offset + limit]
     if select:
         page = [{k: c.get(k) for k in select} for c in page]
     headers = {"X-Pagination-Total": str(len(crons))}
@@ -342,8 +424,15 @@ async def _take_due(state: ServerState, now: datetime) -> list[dict[str, Any]]:
         for row in rows:
             cron: dict[str, Any] = loads(row["doc"])
             fired = dict(cron)
-            due = _set_next(cron, now)
-            await _write(tx, cron, due, insert=False)
+            try:
+                due = _set_next(cron, now)
+            except ApiError as exc:  # its schedule ran out (a year that passed): it has no next time
+                _log.warning("cron %s fires no more: %s", cron["cron_id"], exc.detail)
+                cron["next_run_date"], due = None, None
+            await tx.run(
+                "UPDATE plait_server_crons SET next_run = ?, doc = ? WHERE cron_id = ?",
+                (due, dumps(cron).decode(), cron["cron_id"]),
+            )
             taken.append(fired)
     return taken
 

@@ -92,6 +92,22 @@ def test_create_get_search_count_update_delete(server: Server) -> None:
     assert client.crons.count(metadata={"tag": tag}) == 2
     assert client.crons.count(thread_id=tid) == 1
 
+    configured = client.crons.create(
+        "agent",
+        schedule="0 0 * * *",
+        config={"configurable": {"foo": "bar"}, "tags": ["t"], "recursion_limit": 7},
+    )
+    kept = client.crons.update(configured["cron_id"], enabled=False)
+    assert kept["payload"]["config"] == {
+        "configurable": {"foo": "bar", "cron_id": configured["cron_id"]},
+        "tags": ["t"],
+        "recursion_limit": 7,
+    }  # an update without config keeps the cron's
+    cleared = client.crons.update(configured["cron_id"], end_time=None, timezone="Europe/Paris")
+    assert cleared["end_time"] is None and "end_time" not in cleared["payload"]
+    assert cleared["payload"]["timezone"] == cleared["timezone"] == "Europe/Paris"
+    client.crons.delete(configured["cron_id"])
+
     updated = client.crons.update(
         on_thread["cron_id"], schedule="0 0 1 1 *", enabled=False, metadata={"extra": True}, input=_say("new")
     )
@@ -143,6 +159,15 @@ def test_bad_requests_are_refused_with_their_reason(server: Server) -> None:
         ("patch", f"/runs/crons/{cron['cron_id']}", {"schedule": "61 * * * *"}, 422, "Invalid cron schedule"),
         ("patch", f"/runs/crons/{cron['cron_id']}", {"assistant_id": "agent"}, 422, "cannot be changed"),
         ("post", "/runs/crons/search", {"sort_by": "colour"}, 422, "sort_by"),
+        ("post", "/runs/crons/search", {"select": [["x"]]}, 422, "select"),
+        ("post", "/runs/crons/search", {"select": ["now"]}, 422, "select"),
+        ("post", "/runs/crons/search", {"limit": 0}, 422, "limit"),
+        ("post", "/runs/crons/search", {"offset": -1}, 422, "offset"),
+        ("post", "/runs/crons/search", {"thread_id": "x"}, 422, "thread ID"),
+        ("post", "/runs/crons", {"assistant_id": "agent", "schedule": "0 0 30 2 *"}, 422, "has no time"),
+        ("post", "/runs/crons", {"assistant_id": "agent", "schedule": "0 0 1 1 * 0 2020"}, 422, "has no time"),
+        ("post", "/runs/crons", {"assistant_id": "agent", "schedule": "0 0 * * *", "end_time": "9999-12-31T23:59:59-10:00"}, 422, "end_time"),
+        ("patch", f"/runs/crons/{cron['cron_id']}", {"schedule": "0 0 30 2 *"}, 422, "has no time"),
     ]  # fmt: skip
     for method, path, payload, status, words in cases:
         answer = httpx.request(method, url + path, json=payload)
@@ -162,6 +187,9 @@ def test_a_thread_cron_runs_on_its_thread_until_disabled(server: Server) -> None
         tid, "agent", schedule=EVERY_SECOND, input=_say(text), metadata={"k": 1}
     )
     _until(lambda: len([r for r in client.runs.list(tid) if r["status"] == "success"]) >= 2)
+    fired = httpx.get(f"{server.url}/runs/crons/{cron['cron_id']}").json()
+    assert fired["updated_at"] == cron["updated_at"]  # firing moves next_run_date only
+    assert fired["next_run_date"] > cron["next_run_date"]
     client.crons.update(cron["cron_id"], enabled=False)
     _until(lambda: all(r["status"] == "success" for r in client.runs.list(tid)))
     runs = client.runs.list(tid, limit=100)
@@ -172,8 +200,6 @@ def test_a_thread_cron_runs_on_its_thread_until_disabled(server: Server) -> None
     assert _log(server).count(text) == len(runs)  # each run executed once
     values = client.threads.get(tid)["values"]
     assert values["turns"] == len(runs) and values["messages"][-1]["content"] == f"you said: {text}"
-    fired = httpx.get(f"{server.url}/runs/crons/{cron['cron_id']}").json()
-    assert fired["updated_at"] > cron["updated_at"]  # (the update above; firing moves only next_run_date)
 
 
 def test_stateless_crons_make_a_thread_per_run_kept_or_deleted(server: Server) -> None:
@@ -217,3 +243,22 @@ def test_end_time_stops_a_cron(server: Server) -> None:
     assert later["next_run_date"] is not None
     _until(lambda: len(client.runs.list(tid)) > fired)
     client.crons.delete(cron["cron_id"])
+
+
+def test_a_schedule_that_runs_out_stops_itself_and_no_other_cron(server: Server) -> None:
+    client = get_sync_client(url=server.url)
+    tid = client.threads.create()["thread_id"]
+    soon = datetime.now(timezone.utc) + timedelta(seconds=2)
+    once = f"{soon.minute} {soon.hour} {soon.day} {soon.month} * {soon.second} {soon.year}"  # (with a year)
+    text = f"log:once-{uuid.uuid4().hex}"
+    single = client.crons.create_for_thread(tid, "agent", schedule=once, input=_say(text))
+    other_tid = client.threads.create()["thread_id"]
+    ticking = client.crons.create_for_thread(
+        other_tid, "agent", schedule=EVERY_SECOND, input=_say("log:tick")
+    )
+    _until(lambda: httpx.get(f"{server.url}/runs/crons/{single['cron_id']}").json()["next_run_date"] is None)
+    _until(lambda: _log(server).count(text) == 1)
+    before = len(client.runs.list(other_tid, limit=100))
+    _until(lambda: len(client.runs.list(other_tid, limit=100)) >= before + 2)  # the others go on
+    for cron in (single, ticking):
+        client.crons.delete(cron["cron_id"])

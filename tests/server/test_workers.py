@@ -10,6 +10,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from _pg import private_schema
@@ -221,7 +222,21 @@ def test_a_cron_fires_once_per_time_whichever_worker_takes_it(
         )
         for i, tid in enumerate(threads)
     ]
-    time.sleep(4)
+    stop = time.monotonic() + 4
+
+    def patching(client: Any) -> None:  # updates meanwhile never put back a time that already ran
+        n = 0
+        while time.monotonic() < stop:
+            n += 1
+            client.crons.update(crons[n % len(crons)]["cron_id"], metadata={"n": n})
+
+    patchers = [
+        threading.Thread(target=patching, args=(get_sync_client(url=s.url),)) for s in (one, two, one)
+    ]
+    for patcher in patchers:
+        patcher.start()
+    for patcher in patchers:
+        patcher.join()
     for cron in crons:
         b.crons.update(cron["cron_id"], enabled=False)
     window = time.monotonic() - started
