@@ -11,6 +11,7 @@ what this process assumed and makes the calls one by one, which raises the preci
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from plait.checkpoint._calls import PutCheckpoint, SaveOp
@@ -21,7 +22,7 @@ from plait.checkpoint._engine_read import thread_of
 from plait.checkpoint._lease import ThreadLeases
 from plait.checkpoint.base import Checkpoint, CheckpointMetadata
 
-__all__ = ["DURABLE", "BatchedSaves", "batched", "own_methods"]
+__all__ = ["DURABLE", "BatchedSaves", "Held", "batched", "own_methods"]
 
 _T = TypeVar("_T")
 
@@ -54,6 +55,15 @@ class _Progress:
         return not self.sending or REFUSED in str(exc)
 
 
+@dataclass(frozen=True, slots=True)
+class Held:
+    """Saver calls serialized into their statements, not sent yet (see :meth:`BatchedSaves._hold_saves`)."""
+
+    calls: tuple[SaveOp, ...]
+    steps: tuple[Step, ...]
+    durable: bool
+
+
 _OWN: dict[tuple[type, tuple[str, ...]], bool] = {}
 
 
@@ -68,25 +78,32 @@ def own_methods(kind: type, names: tuple[str, ...]) -> bool:
     return known
 
 
-def batched(
+def batched(  # noqa: PLR0913 - the calls, what came before them, and how to end
     sql: Any,
     call_ops: Callable[[SaveOp], Ops[Any]],
     calls: Sequence[SaveOp],
     tail: tuple[Step, ...],
     state: _Progress,
-) -> Ops[None]:
+    before: Held | None = None,
+    send: bool = True,
+) -> Ops[Held | None]:
     """Run ``calls`` (then the ``tail`` statements) in as few transactions as their reads allow.
 
     ``sql`` is the dialect module (``STRICT``, ``strict_params``); ``call_ops`` gives a call's
-    operation. ``state.done`` counts the calls committed so far: when a call needs a read first (a
-    value evicted from the cache), the statements collected before it are sent and committed.
-    With a ``tail``, the last transaction's commit reaches the disk.
+    operation. ``before``: calls held back earlier, whose statements go first (``calls`` starts
+    with them). ``state.done`` counts the calls committed so far: when a call needs a read first
+    (a value evicted from the cache), the statements collected before it are sent and committed.
+    With a ``tail``, the last transaction's commit reaches the disk. Without ``send``, the last
+    transaction is not sent but answered (:class:`Held`).
     """
     strict_params: Callable[[Sequence[Any]], list[Any]] = sql.strict_params
     strict: Mapping[str, str] = sql.STRICT
-    steps: list[Step] = []
-    durable = True
+    steps: list[Step] = list(before.steps) if before is not None else []
+    durable = before.durable if before is not None else True
+    skip = len(before.calls) if before is not None else 0
     for index, call in enumerate(calls):
+        if index < skip:
+            continue
         ops = call_ops(call)
         answer: Any = None
         while True:
@@ -110,6 +127,8 @@ def batched(
                     steps, durable = [], True
                     state.done = index
                 answer = yield op
+    if not send:
+        return Held(tuple(calls[state.done :]), tuple(steps), durable) if steps else None
     if tail:
         steps.extend((*tail, DURABLE))
     if steps:
@@ -117,6 +136,7 @@ def batched(
         yield Batch(tuple(steps), durable or bool(tail))
         state.sending = False
     state.done = len(calls)
+    return None
 
 
 class BatchedSaves:
@@ -151,13 +171,61 @@ class BatchedSaves:
     ) -> Ops[None]:
         raise NotImplementedError
 
-    def _save_many(self, calls: Sequence[SaveOp], release: tuple[str, str] | None) -> bool:
+    def _can_hold(self, asynchronous: bool) -> bool:
+        """Whether :meth:`_hold_saves` (``asynchronous``: :meth:`_ahold_saves`) can hold calls back.
+
+        Only where a batch of calls is one statement (PostgreSQL), and the saver's own ``put`` and
+        ``put_writes`` are the ones called.
+        """
+        names = ("aput", "aput_writes") if asynchronous else ("put", "put_writes")
+        return getattr(self.sql, "STRICT", None) is not None and own_methods(type(self), names)
+
+    def _hold_saves(self, calls: Sequence[SaveOp], before: Held | None) -> Held | None:
+        """Serialize ``calls`` (after ``before``) into their statements now, to be sent later.
+
+        Needs :meth:`_can_hold`. The statements go out with the next :meth:`_save_many` (its
+        ``before``), in its transaction. ``None``: nothing is held (the calls needed a read
+        first, and what came before it was sent). Raises as :meth:`_save_many`.
+        """
+        everything = (*before.calls, *calls) if before is not None else tuple(calls)
+        state = _Progress()
+        try:
+            return self._drive(batched(self.sql, self._call_ops, everything, (), state, before, send=False))
+        except BaseException as exc:
+            self._forget(everything)
+            if not state.replayable(exc):
+                raise
+            for call in everything[state.done :]:
+                self._drive(self._call_ops(call))
+            return None
+
+    async def _ahold_saves(self, calls: Sequence[SaveOp], before: Held | None) -> Held | None:
+        """Async :meth:`_hold_saves`."""
+        if not isinstance(self, NativeAsync):
+            return await self._off_loop(self._hold_saves, calls, before)
+        everything = (*before.calls, *calls) if before is not None else tuple(calls)
+        state = _Progress()
+        try:
+            return await self._adrive(
+                batched(self.sql, self._call_ops, everything, (), state, before, send=False)
+            )
+        except BaseException as exc:
+            self._forget(everything)
+            if not state.replayable(exc):
+                raise
+            for call in everything[state.done :]:
+                await self._adrive(self._call_ops(call))
+            return None
+
+    def _save_many(
+        self, calls: Sequence[SaveOp], release: tuple[str, str] | None, before: Held | None = None
+    ) -> bool:
         """Make ``calls`` in order, in one transaction where the backend can (PostgreSQL: one round trip).
 
         With ``release`` (``(thread_id, checkpoint_ns)`` whose lease this process holds), the lease
         is given back in that same durable commit (a backend without one-statement batches: in a
         commit of its own right after, in the same call), and the ``lease()`` block then releases
-        nothing.
+        nothing. ``before``: calls held back by :meth:`_hold_saves`, sent first.
         Answers ``False``, having done nothing, when a subclass overrides ``put`` or ``put_writes``:
         the caller then makes the calls through them.
 
@@ -167,9 +235,10 @@ class BatchedSaves:
         """
         if not own_methods(type(self), ("put", "put_writes")):
             return False
+        everything = (*before.calls, *calls) if before is not None else tuple(calls)
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
-        if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
-            for call in calls:
+        if getattr(self.sql, "STRICT", None) is None or not (len(everything) > 1 or tail or before):
+            for call in everything:
                 self._drive(self._call_ops(call))
             if release is not None and holder is not None:  # no one-statement batch here: right after
                 try:
@@ -179,27 +248,30 @@ class BatchedSaves:
             return True
         state = _Progress()
         try:
-            self._drive(batched(self.sql, self._call_ops, calls, tail, state))
+            self._drive(batched(self.sql, self._call_ops, everything, tail, state, before))
         except BaseException as exc:
-            self._forget(calls)
+            self._forget(everything)
             if not state.replayable(exc):
                 raise
-            for call in calls[state.done :]:  # nothing of the failed transaction was stored
+            for call in everything[state.done :]:  # nothing of the failed transaction was stored
                 self._drive(self._call_ops(call))
             return True
         if holder is not None:
             self._leases.released(holder)
         return True
 
-    async def _asave_many(self, calls: Sequence[SaveOp], release: tuple[str, str] | None) -> bool:
+    async def _asave_many(
+        self, calls: Sequence[SaveOp], release: tuple[str, str] | None, before: Held | None = None
+    ) -> bool:
         """Async :meth:`_save_many` (``False`` when a subclass overrides ``aput`` or ``aput_writes``)."""
         if not own_methods(type(self), ("aput", "aput_writes")):
             return False
         if not isinstance(self, NativeAsync):  # a sync backend: all of it in one worker-thread hop
-            return await self._off_loop(self._save_many, calls, release)
+            return await self._off_loop(self._save_many, calls, release, before)
+        everything = (*before.calls, *calls) if before is not None else tuple(calls)
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
-        if getattr(self.sql, "STRICT", None) is None or not (len(calls) > 1 or tail):
-            for call in calls:
+        if getattr(self.sql, "STRICT", None) is None or not (len(everything) > 1 or tail or before):
+            for call in everything:
                 await self._adrive(self._call_ops(call))
             if release is not None and holder is not None:
                 try:
@@ -209,12 +281,12 @@ class BatchedSaves:
             return True
         state = _Progress()
         try:
-            await self._adrive(batched(self.sql, self._call_ops, calls, tail, state))
+            await self._adrive(batched(self.sql, self._call_ops, everything, tail, state, before))
         except BaseException as exc:
-            self._forget(calls)
+            self._forget(everything)
             if not state.replayable(exc):
                 raise
-            for call in calls[state.done :]:
+            for call in everything[state.done :]:
                 await self._adrive(self._call_ops(call))
             return True
         if holder is not None:
@@ -229,7 +301,7 @@ class BatchedSaves:
             return self._put(call.config, checkpoint, metadata, call.versions, call.expected_head)
         return self._put_writes(call.config, call.writes, call.task_id, "")
 
-    def _forget(self, calls: Sequence[SaveOp]) -> None:
+    def _forget(self, calls: Sequence[SaveOp]) -> None:  # (the calls of a batch, held ones first)
         """Drop what this process assumed about the threads of ``calls`` (a batch that failed)."""
         for thread_id in {thread_of(call.config)[0][0] for call in calls}:
             self._cache.drop_thread(thread_id)

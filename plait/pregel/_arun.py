@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import AsyncGenerator, Generator, Sequence
 from contextlib import aclosing
 from functools import partial
@@ -15,6 +16,7 @@ from plait.pregel._cache import acache_task, arecall_task
 from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, asave
+from plait.pregel._held import AsyncHeldSaves, holds_saves
 from plait.pregel._loop import Loop
 from plait.pregel._pause import abandoned_saves
 from plait.pregel._pool import stack_is_deep
@@ -22,6 +24,8 @@ from plait.pregel._recover import hand_over
 from plait.pregel._run import claim, make_context, run_task
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._travel import aload_run
+
+_log = logging.getLogger("plait.pregel")
 
 __all__ = ["acall_routers", "afinish", "run_async"]
 
@@ -150,11 +154,13 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
     error: Exception | None = None
     sink = loop.sink
     running: Sequence[Task] = ()  # the tasks of the step under way
+    held = _held(loop)
     try:
         while True:
             try:
                 effect = effects.send(answer) if error is None else effects.throw(error)
             except StopIteration:
+                await _send_held(held, raising=True)
                 return
             answer, error = None, None
             if type(effect) is Emit:
@@ -163,7 +169,7 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
                 continue
             if type(effect) is not RunTasks:
                 try:
-                    answer = await _perform(loop, effect)
+                    answer = await _perform(loop, effect, held)
                 except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                     error = exc
                 continue
@@ -179,11 +185,34 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
                 error = exc
             running = ()
     except BaseException as exc:
+        await _send_held(held)
         if not isinstance(exc, Exception):  # cancelled, or the stream was closed: the run ends here
             await _abandon(loop, running)
         raise
     finally:
         effects.close()
+
+
+def _held(loop: Loop) -> AsyncHeldSaves | None:
+    """Async :func:`~plait.pregel._run._held`."""
+    thread = loop.thread
+    key = None if thread is None else (thread.thread_id, thread.checkpoint_ns)
+    if key is None or not holds_saves(loop.saver, loop.durability, key, asynchronous=True):
+        return None
+    return AsyncHeldSaves(loop.saver, key)
+
+
+async def _send_held(held: AsyncHeldSaves | None, raising: bool = False) -> None:
+    """Async :func:`~plait.pregel._run._send_held`."""
+    if held is None:
+        return
+    if raising:
+        await held.finish()
+        return
+    try:
+        await held.finish()
+    except Exception:  # noqa: BLE001 - the run's own error goes on; this one is logged
+        _log.exception("saving the checkpoints a failed run held back failed")
 
 
 async def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
@@ -237,12 +266,15 @@ async def _execute_live(
     step.result()
 
 
-async def _perform(loop: Loop, effect: Effect) -> Any:
-    """Run a routing or saving effect (a step's tasks are run by the driver itself)."""
+async def _perform(loop: Loop, effect: Effect, held: AsyncHeldSaves | None = None) -> Any:
+    """Run a routing or saving effect (a step's tasks are run by the driver itself); ``held``: the
+    run's saves are held back there."""
     kind = type(effect)
     if kind is CallRouters:
         return await acall_routers(effect)  # type: ignore[arg-type]
-    if kind is Save:
+    if kind is Save and held is not None:
+        await held.save(cast(Save, effect))
+    elif kind is Save:
         thread = loop.thread
         # kind is Save (type() held in a local does not narrow)
         await asave(

@@ -81,15 +81,20 @@ Effect = Save | Emit | RunTasks | CallRouters
 """Everything :meth:`~plait.pregel._loop.Loop.effects` yields."""
 
 
-def save(saver: Any, effect: Save, thread: tuple[str, str] | None) -> None:
+def save(saver: Any, effect: Save, thread: tuple[str, str] | None, before: object = None) -> None:
     """Make the saver calls of ``effect``; plait's SQL savers batch them (``_save_many``).
 
     ``thread``: the ``(thread_id, checkpoint_ns)`` whose lease the run holds, released with the
     run's last save where the saver can. Looked up on the class: a wrapper forwarding attributes
-    to another saver has its own ``put`` called.
+    to another saver has its own ``put`` called. ``before``: calls the saver held back, sent first
+    (its ``Held``, see :mod:`plait.pregel._held`).
     """
     many = getattr(cast("type[object]", type(saver)), "_save_many", None)
-    if many is not None and many(saver, effect.ops, thread if effect.last else None):
+    release = thread if effect.last else None
+    if before is not None and many is not None:  # (only plait's savers hold calls back)
+        many(saver, effect.ops, release, before)
+        return
+    if many is not None and many(saver, effect.ops, release):
         return
     for op in effect.ops:
         if isinstance(op, PutCheckpoint):
@@ -98,10 +103,14 @@ def save(saver: Any, effect: Save, thread: tuple[str, str] | None) -> None:
             saver.put_writes(op.config, op.writes, op.task_id)
 
 
-async def asave(saver: Any, effect: Save, thread: tuple[str, str] | None) -> None:
+async def asave(saver: Any, effect: Save, thread: tuple[str, str] | None, before: object = None) -> None:
     """Async :func:`save`."""
     many = getattr(cast("type[object]", type(saver)), "_asave_many", None)
-    if many is not None and await many(saver, effect.ops, thread if effect.last else None):
+    release = thread if effect.last else None
+    if before is not None and many is not None:
+        await many(saver, effect.ops, release, before)
+        return
+    if many is not None and await many(saver, effect.ops, release):
         return
     for op in effect.ops:
         if isinstance(op, PutCheckpoint):

@@ -207,8 +207,8 @@ class Loop:
     def effects(self, input: Any) -> Steps:  # noqa: A002 - LangGraph's name
         """The run after :meth:`load`: apply ``input`` (or resume), then supersteps until it ends.
 
-        Saves are flushed before the events that report them, so a consumer never sees a
-        step that is not stored yet.
+        Saves are handed over before the events that report them (``durability="async"`` may
+        hold them a moment: :mod:`plait.pregel._held`).
 
         Raises:
             BaseException: the first error of a failed step (after the step's successful writes

@@ -122,7 +122,7 @@ def durability_of(kwargs: Mapping[str, Any]) -> str:
     if value is None and during is not None:
         value = "async" if during else "exit"
     if value is None:
-        return "sync"
+        return "async"  # LangGraph's default too
     if value not in DURABILITY:
         raise ValueError(f"durability must be one of {list(DURABILITY)}, got {value!r}")
     return str(value)
@@ -138,7 +138,9 @@ class RunOptions:
         multitask: ``"enqueue"`` waits for a busy thread, ``"reject"`` raises ThreadBusyError.
         lease_timeout: Seconds to wait for a busy thread before ThreadBusyError (``None``: no limit).
         subgraphs: Stream the events of subgraphs too, with their namespaces.
-        durability: ``"sync"``/``"async"``: save every step; ``"exit"``: save only when the run ends.
+        durability: ``"sync"``: save every step before the next starts; ``"async"`` (the default):
+            every step, sent with the next step's saves when that comes within a moment
+            (:mod:`plait.pregel._held`); ``"exit"``: save only when the run ends.
         control: Drains the run at the next step boundary when asked (``invoke(control=)``).
         server_info: What a LangGraph server says about the run (``runtime.server_info``).
         strict_resume: Refuse a ``Command(resume=...)`` that does not match the pending interrupts.
@@ -149,7 +151,7 @@ class RunOptions:
     multitask: str = "enqueue"
     lease_timeout: float | None = None
     subgraphs: bool = False
-    durability: str = "sync"
+    durability: str = "async"
     control: RunControl | None = None
     server_info: ServerInfo | None = None
     strict_resume: bool = False

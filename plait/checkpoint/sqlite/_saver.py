@@ -16,7 +16,7 @@ from typing_extensions import Self
 
 from plait.checkpoint._calls import SaveOp
 from plait.checkpoint._engine import SqlSaverBase
-from plait.checkpoint._engine_batch import own_methods
+from plait.checkpoint._engine_batch import Held, own_methods
 from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Setup, Step, run_session
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.serde import Serializer
@@ -176,18 +176,21 @@ class SqliteSaver(SqlSaverBase):
             return f"sqlite-memory:{id(self)}", False
         return f"sqlite:{os.path.realpath(path)}", True
 
-    def _save_many(self, calls: Sequence[SaveOp], release: tuple[str, str] | None) -> bool:
+    def _save_many(
+        self, calls: Sequence[SaveOp], release: tuple[str, str] | None, before: Held | None = None
+    ) -> bool:
         """The calls and the lease's release in one transaction (one commit, where each call made its own).
 
         When one fails, the transaction is rolled back and the calls are made one by one, so the
         calls before the failing one are stored, as :meth:`put` one after another would. A
         failed commit is rolled back and raised (it may have been made in part: no replay).
+        (SQLite holds no calls back: ``before`` is always ``None``, see :meth:`_hold_saves`.)
         """
         if not own_methods(type(self), ("put", "put_writes")):
             return False
         with self.lock:
-            if self._joined or self.conn.in_transaction:
-                return super()._save_many(calls, release)
+            if self._joined or self.conn.in_transaction or before is not None:
+                return super()._save_many(calls, release, before)
             self._drive(self._ready(write=True))  # tables first: a rollback below must not undo them
             tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
             self.conn.execute("BEGIN IMMEDIATE")

@@ -1,0 +1,162 @@
+"""``durability="async"`` (the default) on PostgreSQL: a step's saves go out with the next step's.
+
+A chat turn then costs two round trips (lease and head read; every checkpoint and the release)
+instead of three; a step that runs longer than the grace period has the saves before it sent
+meanwhile; values are serialized when the step ends, so a reducer that changes them in place
+later cannot alter what is stored; a held save that fails is raised by the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import threading
+import time
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import psycopg
+import pytest
+from _pg import pg_saver, private_schema
+from _save_calls import put_call
+from typing_extensions import TypedDict
+
+from plait.checkpoint.postgres import PostgresSaver
+from plait.checkpoint.postgres.aio import AsyncPostgresSaver
+from plait.errors import CheckpointConflictError
+from plait.graph import END, START, StateGraph
+from plait.pregel import _held
+from plait.pregel._effects import Save
+
+
+@pytest.fixture
+def saver() -> Iterator[PostgresSaver]:
+    yield from pg_saver("plait_held")
+
+
+class Chat(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def extend(old: list[str], new: list[str]) -> list[str]:
+    old.extend(new)  # the pitfall (seed 000, 4.1): the previous step's list is changed too
+    return old
+
+
+class Bad(TypedDict):
+    log: Annotated[list[str], extend]
+
+
+def _chat(saver: Any, pause: float = 0.0) -> Any:
+    def reply(state: Chat) -> dict[str, Any]:
+        time.sleep(pause)
+        return {"log": [f"re: {state['log'][-1]}"]}
+
+    return StateGraph(Chat).add_node("reply", reply).add_edge(START, "reply").compile(checkpointer=saver)
+
+
+def _checkpoints(dsn_or_saver: Any, thread: str) -> int:
+    with dsn_or_saver.conn.connection() as conn:
+        row = conn.execute("SELECT count(*) FROM plait_checkpoints WHERE thread_id = %s", [thread]).fetchone()
+    return int(row[0])
+
+
+@pytest.mark.parametrize(("durability", "trips"), [("async", 2), (None, 2), ("sync", 3)])
+def test_a_turn_is_two_round_trips_unless_every_step_must_be_stored_first(
+    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch, durability: str | None, trips: int
+) -> None:
+    graph = _chat(saver)
+    config = {"configurable": {"thread_id": "turns"}}
+    options = {} if durability is None else {"durability": durability}
+    graph.invoke({"log": ["hello"]}, config, **options)
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counting(cur: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(cur, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counting)
+    for n in range(3):
+        sent.clear()
+        assert graph.invoke({"log": [f"m{n}"]}, config, **options)["log"][-1] == f"re: m{n}"
+        assert len(sent) == trips, sent
+    monkeypatch.undo()
+    steps = [s.metadata["step"] for s in graph.get_state_history(config)]
+    assert steps == list(range(steps[0], steps[0] - len(steps), -1))  # every step of every turn stored
+    assert len(steps) == 12
+
+
+def test_a_long_step_has_the_steps_before_it_stored_meanwhile(saver: PostgresSaver) -> None:
+    graph = _chat(saver, pause=0.5)
+    config = {"configurable": {"thread_id": "slow"}}
+    seen: list[int] = []
+    watcher = threading.Timer(0.25, lambda: seen.append(_checkpoints(saver, "slow")))
+    watcher.start()
+    graph.invoke({"log": ["hello"]}, config)
+    watcher.join()
+    assert seen == [2]  # the input and the first step's checkpoint, while "reply" still ran
+    assert _checkpoints(saver, "slow") == 3
+
+
+def test_a_reducer_that_changes_its_list_in_place_leaves_the_stored_steps_intact(
+    saver: PostgresSaver,
+) -> None:
+    builder = StateGraph(Bad)
+    names = ["a", "b", "c", "d"]
+    for name in names:
+        builder.add_node(name, lambda s, name=name: {"log": [name]})
+    builder.add_edge(START, "a")
+    for one, two in zip(names, names[1:], strict=False):
+        builder.add_edge(one, two)
+    builder.add_edge("d", END)
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "in-place"}}
+    assert graph.invoke({"log": []}, config)["log"] == names
+    history = [(s.metadata["step"], s.values["log"]) for s in graph.get_state_history(config)]
+    assert history == [(4, names), (3, names[:3]), (2, names[:2]), (1, names[:1]), (0, []), (-1, [])]
+
+
+def test_a_held_save_that_fails_in_the_background_is_raised(
+    saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_held, "GRACE", 0.2)
+    held = _held.HeldSaves(saver, ("t", ""))
+    held.save(Save((put_call(None, "1", ["a"], None),)))  # held: the thread is still empty
+    assert _checkpoints(saver, "t") == 0
+    saver._save_many([put_call(None, "0", ["z"], None)], None)  # another writer moves the thread first
+    time.sleep(0.6)  # the held put goes out, expecting an empty thread, and is refused
+    with pytest.raises(CheckpointConflictError):
+        held.save(Save((put_call("1", "2", ["a", "b"], "1"),)))
+    held.finish()  # nothing left
+    assert _checkpoints(saver, "t") == 1
+
+
+def test_async_runs_hold_their_saves_too() -> None:
+    async def main(dsn: str) -> None:
+        async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+
+            async def reply(state: Chat) -> dict[str, Any]:
+                await asyncio.sleep(0.4)
+                return {"log": ["re"]}
+
+            graph = (
+                StateGraph(Chat).add_node("reply", reply).add_edge(START, "reply").compile(checkpointer=saver)
+            )
+            config = {"configurable": {"thread_id": "a"}}
+
+            async def count() -> int:
+                async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+                    cur = await conn.execute("SELECT count(*) FROM plait_checkpoints")
+                    return int((await cur.fetchone())[0])  # type: ignore[index]
+
+            run = asyncio.ensure_future(graph.ainvoke({"log": ["hi"]}, config))
+            await asyncio.sleep(0.2)
+            assert await count() == 2  # sent while "reply" sleeps
+            assert (await run)["log"] == ["hi", "re"]
+            assert await count() == 3
+            steps = [s.metadata["step"] async for s in graph.aget_state_history(config)]
+            assert steps == [1, 0, -1]
+
+    with private_schema("plait_held") as dsn:
+        asyncio.run(main(dsn))
