@@ -171,13 +171,14 @@ class BatchedSaves:
     ) -> Ops[None]:
         raise NotImplementedError
 
-    def _can_hold(self, asynchronous: bool) -> bool:
-        """Whether :meth:`_hold_saves` (``asynchronous``: :meth:`_ahold_saves`) can hold calls back.
+    def _can_hold(self) -> bool:
+        """Whether :meth:`_hold_saves` and :meth:`_ahold_saves` can hold calls back.
 
-        Only where a batch of calls is one statement (PostgreSQL), and the saver's own ``put`` and
-        ``put_writes`` are the ones called.
+        Only where a batch of calls is one statement (PostgreSQL), and the saver's own ``put``,
+        ``put_writes``, ``aput`` and ``aput_writes`` are the ones called (a subclass overriding
+        one of them has every call made through it).
         """
-        names = ("aput", "aput_writes") if asynchronous else ("put", "put_writes")
+        names = ("put", "put_writes", "aput", "aput_writes")
         return getattr(self.sql, "STRICT", None) is not None and own_methods(type(self), names)
 
     def _hold_saves(self, calls: Sequence[SaveOp], before: Held | None) -> Held | None:

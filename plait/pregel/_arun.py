@@ -185,9 +185,10 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
                 error = exc
             running = ()
     except BaseException as exc:
-        await _send_held(held)
         if not isinstance(exc, Exception):  # cancelled, or the stream was closed: the run ends here
-            await _abandon(loop, running)
+            await _abandon(loop, running)  # (held saves first)
+        else:
+            await _send_held(held)
         raise
     finally:
         effects.close()
@@ -197,9 +198,11 @@ def _held(loop: Loop) -> AsyncHeldSaves | None:
     """Async :func:`~plait.pregel._run._held`."""
     thread = loop.thread
     key = None if thread is None else (thread.thread_id, thread.checkpoint_ns)
-    if key is None or not holds_saves(loop.saver, loop.durability, key, asynchronous=True):
+    if key is None or not holds_saves(loop.saver, loop.durability, key):
         return None
-    return AsyncHeldSaves(loop.saver, key)
+    held = AsyncHeldSaves(loop.saver, key)
+    loop.holding = held
+    return held
 
 
 async def _send_held(held: AsyncHeldSaves | None, raising: bool = False) -> None:
@@ -218,6 +221,10 @@ async def _send_held(held: AsyncHeldSaves | None, raising: bool = False) -> None
 async def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
     """Save the pending writes of a step cut short and the checkpoint ``durability="exit"`` held
     back; shielded, so cancelling the run does not cancel its last saves."""
+    try:
+        await _send_held(loop.holding)  # first: the checkpoint the writes belong to
+    except asyncio.CancelledError:  # cancelled again (anyio does): the writes still go out below
+        pass
     ops = abandoned_saves(loop, tasks) if loop.saver is not None else ()
     if not ops:
         return

@@ -91,8 +91,9 @@ def save(saver: Any, effect: Save, thread: tuple[str, str] | None, before: objec
     """
     many = getattr(cast("type[object]", type(saver)), "_save_many", None)
     release = thread if effect.last else None
-    if before is not None and many is not None:  # (only plait's savers hold calls back)
-        many(saver, effect.ops, release, before)
+    if before is not None:  # (only plait's savers hold calls back, see _held.holds_saves)
+        if many is None or not many(saver, effect.ops, release, before):
+            raise RuntimeError(f"{type(saver).__name__} held saves back but cannot send them")
         return
     if many is not None and many(saver, effect.ops, release):
         return
@@ -107,8 +108,9 @@ async def asave(saver: Any, effect: Save, thread: tuple[str, str] | None, before
     """Async :func:`save`."""
     many = getattr(cast("type[object]", type(saver)), "_asave_many", None)
     release = thread if effect.last else None
-    if before is not None and many is not None:
-        await many(saver, effect.ops, release, before)
+    if before is not None:
+        if many is None or not await many(saver, effect.ops, release, before):
+            raise RuntimeError(f"{type(saver).__name__} held saves back but cannot send them")
         return
     if many is not None and await many(saver, effect.ops, release):
         return

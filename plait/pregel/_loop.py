@@ -88,6 +88,7 @@ class Loop:
     replaying = False  # the run starts from an explicit (past) checkpoint_id
     shown: dict[str, Any] | None = None  # a paused step's values with its finished writes
     held_back: PutCheckpoint | None = None  # durability="exit": the checkpoint saved at the end
+    holding: Any = None  # the driver's held saves (pregel/_held.py), sent before a cut-short step's writes
     travel: Any = None  # this run's part in a time travel (pregel/_travel.py), set by the graph
     step_timeout: float | None = None  # seconds a step may take (the graph's ``step_timeout``; async runs)
 
@@ -207,8 +208,7 @@ class Loop:
     def effects(self, input: Any) -> Steps:  # noqa: A002 - LangGraph's name
         """The run after :meth:`load`: apply ``input`` (or resume), then supersteps until it ends.
 
-        Saves are handed over before the events that report them (``durability="async"`` may
-        hold them a moment: :mod:`plait.pregel._held`).
+        Saves are handed over before the events that report them (``pregel/_held.py`` may hold them).
 
         Raises:
             BaseException: the first error of a failed step (after the step's successful writes

@@ -240,7 +240,6 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
             except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                 error = exc
     except GeneratorExit:  # the caller closed the stream: what the run did so far is kept
-        _send_held(held)
         _abandon(loop, running)
         raise
     except BaseException:
@@ -254,9 +253,11 @@ def _held(loop: Loop) -> HeldSaves | None:
     """The saves the run holds back (``durability="async"`` on a saver that can), or ``None``."""
     thread = loop.thread
     key = None if thread is None else (thread.thread_id, thread.checkpoint_ns)
-    if key is None or not holds_saves(loop.saver, loop.durability, key, asynchronous=False):
+    if key is None or not holds_saves(loop.saver, loop.durability, key):
         return None
-    return HeldSaves(loop.saver, key)
+    held = HeldSaves(loop.saver, key)
+    loop.holding = held
+    return held
 
 
 def _send_held(held: HeldSaves | None) -> None:
@@ -276,6 +277,7 @@ def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
     Threads cannot be stopped, so a sync run notices a timeout once the step has ended (as
     LangGraph's do), and a stream closed mid-step waits for the step's tasks first.
     """
+    _send_held(loop.holding)  # first: the checkpoint the writes belong to
     ops = abandoned_saves(loop, tasks) if loop.saver is not None else ()
     if ops:
         thread = loop.thread

@@ -21,6 +21,7 @@ from _pg import pg_saver, private_schema
 from _save_calls import put_call
 from typing_extensions import TypedDict
 
+from plait.checkpoint.base import BaseCheckpointSaver
 from plait.checkpoint.postgres import PostgresSaver
 from plait.checkpoint.postgres.aio import AsyncPostgresSaver
 from plait.errors import CheckpointConflictError
@@ -65,6 +66,7 @@ def _checkpoints(dsn_or_saver: Any, thread: str) -> int:
 def test_a_turn_is_two_round_trips_unless_every_step_must_be_stored_first(
     saver: PostgresSaver, monkeypatch: pytest.MonkeyPatch, durability: str | None, trips: int
 ) -> None:
+    monkeypatch.setattr(_held, "GRACE", 5.0)  # (a loaded machine may take 2 ms between two saves)
     graph = _chat(saver)
     config = {"configurable": {"thread_id": "turns"}}
     options = {} if durability is None else {"durability": durability}
@@ -160,3 +162,139 @@ def test_async_runs_hold_their_saves_too() -> None:
 
     with private_schema("plait_held") as dsn:
         asyncio.run(main(dsn))
+
+
+# -- every way a run ends sends what it held (the grace period made long, so no timer hides it) -----
+
+
+class Steps(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def _steps_graph(saver: Any, last: Any) -> Any:
+    builder = StateGraph(Steps).add_node("a", lambda s: {"log": ["a"]}).add_node("b", last)
+    return builder.add_edge(START, "a").add_edge("a", "b").add_edge("b", END).compile(checkpointer=saver)
+
+
+def _stored(saver: Any, thread: str) -> list[int]:
+    return [t.metadata["step"] for t in saver.list({"configurable": {"thread_id": thread}})]
+
+
+@pytest.fixture
+def long_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_held, "GRACE", 60.0)
+
+
+def test_a_failing_step_an_interrupt_and_a_closed_stream_send_what_was_held(
+    saver: PostgresSaver, long_grace: None
+) -> None:
+    def fail(state: Steps) -> dict[str, Any]:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        _steps_graph(saver, fail).invoke({"log": []}, {"configurable": {"thread_id": "fail"}})
+    assert _stored(saver, "fail") == [1, 0, -1]  # up to the step before the failure
+    assert _checkpoints(saver, "fail") == 3
+
+    from plait.types import interrupt
+
+    paused = _steps_graph(saver, lambda s: {"log": [interrupt("ok?")]})
+    config = {"configurable": {"thread_id": "pause"}}
+    assert "__interrupt__" in paused.invoke({"log": []}, config)
+    assert _stored(saver, "pause") == [1, 0, -1]
+    from plait.types import Command
+
+    assert paused.invoke(Command(resume="yes"), config)["log"] == ["a", "yes"]
+
+    closed = _steps_graph(saver, lambda s: {"log": ["b"]})
+    for _ in closed.stream({"log": []}, {"configurable": {"thread_id": "closed"}}, stream_mode="updates"):
+        break  # after "a": the caller stops reading
+    assert _stored(saver, "closed") == [1, 0, -1]
+    with saver.lease("closed", wait=False):  # and the thread is free
+        pass
+
+
+def test_an_async_run_cancelled_or_timed_out_sends_what_was_held(long_grace: None) -> None:
+    async def slow(state: Steps) -> dict[str, Any]:
+        await asyncio.sleep(30)
+        return {"log": ["b"]}
+
+    async def main(dsn: str) -> None:
+        async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+            graph = _steps_graph(saver, slow)
+            run = asyncio.ensure_future(graph.ainvoke({"log": []}, {"configurable": {"thread_id": "cancel"}}))
+            await asyncio.sleep(0.5)
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            assert [
+                t.metadata["step"] async for t in saver.alist({"configurable": {"thread_id": "cancel"}})
+            ] == [
+                1,
+                0,
+                -1,
+            ]
+            graph.step_timeout = 0.3
+            with pytest.raises(TimeoutError):
+                await graph.ainvoke({"log": []}, {"configurable": {"thread_id": "timeout"}})
+            steps = [
+                t.metadata["step"] async for t in saver.alist({"configurable": {"thread_id": "timeout"}})
+            ]
+            assert steps == [1, 0, -1]
+
+    with private_schema("plait_held") as dsn:
+        asyncio.run(main(dsn))
+
+
+class _Logged(PostgresSaver):
+    calls = 0
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        type(self).calls += 1
+        return super().put(*args, **kwargs)
+
+
+class _Wrapper(BaseCheckpointSaver):  # type: ignore[type-arg]
+    def __init__(self, inner: PostgresSaver) -> None:
+        super().__init__()
+        self.inner = inner
+        self.puts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        self.puts += 1
+        return self.inner.put(*args, **kwargs)
+
+    def put_writes(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.put_writes(*args, **kwargs)
+
+    def get_tuple(self, config: Any) -> Any:
+        return self.inner.get_tuple(config)
+
+    def list(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.list(*args, **kwargs)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+
+def test_savers_whose_put_is_someone_elses_store_every_step(saver: PostgresSaver, long_grace: None) -> None:
+    from _pg import private_schema as schema
+
+    with schema("plait_held") as dsn, _Logged.from_conn_string(dsn) as logged:
+        graph = _steps_graph(logged, lambda s: {"log": ["b"]})
+        assert graph.invoke({"log": []}, {"configurable": {"thread_id": "sub"}})["log"] == ["a", "b"]
+        assert _stored(logged, "sub") == [2, 1, 0, -1] and _Logged.calls == 4
+
+        async def run() -> Any:
+            return await graph.ainvoke({"log": []}, {"configurable": {"thread_id": "sub-async"}})
+
+        assert asyncio.run(run())["log"] == ["a", "b"]
+        assert _stored(logged, "sub-async") == [2, 1, 0, -1]
+
+    wrapper = _Wrapper(saver)
+    graph = _steps_graph(wrapper, lambda s: {"log": ["b"]})
+    assert graph.invoke({"log": []}, {"configurable": {"thread_id": "wrapped"}})["log"] == ["a", "b"]
+    assert _stored(saver, "wrapped") == [2, 1, 0, -1] and wrapper.puts == 4
