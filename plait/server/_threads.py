@@ -280,7 +280,8 @@ async def copy(request: Request) -> Response:
         status=doc["status"] if doc["status"] != "busy" else "idle",
     )
     await write_thread(state.db, new)
-    return json_response(new)
+    # as LangGraph's server answers a copy: the thread without its values and interrupts (a get has them)
+    return json_response({k: v for k, v in new.items() if k not in ("values", "interrupts")})
 
 
 routes = [

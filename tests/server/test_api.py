@@ -98,7 +98,9 @@ def test_threads_crud_and_search(server: Server) -> None:
     assert [t["thread_id"] for t in by_values] == [other["thread_id"]]
     assert client.threads.count(metadata={"tag": tag}) == 2
     copied = client.threads.copy(other["thread_id"])
+    assert "values" not in copied and copied["metadata"]["tag"] == tag  # (LangGraph's answer to a copy)
     assert _text(client.threads.get_state(copied["thread_id"])["values"]) == ["hi", "you said: hi"]
+    assert _text(client.threads.get(copied["thread_id"])["values"]) == ["hi", "you said: hi"]
     client.threads.delete(thread["thread_id"])
     with pytest.raises(NotFoundError):
         client.threads.get(thread["thread_id"])
