@@ -174,7 +174,7 @@ class InMemorySaver(BaseCheckpointSaver):
             parent = th.cid(parent)
         parent_config = None if parent is None else _config(thread, ns, parent)
         data = th.writes(seq)
-        writes = self._read_writes(data, cid) if data else []
+        writes = self._read_writes(data) if data else []
         meta = cast(CheckpointMetadata, unpack_meta(metadata))  # as put() received it
         return CheckpointTuple(_config(thread, ns, cid), checkpoint, meta, parent_config, writes)
 
@@ -352,7 +352,6 @@ class InMemorySaver(BaseCheckpointSaver):
                 new.append((channel, self.serde.dumps(value)))
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
-        short = task_id[len(cid) :] if task_id.startswith(cid) else None
         written = {channel for channel, _ in new}
         with self._lock:
             th = self._threads.get(key)
@@ -362,27 +361,21 @@ class InMemorySaver(BaseCheckpointSaver):
                 [
                     w
                     for w in self.serde.loads(old)
-                    if ((cid + w[0]) if w[1] else w[0]) != task_id
-                    or (w[2] in _SPECIAL and w[2] not in written)
+                    if w[0] != task_id or (w[1] in _SPECIAL and w[1] not in written)
                 ]
                 if old
                 else []
             )
-            kept.extend(
-                [task_id if short is None else short, short is not None, ch, data] for ch, data in new
-            )
+            kept.extend([task_id, ch, data] for ch, data in new)
             data = self.serde.dumps(kept)
             if th is None or seq is None:
                 self._loose[(key, cid)] = data
             else:
                 th.set_writes(seq, data)
 
-    def _read_writes(self, data: bytes, cid: str) -> builtins.list[tuple[str, str, Any]]:
+    def _read_writes(self, data: bytes) -> builtins.list[tuple[str, str, Any]]:
         loads = self.serde.loads
-        return [
-            ((cid + task) if short else task, channel, loads(value))
-            for task, short, channel, value in loads(data)
-        ]
+        return [(task, channel, loads(value)) for task, channel, value in loads(data)]
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget every checkpoint and pending write of the thread, in every namespace."""
