@@ -71,9 +71,9 @@ def own_methods(kind: type, names: tuple[str, ...]) -> bool:
     """Whether ``kind`` uses the engine's own ``names`` (a subclass's override must be called)."""
     known = _OWN.get((kind, names))
     if known is None:
+        owners = [next((k for k in kind.__mro__ if name in k.__dict__), None) for name in names]
         known = _OWN[(kind, names)] = all(
-            next(k for k in kind.__mro__ if name in k.__dict__).__module__ == "plait.checkpoint._engine"
-            for name in names
+            k is not None and k.__module__ == "plait.checkpoint._engine" for k in owners
         )
     return known
 

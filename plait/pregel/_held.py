@@ -17,11 +17,11 @@ import asyncio
 import heapq
 import itertools
 import os
+import queue
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 
 from plait.pregel._effects import Save, asave, save
 
@@ -31,6 +31,10 @@ GRACE = 0.002
 """Seconds a step's held saves wait for the next step's before they are sent on their own."""
 SENDERS = 4
 """Threads sending held saves of sync runs whose next step took longer than :data:`GRACE`."""
+AFTER_CANCEL = 30.0
+"""Seconds an async run cancelled while it sends its saves still waits for them to be stored."""
+
+_T = TypeVar("_T")
 
 
 def holds_saves(saver: Any, durability: str, thread: tuple[str, str] | None) -> bool:
@@ -39,34 +43,40 @@ def holds_saves(saver: Any, durability: str, thread: tuple[str, str] | None) -> 
     forwarding attributes has its own ``put`` called)."""
     if durability != "async" or thread is None or thread[1] != "":
         return False
-    kind: Any = saver.__class__
+    kind: Any = type(cast(object, saver))
     can = getattr(kind, "_can_hold", None)
     return can is not None and bool(can(saver))
 
 
 class _Timers:
-    """One daemon thread handing functions to a few sender threads at their deadlines (a
-    ``threading.Timer`` costs a thread each; sends must not wait for one another)."""
+    """One daemon thread handing functions to a few daemon sender threads at their deadlines (a
+    ``threading.Timer`` costs a thread each; sends must not wait for one another, and a hung
+    send must not keep the interpreter from exiting)."""
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._count = itertools.count()
         self._ready = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._senders: ThreadPoolExecutor | None = None
+        self._due: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._started = False
 
     def forked(self) -> None:
         """In a forked child: the parent's threads (and any lock they held) are not here."""
-        self._heap, self._ready = [], threading.Condition()
-        self._thread = self._senders = None
+        self._heap, self._ready, self._due, self._started = (
+            [],
+            threading.Condition(),
+            queue.SimpleQueue(),
+            False,
+        )
 
     def call_at(self, deadline: float, fn: Callable[[], None]) -> None:
         with self._ready:
             heapq.heappush(self._heap, (deadline, next(self._count), fn))
-            if self._thread is None:
-                self._senders = ThreadPoolExecutor(SENDERS, thread_name_prefix="plait-held-send")
-                self._thread = threading.Thread(target=self._run, name="plait-held-saves", daemon=True)
-                self._thread.start()
+            if not self._started:
+                self._started = True
+                threading.Thread(target=self._run, name="plait-held-saves", daemon=True).start()
+                for n in range(SENDERS):
+                    threading.Thread(target=self._send, name=f"plait-held-send-{n}", daemon=True).start()
             self._ready.notify()
 
     def _run(self) -> None:
@@ -75,9 +85,11 @@ class _Timers:
                 while not self._heap or self._heap[0][0] > time.monotonic():
                     self._ready.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
                 _, _, fn = heapq.heappop(self._heap)
-                senders = self._senders
-            if senders is not None:
-                senders.submit(fn)
+            self._due.put(fn)
+
+    def _send(self) -> None:
+        while True:
+            self._due.get()()
 
 
 _timers = _Timers()
@@ -89,7 +101,7 @@ class HeldSaves:
 
     def __init__(self, saver: Any, thread: tuple[str, str]) -> None:
         self.saver, self.thread = saver, thread
-        self.kind: Any = saver.__class__
+        self.kind: Any = type(cast(object, saver))
         self.held: object = None  # the saver's Held (plait.checkpoint._engine_batch)
         self.failed: BaseException | None = None
         self._lock = threading.Lock()  # the held calls
@@ -124,14 +136,16 @@ class HeldSaves:
 
     def _send_late(self) -> None:
         """A sender's call: the next step took longer than the grace period."""
-        with self._wire:
+        if not self._wire.acquire(blocking=False):
+            return  # the run is saving: it sends or takes what is held itself
+        try:
             before = self._take()
-            if before is None:
-                return
-            try:
+            if before is not None:
                 self._send(before)
-            except Exception as exc:  # noqa: BLE001 - raised by the run's next save
-                self.failed = exc
+        except Exception as exc:  # noqa: BLE001 - raised by the run's next save
+            self.failed = exc
+        finally:
+            self._wire.release()
 
     def _send(self, before: object) -> None:
         if not self.kind._save_many(self.saver, (), None, before):
@@ -158,44 +172,31 @@ class AsyncHeldSaves:
 
     def __init__(self, saver: Any, thread: tuple[str, str]) -> None:
         self.saver, self.thread = saver, thread
-        self.kind: Any = saver.__class__
+        self.kind: Any = type(cast(object, saver))
         self.held: object = None
         self.failed: BaseException | None = None
         self._wire = asyncio.Lock()
         self._late: asyncio.Task[None] | None = None
 
     async def save(self, effect: Save) -> None:
-        """Async :meth:`HeldSaves.save`."""
-        async with self._wire:
-            self._raise_failure()
-            before, self.held = self.held, None
-            try:
-                if effect.last:
-                    await asave(self.saver, effect, self.thread, before)
-                    return
-                self.held = await self.kind._ahold_saves(self.saver, effect.ops, before)
-            except BaseException as exc:
-                if not isinstance(exc, Exception) and self.held is None:  # cancelled: still to send
-                    self.held = before
-                raise
+        """Async :meth:`HeldSaves.save` (run to its end when cancelled, see :func:`_complete`:
+        a send under way, in a worker thread for a sync saver, cannot be called back)."""
+        await _complete(self._save(effect))
         if self.held is not None and self._late is None:
             self._late = asyncio.get_running_loop().create_task(self._send_late())
 
+    async def _save(self, effect: Save) -> None:
+        async with self._wire:
+            self._raise_failure()
+            before, self.held = self.held, None
+            if effect.last:
+                await asave(self.saver, effect, self.thread, before)
+                return
+            self.held = await self.kind._ahold_saves(self.saver, effect.ops, before)
+
     async def finish(self) -> None:
-        """Async :meth:`HeldSaves.finish`; the sends run to their end even when the caller is
-        cancelled (again and again, as anyio's cancel scopes do), then the cancellation goes on."""
-        job = asyncio.ensure_future(self._finish())
-        cancelled = False
-        while True:
-            try:
-                await asyncio.shield(job)
-                break
-            except asyncio.CancelledError:
-                if job.done():
-                    raise
-                cancelled = True
-        if cancelled:
-            raise asyncio.CancelledError
+        """Async :meth:`HeldSaves.finish` (run to its end when cancelled, see :func:`_complete`)."""
+        await _complete(self._finish())
 
     async def _finish(self) -> None:
         late, self._late = self._late, None
@@ -213,6 +214,9 @@ class AsyncHeldSaves:
         except asyncio.CancelledError:  # the run sends them itself (finish)
             return
         self._late = None  # from here on, finish waits for this send instead of cancelling it
+        await _complete(self._late_send())
+
+    async def _late_send(self) -> None:
         async with self._wire:
             before, self.held = self.held, None
             if before is None:
@@ -230,3 +234,29 @@ class AsyncHeldSaves:
         failed, self.failed = self.failed, None
         if failed is not None:
             raise failed
+
+
+async def _complete(step: Awaitable[_T]) -> _T:
+    """Await ``step`` to its end even when the caller is cancelled, again and again as anyio's
+    cancel scopes do (for at most :data:`AFTER_CANCEL` seconds more), then let the cancellation go
+    on, chained to ``step``'s own error if it failed."""
+    job = asyncio.ensure_future(step)
+    cancelled_at: float | None = None
+    while not job.done():
+        left = None if cancelled_at is None else AFTER_CANCEL - (time.monotonic() - cancelled_at)
+        if left is not None and left <= 0:
+            job.add_done_callback(_retrieve)  # it goes on alone; its error is not left unread
+            break
+        try:
+            await asyncio.wait((job,), timeout=left)
+        except asyncio.CancelledError:
+            cancelled_at = cancelled_at or time.monotonic()
+    if cancelled_at is not None:
+        error = job.exception() if job.done() and not job.cancelled() else None
+        raise asyncio.CancelledError from error
+    return job.result()
+
+
+def _retrieve(job: asyncio.Future[Any]) -> None:
+    if not job.cancelled():
+        job.exception()

@@ -12,6 +12,7 @@ time (at most once, never twice).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -294,6 +295,7 @@ async def patch(request: Request) -> Response:
         cron: dict[str, Any] = loads(rows[0]["doc"])
         given = _payload(data, cron["assistant_id"], cron["cron_id"])
         payload = {**{k: v for k, v in cron["payload"].items() if k not in data}, **given}
+        payload.setdefault("config", {"configurable": {"cron_id": cron_id}})  # (config: null clears the rest)
         moved = _settings(cron, data)
         cron["metadata"] = {**cron["metadata"], **as_dict(opt(data, "metadata", dict))}
         cron["payload"], cron["updated_at"] = payload, now_iso()
@@ -307,7 +309,7 @@ async def patch(request: Request) -> Response:
 
 def _settings(cron: dict[str, Any], data: dict[str, Any]) -> bool:
     """Apply the cron's own settings in ``data``; whether its next run has to be found again."""
-    moved = cron["next_run_date"] is None
+    moved = False
     if "schedule" in data:
         cron["schedule"], moved = _schedule(data["schedule"]), True
     if "timezone" in data:
@@ -339,34 +341,32 @@ async def delete(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def _matches(cron: dict[str, Any], data: dict[str, Any], state: ServerState) -> bool:
-    assistant = opt(data, "assistant_id", str)
-    if assistant is not None and cron["assistant_id"] != assistant_id_for(assistant, state):
-        return False
-    thread = opt(data, "thread_id", str)
-    if thread is not None and cron["thread_id"] != check_uuid(thread, "thread ID"):
-        return False
+def _filter(data: dict[str, Any], state: ServerState) -> Callable[[dict[str, Any]], bool]:
+    """Whether a cron matches the search's filters (all of them checked first: a bad one is a 422)."""
+    raw_assistant = opt(data, "assistant_id", str)
+    assistant = None if raw_assistant is None else assistant_id_for(raw_assistant, state)
+    raw_thread = opt(data, "thread_id", str)
+    thread = None if raw_thread is None else check_uuid(raw_thread, "thread ID")
     enabled = opt(data, "enabled", bool)
-    if enabled is not None and cron["enabled"] != enabled:
-        return False
     metadata = as_dict(opt(data, "metadata", dict))
-    return all(cron["metadata"].get(k) == v for k, v in metadata.items())
+
+    def matches(cron: dict[str, Any]) -> bool:
+        return (
+            (assistant is None or cron["assistant_id"] == assistant)
+            and (thread is None or cron["thread_id"] == thread)
+            and (enabled is None or cron["enabled"] == enabled)
+            and all(cron["metadata"].get(k) == v for k, v in metadata.items())
+        )
+
+    return matches
 
 
 async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     state = _state(request)
     data = await body(request)
+    matches = _filter(data, state)
     rows = await state.db.fetch("SELECT doc FROM plait_server_crons")
-    probe: dict[str, Any] = {
-        "cron_id": "",
-        "assistant_id": "",
-        "thread_id": None,
-        "enabled": True,
-        "metadata": {},
-    }
-    _matches(probe, data, state)  # its filters are checked even when there is no cron
-    crons = [c for c in (cast("dict[str, Any]", loads(r["doc"])) for r in rows) if _matches(c, data, state)]
-    return crons, data
+    return [c for c in (cast("dict[str, Any]", loads(r["doc"])) for r in rows) if matches(c)], data
 
 
 async def search(request: Request) -> Response:

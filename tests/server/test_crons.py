@@ -103,6 +103,8 @@ def test_create_get_search_count_update_delete(server: Server) -> None:
         "tags": ["t"],
         "recursion_limit": 7,
     }  # an update without config keeps the cron's
+    unset = httpx.patch(f"{server.url}/runs/crons/{configured['cron_id']}", json={"config": None}).json()
+    assert unset["payload"]["config"] == {"configurable": {"cron_id": configured["cron_id"]}}
     cleared = client.crons.update(configured["cron_id"], end_time=None, timezone="Europe/Paris")
     assert cleared["end_time"] is None and "end_time" not in cleared["payload"]
     assert cleared["payload"]["timezone"] == cleared["timezone"] == "Europe/Paris"
@@ -164,6 +166,8 @@ def test_bad_requests_are_refused_with_their_reason(server: Server) -> None:
         ("post", "/runs/crons/search", {"limit": 0}, 422, "limit"),
         ("post", "/runs/crons/search", {"offset": -1}, 422, "offset"),
         ("post", "/runs/crons/search", {"thread_id": "x"}, 422, "thread ID"),
+        ("post", "/runs/crons/search", {"assistant_id": "agent", "thread_id": "x"}, 422, "thread ID"),
+        ("post", "/runs/crons/count", {"assistant_id": "agent", "enabled": "yes"}, 422, "enabled"),
         ("post", "/runs/crons", {"assistant_id": "agent", "schedule": "0 0 30 2 *"}, 422, "has no time"),
         ("post", "/runs/crons", {"assistant_id": "agent", "schedule": "0 0 1 1 * 0 2020"}, 422, "has no time"),
         ("post", "/runs/crons", {"assistant_id": "agent", "schedule": "0 0 * * *", "end_time": "9999-12-31T23:59:59-10:00"}, 422, "end_time"),
@@ -260,5 +264,7 @@ def test_a_schedule_that_runs_out_stops_itself_and_no_other_cron(server: Server)
     _until(lambda: _log(server).count(text) == 1)
     before = len(client.runs.list(other_tid, limit=100))
     _until(lambda: len(client.runs.list(other_tid, limit=100)) >= before + 2)  # the others go on
+    ended = client.crons.update(single["cron_id"], metadata={"done": True}, enabled=False)  # still updatable
+    assert ended["next_run_date"] is None and ended["metadata"] == {"done": True}
     for cron in (single, ticking):
         client.crons.delete(cron["cron_id"])

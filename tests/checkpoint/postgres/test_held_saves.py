@@ -298,3 +298,49 @@ def test_savers_whose_put_is_someone_elses_store_every_step(saver: PostgresSaver
     graph = _steps_graph(wrapper, lambda s: {"log": ["b"]})
     assert graph.invoke({"log": []}, {"configurable": {"thread_id": "wrapped"}})["log"] == ["a", "b"]
     assert _stored(saver, "wrapped") == [2, 1, 0, -1] and wrapper.puts == 4
+
+
+class _Proxy:
+    """Stands for a saver and says it is one (``__class__``), as wrapt's proxies do."""
+
+    def __init__(self, inner: PostgresSaver) -> None:
+        object.__setattr__(self, "_inner", inner)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105
+        return type(object.__getattribute__(self, "_inner"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_inner"), name)
+
+
+def test_a_proxy_standing_for_a_saver_stores_every_step(saver: PostgresSaver) -> None:
+    graph = _steps_graph(_Proxy(saver), lambda s: {"log": ["b"]})
+    assert graph.invoke({"log": []}, {"configurable": {"thread_id": "proxy"}})["log"] == ["a", "b"]
+    assert _stored(saver, "proxy") == [2, 1, 0, -1]
+
+
+def test_an_async_run_cancelled_during_its_last_save_keeps_it(
+    saver: PostgresSaver, long_grace: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sync saver in an async run saves in a worker thread, which a cancellation cannot stop:
+    the run waits for that save instead of sending it twice."""
+    from plait.checkpoint._prune import lock_name
+
+    async def main() -> None:
+        graph = _steps_graph(saver, lambda s: {"log": ["b"]})
+        with saver.conn.connection() as other:  # type: ignore[union-attr]
+            other.execute("SELECT pg_advisory_lock(hashtext(%s))", [lock_name(("late", ""))])
+            run = asyncio.ensure_future(graph.ainvoke({"log": []}, {"configurable": {"thread_id": "late"}}))
+            await asyncio.sleep(0.3)  # the last save (every step: the grace is long) waits for the lock
+            run.cancel()
+            await asyncio.sleep(0.2)
+            other.execute("SELECT pg_advisory_unlock(hashtext(%s))", [lock_name(("late", ""))])
+            with pytest.raises(asyncio.CancelledError):
+                await run
+
+    asyncio.run(main())
+    assert _stored(saver, "late") == [2, 1, 0, -1]
+    assert "held back failed" not in caplog.text  # sent once: no second, refused, copy
+    with saver.lease("late", wait=False):  # and the lease was given back once
+        pass
