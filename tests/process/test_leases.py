@@ -136,3 +136,21 @@ async def test_async_saver_and_timeouts_respect_another_process(target: str) -> 
     ids = await _async_saver_turn(target, "enqueue")  # waits for the holder, then runs
     assert ids == ["hold", "ai-hold", "enqueue", "ai-enqueue"]
     assert finish(holder)[0] == 0
+
+
+def test_a_run_killed_during_a_long_step_kept_the_steps_before_it(target: str) -> None:
+    """With the default durability, the input's steps held back when ``echo`` started are sent
+    while it runs (PostgreSQL: within milliseconds), so a SIGKILL then loses none of them."""
+    child = spawn(target, "hold", "held-kill", "30")
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line.startswith("STARTED"), child.stderr.read() if child.stderr else line
+    time.sleep(0.5)
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=30)
+    with open_saver(target) as saver:
+        config = {"configurable": {"thread_id": "held-kill"}}
+        steps = [t.metadata["step"] for t in saver.list(config)]
+        state = child_module().chat_graph(saver).get_state(config)
+    assert steps == [0, -1]  # the input and the step that took it in; echo never ended
+    assert [m.id for m in state.values["messages"]] == ["hold"] and state.next == ("echo",)
