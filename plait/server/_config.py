@@ -196,16 +196,17 @@ def load_config(path: str | Path) -> LoadedConfig:
             f"{file}: {', '.join(repr(k) for k in unknown)} not supported by plait serve (it reads "
             f"{sorted(READ_KEYS)}; build keys such as 'dependencies' are ignored): remove it"
         )
-    http: Any = config.get("http") or {}
-    if not isinstance(http, dict) or set(cast("dict[str, Any]", http)) - HTTP_KEYS:
+    raw_http: Any = config.get("http") or {}
+    if not isinstance(raw_http, dict) or set(cast("dict[str, Any]", raw_http)) - HTTP_KEYS:
         raise ConfigError(
             f'{file}: of "http", plait serve reads only {sorted(HTTP_KEYS)} '
             "(auth and body limits are options of plait serve: see --help)"
         )
-    cors = _cors(cast("dict[str, Any]", http).get("cors"), str(file))
+    http = cast("dict[str, Any]", raw_http)
+    cors = _cors(http.get("cors"), str(file))
     graphs = _graph_specs(config.get("graphs"), str(file))
     env = _read_env(config.get("env"), file.parent, str(file))
-    disabled = cast("dict[str, Any]", http).get("disable_webhooks", False)
+    disabled = http.get("disable_webhooks", False)
     if not isinstance(disabled, bool):
         raise ConfigError(f"{file}: http.disable_webhooks must be true or false, got {disabled!r}")
     try:
