@@ -12,7 +12,6 @@ time (at most once, never twice).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -341,32 +340,29 @@ async def delete(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def _filter(data: dict[str, Any], state: ServerState) -> Callable[[dict[str, Any]], bool]:
-    """Whether a cron matches the search's filters (all of them checked first: a bad one is a 422)."""
-    raw_assistant = opt(data, "assistant_id", str)
-    assistant = None if raw_assistant is None else assistant_id_for(raw_assistant, state)
-    raw_thread = opt(data, "thread_id", str)
-    thread = None if raw_thread is None else check_uuid(raw_thread, "thread ID")
-    enabled = opt(data, "enabled", bool)
-    metadata = as_dict(opt(data, "metadata", dict))
-
-    def matches(cron: dict[str, Any]) -> bool:
-        return (
-            (assistant is None or cron["assistant_id"] == assistant)
-            and (thread is None or cron["thread_id"] == thread)
-            and (enabled is None or cron["enabled"] == enabled)
-            and all(cron["metadata"].get(k) == v for k, v in metadata.items())
-        )
-
-    return matches
-
-
 async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The crons the search's filters select (all of them checked first: a bad one is a 422);
+    assistant, thread and enabled are columns of the table, metadata is read from each document."""
     state = _state(request)
     data = await body(request)
-    matches = _filter(data, state)
-    rows = await state.db.fetch("SELECT doc FROM plait_server_crons")
-    return [c for c in (cast("dict[str, Any]", loads(r["doc"])) for r in rows) if matches(c)], data
+    raw_assistant = opt(data, "assistant_id", str)
+    raw_thread = opt(data, "thread_id", str)
+    enabled = opt(data, "enabled", bool)
+    metadata = as_dict(opt(data, "metadata", dict))
+    where: list[str] = []
+    params: list[Any] = []
+    if raw_assistant is not None:
+        where.append("assistant_id = ?")
+        params.append(assistant_id_for(raw_assistant, state))
+    if raw_thread is not None:
+        where.append("thread_id = ?")
+        params.append(check_uuid(raw_thread, "thread ID"))
+    if enabled is not None:
+        where.append("enabled = ?")
+        params.append(1 if enabled else 0)
+    sql = "SELECT doc FROM plait_server_crons" + (" WHERE " + " AND ".join(where) if where else "")
+    crons = [cast("dict[str, Any]", loads(r["doc"])) for r in await state.db.fetch(sql, params)]
+    return [c for c in crons if all(c["metadata"].get(k) == v for k, v in metadata.items())], data
 
 
 async def search(request: Request) -> Response:

@@ -53,6 +53,9 @@ _DDL: list[LiteralString] = [
         cron_id TEXT PRIMARY KEY, assistant_id TEXT NOT NULL, thread_id TEXT, enabled INTEGER NOT NULL,
         next_run DOUBLE PRECISION, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, doc TEXT NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS plait_server_crons_due ON plait_server_crons (next_run) WHERE enabled = 1",
+    # deleting a thread or an assistant deletes its crons; searches filter by them
+    "CREATE INDEX IF NOT EXISTS plait_server_crons_thread ON plait_server_crons (thread_id)",
+    "CREATE INDEX IF NOT EXISTS plait_server_crons_assistant ON plait_server_crons (assistant_id)",
 ]
 
 

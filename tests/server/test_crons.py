@@ -91,6 +91,9 @@ def test_create_get_search_count_update_delete(server: Server) -> None:
     assert page.headers["X-Pagination-Next"] == "1"
     assert client.crons.count(metadata={"tag": tag}) == 2
     assert client.crons.count(thread_id=tid) == 1
+    assert len(client.crons.search(assistant_id=agent, metadata={"tag": tag})) == 2
+    assert client.crons.search(assistant_id=str(uuid.uuid4()), metadata={"tag": tag}) == []
+    assert client.crons.count(assistant_id="agent", thread_id=tid, metadata={"tag": tag}) == 1
 
     configured = client.crons.create(
         "agent",
