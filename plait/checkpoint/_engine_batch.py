@@ -139,6 +139,11 @@ def batched(  # noqa: PLR0913 - the calls, what came before them, and how to end
     return None
 
 
+def _after(before: Held | None, calls: Sequence[SaveOp]) -> tuple[SaveOp, ...]:
+    """The calls of a batch: those held back first."""
+    return (*before.calls, *calls) if before is not None else tuple(calls)
+
+
 class BatchedSaves:
     """:meth:`_save_many` / :meth:`_asave_many` of the SQL saver engine (mixed into ``SqlSaverBase``)."""
 
@@ -188,34 +193,24 @@ class BatchedSaves:
         ``before``), in its transaction. ``None``: nothing is held (the calls needed a read
         first, and what came before it was sent). Raises as :meth:`_save_many`.
         """
-        everything = (*before.calls, *calls) if before is not None else tuple(calls)
-        state = _Progress()
+        everything, state = _after(before, calls), _Progress()
         try:
             return self._drive(batched(self.sql, self._call_ops, everything, (), state, before, send=False))
         except BaseException as exc:
-            self._forget(everything)
-            if not state.replayable(exc):
-                raise
-            for call in everything[state.done :]:
-                self._drive(self._call_ops(call))
+            self._drive(self._replay(everything, state, exc))
             return None
 
     async def _ahold_saves(self, calls: Sequence[SaveOp], before: Held | None) -> Held | None:
         """Async :meth:`_hold_saves`."""
         if not isinstance(self, NativeAsync):
             return await self._off_loop(self._hold_saves, calls, before)
-        everything = (*before.calls, *calls) if before is not None else tuple(calls)
-        state = _Progress()
+        everything, state = _after(before, calls), _Progress()
         try:
             return await self._adrive(
                 batched(self.sql, self._call_ops, everything, (), state, before, send=False)
             )
         except BaseException as exc:
-            self._forget(everything)
-            if not state.replayable(exc):
-                raise
-            for call in everything[state.done :]:
-                await self._adrive(self._call_ops(call))
+            await self._adrive(self._replay(everything, state, exc))
             return None
 
     def _save_many(
@@ -236,7 +231,7 @@ class BatchedSaves:
         """
         if not own_methods(type(self), ("put", "put_writes")):
             return False
-        everything = (*before.calls, *calls) if before is not None else tuple(calls)
+        everything = _after(before, calls)
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
         if getattr(self.sql, "STRICT", None) is None or not (len(everything) > 1 or tail or before):
             for call in everything:
@@ -251,11 +246,7 @@ class BatchedSaves:
         try:
             self._drive(batched(self.sql, self._call_ops, everything, tail, state, before))
         except BaseException as exc:
-            self._forget(everything)
-            if not state.replayable(exc):
-                raise
-            for call in everything[state.done :]:  # nothing of the failed transaction was stored
-                self._drive(self._call_ops(call))
+            self._drive(self._replay(everything, state, exc))
             return True
         if holder is not None:
             self._leases.released(holder)
@@ -269,7 +260,7 @@ class BatchedSaves:
             return False
         if not isinstance(self, NativeAsync):  # a sync backend: all of it in one worker-thread hop
             return await self._off_loop(self._save_many, calls, release, before)
-        everything = (*before.calls, *calls) if before is not None else tuple(calls)
+        everything = _after(before, calls)
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
         if getattr(self.sql, "STRICT", None) is None or not (len(everything) > 1 or tail or before):
             for call in everything:
@@ -284,15 +275,21 @@ class BatchedSaves:
         try:
             await self._adrive(batched(self.sql, self._call_ops, everything, tail, state, before))
         except BaseException as exc:
-            self._forget(everything)
-            if not state.replayable(exc):
-                raise
-            for call in everything[state.done :]:
-                await self._adrive(self._call_ops(call))
+            await self._adrive(self._replay(everything, state, exc))
             return True
         if holder is not None:
             self._leases.released(holder)
         return True
+
+    def _replay(self, calls: Sequence[SaveOp], state: _Progress, exc: BaseException) -> Ops[None]:
+        """After a batch of ``calls`` failed with ``exc``: forget what was assumed, then make the
+        calls not committed one by one (nothing of the failed transaction was stored), which
+        raises the precise error; ``exc`` itself when they may not be made again."""
+        self._forget(calls)
+        if not state.replayable(exc):
+            raise exc
+        for call in calls[state.done :]:
+            yield from self._call_ops(call)
 
     def _call_ops(self, call: SaveOp) -> Ops[Any]:
         """The operation of one saver call."""
