@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from collections.abc import AsyncGenerator, Generator, Sequence
 from contextlib import aclosing
 from functools import partial
@@ -16,7 +15,7 @@ from plait.pregel._cache import acache_task, arecall_task
 from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, asave
-from plait.pregel._held import AsyncHeldSaves, holds_saves
+from plait.pregel._held import AsyncHeldSaves, held_for
 from plait.pregel._loop import Loop
 from plait.pregel._pause import abandoned_saves
 from plait.pregel._pool import stack_is_deep
@@ -24,8 +23,6 @@ from plait.pregel._recover import hand_over
 from plait.pregel._run import claim, make_context, run_task
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._travel import aload_run
-
-_log = logging.getLogger("plait.pregel")
 
 __all__ = ["acall_routers", "afinish", "run_async"]
 
@@ -154,13 +151,14 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
     error: Exception | None = None
     sink = loop.sink
     running: Sequence[Task] = ()  # the tasks of the step under way
-    held = _held(loop)
+    held = held_for(loop, AsyncHeldSaves)
     try:
         while True:
             try:
                 effect = effects.send(answer) if error is None else effects.throw(error)
             except StopIteration:
-                await _send_held(held, raising=True)
+                if held is not None:
+                    await held.finish()
                 return
             answer, error = None, None
             if type(effect) is Emit:
@@ -169,7 +167,7 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
                 continue
             if type(effect) is not RunTasks:
                 try:
-                    answer = await _perform(loop, effect, held)
+                    answer = await _perform(loop, effect)
                 except Exception as exc:  # noqa: BLE001 - the loop decides what it means
                     error = exc
                 continue
@@ -185,46 +183,29 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
                 error = exc
             running = ()
     except BaseException as exc:
-        if not isinstance(exc, Exception):  # cancelled, or the stream was closed: the run ends here
-            await _abandon(loop, running)  # (held saves first)
-        else:
-            await _send_held(held)
+        await _cut_short(loop, running, exc)
         raise
     finally:
         effects.close()
 
 
-def _held(loop: Loop) -> AsyncHeldSaves | None:
-    """Async :func:`~plait.pregel._run._held`."""
-    thread = loop.thread
-    key = None if thread is None else (thread.thread_id, thread.checkpoint_ns)
-    if key is None or not holds_saves(loop.saver, loop.durability, key):
-        return None
-    held = AsyncHeldSaves(loop.saver, key)
-    loop.holding = held
-    return held
-
-
-async def _send_held(held: AsyncHeldSaves | None, raising: bool = False) -> None:
-    """Async :func:`~plait.pregel._run._send_held`."""
-    if held is None:
-        return
-    if raising:
-        await held.finish()
-        return
-    try:
-        await held.finish()
-    except Exception:  # noqa: BLE001 - the run's own error goes on; this one is logged
-        _log.exception("saving the checkpoints a failed run held back failed")
+async def _cut_short(loop: Loop, running: Sequence[Task], exc: BaseException) -> None:
+    """The run ends with ``exc``: cancelled, or its stream closed (what its step did is saved,
+    :func:`_abandon`), or an error (what it held back is sent)."""
+    if not isinstance(exc, Exception):
+        await _abandon(loop, running)  # (held saves first)
+    elif loop.holding is not None:
+        await loop.holding.finish_quietly()
 
 
 async def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
     """Save the pending writes of a step cut short and the checkpoint ``durability="exit"`` held
     back; shielded, so cancelling the run does not cancel its last saves."""
-    try:
-        await _send_held(loop.holding)  # first: the checkpoint the writes belong to
-    except asyncio.CancelledError:  # cancelled again (anyio does): the writes still go out below
-        pass
+    if loop.holding is not None:
+        try:
+            await loop.holding.finish_quietly()  # first: the checkpoint the writes belong to
+        except asyncio.CancelledError:  # cancelled again (anyio does): the writes still go out below
+            pass
     ops = abandoned_saves(loop, tasks) if loop.saver is not None else ()
     if not ops:
         return
@@ -273,14 +254,14 @@ async def _execute_live(
     step.result()
 
 
-async def _perform(loop: Loop, effect: Effect, held: AsyncHeldSaves | None = None) -> Any:
-    """Run a routing or saving effect (a step's tasks are run by the driver itself); ``held``: the
-    run's saves are held back there."""
+async def _perform(loop: Loop, effect: Effect) -> Any:
+    """Run a routing or saving effect (a step's tasks are run by the driver itself); a save goes
+    to the run's held saves, if it holds them (``loop.holding``)."""
     kind = type(effect)
     if kind is CallRouters:
         return await acall_routers(effect)  # type: ignore[arg-type]
-    if kind is Save and held is not None:
-        await held.save(cast(Save, effect))
+    if kind is Save and loop.holding is not None:
+        await loop.holding.save(cast(Save, effect))
     elif kind is Save:
         thread = loop.thread
         # kind is Save (type() held in a local does not narrow)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 import os
 import queue
 import threading
@@ -24,8 +25,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 from plait.pregel._effects import Save, asave, save
+from plait.pregel._loop import Loop
 
-__all__ = ["GRACE", "AsyncHeldSaves", "HeldSaves", "holds_saves"]
+__all__ = ["GRACE", "AsyncHeldSaves", "HeldSaves", "held_for"]
+
+_log = logging.getLogger("plait.pregel")
 
 GRACE = 0.002
 """Seconds a step's held saves wait for the next step's before they are sent on their own."""
@@ -37,15 +41,16 @@ AFTER_CANCEL = 30.0
 _T = TypeVar("_T")
 
 
-def holds_saves(saver: Any, durability: str, thread: tuple[str, str] | None) -> bool:
-    """Whether a run's saves are held back: ``durability="async"``, a root graph's thread, a saver
-    class that can (looked up on the class, as :func:`~plait.pregel._effects.save` does: a wrapper
-    forwarding attributes has its own ``put`` called)."""
-    if durability != "async" or thread is None or thread[1] != "":
-        return False
-    kind: Any = type(cast(object, saver))
+def _holds(loop: Loop) -> tuple[str, str] | None:
+    """The thread whose saves ``loop``'s run holds back: ``durability="async"``, a root graph's
+    thread, a saver class that can (looked up on the class, as :func:`~plait.pregel._effects.save`
+    does: a wrapper forwarding attributes has its own ``put`` called); else ``None``."""
+    thread = loop.thread
+    if loop.durability != "async" or thread is None or thread.checkpoint_ns != "":
+        return None
+    kind: Any = type(cast(object, loop.saver))
     can = getattr(kind, "_can_hold", None)
-    return can is not None and bool(can(saver))
+    return (thread.thread_id, "") if can is not None and can(loop.saver) else None
 
 
 class _Timers:
@@ -96,70 +101,14 @@ _timers = _Timers()
 os.register_at_fork(after_in_child=_timers.forked)
 
 
-class HeldSaves:
-    """The saves a sync run holds back (see the module's docstring)."""
+class _Held:
+    """What the sync and async holders share: the saver, the thread, what is held, a failure."""
 
     def __init__(self, saver: Any, thread: tuple[str, str]) -> None:
         self.saver, self.thread = saver, thread
         self.kind: Any = type(cast(object, saver))
         self.held: object = None  # the saver's Held (plait.checkpoint._engine_batch)
         self.failed: BaseException | None = None
-        self._lock = threading.Lock()  # the held calls
-        self._wire = threading.Lock()  # one send (or serialization) at a time, in order
-
-    def save(self, effect: Save) -> None:
-        """Hold ``effect`` back (with what is held already), or send everything now for the run's last save."""
-        with self._wire:
-            self._raise_failure()
-            before = self._take()
-            try:
-                if effect.last:
-                    save(self.saver, effect, self.thread, before)
-                    return
-                held: object = self.kind._hold_saves(self.saver, effect.ops, before)
-            except BaseException as exc:
-                if not isinstance(exc, Exception):  # Ctrl-C: what was held is still to send
-                    self._put_back(before)
-                raise
-            with self._lock:
-                self.held = held
-        if held is not None:
-            _timers.call_at(time.monotonic() + GRACE, self._send_late)
-
-    def finish(self) -> None:
-        """Send what is held (the run ends without a last save, or something else is saved next)."""
-        with self._wire:
-            before = self._take()
-            if before is not None:
-                self._send(before)
-        self._raise_failure()
-
-    def _send_late(self) -> None:
-        """A sender's call: the next step took longer than the grace period."""
-        if not self._wire.acquire(blocking=False):
-            return  # the run is saving: it sends or takes what is held itself
-        try:
-            before = self._take()
-            if before is not None:
-                self._send(before)
-        except Exception as exc:  # noqa: BLE001 - raised by the run's next save
-            self.failed = exc
-        finally:
-            self._wire.release()
-
-    def _send(self, before: object) -> None:
-        if not self.kind._save_many(self.saver, (), None, before):
-            raise RuntimeError(f"{self.kind.__name__} held saves back but cannot send them")
-
-    def _take(self) -> object:
-        with self._lock:
-            held, self.held = self.held, None
-        return held
-
-    def _put_back(self, before: object) -> None:
-        with self._lock:
-            if self.held is None:
-                self.held = before
 
     def _raise_failure(self) -> None:
         failed, self.failed = self.failed, None
@@ -167,14 +116,69 @@ class HeldSaves:
             raise failed
 
 
-class AsyncHeldSaves:
+class HeldSaves(_Held):
+    """The saves a sync run holds back (see the module's docstring).
+
+    ``held`` is only read or changed under ``_wire``: by the run's saves, or by a sender.
+    """
+
+    def __init__(self, saver: Any, thread: tuple[str, str]) -> None:
+        super().__init__(saver, thread)
+        self._wire = threading.Lock()  # one send (or serialization) at a time, in order
+
+    def save(self, effect: Save) -> None:
+        """Hold ``effect`` back (with what is held already), or send everything now for the run's last save."""
+        with self._wire:
+            self._raise_failure()
+            before, self.held = self.held, None
+            try:
+                if effect.last:
+                    save(self.saver, effect, self.thread, before)
+                    return
+                self.held = self.kind._hold_saves(self.saver, effect.ops, before)
+            except BaseException as exc:
+                if not isinstance(exc, Exception):  # Ctrl-C: what was held is still to send
+                    self.held = before
+                raise
+            late = self.held is not None
+        if late:
+            _timers.call_at(time.monotonic() + GRACE, self._send_late)
+
+    def finish(self) -> None:
+        """Send what is held (the run ends without a last save, or something else is saved next)."""
+        with self._wire:
+            self._send()
+        self._raise_failure()
+
+    def finish_quietly(self) -> None:
+        """:meth:`finish` as a run ends with an error of its own: a failure here is logged."""
+        try:
+            self.finish()
+        except Exception:  # noqa: BLE001 - the run's own error goes on
+            _log.exception("saving the checkpoints a failed run held back failed")
+
+    def _send_late(self) -> None:
+        """A sender's call: the next step took longer than the grace period."""
+        if not self._wire.acquire(blocking=False):
+            return  # the run is saving: it sends or takes what is held itself
+        try:
+            self._send()
+        except Exception as exc:  # noqa: BLE001 - raised by the run's next save
+            self.failed = exc
+        finally:
+            self._wire.release()
+
+    def _send(self) -> None:
+        before, self.held = self.held, None
+        if before is not None:
+            save(self.saver, Save(()), None, before)
+
+
+class AsyncHeldSaves(_Held):
     """The saves an async run holds back (see the module's docstring)."""
 
     def __init__(self, saver: Any, thread: tuple[str, str]) -> None:
-        self.saver, self.thread = saver, thread
-        self.kind: Any = type(cast(object, saver))
-        self.held: object = None
-        self.failed: BaseException | None = None
+        super().__init__(saver, thread)
         self._wire = asyncio.Lock()
         self._late: asyncio.Task[None] | None = None
 
@@ -198,14 +202,19 @@ class AsyncHeldSaves:
         """Async :meth:`HeldSaves.finish` (run to its end when cancelled, see :func:`_complete`)."""
         await _complete(self._finish())
 
+    async def finish_quietly(self) -> None:
+        """Async :meth:`HeldSaves.finish_quietly`."""
+        try:
+            await self.finish()
+        except Exception:  # noqa: BLE001 - the run's own error goes on
+            _log.exception("saving the checkpoints a failed run held back failed")
+
     async def _finish(self) -> None:
         late, self._late = self._late, None
         if late is not None:
             late.cancel()
         async with self._wire:
-            before, self.held = self.held, None
-            if before is not None:
-                await self._send(before)
+            await self._send()
         self._raise_failure()
 
     async def _send_late(self) -> None:
@@ -218,22 +227,27 @@ class AsyncHeldSaves:
 
     async def _late_send(self) -> None:
         async with self._wire:
-            before, self.held = self.held, None
-            if before is None:
-                return
             try:
-                await self._send(before)
+                await self._send()
             except Exception as exc:  # noqa: BLE001 - raised by the run's next save
                 self.failed = exc
 
-    async def _send(self, before: object) -> None:
-        if not await self.kind._asave_many(self.saver, (), None, before):
-            raise RuntimeError(f"{self.kind.__name__} held saves back but cannot send them")
+    async def _send(self) -> None:
+        before, self.held = self.held, None
+        if before is not None:
+            await asave(self.saver, Save(()), None, before)
 
-    def _raise_failure(self) -> None:
-        failed, self.failed = self.failed, None
-        if failed is not None:
-            raise failed
+
+_H = TypeVar("_H", HeldSaves, AsyncHeldSaves)
+
+
+def held_for(loop: Loop, kind: type[_H]) -> _H | None:
+    """The holder of the saves ``loop``'s run holds back, kept as ``loop.holding`` too (where a
+    step cut short sends them before its writes); ``None`` when its saves go out at once."""
+    thread = _holds(loop)
+    held = None if thread is None else kind(loop.saver, thread)
+    loop.holding = held
+    return held
 
 
 async def _complete(step: Awaitable[_T]) -> _T:

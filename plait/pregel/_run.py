@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import deque
@@ -18,15 +17,13 @@ from plait.pregel._callable import run_coroutine
 from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, save
-from plait.pregel._held import HeldSaves, holds_saves
+from plait.pregel._held import HeldSaves, held_for
 from plait.pregel._loop import Loop
 from plait.pregel._pause import abandoned_saves, task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
 from plait.pregel._recover import hand_over
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._travel import load_run
-
-_log = logging.getLogger("plait.pregel")
 
 __all__ = ["call_routers", "claim", "finish_sync", "make_context", "run_sync", "run_task"]
 
@@ -209,7 +206,7 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
     answer: Any = None
     error: Exception | None = None
     running: Sequence[Task] = ()  # the tasks of the step under way
-    held = _held(loop)
+    held = held_for(loop, HeldSaves)
     try:
         while True:
             try:
@@ -224,7 +221,7 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
                 continue
             try:
                 if type(effect) is not RunTasks:
-                    answer = _perform(loop, effect, held)
+                    answer = _perform(loop, effect)
                 else:
                     started, running = time.monotonic(), effect.tasks
                     if loop.sink.live:
@@ -243,31 +240,11 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
         _abandon(loop, running)
         raise
     except BaseException:
-        _send_held(held)
+        if held is not None:
+            held.finish_quietly()
         raise
     finally:
         effects.close()
-
-
-def _held(loop: Loop) -> HeldSaves | None:
-    """The saves the run holds back (``durability="async"`` on a saver that can), or ``None``."""
-    thread = loop.thread
-    key = None if thread is None else (thread.thread_id, thread.checkpoint_ns)
-    if key is None or not holds_saves(loop.saver, loop.durability, key):
-        return None
-    held = HeldSaves(loop.saver, key)
-    loop.holding = held
-    return held
-
-
-def _send_held(held: HeldSaves | None) -> None:
-    """Send what the run held back as it ends with an error (that error is the one raised)."""
-    if held is None:
-        return
-    try:
-        held.finish()
-    except Exception:  # noqa: BLE001 - the run's own error goes on; this one is logged
-        _log.exception("saving the checkpoints a failed run held back failed")
 
 
 def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
@@ -277,7 +254,8 @@ def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
     Threads cannot be stopped, so a sync run notices a timeout once the step has ended (as
     LangGraph's do), and a stream closed mid-step waits for the step's tasks first.
     """
-    _send_held(loop.holding)  # first: the checkpoint the writes belong to
+    if loop.holding is not None:  # first: the checkpoint the writes belong to
+        loop.holding.finish_quietly()
     ops = abandoned_saves(loop, tasks) if loop.saver is not None else ()
     if ops:
         thread = loop.thread
@@ -336,14 +314,14 @@ def _execute_live(
         raise failed[0]
 
 
-def _perform(loop: Loop, effect: Effect, held: HeldSaves | None = None) -> Any:
-    """Run a routing or saving effect (a step's tasks are run by the driver itself); ``held``: the
-    run's saves are held back there."""
+def _perform(loop: Loop, effect: Effect) -> Any:
+    """Run a routing or saving effect (a step's tasks are run by the driver itself); a save goes
+    to the run's held saves, if it holds them (``loop.holding``)."""
     kind = type(effect)
     if kind is CallRouters:
         return call_routers(effect)  # type: ignore[arg-type]
-    if kind is Save and held is not None:
-        held.save(cast(Save, effect))
+    if kind is Save and loop.holding is not None:
+        loop.holding.save(cast(Save, effect))
     elif kind is Save:
         thread = loop.thread
         # kind is Save (type() held in a local does not narrow)
