@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from plait.server import _assistants, _crons, _runs, _store, _thread_state, _thread_stream, _threads, _ui
 from plait.server._config import Settings
 from plait.server._http import http_error, json_response, server_error
-from plait.server._state import open_state
+from plait.server._state import open_state, state_of
 from plait.server._wire import ApiError
 from plait.server._worker import Worker
 
@@ -88,7 +88,7 @@ async def _info(request: Request) -> Response:
         plait_version = version("plait")
     except PackageNotFoundError:
         plait_version = "unknown"
-    state = request.app.state.server
+    state = state_of(request)
     return json_response(
         {
             "version": plait_version,

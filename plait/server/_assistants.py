@@ -12,7 +12,7 @@ from starlette.routing import Route
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt, query_bool
 from plait.server._schemas import graph_schemas
-from plait.server._state import ServerState
+from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso
 
 __all__ = ["assistant_id_for", "ensure_defaults", "get_assistant", "routes"]
@@ -101,13 +101,8 @@ async def get_assistant(db: Database, assistant_id: str) -> dict[str, Any] | Non
     return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
 
 
-def _state(request: Request) -> ServerState:
-    state: ServerState = request.app.state.server
-    return state
-
-
 async def _found(request: Request) -> dict[str, Any]:
-    state = _state(request)
+    state = state_of(request)
     assistant_id = assistant_id_for(request.path_params["assistant_id"], state)
     doc = await get_assistant(state.db, assistant_id)
     if doc is None:
@@ -139,7 +134,7 @@ def _checked_config(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
 
 async def create(request: Request) -> Response:
     """``POST /assistants``."""
-    state = _state(request)
+    state = state_of(request)
     data = await body(request)
     graph_id = opt(data, "graph_id", str)
     if graph_id not in state.graphs:
@@ -169,7 +164,7 @@ async def get(request: Request) -> Response:
 
 async def patch(request: Request) -> Response:
     """``PATCH /assistants/{assistant_id}``: a new version with the given fields replaced."""
-    state = _state(request)
+    state = state_of(request)
     doc = await _found(request)
     data = await body(request)
     graph_id = opt(data, "graph_id", str)
@@ -201,7 +196,7 @@ async def patch(request: Request) -> Response:
 
 async def delete(request: Request) -> Response:
     """``DELETE /assistants/{assistant_id}``: with its versions and its crons."""
-    state = _state(request)
+    state = state_of(request)
     doc = await _found(request)
     async with state.db.tx() as tx:
         for table in ("plait_server_assistants", "plait_server_assistant_versions", "plait_server_crons"):
@@ -210,7 +205,7 @@ async def delete(request: Request) -> Response:
 
 
 async def _matching(request: Request, data: dict[str, Any]) -> list[dict[str, Any]]:
-    state = _state(request)
+    state = state_of(request)
     metadata = as_dict(opt(data, "metadata", dict))
     graph_id, name = opt(data, "graph_id", str), opt(data, "name", str)
     rows = await state.db.fetch("SELECT doc FROM plait_server_assistants ORDER BY created_at DESC")
@@ -268,7 +263,7 @@ def _xray(raw: str | None) -> bool | int:
 async def graph(request: Request) -> Response:
     """``GET /assistants/{assistant_id}/graph``: nodes and edges."""
     doc = await _found(request)
-    compiled: Any = _state(request).graphs[doc["graph_id"]]  # a CompiledStateGraph
+    compiled: Any = state_of(request).graphs[doc["graph_id"]]  # a CompiledStateGraph
     drawable = compiled.get_graph(xray=_xray(request.query_params.get("xray")))
     nodes = [
         {"id": n}
@@ -287,14 +282,14 @@ async def graph(request: Request) -> Response:
 async def schemas(request: Request) -> Response:
     """``GET /assistants/{assistant_id}/schemas``: input, output, state, config and context JSON schemas."""
     doc = await _found(request)
-    compiled = _state(request).graphs[doc["graph_id"]]
+    compiled = state_of(request).graphs[doc["graph_id"]]
     return json_response({"graph_id": doc["graph_id"], **graph_schemas(compiled, doc["graph_id"])})
 
 
 async def subgraphs(request: Request) -> Response:
     """``GET /assistants/{assistant_id}/subgraphs[/{namespace}]?recurse=``: each subgraph's schemas by path."""
     doc = await _found(request)
-    compiled: Any = _state(request).graphs[doc["graph_id"]]
+    compiled: Any = state_of(request).graphs[doc["graph_id"]]
     recurse = query_bool(request, "recurse")
     namespace = request.path_params.get("namespace")
     found = {
@@ -308,7 +303,7 @@ async def versions(request: Request) -> Response:
     """``POST /assistants/{assistant_id}/versions``: every stored version, newest first."""
     doc = await _found(request)
     data = await body(request)
-    rows = await _state(request).db.fetch(
+    rows = await state_of(request).db.fetch(
         "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? ORDER BY version DESC",
         (doc["assistant_id"],),
     )
@@ -319,7 +314,7 @@ async def versions(request: Request) -> Response:
 
 async def set_latest(request: Request) -> Response:
     """``POST /assistants/{assistant_id}/latest``: make a stored version the current one."""
-    state = _state(request)
+    state = state_of(request)
     doc = await _found(request)
     version = opt(await body(request, required=True), "version", int)
     rows = await state.db.fetch(

@@ -25,7 +25,7 @@ from plait.server._assistants import assistant_id_for
 from plait.server._create import check_request, create_run
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt
-from plait.server._state import ServerState
+from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
 
 __all__ = ["fire_due", "routes"]
@@ -69,11 +69,6 @@ _FIELDS = (
 _SORT = ("cron_id", "assistant_id", "thread_id", "next_run_date", "end_time", "created_at", "updated_at")
 BATCH = 20
 """Most due crons one worker takes at a time."""
-
-
-def _state(request: Request) -> ServerState:
-    state: ServerState = request.app.state.server
-    return state
 
 
 def _schedule(raw: Any) -> str:
@@ -190,7 +185,7 @@ def _run_request(payload: dict[str, Any]) -> dict[str, Any]:
 
 async def create(request: Request) -> Response:
     """``POST /runs/crons`` (a new thread per run) and ``POST /threads/{thread_id}/runs/crons``."""
-    state = _state(request)
+    state = state_of(request)
     data = await body(request, required=True)
     raw_thread = request.path_params.get("thread_id")
     thread_id = None if raw_thread is None else check_uuid(raw_thread, "thread ID")
@@ -258,7 +253,9 @@ async def _check_run(state: ServerState, cron: dict[str, Any], webhook: bool = T
 
 async def _found(request: Request) -> dict[str, Any]:
     cron_id = check_uuid(request.path_params["cron_id"], "cron ID")
-    rows = await _state(request).db.fetch("SELECT doc FROM plait_server_crons WHERE cron_id = ?", (cron_id,))
+    rows = await state_of(request).db.fetch(
+        "SELECT doc FROM plait_server_crons WHERE cron_id = ?", (cron_id,)
+    )
     if not rows:
         raise ApiError(404, f"Cron with ID '{cron_id}' not found")
     return cast("dict[str, Any]", loads(rows[0]["doc"]))
@@ -277,7 +274,7 @@ async def patch(request: Request) -> Response:
     The cron is read and written in one transaction, its row locked: a worker firing it meanwhile
     waits (or skips it), so an update never puts back a time that was already run.
     """
-    state = _state(request)
+    state = state_of(request)
     data = await body(request, required=True)
     if not data:
         raise ApiError(400, "Request body cannot be empty")
@@ -336,14 +333,14 @@ def _due(cron: dict[str, Any]) -> float | None:
 async def delete(request: Request) -> Response:
     """``DELETE /runs/crons/{cron_id}``."""
     cron = await _found(request)
-    await _state(request).db.run("DELETE FROM plait_server_crons WHERE cron_id = ?", (cron["cron_id"],))
+    await state_of(request).db.run("DELETE FROM plait_server_crons WHERE cron_id = ?", (cron["cron_id"],))
     return Response(status_code=204)
 
 
 async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The crons the search's filters select (all of them checked first: a bad one is a 422);
     assistant, thread and enabled are columns of the table, metadata is read from each document."""
-    state = _state(request)
+    state = state_of(request)
     data = await body(request)
     raw_assistant = opt(data, "assistant_id", str)
     raw_thread = opt(data, "thread_id", str)

@@ -15,17 +15,12 @@ from starlette.routing import Route
 from plait.server._create import cancel_running, create_run, run_json
 from plait.server._http import body, json_response, opt, query_bool, query_int
 from plait.server._snapshot import output_interrupts
-from plait.server._state import ServerState
+from plait.server._state import ServerState, state_of
 from plait.server._stream import END, outcome
 from plait.server._threads import found_thread, get_thread
 from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso
 
 __all__ = ["routes"]
-
-
-def _state(request: Request) -> ServerState:
-    state: ServerState = request.app.state.server
-    return state
 
 
 def _locations(doc: dict[str, Any], stateless: bool, suffix: str) -> dict[str, str]:
@@ -43,7 +38,7 @@ async def _thread_param(request: Request) -> str | None:
 async def create(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs`` and ``POST /runs``: queue a background run."""
     thread_id = await _thread_param(request)
-    doc = await create_run(_state(request), thread_id, await body(request, required=True))
+    doc = await create_run(state_of(request), thread_id, await body(request, required=True))
     return json_response(doc, headers=_locations(doc, thread_id is None, ""))
 
 
@@ -57,7 +52,7 @@ async def create_batch(request: Request) -> Response:
     items = as_list(parsed)
     if not isinstance(parsed, list) or not all(isinstance(i, dict) for i in items):
         raise ApiError(422, "the body must be a list of run payloads")
-    return json_response([await create_run(_state(request), None, as_dict(i)) for i in items])
+    return json_response([await create_run(state_of(request), None, as_dict(i)) for i in items])
 
 
 async def _final(state: ServerState, doc: dict[str, Any]) -> Any:
@@ -93,7 +88,7 @@ async def _active(state: ServerState, run_id: str) -> bool:
 
 async def wait(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs/wait`` and ``POST /runs/wait``: run and answer its output."""
-    state = _state(request)
+    state = state_of(request)
     thread_id = await _thread_param(request)
     doc = await create_run(state, thread_id, await body(request, required=True), wait=True)
     result = await _final(state, doc)
@@ -144,7 +139,7 @@ def _sse(
 
 async def stream(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs/stream`` and ``POST /runs/stream``: run and stream its events."""
-    state = _state(request)
+    state = state_of(request)
     thread_id = await _thread_param(request)
     data = await body(request, required=True)
     on_disconnect = opt(data, "on_disconnect", str) or "continue"
@@ -165,7 +160,7 @@ async def stream(request: Request) -> Response:
 
 
 async def _found_run(request: Request) -> dict[str, Any]:
-    state = _state(request)
+    state = state_of(request)
     thread = await found_thread(request)
     run_id = check_uuid(request.path_params["run_id"], "run ID")
     rows = await state.db.fetch(
@@ -183,7 +178,7 @@ async def get(request: Request) -> Response:
 
 async def list_runs(request: Request) -> Response:
     """``GET /threads/{thread_id}/runs?limit=&offset=&status=``: newest first."""
-    state = _state(request)
+    state = state_of(request)
     thread = await found_thread(request)
     sql, params = "SELECT * FROM plait_server_runs WHERE thread_id = ?", [thread["thread_id"]]
     status = request.query_params.get("status")
@@ -196,7 +191,7 @@ async def list_runs(request: Request) -> Response:
 
 async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}/runs/{run_id}`` (a pending or running run: cancel it first)."""
-    state = _state(request)
+    state = state_of(request)
     doc = await _found_run(request)
     if doc["status"] in ("pending", "running"):
         raise ApiError(409, f"Run {doc['run_id']} is {doc['status']}: cancel it before deleting it")
@@ -225,7 +220,7 @@ async def _cancel(state: ServerState, run_id: str, action: str) -> None:
 
 async def cancel(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs/{run_id}/cancel?wait=0|1&action=interrupt|rollback``."""
-    state = _state(request)
+    state = state_of(request)
     doc = await _found_run(request)
     action = request.query_params.get("action", "interrupt")
     if action not in ("interrupt", "rollback"):
@@ -242,7 +237,7 @@ async def cancel(request: Request) -> Response:
 
 async def cancel_many(request: Request) -> Response:
     """``POST /runs/cancel``: by ``thread_id`` + ``run_ids``, or every run with a ``status``."""
-    state = _state(request)
+    state = state_of(request)
     data = await body(request, required=True)
     action = request.query_params.get("action", "interrupt")
     status = opt(data, "status", str)
@@ -262,13 +257,13 @@ async def cancel_many(request: Request) -> Response:
 async def join(request: Request) -> Response:
     """``GET /threads/{thread_id}/runs/{run_id}/join``: wait for the run, answer its output."""
     doc = await _found_run(request)
-    result = await _final(_state(request), doc)
+    result = await _final(state_of(request), doc)
     return json_response(result, headers=_locations(doc, False, "/join"))
 
 
 async def join_stream(request: Request) -> Response:
     """``GET /threads/{thread_id}/runs/{run_id}/stream``: follow a run (after ``Last-Event-ID``)."""
-    state = _state(request)
+    state = state_of(request)
     doc = await _found_run(request)
     last = request.headers.get("last-event-id") or "0"
     try:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from starlette.requests import Request
+
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.pregel import Pregel
 from plait.server._config import Settings, apply_env, load_graph
@@ -26,7 +28,7 @@ try:
 except ImportError:  # pragma: no cover - without the 'postgres' extra only SQLite is served
     _pg_saver = None
 
-__all__ = ["ServerState", "bookkeeping_file", "default_db", "open_state"]
+__all__ = ["ServerState", "bookkeeping_file", "default_db", "open_state", "state_of"]
 
 WEBHOOK_CALLS = 16
 """Most webhook calls one worker makes at once (the others wait their turn)."""
@@ -142,3 +144,9 @@ async def open_state(settings: Settings) -> ServerState:
     return ServerState(
         settings, db, saver, store, graphs, Broker(db), stack=stack, hooks=settings.webhook_policy
     )
+
+
+def state_of(request: Request) -> ServerState:
+    """The server state of the application handling ``request`` (a Starlette request)."""
+    state: ServerState = request.app.state.server
+    return state

@@ -11,16 +11,11 @@ from starlette.routing import Route
 from plait.errors import CheckpointConflictError, InvalidUpdateError
 from plait.server._http import body, json_response, opt, query_int
 from plait.server._snapshot import checkpoint_ref, interrupts_by_task, state_json, thread_status
-from plait.server._state import ServerState
+from plait.server._state import ServerState, state_of
 from plait.server._threads import found_thread, thread_graph_id, write_thread
 from plait.server._wire import ApiError, as_dict, now_iso
 
 __all__ = ["refresh_thread", "routes"]
-
-
-def _state(request: Request) -> ServerState:
-    state: ServerState = request.app.state.server
-    return state
 
 
 def _config(thread_id: str, checkpoint: Any = None) -> Any:
@@ -39,7 +34,7 @@ def _config(thread_id: str, checkpoint: Any = None) -> Any:
 
 
 async def _snapshot_json(request: Request, checkpoint: Any) -> Response:
-    state = _state(request)
+    state = state_of(request)
     doc = await found_thread(request)
     if not as_dict(doc.get("metadata")).get("graph_id") and len(state.graphs) != 1:
         return json_response(_empty())
@@ -92,7 +87,7 @@ async def refresh_thread(state: ServerState, doc: dict[str, Any], graph: Any) ->
 
 async def update_state(request: Request) -> Response:
     """``POST /threads/{thread_id}/state``: write values as ``as_node`` would, from a checkpoint."""
-    state = _state(request)
+    state = state_of(request)
     doc = await found_thread(request)
     data = await body(request)
     graph_id = thread_graph_id(state, doc)
@@ -136,7 +131,7 @@ def _before(raw: Any) -> dict[str, Any] | None:
 
 
 async def _history(request: Request, data: dict[str, Any]) -> Response:
-    state = _state(request)
+    state = state_of(request)
     doc = await found_thread(request)
     if not as_dict(doc.get("metadata")).get("graph_id") and len(state.graphs) != 1:
         return json_response([])

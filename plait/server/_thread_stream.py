@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from plait.server._state import ServerState
+from plait.server._state import ServerState, state_of
 from plait.server._stream import END
 from plait.server._threads import found_thread
 from plait.server._wire import ApiError, dumps, now_iso
@@ -93,7 +93,7 @@ async def _follow(
 
 async def join_thread_stream(request: Request) -> Response:
     """``GET /threads/{thread_id}/stream``: the thread's runs' events, until the client leaves."""
-    state: ServerState = request.app.state.server
+    state = state_of(request)
     thread = await found_thread(request)
     modes, since = _modes(request), now_iso()
     return EventSourceResponse(

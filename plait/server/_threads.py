@@ -10,17 +10,12 @@ from starlette.routing import Route
 
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt
-from plait.server._state import ServerState
+from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso, uuid7
 
 __all__ = ["create_thread", "get_thread", "routes", "thread_graph_id", "write_thread"]
 
 _STATUSES = ("idle", "busy", "interrupted", "error")
-
-
-def _state(request: Request) -> ServerState:
-    state: ServerState = request.app.state.server
-    return state
 
 
 def _doc(row: dict[str, Any], *, values: bool = True) -> dict[str, Any]:
@@ -87,7 +82,7 @@ def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
 async def found_thread(request: Request) -> dict[str, Any]:
     """The thread of the path, or 404."""
     thread_id = check_uuid(request.path_params["thread_id"], "thread ID")
-    doc = await get_thread(_state(request).db, thread_id)
+    doc = await get_thread(state_of(request).db, thread_id)
     if doc is None:
         raise ApiError(404, f"Thread {thread_id} not found")
     return doc
@@ -95,7 +90,7 @@ async def found_thread(request: Request) -> dict[str, Any]:
 
 async def create(request: Request) -> Response:
     """``POST /threads``."""
-    state = _state(request)
+    state = state_of(request)
     data = await body(request, required=True)  # as LangGraph's server: a body, if only {}
     if data.get("ttl") is not None:
         raise ApiError(422, "thread ttl is not supported by plait serve (NotImplemented)")
@@ -133,14 +128,14 @@ async def patch(request: Request) -> Response:
         raise ApiError(422, "thread ttl is not supported by plait serve (NotImplemented)")
     doc["metadata"] = {**doc["metadata"], **(as_dict(opt(data, "metadata", dict)))}
     doc["updated_at"] = now_iso()
-    await write_thread(_state(request).db, doc)
+    await write_thread(state_of(request).db, doc)
     return json_response(doc)
 
 
 async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}``: the thread, its runs and its checkpoints."""
     doc = await found_thread(request)
-    await _delete_thread(_state(request), doc["thread_id"])
+    await _delete_thread(state_of(request), doc["thread_id"])
     return Response(status_code=204)
 
 
@@ -168,7 +163,7 @@ async def _delete_thread(state: ServerState, thread_id: str) -> None:
 async def prune(request: Request) -> Response:
     """``POST /threads/prune``: delete threads (``strategy: "delete"``) or their checkpoints but the
     newest of each namespace (``"keep_latest"``); unknown threads are skipped. ``{"pruned_count": n}``."""
-    state = _state(request)
+    state = state_of(request)
     data = await body(request, required=True)
     raw = as_list(data.get("thread_ids"))
     if not isinstance(data.get("thread_ids"), list):
@@ -224,7 +219,7 @@ async def _matching(state: ServerState, data: dict[str, Any]) -> list[tuple[dict
 async def search(request: Request) -> Response:
     """``POST /threads/search``: by metadata, values, status and ids; sorted and paged."""
     data = await body(request)
-    found = await _matching(_state(request), data)
+    found = await _matching(state_of(request), data)
     sort_by = opt(data, "sort_by", str) or "created_at"
     if sort_by not in ("thread_id", "status", "created_at", "updated_at", "state_updated_at"):
         raise ApiError(
@@ -251,12 +246,12 @@ async def search(request: Request) -> Response:
 
 async def count(request: Request) -> Response:
     """``POST /threads/count``."""
-    return json_response(len(await _matching(_state(request), await body(request))))
+    return json_response(len(await _matching(state_of(request), await body(request))))
 
 
 async def copy(request: Request) -> Response:
     """``POST /threads/{thread_id}/copy``: a new thread with the same checkpoints and metadata."""
-    state = _state(request)
+    state = state_of(request)
     doc = await found_thread(request)
     new_id = uuid7()
     saver = state.saver

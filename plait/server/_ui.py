@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from plait.server._http import json_response, query_int
 from plait.server._snapshot import state_json
-from plait.server._state import ServerState
+from plait.server._state import state_of
 from plait.server._threads import found_thread, thread_graph_id
 from plait.server._ui_page import PAGE
 from plait.server._wire import ApiError, as_dict, as_list, dumps
@@ -24,15 +24,11 @@ from plait.server._wire import ApiError, as_dict, as_list, dumps
 __all__ = ["routes", "svg_of"]
 
 
-def _state(request: Request) -> ServerState:
-    state: ServerState = request.app.state.server
-    return state
-
-
 async def page(request: Request) -> Response:
     """``GET /ui``: the inspector page."""
     graphs = " ".join(
-        f'<option value="{html.escape(g)}">{html.escape(g)}</option>' for g in sorted(_state(request).graphs)
+        f'<option value="{html.escape(g)}">{html.escape(g)}</option>'
+        for g in sorted(state_of(request).graphs)
     )
     return HTMLResponse(PAGE.replace("{{GRAPHS}}", graphs))
 
@@ -45,7 +41,7 @@ def _sizes(values: Any) -> dict[str, int]:
 
 async def timeline(request: Request) -> Response:
     """``GET /ui/api/threads/{thread_id}/timeline``: checkpoints, newest first, with writes and sizes."""
-    state = _state(request)
+    state = state_of(request)
     doc = await found_thread(request)
     if not as_dict(doc.get("metadata")).get("graph_id") and len(state.graphs) != 1:
         return json_response([])
@@ -164,7 +160,7 @@ def svg_of(nodes: list[str], edges: list[tuple[str, str, bool]]) -> str:
 async def drawing(request: Request) -> Response:
     """``GET /ui/api/graphs/{graph_id}``: the graph as Mermaid text and as SVG."""
     graph_id = request.path_params["graph_id"]
-    compiled: Any = _state(request).graphs.get(graph_id)
+    compiled: Any = state_of(request).graphs.get(graph_id)
     if compiled is None:
         raise ApiError(404, f"Graph {graph_id!r} not found")
     drawn: Any = compiled.get_graph()  # a CompiledStateGraph
