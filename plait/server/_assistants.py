@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from plait.server._db import Database, Tx
-from plait.server._http import body, json_response, opt, query_bool
+from plait.server._http import body, json_response, opt, page_response, query_bool
 from plait.server._schemas import graph_schemas
 from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso
@@ -230,14 +230,7 @@ async def search(request: Request) -> Response:
         )
     docs.sort(key=lambda d: d[sort_by], reverse=(opt(data, "sort_order", str) or "desc") == "desc")
     limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
-    page = docs[offset : offset + limit]
-    select = opt(data, "select", list)
-    if select:
-        page = [{k: d.get(k) for k in select} for d in page]
-    headers = {"X-Pagination-Total": str(len(docs))}
-    if offset + limit < len(docs):
-        headers["X-Pagination-Next"] = str(offset + limit)
-    return json_response(page, headers=headers)
+    return page_response(docs, offset, limit, opt(data, "select", list))
 
 
 async def count(request: Request) -> Response:

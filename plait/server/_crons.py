@@ -24,7 +24,7 @@ from starlette.routing import Route
 from plait.server._assistants import assistant_id_for
 from plait.server._create import check_request, create_run
 from plait.server._db import Database, Tx
-from plait.server._http import body, json_response, opt
+from plait.server._http import body, json_response, opt, page_response
 from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
 
@@ -161,21 +161,28 @@ async def _write(db: Database | Tx, cron: dict[str, Any], due: float | None, *, 
         )
 
 
-def _payload(data: dict[str, Any], assistant_id: str, cron_id: str) -> dict[str, Any]:
-    """The request as the cron keeps it (as LangGraph's server: the whole body), its assistant
-    resolved and ``config.configurable.cron_id`` set (a patch without ``config`` keeps the cron's)."""
+def _payload(data: dict[str, Any], assistant_id: str) -> dict[str, Any]:
+    """The request as the cron keeps it (as LangGraph's server: the whole body, nulls left out),
+    its assistant resolved."""
     unknown = sorted(set(data) - {*_RUN_KEYS, *_CRON_KEYS})
     if unknown:
         raise ApiError(422, f"a cron does not take {unknown}; it takes {sorted({*_RUN_KEYS, *_CRON_KEYS})}")
-    payload = {k: v for k, v in data.items() if v is not None}
-    if "config" in payload:
-        config = as_dict(opt(payload, "config", dict))
-        payload["config"] = {
-            **config,
-            "configurable": {**as_dict(config.get("configurable")), "cron_id": cron_id},
-        }
-    payload["assistant_id"] = assistant_id
-    return payload
+    opt(data, "config", dict)
+    return {**{k: v for k, v in data.items() if v is not None}, "assistant_id": assistant_id}
+
+
+def _with_cron_id(payload: dict[str, Any], cron_id: str) -> dict[str, Any]:
+    """``payload`` whose ``config.configurable`` names the cron, as its runs' configs do."""
+    config = as_dict(payload.get("config"))
+    configurable = {**as_dict(config.get("configurable")), "cron_id": cron_id}
+    return {**payload, "config": {**config, "configurable": configurable}}
+
+
+def _on_completed(data: dict[str, Any]) -> str | None:
+    value: str | None = opt(data, "on_run_completed", str)
+    if value not in (None, "delete", "keep"):
+        raise ApiError(422, f"on_run_completed must be 'delete' or 'keep', got {value!r}")
+    return value
 
 
 def _run_request(payload: dict[str, Any]) -> dict[str, Any]:
@@ -196,12 +203,9 @@ async def create(request: Request) -> Response:
         )
     schedule = _schedule(data.get("schedule"))
     assistant_id = assistant_id_for(raw_assistant, state)
-    on_completed = opt(data, "on_run_completed", str)
-    if on_completed not in (None, "delete", "keep"):
-        raise ApiError(422, f"on_run_completed must be 'delete' or 'keep', got {on_completed!r}")
+    on_completed = _on_completed(data)
     cron_id, now = uuid7(), now_iso()
-    payload = _payload(data, assistant_id, cron_id)
-    payload.setdefault("config", {"configurable": {"cron_id": cron_id}})
+    payload = _with_cron_id(_payload(data, assistant_id), cron_id)
     enabled = opt(data, "enabled", bool)
     cron: dict[str, Any] = {
         "cron_id": cron_id,
@@ -289,9 +293,8 @@ async def patch(request: Request) -> Response:
         if not rows:
             raise ApiError(404, f"Cron '{cron_id}' not found")
         cron: dict[str, Any] = loads(rows[0]["doc"])
-        given = _payload(data, cron["assistant_id"], cron["cron_id"])
-        payload = {**{k: v for k, v in cron["payload"].items() if k not in data}, **given}
-        payload.setdefault("config", {"configurable": {"cron_id": cron_id}})  # (config: null clears the rest)
+        kept = {k: v for k, v in cron["payload"].items() if k not in data}  # (a null clears a key)
+        payload = _with_cron_id({**kept, **_payload(data, cron["assistant_id"])}, cron_id)
         moved = _settings(cron, data)
         cron["metadata"] = {**cron["metadata"], **as_dict(opt(data, "metadata", dict))}
         cron["payload"], cron["updated_at"] = payload, now_iso()
@@ -315,12 +318,9 @@ def _settings(cron: dict[str, Any], data: dict[str, Any]) -> bool:
     enabled = opt(data, "enabled", bool)
     if enabled is not None:
         cron["enabled"] = enabled
-    on_completed = opt(data, "on_run_completed", str)
-    if on_completed is not None:
-        if on_completed not in ("delete", "keep"):
-            raise ApiError(422, f"on_run_completed must be 'delete' or 'keep', got {on_completed!r}")
-        if cron["thread_id"] is None:  # (a thread's cron runs on its thread: nothing to delete or keep)
-            cron["on_run_completed"] = on_completed
+    on_completed = _on_completed(data)
+    if on_completed is not None and cron["thread_id"] is None:  # (a thread's cron: nothing to delete)
+        cron["on_run_completed"] = on_completed
     return moved
 
 
@@ -386,13 +386,7 @@ async def search(request: Request) -> Response:
         return value is not None, value if value is not None else ""
 
     crons.sort(key=key, reverse=order == "desc")
-    page = crons[offset : offset + limit]
-    if select:
-        page = [{k: c.get(k) for k in select} for c in page]
-    headers = {"X-Pagination-Total": str(len(crons))}
-    if offset + limit < len(crons):
-        headers["X-Pagination-Next"] = str(offset + limit)
-    return json_response(page, headers=headers)
+    return page_response(crons, offset, limit, select)
 
 
 async def count(request: Request) -> Response:
@@ -422,10 +416,7 @@ async def _take_due(state: ServerState, now: datetime) -> list[dict[str, Any]]:
             except ApiError as exc:  # its schedule ran out (a year that passed): it has no next time
                 _log.warning("cron %s fires no more: %s", cron["cron_id"], exc.detail)
                 cron["next_run_date"], due = None, None
-            await tx.run(
-                "UPDATE plait_server_crons SET next_run = ?, doc = ? WHERE cron_id = ?",
-                (due, dumps(cron).decode(), cron["cron_id"]),
-            )
+            await _write(tx, cron, due, insert=False)
             taken.append(fired)
     return taken
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from starlette.exceptions import HTTPException
@@ -11,7 +12,16 @@ from starlette.responses import Response
 
 from plait.server._wire import ApiError, dumps, loads
 
-__all__ = ["body", "http_error", "json_response", "opt", "query_bool", "query_int", "server_error"]
+__all__ = [
+    "body",
+    "http_error",
+    "json_response",
+    "opt",
+    "page_response",
+    "query_bool",
+    "query_int",
+    "server_error",
+]
 
 
 async def body(request: Request, *, required: bool = False) -> dict[str, Any]:
@@ -70,6 +80,24 @@ def query_bool(request: Request, key: str) -> bool:
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     """A JSON response encoded like state values (messages as dicts)."""
     return Response(dumps(data), status_code=status, media_type="application/json", headers=headers)
+
+
+def page_response(
+    found: Sequence[Any],
+    offset: int,
+    limit: int,
+    select: list[str] | None,
+    show: Callable[[Any], dict[str, Any]] | None = None,
+) -> Response:
+    """One page of search results (each made a document by ``show``, if given; ``select`` keeps
+    those fields) with LangGraph's pagination headers (``X-Pagination-Total``, ``-Next``)."""
+    page = [show(item) if show is not None else item for item in found[offset : offset + limit]]
+    if select:
+        page = [{k: d.get(k) for k in select} for d in page]
+    headers = {"X-Pagination-Total": str(len(found))}
+    if offset + limit < len(found):
+        headers["X-Pagination-Next"] = str(offset + limit)
+    return json_response(page, headers=headers)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

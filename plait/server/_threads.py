@@ -9,7 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from plait.server._db import Database, Tx
-from plait.server._http import body, json_response, opt
+from plait.server._http import body, json_response, opt, page_response
 from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso, uuid7
 
@@ -231,17 +231,11 @@ async def search(request: Request) -> Response:
         raise ApiError(422, f"sort_order must be 'asc' or 'desc', got {order!r}")
     found.sort(key=lambda item: str(item[0].get(sort_by)), reverse=order == "desc")
     limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
-    page = [
-        {**doc, "values": None if vals is None else loads(vals)}
-        for doc, vals in found[offset : offset + limit]
-    ]
-    select = opt(data, "select", list)
-    if select:
-        page = [{k: d.get(k) for k in select} for d in page]
-    headers = {"X-Pagination-Total": str(len(found))}
-    if offset + limit < len(found):
-        headers["X-Pagination-Next"] = str(offset + limit)
-    return json_response(page, headers=headers)
+
+    def show(item: tuple[dict[str, Any], Any]) -> dict[str, Any]:  # values parsed for the page only
+        return {**item[0], "values": None if item[1] is None else loads(item[1])}
+
+    return page_response(found, offset, limit, opt(data, "select", list), show)
 
 
 async def count(request: Request) -> Response:
