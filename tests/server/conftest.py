@@ -6,6 +6,7 @@ import pathlib
 from collections.abc import Iterator
 
 import pytest
+from _pg import private_schema
 from _serve_proc import Server, running
 
 
@@ -20,3 +21,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture
 def tmp(tmp_path: pathlib.Path) -> pathlib.Path:
     return tmp_path
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server_on_both(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """A ``plait serve`` on each database (PostgreSQL: the multi-worker code path, one worker);
+    nodes of the test app log to ``nodes.log`` beside the server's log."""
+    tmp: pathlib.Path = tmp_path_factory.mktemp("serve")
+    env = {"PLAIT_TEST_LOG": str(tmp / "nodes.log")}
+    if request.param == "sqlite":
+        with running(str(tmp / "server.sqlite"), tmp, env=env) as srv:
+            yield srv
+        return
+    with private_schema("plait_api") as dsn, running(dsn, tmp, env=env) as srv:
+        yield srv

@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import pathlib
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
-from _pg import private_schema
-from _serve_proc import Server, running
+from _serve_proc import Server
 from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 MSG = {"messages": [{"role": "user", "content": "hi"}]}
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The API on both databases (PostgreSQL: the multi-worker code path, one worker)."""
-    tmp: pathlib.Path = tmp_path_factory.mktemp("serve")
-    env = {"PLAIT_TEST_LOG": str(tmp / "nodes.log")}
-    if request.param == "sqlite":
-        with running(str(tmp / "server.sqlite"), tmp, env=env) as srv:
-            yield srv
-        return
-    with private_schema("plait_api") as dsn, running(dsn, tmp, env=env) as srv:
-        yield srv
+@pytest.fixture(scope="module")
+def server(server_on_both: Server) -> Server:
+    """The API on both databases."""
+    return server_on_both
 
 
 def _msg(text: str) -> dict:

@@ -5,30 +5,23 @@ from __future__ import annotations
 import pathlib
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import httpx
 import pytest
-from _pg import private_schema
-from _serve_proc import Server, running
+from _serve_proc import Server
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 EVERY_SECOND = "* * * * * */1"  # croniter's sixth field: seconds (LangGraph's server takes it too)
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    tmp: pathlib.Path = tmp_path_factory.mktemp("crons")
-    env = {"PLAIT_TEST_LOG": str(tmp / "nodes.log")}
-    if request.param == "sqlite":
-        with running(str(tmp / "server.sqlite"), tmp, env=env) as srv:
-            yield srv
-        return
-    with private_schema("plait_cron") as dsn, running(dsn, tmp, env=env) as srv:
-        yield srv
+@pytest.fixture(scope="module")
+def server(server_on_both: Server) -> Server:
+    """The API on both databases."""
+    return server_on_both
 
 
 def _say(text: str) -> dict[str, Any]:
