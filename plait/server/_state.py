@@ -16,9 +16,10 @@ from starlette.requests import Request
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.pregel import Pregel
 from plait.server._config import Settings, apply_env, load_graph
-from plait.server._db import Database, open_database
+from plait.server._db import Database, SqliteDatabase, open_database
 from plait.server._store import ServerStore
 from plait.server._stream import Broker
+from plait.server._wal import keep_wal
 from plait.server._webhook import WebhookPolicy, deliver
 from plait.server._wire import ApiError
 
@@ -136,6 +137,8 @@ async def open_state(settings: Settings) -> ServerState:
             )
             saver = await asyncio.to_thread(stack.enter_context, manager)
             await asyncio.to_thread(saver.setup)
+            if isinstance(db, SqliteDatabase):
+                await stack.enter_async_context(keep_wal([settings.db, db.target], [saver.conn, db.conn]))
     except BaseException:  # nothing opened stays open
         await stack.aclose()
         await db.close()
