@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 from typing_extensions import Self
@@ -21,7 +22,7 @@ from plait.checkpoint.postgres import _sql
 from plait.checkpoint.serde import Serializer
 from plait.errors import SchemaVersionError
 
-__all__ = ["PostgresBase", "PostgresSaver", "check_if_stirred", "migrate_body", "stirred"]
+__all__ = ["PostgresBase", "PostgresSaver", "check_if_stirred", "has_rows", "migrate_body", "stirred"]
 
 IDENTITY = (
     # the server's identity, whatever route reached it (TCP, another host name, a unix socket)
@@ -104,13 +105,23 @@ def check_if_stirred(conn: psycopg.Connection[Any]) -> None:
         ConnectionPool.check_connection(conn)
 
 
+_ROWS = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.SINGLE_TUPLE, pq.ExecStatus.TUPLES_CHUNK)
+
+
+def has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
+    """Whether the cursor's current result is a set of rows (``cur.description is not None``,
+    without building the column descriptions that property makes each time it is read)."""
+    result = cur.pgresult
+    return result is not None and result.status in _ROWS
+
+
 def step(cur: psycopg.Cursor[Any], item: Step) -> Any:
     """Run one statement; its rows, or its row count when it returns none."""
     if item.many:
         cur.executemany(item.sql, item.params)  # pyright: ignore[reportArgumentType]  # plait's own SQL text
         return cur.rowcount
     cur.execute(item.sql, item.params)  # pyright: ignore[reportArgumentType]  # plait's own SQL text
-    return cur.fetchall() if cur.description is not None else cur.rowcount
+    return cur.fetchall() if has_rows(cur) else cur.rowcount
 
 
 class PostgresSaver(PostgresBase):
@@ -231,11 +242,11 @@ def _answers(cur: psycopg.ClientCursor[Any], steps: tuple[Step, ...]) -> list[An
         rows: list[Any] = []
         total = 0
         for i in range(count):
-            if cur.description is not None:
+            if has_rows(cur):
                 rows.extend(cur.fetchall())
             else:
                 total += max(cur.rowcount, 0)
             if i < count - 1 or item is not steps[-1]:
                 cur.nextset()
-        answers.append(rows if rows or cur.description is not None else total)
+        answers.append(rows if rows or has_rows(cur) else total)
     return answers

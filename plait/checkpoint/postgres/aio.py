@@ -30,7 +30,7 @@ from plait.checkpoint._engine_ops import (
 )
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
-from plait.checkpoint.postgres._saver import PostgresBase, stirred
+from plait.checkpoint.postgres._saver import PostgresBase, has_rows, stirred
 from plait.checkpoint.serde import Serializer
 
 __all__ = ["AsyncPostgresSaver"]
@@ -49,7 +49,7 @@ async def _step(cur: psycopg.AsyncCursor[Any], item: Step) -> Any:
         await cur.executemany(item.sql, item.params)  # pyright: ignore[reportArgumentType]  # plait's own SQL text
         return cur.rowcount
     await cur.execute(item.sql, item.params)  # pyright: ignore[reportArgumentType]  # plait's own SQL text
-    return await cur.fetchall() if cur.description is not None else cur.rowcount
+    return await cur.fetchall() if has_rows(cur) else cur.rowcount
 
 
 class AsyncPostgresSaver(NativeAsync, PostgresBase):
@@ -176,11 +176,11 @@ async def _answers(client: psycopg.AsyncClientCursor[Any], steps: tuple[Step, ..
         rows: list[Any] = []
         total = 0
         for i in range(count):
-            if client.description is not None:
+            if has_rows(client):
                 rows.extend(await client.fetchall())
             else:
                 total += max(client.rowcount, 0)
             if i < count - 1 or item is not steps[-1]:
                 client.nextset()
-        answers.append(rows if rows or client.description is not None else total)
+        answers.append(rows if rows or has_rows(client) else total)
     return answers
