@@ -275,9 +275,10 @@ class PregelTask(NamedTuple):
 
 
 class StateUpdate(NamedTuple):
-    """One update of ``bulk_update_state``: ``values`` written as if ``as_node`` returned them."""
+    """One update of ``bulk_update_state``: ``values`` written as if ``as_node`` returned them (a
+    :class:`Command` too: its ``update``, ``goto`` and ``resume``)."""
 
-    values: dict[str, Any] | None
+    values: dict[str, Any] | Command[Any] | None
     as_node: str | None = None
     task_id: str | None = None
 

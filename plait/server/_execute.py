@@ -15,8 +15,7 @@ from plait.server._snapshot import interrupts_by_task, output_interrupts, thread
 from plait.server._state import ServerState
 from plait.server._stream import insert_events
 from plait.server._webhook import payload
-from plait.server._wire import as_dict, as_list, dumps, loads, now_iso
-from plait.types import Command, Send
+from plait.server._wire import as_dict, command_of, dumps, loads, now_iso
 
 __all__ = ["STREAM_MODES", "execute_run"]
 
@@ -34,19 +33,6 @@ STREAM_MODES = {
     "events": "",
 }
 """Stream modes of the API and the plait mode each one needs."""
-
-
-def _command(raw: dict[str, Any]) -> Command[Any]:
-    goto = raw.get("goto")
-    if goto is not None:
-        items = as_list(goto) if isinstance(goto, list) else [goto]
-        goto = [
-            Send(as_dict(g)["node"], as_dict(g).get("input")) if isinstance(g, dict) else g for g in items
-        ]
-    update = raw.get("update")
-    if isinstance(update, list):
-        update = [tuple(as_list(pair)) for pair in as_list(update)]
-    return Command(update=update, resume=raw.get("resume"), goto=goto or ())
 
 
 def merged_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +69,7 @@ async def _resumed_input(graph: Any, config: dict[str, Any], doc: dict[str, Any]
         if as_dict(snap.metadata).get("run_id") == doc["run_id"]:
             return None  # an earlier attempt saved checkpoints: go on from the last one
     if kwargs.get("command"):
-        return _command(kwargs["command"])
+        return command_of(kwargs["command"])
     return kwargs.get("input")
 
 

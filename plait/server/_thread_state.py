@@ -10,12 +10,12 @@ from starlette.routing import Route
 
 from plait.errors import CheckpointConflictError, InvalidUpdateError
 from plait.server._http import body, json_response, opt, query_int
-from plait.server._snapshot import checkpoint_ref, interrupts_by_task, state_json, thread_status
-from plait.server._state import ServerState, state_of
-from plait.server._threads import found_thread, thread_graph_id, write_thread
-from plait.server._wire import ApiError, as_dict, now_iso
+from plait.server._snapshot import checkpoint_ref, state_json
+from plait.server._state import state_of
+from plait.server._threads import found_thread, refresh_thread, thread_graph_id
+from plait.server._wire import ApiError, as_dict
 
-__all__ = ["refresh_thread", "routes"]
+__all__ = ["routes"]
 
 
 def _config(thread_id: str, checkpoint: Any = None) -> Any:
@@ -71,18 +71,6 @@ async def get_state_at(request: Request) -> Response:
     """``POST /threads/{thread_id}/state/checkpoint``: the state at ``checkpoint``."""
     data = await body(request, required=True)
     return await _snapshot_json(request, as_dict(opt(data, "checkpoint", dict)))
-
-
-async def refresh_thread(state: ServerState, doc: dict[str, Any], graph: Any) -> None:
-    """Copy the thread's newest state into its document (values, status, interrupts)."""
-    snap = await graph.aget_state(_config(doc["thread_id"]))
-    doc["values"] = snap.values
-    if doc["status"] != "busy":
-        doc["status"] = thread_status(snap)
-    doc["interrupts"] = interrupts_by_task(snap)
-    doc["error"] = None
-    doc["updated_at"] = doc["state_updated_at"] = now_iso()
-    await write_thread(state.db, doc)
 
 
 async def update_state(request: Request) -> Response:

@@ -4,16 +4,30 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from plait.errors import CheckpointConflictError, InvalidUpdateError
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt, page_response
+from plait.server._snapshot import interrupts_by_task, thread_status
 from plait.server._state import ServerState, state_of
-from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso, uuid7
+from plait.server._wire import (
+    ApiError,
+    as_dict,
+    as_list,
+    check_uuid,
+    command_of,
+    dumps,
+    loads,
+    now_iso,
+    uuid7,
+)
+from plait.types import StateUpdate
 
-__all__ = ["create_thread", "get_thread", "routes", "thread_graph_id", "write_thread"]
+__all__ = ["create_thread", "get_thread", "refresh_thread", "routes", "thread_graph_id", "write_thread"]
 
 _STATUSES = ("idle", "busy", "interrupted", "error")
 
@@ -79,6 +93,63 @@ def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
     )  # as LangGraph
 
 
+async def refresh_thread(state: ServerState, doc: dict[str, Any], graph: Any) -> None:
+    """Copy the thread's newest state into its document (values, status, interrupts)."""
+    snap = await graph.aget_state({"configurable": {"thread_id": doc["thread_id"], "checkpoint_ns": ""}})
+    doc["values"] = snap.values
+    if doc["status"] != "busy":
+        doc["status"] = thread_status(snap)
+    doc["interrupts"] = interrupts_by_task(snap)
+    doc["error"] = None
+    doc["updated_at"] = doc["state_updated_at"] = now_iso()
+    await write_thread(state.db, doc)
+
+
+def _supersteps(raw: Any) -> list[list[StateUpdate]]:
+    """``[{"updates": [{"values" | "command", "as_node"}, ...]}, ...]`` as ``bulk_update_state`` takes it."""
+    if not isinstance(raw, list):
+        raise ApiError(422, f"supersteps must be a list of {{'updates': [...]}} objects, got {raw!r:.80}")
+    steps: list[list[StateUpdate]] = []
+    for n, step in enumerate(as_list(raw)):
+        updates = as_dict(step).get("updates") if isinstance(step, dict) else None
+        if not isinstance(updates, list):
+            raise ApiError(422, f"supersteps[{n}] must be an object with a list 'updates', got {step!r:.80}")
+        batch: list[StateUpdate] = []
+        for update in as_list(updates):
+            if not isinstance(update, dict):
+                raise ApiError(422, f"supersteps[{n}].updates holds {update!r:.80}; each update is an object")
+            item = as_dict(update)
+            as_node = item.get("as_node")
+            if as_node is not None and not isinstance(as_node, str):
+                raise ApiError(422, f"supersteps[{n}]: as_node must be a node name, got {as_node!r}")
+            command = item.get("command")
+            values = command_of(as_dict(command)) if isinstance(command, dict) else item.get("values")
+            batch.append(StateUpdate(values, as_node))
+        steps.append(batch)
+    return steps
+
+
+async def _apply_supersteps(state: ServerState, doc: dict[str, Any], steps: list[list[StateUpdate]]) -> None:
+    """Write ``steps`` on the new thread (``bulk_update_state``), as the graph's nodes would have."""
+    graph_id = thread_graph_id(state, doc)
+    graph = state.graph(graph_id)
+    config: RunnableConfig = {
+        "configurable": {"thread_id": doc["thread_id"], "checkpoint_ns": ""},
+        "metadata": {"graph_id": graph_id, "thread_id": doc["thread_id"]},
+    }
+    try:
+        await graph.abulk_update_state(config, steps)
+    except CheckpointConflictError as exc:
+        raise ApiError(409, str(exc)) from None
+    except (InvalidUpdateError, ValueError, KeyError, TypeError) as exc:
+        raise ApiError(
+            400,
+            f"Thread {doc['thread_id']} was created, but its supersteps were refused: {type(exc).__name__}: {exc}",
+        ) from None
+    doc["metadata"] = {**doc["metadata"], "graph_id": graph_id}
+    await refresh_thread(state, doc, graph)
+
+
 async def found_thread(request: Request) -> dict[str, Any]:
     """The thread of the path, or 404."""
     thread_id = check_uuid(request.path_params["thread_id"], "thread ID")
@@ -94,8 +165,7 @@ async def create(request: Request) -> Response:
     data = await body(request, required=True)  # as LangGraph's server: a body, if only {}
     if data.get("ttl") is not None:
         raise ApiError(422, "thread ttl is not supported by plait serve (NotImplemented)")
-    if data.get("supersteps"):
-        raise ApiError(422, "supersteps on thread creation are not supported by plait serve (NotImplemented)")
+    steps = _supersteps(data["supersteps"]) if data.get("supersteps") is not None else []
     thread_id = check_uuid(opt(data, "thread_id", str) or uuid7(), "thread ID")
     metadata = as_dict(opt(data, "metadata", dict))
     if_exists = opt(data, "if_exists", str) or "raise"
@@ -112,6 +182,8 @@ async def create(request: Request) -> Response:
         if await get_thread(state.db, thread_id) is None:
             raise
         raise ApiError(409, f"Thread with ID {thread_id} already exists") from None
+    if steps:
+        await _apply_supersteps(state, doc, steps)
     return json_response(doc)
 
 

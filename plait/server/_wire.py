@@ -14,7 +14,9 @@ from typing import Any, cast
 import orjson
 from langchain_core.messages import BaseMessage, BaseMessageChunk
 
-__all__ = ["ApiError", "as_dict", "as_list", "check_uuid", "dumps", "loads", "now_iso", "uuid7"]
+from plait.types import Command, Send
+
+__all__ = ["ApiError", "as_dict", "as_list", "check_uuid", "command_of", "dumps", "loads", "now_iso", "uuid7"]
 
 
 class ApiError(Exception):
@@ -88,6 +90,20 @@ def _default(obj: Any) -> Any:
     if callable(as_dict):
         return as_dict()
     return repr(obj)
+
+
+def command_of(raw: dict[str, Any]) -> Command[Any]:
+    """The :class:`~plait.types.Command` of a request's ``command`` object (``update``, ``resume``, ``goto``)."""
+    goto = raw.get("goto")
+    if goto is not None:
+        items = as_list(goto) if isinstance(goto, list) else [goto]
+        goto = [
+            Send(as_dict(g)["node"], as_dict(g).get("input")) if isinstance(g, dict) else g for g in items
+        ]
+    update = raw.get("update")
+    if isinstance(update, list):
+        update = [tuple(as_list(pair)) for pair in as_list(update)]
+    return Command(update=update, resume=raw.get("resume"), goto=goto or ())
 
 
 def dumps(value: Any) -> bytes:
