@@ -98,7 +98,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         )
     path = _config_path(config)
     try:
-        graphs, env, webhooks, cors_config = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
+        graphs, env, webhooks, cors_config, thread_ttl, store_ttl = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
     except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
         raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
     target = db or default_db(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
@@ -114,6 +114,8 @@ def serve(  # noqa: PLR0913 - one parameter per option
         env=env,
         webhooks=webhooks.to_json(),
         cors=cors_config,
+        thread_ttl=thread_ttl,
+        store_ttl=store_ttl,
     )
     if workers > 1 and not settings.is_postgres:
         raise click.BadParameter(

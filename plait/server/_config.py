@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, cast
 
 from plait.graph.state import StateGraph
 from plait.pregel import Pregel
+from plait.server._ttl import store_ttl_config, thread_ttl_config
 from plait.server._webhook import WebhookConfigError, WebhookPolicy
 
 __all__ = ["ConfigError", "GraphSpec", "LoadedConfig", "Settings", "apply_env", "load_config", "load_graph"]
@@ -33,7 +34,7 @@ BUILD_KEYS = frozenset(
     }
 )
 """Keys of ``langgraph.json`` that describe a container build: they change nothing when serving."""
-READ_KEYS = frozenset({"graphs", "env", "webhooks", "http"})
+READ_KEYS = frozenset({"graphs", "env", "webhooks", "http", "checkpointer", "store"})
 HTTP_KEYS = frozenset({"disable_webhooks", "cors"})
 CORS_KEYS = {
     "allow_origins": list,
@@ -75,6 +76,8 @@ class Settings:
         jobs: How many runs one worker process executes at once.
         webhooks: The webhook policy (:meth:`WebhookPolicy.to_json`; empty: the defaults).
         cors: The config's ``http.cors`` (``CORSMiddleware`` arguments; ``cors_origins`` adds origins).
+        thread_ttl: The config's ``checkpointer.ttl`` (see :mod:`plait.server._ttl`).
+        store_ttl: The config's ``store.ttl``.
     """
 
     config_path: str
@@ -88,6 +91,8 @@ class Settings:
     env: dict[str, str] = field(default_factory=lambda: {})
     webhooks: dict[str, Any] = field(default_factory=lambda: {})
     cors: dict[str, Any] = field(default_factory=lambda: {})
+    thread_ttl: dict[str, Any] = field(default_factory=lambda: {})
+    store_ttl: dict[str, Any] = field(default_factory=lambda: {})
 
     @property
     def webhook_policy(self) -> WebhookPolicy:
@@ -113,6 +118,8 @@ class Settings:
             "env": self.env,
             "webhooks": self.webhooks,
             "cors": self.cors,
+            "thread_ttl": self.thread_ttl,
+            "store_ttl": self.store_ttl,
         }
         return json.dumps(data)
 
@@ -162,19 +169,23 @@ def _read_env(raw: Any, base: Path, where: str) -> dict[str, str]:
 
 
 class LoadedConfig(NamedTuple):
-    """What a config file says: its graphs, its environment, its webhook policy and its CORS settings."""
+    """What a config file says: its graphs, its environment, its webhook policy, its CORS settings and
+    the time to live of threads and store items (``checkpointer.ttl``, ``store.ttl``)."""
 
     graphs: tuple[GraphSpec, ...]
     env: dict[str, str]
     webhooks: WebhookPolicy
     cors: dict[str, Any]
+    thread_ttl: dict[str, Any]
+    store_ttl: dict[str, Any]
 
 
 def load_config(path: str | Path) -> LoadedConfig:
     """Read a ``plait.json`` / ``langgraph.json`` file: its graphs, environment and webhook policy.
 
     Keys that describe a container build (``dependencies``, ``python_version`` …) are ignored;
-    any other key plait does not implement (``auth``, ``store``, ``checkpointer`` …) is refused.
+    of ``checkpointer`` and ``store`` only ``ttl`` is read; any other key plait does not implement
+    (``auth``, ``store.index`` …) is refused.
 
     Raises:
         ConfigError: the file is missing, not JSON, has no usable ``graphs``, or a key plait
@@ -213,7 +224,23 @@ def load_config(path: str | Path) -> LoadedConfig:
         policy = WebhookPolicy.from_config(config.get("webhooks"), env, disabled)
     except WebhookConfigError as exc:
         raise ConfigError(f"{file}: {exc}") from None
-    return LoadedConfig(graphs, env, policy, cors)
+    thread_ttl, store_ttl = _ttls(config, str(file))
+    return LoadedConfig(graphs, env, policy, cors, thread_ttl, store_ttl)
+
+
+def _ttls(config: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``checkpointer.ttl`` and ``store.ttl`` (the only parts of those sections plait serve reads)."""
+    sections: list[dict[str, Any]] = []
+    for name, check in (("checkpointer", thread_ttl_config), ("store", store_ttl_config)):
+        raw: Any = config.get(name) or {}
+        if not isinstance(raw, dict) or set(cast("dict[str, Any]", raw)) - {"ttl"}:
+            hint = " (semantic search of the store is not implemented)" if name == "store" else ""
+            raise ConfigError(f'{where}: of "{name}", plait serve reads only "ttl"{hint}')
+        try:
+            sections.append(check(cast("dict[str, Any]", raw).get("ttl"), f"{name}.ttl"))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return sections[0], sections[1]
 
 
 def _cors(raw: Any, where: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from plait.server._execute import STREAM_MODES, merged_config
 from plait.server._http import opt
 from plait.server._state import ServerState
 from plait.server._threads import create_thread
+from plait.server._ttl import ThreadTtl, thread_ttl
 from plait.server._webhook import WebhookPolicy
 from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso, uuid7
 
@@ -97,14 +98,14 @@ async def _inflight(tx: Tx, thread_id: str) -> list[dict[str, Any]]:
     )
 
 
-async def _new_thread(tx: Tx, thread_id: str, data: dict[str, Any]) -> dict[str, Any]:
+async def _new_thread(tx: Tx, thread_id: str, data: dict[str, Any], ttl: ThreadTtl | None) -> dict[str, Any]:
     """The thread a run names does not exist: create it, or refuse (``if_not_exists``)."""
     if_not_exists = opt(data, "if_not_exists", str) or "reject"
     if if_not_exists not in ("reject", "create"):
         raise ApiError(422, f"if_not_exists must be 'reject' or 'create', got {if_not_exists!r}")
     if if_not_exists == "reject":
         raise ApiError(404, f"Thread {thread_id} not found (pass if_not_exists='create' to create it)")
-    return await create_thread(tx, thread_id, {})
+    return await create_thread(tx, thread_id, {}, ttl)
 
 
 async def _apply_strategy(
@@ -309,12 +310,13 @@ async def _on_thread(
     assistant = req.found(row["assistant"])
     doc = req.doc(assistant)
     thread_id = check_uuid(doc["thread_id"], "thread ID")
+    ttl = thread_ttl(None, state.settings.thread_ttl)  # a thread a run makes has the config's ttl
     if row["thread"]:
         thread = loads(row["thread"])
     elif req.thread_id is None:  # a stateless run whose thread is kept (on_completion="keep")
-        thread = await create_thread(tx, thread_id, as_dict(opt(req.data, "metadata", dict)))
+        thread = await create_thread(tx, thread_id, as_dict(opt(req.data, "metadata", dict)), ttl)
     else:
-        thread = await _new_thread(tx, thread_id, req.data)
+        thread = await _new_thread(tx, thread_id, req.data, ttl)
     to_cancel: list[tuple[str, str]] = []
     busy = False
     if req.strategy != "enqueue":

@@ -60,6 +60,18 @@ _DDL: list[LiteralString] = [
 
 
 # Threads made before their values had a column of their own kept them inside ``doc``.
+_ADDED_COLUMNS: list[tuple[LiteralString, LiteralString, LiteralString]] = [
+    # (table, column, type) added after a release: tables made before get them at start-up
+    ("plait_server_threads", "expires_at", "DOUBLE PRECISION"),
+    ("plait_server_threads", "ttl_strategy", "TEXT"),
+    ("plait_server_store", "ttl_minutes", "DOUBLE PRECISION"),
+]
+_AFTER_COLUMNS: list[LiteralString] = [
+    """CREATE INDEX IF NOT EXISTS plait_server_threads_expiry ON plait_server_threads (expires_at)
+        WHERE expires_at IS NOT NULL""",
+    """CREATE INDEX IF NOT EXISTS plait_server_store_expiry ON plait_server_store (expires_at)
+        WHERE expires_at IS NOT NULL""",
+]
 _OLD_THREADS: LiteralString = "SELECT thread_id, doc FROM plait_server_threads WHERE vals IS NULL"
 _MOVE_VALUES: LiteralString = "UPDATE plait_server_threads SET doc = ?, vals = ? WHERE thread_id = ?"
 
@@ -160,6 +172,11 @@ class SqliteDatabase:
                 self.conn.execute("ALTER TABLE plait_server_threads ADD COLUMN vals TEXT")
                 rows = [dict(r) for r in self.conn.execute(_OLD_THREADS)]
                 self.conn.executemany(_MOVE_VALUES, _moved(rows))
+            for table, column, kind in _ADDED_COLUMNS:
+                if column not in {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            for ddl in _AFTER_COLUMNS:
+                self.conn.execute(ddl)
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
@@ -308,7 +325,11 @@ class PostgresDatabase:
 
 
 async def _pg_upgrade(conn: Any) -> None:
-    """Give old thread rows their values column (under the set-up lock)."""
+    """Give old tables the columns added since (under the set-up lock), and old thread rows their values column."""
+    for table, column, kind in _ADDED_COLUMNS:
+        await conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
+    for ddl in _AFTER_COLUMNS:
+        await conn.execute(ddl)
     cur = await conn.execute(
         "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
         "AND table_name = 'plait_server_threads' AND column_name = 'vals'"

@@ -9,7 +9,7 @@ import uuid
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from starlette.requests import Request
 
@@ -22,6 +22,7 @@ from plait.server._stream import Broker
 from plait.server._wal import keep_wal
 from plait.server._webhook import WebhookPolicy, deliver
 from plait.server._wire import ApiError
+from plait.store.base import TTLConfig
 
 _pg_saver: Any
 try:
@@ -143,7 +144,7 @@ async def open_state(settings: Settings) -> ServerState:
         await stack.aclose()
         await db.close()
         raise
-    store = ServerStore(db)
+    store = ServerStore(db, cast("TTLConfig", settings.store_ttl))
     return ServerState(
         settings, db, saver, store, graphs, Broker(db), stack=stack, hooks=settings.webhook_policy
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
@@ -17,6 +18,7 @@ from starlette.routing import Route
 
 from plait.server._db import Database, Row
 from plait.server._http import body, json_response
+from plait.server._ttl import expiry
 from plait.server._wire import ApiError, as_dict, as_list, dumps, loads, now_iso
 from plait.store.base import (
     BaseStore,
@@ -29,6 +31,7 @@ from plait.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 
 __all__ = ["ServerStore", "routes"]
@@ -69,12 +72,27 @@ def _like(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ".%"
 
 
-class ServerStore(BaseStore):
-    """Items in the server database (``plait_server_store``), shared by all workers."""
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
+"""An item whose time to live has not run out (one parameter: now)."""
 
-    def __init__(self, db: Database) -> None:
+
+class ServerStore(BaseStore):
+    """Items in the server database (``plait_server_store``), shared by all workers.
+
+    Items may expire (``ttl`` in minutes, see :mod:`plait.server._ttl`): an expired item is
+    never read, and the worker's sweep deletes it.
+    """
+
+    supports_ttl = True
+
+    def __init__(self, db: Database, ttl: TTLConfig | None = None) -> None:
         self.db = db
+        self.ttl_config = ttl or None
         self.loop: asyncio.AbstractEventLoop | None = None
+
+    def refreshes(self, refresh_ttl: bool | None) -> bool:
+        """Whether a read restarts its items' time to live: ``refresh_ttl``, else the config's ``refresh_on_read``."""
+        return self._refresh(refresh_ttl)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` from a node's thread (on the server's event loop)."""
@@ -87,7 +105,7 @@ class ServerStore(BaseStore):
         results: list[Result] = []
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(await self._get(op.namespace, op.key))
+                results.append(await self._get(op))
             elif isinstance(op, SearchOp):
                 results.append(await self._search(op))
             elif isinstance(op, PutOp):
@@ -97,11 +115,24 @@ class ServerStore(BaseStore):
                 results.append(await self._namespaces(op))
         return results
 
-    async def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+    async def _get(self, op: GetOp) -> Item | None:
         rows = await self.db.fetch(
-            "SELECT * FROM plait_server_store WHERE prefix = ? AND key = ?", (_ns(namespace), key)
+            f"SELECT * FROM plait_server_store WHERE prefix = ? AND key = ? AND {_LIVE}",
+            (_ns(op.namespace), op.key, time.time()),
         )
+        if op.refresh_ttl:
+            await self._restart(rows)
         return _item(rows[0], Item) if rows else None
+
+    async def _restart(self, rows: list[Row]) -> None:
+        """Restart the time to live of the items read (those that have one)."""
+        now = time.time()
+        for row in rows:
+            if row.get("ttl_minutes") is not None:
+                await self.db.run(
+                    "UPDATE plait_server_store SET expires_at = ? WHERE prefix = ? AND key = ? AND expires_at IS NOT NULL",
+                    (expiry(float(row["ttl_minutes"]), now), row["prefix"], row["key"]),
+                )
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         if op.query:
@@ -109,9 +140,11 @@ class ServerStore(BaseStore):
                 "store search by 'query' (semantic search) is not supported by plait serve"
             )
         prefix = _ns(op.namespace_prefix)
-        where, params = "", []
+        where = f"WHERE {_LIVE}"
+        params: list[Any] = [time.time()]
         if prefix:
-            where, params = "WHERE prefix = ? OR prefix LIKE ? ESCAPE '\\'", [prefix, _like(prefix)]
+            where += " AND (prefix = ? OR prefix LIKE ? ESCAPE '\\')"
+            params += [prefix, _like(prefix)]
         # langgraph dev's order: namespaces as first written, then keys as first written; a page
         # is cut by the database unless a filter (matched here, on the values) picks the items
         page = "" if op.filter else " LIMIT ? OFFSET ?"
@@ -120,10 +153,13 @@ class ServerStore(BaseStore):
             f"FROM plait_server_store s {where}) t ORDER BY ns_first, prefix, created_at, key{page}",
             (*params, *(() if op.filter else (op.limit, op.offset))),
         )
-        items = [_item(r, SearchItem) for r in rows]
         if op.filter:
-            items = [i for i in items if _matches(i.value, op.filter)][op.offset : op.offset + op.limit]
-        return items
+            rows = [r for r in rows if _matches(loads(r["value"]), op.filter)][
+                op.offset : op.offset + op.limit
+            ]
+        if op.refresh_ttl:
+            await self._restart(rows)
+        return [_item(r, SearchItem) for r in rows]
 
     async def _put(self, op: PutOp) -> None:
         prefix = _ns(op.namespace)
@@ -131,14 +167,18 @@ class ServerStore(BaseStore):
             await self.db.run("DELETE FROM plait_server_store WHERE prefix = ? AND key = ?", (prefix, op.key))
             return
         now = now_iso()
+        minutes = None if op.ttl is None else float(op.ttl)
         await self.db.run(
-            "INSERT INTO plait_server_store (prefix, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            (prefix, op.key, dumps(dict(op.value)).decode(), now, now),
+            "INSERT INTO plait_server_store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, "
+            "updated_at = excluded.updated_at, expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes",
+            (prefix, op.key, dumps(dict(op.value)).decode(), now, now, expiry(minutes), minutes),
         )
 
     async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        rows = await self.db.fetch("SELECT DISTINCT prefix FROM plait_server_store ORDER BY prefix")
+        rows = await self.db.fetch(
+            f"SELECT DISTINCT prefix FROM plait_server_store WHERE {_LIVE} ORDER BY prefix", (time.time(),)
+        )
         found: set[tuple[str, ...]] = set()
         for row in rows:
             ns = tuple(str(row["prefix"]).split("."))
@@ -202,9 +242,13 @@ async def put_item(request: Request) -> Response:
         raise ApiError(422, "key must be a non-empty string")
     if not isinstance(value, dict):
         raise ApiError(422, "value must be a JSON object")
-    if data.get("ttl") is not None:
-        raise ApiError(422, "item ttl is not supported by plait serve (NotImplemented)")
-    await _store(request).abatch([PutOp(namespace, key, cast("dict[str, Any]", value))])
+    store = _store(request)
+    ttl = data.get("ttl")  # null (the SDK's default): the config's default_ttl, else never
+    if ttl is None:
+        ttl = (store.ttl_config or {}).get("default_ttl")
+    elif isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
+        raise ApiError(422, f"ttl must be a positive number of minutes (or null), got {ttl!r}")
+    await store.abatch([PutOp(namespace, key, cast("dict[str, Any]", value), ttl=ttl)])
     return Response(status_code=204)
 
 
@@ -214,7 +258,9 @@ async def get_item(request: Request) -> Response:
     key = request.query_params.get("key")
     if not key:
         raise ApiError(422, "the 'key' query parameter is required")
-    item = (await _store(request).abatch([GetOp(namespace, key)]))[0]
+    store = _store(request)
+    refresh = _flag(request.query_params.get("refresh_ttl"), "refresh_ttl")
+    item = (await store.abatch([GetOp(namespace, key, store.refreshes(refresh))]))[0]
     if item is None:
         return json_response(None)
     return json_response(_wire_item(cast("Item", item)))
@@ -238,15 +284,20 @@ async def search_items(request: Request) -> Response:
     flt = data.get("filter")
     if flt is not None and not isinstance(flt, dict):
         raise ApiError(422, "filter must be a JSON object")
+    refresh = data.get("refresh_ttl")
+    if refresh is not None and not isinstance(refresh, bool):
+        raise ApiError(422, f"refresh_ttl must be true, false or null, got {refresh!r}")
+    store = _store(request)
     op = SearchOp(
         prefix,
         cast("dict[str, Any] | None", flt),
         _int(data, "limit", 10),
         _int(data, "offset", 0),
         data.get("query"),
+        store.refreshes(refresh),
     )
     try:
-        items = (await _store(request).abatch([op]))[0]
+        items = (await store.abatch([op]))[0]
     except NotImplementedError as exc:
         raise ApiError(422, str(exc)) from None
     return json_response({"items": [_wire_item(i, True) for i in cast("list[SearchItem]", items)]})
@@ -264,6 +315,15 @@ async def list_namespaces(request: Request) -> Response:
     op = ListNamespacesOp(tuple(conditions), depth, _int(data, "limit", 100), _int(data, "offset", 0))
     found = (await _store(request).abatch([op]))[0]
     return json_response({"namespaces": [list(ns) for ns in cast("list[tuple[str, ...]]", found)]})
+
+
+def _flag(raw: str | None, name: str) -> bool | None:
+    """A query parameter's true/false (``None`` when absent)."""
+    if raw is None:
+        return None
+    if raw.lower() not in ("true", "false"):
+        raise ApiError(422, f"{name} must be true or false, got {raw!r}")
+    return raw.lower() == "true"
 
 
 def _int(data: dict[str, Any], key: str, default: int) -> int:

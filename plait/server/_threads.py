@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from datetime import datetime, timezone
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -14,6 +16,7 @@ from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt, page_response
 from plait.server._snapshot import interrupts_by_task, thread_status
 from plait.server._state import ServerState, state_of
+from plait.server._ttl import ThreadTtl, expiry, thread_ttl
 from plait.server._wire import (
     ApiError,
     as_dict,
@@ -27,7 +30,15 @@ from plait.server._wire import (
 )
 from plait.types import StateUpdate
 
-__all__ = ["create_thread", "get_thread", "refresh_thread", "routes", "thread_graph_id", "write_thread"]
+__all__ = [
+    "create_thread",
+    "delete_thread",
+    "get_thread",
+    "refresh_thread",
+    "routes",
+    "thread_graph_id",
+    "write_thread",
+]
 
 _STATUSES = ("idle", "busy", "interrupted", "error")
 
@@ -62,8 +73,10 @@ def _vals(values: Any) -> str | None:
     return None if values is None else dumps(values).decode()
 
 
-async def create_thread(db: Database | Tx, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    """Insert a new idle thread (the caller checked it does not exist)."""
+async def create_thread(
+    db: Database | Tx, thread_id: str, metadata: dict[str, Any], ttl: ThreadTtl | None = None
+) -> dict[str, Any]:
+    """Insert a new idle thread (the caller checked it does not exist), swept after ``ttl``."""
     now = now_iso()
     doc = {
         "thread_id": thread_id,
@@ -75,10 +88,40 @@ async def create_thread(db: Database | Tx, thread_id: str, metadata: dict[str, A
         "config": {},  # no error / interrupts until a run or a state update sets them (as LangGraph)
     }
     await db.run(
-        "INSERT INTO plait_server_threads (thread_id, status, created_at, updated_at, doc) VALUES (?, ?, ?, ?, ?)",
-        (thread_id, "idle", now, now, dumps(doc).decode()),
+        "INSERT INTO plait_server_threads (thread_id, status, created_at, updated_at, doc, expires_at, ttl_strategy) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            thread_id,
+            "idle",
+            now,
+            now,
+            dumps(doc).decode(),
+            expiry(ttl and ttl.minutes),
+            ttl and ttl.strategy,
+        ),
     )
     return {**doc, "values": None}
+
+
+async def _set_ttl(db: Database, thread_id: str, ttl: ThreadTtl) -> None:
+    await db.run(
+        "UPDATE plait_server_threads SET expires_at = ?, ttl_strategy = ? WHERE thread_id = ?",
+        (expiry(ttl.minutes), ttl.strategy, thread_id),
+    )
+
+
+async def _with_ttl(db: Database, doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with its ``ttl`` (``GET /threads/{id}?include=ttl``): ``null``, or strategy, minutes left
+    and when it expires."""
+    rows = await db.fetch(
+        "SELECT expires_at, ttl_strategy FROM plait_server_threads WHERE thread_id = ?", (doc["thread_id"],)
+    )
+    at = rows[0]["expires_at"] if rows else None
+    if at is None:
+        return {**doc, "ttl": None}
+    left = max(0.0, (float(at) - time.time()) / 60)
+    when = datetime.fromtimestamp(float(at), timezone.utc).isoformat()
+    return {**doc, "ttl": {"strategy": rows[0]["ttl_strategy"], "ttl": left, "expires_at": when}}
 
 
 def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
@@ -163,8 +206,7 @@ async def create(request: Request) -> Response:
     """``POST /threads``."""
     state = state_of(request)
     data = await body(request, required=True)  # as LangGraph's server: a body, if only {}
-    if data.get("ttl") is not None:
-        raise ApiError(422, "thread ttl is not supported by plait serve (NotImplemented)")
+    ttl = thread_ttl(data.get("ttl"), state.settings.thread_ttl)
     steps = _supersteps(data["supersteps"]) if data.get("supersteps") is not None else []
     thread_id = check_uuid(opt(data, "thread_id", str) or uuid7(), "thread ID")
     metadata = as_dict(opt(data, "metadata", dict))
@@ -177,7 +219,7 @@ async def create(request: Request) -> Response:
             return json_response(existing)
         raise ApiError(409, f"Thread with ID {thread_id} already exists")
     try:
-        doc = await create_thread(state.db, thread_id, metadata)
+        doc = await create_thread(state.db, thread_id, metadata, ttl)
     except Exception:  # noqa: BLE001 - created concurrently by another request
         if await get_thread(state.db, thread_id) is None:
             raise
@@ -188,16 +230,19 @@ async def create(request: Request) -> Response:
 
 
 async def get(request: Request) -> Response:
-    """``GET /threads/{thread_id}``."""
-    return json_response(await found_thread(request))
+    """``GET /threads/{thread_id}`` (``?include=ttl``: with its time to live)."""
+    doc = await found_thread(request)
+    if "ttl" in request.query_params.getlist("include"):
+        doc = await _with_ttl(state_of(request).db, doc)
+    return json_response(doc)
 
 
 async def patch(request: Request) -> Response:
     """``PATCH /threads/{thread_id}``: merge metadata."""
     doc = await found_thread(request)
     data = await body(request)
-    if data.get("ttl") is not None:
-        raise ApiError(422, "thread ttl is not supported by plait serve (NotImplemented)")
+    if data.get("ttl") is not None:  # the clock starts again from now
+        await _set_ttl(state_of(request).db, doc["thread_id"], cast("ThreadTtl", thread_ttl(data["ttl"])))
     doc["metadata"] = {**doc["metadata"], **(as_dict(opt(data, "metadata", dict)))}
     doc["updated_at"] = now_iso()
     await write_thread(state_of(request).db, doc)
@@ -207,11 +252,11 @@ async def patch(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}``: the thread, its runs and its checkpoints."""
     doc = await found_thread(request)
-    await _delete_thread(state_of(request), doc["thread_id"])
+    await delete_thread(state_of(request), doc["thread_id"])
     return Response(status_code=204)
 
 
-async def _delete_thread(state: ServerState, thread_id: str) -> None:
+async def delete_thread(state: ServerState, thread_id: str) -> None:
     """Cancel the thread's runs, then delete its rows, its runs, its crons and its checkpoints."""
     inflight = await state.db.fetch(
         "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
@@ -250,7 +295,7 @@ async def prune(request: Request) -> Response:
         if not found:
             continue
         if strategy == "delete":
-            await _delete_thread(state, thread_id)
+            await delete_thread(state, thread_id)
         else:  # safe beside a run writing the thread (see BaseCheckpointSaver.prune)
             await state.saver.aprune(thread_id, keep_last=1)
         pruned += 1
@@ -334,7 +379,7 @@ async def copy(request: Request) -> Response:
             by_task.setdefault(task_id, []).append((channel, value))
         for task_id, writes in by_task.items():
             await saver.aput_writes(written, writes, task_id)
-    new = await create_thread(state.db, new_id, doc["metadata"])
+    new = await create_thread(state.db, new_id, doc["metadata"], thread_ttl(None, state.settings.thread_ttl))
     new.update(
         values=doc.get("values"),
         interrupts=doc.get("interrupts") or {},

@@ -24,6 +24,8 @@ from typing import Any
 from plait.server._crons import fire_due
 from plait.server._execute import execute_run
 from plait.server._state import ServerState
+from plait.server._sweep import sweep
+from plait.server._ttl import sweep_seconds
 from plait.server._wire import loads, now_iso
 
 __all__ = ["Worker"]
@@ -82,6 +84,7 @@ class Worker:
             asyncio.create_task(self._loop()),
             asyncio.create_task(self._heartbeat()),
             asyncio.create_task(self._crons()),
+            asyncio.create_task(self._sweeps()),
             asyncio.create_task(self.state.db.listen(CHANNELS, self._notified)),
         ]
 
@@ -106,6 +109,16 @@ class Worker:
             pause = CRON_POLL if due is None else min(CRON_POLL, max(0.0, due - time.time()) + 0.01)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._crons_changed.wait(), timeout=pause)
+
+    async def _sweeps(self) -> None:
+        """Delete what outlived its time to live, every ``sweep_interval_minutes`` of the config (5 by default)."""
+        pause = sweep_seconds(self.state.settings.thread_ttl, self.state.settings.store_ttl)
+        while not self.closing:
+            await asyncio.sleep(pause)
+            try:
+                await sweep(self.state)
+            except Exception:  # noqa: BLE001 - a database hiccup: next time
+                _log.exception("ttl sweep failed")
 
     def reserve(self) -> bool:
         """Take a slot for a run about to be stored as running by this worker (then :meth:`take` it).

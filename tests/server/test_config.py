@@ -49,8 +49,8 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
     }
     path = project / "langgraph.json"
     path.write_text(json.dumps(config))
-    graphs, env, webhooks, cors = load_config(path)
-    assert webhooks == WebhookPolicy() and cors == {}
+    graphs, env, webhooks, cors, thread_ttl, store_ttl = load_config(path)
+    assert webhooks == WebhookPolicy() and cors == {} and thread_ttl == store_ttl == {}
     assert graphs == (
         GraphSpec("agent", "./agent.py:graph"),
         GraphSpec("other", "./agent.py:make_graph", "d"),
@@ -72,7 +72,15 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
         ('{"graphs": {"a": "./agent.py:graph"}, "env": ".missing"}', "does not exist"),
         # what plait serve does not implement is refused, never ignored
         ('{"graphs": {"a": "./agent.py:graph"}, "auth": {"path": "./auth.py:auth"}}', "'auth' not supported"),
-        ('{"graphs": {"a": "./agent.py:graph"}, "store": {"index": {}}}', "'store' not supported"),
+        ('{"graphs": {"a": "./agent.py:graph"}, "store": {"index": {}}}', "semantic search of the store"),
+        ('{"graphs": {"a": "./agent.py:graph"}, "checkpointer": {"path": "x"}}', 'of "checkpointer"'),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "checkpointer": {"ttl": {"strategy": "archive"}}}',
+            "strategy must be one of",
+        ),
+        ('{"graphs": {"a": "./agent.py:graph"}, "store": {"ttl": {"default_ttl": 0}}}', "positive number"),
+        ('{"graphs": {"a": "./agent.py:graph"}, "store": {"ttl": {"refresh_on_read": 1}}}', "true or false"),
+        ('{"graphs": {"a": "./agent.py:graph"}, "store": {"ttl": {"nope": 1}}}', "store.ttl: \\['nope'\\]"),
         (
             '{"graphs": {"a": "./agent.py:graph"}, "http": {"app": "./app.py:app"}}',
             'of "http", plait serve reads',
@@ -135,8 +143,16 @@ def test_settings_round_trip_through_json(project: pathlib.Path) -> None:
         "url": {"allowed_domains": ["*.example.com"], "allowed_ports": [443]},
         "headers": {"X-T": "${V}", "X-U": "${{ env.V }}"},
     }
-    path.write_text(json.dumps({"graphs": {"a": "./agent.py:graph"}, "env": {"V": "v1"}, "webhooks": hooks}))
-    policy = load_config(path).webhooks
+    ttls = {
+        "checkpointer": {"ttl": {"strategy": "keep_latest", "default_ttl": 60, "sweep_interval_minutes": 1}},
+        "store": {"ttl": {"default_ttl": 5, "refresh_on_read": False}},
+    }
+    path.write_text(
+        json.dumps({"graphs": {"a": "./agent.py:graph"}, "env": {"V": "v1"}, "webhooks": hooks, **ttls})
+    )
+    loaded = load_config(path)
+    policy = loaded.webhooks
+    assert loaded.thread_ttl == ttls["checkpointer"]["ttl"] and loaded.store_ttl == ttls["store"]["ttl"]
     assert policy.allowed_domains == ("*.example.com",) and policy.headers == (("x-t", "v1"), ("x-u", "v1"))
     settings = Settings(
         "c.json",
@@ -145,6 +161,8 @@ def test_settings_round_trip_through_json(project: pathlib.Path) -> None:
         auth_token="t",
         cors_origins=("*",),
         webhooks=policy.to_json(),
+        thread_ttl=loaded.thread_ttl,
+        store_ttl=loaded.store_ttl,
     )
     again = Settings.from_json(settings.to_json())
     assert again == settings and again.webhook_policy == policy
