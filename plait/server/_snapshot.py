@@ -11,15 +11,19 @@ __all__ = ["checkpoint_ref", "interrupts_by_task", "output_interrupts", "state_j
 
 
 def checkpoint_ref(config: Any) -> dict[str, Any] | None:
-    """``{"thread_id", "checkpoint_ns", "checkpoint_id"}`` of a checkpoint config, or ``None``."""
+    """``{"thread_id", "checkpoint_ns", "checkpoint_id"}`` of a checkpoint config (and a subgraph's
+    ``checkpoint_map``, as LangGraph's API shows it), or ``None``."""
     if not config:
         return None
     conf = config.get("configurable", {})
-    return {
+    ref = {
         "thread_id": conf.get("thread_id"),
         "checkpoint_ns": conf.get("checkpoint_ns", ""),
         "checkpoint_id": conf.get("checkpoint_id"),
     }
+    if conf.get("checkpoint_map"):
+        ref["checkpoint_map"] = conf["checkpoint_map"]
+    return ref
 
 
 def _interrupt(item: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from plait.errors import CheckpointConflictError, InvalidUpdateError
-from plait.server._http import body, json_response, opt, query_int
+from plait.server._http import body, json_response, opt, query_bool, query_int
 from plait.server._snapshot import checkpoint_ref, state_json
 from plait.server._state import state_of
 from plait.server._threads import found_thread, refresh_thread, thread_graph_id
@@ -26,20 +26,26 @@ def _config(thread_id: str, checkpoint: Any = None) -> Any:
         given = as_dict(checkpoint)
         if given.get("checkpoint_id"):
             configurable["checkpoint_id"] = str(given["checkpoint_id"])
-        if given.get("checkpoint_ns"):
-            raise ApiError(422, "checkpoint_ns of subgraphs is not supported by plait serve (NotImplemented)")
+        namespace = given.get("checkpoint_ns")
+        if namespace:  # a subgraph's own state (``node:<task id>``, as its task's ``checkpoint`` names it)
+            if not isinstance(namespace, str):
+                raise ApiError(422, f"checkpoint_ns must be a string, got {namespace!r}")
+            configurable["checkpoint_ns"] = namespace
     elif checkpoint is not None:
         raise ApiError(422, f"checkpoint must be an object or a checkpoint id, got {checkpoint!r}")
     return {"configurable": configurable}
 
 
-async def _snapshot_json(request: Request, checkpoint: Any) -> Response:
+async def _snapshot_json(request: Request, checkpoint: Any, subgraphs: bool) -> Response:
+    """The state at ``checkpoint`` (the newest when ``None``), with each paused subgraph's state
+    inside its task when ``subgraphs``."""
     state = state_of(request)
     doc = await found_thread(request)
+    config = _config(doc["thread_id"], checkpoint)
     if not as_dict(doc.get("metadata")).get("graph_id") and len(state.graphs) != 1:
         return json_response(_empty())
     graph = state.graph(thread_graph_id(state, doc))
-    snap = await graph.aget_state(_config(doc["thread_id"], checkpoint))
+    snap = await graph.aget_state(config, subgraphs=subgraphs)
     if snap.created_at is None:
         if checkpoint:
             raise ApiError(404, f"Checkpoint {checkpoint!r} not found in thread {doc['thread_id']}")
@@ -63,14 +69,19 @@ def _empty() -> dict[str, Any]:
 
 
 async def get_state(request: Request) -> Response:
-    """``GET /threads/{thread_id}/state`` (and ``/state/{checkpoint_id}``)."""
-    return await _snapshot_json(request, request.path_params.get("checkpoint_id"))
+    """``GET /threads/{thread_id}/state`` (and ``/state/{checkpoint_id}``), ``?subgraphs=true``."""
+    return await _snapshot_json(
+        request, request.path_params.get("checkpoint_id"), query_bool(request, "subgraphs")
+    )
 
 
 async def get_state_at(request: Request) -> Response:
     """``POST /threads/{thread_id}/state/checkpoint``: the state at ``checkpoint``."""
     data = await body(request, required=True)
-    return await _snapshot_json(request, as_dict(opt(data, "checkpoint", dict)))
+    subgraphs = data.get("subgraphs") or False
+    if not isinstance(subgraphs, bool):
+        raise ApiError(422, f"subgraphs must be true or false, got {subgraphs!r}")
+    return await _snapshot_json(request, as_dict(opt(data, "checkpoint", dict)), subgraphs)
 
 
 async def update_state(request: Request) -> Response:

@@ -302,7 +302,13 @@ async def test_async_client(server: Server) -> None:
     ]
     assert events == ["metadata", "updates"]
     assert len(await client.threads.get_history(thread["thread_id"])) >= 4
-    assert (await client.assistants.search())[0]["graph_id"] in ("agent", "two_steps", "nested", "talk")
+    assert (await client.assistants.search())[0]["graph_id"] in (
+        "agent",
+        "two_steps",
+        "nested",
+        "talk",
+        "asks_inside",
+    )
 
 
 def test_a_queued_run_whose_assistant_was_deleted_ends_in_error_for_its_clients(server: Server) -> None:

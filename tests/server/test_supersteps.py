@@ -62,7 +62,7 @@ def test_refused_supersteps_are_named_and_bad_ones_are_422(server: Server) -> No
         client.threads.create(
             graph_id="agent", supersteps=[{"updates": [{"values": _say("user", "x"), "as_node": "nope"}]}]
         )
-    # the server names four graphs: which one the updates are for must be said (as LangGraph)
+    # the server names several graphs: which one the updates are for must be said (as LangGraph)
     with pytest.raises(BadRequestError, match="has no graph yet"):
         client.threads.create(
             supersteps=[{"updates": [{"values": _say("user", "x"), "as_node": "__start__"}]}]

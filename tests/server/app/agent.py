@@ -93,6 +93,20 @@ nested = (
 )
 
 
+def inner_ask(state: State) -> dict[str, Any]:
+    """The subgraph's step that asks (``asks_inside`` runs it as its node ``inner``)."""
+    return {"messages": [AIMessage(f"inner got: {interrupt('inner question')}")], "turns": 1}
+
+
+asks_inside = (
+    StateGraph(State)
+    .add_node("inner", StateGraph(State).add_node("ask", inner_ask).add_edge(START, "ask").compile())
+    .add_edge(START, "inner")
+    .add_edge("inner", END)
+    .compile()
+)
+
+
 def talk_node(state: State) -> dict[str, Any]:
     """A chat model that streams its answer word by word."""
     model = GenericFakeChatModel(messages=iter([AIMessage("hello there my friend")]))
