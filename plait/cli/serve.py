@@ -98,7 +98,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         )
     path = _config_path(config)
     try:
-        graphs, env, webhooks, cors_config, thread_ttl, store_ttl = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
+        graphs, env, webhooks, cors_config, thread_ttl, store_ttl, store_index = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
     except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
         raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
     target = db or default_db(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
@@ -116,6 +116,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         cors=cors_config,
         thread_ttl=thread_ttl,
         store_ttl=store_ttl,
+        store_index=store_index,
     )
     if workers > 1 and not settings.is_postgres:
         raise click.BadParameter(

@@ -16,7 +16,16 @@ from plait.pregel import Pregel
 from plait.server._ttl import store_ttl_config, thread_ttl_config
 from plait.server._webhook import WebhookConfigError, WebhookPolicy
 
-__all__ = ["ConfigError", "GraphSpec", "LoadedConfig", "Settings", "apply_env", "load_config", "load_graph"]
+__all__ = [
+    "ConfigError",
+    "GraphSpec",
+    "LoadedConfig",
+    "Settings",
+    "apply_env",
+    "load_config",
+    "load_embed",
+    "load_graph",
+]
 
 BUILD_KEYS = frozenset(
     {
@@ -78,6 +87,7 @@ class Settings:
         cors: The config's ``http.cors`` (``CORSMiddleware`` arguments; ``cors_origins`` adds origins).
         thread_ttl: The config's ``checkpointer.ttl`` (see :mod:`plait.server._ttl`).
         store_ttl: The config's ``store.ttl``.
+        store_index: The config's ``store.index`` (semantic search of the store).
     """
 
     config_path: str
@@ -93,6 +103,7 @@ class Settings:
     cors: dict[str, Any] = field(default_factory=lambda: {})
     thread_ttl: dict[str, Any] = field(default_factory=lambda: {})
     store_ttl: dict[str, Any] = field(default_factory=lambda: {})
+    store_index: dict[str, Any] = field(default_factory=lambda: {})
 
     @property
     def webhook_policy(self) -> WebhookPolicy:
@@ -120,6 +131,7 @@ class Settings:
             "cors": self.cors,
             "thread_ttl": self.thread_ttl,
             "store_ttl": self.store_ttl,
+            "store_index": self.store_index,
         }
         return json.dumps(data)
 
@@ -178,14 +190,15 @@ class LoadedConfig(NamedTuple):
     cors: dict[str, Any]
     thread_ttl: dict[str, Any]
     store_ttl: dict[str, Any]
+    store_index: dict[str, Any]
 
 
 def load_config(path: str | Path) -> LoadedConfig:
     """Read a ``plait.json`` / ``langgraph.json`` file: its graphs, environment and webhook policy.
 
     Keys that describe a container build (``dependencies``, ``python_version`` …) are ignored;
-    of ``checkpointer`` and ``store`` only ``ttl`` is read; any other key plait does not implement
-    (``auth``, ``store.index`` …) is refused.
+    of ``checkpointer`` only ``ttl`` is read, of ``store`` ``ttl`` and ``index``; any other key plait
+    does not implement (``auth``, ``checkpointer.serde`` …) is refused.
 
     Raises:
         ConfigError: the file is missing, not JSON, has no usable ``graphs``, or a key plait
@@ -224,23 +237,61 @@ def load_config(path: str | Path) -> LoadedConfig:
         policy = WebhookPolicy.from_config(config.get("webhooks"), env, disabled)
     except WebhookConfigError as exc:
         raise ConfigError(f"{file}: {exc}") from None
-    thread_ttl, store_ttl = _ttls(config, str(file))
-    return LoadedConfig(graphs, env, policy, cors, thread_ttl, store_ttl)
+    thread_ttl, store_ttl, store_index = _sections(config, str(file))
+    return LoadedConfig(graphs, env, policy, cors, thread_ttl, store_ttl, store_index)
 
 
-def _ttls(config: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``checkpointer.ttl`` and ``store.ttl`` (the only parts of those sections plait serve reads)."""
-    sections: list[dict[str, Any]] = []
-    for name, check in (("checkpointer", thread_ttl_config), ("store", store_ttl_config)):
+_SECTION_KEYS = {"checkpointer": {"ttl"}, "store": {"ttl", "index"}}
+
+
+def _sections(config: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``checkpointer.ttl``, ``store.ttl`` and ``store.index`` (what plait serve reads of those sections)."""
+    parts: dict[str, dict[str, Any]] = {}
+    for name, keys in _SECTION_KEYS.items():
         raw: Any = config.get(name) or {}
-        if not isinstance(raw, dict) or set(cast("dict[str, Any]", raw)) - {"ttl"}:
-            hint = " (semantic search of the store is not implemented)" if name == "store" else ""
-            raise ConfigError(f'{where}: of "{name}", plait serve reads only "ttl"{hint}')
-        try:
-            sections.append(check(cast("dict[str, Any]", raw).get("ttl"), f"{name}.ttl"))
-        except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-    return sections[0], sections[1]
+        if not isinstance(raw, dict) or set(cast("dict[str, Any]", raw)) - keys:
+            raise ConfigError(f'{where}: of "{name}", plait serve reads only {sorted(keys)}')
+        parts[name] = cast("dict[str, Any]", raw)
+    try:
+        return (
+            thread_ttl_config(parts["checkpointer"].get("ttl"), "checkpointer.ttl"),
+            store_ttl_config(parts["store"].get("ttl"), "store.ttl"),
+            _index(parts["store"].get("index")),
+        )
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _index(raw: Any) -> dict[str, Any]:
+    """``store.index`` (``{"embed", "dims", "fields", "distance_type"}``), checked before any import."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError("store.index must be an object")
+    index = cast("dict[str, Any]", raw)
+    unknown = sorted(set(index) - {"embed", "dims", "fields", "distance_type"})
+    if unknown:
+        raise ValueError(f"store.index: {unknown} not supported by plait serve")
+    if not isinstance(index.get("embed"), str):
+        raise ValueError(
+            'store.index.embed must name the embeddings: "provider:model" or "./file.py:function"'
+        )
+    dims = index.get("dims")
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
+        raise ValueError(f"store.index.dims must be a positive integer, got {dims!r}")
+    if index.get("distance_type", "cosine") not in ("cosine", "l2", "inner_product"):
+        raise ValueError("store.index.distance_type must be cosine, l2 or inner_product")
+    return dict(index)
+
+
+def load_embed(target: str, config_path: str) -> Any:
+    """``store.index.embed``: a function or ``Embeddings`` a ``./file.py:name`` (or ``module:name``)
+    names, imported beside the config; otherwise the ``"provider:model"`` string itself."""
+    module_ref = target.rpartition(":")[0]
+    if not (module_ref.endswith(".py") or "/" in module_ref):
+        return target  # "openai:text-embedding-3-small": LangChain's init_embeddings reads it
+    base = Path(config_path).resolve().parent
+    return _import_target(GraphSpec("store.index.embed", target), base)
 
 
 def _cors(raw: Any, where: str) -> dict[str, Any]:

@@ -49,6 +49,10 @@ _DDL: list[LiteralString] = [
         prefix TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
         created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at DOUBLE PRECISION,
         PRIMARY KEY (prefix, key))""",
+    # one vector per embedded field of an item (store.index); BYTEA is a BLOB to SQLite
+    """CREATE TABLE IF NOT EXISTS plait_server_store_vectors (
+        prefix TEXT NOT NULL, key TEXT NOT NULL, field TEXT NOT NULL, vector BYTEA NOT NULL,
+        PRIMARY KEY (prefix, key, field))""",
     """CREATE TABLE IF NOT EXISTS plait_server_crons (
         cron_id TEXT PRIMARY KEY, assistant_id TEXT NOT NULL, thread_id TEXT, enabled INTEGER NOT NULL,
         next_run DOUBLE PRECISION, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, doc TEXT NOT NULL)""",

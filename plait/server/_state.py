@@ -15,13 +15,14 @@ from starlette.requests import Request
 
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.pregel import Pregel
-from plait.server._config import Settings, apply_env, load_graph
+from plait.server._config import ConfigError, Settings, apply_env, load_embed, load_graph
 from plait.server._db import Database, SqliteDatabase, open_database
 from plait.server._store import ServerStore
 from plait.server._stream import Broker
 from plait.server._wal import keep_wal
 from plait.server._webhook import WebhookPolicy, deliver
 from plait.server._wire import ApiError
+from plait.store._embed import IndexSpec
 from plait.store.base import TTLConfig
 
 _pg_saver: Any
@@ -111,6 +112,7 @@ async def open_state(settings: Settings) -> ServerState:
     """Load the graphs, open the database and the saver for one server process."""
     apply_env(settings.env)
     graphs = {spec.graph_id: load_graph(spec, settings.config_path) for spec in settings.graphs}
+    index = _index(settings)
     db = await open_database(settings.db if settings.is_postgres else bookkeeping_file(settings.db))
     stack = AsyncExitStack()
     try:
@@ -144,10 +146,26 @@ async def open_state(settings: Settings) -> ServerState:
         await stack.aclose()
         await db.close()
         raise
-    store = ServerStore(db, cast("TTLConfig", settings.store_ttl))
+    store = ServerStore(db, cast("TTLConfig", settings.store_ttl), index)
     return ServerState(
         settings, db, saver, store, graphs, Broker(db), stack=stack, hooks=settings.webhook_policy
     )
+
+
+def _index(settings: Settings) -> IndexSpec | None:
+    """The store's semantic index (``store.index``), its embeddings imported beside the config.
+
+    Raises:
+        ConfigError: the embeddings cannot be loaded, or the index is not one plait reads.
+    """
+    if not settings.store_index:
+        return None
+    raw = settings.store_index
+    try:
+        embed = load_embed(str(raw["embed"]), settings.config_path)
+        return IndexSpec.parse({**raw, "embed": embed}, ("cosine", "l2", "inner_product"))
+    except (ImportError, TypeError, ValueError, NotImplementedError) as exc:
+        raise ConfigError(f"store.index: {exc}") from exc
 
 
 def state_of(request: Request) -> ServerState:

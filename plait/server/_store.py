@@ -16,13 +16,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from plait.server._db import Database, Row
+from plait.server._db import Database, Row, Tx
 from plait.server._http import body, json_response
 from plait.server._ttl import expiry
 from plait.server._wire import ApiError, as_dict, as_list, dumps, loads, now_iso
+from plait.store._embed import IndexSpec
+from plait.store._rank import pack, similarity, unpack
 from plait.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -85,9 +88,11 @@ class ServerStore(BaseStore):
 
     supports_ttl = True
 
-    def __init__(self, db: Database, ttl: TTLConfig | None = None) -> None:
+    def __init__(self, db: Database, ttl: TTLConfig | None = None, index: IndexSpec | None = None) -> None:
         self.db = db
         self.ttl_config = ttl or None
+        self.index = index
+        self.index_config = cast("IndexConfig", index.config) if index is not None else None
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def refreshes(self, refresh_ttl: bool | None) -> bool:
@@ -135,10 +140,13 @@ class ServerStore(BaseStore):
                 )
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
-        if op.query:
+        if op.query and self.index is None:
             raise NotImplementedError(
-                "store search by 'query' (semantic search) is not supported by plait serve"
+                "store search by 'query' needs a semantic index: set store.index in the config "
+                '(e.g. {"embed": "openai:text-embedding-3-small", "dims": 1536})'
             )
+        if op.query:
+            return await self._ranked(op, cast("IndexSpec", self.index))
         prefix = _ns(op.namespace_prefix)
         where = f"WHERE {_LIVE}"
         params: list[Any] = [time.time()]
@@ -161,18 +169,76 @@ class ServerStore(BaseStore):
             await self._restart(rows)
         return [_item(r, SearchItem) for r in rows]
 
+    async def _ranked(self, op: SearchOp, index: IndexSpec) -> list[SearchItem]:
+        """Items by similarity to ``op.query`` (each by its closest field), then those with no vector."""
+        query = (await index.aembed([op])).queries[cast("str", op.query)]
+        prefix = _ns(op.namespace_prefix)
+        where = f"WHERE {_LIVE}"
+        params: list[Any] = [time.time()]
+        if prefix:
+            where += " AND (s.prefix = ? OR s.prefix LIKE ? ESCAPE '\\')"
+            params += [prefix, _like(prefix)]
+        rows = await self.db.fetch(
+            f"SELECT s.*, v.vector FROM plait_server_store s LEFT JOIN plait_server_store_vectors v "
+            f"ON v.prefix = s.prefix AND v.key = s.key {where} ORDER BY s.updated_at DESC, s.prefix, s.key",
+            params,
+        )
+        if op.filter:
+            rows = [r for r in rows if _matches(loads(r["value"]), op.filter)]
+        with_vector = [r for r in rows if r["vector"] is not None]
+        scores = similarity(index.distance)(query, [unpack(bytes(r["vector"])) for r in with_vector])
+        best: dict[tuple[str, str], tuple[float, Row]] = {}
+        for row, score in zip(with_vector, scores, strict=True):
+            item = (row["prefix"], row["key"])
+            if item not in best or score > best[item][0]:
+                best[item] = (score, row)
+        ranked = sorted(best.values(), key=lambda pair: -pair[0])
+        rest = [r for r in rows if (r["prefix"], r["key"]) not in best]  # nothing embedded: after, unscored
+        page: list[tuple[float | None, Row]] = [*ranked, *((None, r) for r in rest)]
+        page = page[op.offset : op.offset + op.limit]
+        if op.refresh_ttl:
+            await self._restart([r for _, r in page])
+        return [_scored(r, score) for score, r in page]
+
     async def _put(self, op: PutOp) -> None:
         prefix = _ns(op.namespace)
         if op.value is None:
-            await self.db.run("DELETE FROM plait_server_store WHERE prefix = ? AND key = ?", (prefix, op.key))
+            async with self.db.tx() as tx:
+                await tx.run("DELETE FROM plait_server_store WHERE prefix = ? AND key = ?", (prefix, op.key))
+                await tx.run(
+                    "DELETE FROM plait_server_store_vectors WHERE prefix = ? AND key = ?", (prefix, op.key)
+                )
             return
+        # embedded before anything is written: an embedder that fails stores nothing
+        vectors = (await self.index.aembed([op])).docs.get(0, []) if self.index is not None else []
         now = now_iso()
         minutes = None if op.ttl is None else float(op.ttl)
-        await self.db.run(
+        async with self.db.tx() as tx:
+            await self._write(tx, op, prefix, now, minutes)
+            await tx.run(
+                "DELETE FROM plait_server_store_vectors WHERE prefix = ? AND key = ?", (prefix, op.key)
+            )
+            for field, vector in vectors:
+                await tx.run(
+                    "INSERT INTO plait_server_store_vectors (prefix, key, field, vector) VALUES (?, ?, ?, ?)",
+                    (prefix, op.key, field, pack(vector)),
+                )
+
+    @staticmethod
+    async def _write(tx: Tx, op: PutOp, prefix: str, now: str, minutes: float | None) -> None:
+        await tx.run(
             "INSERT INTO plait_server_store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, "
             "updated_at = excluded.updated_at, expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes",
-            (prefix, op.key, dumps(dict(op.value)).decode(), now, now, expiry(minutes), minutes),
+            (
+                prefix,
+                op.key,
+                dumps(dict(cast("Mapping[str, Any]", op.value))).decode(),
+                now,
+                now,
+                expiry(minutes),
+                minutes,
+            ),
         )
 
     async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -202,6 +268,11 @@ def _item(row: Row, cls: Any) -> Any:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
+
+
+def _scored(row: Row, score: float | None) -> SearchItem:
+    item: Item = _item(row, Item)
+    return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
 
 
 def _wire_item(item: Item, score: bool = False) -> dict[str, Any]:
@@ -248,7 +319,12 @@ async def put_item(request: Request) -> Response:
         ttl = (store.ttl_config or {}).get("default_ttl")
     elif isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
         raise ApiError(422, f"ttl must be a positive number of minutes (or null), got {ttl!r}")
-    await store.abatch([PutOp(namespace, key, cast("dict[str, Any]", value), ttl=ttl)])
+    index = data.get("index")  # null: the config's fields; false: not embedded; or the fields to embed
+    if index not in (None, False) and not (
+        isinstance(index, list) and all(isinstance(f, str) for f in as_list(index))
+    ):
+        raise ApiError(422, f"index must be false, null or a list of field paths, got {index!r}")
+    await store.abatch([PutOp(namespace, key, cast("dict[str, Any]", value), index=index, ttl=ttl)])
     return Response(status_code=204)
 
 

@@ -42,9 +42,15 @@ async def sweep(state: ServerState) -> tuple[int, int]:
         else:
             await delete_thread(state, row["thread_id"])
         threads += 1
-    items = await state.db.run(
-        "DELETE FROM plait_server_store WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
-    )
+    async with state.db.tx() as tx:  # an expired item's vectors go with it
+        await tx.run(
+            "DELETE FROM plait_server_store_vectors WHERE (prefix, key) IN (SELECT prefix, key "
+            "FROM plait_server_store WHERE expires_at IS NOT NULL AND expires_at <= ?)",
+            (now,),
+        )
+        items = await tx.run(
+            "DELETE FROM plait_server_store WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+        )
     if threads or items:
         _log.info("ttl sweep: %d thread(s), %d store item(s)", threads, items)
     return threads, items

@@ -49,8 +49,8 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
     }
     path = project / "langgraph.json"
     path.write_text(json.dumps(config))
-    graphs, env, webhooks, cors, thread_ttl, store_ttl = load_config(path)
-    assert webhooks == WebhookPolicy() and cors == {} and thread_ttl == store_ttl == {}
+    graphs, env, webhooks, cors, thread_ttl, store_ttl, index = load_config(path)
+    assert webhooks == WebhookPolicy() and cors == {} and thread_ttl == store_ttl == index == {}
     assert graphs == (
         GraphSpec("agent", "./agent.py:graph"),
         GraphSpec("other", "./agent.py:make_graph", "d"),
@@ -72,7 +72,16 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
         ('{"graphs": {"a": "./agent.py:graph"}, "env": ".missing"}', "does not exist"),
         # what plait serve does not implement is refused, never ignored
         ('{"graphs": {"a": "./agent.py:graph"}, "auth": {"path": "./auth.py:auth"}}', "'auth' not supported"),
-        ('{"graphs": {"a": "./agent.py:graph"}, "store": {"index": {}}}', "semantic search of the store"),
+        ('{"graphs": {"a": "./agent.py:graph"}, "store": {"index": {}}}', "store.index.embed must name"),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "store": {"index": {"embed": "x:y", "dims": 0}}}',
+            "dims must",
+        ),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "store": {"index": {"embed": "x:y", "dims": 2, "k": 1}}}',
+            "'k'",
+        ),
+        ('{"graphs": {"a": "./agent.py:graph"}, "store": {"path": "x"}}', 'of "store"'),
         ('{"graphs": {"a": "./agent.py:graph"}, "checkpointer": {"path": "x"}}', 'of "checkpointer"'),
         (
             '{"graphs": {"a": "./agent.py:graph"}, "checkpointer": {"ttl": {"strategy": "archive"}}}',
