@@ -13,6 +13,7 @@ from starlette.routing import Route
 
 from plait.errors import CheckpointConflictError, InvalidUpdateError
 from plait.server._db import Database, Tx
+from plait.server._extract import extract_paths, extracted
 from plait.server._http import body, json_response, opt, page_response
 from plait.server._snapshot import interrupts_by_task, thread_status
 from plait.server._state import ServerState, state_of
@@ -41,6 +42,10 @@ __all__ = [
 ]
 
 _STATUSES = ("idle", "busy", "interrupted", "error")
+_FIELDS = frozenset(
+    ("thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "status", "config", "values")
+) | {"interrupts", "error"}
+"""A thread document's fields (an ``extract`` alias may not take one's name)."""
 
 
 def _doc(row: dict[str, Any], *, values: bool = True) -> dict[str, Any]:
@@ -349,10 +354,14 @@ async def search(request: Request) -> Response:
     found.sort(key=lambda item: str(item[0].get(sort_by)), reverse=order == "desc")
     limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
 
-    def show(item: tuple[dict[str, Any], Any]) -> dict[str, Any]:  # values parsed for the page only
-        return {**item[0], "values": None if item[1] is None else loads(item[1])}
+    select = opt(data, "select", list)
+    paths = extract_paths(data.get("extract"), {*_FIELDS, "extracted"})
 
-    return page_response(found, offset, limit, opt(data, "select", list), show)
+    def show(item: tuple[dict[str, Any], Any]) -> dict[str, Any]:  # values parsed for the page only
+        doc = {**item[0], "values": None if item[1] is None else loads(item[1])}
+        return {**doc, "extracted": extracted(doc, paths)} if paths else doc
+
+    return page_response(found, offset, limit, [*select, "extracted"] if select and paths else select, show)
 
 
 async def count(request: Request) -> Response:
