@@ -95,7 +95,7 @@ async def _info(request: Request) -> Response:
             "server": "plait",
             "database": state.db.dialect,
             "graphs": sorted(state.graphs),
-            "flags": {"assistants": True, "crons": True, "langsmith": False},
+            "flags": {"assistants": True, "crons": True, "langsmith": False, "strict_resume": True},
         }
     )
 

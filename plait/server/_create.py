@@ -71,6 +71,8 @@ def _kwargs(data: dict[str, Any], temporary: bool, hooks: WebhookPolicy) -> dict
     checkpoint_id = opt(data, "checkpoint_id", str) or checkpoint.get("checkpoint_id")
     if checkpoint_id:  # (read by plait's execution; LangGraph's server lists no such key)
         kwargs["checkpoint_id"] = checkpoint_id
+    if opt(data, "strict_resume", bool):  # a resume answering no pending interrupt fails the run
+        kwargs["strict_resume"] = True
     return kwargs
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from plait.pregel._control import CONFIG_KEY_STRICT_RESUME
 from plait.server._db import Database, Tx
 from plait.server._messages import MessagesMode, debug_payload
 from plait.server._snapshot import interrupts_by_task, output_interrupts, thread_status
@@ -54,6 +55,8 @@ def run_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, Any]
     config = merged_config(doc, assistant)
     if doc["kwargs"].get("checkpoint_id"):
         config["configurable"]["checkpoint_id"] = doc["kwargs"]["checkpoint_id"]
+    if doc["kwargs"].get("strict_resume"):
+        config["configurable"][CONFIG_KEY_STRICT_RESUME] = True
     config["metadata"] = {
         **as_dict(doc.get("metadata")),
         "run_id": doc["run_id"],
