@@ -105,7 +105,11 @@ def check_if_stirred(conn: psycopg.Connection[Any]) -> None:
         ConnectionPool.check_connection(conn)
 
 
-_ROWS = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.SINGLE_TUPLE, pq.ExecStatus.TUPLES_CHUNK)
+_ROWS = tuple(
+    getattr(pq.ExecStatus, name)
+    for name in ("TUPLES_OK", "SINGLE_TUPLE", "TUPLES_CHUNK")  # TUPLES_CHUNK: psycopg 3.2 on
+    if hasattr(pq.ExecStatus, name)
+)
 
 
 def has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
