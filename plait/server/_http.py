@@ -19,6 +19,7 @@ __all__ = [
     "opt",
     "page_response",
     "query_bool",
+    "query_flag",
     "query_int",
     "server_error",
 ]
@@ -75,6 +76,20 @@ def query_int(request: Request, key: str, default: int) -> int:
 def query_bool(request: Request, key: str) -> bool:
     """A true/false query parameter (``1``, ``true`` or ``True`` is true; anything else false)."""
     return request.query_params.get(key) in ("1", "true", "True")
+
+
+def query_flag(request: Request, key: str) -> bool | None:
+    """A query parameter that must be ``true`` or ``false`` (``1``/``0`` too), ``None`` when absent.
+
+    Raises:
+        ApiError: 422, any other value.
+    """
+    raw = request.query_params.get(key)
+    if raw is None:
+        return None
+    if raw.lower() not in ("true", "false", "1", "0"):
+        raise ApiError(422, f"{key} must be true or false, got {raw!r}")
+    return raw.lower() in ("true", "1")
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -17,8 +17,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from plait.server._db import Database, Row, Tx
-from plait.server._http import body, json_response
-from plait.server._ttl import expiry
+from plait.server._http import body, json_response, query_flag
+from plait.server._ttl import MAX_MINUTES, expiry, item_ttl
 from plait.server._wire import ApiError, as_dict, as_list, dumps, loads, now_iso
 from plait.store._embed import IndexSpec
 from plait.store._rank import pack, similarity, unpack
@@ -147,12 +147,7 @@ class ServerStore(BaseStore):
             )
         if op.query:
             return await self._ranked(op, cast("IndexSpec", self.index))
-        prefix = _ns(op.namespace_prefix)
-        where = f"WHERE {_LIVE}"
-        params: list[Any] = [time.time()]
-        if prefix:
-            where += " AND (prefix = ? OR prefix LIKE ? ESCAPE '\\')"
-            params += [prefix, _like(prefix)]
+        where, params = _live_under(op.namespace_prefix)
         # langgraph dev's order: namespaces as first written, then keys as first written; a page
         # is cut by the database unless a filter (matched here, on the values) picks the items
         page = "" if op.filter else " LIMIT ? OFFSET ?"
@@ -172,12 +167,7 @@ class ServerStore(BaseStore):
     async def _ranked(self, op: SearchOp, index: IndexSpec) -> list[SearchItem]:
         """Items by similarity to ``op.query`` (each by its closest field), then those with no vector."""
         query = (await index.aembed([op])).queries[cast("str", op.query)]
-        prefix = _ns(op.namespace_prefix)
-        where = f"WHERE {_LIVE}"
-        params: list[Any] = [time.time()]
-        if prefix:
-            where += " AND (s.prefix = ? OR s.prefix LIKE ? ESCAPE '\\')"
-            params += [prefix, _like(prefix)]
+        where, params = _live_under(op.namespace_prefix)
         rows = await self.db.fetch(
             f"SELECT s.*, v.vector FROM plait_server_store s LEFT JOIN plait_server_store_vectors v "
             f"ON v.prefix = s.prefix AND v.key = s.key {where} ORDER BY s.updated_at DESC, s.prefix, s.key",
@@ -185,14 +175,9 @@ class ServerStore(BaseStore):
         )
         if op.filter:
             rows = [r for r in rows if _matches(loads(r["value"]), op.filter)]
-        with_vector = [r for r in rows if r["vector"] is not None]
-        scores = similarity(index.distance)(query, [unpack(bytes(r["vector"])) for r in with_vector])
-        best: dict[tuple[str, str], tuple[float, Row]] = {}
-        for row, score in zip(with_vector, scores, strict=True):
-            item = (row["prefix"], row["key"])
-            if item not in best or score > best[item][0]:
-                best[item] = (score, row)
-        ranked = sorted(best.values(), key=lambda pair: -pair[0])
+        # scored in a thread: with thousands of vectors (and no numpy) that takes a while
+        ranked = await asyncio.to_thread(_rank, rows, query, index.distance)
+        best = {(r["prefix"], r["key"]) for _, r in ranked}
         rest = [r for r in rows if (r["prefix"], r["key"]) not in best]  # nothing embedded: after, unscored
         page: list[tuple[float | None, Row]] = [*ranked, *((None, r) for r in rest)]
         page = page[op.offset : op.offset + op.limit]
@@ -213,6 +198,10 @@ class ServerStore(BaseStore):
         vectors = (await self.index.aembed([op])).docs.get(0, []) if self.index is not None else []
         now = now_iso()
         minutes = None if op.ttl is None else float(op.ttl)
+        if minutes is not None and not 0 < minutes <= MAX_MINUTES:
+            raise ValueError(
+                f"ttl must be a positive number of minutes (at most {MAX_MINUTES}), got {op.ttl!r}"
+            )
         async with self.db.tx() as tx:
             await self._write(tx, op, prefix, now, minutes)
             await tx.run(
@@ -229,6 +218,9 @@ class ServerStore(BaseStore):
         await tx.run(
             "INSERT INTO plait_server_store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) "
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, "
+            # an item that had expired (not swept yet) is a new item: it starts afresh
+            "created_at = CASE WHEN plait_server_store.expires_at <= ? THEN excluded.created_at "
+            "ELSE plait_server_store.created_at END, "
             "updated_at = excluded.updated_at, expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes",
             (
                 prefix,
@@ -238,6 +230,7 @@ class ServerStore(BaseStore):
                 now,
                 expiry(minutes),
                 minutes,
+                time.time(),
             ),
         )
 
@@ -251,6 +244,29 @@ class ServerStore(BaseStore):
             if all(_condition(c.match_type, tuple(c.path), ns) for c in op.match_conditions or ()):
                 found.add(ns[: op.max_depth] if op.max_depth is not None else ns)
         return sorted(found)[op.offset : op.offset + op.limit]
+
+
+def _live_under(namespace_prefix: tuple[str, ...]) -> tuple[str, list[Any]]:
+    """``WHERE`` (and its parameters) for the unexpired items under a namespace prefix (table alias ``s``)."""
+    prefix = _ns(namespace_prefix)
+    where = f"WHERE {_LIVE}"
+    params: list[Any] = [time.time()]
+    if prefix:
+        where += " AND (s.prefix = ? OR s.prefix LIKE ? ESCAPE '\\')"
+        params += [prefix, _like(prefix)]
+    return where, params
+
+
+def _rank(rows: list[Row], query: list[float], distance: str) -> list[tuple[float, Row]]:
+    """The rows that have a vector, best first, each item once (by its closest field)."""
+    with_vector = [r for r in rows if r["vector"] is not None]
+    scores = similarity(distance)(query, [unpack(bytes(r["vector"])) for r in with_vector])
+    best: dict[tuple[str, str], tuple[float, Row]] = {}
+    for row, score in zip(with_vector, scores, strict=True):
+        item = (row["prefix"], row["key"])
+        if item not in best or score > best[item][0]:
+            best[item] = (score, row)
+    return sorted(best.values(), key=lambda pair: -pair[0])
 
 
 def _condition(kind: str, path: tuple[str, ...], ns: tuple[str, ...]) -> bool:
@@ -314,11 +330,9 @@ async def put_item(request: Request) -> Response:
     if not isinstance(value, dict):
         raise ApiError(422, "value must be a JSON object")
     store = _store(request)
-    ttl = data.get("ttl")  # null (the SDK's default): the config's default_ttl, else never
+    ttl = item_ttl(data.get("ttl"))  # null (the SDK's default): the config's default_ttl, else never
     if ttl is None:
         ttl = (store.ttl_config or {}).get("default_ttl")
-    elif isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
-        raise ApiError(422, f"ttl must be a positive number of minutes (or null), got {ttl!r}")
     index = data.get("index")  # null: the config's fields; false: not embedded; or the fields to embed
     if index not in (None, False) and not (
         isinstance(index, list) and all(isinstance(f, str) for f in as_list(index))
@@ -335,7 +349,7 @@ async def get_item(request: Request) -> Response:
     if not key:
         raise ApiError(422, "the 'key' query parameter is required")
     store = _store(request)
-    refresh = _flag(request.query_params.get("refresh_ttl"), "refresh_ttl")
+    refresh = query_flag(request, "refresh_ttl")
     item = (await store.abatch([GetOp(namespace, key, store.refreshes(refresh))]))[0]
     if item is None:
         return json_response(None)
@@ -360,6 +374,9 @@ async def search_items(request: Request) -> Response:
     flt = data.get("filter")
     if flt is not None and not isinstance(flt, dict):
         raise ApiError(422, "filter must be a JSON object")
+    query = data.get("query")
+    if query is not None and not isinstance(query, str):
+        raise ApiError(422, f"query must be a string, got {query!r:.80}")
     refresh = data.get("refresh_ttl")
     if refresh is not None and not isinstance(refresh, bool):
         raise ApiError(422, f"refresh_ttl must be true, false or null, got {refresh!r}")
@@ -369,7 +386,7 @@ async def search_items(request: Request) -> Response:
         cast("dict[str, Any] | None", flt),
         _int(data, "limit", 10),
         _int(data, "offset", 0),
-        data.get("query"),
+        query,
         store.refreshes(refresh),
     )
     try:
@@ -391,15 +408,6 @@ async def list_namespaces(request: Request) -> Response:
     op = ListNamespacesOp(tuple(conditions), depth, _int(data, "limit", 100), _int(data, "offset", 0))
     found = (await _store(request).abatch([op]))[0]
     return json_response({"namespaces": [list(ns) for ns in cast("list[tuple[str, ...]]", found)]})
-
-
-def _flag(raw: str | None, name: str) -> bool | None:
-    """A query parameter's true/false (``None`` when absent)."""
-    if raw is None:
-        return None
-    if raw.lower() not in ("true", "false"):
-        raise ApiError(422, f"{name} must be true or false, got {raw!r}")
-    return raw.lower() == "true"
 
 
 def _int(data: dict[str, Any], key: str, default: int) -> int:

@@ -10,7 +10,8 @@ before or after the sweep that deletes it.
 
 The config (``langgraph.json`` keys, as LangGraph's platform reads them)::
 
-    "checkpointer": {"ttl": {"strategy": "delete", "default_ttl": 43200, "sweep_interval_minutes": 60}},
+    "checkpointer": {"ttl": {"strategy": "delete", "default_ttl": 43200, "sweep_interval_minutes": 60,
+                             "sweep_limit": 1000}},
     "store": {"ttl": {"default_ttl": 10080, "refresh_on_read": true, "sweep_interval_minutes": 60}}
 """
 
@@ -23,9 +24,11 @@ from plait.server._wire import ApiError
 
 __all__ = [
     "DEFAULT_SWEEP_MINUTES",
+    "MAX_MINUTES",
     "STRATEGIES",
     "ThreadTtl",
     "expiry",
+    "item_ttl",
     "store_ttl_config",
     "sweep_seconds",
     "thread_ttl",
@@ -35,7 +38,7 @@ __all__ = [
 DEFAULT_SWEEP_MINUTES = 5.0
 """Minutes between two sweeps when the config names no interval."""
 STRATEGIES = ("delete", "keep_latest")
-_THREAD_KEYS = frozenset({"strategy", "default_ttl", "sweep_interval_minutes"})
+_THREAD_KEYS = frozenset({"strategy", "default_ttl", "sweep_interval_minutes", "sweep_limit"})
 _STORE_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes"})
 
 
@@ -46,10 +49,30 @@ class ThreadTtl(NamedTuple):
     minutes: float
 
 
+MAX_MINUTES = 100 * 365 * 24 * 60
+"""The longest ttl taken: a hundred years."""
+
+
 def _minutes(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{what} must be a positive number of minutes, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_MINUTES:
+        raise ValueError(
+            f"{what} must be a positive number of minutes (at most {MAX_MINUTES}), got {value!r}"
+        )
     return float(value)
+
+
+def item_ttl(value: Any) -> float | None:
+    """A store item's ``ttl`` (``None``: none).
+
+    Raises:
+        ApiError: 422, not a positive number of minutes.
+    """
+    if value is None:
+        return None
+    try:
+        return _minutes(value, "ttl")
+    except ValueError as exc:
+        raise ApiError(422, str(exc)) from None
 
 
 def expiry(minutes: float | None, now: float | None = None) -> float | None:
@@ -105,6 +128,9 @@ def thread_ttl_config(raw: Any, where: str) -> dict[str, Any]:
         ValueError: an unknown key, a strategy plait does not have, or a non-positive number.
     """
     config = _section(raw, _THREAD_KEYS, where)
+    limit = config.get("sweep_limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"{where}.sweep_limit must be a positive integer, got {limit!r}")
     strategy = config.get("strategy")
     if strategy is not None and strategy not in STRATEGIES:
         raise ValueError(f"{where}.strategy must be one of {list(STRATEGIES)}, got {strategy!r}")

@@ -116,7 +116,7 @@ class Worker:
         while not self.closing:
             await asyncio.sleep(pause)
             try:
-                await sweep(self.state)
+                await sweep(self.state, int(self.state.settings.thread_ttl.get("sweep_limit") or 1000))
             except Exception:  # noqa: BLE001 - a database hiccup: next time
                 _log.exception("ttl sweep failed")
 

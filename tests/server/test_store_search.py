@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Iterator
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing
 
 import httpx
+import psycopg
 import pytest
 from _pg import private_schema
 from _serve_proc import Server, running, start
@@ -24,23 +28,42 @@ def embed(texts):
 def _project(tmp: pathlib.Path, index: dict | None) -> pathlib.Path:
     (tmp / "embed.py").write_text(EMBED)
     config: dict = {"graphs": {"agent": f"{APP / 'agent.py'}:graph"}}
-    if index is not None:
-        config["store"] = {"index": index}
+    if index is not None:  # swept every 0.6 s
+        config["store"] = {"index": index, "ttl": {"sweep_interval_minutes": 0.01}}
     path = tmp / "plait.json"
     path.write_text(json.dumps(config))
     return path
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Server, Callable[[], int]]]:
+    """The server, and a count of the vectors it stores (read from its database)."""
     tmp = tmp_path_factory.mktemp("search")
     config = _project(tmp, {"embed": "./embed.py:embed", "dims": 4, "fields": ["text"]})
+    count = "SELECT COUNT(*) FROM plait_server_store_vectors"
     if request.param == "sqlite":
+
+        def vectors() -> int:
+            with closing(sqlite3.connect(tmp / "server.server.sqlite")) as conn:
+                return int(conn.execute(count).fetchone()[0])
+
         with running(str(tmp / "server.sqlite"), tmp, "--config", str(config)) as srv:
-            yield srv
+            yield srv, vectors
         return
     with private_schema("plait_search") as dsn, running(dsn, tmp, "--config", str(config)) as srv:
-        yield srv
+
+        def pg_vectors() -> int:
+            with psycopg.connect(dsn) as conn:
+                return int(conn.execute(count).fetchone()[0])  # type: ignore[index]
+
+        yield srv, pg_vectors
+
+
+@pytest.fixture(scope="module")
+def server(served: tuple[Server, Callable[[], int]]) -> Server:
+    return served[0]
 
 
 def _ranked(client, ns: list[str], query: str, **kwargs) -> list[tuple[str, float | None]]:  # type: ignore[no-untyped-def]
@@ -84,6 +107,23 @@ def test_a_put_names_its_fields_or_none(server: Server) -> None:
     with httpx.Client(base_url=server.url) as http:
         r = http.put("/store/items", json={"namespace": ns, "key": "y", "value": {}, "index": "title"})
         assert r.status_code == 422 and "index" in r.json()["detail"]
+
+
+def test_expired_items_leave_no_vectors_once_swept(served: tuple[Server, Callable[[], int]]) -> None:
+    server, vectors = served
+    client = get_sync_client(url=server.url)
+    before = vectors()
+    client.store.put_item(["brief"], "x", {"text": "a cat"}, ttl=0.02)  # 1.2 s
+    client.store.put_item(["brief"], "y", {"text": "a dog"})
+    assert vectors() == before + 2
+    deadline = time.monotonic() + 10
+    while vectors() != before + 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert vectors() == before + 1
+    assert [k for k, _ in _ranked(client, ["brief"], "cat")] == ["y"]
+    with httpx.Client(base_url=server.url) as http:
+        r = http.post("/store/items/search", json={"namespace_prefix": ["brief"], "query": 5})
+        assert r.status_code == 422 and "query" in r.json()["detail"]
 
 
 def test_a_query_without_an_index_is_422(tmp_path: pathlib.Path) -> None:

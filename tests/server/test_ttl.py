@@ -24,7 +24,8 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     tmp = tmp_path_factory.mktemp("ttl")
     config = {
         "graphs": {"agent": f"{APP / 'agent.py'}:graph"},
-        "checkpointer": {"ttl": {"sweep_interval_minutes": SWEEP_MINUTES}},
+        # batches of one thread: a sweep goes on until a batch comes back short
+        "checkpointer": {"ttl": {"sweep_interval_minutes": SWEEP_MINUTES, "sweep_limit": 1}},
         "store": {"ttl": {"sweep_interval_minutes": SWEEP_MINUTES}},
     }
     path = tmp / "plait.json"
@@ -72,7 +73,7 @@ def test_threads_are_deleted_or_pruned_when_their_ttl_runs_out(server: Server) -
     renewed = client.threads.create(ttl=0.03)["thread_id"]
     client.threads.update(renewed, metadata={"a": 1}, ttl=10)  # starts again from now, 10 minutes
     untouched = client.threads.create()["thread_id"]
-    ttl = client.threads.get(gone, include=["ttl"])["ttl"]
+    ttl = client.threads.get(gone, include=["metadata", "ttl"])["ttl"]  # the SDK joins them: "metadata,ttl"
     assert ttl["strategy"] == "delete" and 0 < ttl["ttl"] <= 0.03
     _until(start + 4)
     with pytest.raises(NotFoundError):
@@ -87,7 +88,7 @@ def test_threads_are_deleted_or_pruned_when_their_ttl_runs_out(server: Server) -
 
 def test_bad_ttls_are_422(server: Server) -> None:
     client = get_sync_client(url=server.url)
-    for bad in ({"strategy": "archive", "ttl": 1}, {"ttl": -1}, {"ttl": 1, "when": "now"}):
+    for bad in ({"strategy": "archive", "ttl": 1}, {"ttl": -1}, {"ttl": 1, "when": "now"}, {"ttl": 1e12}):
         with pytest.raises(UnprocessableEntityError):
             client.threads.create(ttl=bad)
     with httpx.Client(base_url=server.url) as http:
@@ -104,7 +105,9 @@ def test_the_configs_default_ttl_applies_to_threads_runs_make(tmp_path: pathlib.
     config = {
         "graphs": {"agent": f"{APP / 'agent.py'}:graph"},
         "checkpointer": {"ttl": {"strategy": "keep_latest", "default_ttl": 60}},
-        "store": {"ttl": {"default_ttl": 30, "refresh_on_read": False}},
+        "store": {
+            "ttl": {"default_ttl": 0.05, "refresh_on_read": False, "sweep_interval_minutes": SWEEP_MINUTES}
+        },
     }
     path = tmp_path / "plait.json"
     path.write_text(json.dumps(config))
@@ -118,5 +121,11 @@ def test_the_configs_default_ttl_applies_to_threads_runs_make(tmp_path: pathlib.
         assert ttl["strategy"] == "keep_latest" and 59 < ttl["ttl"] <= 60
         created = client.threads.create()["thread_id"]
         assert 59 < client.threads.get(created, include=["ttl"])["ttl"]["ttl"] <= 60
-        client.store.put_item(["d"], "k", {"v": 1})  # no ttl: the default, 30 minutes
-        assert client.store.get_item(["d"], "k") is not None
+        start = time.monotonic()
+        client.store.put_item(["d"], "k", {"v": 1})  # no ttl: the default, 3 s
+        client.store.put_item(["d"], "kept", {"v": 2}, ttl=10)
+        _until(start + 2)
+        assert client.store.get_item(["d"], "k") is not None  # a read that does not refresh (the config's)
+        _until(start + 3.5)
+        assert client.store.get_item(["d"], "k") is None
+        assert [i["key"] for i in client.store.search_items(["d"])["items"]] == ["kept"]
