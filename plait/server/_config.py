@@ -285,8 +285,9 @@ def _index(raw: Any) -> dict[str, Any]:
 
 
 def load_embed(target: str, config_path: str) -> Any:
-    """``store.index.embed``: a function or ``Embeddings`` a ``./file.py:name`` (or ``module:name``)
-    names, imported beside the config; otherwise the ``"provider:model"`` string itself."""
+    """``store.index.embed``: the function or ``Embeddings`` a ``./file.py:name`` names (a path: it
+    ends in ``.py`` or has a ``/``), imported beside the config; otherwise the ``"provider:model"``
+    string itself, for LangChain's ``init_embeddings``."""
     module_ref = target.rpartition(":")[0]
     if not (module_ref.endswith(".py") or "/" in module_ref):
         return target  # "openai:text-embedding-3-small": LangChain's init_embeddings reads it

@@ -330,8 +330,14 @@ class PostgresDatabase:
 
 async def _pg_upgrade(conn: Any) -> None:
     """Give old tables the columns added since (under the set-up lock), and old thread rows their values column."""
-    for table, column, kind in _ADDED_COLUMNS:
-        await conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
+    cur = await conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name LIKE 'plait_server_%'"
+    )
+    present = {(str(t), str(c)) for t, c in await cur.fetchall()}
+    for table, column, kind in _ADDED_COLUMNS:  # ALTER only when missing: it locks the table out
+        if (table, column) not in present:
+            await conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
     for ddl in _AFTER_COLUMNS:
         await conn.execute(ddl)
     cur = await conn.execute(

@@ -12,14 +12,15 @@ from plait.errors import CheckpointConflictError, InvalidUpdateError
 from plait.server._http import body, json_response, opt, query_bool, query_int
 from plait.server._snapshot import checkpoint_ref, state_json
 from plait.server._state import state_of
-from plait.server._threads import found_thread, refresh_thread, thread_graph_id
+from plait.server._threads import found_thread, refresh_thread, thread_config, thread_graph_id
 from plait.server._wire import ApiError, as_dict
 
 __all__ = ["routes"]
 
 
 def _config(thread_id: str, checkpoint: Any = None) -> Any:
-    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    config = thread_config(thread_id)
+    configurable: dict[str, Any] = config["configurable"]
     if isinstance(checkpoint, str):
         configurable["checkpoint_id"] = checkpoint
     elif isinstance(checkpoint, dict):
@@ -33,7 +34,7 @@ def _config(thread_id: str, checkpoint: Any = None) -> Any:
             configurable["checkpoint_ns"] = namespace
     elif checkpoint is not None:
         raise ApiError(422, f"checkpoint must be an object or a checkpoint id, got {checkpoint!r}")
-    return {"configurable": configurable}
+    return config
 
 
 async def _snapshot_json(request: Request, checkpoint: Any, subgraphs: bool) -> Response:

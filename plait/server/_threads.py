@@ -143,7 +143,7 @@ def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
 
 async def refresh_thread(state: ServerState, doc: dict[str, Any], graph: Any) -> None:
     """Copy the thread's newest state into its document (values, status, interrupts)."""
-    snap = await graph.aget_state({"configurable": {"thread_id": doc["thread_id"], "checkpoint_ns": ""}})
+    snap = await graph.aget_state(thread_config(doc["thread_id"]))
     doc["values"] = snap.values
     if doc["status"] != "busy":
         doc["status"] = thread_status(snap)
@@ -170,30 +170,45 @@ def _supersteps(raw: Any) -> list[list[StateUpdate]]:
             as_node = item.get("as_node")
             if as_node is not None and not isinstance(as_node, str):
                 raise ApiError(422, f"supersteps[{n}]: as_node must be a node name, got {as_node!r}")
-            command = item.get("command")
-            values = command_of(as_dict(command)) if isinstance(command, dict) else item.get("values")
-            batch.append(StateUpdate(values, as_node))
+            command, values = item.get("command"), item.get("values")
+            if command is not None and not isinstance(command, dict):
+                raise ApiError(422, f"supersteps[{n}]: command must be an object, got {command!r:.80}")
+            if values is not None and not isinstance(values, dict):
+                raise ApiError(422, f"supersteps[{n}]: values must be an object, got {values!r:.80}")
+            written = command_of(as_dict(command)) if command else None if values is None else as_dict(values)
+            batch.append(StateUpdate(written, as_node))
         steps.append(batch)
     return steps
 
 
-async def _apply_supersteps(state: ServerState, doc: dict[str, Any], steps: list[list[StateUpdate]]) -> None:
-    """Write ``steps`` on the new thread (``bulk_update_state``), as the graph's nodes would have."""
-    graph_id = thread_graph_id(state, doc)
+def thread_config(thread_id: str) -> dict[str, Any]:
+    """The config addressing a thread's newest checkpoint (root namespace)."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
+async def _apply_supersteps(
+    state: ServerState, doc: dict[str, Any], graph_id: str, steps: list[list[StateUpdate]]
+) -> None:
+    """Write ``steps`` on the new thread (``bulk_update_state``), as the graph's nodes would have;
+    a refused update deletes the thread again (nothing of the request stays)."""
     graph = state.graph(graph_id)
-    config: RunnableConfig = {
-        "configurable": {"thread_id": doc["thread_id"], "checkpoint_ns": ""},
-        "metadata": {"graph_id": graph_id, "thread_id": doc["thread_id"]},
-    }
+    metadata = {"graph_id": graph_id, "thread_id": doc["thread_id"]}  # recorded, as by update_state
+    config = cast("RunnableConfig", {**thread_config(doc["thread_id"]), "metadata": metadata})
     try:
         await graph.abulk_update_state(config, steps)
-    except CheckpointConflictError as exc:
-        raise ApiError(409, str(exc)) from None
-    except (InvalidUpdateError, ValueError, KeyError, TypeError) as exc:
-        raise ApiError(
-            400,
-            f"Thread {doc['thread_id']} was created, but its supersteps were refused: {type(exc).__name__}: {exc}",
-        ) from None
+    except Exception as exc:
+        await delete_thread(state, doc["thread_id"])
+        if isinstance(exc, CheckpointConflictError):
+            raise ApiError(409, str(exc)) from None
+        if isinstance(exc, InvalidUpdateError | ValueError):  # as update_state answers them
+            raise ApiError(
+                400, f"supersteps refused (no thread was created): {type(exc).__name__}: {exc}"
+            ) from None
+        if isinstance(exc, KeyError | TypeError):
+            raise ApiError(
+                422, f"supersteps refused (no thread was created): {type(exc).__name__}: {exc}"
+            ) from None
+        raise
     doc["metadata"] = {**doc["metadata"], "graph_id": graph_id}
     await refresh_thread(state, doc, graph)
 
@@ -223,6 +238,8 @@ async def create(request: Request) -> Response:
         if if_exists == "do_nothing":
             return json_response(existing)
         raise ApiError(409, f"Thread with ID {thread_id} already exists")
+    # the graph the supersteps write: checked before the thread is made
+    graph_id = thread_graph_id(state, {"thread_id": thread_id, "metadata": metadata}) if steps else ""
     try:
         doc = await create_thread(state.db, thread_id, metadata, ttl)
     except Exception:  # noqa: BLE001 - created concurrently by another request
@@ -230,14 +247,15 @@ async def create(request: Request) -> Response:
             raise
         raise ApiError(409, f"Thread with ID {thread_id} already exists") from None
     if steps:
-        await _apply_supersteps(state, doc, steps)
+        await _apply_supersteps(state, doc, graph_id, steps)
     return json_response(doc)
 
 
 async def get(request: Request) -> Response:
     """``GET /threads/{thread_id}`` (``?include=ttl``: with its time to live)."""
     doc = await found_thread(request)
-    if "ttl" in request.query_params.getlist("include"):
+    include = {part.strip() for raw in request.query_params.getlist("include") for part in raw.split(",")}
+    if "ttl" in include:  # the SDK joins several with commas
         doc = await _with_ttl(state_of(request).db, doc)
     return json_response(doc)
 

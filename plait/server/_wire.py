@@ -93,10 +93,17 @@ def _default(obj: Any) -> Any:
 
 
 def command_of(raw: dict[str, Any]) -> Command[Any]:
-    """The :class:`~plait.types.Command` of a request's ``command`` object (``update``, ``resume``, ``goto``)."""
+    """The :class:`~plait.types.Command` of a request's ``command`` object (``update``, ``resume``, ``goto``).
+
+    Raises:
+        ApiError: 422, a ``goto`` Send without its node's name.
+    """
     goto = raw.get("goto")
     if goto is not None:
         items = as_list(goto) if isinstance(goto, list) else [goto]
+        for g in items:
+            if isinstance(g, dict) and not isinstance(as_dict(g).get("node"), str):
+                raise ApiError(422, f"command.goto: a Send is {{'node': name, 'input': ...}}, got {g!r:.80}")
         goto = [
             Send(as_dict(g)["node"], as_dict(g).get("input")) if isinstance(g, dict) else g for g in items
         ]

@@ -58,6 +58,7 @@ def test_a_superstep_may_be_a_command(server: Server) -> None:
 
 def test_refused_supersteps_are_named_and_bad_ones_are_422(server: Server) -> None:
     client = get_sync_client(url=server.url)
+    before = client.threads.count()
     with pytest.raises(BadRequestError, match="Node 'nope' does not exist"):
         client.threads.create(
             graph_id="agent", supersteps=[{"updates": [{"values": _say("user", "x"), "as_node": "nope"}]}]
@@ -67,8 +68,17 @@ def test_refused_supersteps_are_named_and_bad_ones_are_422(server: Server) -> No
         client.threads.create(
             supersteps=[{"updates": [{"values": _say("user", "x"), "as_node": "__start__"}]}]
         )
+    assert client.threads.count() == before  # a refused request leaves no thread behind
     with httpx.Client(base_url=server.url) as http:
-        for bad in ({"x": 1}, [{"updates": 3}], [{"updates": [5]}], [{"updates": [{"as_node": 7}]}]):
+        for bad in (
+            {"x": 1},
+            [{"updates": 3}],
+            [{"updates": [5]}],
+            [{"updates": [{"as_node": 7}]}],
+            [{"updates": [{"command": "x"}]}],
+            [{"updates": [{"values": "x"}]}],
+            [{"updates": [{"command": {"goto": {"input": 1}}}]}],  # a Send without its node
+        ):
             r = http.post("/threads", json={"supersteps": bad})
             assert r.status_code == 422, (bad, r.text)
-            assert "supersteps" in r.json()["detail"]
+            assert "supersteps" in r.json()["detail"] or "command.goto" in r.json()["detail"]
