@@ -55,16 +55,22 @@ def _port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _project(root: Path, pkg: str, graph: str = GRAPH, graphs: dict[str, str] | None = None) -> Path:
+def _project(
+    root: Path,
+    pkg: str,
+    graph: str = GRAPH,
+    graphs: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:
     """A project folder for ``pkg`` (``plait`` or ``langgraph``): ``graph`` (formatted with ``pkg``) as
-    ``agent.py`` and a config naming ``graphs`` in it (by default its ``graph`` as ``agent``)."""
+    ``agent.py`` and a config naming ``graphs`` in it (by default its ``graph`` as ``agent``), with the
+    ``extra`` keys."""
     folder = root / pkg
     folder.mkdir()
     (folder / "agent.py").write_text(graph.format(pkg=pkg))
     name = "plait.json" if pkg == "plait" else "langgraph.json"
-    (folder / name).write_text(
-        json.dumps({"graphs": graphs or {"agent": "./agent.py:graph"}, "dependencies": ["."]})
-    )
+    config = {"graphs": graphs or {"agent": "./agent.py:graph"}, "dependencies": ["."], **(extra or {})}
+    (folder / name).write_text(json.dumps(config))
     return folder / name
 
 

@@ -113,6 +113,23 @@ def talk(state: MessagesState) -> dict[str, Any]:
     return {{"messages": [model.invoke(state["messages"])]}}
 
 
+def inner_ask(state: State) -> dict[str, Any]:
+    return {{"messages": [AIMessage(f"inner got: {{interrupt('inner question')}}")], "turns": 1}}
+
+
+asks_inside = (
+    StateGraph(State)
+    .add_node("inner", StateGraph(State).add_node("ask", inner_ask).add_edge(START, "ask").compile())
+    .add_edge(START, "inner")
+    .add_edge("inner", END)
+    .compile()
+)
+
+
+def embed(texts: list[str]) -> list[list[float]]:
+    return [[t.count("cat") + 0.1, t.count("dog") + 0.1, t.count("fish") + 0.1, len(t) / 100] for t in texts]
+
+
 llm = (
     StateGraph(MessagesState)
     .add_node("talk", talk)
@@ -124,7 +141,9 @@ llm = (
 )
 """
 
-GRAPHS = {"agent": "./agent.py:graph", "llm": "./agent.py:llm"}
+GRAPHS = {"agent": "./agent.py:graph", "llm": "./agent.py:llm", "asks_inside": "./agent.py:asks_inside"}
+CONFIG = {"store": {"index": {"embed": "./agent.py:embed", "dims": 4, "fields": ["text"]}}}
+"""Beside the graphs in both servers' configs: the store's semantic index."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _HEX_ID = re.compile(r"\b(lc_)?run-{1,2}<uuid>(-\d+)?")
@@ -219,7 +238,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for name in ("langgraph", "plait"):
-            config, port = _project(root, name, GRAPH, GRAPHS), _port()
+            config, port = _project(root, name, GRAPH, GRAPHS, CONFIG), _port()
             if name == "plait":
                 cmd = [plait, "serve", "--config", str(config), "--port", str(port)]
                 cmd += ["--db", str(root / "plait.sqlite")]

@@ -92,6 +92,9 @@ def scenario(client: Any, only: str | None) -> dict[str, Any]:
     from server_diff_crons import cron_steps  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
 
     cron_steps(client, rec)
+    from server_diff_more import more_steps  # noqa: PLC0415  # pyright: ignore[reportMissingImports]
+
+    more_steps(client, rec)
     return rec.results
 
 

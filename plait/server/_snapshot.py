@@ -53,6 +53,12 @@ def state_json(snap: StateSnapshot) -> dict[str, Any]:
     """A snapshot as ``GET /threads/{id}/state`` returns it."""
     checkpoint = checkpoint_ref(snap.config)
     parent = checkpoint_ref(snap.parent_config)
+    if parent and checkpoint and "checkpoint_map" in checkpoint and "checkpoint_map" not in parent:
+        # a subgraph's parent checkpoint: the same map, with its own id for its namespace
+        parent["checkpoint_map"] = {
+            **checkpoint["checkpoint_map"],
+            parent["checkpoint_ns"]: parent["checkpoint_id"],
+        }
     tasks = [
         {
             "id": t.id,

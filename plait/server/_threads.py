@@ -192,7 +192,7 @@ async def _apply_supersteps(
     """Write ``steps`` on the new thread (``bulk_update_state``), as the graph's nodes would have;
     a refused update deletes the thread again (nothing of the request stays)."""
     graph = state.graph(graph_id)
-    metadata = {"graph_id": graph_id, "thread_id": doc["thread_id"]}  # recorded, as by update_state
+    metadata = {"thread_id": doc["thread_id"]}  # recorded, as LangGraph's server does here
     config = cast("RunnableConfig", {**thread_config(doc["thread_id"]), "metadata": metadata})
     try:
         await graph.abulk_update_state(config, steps)
