@@ -9,6 +9,7 @@ then. Store items are deleted before their vectors, in the order a put writes th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -23,8 +24,29 @@ RETRY = 60.0
 _log = logging.getLogger("plait.server")
 
 
+async def _one(state: ServerState, thread_id: str, strategy: str | None, now: float) -> bool:
+    """Claim one expired thread (for :data:`RETRY` seconds) and delete or prune it; False: not ours."""
+    lease = time.time() + RETRY
+    claimed = await state.db.run(
+        "UPDATE plait_server_threads SET expires_at = ? WHERE thread_id = ? AND expires_at IS NOT NULL AND expires_at <= ?",
+        (lease, thread_id, now),
+    )
+    if not claimed:  # another worker took it, or its ttl was set again meanwhile
+        return False
+    if strategy == "keep_latest":  # safe beside a run writing the thread
+        await state.saver.aprune(thread_id, keep_last=1)
+        await state.db.run(  # pruned once: the thread stays, without a ttl (unless set again meanwhile)
+            "UPDATE plait_server_threads SET expires_at = NULL, ttl_strategy = NULL WHERE thread_id = ? AND expires_at = ?",
+            (thread_id, lease),
+        )
+    else:
+        await delete_thread(state, thread_id)
+    return True
+
+
 async def _threads(state: ServerState, now: float, limit: int) -> tuple[int, int]:
-    """One batch of expired threads: ``(found, acted on)``."""
+    """One batch of expired threads: ``(found, acted on)``. A thread that fails is logged and left to
+    its lease (tried again after :data:`RETRY` seconds); the others go on."""
     rows = await state.db.fetch(
         "SELECT thread_id, ttl_strategy FROM plait_server_threads WHERE expires_at IS NOT NULL AND expires_at <= ? "
         "ORDER BY expires_at LIMIT ?",
@@ -32,24 +54,27 @@ async def _threads(state: ServerState, now: float, limit: int) -> tuple[int, int
     )
     done = 0
     for row in rows:
-        claimed = await state.db.run(
-            "UPDATE plait_server_threads SET expires_at = ? "
-            "WHERE thread_id = ? AND expires_at IS NOT NULL AND expires_at <= ?",
-            (now + RETRY, row["thread_id"], now),
-        )
-        if not claimed:  # another worker took it, or its ttl was set again meanwhile
-            continue
-        if row["ttl_strategy"] == "keep_latest":  # safe beside a run writing the thread
-            await state.saver.aprune(row["thread_id"], keep_last=1)
-            await state.db.run(  # pruned once: the thread stays, without a ttl
-                "UPDATE plait_server_threads SET expires_at = NULL, ttl_strategy = NULL "
-                "WHERE thread_id = ? AND expires_at = ?",
-                (row["thread_id"], now + RETRY),
-            )
-        else:
-            await delete_thread(state, row["thread_id"])
-        done += 1
+        try:
+            done += await _one(state, row["thread_id"], row["ttl_strategy"], now)
+        except Exception:  # noqa: BLE001 - this thread's turn comes again after its lease
+            _log.exception("ttl sweep: thread %s could not be deleted or pruned", row["thread_id"])
+        await asyncio.sleep(0)  # SQLite's statements run on the event loop: let requests in between
     return len(rows), done
+
+
+async def _items(state: ServerState, now: float) -> int:
+    """Delete the expired store items, then their vectors (in the order a put writes them)."""
+    async with state.db.tx() as tx:
+        gone = await tx.fetch(
+            "DELETE FROM plait_server_store WHERE expires_at IS NOT NULL AND expires_at <= ? RETURNING prefix, key",
+            (now,),
+        )
+        for row in gone:
+            await tx.run(
+                "DELETE FROM plait_server_store_vectors WHERE prefix = ? AND key = ?",
+                (row["prefix"], row["key"]),
+            )
+    return len(gone)
 
 
 async def sweep(state: ServerState, limit: int = 1000) -> tuple[int, int]:
@@ -58,17 +83,9 @@ async def sweep(state: ServerState, limit: int = 1000) -> tuple[int, int]:
     while True:
         found, done = await _threads(state, now, limit)
         threads += done
-        if found < limit:
+        if found < limit or not done:  # the rest is leased by others, or failing: the next sweep
             break
-    async with state.db.tx() as tx:
-        items = await tx.run(
-            "DELETE FROM plait_server_store WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
-        )
-        if items:  # their vectors (an item is written before its vectors: the same lock order)
-            await tx.run(
-                "DELETE FROM plait_server_store_vectors WHERE NOT EXISTS (SELECT 1 FROM plait_server_store s "
-                "WHERE s.prefix = plait_server_store_vectors.prefix AND s.key = plait_server_store_vectors.key)"
-            )
+    items = await _items(state, now)
     if threads or items:
         _log.info("ttl sweep: %d thread(s), %d store item(s)", threads, items)
     return threads, items
