@@ -15,7 +15,17 @@ from plait.server._state import ServerState
 from plait.server._threads import create_thread
 from plait.server._ttl import ThreadTtl, thread_ttl
 from plait.server._webhook import WebhookPolicy
-from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso, uuid7
+from plait.server._wire import (
+    ApiError,
+    as_dict,
+    as_list,
+    check_uuid,
+    command_of,
+    dumps,
+    loads,
+    now_iso,
+    uuid7,
+)
 
 __all__ = ["check_request", "create_run", "run_json"]
 
@@ -44,6 +54,8 @@ def _kwargs(data: dict[str, Any], temporary: bool, hooks: WebhookPolicy) -> dict
     command = opt(data, "command", dict)
     if command is not None and not set(command) <= {"resume", "update", "goto"}:
         raise ApiError(422, f"command takes resume, update and goto, got {sorted(command)}")
+    if command is not None:
+        command_of(command)  # a goto Send without its node: 422 now, not an error of the run later
     checkpoint = as_dict(opt(data, "checkpoint", dict))
     for key in ("interrupt_before", "interrupt_after"):
         value = data.get(key)

@@ -70,6 +70,7 @@ _ADDED_COLUMNS: list[tuple[LiteralString, LiteralString, LiteralString]] = [
     ("plait_server_threads", "ttl_strategy", "TEXT"),
     ("plait_server_store", "ttl_minutes", "DOUBLE PRECISION"),
 ]
+_AFTER_COLUMN_NAMES = ("plait_server_threads_expiry", "plait_server_store_expiry")
 _AFTER_COLUMNS: list[LiteralString] = [
     """CREATE INDEX IF NOT EXISTS plait_server_threads_expiry ON plait_server_threads (expires_at)
         WHERE expires_at IS NOT NULL""",
@@ -338,8 +339,11 @@ async def _pg_upgrade(conn: Any) -> None:
     for table, column, kind in _ADDED_COLUMNS:  # ALTER only when missing: it locks the table out
         if (table, column) not in present:
             await conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
-    for ddl in _AFTER_COLUMNS:
-        await conn.execute(ddl)
+    for name, ddl in zip(_AFTER_COLUMN_NAMES, _AFTER_COLUMNS, strict=True):
+        cur = await conn.execute("SELECT to_regclass(%s) IS NULL", (name,))
+        row = await cur.fetchone()
+        if row is not None and row[0]:  # CREATE INDEX IF NOT EXISTS locks writers out even when it exists
+            await conn.execute(ddl)
     cur = await conn.execute(
         "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
         "AND table_name = 'plait_server_threads' AND column_name = 'vals'"

@@ -106,7 +106,7 @@ async def update_state(request: Request) -> Response:
         written = await graph.aupdate_state(config, data.get("values"), as_node)
     except CheckpointConflictError as exc:
         raise ApiError(409, str(exc)) from None
-    except (InvalidUpdateError, ValueError) as exc:  # LangGraph's server answers these with 400
+    except (InvalidUpdateError, ValueError, NotImplementedError) as exc:  # LangGraph's server: 400
         raise ApiError(400, f"{type(exc).__name__}: {exc}") from None
     except (KeyError, TypeError) as exc:
         raise ApiError(422, f"{type(exc).__name__}: {exc}") from None

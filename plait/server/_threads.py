@@ -196,21 +196,29 @@ async def _apply_supersteps(
     config = cast("RunnableConfig", {**thread_config(doc["thread_id"]), "metadata": metadata})
     try:
         await graph.abulk_update_state(config, steps)
+    except CheckpointConflictError as exc:  # another request wrote the thread meanwhile: it stays
+        raise ApiError(409, str(exc)) from None
     except Exception as exc:
-        await delete_thread(state, doc["thread_id"])
-        if isinstance(exc, CheckpointConflictError):
-            raise ApiError(409, str(exc)) from None
-        if isinstance(exc, InvalidUpdateError | ValueError):  # as update_state answers them
-            raise ApiError(
-                400, f"supersteps refused (no thread was created): {type(exc).__name__}: {exc}"
-            ) from None
-        if isinstance(exc, KeyError | TypeError):
-            raise ApiError(
-                422, f"supersteps refused (no thread was created): {type(exc).__name__}: {exc}"
-            ) from None
-        raise
+        await _undo_create(state, doc)
+        kind = 422 if isinstance(exc, KeyError | TypeError) else 400  # as update_state answers them
+        if not isinstance(exc, InvalidUpdateError | ValueError | NotImplementedError | KeyError | TypeError):
+            raise
+        raise ApiError(
+            kind, f"supersteps refused (no thread was kept): {type(exc).__name__}: {exc}"
+        ) from None
     doc["metadata"] = {**doc["metadata"], "graph_id": graph_id}
     await refresh_thread(state, doc, graph)
+
+
+async def _undo_create(state: ServerState, doc: dict[str, Any]) -> None:
+    """Delete a thread this request made, unless another request has used it since (a run, an update)."""
+    gone = await state.db.run(
+        "DELETE FROM plait_server_threads WHERE thread_id = ? AND updated_at = ? "
+        "AND NOT EXISTS (SELECT 1 FROM plait_server_runs WHERE thread_id = ?)",
+        (doc["thread_id"], doc["updated_at"], doc["thread_id"]),
+    )
+    if gone:
+        await state.saver.adelete_thread(doc["thread_id"])
 
 
 async def found_thread(request: Request) -> dict[str, Any]:

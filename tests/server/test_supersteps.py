@@ -68,6 +68,10 @@ def test_refused_supersteps_are_named_and_bad_ones_are_422(server: Server) -> No
         client.threads.create(
             supersteps=[{"updates": [{"values": _say("user", "x"), "as_node": "__start__"}]}]
         )
+    with pytest.raises(BadRequestError, match="supersteps refused"):  # LangChain cannot make messages of 5
+        client.threads.create(
+            graph_id="agent", supersteps=[{"updates": [{"values": {"messages": 5}, "as_node": "chat"}]}]
+        )
     assert client.threads.count() == before  # a refused request leaves no thread behind
     with httpx.Client(base_url=server.url) as http:
         for bad in (
@@ -82,3 +86,5 @@ def test_refused_supersteps_are_named_and_bad_ones_are_422(server: Server) -> No
             r = http.post("/threads", json={"supersteps": bad})
             assert r.status_code == 422, (bad, r.text)
             assert "supersteps" in r.json()["detail"] or "command.goto" in r.json()["detail"]
+        r = http.post("/runs/wait", json={"assistant_id": "agent", "command": {"goto": {"input": 1}}})
+        assert r.status_code == 422 and "command.goto" in r.json()["detail"]  # at once, not the run's error
