@@ -9,6 +9,7 @@ the only writer connection); PostgreSQL goes through a psycopg async pool.
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -70,7 +71,6 @@ _ADDED_COLUMNS: list[tuple[LiteralString, LiteralString, LiteralString]] = [
     ("plait_server_threads", "ttl_strategy", "TEXT"),
     ("plait_server_store", "ttl_minutes", "DOUBLE PRECISION"),
 ]
-_AFTER_COLUMN_NAMES = ("plait_server_threads_expiry", "plait_server_store_expiry")
 _AFTER_COLUMNS: list[LiteralString] = [
     """CREATE INDEX IF NOT EXISTS plait_server_threads_expiry ON plait_server_threads (expires_at)
         WHERE expires_at IS NOT NULL""",
@@ -280,7 +280,7 @@ class PostgresDatabase:
             await conn.execute("SELECT pg_advisory_lock(728361)")
             try:
                 for ddl in _DDL:
-                    await conn.execute(ddl)
+                    await _pg_create(conn, ddl)
                 await _pg_upgrade(conn)
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(728361)")
@@ -329,6 +329,23 @@ class PostgresDatabase:
         await self.pool.close()
 
 
+_INDEX_NAME = re.compile(r"CREATE INDEX IF NOT EXISTS (\w+)")
+
+
+async def _pg_create(conn: Any, ddl: str) -> None:
+    """Run a ``CREATE ... IF NOT EXISTS``; an index only when it is missing (even when it exists,
+    ``CREATE INDEX IF NOT EXISTS`` first takes a lock that holds every writer of its table back)."""
+    found = _INDEX_NAME.match(ddl)
+    if found is not None:
+        cur = await conn.execute(  # in the schema the tables are made in, not elsewhere on the path
+            "SELECT to_regclass(quote_ident(current_schema()) || '.' || %s) IS NOT NULL", (found.group(1),)
+        )
+        row = await cur.fetchone()
+        if row is not None and row[0]:
+            return
+    await conn.execute(ddl)
+
+
 async def _pg_upgrade(conn: Any) -> None:
     """Give old tables the columns added since (under the set-up lock), and old thread rows their values column."""
     cur = await conn.execute(
@@ -339,11 +356,8 @@ async def _pg_upgrade(conn: Any) -> None:
     for table, column, kind in _ADDED_COLUMNS:  # ALTER only when missing: it locks the table out
         if (table, column) not in present:
             await conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
-    for name, ddl in zip(_AFTER_COLUMN_NAMES, _AFTER_COLUMNS, strict=True):
-        cur = await conn.execute("SELECT to_regclass(%s) IS NULL", (name,))
-        row = await cur.fetchone()
-        if row is not None and row[0]:  # CREATE INDEX IF NOT EXISTS locks writers out even when it exists
-            await conn.execute(ddl)
+    for ddl in _AFTER_COLUMNS:
+        await _pg_create(conn, ddl)
     cur = await conn.execute(
         "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
         "AND table_name = 'plait_server_threads' AND column_name = 'vals'"
