@@ -151,14 +151,14 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
     error: Exception | None = None
     sink = loop.sink
     running: Sequence[Task] = ()  # the tasks of the step under way
-    held = held_for(loop, AsyncHeldSaves)
+    held_for(loop, AsyncHeldSaves)
     try:
         while True:
             try:
                 effect = effects.send(answer) if error is None else effects.throw(error)
             except StopIteration:
-                if held is not None:
-                    await held.finish()
+                if loop.holding is not None:
+                    await loop.holding.finish()
                 return
             answer, error = None, None
             if type(effect) is Emit:

@@ -125,6 +125,7 @@ class HeldSaves(_Held):
     def __init__(self, saver: Any, thread: tuple[str, str]) -> None:
         super().__init__(saver, thread)
         self._wire = threading.Lock()  # one send (or serialization) at a time, in order
+        self._timed = False  # a late send is due: later holds wait for it, not a timer each
 
     def save(self, effect: Save) -> None:
         """Hold ``effect`` back (with what is held already), or send everything now for the run's last save."""
@@ -140,7 +141,8 @@ class HeldSaves(_Held):
                 if not isinstance(exc, Exception):  # Ctrl-C: what was held is still to send
                     self.held = before
                 raise
-            late = self.held is not None
+            late = self.held is not None and not self._timed
+            self._timed = self._timed or late
         if late:
             _timers.call_at(time.monotonic() + GRACE, self._send_late)
 
@@ -159,6 +161,7 @@ class HeldSaves(_Held):
 
     def _send_late(self) -> None:
         """A sender's call: the next step took longer than the grace period."""
+        self._timed = False  # a hold from now on times its own send
         if not self._wire.acquire(blocking=False):
             return  # the run is saving: it sends or takes what is held itself
         try:
@@ -241,13 +244,11 @@ class AsyncHeldSaves(_Held):
 _H = TypeVar("_H", HeldSaves, AsyncHeldSaves)
 
 
-def held_for(loop: Loop, kind: type[_H]) -> _H | None:
-    """The holder of the saves ``loop``'s run holds back, kept as ``loop.holding`` too (where a
-    step cut short sends them before its writes); ``None`` when its saves go out at once."""
+def held_for(loop: Loop, kind: type[_H]) -> None:
+    """Set ``loop.holding``: the holder of the saves ``loop``'s run holds back (a step cut short
+    sends them before its writes), or ``None`` when its saves go out at once."""
     thread = _holds(loop)
-    held = None if thread is None else kind(loop.saver, thread)
-    loop.holding = held
-    return held
+    loop.holding = None if thread is None else kind(loop.saver, thread)
 
 
 async def _complete(step: Awaitable[_T]) -> _T:

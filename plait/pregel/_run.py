@@ -206,14 +206,14 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
     answer: Any = None
     error: Exception | None = None
     running: Sequence[Task] = ()  # the tasks of the step under way
-    held = held_for(loop, HeldSaves)
+    held_for(loop, HeldSaves)
     try:
         while True:
             try:
                 effect = effects.send(answer) if error is None else effects.throw(error)
             except StopIteration:
-                if held is not None:
-                    held.finish()
+                if loop.holding is not None:
+                    loop.holding.finish()
                 return
             answer, error = None, None
             if type(effect) is Emit:
@@ -240,8 +240,8 @@ def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event,
         _abandon(loop, running)
         raise
     except BaseException:
-        if held is not None:
-            held.finish_quietly()
+        if loop.holding is not None:
+            loop.holding.finish_quietly()
         raise
     finally:
         effects.close()
