@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from plait.server._db import Database, Row, Tx
 from plait.server._http import body, json_response, query_flag
-from plait.server._ttl import MAX_MINUTES, expiry, item_ttl
+from plait.server._ttl import expiry, item_ttl, ttl_minutes
 from plait.server._wire import ApiError, as_dict, as_list, dumps, loads, now_iso
 from plait.store._embed import IndexSpec
 from plait.store._rank import pack, similarity, unpack
@@ -130,14 +130,15 @@ class ServerStore(BaseStore):
         return _item(rows[0], Item) if rows else None
 
     async def _restart(self, rows: list[Row]) -> None:
-        """Restart the time to live of the items read (those that have one)."""
-        now = time.time()
-        for row in rows:
-            if row.get("ttl_minutes") is not None:
-                await self.db.run(
-                    "UPDATE plait_server_store SET expires_at = ? WHERE prefix = ? AND key = ? AND expires_at IS NOT NULL",
-                    (expiry(float(row["ttl_minutes"]), now), row["prefix"], row["key"]),
-                )
+        """Restart the time to live of the items read (those that have one), in one statement."""
+        timed = [(r["prefix"], r["key"]) for r in rows if r.get("ttl_minutes") is not None]
+        if timed:
+            pairs = ", ".join("(?, ?)" for _ in timed)
+            await self.db.run(
+                "UPDATE plait_server_store SET expires_at = ? + ttl_minutes * 60.0 "
+                f"WHERE ttl_minutes IS NOT NULL AND (prefix, key) IN (VALUES {pairs})",
+                (time.time(), *(x for pair in timed for x in pair)),
+            )
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         if op.query and self.index is None:
@@ -194,14 +195,10 @@ class ServerStore(BaseStore):
                     "DELETE FROM plait_server_store_vectors WHERE prefix = ? AND key = ?", (prefix, op.key)
                 )
             return
+        minutes = None if op.ttl is None else ttl_minutes(float(op.ttl), "ttl")  # (checked first)
         # embedded before anything is written: an embedder that fails stores nothing
         vectors = (await self.index.aembed([op])).docs.get(0, []) if self.index is not None else []
         now = now_iso()
-        minutes = None if op.ttl is None else float(op.ttl)
-        if minutes is not None and not 0 < minutes <= MAX_MINUTES:
-            raise ValueError(
-                f"ttl must be a positive number of minutes (at most {MAX_MINUTES}), got {op.ttl!r}"
-            )
         async with self.db.tx() as tx:
             await self._write(tx, op, prefix, now, minutes)
             await tx.run(

@@ -21,11 +21,10 @@ import time
 from typing import Any, NamedTuple, cast
 
 from plait.server._wire import ApiError
+from plait.store._ttl import DEFAULT_SWEEP_MINUTES
 
 __all__ = [
-    "DEFAULT_SWEEP_MINUTES",
     "MAX_MINUTES",
-    "STRATEGIES",
     "ThreadTtl",
     "expiry",
     "item_ttl",
@@ -33,10 +32,9 @@ __all__ = [
     "sweep_seconds",
     "thread_ttl",
     "thread_ttl_config",
+    "ttl_minutes",
 ]
 
-DEFAULT_SWEEP_MINUTES = 5.0
-"""Minutes between two sweeps when the config names no interval."""
 STRATEGIES = ("delete", "keep_latest")
 _THREAD_KEYS = frozenset({"strategy", "default_ttl", "sweep_interval_minutes", "sweep_limit"})
 _STORE_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes"})
@@ -53,7 +51,8 @@ MAX_MINUTES = 100 * 365 * 24 * 60
 """The longest ttl taken: a hundred years."""
 
 
-def _minutes(value: Any, what: str) -> float:
+def ttl_minutes(value: Any, what: str) -> float:
+    """``value``, a positive number of minutes up to :data:`MAX_MINUTES`, as a float; else ValueError naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_MINUTES:
         raise ValueError(
             f"{what} must be a positive number of minutes (at most {MAX_MINUTES}), got {value!r}"
@@ -70,7 +69,7 @@ def item_ttl(value: Any) -> float | None:
     if value is None:
         return None
     try:
-        return _minutes(value, "ttl")
+        return ttl_minutes(value, "ttl")
     except ValueError as exc:
         raise ApiError(422, str(exc)) from None
 
@@ -101,7 +100,7 @@ def thread_ttl(raw: Any, default: dict[str, Any] | None = None) -> ThreadTtl | N
             raise ValueError(f"ttl takes 'strategy' and 'ttl', not {sorted(unknown)}")
         if strategy not in STRATEGIES:
             raise ValueError(f"ttl strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
-        return ThreadTtl(str(strategy), _minutes(spec.get("ttl"), "ttl"))
+        return ThreadTtl(str(strategy), ttl_minutes(spec.get("ttl"), "ttl"))
     except ValueError as exc:
         raise ApiError(422, str(exc)) from None
 
@@ -117,7 +116,7 @@ def _section(raw: Any, keys: frozenset[str], where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: {unknown} not supported by plait serve; it reads {sorted(keys)}")
     for key in ("default_ttl", "sweep_interval_minutes"):
         if config.get(key) is not None:
-            _minutes(config[key], f"{where}.{key}")
+            ttl_minutes(config[key], f"{where}.{key}")
     return dict(config)
 
 
