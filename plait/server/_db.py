@@ -358,11 +358,7 @@ async def _pg_upgrade(conn: Any) -> None:
             await conn.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}")
     for ddl in _AFTER_COLUMNS:
         await _pg_create(conn, ddl)
-    cur = await conn.execute(
-        "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
-        "AND table_name = 'plait_server_threads' AND column_name = 'vals'"
-    )
-    if await cur.fetchone() is not None:
+    if ("plait_server_threads", "vals") in present:
         return
     async with conn.transaction():
         await conn.execute("ALTER TABLE plait_server_threads ADD COLUMN vals TEXT")

@@ -8,11 +8,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from plait.errors import CheckpointConflictError, InvalidUpdateError
+from plait.errors import CheckpointConflictError
 from plait.server._http import body, json_response, opt, query_bool, query_int
 from plait.server._snapshot import checkpoint_ref, state_json
 from plait.server._state import state_of
-from plait.server._threads import found_thread, refresh_thread, thread_config, thread_graph_id
+from plait.server._threads import found_thread, refresh_thread, thread_config, thread_graph_id, update_refused
 from plait.server._wire import ApiError, as_dict
 
 __all__ = ["routes"]
@@ -106,10 +106,11 @@ async def update_state(request: Request) -> Response:
         written = await graph.aupdate_state(config, data.get("values"), as_node)
     except CheckpointConflictError as exc:
         raise ApiError(409, str(exc)) from None
-    except (InvalidUpdateError, ValueError, NotImplementedError) as exc:  # LangGraph's server: 400
-        raise ApiError(400, f"{type(exc).__name__}: {exc}") from None
-    except (KeyError, TypeError) as exc:
-        raise ApiError(422, f"{type(exc).__name__}: {exc}") from None
+    except Exception as exc:
+        refused = update_refused(exc)
+        if refused is None:
+            raise
+        raise refused from None
     doc["metadata"] = {**doc["metadata"], "graph_id": graph_id}
     await refresh_thread(state, doc, graph)
     ref = checkpoint_ref(written)

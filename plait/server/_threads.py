@@ -181,6 +181,17 @@ def _supersteps(raw: Any) -> list[list[StateUpdate]]:
     return steps
 
 
+def update_refused(exc: Exception, prefix: str = "") -> ApiError | None:
+    """The answer to an update a graph refused, as LangGraph's server gives it: 400 for a bad update
+    (``InvalidUpdateError``, ``ValueError``, values no message can be made of), 422 for a malformed
+    one (``KeyError``, ``TypeError``); ``None`` for any other error."""
+    if isinstance(exc, InvalidUpdateError | ValueError | NotImplementedError):
+        return ApiError(400, f"{prefix}{type(exc).__name__}: {exc}")
+    if isinstance(exc, KeyError | TypeError):
+        return ApiError(422, f"{prefix}{type(exc).__name__}: {exc}")
+    return None
+
+
 def thread_config(thread_id: str) -> dict[str, Any]:
     """The config addressing a thread's newest checkpoint (root namespace)."""
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
@@ -200,12 +211,10 @@ async def _apply_supersteps(
         raise ApiError(409, str(exc)) from None
     except Exception as exc:
         await _undo_create(state, doc)
-        kind = 422 if isinstance(exc, KeyError | TypeError) else 400  # as update_state answers them
-        if not isinstance(exc, InvalidUpdateError | ValueError | NotImplementedError | KeyError | TypeError):
+        refused = update_refused(exc, "supersteps refused (no thread was kept): ")
+        if refused is None:
             raise
-        raise ApiError(
-            kind, f"supersteps refused (no thread was kept): {type(exc).__name__}: {exc}"
-        ) from None
+        raise refused from None
     doc["metadata"] = {**doc["metadata"], "graph_id": graph_id}
     await refresh_thread(state, doc, graph)
 
