@@ -18,7 +18,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import AsyncGenerator, Sequence
-from contextlib import asynccontextmanager, closing
+from contextlib import asynccontextmanager
 
 __all__ = ["BACKSTOP_PAGES", "EVERY", "keep_wal"]
 
@@ -37,28 +37,28 @@ def _wal_bytes(path: str) -> int:
         return 0
 
 
-def _fold(paths: Sequence[str]) -> None:
-    for path in paths:
-        if not _wal_bytes(path):  # nothing written since the last pass (an idle server opens nothing)
+def _fold(conns: Sequence[tuple[str, sqlite3.Connection]]) -> None:
+    for path, conn in conns:
+        if not _wal_bytes(path):  # nothing written since the last pass
             continue
-        with closing(sqlite3.connect(path, timeout=0)) as conn:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            conn.execute("PRAGMA busy_timeout=20")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()  # (a passive pass waits for no one)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
 
 @asynccontextmanager
 async def keep_wal(
     paths: Sequence[str], connections: Sequence[sqlite3.Connection]
 ) -> AsyncGenerator[None, None]:
-    """While open, checkpoint the WAL of each file in ``paths`` in a thread every :data:`EVERY` seconds.
+    """While open, checkpoint the WAL of each file in ``paths`` in a thread every :data:`EVERY` seconds
+    (on a connection of this module's own per file, opened once).
 
     ``connections`` (the server's own, on those files) checkpoint by themselves only past
     :data:`BACKSTOP_PAGES`. On exit the logs are folded back once more.
     """
-    files = [p for p in paths if p != ":memory:"]
     for conn in connections:
         conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+    # TRUNCATE gives up after 20 ms when a transaction is under way; the thread alone uses them
+    files = [(p, sqlite3.connect(p, timeout=0.02, check_same_thread=False)) for p in paths if p != ":memory:"]
 
     async def loop() -> None:
         while True:
@@ -78,3 +78,5 @@ async def keep_wal(
             await asyncio.to_thread(_fold, files)
         except sqlite3.Error as exc:
             _log.warning("Could not fold the write-ahead log back at shutdown: %s", exc)
+        for _, conn in files:
+            conn.close()
