@@ -440,12 +440,21 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
                 data = self.serde.dumps(value)
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
-            rows.append((*thread, cid, task_id, _SPECIAL_IDX.get(channel, i), channel, task_path, data))
-        steps = (
+            rows.append((_SPECIAL_IDX.get(channel, i), channel, task_path, data))
+        yield Batch(self._writes_steps(thread, cid, task_id, rows), durable=self._durable(thread[0]))
+
+    def _writes_steps(
+        self,
+        thread: tuple[str, str],
+        cid: str | None,
+        task_id: str,
+        rows: Sequence[tuple[int, str, str, bytes]],
+    ) -> tuple[Step, ...]:
+        """The backend's statements storing a task's writes (``(idx, channel, task_path, blob)`` rows)."""
+        return (
             Step(self.sql.DELETE_TASK_WRITES, [*thread, cid, task_id]),
-            Step(self.sql.INSERT_WRITE, rows, True),
+            Step(self.sql.INSERT_WRITE, [(*thread, cid, task_id, *row) for row in rows], True),
         )
-        yield Batch(steps, durable=self._durable(thread[0]))
 
     def _delete_thread(self, thread_id: str) -> Ops[None]:
         thread_id = check_thread_id(thread_id)

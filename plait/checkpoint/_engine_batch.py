@@ -129,8 +129,8 @@ def batched(  # noqa: PLR0913 - the calls, what came before them, and how to end
                 answer = yield op
     if not send:
         return Held(tuple(calls[state.done :]), tuple(steps), durable) if steps else None
-    if tail:
-        steps.extend((*tail, DURABLE))
+    if tail:  # the dialect's one-statement release makes the commit durable itself
+        steps.extend(tail if sql.LEASE.release is not None else (*tail, DURABLE))
     if steps:
         state.sending = True
         yield Batch(tuple(steps), durable or bool(tail))

@@ -58,6 +58,12 @@ class LeaseSql(NamedTuple):
     mark: str
     """Writes a marker row: a transaction that writes, so its durable commit flushes every earlier one."""
     unmark: str
+    begin: str | None = None
+    """One statement doing ``acquire``, ``wait`` (with ``queue``) and the head read where a dialect has
+    it (PostgreSQL): rows of the owner followed by the head's columns, one row per pending write."""
+    release: str | None = None
+    """One statement doing ``drop``, else ``free``, whose commit waits for the disk, where a dialect
+    has it (PostgreSQL); it answers one row: how many lease rows it changed."""
 
 
 def lease_sql(dialect: str, table: str = "plait_checkpoint_leases") -> LeaseSql:
@@ -89,7 +95,7 @@ def lease_sql(dialect: str, table: str = "plait_checkpoint_leases") -> LeaseSql:
     )
     if dialect == "sqlite":
         return statements
-    return LeaseSql(*(re.sub(r":(\w+)", r"%(\1)s", s) for s in statements))
+    return LeaseSql(*(re.sub(r":(\w+)", r"%(\1)s", s) for s in statements if s is not None))
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -180,6 +186,13 @@ class ThreadLeases:
         """One attempt; on failure with ``queue``, ``me`` is recorded as the next in line (same transaction)."""
         yield from self._ready()
         params = self._params(key, me)
+        if self.sql.begin is not None and self._read is not None:
+            rows = (yield Batch((Step(self.sql.begin, {**params, "queue": queue}),), durable=False))[0]
+            won = bool(rows) and rows[0][0] == me
+            if won:
+                self._ahead[key] = [row[1:] for row in rows if row[1] is not None]
+                self._hold(key, me)
+            return won
         steps = (Step(self.sql.acquire, params),) + ((Step(self.sql.wait, params),) if queue else ())
         if self._read is not None:
             steps += (self._read(key),)
@@ -215,8 +228,8 @@ class ThreadLeases:
             self._held.pop(me, None)
         self._ahead.pop(key, None)
         params = self._params(key, me)
-        dropped, freed = yield Batch(self._give_back(params))
-        if me in self._unflushed and not dropped and not freed:
+        answers: list[int | list[tuple[int]]] = yield Batch(self._give_back(params))
+        if me in self._unflushed and not any(_changed(answer) for answer in answers):
             yield Batch((Step(self.sql.mark, params), Step(self.sql.unmark, params)))
         self._unflushed.discard(me)
 
@@ -228,8 +241,10 @@ class ThreadLeases:
             return (), None
         return self._give_back(self._params(key, me)), me
 
-    def _give_back(self, params: dict[str, Any]) -> tuple[Step, Step]:
+    def _give_back(self, params: dict[str, Any]) -> tuple[Step, ...]:
         """Delete the lease row, or only clear its owner when another process waits for it."""
+        if self.sql.release is not None:
+            return (Step(self.sql.release, params),)
         return Step(self.sql.drop, params), Step(self.sql.free, params)
 
     def released(self, me: str) -> None:
@@ -383,6 +398,11 @@ class ThreadLeases:
                     await asyncio.shield(self.arelease(key, me, confirm=True))
             finally:
                 local.release()
+
+
+def _changed(answer: int | list[tuple[int]]) -> bool:
+    """Whether a statement changed rows: its row count, or the count its one row answers."""
+    return bool(answer[0][0] if isinstance(answer, list) else answer)
 
 
 def _batch(*steps: Step, durable: bool = True) -> Ops[Any]:

@@ -339,7 +339,7 @@ class InMemorySaver(BaseCheckpointSaver):
         """Record writes of a task whose step has not completed (replacing its earlier ones).
 
         ``__interrupt__`` and ``__resume__`` writes are kept when the task writes other keys, and
-        replaced when it writes them again.
+        replaced when it writes them again (the last one, when one call writes one twice).
 
         Raises:
             SerializationError: A value cannot be stored (the error names the key).
@@ -352,6 +352,10 @@ class InMemorySaver(BaseCheckpointSaver):
                 new.append((channel, self.serde.dumps(value)))
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
+        last = {channel: i for i, (channel, _) in enumerate(new) if channel in _SPECIAL}
+        new = [
+            w for i, w in enumerate(new) if last.get(w[0], i) == i
+        ]  # a special key written twice: the last
         written = {channel for channel, _ in new}
         with self._lock:
             th = self._threads.get(key)

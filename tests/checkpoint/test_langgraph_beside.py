@@ -169,7 +169,7 @@ def _old_plait_layout(dsn: str) -> None:
             conn.execute(f"ALTER TABLE plait_{table} RENAME TO {table}")
             conn.execute(f"ALTER TABLE {table} RENAME CONSTRAINT plait_{table}_pkey TO {table}_pkey")
         conn.execute("DROP TABLE plait_migrations")
-        conn.execute("DROP FUNCTION plait_put")
+        conn.execute("DROP FUNCTION plait_put, plait_begin, plait_release, plait_put_writes")
         conn.execute("CREATE TABLE checkpoint_migrations (v INTEGER PRIMARY KEY)")
         conn.execute("INSERT INTO checkpoint_migrations VALUES (1), (2)")
 
@@ -193,7 +193,7 @@ def test_an_old_plait_postgres_database_moves_to_plait_names_on_first_use(langgr
                 "plait: old",
             ]  # a read migrates
             assert _turn(saver, "new") == ["old", "plait: old", "new", "plait: new"]
-            assert saver._fetch("SELECT v FROM plait_migrations ORDER BY v", []) == [(1,), (2,), (3,)]
+            assert saver._fetch("SELECT v FROM plait_migrations ORDER BY v", []) == [(1,), (2,), (3,), (4,)]
         database = Database("postgres", dsn)
         assert not database.tables() & {"checkpoints", "checkpoint_blobs", "checkpoint_writes"}
         if langgraph_ran_setup:

@@ -170,6 +170,13 @@ def test_pending_writes(saver: Any) -> None:
     assert sorted(listed.pending_writes, key=repr) == sorted(writes, key=repr)
 
 
+def test_one_call_writing_a_special_channel_twice_keeps_the_last(saver: Any) -> None:
+    config = chain(saver, 1)[0]
+    saver.put_writes(config, [("__interrupt__", ["first"]), ("a", 1), ("__interrupt__", ["second"])], "t")
+    writes = saver.get_tuple(config).pending_writes
+    assert sorted(writes, key=repr) == [("t", "__interrupt__", ["second"]), ("t", "a", 1)]
+
+
 def test_threads_lists_each_thread_with_its_head(saver: Any) -> None:
     heads = {t: chain(saver, n, thread=t)[-1] for t, n in (("a", 2), ("b", 3))}
     found = {info.thread_id: info for info in saver.threads()}
@@ -372,7 +379,7 @@ def test_postgres_setup_idempotent_and_versioned(pg_saver: Any) -> None:
     pg_saver.setup()
     pg_saver.setup()
     rows = pg_saver._fetch("SELECT v FROM plait_migrations ORDER BY v", [])
-    assert rows == [(1,), (2,), (3,)]
+    assert rows == [(1,), (2,), (3,), (4,)]
     tables = {
         r[0]
         for r in pg_saver._fetch(

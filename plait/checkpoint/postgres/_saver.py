@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import select
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -54,7 +54,8 @@ def migrate_body() -> Generator[Step, Any, None]:
             yield Step(statement, [])
         yield Step(_sql.SET_META, [target])
     if version == _sql.SCHEMA_VERSION:
-        yield Step(_sql.PUT_FUNCTION, [])  # idempotent: keeps the function's body current
+        for function in _sql.FUNCTIONS:
+            yield Step(function, [])  # idempotent: keeps the function's body current
 
 
 class PostgresBase(SqlSaverBase):
@@ -74,6 +75,15 @@ class PostgresBase(SqlSaverBase):
 
     def _put_ops(self, rows: PutRows) -> Ops[tuple[str | None, bool]]:
         return _sql.put_ops(rows, self._temporary)
+
+    def _writes_steps(
+        self,
+        thread: tuple[str, str],
+        cid: str | None,
+        task_id: str,
+        rows: Sequence[tuple[int, str, str, bytes]],
+    ) -> tuple[Step, ...]:
+        return _sql.writes_steps(thread, cid, task_id, rows, self._temporary)
 
     def _scope_ops(self) -> Ops[tuple[str, bool]]:
         """Server, database and schema; temporary schemas (``pg_temp``) are private to a connection."""

@@ -39,6 +39,10 @@ __all__ = [
     "LOCK_THREAD",
     "META_TABLE",
     "MIGRATIONS",
+    "FUNCTIONS",
+    "BEGIN_FUNCTION",
+    "WRITES_FUNCTION",
+    "RELEASE_FUNCTION",
     "PRUNE_ROWS",
     "SCHEMA_VERSION",
     "SELECT_HEAD",
@@ -50,9 +54,10 @@ __all__ = [
     "put_ops",
     "strict_params",
     "writes_query",
+    "writes_steps",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 LOCK = "SELECT pg_advisory_xact_lock(7046317051)"
 """Serialises concurrent setup()/migrations of several processes."""
@@ -246,8 +251,6 @@ NAMESPACES = (
     "SELECT DISTINCT checkpoint_ns FROM plait_checkpoints WHERE thread_id = %s ORDER BY checkpoint_ns"
 )
 
-LEASE = lease_sql("postgres")
-"""Statements on ``plait_checkpoint_leases`` (the cross-process thread lease)."""
 
 THREADS = """SELECT c.thread_id, t.n, c.checkpoint_id, c.step, c.created_at FROM plait_checkpoints c
 JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM plait_checkpoints
@@ -313,6 +316,87 @@ END $$"""
 
 MIGRATIONS[3] = [PUT_FUNCTION]
 
+BEGIN_FUNCTION = f"""CREATE OR REPLACE FUNCTION plait_begin(t text, ns text, me text, ttl float8, stale float8,
+    queue boolean) RETURNS TABLE(owner text, checkpoint_id text, parent_checkpoint_id text, step integer,
+    source text, created_at text, checkpoint bytea, metadata bytea, task_id text, channel text, blob bytea)
+    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    got text;
+BEGIN
+    INSERT INTO plait_checkpoint_leases AS l (thread_id, checkpoint_ns, owner, expires_at)
+        VALUES (t, ns, me, clock_timestamp() + ttl * interval '1 second')
+        ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET owner = excluded.owner,
+          expires_at = excluded.expires_at,
+          waiter = CASE WHEN l.waiter = excluded.owner THEN NULL ELSE l.waiter END
+        WHERE (l.owner IS NULL OR l.expires_at < clock_timestamp())
+          AND (l.waiter IS NULL OR l.waiter = excluded.owner OR l.waiter_seen < clock_timestamp() - stale * interval '1 second')
+        RETURNING l.owner INTO got;
+    IF got IS DISTINCT FROM me THEN
+        IF queue THEN  -- next in line, unless another process is queued already
+            UPDATE plait_checkpoint_leases x SET waiter = me, waiter_seen = clock_timestamp()
+                WHERE x.thread_id = t AND x.checkpoint_ns = ns AND (x.owner IS NULL OR x.owner <> me)
+                  AND (x.waiter IS NULL OR x.waiter = me OR x.waiter_seen < clock_timestamp() - stale * interval '1 second');
+        END IF;
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT me, {_HEAD_COLUMNS}, w.task_id, w.channel, w.blob
+        FROM plait_checkpoints c LEFT JOIN plait_checkpoint_writes w
+          ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
+        WHERE c.thread_id = t AND c.checkpoint_ns = ns AND c.checkpoint_id = (SELECT h.checkpoint_id
+          FROM plait_checkpoints h WHERE h.thread_id = t AND h.checkpoint_ns = ns ORDER BY h.checkpoint_id DESC LIMIT 1)
+        ORDER BY w.task_id, w.idx;
+    IF NOT FOUND THEN  -- a thread without checkpoints: the lease alone
+        RETURN QUERY SELECT me, NULL::text, NULL::text, NULL::integer, NULL::text, NULL::text, NULL::bytea,
+          NULL::bytea, NULL::text, NULL::text, NULL::bytea;
+    END IF;
+END $$"""
+"""A run's start in one statement and one round trip: take the thread's lease (or queue for it) and,
+when taken, read its head (the rows of :data:`SELECT_HEAD`, each after the owner)."""
+
+RELEASE_FUNCTION = """CREATE OR REPLACE FUNCTION plait_release(t text, ns text, me text) RETURNS integer
+    LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    SET LOCAL synchronous_commit TO DEFAULT;  -- a put may have turned it off: this commit reaches the disk
+    DELETE FROM plait_checkpoint_leases
+        WHERE thread_id = t AND checkpoint_ns = ns AND owner = me AND waiter IS NULL;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n = 0 THEN  -- another process waits: leave it the row, and its place in line
+        UPDATE plait_checkpoint_leases SET owner = NULL, expires_at = clock_timestamp()
+            WHERE thread_id = t AND checkpoint_ns = ns AND owner = me;
+        GET DIAGNOSTICS n = ROW_COUNT;
+    END IF;
+    RETURN n;
+END $$"""
+"""A run's end: give the thread back (``drop``, else ``free``) in a commit that waits for the disk."""
+
+WRITES_FUNCTION = """CREATE OR REPLACE FUNCTION plait_put_writes(t text, ns text, cid text, task text,
+    idxs integer[], channels text[], paths text[], datas bytea[]) RETURNS void LANGUAGE plpgsql
+    SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+    DELETE FROM plait_checkpoint_writes w
+        WHERE w.thread_id = t AND w.checkpoint_ns = ns AND w.checkpoint_id = cid AND w.task_id = task
+        AND w.channel NOT IN ('__interrupt__', '__resume__');
+    INSERT INTO plait_checkpoint_writes AS x
+          (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, blob)
+        SELECT t, ns, cid, task, r.i, r.c, r.p, r.d FROM unnest(idxs, channels, paths, datas) AS r(i, c, p, d)
+        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
+          channel = excluded.channel, task_path = excluded.task_path, blob = excluded.blob;
+END $$"""
+"""A task's writes in one statement: those it wrote before go (an interrupt or a resume stays), these are stored."""
+
+MIGRATIONS[4] = [BEGIN_FUNCTION, RELEASE_FUNCTION, WRITES_FUNCTION]
+
+FUNCTIONS = (PUT_FUNCTION, BEGIN_FUNCTION, RELEASE_FUNCTION, WRITES_FUNCTION)
+"""Created again by every set-up of the current schema (idempotent), so their bodies stay current."""
+
+LEASE = lease_sql("postgres")._replace(
+    begin="SELECT * FROM plait_begin(%(t)s, %(ns)s, %(me)s, %(ttl)s, %(stale)s, %(queue)s)",
+    release="SELECT plait_release(%(t)s, %(ns)s, %(me)s)",
+)
+"""Statements on ``plait_checkpoint_leases`` (the cross-process thread lease)."""
+
 PUT = f"""SELECT head, there FROM plait_put({", ".join(["%s"] * 24)})"""
 PUT_TEMP = PUT.replace("FROM plait_put(", "FROM pg_temp.plait_put(")
 """PostgreSQL never looks up functions in ``pg_temp`` unqualified (tables there are found)."""
@@ -365,6 +449,26 @@ def put_ops(rows: PutRows, temporary: bool = False) -> Ops[tuple[str | None, boo
         params.extend([b[i] for b in blobs] for i in range(5))
     head, there = (yield Fetch(PUT_TEMP if temporary else PUT, params))[0]
     return head, bool(there)
+
+
+_PUT_WRITES = "SELECT plait_put_writes(%s, %s, %s, %s, %s, %s, %s, %s)"
+_PUT_WRITES_TEMP = _PUT_WRITES.replace("SELECT plait_", "SELECT pg_temp.plait_")
+
+
+def writes_steps(
+    thread: tuple[str, str],
+    cid: str | None,
+    task_id: str,
+    rows: Sequence[tuple[int, str, str, bytes]],
+    temporary: bool,
+) -> tuple[Step, ...]:
+    """A task's writes (``(idx, channel, task_path, blob)`` rows) as one call of ``plait_put_writes``.
+
+    A later row with the same ``idx`` replaces an earlier one, as one upsert after another would.
+    """
+    last = {row[0]: row for row in rows}
+    params = [*thread, cid, task_id, *([row[i] for row in last.values()] for i in range(4))]
+    return (Step(_PUT_WRITES_TEMP if temporary else _PUT_WRITES, params),)
 
 
 def join_steps(cur: Any, steps: Sequence[Step]) -> str:
