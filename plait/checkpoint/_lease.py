@@ -95,7 +95,9 @@ def lease_sql(dialect: str, table: str = "plait_checkpoint_leases") -> LeaseSql:
     )
     if dialect == "sqlite":
         return statements
-    return LeaseSql(*(re.sub(r":(\w+)", r"%(\1)s", s) for s in statements if s is not None))
+    return statements._replace(
+        **{name: re.sub(r":(\w+)", r"%(\1)s", s) for name, s in statements._asdict().items() if s is not None}
+    )
 
 
 def _remaining(deadline: float | None) -> float | None:

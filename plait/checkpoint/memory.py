@@ -352,10 +352,9 @@ class InMemorySaver(BaseCheckpointSaver):
                 new.append((channel, self.serde.dumps(value)))
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
+        # a special key written twice in one call: the last one
         last = {channel: i for i, (channel, _) in enumerate(new) if channel in _SPECIAL}
-        new = [
-            w for i, w in enumerate(new) if last.get(w[0], i) == i
-        ]  # a special key written twice: the last
+        new = [w for i, w in enumerate(new) if last.get(w[0], i) == i]
         written = {channel for channel, _ in new}
         with self._lock:
             th = self._threads.get(key)

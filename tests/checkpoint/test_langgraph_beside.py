@@ -193,7 +193,7 @@ def test_an_old_plait_postgres_database_moves_to_plait_names_on_first_use(langgr
                 "plait: old",
             ]  # a read migrates
             assert _turn(saver, "new") == ["old", "plait: old", "new", "plait: new"]
-            assert saver._fetch("SELECT v FROM plait_migrations ORDER BY v", []) == [(1,), (2,), (3,), (4,)]
+            assert saver._fetch("SELECT v FROM plait_migrations ORDER BY v", []) == [(1,), (2,), (3,)]
         database = Database("postgres", dsn)
         assert not database.tables() & {"checkpoints", "checkpoint_blobs", "checkpoint_writes"}
         if langgraph_ran_setup:

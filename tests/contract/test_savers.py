@@ -379,7 +379,7 @@ def test_postgres_setup_idempotent_and_versioned(pg_saver: Any) -> None:
     pg_saver.setup()
     pg_saver.setup()
     rows = pg_saver._fetch("SELECT v FROM plait_migrations ORDER BY v", [])
-    assert rows == [(1,), (2,), (3,), (4,)]
+    assert rows == [(1,), (2,), (3,)]
     tables = {
         r[0]
         for r in pg_saver._fetch(

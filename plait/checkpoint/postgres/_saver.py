@@ -53,9 +53,11 @@ def migrate_body() -> Generator[Step, Any, None]:
         for statement in _sql.MIGRATIONS[target]:
             yield Step(statement, [])
         yield Step(_sql.SET_META, [target])
-    if version == _sql.SCHEMA_VERSION:
-        for function in _sql.FUNCTIONS:
-            yield Step(function, [])  # idempotent: keeps the function's body current
+    # CREATE OR REPLACE of an unchanged function still makes every connection compile it again
+    bodies = dict((yield Step(_sql.FUNCTION_BODIES, [list(_sql.FUNCTIONS)])))
+    for name, create in _sql.FUNCTIONS.items():
+        if bodies.get(name) != _sql.function_body(create):
+            yield Step(create, [])
 
 
 class PostgresBase(SqlSaverBase):
@@ -70,6 +72,8 @@ class PostgresBase(SqlSaverBase):
             return False  # a read of a database without plait's tables creates nothing
         yield Session(migrate_body())
         self._temporary = bool((yield Fetch(_sql.TEMPORARY, []))[0][0])
+        if self._temporary:  # PostgreSQL finds functions in pg_temp only when named with it
+            self._leases.sql = _sql.LEASE_TEMP
         self.is_setup = True
         return True
 

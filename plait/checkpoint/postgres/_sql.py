@@ -10,44 +10,55 @@ from typing_extensions import LiteralString
 from plait.checkpoint._engine_ops import Fetch, Ops, Step
 from plait.checkpoint._engine_sql import PutRows, page_query
 from plait.checkpoint._lease import lease_sql
+from plait.checkpoint.postgres._functions import (
+    BEGIN_FUNCTION,
+    FUNCTION_BODIES,
+    FUNCTIONS,
+    HEAD_COLUMNS,
+    PUT_FUNCTION,
+    RELEASE_FUNCTION,
+    WRITES_FUNCTION,
+    function_body,
+)
 from plait.checkpoint.postgres._literal import render, usable
 
 __all__ = [
+    "ASYNC_COMMIT",
+    "BEGIN_FUNCTION",
     "BLOB_KEYS",
     "DELETE_BLOB",
     "DELETE_CHECKPOINT",
-    "DELETE_TASK_WRITES",
     "DELETE_THREAD",
     "DELETE_WRITES_OF",
+    "FUNCTIONS",
+    "FUNCTION_BODIES",
     "GET_META",
+    "HEAD_AND_PARENT",
+    "HEAD_ID",
     "INSERT_BLOB",
     "INSERT_CHECKPOINT",
-    "ASYNC_COMMIT",
-    "HEAD_AND_PARENT",
-    "LEGACY_TABLES",
-    "PROBE",
-    "PUT",
-    "PUT_TEMP",
-    "STRICT",
-    "TEMPORARY",
-    "HEAD_ID",
-    "NAMESPACES",
-    "THREADS",
-    "INSERT_WRITE",
     "LEASE",
+    "LEASE_TEMP",
+    "LEGACY_TABLES",
     "LOCK",
     "LOCK_THREAD",
     "META_TABLE",
     "MIGRATIONS",
-    "FUNCTIONS",
-    "BEGIN_FUNCTION",
-    "WRITES_FUNCTION",
-    "RELEASE_FUNCTION",
+    "NAMESPACES",
+    "PROBE",
     "PRUNE_ROWS",
+    "PUT",
+    "PUT_TEMP",
+    "RELEASE_FUNCTION",
     "SCHEMA_VERSION",
     "SELECT_HEAD",
     "SET_META",
+    "STRICT",
+    "TEMPORARY",
+    "THREADS",
+    "WRITES_FUNCTION",
     "chain_query",
+    "function_body",
     "join_steps",
     "legacy_steps",
     "list_query",
@@ -57,7 +68,7 @@ __all__ = [
     "writes_steps",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 3
 
 LOCK = "SELECT pg_advisory_xact_lock(7046317051)"
 """Serialises concurrent setup()/migrations of several processes."""
@@ -168,21 +179,7 @@ INSERT_BLOB = """INSERT INTO plait_checkpoint_blobs
     ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
       prev_id = EXCLUDED.prev_id, type = EXCLUDED.type, blob = EXCLUDED.blob"""
 
-DELETE_TASK_WRITES = """DELETE FROM plait_checkpoint_writes
-    WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s AND task_id = %s
-    AND channel NOT IN ('__interrupt__', '__resume__')"""
-
-INSERT_WRITE = """INSERT INTO plait_checkpoint_writes
-    (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, blob)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
-      channel = EXCLUDED.channel, task_path = EXCLUDED.task_path, blob = EXCLUDED.blob"""
-
-_HEAD_COLUMNS = (
-    "c.checkpoint_id, c.parent_checkpoint_id, c.step, c.source, c.created_at, c.checkpoint, c.metadata"
-)
-
-SELECT_HEAD = f"""SELECT {_HEAD_COLUMNS}, w.task_id, w.channel, w.blob
+SELECT_HEAD = f"""SELECT {HEAD_COLUMNS}, w.task_id, w.channel, w.blob
     FROM plait_checkpoints c LEFT JOIN plait_checkpoint_writes w
       ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
     WHERE c.thread_id = %s AND c.checkpoint_ns = %s AND c.checkpoint_id = COALESCE(%s::text,
@@ -266,136 +263,20 @@ def list_query(
     limit: int,
 ) -> tuple[str, list[Any]]:
     """One page of checkpoint rows, newest first (see :func:`plait.checkpoint._engine_sql.page_query`)."""
-    return page_query("%s", _HEAD_COLUMNS, thread, after, where, limit)
+    return page_query("%s", HEAD_COLUMNS, thread, after, where, limit)
 
-
-PUT_FUNCTION = """CREATE OR REPLACE FUNCTION plait_put(
-    t text, ns text, cid text, parent text, need_parent boolean, do_check boolean, expected text,
-    lock_key text, durable boolean, step integer, source text, created text, record bytea, meta bytea,
-    channels text[], versions text[], prevs text[], kinds text[], datas bytea[],
-    rw_channels text[], rw_versions text[], rw_prevs text[], rw_kinds text[], rw_datas bytea[],
-    OUT head text, OUT there boolean) LANGUAGE plpgsql
-    SET plan_cache_mode = force_generic_plan AS $$
-BEGIN
-    IF NOT durable THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
-    PERFORM pg_advisory_xact_lock(hashtext(lock_key));
-    -- a new snapshot per statement: what the head check reads is committed after the lock was taken
-    SELECT c.checkpoint_id INTO head FROM plait_checkpoints c
-        WHERE c.thread_id = t AND c.checkpoint_ns = ns ORDER BY c.checkpoint_id DESC LIMIT 1;
-    -- plpgsql keeps generic plans: LATERAL ... LIMIT 1 and the loop below keep every lookup on the
-    -- primary key (a generic plan may otherwise scan all the thread's rows, growing with its length)
-    there := EXISTS(SELECT 1 FROM plait_checkpoints c
-        WHERE c.thread_id = t AND c.checkpoint_ns = ns AND c.checkpoint_id = parent)
-      -- and every row the new deltas build on (a prune may have removed an older base)
-      AND NOT EXISTS(SELECT 1 FROM unnest(channels, prevs) AS r(c, p)
-        LEFT JOIN LATERAL (SELECT true AS hit FROM plait_checkpoint_blobs b
-          WHERE b.thread_id = t AND b.checkpoint_ns = ns AND b.channel = r.c AND b.version = r.p LIMIT 1) x
-        ON true WHERE r.p IS NOT NULL AND x.hit IS NULL);
-    IF (need_parent AND NOT there) OR (do_check AND
-            (head IS DISTINCT FROM expected OR (head IS NOT NULL AND cid <= head))) THEN
-        RETURN;
-    END IF;
-    INSERT INTO plait_checkpoint_blobs AS b (thread_id, checkpoint_ns, channel, version, prev_id, type, blob)
-        SELECT t, ns, r.c, r.v, r.p, r.k, r.d FROM unnest(channels, versions, prevs, kinds, datas) AS r(c, v, p, k, d)
-        ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
-          prev_id = excluded.prev_id, type = excluded.type, blob = excluded.blob;
-    FOR i IN 1 .. COALESCE(array_length(rw_channels, 1), 0) LOOP
-        UPDATE plait_checkpoint_blobs SET prev_id = rw_prevs[i], type = rw_kinds[i], blob = rw_datas[i]
-            WHERE thread_id = t AND checkpoint_ns = ns AND channel = rw_channels[i] AND version = rw_versions[i];
-    END LOOP;
-    INSERT INTO plait_checkpoints AS x (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step,
-          source, created_at, checkpoint, metadata)
-        VALUES (t, ns, cid, parent, step, source, created, record, meta)
-        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
-          parent_checkpoint_id = excluded.parent_checkpoint_id, step = excluded.step, source = excluded.source,
-          checkpoint = excluded.checkpoint, metadata = excluded.metadata;
-END $$"""
-"""One put in one statement and one round trip: the thread's advisory lock, the head check, every row."""
 
 MIGRATIONS[3] = [PUT_FUNCTION]
 
-BEGIN_FUNCTION = f"""CREATE OR REPLACE FUNCTION plait_begin(t text, ns text, me text, ttl float8, stale float8,
-    queue boolean) RETURNS TABLE(owner text, checkpoint_id text, parent_checkpoint_id text, step integer,
-    source text, created_at text, checkpoint bytea, metadata bytea, task_id text, channel text, blob bytea)
-    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
-DECLARE
-    got text;
-BEGIN
-    INSERT INTO plait_checkpoint_leases AS l (thread_id, checkpoint_ns, owner, expires_at)
-        VALUES (t, ns, me, clock_timestamp() + ttl * interval '1 second')
-        ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET owner = excluded.owner,
-          expires_at = excluded.expires_at,
-          waiter = CASE WHEN l.waiter = excluded.owner THEN NULL ELSE l.waiter END
-        WHERE (l.owner IS NULL OR l.expires_at < clock_timestamp())
-          AND (l.waiter IS NULL OR l.waiter = excluded.owner OR l.waiter_seen < clock_timestamp() - stale * interval '1 second')
-        RETURNING l.owner INTO got;
-    IF got IS DISTINCT FROM me THEN
-        IF queue THEN  -- next in line, unless another process is queued already
-            UPDATE plait_checkpoint_leases x SET waiter = me, waiter_seen = clock_timestamp()
-                WHERE x.thread_id = t AND x.checkpoint_ns = ns AND (x.owner IS NULL OR x.owner <> me)
-                  AND (x.waiter IS NULL OR x.waiter = me OR x.waiter_seen < clock_timestamp() - stale * interval '1 second');
-        END IF;
-        RETURN;
-    END IF;
-    RETURN QUERY SELECT me, {_HEAD_COLUMNS}, w.task_id, w.channel, w.blob
-        FROM plait_checkpoints c LEFT JOIN plait_checkpoint_writes w
-          ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = c.checkpoint_id
-        WHERE c.thread_id = t AND c.checkpoint_ns = ns AND c.checkpoint_id = (SELECT h.checkpoint_id
-          FROM plait_checkpoints h WHERE h.thread_id = t AND h.checkpoint_ns = ns ORDER BY h.checkpoint_id DESC LIMIT 1)
-        ORDER BY w.task_id, w.idx;
-    IF NOT FOUND THEN  -- a thread without checkpoints: the lease alone
-        RETURN QUERY SELECT me, NULL::text, NULL::text, NULL::integer, NULL::text, NULL::text, NULL::bytea,
-          NULL::bytea, NULL::text, NULL::text, NULL::bytea;
-    END IF;
-END $$"""
-"""A run's start in one statement and one round trip: take the thread's lease (or queue for it) and,
-when taken, read its head (the rows of :data:`SELECT_HEAD`, each after the owner)."""
-
-RELEASE_FUNCTION = """CREATE OR REPLACE FUNCTION plait_release(t text, ns text, me text) RETURNS integer
-    LANGUAGE plpgsql AS $$
-DECLARE
-    n integer;
-BEGIN
-    SET LOCAL synchronous_commit TO DEFAULT;  -- a put may have turned it off: this commit reaches the disk
-    DELETE FROM plait_checkpoint_leases
-        WHERE thread_id = t AND checkpoint_ns = ns AND owner = me AND waiter IS NULL;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    IF n = 0 THEN  -- another process waits: leave it the row, and its place in line
-        UPDATE plait_checkpoint_leases SET owner = NULL, expires_at = clock_timestamp()
-            WHERE thread_id = t AND checkpoint_ns = ns AND owner = me;
-        GET DIAGNOSTICS n = ROW_COUNT;
-    END IF;
-    RETURN n;
-END $$"""
-"""A run's end: give the thread back (``drop``, else ``free``) in a commit that waits for the disk."""
-
-WRITES_FUNCTION = """CREATE OR REPLACE FUNCTION plait_put_writes(t text, ns text, cid text, task text,
-    idxs integer[], channels text[], paths text[], datas bytea[]) RETURNS void LANGUAGE plpgsql
-    SET plan_cache_mode = force_generic_plan AS $$
-BEGIN
-    DELETE FROM plait_checkpoint_writes w
-        WHERE w.thread_id = t AND w.checkpoint_ns = ns AND w.checkpoint_id = cid AND w.task_id = task
-        AND w.channel NOT IN ('__interrupt__', '__resume__');
-    INSERT INTO plait_checkpoint_writes AS x
-          (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, blob)
-        SELECT t, ns, cid, task, r.i, r.c, r.p, r.d FROM unnest(idxs, channels, paths, datas) AS r(i, c, p, d)
-        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
-          channel = excluded.channel, task_path = excluded.task_path, blob = excluded.blob;
-END $$"""
-"""A task's writes in one statement: those it wrote before go (an interrupt or a resume stays), these are stored."""
-
-MIGRATIONS[4] = [BEGIN_FUNCTION, RELEASE_FUNCTION, WRITES_FUNCTION]
-
-FUNCTIONS = (PUT_FUNCTION, BEGIN_FUNCTION, RELEASE_FUNCTION, WRITES_FUNCTION)
-"""Created again by every set-up of the current schema (idempotent), so their bodies stay current."""
-
-LEASE = lease_sql("postgres")._replace(
-    begin="SELECT * FROM plait_begin(%(t)s, %(ns)s, %(me)s, %(ttl)s, %(stale)s, %(queue)s)",
-    release="SELECT plait_release(%(t)s, %(ns)s, %(me)s)",
-)
+_BEGIN = "SELECT * FROM plait_begin(%(t)s, %(ns)s, %(me)s, %(ttl)s, %(stale)s, %(queue)s)"
+_RELEASE = "SELECT plait_release(%(t)s, %(ns)s, %(me)s)"
+LEASE = lease_sql("postgres")._replace(begin=_BEGIN, release=_RELEASE)
 """Statements on ``plait_checkpoint_leases`` (the cross-process thread lease)."""
+LEASE_TEMP = LEASE._replace(
+    begin=_BEGIN.replace("FROM plait_", "FROM pg_temp.plait_"),
+    release=_RELEASE.replace("SELECT plait_", "SELECT pg_temp.plait_"),
+)
+""":data:`LEASE` where plait's tables and functions live in the connection's temporary schema."""
 
 PUT = f"""SELECT head, there FROM plait_put({", ".join(["%s"] * 24)})"""
 PUT_TEMP = PUT.replace("FROM plait_put(", "FROM pg_temp.plait_put(")

@@ -1,23 +1,27 @@
-"""A PostgreSQL database written by plait's schema 3 (before ``plait_begin``, ``plait_release`` and ``plait_put_writes``).
+"""plait's PostgreSQL functions on a database set up before some of them existed, or with other bodies.
 
-The first saver of schema 4 that uses it adds the three functions and records version 4; the
-threads written before read back whole, and runs (which now take the lease with ``plait_begin``)
-go on from them, on the sync and async savers alike.
+``plait_begin``, ``plait_release`` and ``plait_put_writes`` came after schema 3 without a schema
+version of their own (no table changed): every set-up creates the functions that are missing and
+replaces those whose body differs, and leaves the others alone. The release's body is what makes
+a run's last commit wait for the disk, so that is checked on the server too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import operator
-from typing import Annotated
+from typing import Annotated, Any
 
 import psycopg
 from _pg import private_schema
 from typing_extensions import TypedDict
 
-from plait.checkpoint.postgres import PostgresSaver
+from plait.checkpoint._engine_ops import Batch, Step
+from plait.checkpoint.postgres import PostgresSaver, _sql
 from plait.checkpoint.postgres.aio import AsyncPostgresSaver
 from plait.graph import START, StateGraph
+
+ALL = ["plait_begin", "plait_put", "plait_put_writes", "plait_release"]
 
 
 class S(TypedDict):
@@ -28,40 +32,83 @@ def _builder() -> StateGraph[S]:
     return StateGraph(S).add_node("a", lambda s: {"x": ["a"]}).add_edge(START, "a")
 
 
-def _back_to_schema_3(dsn: str) -> None:
+def _admin(dsn: str, sql: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP FUNCTION plait_begin, plait_release, plait_put_writes")
-        conn.execute("DELETE FROM plait_migrations WHERE v = 4")
+        cur = conn.execute(sql)  # type: ignore[arg-type]  # test SQL
+        return cur.fetchall() if cur.description else []
 
 
-def _functions(dsn: str) -> list[str]:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace "
-            "AND proname LIKE 'plait%%' ORDER BY proname"
-        ).fetchall()
-    return [r[0] for r in rows]
+def _functions(dsn: str) -> dict[str, int]:
+    """plait's functions in the schema, each with the transaction id that last wrote its row."""
+    rows = _admin(
+        dsn,
+        "SELECT proname, xmin::text::bigint FROM pg_proc WHERE pronamespace = current_schema()::regnamespace "
+        "AND proname LIKE 'plait%%'",
+    )
+    return dict(rows)
 
 
-def test_a_schema_3_database_gains_the_lease_functions_on_first_run() -> None:
+def test_a_database_without_the_new_functions_gains_them_on_first_run() -> None:
     config = {"configurable": {"thread_id": "t"}}
     with private_schema("plait_up") as dsn:
         with PostgresSaver.from_conn_string(dsn) as saver:
             assert _builder().compile(checkpointer=saver).invoke({"x": ["one"]}, config) == {
                 "x": ["one", "a"]
             }
-        _back_to_schema_3(dsn)
-        assert _functions(dsn) == ["plait_put"]
+        _admin(dsn, "DROP FUNCTION plait_begin, plait_release, plait_put_writes")
+        assert list(_functions(dsn)) == ["plait_put"]
         with PostgresSaver.from_conn_string(dsn) as saver:
             graph = _builder().compile(checkpointer=saver)
             assert graph.invoke({"x": ["two"]}, config) == {"x": ["one", "a", "two", "a"]}
-            assert saver._fetch("SELECT v FROM plait_migrations ORDER BY v", []) == [(1,), (2,), (3,), (4,)]
-        assert _functions(dsn) == ["plait_begin", "plait_put", "plait_put_writes", "plait_release"]
-        with psycopg.connect(dsn, autocommit=True) as conn:  # the run gave its lease back
-            assert conn.execute("SELECT count(*) FROM plait_checkpoint_leases").fetchone() == (0,)
+            assert saver._fetch("SELECT v FROM plait_migrations ORDER BY v", []) == [(1,), (2,), (3,)]
+        assert sorted(_functions(dsn)) == ALL
+        assert _admin(dsn, "SELECT count(*) FROM plait_checkpoint_leases") == [(0,)]  # the run gave it back
 
 
-def test_the_async_saver_upgrades_a_schema_3_database_too() -> None:
+def test_set_up_replaces_only_the_functions_whose_body_differs() -> None:
+    with private_schema("plait_up") as dsn:
+        with PostgresSaver.from_conn_string(dsn) as saver:
+            saver.setup()
+        before = _functions(dsn)
+        _admin(
+            dsn,
+            "CREATE OR REPLACE FUNCTION plait_release(t text, ns text, me text) RETURNS integer "
+            "LANGUAGE sql AS $$ SELECT 0 $$",
+        )  # a body of another plait
+        changed = _functions(dsn)
+        with PostgresSaver.from_conn_string(dsn) as saver:
+            saver.setup()
+        after = _functions(dsn)
+        assert after["plait_release"] != changed["plait_release"]  # put back
+        assert {k: v for k, v in after.items() if k != "plait_release"} == {
+            k: v for k, v in before.items() if k != "plait_release"
+        }  # the others were not written again
+        body = _admin(
+            dsn,
+            "SELECT prosrc FROM pg_proc WHERE proname = 'plait_release' "
+            "AND pronamespace = current_schema()::regnamespace",
+        )
+        assert body == [(_sql.function_body(_sql.RELEASE_FUNCTION),)]
+
+
+def test_the_release_makes_the_commit_wait_for_the_disk_after_a_put_turned_that_off() -> None:
+    with private_schema("plait_up") as dsn:
+        with PostgresSaver.from_conn_string(dsn) as saver:
+            saver.setup()
+            params = {"t": "t", "ns": "", "me": "nobody"}
+            answers = saver._perform(
+                Batch(
+                    (
+                        Step(_sql.LEASE.release, params),
+                        Step("SELECT current_setting('synchronous_commit')", []),
+                    ),
+                    durable=False,  # the batch starts with synchronous_commit off, as a run's puts do
+                )
+            )
+            assert answers == [[(0,)], [("on",)]]
+
+
+def test_the_async_saver_gains_the_functions_too() -> None:
     config = {"configurable": {"thread_id": "t"}}
 
     async def turn(dsn: str, text: str) -> dict[str, list[str]]:
@@ -70,6 +117,6 @@ def test_the_async_saver_upgrades_a_schema_3_database_too() -> None:
 
     with private_schema("plait_up") as dsn:
         assert asyncio.run(turn(dsn, "one")) == {"x": ["one", "a"]}
-        _back_to_schema_3(dsn)
+        _admin(dsn, "DROP FUNCTION plait_begin, plait_release, plait_put_writes")
         assert asyncio.run(turn(dsn, "two")) == {"x": ["one", "a", "two", "a"]}
-        assert _functions(dsn) == ["plait_begin", "plait_put", "plait_put_writes", "plait_release"]
+        assert sorted(_functions(dsn)) == ALL

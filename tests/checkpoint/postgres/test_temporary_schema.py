@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from typing import Annotated
+from typing import Annotated, Any
 
 from _pg import PG_DSN, require_pg
 from typing_extensions import TypedDict
@@ -48,5 +48,31 @@ def test_async_saver_writes_and_reads_in_a_temporary_schema() -> None:
             graph = _builder().compile(checkpointer=saver)
             assert await graph.ainvoke({"x": ["in"]}, config) == {"x": ["in", "a"]}
             assert await graph.ainvoke({"x": ["again"]}, config) == {"x": ["in", "a", "again", "a"]}
+
+    asyncio.run(main())
+
+
+def test_async_saver_on_a_pool_whose_connections_set_pg_temp_themselves() -> None:
+    """The conninfo does not say ``pg_temp``, so the saver takes leases: its lease functions are in pg_temp too."""
+    require_pg()
+    from psycopg_pool import AsyncConnectionPool
+
+    config = {"configurable": {"thread_id": "t"}}
+
+    async def main() -> None:
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            PG_DSN,
+            min_size=1,
+            max_size=1,
+            open=False,
+            kwargs={"autocommit": True, "options": "-csearch_path=pg_temp"},
+        )
+        await pool.open()
+        try:
+            graph = _builder().compile(checkpointer=AsyncPostgresSaver(pool))
+            assert await graph.ainvoke({"x": ["in"]}, config) == {"x": ["in", "a"]}
+            assert await graph.ainvoke({"x": ["again"]}, config) == {"x": ["in", "a", "again", "a"]}
+        finally:
+            await pool.close()
 
     asyncio.run(main())
