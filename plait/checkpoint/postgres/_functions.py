@@ -150,9 +150,10 @@ They are not a schema version: no table changes with them, so a plait that does 
 still runs on a database that has it.
 """
 
-FUNCTION_BODIES = """SELECT proname, prosrc FROM pg_proc
-    WHERE pronamespace = current_schema()::regnamespace AND proname = ANY(%s)"""
-"""The bodies of plait's functions in the current schema (``pg_proc.prosrc``)."""
+FUNCTION_BODIES = """SELECT p.proname, p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE n.nspname = current_schema() AND p.proname = ANY(%s)"""
+"""The bodies of plait's functions in the current schema (``pg_proc.prosrc``); the schema is
+compared by its stored name (``::regnamespace`` would parse it again, folding its case)."""
 
 
 def function_body(create: str) -> str:
