@@ -319,3 +319,25 @@ def test_deflated_payloads_of_every_window_size_inflate_back(size: int, alphabet
         assert packed.startswith(DEFLATED)
         assert len(packed) < size
         assert inflate(packed, size) == data
+
+
+def test_messages_are_assembled_as_validation_builds_them_unless_a_class_makes_its_own() -> None:
+    """The fast path makes a message with ``object.__new__`` and sets pydantic's slots; a class
+    with a ``__new__`` of its own is left to validation (``construct`` answers ``None``)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from plait.checkpoint.serde._construct import construct
+
+    fields = {"content": "hi", "id": "m1", "name": "n"}
+    for cls in (AIMessage, HumanMessage):
+        built = construct(cls, fields)
+        assert built == cls(**fields) and built.model_fields_set == set(fields)
+        assert (
+            built.additional_kwargs == {} and built.additional_kwargs is not cls(**fields).additional_kwargs
+        )
+
+    class Counted(HumanMessage):
+        def __new__(cls, *args: Any, **kwargs: Any) -> Counted:
+            return super().__new__(cls)
+
+    assert construct(Counted, fields) is None

@@ -43,7 +43,8 @@ def _blueprint(cls: Any) -> _Blueprint:
     template: dict[str, Any] = {}
     factories: list[tuple[str, Callable[[], Any]]] = []
     required: set[str] = set()
-    usable = not getattr(cls, "__private_attributes__", None)
+    # a message is made as object.__new__ makes it: a class with a __new__ of its own is validated
+    usable = not getattr(cls, "__private_attributes__", None) and cls.__new__ is _NEW
     for name, info in cls.__pydantic_fields__.items():
         factory = info.default_factory
         if (factory is not None and info.default_factory_takes_validated_data) or info.alias not in (
@@ -68,12 +69,14 @@ def _blueprint(cls: Any) -> _Blueprint:
 
 _SLOTS = {
     name: BaseModel.__dict__[name]
-    for name in ("__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+    for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
 }
 """pydantic's slot descriptors, set directly (``object.__setattr__`` looks each one up every time)."""
+_DICT = _SLOTS["__dict__"].__set__
 _FIELDS_SET = _SLOTS["__pydantic_fields_set__"].__set__
 _EXTRA = _SLOTS["__pydantic_extra__"].__set__
 _PRIVATE = _SLOTS["__pydantic_private__"].__set__
+_NEW = object.__new__
 
 
 def construct(cls: Any, fields: Mapping[str, Any]) -> Any | None:
@@ -93,8 +96,8 @@ def construct(cls: Any, fields: Mapping[str, Any]) -> Any | None:
     for name, factory in plan.factories:
         if name not in fields:
             values[name] = factory()
-    message = cls.__new__(cls)
-    object.__setattr__(message, "__dict__", values)
+    message = _NEW(cls)
+    _DICT(message, values)
     _FIELDS_SET(message, set(keys))  # as validation sets it (extra keys included)
     _EXTRA(message, (extra or {}) if plan.extra else None)
     _PRIVATE(message, None)
