@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from datetime import datetime, timezone
 from typing import Any, cast
@@ -41,8 +40,6 @@ __all__ = [
     "thread_graph_id",
     "write_thread",
 ]
-
-_log = logging.getLogger("plait.server")
 
 _STATUSES = ("idle", "busy", "interrupted", "error")
 _FIELDS = frozenset(
@@ -300,12 +297,7 @@ async def delete(request: Request) -> Response:
 
 
 async def delete_thread(state: ServerState, thread_id: str) -> None:
-    """Cancel the thread's runs, then delete its checkpoints, its rows, its runs and its crons.
-
-    The checkpoints go first: when deleting them fails, the error is raised with the thread left
-    whole, so deleting it again (or the ttl sweep's next turn) tries again. They are deleted once
-    more after the rows, for a checkpoint a cancelled run wrote meanwhile.
-    """
+    """Cancel the thread's runs, then delete its rows, its runs, its crons and its checkpoints."""
     inflight = await state.db.fetch(
         "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
         (thread_id,),
@@ -315,15 +307,11 @@ async def delete_thread(state: ServerState, thread_id: str) -> None:
             continue
         if state.worker is None or not state.worker.cancel_local(row["run_id"], "interrupt"):
             await state.db.notify("plait_server_cancel", f"{row['run_id']}:interrupt")
-    await state.saver.adelete_thread(thread_id)
     async with state.db.tx() as tx:
         await tx.run("DELETE FROM plait_server_runs WHERE thread_id = ?", (thread_id,))
         await tx.run("DELETE FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
         await tx.run("DELETE FROM plait_server_crons WHERE thread_id = ?", (thread_id,))
-    try:
-        await state.saver.adelete_thread(thread_id)
-    except Exception:  # noqa: BLE001 - the thread is gone; only a checkpoint written meanwhile may stay
-        _log.exception("thread %s was deleted, but deleting its checkpoints a second time failed", thread_id)
+    await state.saver.adelete_thread(thread_id)
     for row in inflight:  # queued runs end for their followers (running ones end as they stop)
         if row["status"] == "pending":
             await state.broker.end_unrun(row["run_id"], "interrupted")
