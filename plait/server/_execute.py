@@ -286,6 +286,9 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
 ) -> bool:
     """Store the run's final status, its last events and the thread's status and values, at once.
 
+    A thread deleted while the run ran has its checkpoints deleted again after this: the run saved
+    its last work as it stopped (a cancelled step's writes, a held checkpoint), after they went.
+
     Whether a pending run waits on the thread; on PostgreSQL the other workers are then woken
     (``NOTIFY plait_server_wake``, in the same commit). The thread's row is locked first, so a
     run queued on it meanwhile is either seen here or sees this run ended (no lost wake-up).
@@ -303,12 +306,14 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
     events = state.broker.end(run_id, end)
     if not thread and state.db.dialect == "postgres":  # a stateless run: one statement
         return await _pg_finish(state, state.db, run_id, thread_id, events, writes)
+    gone = False
     async with state.db.tx() as tx:
         if thread:
             lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
             rows = await tx.fetch(
                 "SELECT doc FROM plait_server_threads WHERE thread_id = ?" + lock, (thread_id,)
             )
+            gone = not rows
             if rows:
                 tdoc = loads(rows[0]["doc"])
                 tdoc.update(interrupts=thread["interrupts"], error=thread["error"])
@@ -322,10 +327,14 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
                     )
                 )
         if state.db.dialect == "postgres":
-            return await _pg_finish(state, tx, run_id, thread_id, events, writes)
-        for sql, params in writes:
-            await tx.run(sql, params)
-        return bool(await tx.fetch(_WAITING, (thread_id,)))
+            waiting = await _pg_finish(state, tx, run_id, thread_id, events, writes)
+        else:
+            for sql, params in writes:
+                await tx.run(sql, params)
+            waiting = bool(await tx.fetch(_WAITING, (thread_id,)))
+    if gone:  # deleted while the run ran: what the run saved as it stopped came after its checkpoints went
+        await state.saver.adelete_thread(thread_id)
+    return waiting
 
 
 _WAITING = "SELECT 1 FROM plait_server_runs WHERE thread_id = ? AND status = 'pending' LIMIT 1"
