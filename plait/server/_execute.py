@@ -288,6 +288,8 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
 
     A thread deleted while the run ran has its checkpoints deleted again after this: the run saved
     its last work as it stopped (a cancelled step's writes, a held checkpoint), after they went.
+    (A thread created again under that id before the run ended keeps that work; one created in
+    the instant between this commit and that deletion loses what was written to it then.)
 
     Whether a pending run waits on the thread; on PostgreSQL the other workers are then woken
     (``NOTIFY plait_server_wake``, in the same commit). The thread's row is locked first, so a
@@ -333,7 +335,12 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
                 await tx.run(sql, params)
             waiting = bool(await tx.fetch(_WAITING, (thread_id,)))
     if gone:  # deleted while the run ran: what the run saved as it stopped came after its checkpoints went
-        await state.saver.adelete_thread(thread_id)
+        try:
+            await state.saver.adelete_thread(thread_id)
+        except Exception:  # noqa: BLE001 - the run has ended; the thread is gone either way
+            _log.exception(
+                "thread %s was deleted while a run ran; deleting its checkpoints again failed", thread_id
+            )
     return waiting
 
 

@@ -51,3 +51,5 @@ def test_a_thread_deleted_mid_run_comes_back_empty(fan_server: Server) -> None:
     state = client.threads.get_state(tid)
     assert state["values"] == {} and state["checkpoint"] is None
     assert list(client.threads.get_history(tid)) == []
+    out = client.runs.wait(tid, "fan", input={"log": ["again"]})  # a new run starts from nothing either
+    assert out == {"log": ["again", "fast", "slow"]}
