@@ -22,12 +22,9 @@ from plait.checkpoint._engine_read import thread_of
 from plait.checkpoint._lease import ThreadLeases
 from plait.checkpoint.base import Checkpoint, CheckpointMetadata
 
-__all__ = ["DURABLE", "BatchedSaves", "Held", "batched", "own_methods"]
+__all__ = ["BatchedSaves", "Held", "batched", "own_methods"]
 
 _T = TypeVar("_T")
-
-DURABLE = Step("SET LOCAL synchronous_commit TO DEFAULT", [])
-"""Undoes a put's ``synchronous_commit = off`` in a transaction whose commit must reach the disk."""
 
 
 REFUSED = "plait_put refused"
@@ -93,8 +90,9 @@ def batched(  # noqa: PLR0913 - the calls, what came before them, and how to end
     operation. ``before``: calls held back earlier, whose statements go first (``calls`` starts
     with them). ``state.done`` counts the calls committed so far: when a call needs a read first
     (a value evicted from the cache), the statements collected before it are sent and committed.
-    With a ``tail``, the last transaction's commit reaches the disk. Without ``send``, the last
-    transaction is not sent but answered (:class:`Held`).
+    With a ``tail`` (the dialect's one-statement lease release, which undoes a put's
+    ``synchronous_commit = off``), the last transaction's commit reaches the disk. Without
+    ``send``, the last transaction is not sent but answered (:class:`Held`).
     """
     strict_params: Callable[[Sequence[Any]], list[Any]] = sql.strict_params
     strict: Mapping[str, str] = sql.STRICT
@@ -129,8 +127,7 @@ def batched(  # noqa: PLR0913 - the calls, what came before them, and how to end
                 answer = yield op
     if not send:
         return Held(tuple(calls[state.done :]), tuple(steps), durable) if steps else None
-    if tail:  # the dialect's one-statement release makes the commit durable itself
-        steps.extend(tail if sql.LEASE.release is not None else (*tail, DURABLE))
+    steps.extend(tail)
     if steps:
         state.sending = True
         yield Batch(tuple(steps), durable or bool(tail))

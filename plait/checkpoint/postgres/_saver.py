@@ -19,6 +19,7 @@ from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Session, Setup, 
 from plait.checkpoint._engine_sql import PutRows
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
+from plait.checkpoint.postgres._functions import FUNCTION_BODIES, FUNCTIONS, function_body
 from plait.checkpoint.serde import Serializer
 from plait.errors import SchemaVersionError
 
@@ -54,9 +55,9 @@ def migrate_body() -> Generator[Step, Any, None]:
             yield Step(statement, [])
         yield Step(_sql.SET_META, [target])
     # CREATE OR REPLACE of an unchanged function still makes every connection compile it again
-    bodies = dict((yield Step(_sql.FUNCTION_BODIES, [list(_sql.FUNCTIONS)])))
-    for name, create in _sql.FUNCTIONS.items():
-        if bodies.get(name) != _sql.function_body(create):
+    bodies = dict((yield Step(FUNCTION_BODIES, [list(FUNCTIONS)])))
+    for name, create in FUNCTIONS.items():
+        if bodies.get(name) != function_body(create):
             yield Step(create, [])
 
 

@@ -10,28 +10,16 @@ from typing_extensions import LiteralString
 from plait.checkpoint._engine_ops import Fetch, Ops, Step
 from plait.checkpoint._engine_sql import PutRows, page_query
 from plait.checkpoint._lease import lease_sql
-from plait.checkpoint.postgres._functions import (
-    BEGIN_FUNCTION,
-    FUNCTION_BODIES,
-    FUNCTIONS,
-    HEAD_COLUMNS,
-    PUT_FUNCTION,
-    RELEASE_FUNCTION,
-    WRITES_FUNCTION,
-    function_body,
-)
+from plait.checkpoint.postgres._functions import HEAD_COLUMNS, PUT_FUNCTION
 from plait.checkpoint.postgres._literal import render, usable
 
 __all__ = [
     "ASYNC_COMMIT",
-    "BEGIN_FUNCTION",
     "BLOB_KEYS",
     "DELETE_BLOB",
     "DELETE_CHECKPOINT",
     "DELETE_THREAD",
     "DELETE_WRITES_OF",
-    "FUNCTIONS",
-    "FUNCTION_BODIES",
     "GET_META",
     "HEAD_AND_PARENT",
     "HEAD_ID",
@@ -49,16 +37,13 @@ __all__ = [
     "PRUNE_ROWS",
     "PUT",
     "PUT_TEMP",
-    "RELEASE_FUNCTION",
     "SCHEMA_VERSION",
     "SELECT_HEAD",
     "SET_META",
     "STRICT",
     "TEMPORARY",
     "THREADS",
-    "WRITES_FUNCTION",
     "chain_query",
-    "function_body",
     "join_steps",
     "legacy_steps",
     "list_query",
@@ -247,7 +232,6 @@ HEAD_AND_PARENT = f"""SELECT ({HEAD_ID}), EXISTS(SELECT 1 FROM plait_checkpoints
 NAMESPACES = (
     "SELECT DISTINCT checkpoint_ns FROM plait_checkpoints WHERE thread_id = %s ORDER BY checkpoint_ns"
 )
-
 
 THREADS = """SELECT c.thread_id, t.n, c.checkpoint_id, c.step, c.created_at FROM plait_checkpoints c
 JOIN (SELECT thread_id, COUNT(*) AS n, MAX(checkpoint_id) AS head FROM plait_checkpoints

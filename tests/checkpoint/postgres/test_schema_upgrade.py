@@ -23,6 +23,7 @@ from typing_extensions import TypedDict
 
 from plait.checkpoint._engine_ops import Batch, Step
 from plait.checkpoint.postgres import PostgresSaver, _sql
+from plait.checkpoint.postgres._functions import FUNCTIONS, function_body
 from plait.checkpoint.postgres.aio import AsyncPostgresSaver
 from plait.graph import START, StateGraph
 
@@ -108,7 +109,7 @@ def test_set_up_replaces_only_the_functions_whose_body_differs() -> None:
             "SELECT p.proname, p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
             "WHERE n.nspname = current_schema() AND p.proname LIKE 'plait%%'",
         )
-        assert dict(bodies) == {name: _sql.function_body(create) for name, create in _sql.FUNCTIONS.items()}
+        assert dict(bodies) == {name: function_body(create) for name, create in FUNCTIONS.items()}
 
 
 def test_the_release_makes_the_commit_wait_for_the_disk_after_a_put_turned_that_off() -> None:
