@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
+from _pg import private_schema
 
 APP = pathlib.Path(__file__).parent / "app"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -37,11 +38,17 @@ class Server:
 
 
 def start(
-    db: str, tmp: pathlib.Path, *args: str, env: dict[str, str] | None = None, token: str | None = None
+    db: str,
+    tmp: pathlib.Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    token: str | None = None,
+    app: pathlib.Path = APP,
 ) -> Server:
+    """``plait serve`` on ``db`` with the graphs of ``app`` (a directory with a ``plait.json``)."""
     port = free_port()
     log = tmp / f"server-{port}.log"
-    cmd = [str(PLAIT), "serve", "--config", str(APP / "plait.json"), "--port", str(port), "--db", db, *args]
+    cmd = [str(PLAIT), "serve", "--config", str(app / "plait.json"), "--port", str(port), "--db", db, *args]
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     if token:
@@ -82,3 +89,21 @@ def running(db: str, tmp: pathlib.Path, *args: str, **kwargs: object) -> Iterato
         yield server
     finally:
         stop(server)
+
+
+@contextmanager
+def running_on(
+    database: str,
+    tmp: pathlib.Path,
+    *,
+    env: dict[str, str] | None = None,
+    app: pathlib.Path = APP,
+    prefix: str = "plait_api",
+) -> Iterator[Server]:
+    """``plait serve`` on a SQLite file in ``tmp`` (``"sqlite"``) or on a private PostgreSQL schema."""
+    if database == "sqlite":
+        with running(str(tmp / "server.sqlite"), tmp, env=env, app=app) as srv:
+            yield srv
+        return
+    with private_schema(prefix) as dsn, running(dsn, tmp, env=env, app=app) as srv:
+        yield srv

@@ -6,8 +6,7 @@ import pathlib
 from collections.abc import Iterator
 
 import pytest
-from _pg import private_schema
-from _serve_proc import Server, running
+from _serve_proc import Server, running, running_on
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +29,5 @@ def server_on_both(
     """A ``plait serve`` on each database (PostgreSQL: the multi-worker code path, one worker);
     nodes of the test app log to ``nodes.log`` beside the server's log."""
     tmp: pathlib.Path = tmp_path_factory.mktemp("serve")
-    env = {"PLAIT_TEST_LOG": str(tmp / "nodes.log")}
-    if request.param == "sqlite":
-        with running(str(tmp / "server.sqlite"), tmp, env=env) as srv:
-            yield srv
-        return
-    with private_schema("plait_api") as dsn, running(dsn, tmp, env=env) as srv:
+    with running_on(request.param, tmp, env={"PLAIT_TEST_LOG": str(tmp / "nodes.log")}) as srv:
         yield srv

@@ -12,10 +12,8 @@ import pathlib
 import time
 from collections.abc import Iterator
 
-import _serve_proc
 import pytest
-from _pg import private_schema
-from _serve_proc import Server, running
+from _serve_proc import Server, running_on
 from langgraph_sdk import get_sync_client
 
 SLEEP = 2.0
@@ -23,16 +21,10 @@ SLEEP = 2.0
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def fan_server(
-    request: pytest.FixtureRequest, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Server]:
-    monkeypatch.setattr(_serve_proc, "APP", pathlib.Path(__file__).parent / "app_fan")
+def fan_server(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[Server]:
+    app = pathlib.Path(__file__).parent / "app_fan"
     env = {"PLAIT_TEST_SLEEP": str(SLEEP)}
-    if request.param == "sqlite":
-        with running(str(tmp_path / "server.sqlite"), tmp_path, env=env) as srv:
-            yield srv
-        return
-    with private_schema("plait_del") as dsn, running(dsn, tmp_path, env=env) as srv:
+    with running_on(request.param, tmp_path, env=env, app=app, prefix="plait_del") as srv:
         yield srv
 
 
