@@ -22,6 +22,7 @@ of N connections serves N threads holding N leases without deadlock.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import re
@@ -45,6 +46,27 @@ _log = logging.getLogger("plait.checkpoint.lease")
 _Key = tuple[str, str]
 _FIRST_POLL = 0.002
 _MAX_POLL = 0.05
+
+
+class _Tokens:
+    """Lease owner tokens: ``host:pid:random``, made once per process, then a run's number.
+
+    Unique across processes and within one, without a system call per run (a fork starts anew).
+    """
+
+    def __init__(self) -> None:
+        self.fresh()
+
+    def fresh(self) -> None:
+        self._prefix = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._numbers = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._prefix}:{next(self._numbers)}"
+
+
+_tokens = _Tokens()
+os.register_at_fork(after_in_child=_tokens.fresh)
 
 
 class LeaseSql(NamedTuple):
@@ -335,7 +357,7 @@ class ThreadLeases:
 
     @staticmethod
     def _owner_token() -> str:
-        return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        return _tokens.next()
 
     def _acquire(self, key: _Key, wait: bool, deadline: float | None) -> str:
         me, delay = self._owner_token(), _FIRST_POLL

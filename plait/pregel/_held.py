@@ -56,10 +56,14 @@ def _holds(loop: Loop) -> tuple[str, str] | None:
 class _Timers:
     """One daemon thread handing functions to a few daemon sender threads at their deadlines (a
     ``threading.Timer`` costs a thread each; sends must not wait for one another, and a hung
-    send must not keep the interpreter from exiting)."""
+    send must not keep the interpreter from exiting).
+
+    Each function comes with a quick check the timer thread calls first: when it answers false
+    (the run sent its saves itself, the common case), no sender thread is woken.
+    """
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._heap: list[tuple[float, int, Callable[[], bool], Callable[[], None]]] = []
         self._count = itertools.count()
         self._ready = threading.Condition()
         self._due: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
@@ -74,9 +78,10 @@ class _Timers:
             False,
         )
 
-    def call_at(self, deadline: float, fn: Callable[[], None]) -> None:
+    def call_at(self, deadline: float, due: Callable[[], bool], fn: Callable[[], None]) -> None:
+        """Call ``fn`` on a sender thread at ``deadline`` if ``due()`` (called on the timer thread) says so."""
         with self._ready:
-            heapq.heappush(self._heap, (deadline, next(self._count), fn))
+            heapq.heappush(self._heap, (deadline, next(self._count), due, fn))
             if not self._started:
                 self._started = True
                 threading.Thread(target=self._run, name="plait-held-saves", daemon=True).start()
@@ -89,8 +94,13 @@ class _Timers:
             with self._ready:
                 while not self._heap or self._heap[0][0] > time.monotonic():
                     self._ready.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
-                _, _, fn = heapq.heappop(self._heap)
-            self._due.put(fn)
+                _, _, due, fn = heapq.heappop(self._heap)
+            try:
+                wanted = due()
+            except Exception:  # noqa: BLE001 - the sender finds out for itself
+                wanted = True
+            if wanted:
+                self._due.put(fn)
 
     def _send(self) -> None:
         while True:
@@ -119,7 +129,8 @@ class _Held:
 class HeldSaves(_Held):
     """The saves a sync run holds back (see the module's docstring).
 
-    ``held`` is only read or changed under ``_wire``: by the run's saves, or by a sender.
+    ``held`` is changed only under ``_wire``: by the run's saves, or by a sender; the timer thread
+    reads it (see :meth:`_late_due`).
     """
 
     def __init__(self, saver: Any, thread: tuple[str, str]) -> None:
@@ -144,7 +155,7 @@ class HeldSaves(_Held):
             late = self.held is not None and not self._timed
             self._timed = self._timed or late
         if late:
-            _timers.call_at(time.monotonic() + GRACE, self._send_late)
+            _timers.call_at(time.monotonic() + GRACE, self._late_due, self._send_late)
 
     def finish(self) -> None:
         """Send what is held (the run ends without a last save, or something else is saved next)."""
@@ -159,9 +170,18 @@ class HeldSaves(_Held):
         except Exception:  # noqa: BLE001 - the run's own error goes on
             _log.exception("saving the checkpoints a failed run held back failed")
 
+    def _late_due(self) -> bool:
+        """The timer thread's check at the deadline: is anything still held?
+
+        A hold from now on times its own send. It stores ``held`` before it reads ``_timed``, and
+        this clears ``_timed`` before it reads ``held``: either the hold sees ``_timed`` cleared and
+        schedules a send of its own, or this sees what it holds.
+        """
+        self._timed = False
+        return self.held is not None
+
     def _send_late(self) -> None:
         """A sender's call: the next step took longer than the grace period."""
-        self._timed = False  # a hold from now on times its own send
         if not self._wire.acquire(blocking=False):
             return  # the run is saving: it sends or takes what is held itself
         try:

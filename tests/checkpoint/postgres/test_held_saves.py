@@ -101,6 +101,40 @@ def test_a_long_step_has_the_steps_before_it_stored_meanwhile(saver: PostgresSav
     assert _checkpoints(saver, "slow") == 3
 
 
+def test_every_long_step_of_a_run_has_the_steps_before_it_stored_meanwhile(saver: PostgresSaver) -> None:
+    """The first late send clears the way for the next: the step after it holds, and times, its own."""
+
+    def step(name: str, pause: float) -> Any:
+        def node(state: Chat) -> dict[str, Any]:
+            time.sleep(pause)
+            return {"log": [name]}
+
+        return node
+
+    graph = (
+        StateGraph(Chat)
+        .add_node("quick", step("quick", 0.0))
+        .add_node("slow", step("slow", 0.4))
+        .add_node("slower", step("slower", 0.8))
+        .add_edge(START, "quick")
+        .add_edge("quick", "slow")
+        .add_edge("slow", "slower")
+        .compile(checkpointer=saver)
+    )
+    seen: list[int] = []
+    watchers = [threading.Timer(at, lambda: seen.append(_checkpoints(saver, "chain"))) for at in (0.2, 0.8)]
+    for watcher in watchers:
+        watcher.start()
+    graph.invoke({"log": ["hello"]}, {"configurable": {"thread_id": "chain"}})
+    for watcher in watchers:
+        watcher.join()
+    assert seen == [
+        3,
+        4,
+    ]  # while "slow" ran: the input, the start and "quick"; while "slower" ran: "slow" too
+    assert _checkpoints(saver, "chain") == 5
+
+
 def test_a_reducer_that_changes_its_list_in_place_leaves_the_stored_steps_intact(
     saver: PostgresSaver,
 ) -> None:
