@@ -152,8 +152,9 @@ class HeldSaves(_Held):
                 if not isinstance(exc, Exception):  # Ctrl-C: what was held is still to send
                     self.held = before
                 raise
-            late = self.held is not None and not self._timed
-            self._timed = self._timed or late
+            late = self.held is not None and not self._timed  # ``_timed`` read once (see _late_due)
+            if late:
+                self._timed = True
         if late:
             _timers.call_at(time.monotonic() + GRACE, self._late_due, self._send_late)
 
@@ -175,7 +176,8 @@ class HeldSaves(_Held):
 
         A hold from now on times its own send. It stores ``held`` before it reads ``_timed``, and
         this clears ``_timed`` before it reads ``held``: either the hold sees ``_timed`` cleared and
-        schedules a send of its own, or this sees what it holds.
+        schedules a send of its own, or this sees what it holds (and :meth:`_send_late` sends it,
+        or tries again a grace period later while the run still holds ``_wire``).
         """
         self._timed = False
         return self.held is not None
@@ -183,7 +185,10 @@ class HeldSaves(_Held):
     def _send_late(self) -> None:
         """A sender's call: the next step took longer than the grace period."""
         if not self._wire.acquire(blocking=False):
-            return  # the run is saving: it sends or takes what is held itself
+            # the run is saving: it sends or takes what is held itself, unless it decided before
+            # this deadline that a timer was pending; a later look finds nothing held, or sends it
+            _timers.call_at(time.monotonic() + GRACE, self._late_due, self._send_late)
+            return
         try:
             self._send()
         except Exception as exc:  # noqa: BLE001 - raised by the run's next save

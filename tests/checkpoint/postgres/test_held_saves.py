@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import operator
-import threading
 import time
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -48,9 +47,8 @@ class Bad(TypedDict):
     log: Annotated[list[str], extend]
 
 
-def _chat(saver: Any, pause: float = 0.0) -> Any:
+def _chat(saver: Any) -> Any:
     def reply(state: Chat) -> dict[str, Any]:
-        time.sleep(pause)
         return {"log": [f"re: {state['log'][-1]}"]}
 
     return StateGraph(Chat).add_node("reply", reply).add_edge(START, "reply").compile(checkpointer=saver)
@@ -89,49 +87,41 @@ def test_a_turn_is_two_round_trips_unless_every_step_must_be_stored_first(
     assert len(steps) == 12
 
 
+def _chain(saver: PostgresSaver, thread: str, seen: list[int], *pauses: float) -> Any:
+    """``START -> step0 -> step1 ...``: step ``i`` sleeps ``pauses[i]`` seconds; a step sleeping longer
+    than 0.1 s counts the thread's stored checkpoints 0.1 s in (timed from the step, not the run,
+    whose first write also creates the tables)."""
+
+    def step(i: int, pause: float) -> Any:
+        def node(state: Chat) -> dict[str, Any]:
+            if pause > 0.1:
+                time.sleep(0.1)
+                seen.append(_checkpoints(saver, thread))
+            time.sleep(max(0.0, pause - 0.1))
+            return {"log": [f"step{i}"]}
+
+        return node
+
+    builder = StateGraph(Chat)
+    for i, pause in enumerate(pauses):
+        builder.add_node(f"step{i}", step(i, pause))
+        builder.add_edge(START if i == 0 else f"step{i - 1}", f"step{i}")
+    return builder.compile(checkpointer=saver)
+
+
 def test_a_long_step_has_the_steps_before_it_stored_meanwhile(saver: PostgresSaver) -> None:
-    graph = _chat(saver, pause=0.5)
-    config = {"configurable": {"thread_id": "slow"}}
     seen: list[int] = []
-    watcher = threading.Timer(0.25, lambda: seen.append(_checkpoints(saver, "slow")))
-    watcher.start()
-    graph.invoke({"log": ["hello"]}, config)
-    watcher.join()
-    assert seen == [2]  # the input and the first step's checkpoint, while "reply" still ran
+    _chain(saver, "slow", seen, 0.3).invoke({"log": ["hello"]}, {"configurable": {"thread_id": "slow"}})
+    assert seen == [2]  # the input and the start's checkpoint, while the step still ran
     assert _checkpoints(saver, "slow") == 3
 
 
 def test_every_long_step_of_a_run_has_the_steps_before_it_stored_meanwhile(saver: PostgresSaver) -> None:
     """The first late send clears the way for the next: the step after it holds, and times, its own."""
-
-    def step(name: str, pause: float) -> Any:
-        def node(state: Chat) -> dict[str, Any]:
-            time.sleep(pause)
-            return {"log": [name]}
-
-        return node
-
-    graph = (
-        StateGraph(Chat)
-        .add_node("quick", step("quick", 0.0))
-        .add_node("slow", step("slow", 0.4))
-        .add_node("slower", step("slower", 0.8))
-        .add_edge(START, "quick")
-        .add_edge("quick", "slow")
-        .add_edge("slow", "slower")
-        .compile(checkpointer=saver)
-    )
     seen: list[int] = []
-    watchers = [threading.Timer(at, lambda: seen.append(_checkpoints(saver, "chain"))) for at in (0.2, 0.8)]
-    for watcher in watchers:
-        watcher.start()
+    graph = _chain(saver, "chain", seen, 0.0, 0.3, 0.3)
     graph.invoke({"log": ["hello"]}, {"configurable": {"thread_id": "chain"}})
-    for watcher in watchers:
-        watcher.join()
-    assert seen == [
-        3,
-        4,
-    ]  # while "slow" ran: the input, the start and "quick"; while "slower" ran: "slow" too
+    assert seen == [3, 4]  # in step1: the input, the start and step0; in step2: step1 too
     assert _checkpoints(saver, "chain") == 5
 
 
