@@ -208,14 +208,22 @@ class AsyncHeldSaves(_Held):
     def __init__(self, saver: Any, thread: tuple[str, str]) -> None:
         super().__init__(saver, thread)
         self._wire = asyncio.Lock()
-        self._late: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None  # the grace period of what is held
+        self._late: asyncio.Task[None] | None = None  # the last late send (a reference keeps it alive)
 
     async def save(self, effect: Save) -> None:
         """Async :meth:`HeldSaves.save` (run to its end when cancelled, see :func:`_complete`:
         a send under way, in a worker thread for a sync saver, cannot be called back)."""
         await _complete(self._save(effect))
-        if self.held is not None and self._late is None:
-            self._late = asyncio.get_running_loop().create_task(self._send_late())
+        if self.held is not None and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(GRACE, self._deadline)
+
+    def _deadline(self) -> None:
+        """The grace period is over: a task sends what is still held (usually the run's last save
+        took it already, and no task is needed)."""
+        self._timer = None
+        if self.held is not None:
+            self._late = asyncio.get_running_loop().create_task(self._late_send())
 
     async def _save(self, effect: Save) -> None:
         async with self._wire:
@@ -238,20 +246,12 @@ class AsyncHeldSaves(_Held):
             _log.exception("saving the checkpoints a failed run held back failed")
 
     async def _finish(self) -> None:
-        late, self._late = self._late, None
-        if late is not None:
-            late.cancel()
-        async with self._wire:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        async with self._wire:  # after a late send under way
             await self._send()
         self._raise_failure()
-
-    async def _send_late(self) -> None:
-        try:
-            await asyncio.sleep(GRACE)
-        except asyncio.CancelledError:  # the run sends them itself (finish)
-            return
-        self._late = None  # from here on, finish waits for this send instead of cancelling it
-        await _complete(self._late_send())
 
     async def _late_send(self) -> None:
         async with self._wire:

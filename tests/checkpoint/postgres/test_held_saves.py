@@ -188,6 +188,44 @@ def test_async_runs_hold_their_saves_too() -> None:
         asyncio.run(main(dsn))
 
 
+def test_every_long_step_of_an_async_run_has_the_steps_before_it_stored_meanwhile() -> None:
+    seen: list[int] = []
+
+    async def main(dsn: str) -> None:
+        async def count() -> int:
+            async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+                cur = await conn.execute("SELECT count(*) FROM plait_checkpoints")
+                return int((await cur.fetchone())[0])  # type: ignore[index]
+
+        def step(name: str, pause: float) -> Any:
+            async def node(state: Chat) -> dict[str, Any]:
+                if pause:  # counted from inside the step: the run's first write also creates the tables
+                    await asyncio.sleep(0.1)
+                    seen.append(await count())
+                    await asyncio.sleep(pause)
+                return {"log": [name]}
+
+            return node
+
+        async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+            graph = (
+                StateGraph(Chat)
+                .add_node("quick", step("quick", 0.0))
+                .add_node("slow", step("slow", 0.2))
+                .add_node("slower", step("slower", 0.2))
+                .add_edge(START, "quick")
+                .add_edge("quick", "slow")
+                .add_edge("slow", "slower")
+                .compile(checkpointer=saver)
+            )
+            await graph.ainvoke({"log": ["hi"]}, {"configurable": {"thread_id": "a"}})
+            assert await count() == 5
+
+    with private_schema("plait_held") as dsn:
+        asyncio.run(main(dsn))
+    assert seen == [3, 4]  # in "slow": the input, the start and "quick"; in "slower": "slow" too
+
+
 # -- every way a run ends sends what it held (the grace period made long, so no timer hides it) -----
 
 
