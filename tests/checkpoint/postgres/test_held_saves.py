@@ -162,24 +162,27 @@ def test_async_runs_hold_their_saves_too() -> None:
     async def main(dsn: str) -> None:
         async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
 
+            async def count() -> int:
+                async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+                    cur = await conn.execute("SELECT count(*) FROM plait_checkpoints")
+                    return int((await cur.fetchone())[0])  # type: ignore[index]
+
+            seen: list[int] = []
+
             async def reply(state: Chat) -> dict[str, Any]:
-                await asyncio.sleep(0.4)
+                await asyncio.sleep(
+                    0.1
+                )  # counted from inside the step (the run's first write creates the tables)
+                seen.append(await count())
+                await asyncio.sleep(0.2)
                 return {"log": ["re"]}
 
             graph = (
                 StateGraph(Chat).add_node("reply", reply).add_edge(START, "reply").compile(checkpointer=saver)
             )
             config = {"configurable": {"thread_id": "a"}}
-
-            async def count() -> int:
-                async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-                    cur = await conn.execute("SELECT count(*) FROM plait_checkpoints")
-                    return int((await cur.fetchone())[0])  # type: ignore[index]
-
-            run = asyncio.ensure_future(graph.ainvoke({"log": ["hi"]}, config))
-            await asyncio.sleep(0.2)
-            assert await count() == 2  # sent while "reply" sleeps
-            assert (await run)["log"] == ["hi", "re"]
+            assert (await graph.ainvoke({"log": ["hi"]}, config))["log"] == ["hi", "re"]
+            assert seen == [2]  # sent while "reply" sleeps
             assert await count() == 3
             steps = [s.metadata["step"] async for s in graph.aget_state_history(config)]
             assert steps == [1, 0, -1]
