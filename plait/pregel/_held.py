@@ -222,8 +222,8 @@ class AsyncHeldSaves(_Held):
         """The grace period is over: a task sends what is still held (usually the run's last save
         took it already, and no task is needed)."""
         self._timer = None
-        if self.held is not None:
-            self._late = asyncio.get_running_loop().create_task(self._late_send())
+        if self.held is not None:  # run to its end even if someone cancels the task (see _complete)
+            self._late = asyncio.get_running_loop().create_task(_complete(self._late_send()))
 
     async def _save(self, effect: Save) -> None:
         async with self._wire:

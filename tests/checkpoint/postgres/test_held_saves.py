@@ -158,6 +158,28 @@ def test_a_held_save_that_fails_in_the_background_is_raised(
     assert _checkpoints(saver, "t") == 1
 
 
+def test_a_held_save_that_fails_in_the_background_of_an_async_run_is_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_held, "GRACE", 0.2)
+
+    async def main(dsn: str) -> None:
+        async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+            held = _held.AsyncHeldSaves(saver, ("t", ""))
+            await held.save(Save((put_call(None, "1", ["a"], None),)))  # held: the thread is still empty
+            await saver._asave_many([put_call(None, "0", ["z"], None)], None)  # another writer moves it first
+            await asyncio.sleep(0.6)  # the held put goes out, expecting an empty thread, and is refused
+            with pytest.raises(CheckpointConflictError):
+                await held.save(Save((put_call("1", "2", ["a", "b"], "1"),)))
+            await held.finish()  # nothing left
+            assert [t.checkpoint["id"] async for t in saver.alist({"configurable": {"thread_id": "t"}})] == [
+                "0"
+            ]
+
+    with private_schema("plait_held") as dsn:
+        asyncio.run(main(dsn))
+
+
 def test_async_runs_hold_their_saves_too() -> None:
     async def main(dsn: str) -> None:
         async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
