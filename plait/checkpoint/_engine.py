@@ -25,7 +25,7 @@ from plait.checkpoint._delta import EMPTY_FIELDS, Entry, ValueCache
 from plait.checkpoint._engine_batch import BatchedSaves
 from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Session, Setup, Step, drive, iterate
 from plait.checkpoint._engine_read import SqlReader, Thread, config_of, thread_of
-from plait.checkpoint._engine_sql import PutRows, put_allowed
+from plait.checkpoint._engine_sql import PutRows, WriteRow, put_allowed
 from plait.checkpoint._keyframe import encode_values
 from plait.checkpoint._lease import DEFAULT_TTL, ThreadLeases
 from plait.checkpoint._locks import check_head
@@ -434,7 +434,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
         yield from self._ready(write=True)
         thread, cid = thread_of(config)
         self._leases.drop_ahead(thread[0])
-        rows: builtins.list[tuple[Any, ...]] = []
+        rows: builtins.list[WriteRow] = []
         for i, (channel, value) in enumerate(writes):
             try:
                 data = self.serde.dumps(value)
@@ -444,17 +444,13 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
         yield Batch(self._writes_steps(thread, cid, task_id, rows), durable=self._durable(thread[0]))
 
     def _writes_steps(
-        self,
-        thread: tuple[str, str],
-        cid: str | None,
-        task_id: str,
-        rows: Sequence[tuple[int, str, str, bytes]],
+        self, thread: Thread, cid: str | None, task_id: str, rows: Sequence[WriteRow]
     ) -> tuple[Step, ...]:
-        """The backend's statements storing a task's writes (``(idx, channel, task_path, blob)`` rows)."""
-        return (
-            Step(self.sql.DELETE_TASK_WRITES, [*thread, cid, task_id]),
-            Step(self.sql.INSERT_WRITE, [(*thread, cid, task_id, *row) for row in rows], True),
+        """The backend's statements storing a task's writes (replacing those it wrote before)."""
+        writes_steps: Callable[[Thread, str | None, str, Sequence[WriteRow]], tuple[Step, ...]] = (
+            self.sql.writes_steps
         )
+        return writes_steps(thread, cid, task_id, rows)
 
     def _delete_thread(self, thread_id: str) -> Ops[None]:
         thread_id = check_thread_id(thread_id)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["BlobRow", "PutRows", "page_query", "put_allowed"]
+__all__ = ["BlobRow", "PutRows", "WriteRow", "page_query", "put_allowed"]
 
 
 BlobRow = tuple[str, str, "str | None", str, bytes]
 """A value row to write: ``(channel, row id, prev id, kind, data)``."""
+
+WriteRow = tuple[int, str, str, bytes]
+"""A task's write to store: ``(idx, channel, task_path, data)``."""
 
 
 class PutRows(NamedTuple):

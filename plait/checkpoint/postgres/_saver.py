@@ -16,7 +16,8 @@ from typing_extensions import Self
 
 from plait.checkpoint._engine import SqlSaverBase
 from plait.checkpoint._engine_ops import Batch, Fetch, Op, Ops, Session, Setup, Step, drive, run_session
-from plait.checkpoint._engine_sql import PutRows
+from plait.checkpoint._engine_read import Thread
+from plait.checkpoint._engine_sql import PutRows, WriteRow
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.postgres._functions import FUNCTION_BODIES, FUNCTIONS, function_body
@@ -82,11 +83,7 @@ class PostgresBase(SqlSaverBase):
         return _sql.put_ops(rows, self._temporary)
 
     def _writes_steps(
-        self,
-        thread: tuple[str, str],
-        cid: str | None,
-        task_id: str,
-        rows: Sequence[tuple[int, str, str, bytes]],
+        self, thread: Thread, cid: str | None, task_id: str, rows: Sequence[WriteRow]
     ) -> tuple[Step, ...]:
         return _sql.writes_steps(thread, cid, task_id, rows, self._temporary)
 

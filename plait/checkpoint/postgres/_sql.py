@@ -8,7 +8,7 @@ from typing import Any
 from typing_extensions import LiteralString
 
 from plait.checkpoint._engine_ops import Fetch, Ops, Step
-from plait.checkpoint._engine_sql import PutRows, page_query
+from plait.checkpoint._engine_sql import PutRows, WriteRow, page_query
 from plait.checkpoint._lease import lease_sql
 from plait.checkpoint.postgres._functions import HEAD_COLUMNS, PUT_FUNCTION
 from plait.checkpoint.postgres._literal import render, usable
@@ -324,10 +324,10 @@ def writes_steps(
     thread: tuple[str, str],
     cid: str | None,
     task_id: str,
-    rows: Sequence[tuple[int, str, str, bytes]],
+    rows: Sequence[WriteRow],
     temporary: bool,
 ) -> tuple[Step, ...]:
-    """A task's writes (``(idx, channel, task_path, blob)`` rows) as one call of ``plait_put_writes``.
+    """A task's writes as one call of ``plait_put_writes``.
 
     A later row with the same ``idx`` replaces an earlier one, as one upsert after another would.
     """

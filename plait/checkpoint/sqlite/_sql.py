@@ -6,7 +6,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from plait.checkpoint._engine_ops import Ops, Session, Step
-from plait.checkpoint._engine_sql import PutRows, page_query, put_allowed
+from plait.checkpoint._engine_sql import PutRows, WriteRow, page_query, put_allowed
 from plait.checkpoint._lease import lease_sql
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "put_ops",
     "list_query",
     "writes_query",
+    "writes_steps",
 ]
 
 SCHEMA_VERSION = 3
@@ -227,6 +228,16 @@ ROW_EXISTS = """SELECT 1 FROM plait_checkpoint_blobs
     WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND checkpoint_id = ?"""
 REWRITE_BLOB = """UPDATE plait_checkpoint_blobs SET prev_id = ?, kind = ?, value = ?
     WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND checkpoint_id = ?"""
+
+
+def writes_steps(
+    thread: tuple[str, str], cid: str | None, task_id: str, rows: Sequence[WriteRow]
+) -> tuple[Step, ...]:
+    """A task's writes: those it wrote before go (an interrupt or a resume stays), these are stored."""
+    return (
+        Step(DELETE_TASK_WRITES, [*thread, cid, task_id]),
+        Step(INSERT_WRITE, [(*thread, cid, task_id, *row) for row in rows], True),
+    )
 
 
 def put_ops(rows: PutRows) -> Ops[tuple[str | None, bool]]:
