@@ -95,11 +95,7 @@ class _Timers:
                 while not self._heap or self._heap[0][0] > time.monotonic():
                     self._ready.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
                 _, _, due, fn = heapq.heappop(self._heap)
-            try:
-                wanted = due()
-            except Exception:  # noqa: BLE001 - the sender finds out for itself
-                wanted = True
-            if wanted:
+            if due():
                 self._due.put(fn)
 
     def _send(self) -> None:
