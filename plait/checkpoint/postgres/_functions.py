@@ -1,8 +1,9 @@
 """plait's server-side functions on PostgreSQL, and how a set-up keeps them current.
 
 Each makes a step of a run one statement, whose own statements plpgsql plans once per
-connection: ``plait_put`` (a checkpoint), ``plait_begin`` (a run's lease and the head it starts
-from), ``plait_release`` (the lease given back, durably) and ``plait_put_writes`` (a task's writes).
+connection: ``plait_put`` (a checkpoint), ``plait_put_many`` (a batch's checkpoints of one thread),
+``plait_begin`` (a run's lease and the head it starts from), ``plait_release`` (the lease given
+back, durably) and ``plait_put_writes`` (a task's writes).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ __all__ = [
     "FUNCTION_BODIES",
     "HEAD_COLUMNS",
     "PUT_FUNCTION",
+    "PUT_MANY_FUNCTION",
     "RELEASE_FUNCTION",
     "WRITES_FUNCTION",
     "function_body",
@@ -67,6 +69,66 @@ BEGIN
           checkpoint = excluded.checkpoint, metadata = excluded.metadata;
 END $$"""
 """One put in one statement and one round trip: the thread's advisory lock, the head check, every row."""
+
+PUT_MANY_FUNCTION = """CREATE OR REPLACE FUNCTION plait_put_many(t text, ns text, lock_key text, durable boolean,
+    cids text[], parents text[], need_parents boolean[], do_checks boolean[], expecteds text[], steps integer[],
+    sources text[], createds text[], records bytea[], metas bytea[],
+    b_puts integer[], channels text[], versions text[], prevs text[], kinds text[], datas bytea[],
+    rw_channels text[], rw_versions text[], rw_prevs text[], rw_kinds text[], rw_datas bytea[])
+    RETURNS SETOF text LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    head text;
+    ok boolean := true;
+BEGIN
+    IF NOT durable THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtext(lock_key));
+    SELECT c.checkpoint_id INTO head FROM plait_checkpoints c
+        WHERE c.thread_id = t AND c.checkpoint_ns = ns ORDER BY c.checkpoint_id DESC LIMIT 1;
+    -- each put's rule as if the puts before it were stored (the caller sends increasing ids)
+    FOR i IN 1 .. COALESCE(array_length(cids, 1), 0) LOOP
+        RETURN NEXT head;
+        IF need_parents[i] AND NOT COALESCE(parents[i] = head OR parents[i] = ANY(cids[1:i - 1])
+                OR EXISTS(SELECT 1 FROM plait_checkpoints c
+                  WHERE c.thread_id = t AND c.checkpoint_ns = ns AND c.checkpoint_id = parents[i]), false)
+            OR do_checks[i] AND (head IS DISTINCT FROM expecteds[i] OR (head IS NOT NULL AND cids[i] <= head)) THEN
+            ok := false;
+        END IF;
+        IF head IS NULL OR cids[i] > head THEN
+            head := cids[i];
+        END IF;
+    END LOOP;
+    -- every row a delta builds on: stored by an earlier put of these, or already there
+    ok := ok AND NOT EXISTS(SELECT 1 FROM unnest(b_puts, channels, prevs) AS r(i, c, p)
+        LEFT JOIN LATERAL (SELECT true AS hit FROM plait_checkpoint_blobs b
+          WHERE b.thread_id = t AND b.checkpoint_ns = ns AND b.channel = r.c AND b.version = r.p LIMIT 1) x
+        ON true
+        WHERE r.p IS NOT NULL AND need_parents[r.i] AND x.hit IS NULL
+          AND NOT EXISTS(SELECT 1 FROM unnest(b_puts, channels, versions) AS e(i, c, v)
+            WHERE e.i < r.i AND e.c = r.c AND e.v = r.p));
+    IF NOT ok THEN
+        RAISE EXCEPTION 'plait_put refused: the thread moved or a base row was pruned';
+    END IF;
+    INSERT INTO plait_checkpoint_blobs AS b (thread_id, checkpoint_ns, channel, version, prev_id, type, blob)
+        SELECT t, ns, r.c, r.v, r.p, r.k, r.d FROM unnest(channels, versions, prevs, kinds, datas) AS r(c, v, p, k, d)
+        ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
+          prev_id = excluded.prev_id, type = excluded.type, blob = excluded.blob;
+    FOR i IN 1 .. COALESCE(array_length(rw_channels, 1), 0) LOOP
+        UPDATE plait_checkpoint_blobs SET prev_id = rw_prevs[i], type = rw_kinds[i], blob = rw_datas[i]
+            WHERE thread_id = t AND checkpoint_ns = ns AND channel = rw_channels[i] AND version = rw_versions[i];
+    END LOOP;
+    INSERT INTO plait_checkpoints AS x (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step,
+          source, created_at, checkpoint, metadata)
+        SELECT t, ns, r.i, r.p, r.s, r.o, r.c, r.r, r.m
+          FROM unnest(cids, parents, steps, sources, createds, records, metas) AS r(i, p, s, o, c, r, m)
+        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+          parent_checkpoint_id = excluded.parent_checkpoint_id, step = excluded.step, source = excluded.source,
+          checkpoint = excluded.checkpoint, metadata = excluded.metadata;
+END $$"""
+"""Several puts of one thread in one call (a batch's, see :mod:`plait.checkpoint.postgres._merge`):
+each put's rule checked as :data:`PUT_FUNCTION` checks it, given the puts before it; any put refused
+fails the call, storing none of them; answers the head each put found."""
 
 BEGIN_FUNCTION = f"""CREATE OR REPLACE FUNCTION plait_begin(t text, ns text, me text, ttl float8, stale float8,
     queue boolean) RETURNS TABLE(owner text, checkpoint_id text, parent_checkpoint_id text, step integer,
@@ -140,6 +202,7 @@ END $$"""
 
 FUNCTIONS = {
     "plait_put": PUT_FUNCTION,
+    "plait_put_many": PUT_MANY_FUNCTION,
     "plait_begin": BEGIN_FUNCTION,
     "plait_release": RELEASE_FUNCTION,
     "plait_put_writes": WRITES_FUNCTION,

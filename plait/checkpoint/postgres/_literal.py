@@ -3,7 +3,7 @@
 psycopg's ``ClientCursor.mogrify`` adapts any type through its dumper registry, and quotes array
 elements with a regular expression per element: a tenth of a ``plait serve`` worker's CPU on
 PostgreSQL went there. The statements of a save bind only ``None``, ``bool``, ``int``, ``float``,
-``str``, ``bytes`` and lists of ``str``, of ``bytes`` or of ``int``; :func:`render` writes those directly and
+``str``, ``bytes`` and lists of ``str``, of ``bytes``, of ``int`` or of ``bool``; :func:`render` writes those directly and
 answers ``None`` for anything else (the caller then lets psycopg do it). It needs
 ``standard_conforming_strings`` on and a UTF-8 connection (:func:`usable`), PostgreSQL's defaults.
 """
@@ -50,6 +50,8 @@ def _array(items: Sequence[object]) -> str:
     kinds: set[type] = {type(item) for item in items if item is not None}
     if kinds == {int}:
         return "'{" + ",".join("NULL" if item is None else str(item) for item in items) + "}'"
+    if kinds == {bool}:
+        return "'{" + ",".join("NULL" if item is None else "t" if item else "f" for item in items) + "}'"
     if not kinds <= {str} and kinds != {bytes}:
         raise _Unsupported
     body = (

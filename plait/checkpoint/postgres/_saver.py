@@ -21,6 +21,7 @@ from plait.checkpoint._engine_sql import PutRows, WriteRow
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.postgres._functions import FUNCTION_BODIES, FUNCTIONS, function_body
+from plait.checkpoint.postgres._merge import merge_puts
 from plait.checkpoint.serde import Serializer
 from plait.errors import SchemaVersionError
 
@@ -239,15 +240,21 @@ class PostgresSaver(PostgresBase):
 
 
 def _batch(conn: psycopg.Connection[Any], op: Batch) -> list[Any]:
-    """The statements in one transaction and one round trip: one multi-statement query (autocommit)."""
-    steps = op.steps if op.durable else (Step(_sql.ASYNC_COMMIT, []), *op.steps)
-    skip = len(steps) - len(op.steps)
+    """The statements in one transaction and one round trip: one multi-statement query (autocommit).
+
+    A thread's puts go as one statement (:func:`merge_puts`); each step is still answered.
+    """
+    merged, expand = merge_puts(op.steps)
+    steps = merged if op.durable else (Step(_sql.ASYNC_COMMIT, []), *merged)
+    skip = len(steps) - len(merged)
     if not conn.autocommit:
         with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-            return [step(cur, item) for item in steps][skip:]
-    with psycopg.ClientCursor(conn, row_factory=tuple_row) as cur:
-        cur.execute(_sql.join_steps(cur, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
-        return _answers(cur, steps)[skip:]
+            answers = [step(cur, item) for item in steps][skip:]
+    else:
+        with psycopg.ClientCursor(conn, row_factory=tuple_row) as cur:
+            cur.execute(_sql.join_steps(cur, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
+            answers = _answers(cur, steps)[skip:]
+    return answers if expand is None else expand(answers)
 
 
 def _answers(cur: psycopg.ClientCursor[Any], steps: tuple[Step, ...]) -> list[Any]:

@@ -43,6 +43,7 @@ __all__ = [
     "STRICT",
     "TEMPORARY",
     "THREADS",
+    "WRITES_STATEMENTS",
     "chain_query",
     "join_steps",
     "legacy_steps",
@@ -318,6 +319,8 @@ def put_ops(rows: PutRows, temporary: bool = False) -> Ops[tuple[str | None, boo
 
 _PUT_WRITES = "SELECT plait_put_writes(%s, %s, %s, %s, %s, %s, %s, %s)"
 _PUT_WRITES_TEMP = _PUT_WRITES.replace("SELECT plait_", "SELECT pg_temp.plait_")
+WRITES_STATEMENTS = frozenset({_PUT_WRITES, _PUT_WRITES_TEMP})
+"""A task's writes (:func:`writes_steps`): they touch no row a put reads or writes."""
 
 
 def writes_steps(

@@ -30,6 +30,7 @@ from plait.checkpoint._engine_ops import (
 )
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
+from plait.checkpoint.postgres._merge import merge_puts
 from plait.checkpoint.postgres._saver import PostgresBase, has_rows, stirred
 from plait.checkpoint.serde import Serializer
 
@@ -152,14 +153,17 @@ async def _perform_on(conn: _Conn, op: Op) -> Any:
         async with conn.transaction(), conn.cursor(row_factory=tuple_row, binary=True) as cur:
             return await _step(cur, Step(op.sql, op.params))
     if isinstance(op, Batch):
-        steps = op.steps if op.durable else (Step(_sql.ASYNC_COMMIT, []), *op.steps)
-        skip = len(steps) - len(op.steps)
+        merged, expand = merge_puts(op.steps)  # a thread's puts as one statement
+        steps = merged if op.durable else (Step(_sql.ASYNC_COMMIT, []), *merged)
+        skip = len(steps) - len(merged)
         if conn.autocommit:  # one multi-statement query: one implicit transaction, one round trip
             async with psycopg.AsyncClientCursor(conn, row_factory=tuple_row) as client:
                 await client.execute(_sql.join_steps(client, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
-                return (await _answers(client, steps))[skip:]
-        async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-            return [await _step(cur, item) for item in steps][skip:]
+                answers = (await _answers(client, steps))[skip:]
+        else:
+            async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+                answers = [await _step(cur, item) for item in steps][skip:]
+        return answers if expand is None else expand(answers)
     if not isinstance(op, Session):
         raise TypeError(f"not an operation on a connection: {op!r}")
     async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:

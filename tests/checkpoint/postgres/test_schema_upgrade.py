@@ -27,7 +27,7 @@ from plait.checkpoint.postgres._functions import FUNCTIONS, function_body
 from plait.checkpoint.postgres.aio import AsyncPostgresSaver
 from plait.graph import START, StateGraph
 
-ALL = ["plait_begin", "plait_put", "plait_put_writes", "plait_release"]
+ALL = ["plait_begin", "plait_put", "plait_put_many", "plait_put_writes", "plait_release"]
 
 
 class S(TypedDict):
@@ -76,7 +76,7 @@ def test_a_database_without_the_new_functions_gains_them_on_first_run() -> None:
             assert _builder().compile(checkpointer=saver).invoke({"x": ["one"]}, config) == {
                 "x": ["one", "a"]
             }
-        _admin(dsn, "DROP FUNCTION plait_begin, plait_release, plait_put_writes")
+        _admin(dsn, "DROP FUNCTION plait_begin, plait_release, plait_put_writes, plait_put_many")
         assert list(_functions(dsn)) == ["plait_put"]
         with PostgresSaver.from_conn_string(dsn) as saver:
             graph = _builder().compile(checkpointer=saver)
@@ -141,7 +141,7 @@ def test_the_async_saver_gains_the_functions_too() -> None:
 
     with private_schema("plait_up") as dsn:
         assert asyncio.run(turn(dsn, "one")) == {"x": ["one", "a"]}
-        _admin(dsn, "DROP FUNCTION plait_begin, plait_release, plait_put_writes")
+        _admin(dsn, "DROP FUNCTION plait_begin, plait_release, plait_put_writes, plait_put_many")
         assert asyncio.run(turn(dsn, "two")) == {"x": ["one", "a", "two", "a"]}
         assert sorted(_functions(dsn)) == ALL
 
