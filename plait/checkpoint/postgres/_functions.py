@@ -137,6 +137,7 @@ BEGIN_FUNCTION = f"""CREATE OR REPLACE FUNCTION plait_begin(t text, ns text, me 
 DECLARE
     got text;
 BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- a lease taken need not reach the disk
     INSERT INTO plait_checkpoint_leases AS l (thread_id, checkpoint_ns, owner, expires_at)
         VALUES (t, ns, me, clock_timestamp() + ttl * interval '1 second')
         ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET owner = excluded.owner,
@@ -165,7 +166,8 @@ BEGIN
     END IF;
 END $$"""
 """A run's start in one statement and one round trip: take the thread's lease (or queue for it) and,
-when taken, read its head (the rows of :data:`SELECT_HEAD`, each after the owner)."""
+when taken, read its head (the rows of :data:`SELECT_HEAD`, each after the owner). Its commit never
+waits for the disk (it turns ``synchronous_commit`` off itself)."""
 
 RELEASE_FUNCTION = """CREATE OR REPLACE FUNCTION plait_release(t text, ns text, me text) RETURNS integer
     LANGUAGE plpgsql AS $$

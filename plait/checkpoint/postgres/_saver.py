@@ -25,7 +25,15 @@ from plait.checkpoint.postgres._merge import merge_puts
 from plait.checkpoint.serde import Serializer
 from plait.errors import SchemaVersionError
 
-__all__ = ["PostgresBase", "PostgresSaver", "check_if_stirred", "has_rows", "migrate_body", "stirred"]
+__all__ = [
+    "PostgresBase",
+    "PostgresSaver",
+    "check_if_stirred",
+    "durable_itself",
+    "has_rows",
+    "migrate_body",
+    "stirred",
+]
 
 IDENTITY = (
     # the server's identity, whatever route reached it (TCP, another host name, a unix socket)
@@ -245,7 +253,7 @@ def _batch(conn: psycopg.Connection[Any], op: Batch) -> list[Any]:
     A thread's puts go as one statement (:func:`merge_puts`); each step is still answered.
     """
     merged, expand = merge_puts(op.steps)
-    steps = merged if op.durable else (Step(_sql.ASYNC_COMMIT, []), *merged)
+    steps = merged if durable_itself(op, merged) else (Step(_sql.ASYNC_COMMIT, []), *merged)
     skip = len(steps) - len(merged)
     if not conn.autocommit:
         with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
@@ -255,6 +263,12 @@ def _batch(conn: psycopg.Connection[Any], op: Batch) -> list[Any]:
             cur.execute(_sql.join_steps(cur, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
             answers = _answers(cur, steps)[skip:]
     return answers if expand is None else expand(answers)
+
+
+def durable_itself(op: Batch, steps: tuple[Step, ...]) -> bool:
+    """Whether ``steps`` need no ``ASYNC_COMMIT`` first: the batch is durable, or one of them turns
+    ``synchronous_commit`` off itself."""
+    return op.durable or any(item.sql in _sql.ASYNC_BY_ITSELF for item in steps)
 
 
 def _answers(cur: psycopg.ClientCursor[Any], steps: tuple[Step, ...]) -> list[Any]:

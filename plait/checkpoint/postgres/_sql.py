@@ -14,6 +14,7 @@ from plait.checkpoint.postgres._functions import HEAD_COLUMNS, PUT_FUNCTION
 from plait.checkpoint.postgres._literal import render, usable
 
 __all__ = [
+    "ASYNC_BY_ITSELF",
     "ASYNC_COMMIT",
     "BLOB_KEYS",
     "DELETE_BLOB",
@@ -262,6 +263,8 @@ LEASE_TEMP = LEASE._replace(
     release=_RELEASE.replace("SELECT plait_", "SELECT pg_temp.plait_"),
 )
 """:data:`LEASE` where plait's tables and functions live in the connection's temporary schema."""
+ASYNC_BY_ITSELF = frozenset({LEASE.begin, LEASE_TEMP.begin})
+"""Statements that turn ``synchronous_commit`` off themselves (a batch of them needs no ``ASYNC_COMMIT``)."""
 
 PUT = f"""SELECT head, there FROM plait_put({", ".join(["%s"] * 24)})"""
 PUT_TEMP = PUT.replace("FROM plait_put(", "FROM pg_temp.plait_put(")

@@ -31,7 +31,7 @@ from plait.checkpoint._engine_ops import (
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.postgres._merge import merge_puts
-from plait.checkpoint.postgres._saver import PostgresBase, has_rows, stirred
+from plait.checkpoint.postgres._saver import PostgresBase, durable_itself, has_rows, stirred
 from plait.checkpoint.serde import Serializer
 
 __all__ = ["AsyncPostgresSaver"]
@@ -154,7 +154,7 @@ async def _perform_on(conn: _Conn, op: Op) -> Any:
             return await _step(cur, Step(op.sql, op.params))
     if isinstance(op, Batch):
         merged, expand = merge_puts(op.steps)  # a thread's puts as one statement
-        steps = merged if op.durable else (Step(_sql.ASYNC_COMMIT, []), *merged)
+        steps = merged if durable_itself(op, merged) else (Step(_sql.ASYNC_COMMIT, []), *merged)
         skip = len(steps) - len(merged)
         if conn.autocommit:  # one multi-statement query: one implicit transaction, one round trip
             async with psycopg.AsyncClientCursor(conn, row_factory=tuple_row) as client:
