@@ -17,6 +17,9 @@ from typing import Any, cast
 __all__ = ["render", "usable"]
 
 
+_NONE = type(None)
+
+
 class _Unsupported(Exception):
     """A value this module does not write (psycopg adapts it instead)."""
 
@@ -37,31 +40,29 @@ def _text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _element(value: str | bytes) -> str:
-    """One non-NULL element of an array literal, double-quoted."""
-    if isinstance(value, bytes):
-        return '"\\\\x' + value.hex() + '"'
+def _quoted(value: str) -> str:
+    """One non-NULL text element of an array literal, double-quoted."""
     if "\x00" in value:
         raise _Unsupported
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _array(items: Sequence[object]) -> str:
-    kinds: set[type] = {type(item) for item in items if item is not None}
+    kinds: set[type] = set(map(type, items))
+    kinds.discard(_NONE)
+    if not kinds or kinds == {str}:
+        texts = cast("Sequence[str | None]", items)
+        return _text("{" + ",".join("NULL" if item is None else _quoted(item) for item in texts) + "}")
+    if kinds == {bytes}:  # hex digits, NULL and quotes: nothing to double
+        blobs = cast("Sequence[bytes | None]", items)
+        return (
+            "'{" + ",".join("NULL" if b is None else '"\\\\x' + b.hex() + '"' for b in blobs) + "}'::bytea[]"
+        )
     if kinds == {int}:
         return "'{" + ",".join("NULL" if item is None else str(item) for item in items) + "}'"
     if kinds == {bool}:
         return "'{" + ",".join("NULL" if item is None else "t" if item else "f" for item in items) + "}'"
-    if not kinds <= {str} and kinds != {bytes}:
-        raise _Unsupported
-    body = (
-        "{"
-        + ",".join("NULL" if item is None else _element(cast("str | bytes", item)) for item in items)
-        + "}"
-    )
-    if kinds == {bytes}:
-        return "'" + body + "'::bytea[]"  # hex digits, NULL and quotes: nothing to double
-    return _text(body)  # untyped, as psycopg writes it: the parameter's type decides
+    raise _Unsupported  # mixed or other element types
 
 
 def _signed(text: str) -> str:
