@@ -25,7 +25,18 @@ HEAD_COLUMNS = (
 )
 """The columns of a head checkpoint row, as ``c`` (``SELECT_HEAD`` and ``plait_begin``)."""
 
-PUT_FUNCTION = """CREATE OR REPLACE FUNCTION plait_put(
+_VALUE_ROWS = """    INSERT INTO plait_checkpoint_blobs AS b (thread_id, checkpoint_ns, channel, version, prev_id, type, blob)
+        SELECT t, ns, r.c, r.v, r.p, r.k, r.d FROM unnest(channels, versions, prevs, kinds, datas) AS r(c, v, p, k, d)
+        ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
+          prev_id = excluded.prev_id, type = excluded.type, blob = excluded.blob;
+    FOR i IN 1 .. COALESCE(array_length(rw_channels, 1), 0) LOOP
+        UPDATE plait_checkpoint_blobs SET prev_id = rw_prevs[i], type = rw_kinds[i], blob = rw_datas[i]
+            WHERE thread_id = t AND checkpoint_ns = ns AND channel = rw_channels[i] AND version = rw_versions[i];
+    END LOOP;
+"""
+"""The value rows of a put (or of several): inserted, then the keyframe rows they consolidate rewritten."""
+
+PUT_FUNCTION = f"""CREATE OR REPLACE FUNCTION plait_put(
     t text, ns text, cid text, parent text, need_parent boolean, do_check boolean, expected text,
     lock_key text, durable boolean, step integer, source text, created text, record bytea, meta bytea,
     channels text[], versions text[], prevs text[], kinds text[], datas bytea[],
@@ -53,15 +64,7 @@ BEGIN
             (head IS DISTINCT FROM expected OR (head IS NOT NULL AND cid <= head))) THEN
         RETURN;
     END IF;
-    INSERT INTO plait_checkpoint_blobs AS b (thread_id, checkpoint_ns, channel, version, prev_id, type, blob)
-        SELECT t, ns, r.c, r.v, r.p, r.k, r.d FROM unnest(channels, versions, prevs, kinds, datas) AS r(c, v, p, k, d)
-        ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
-          prev_id = excluded.prev_id, type = excluded.type, blob = excluded.blob;
-    FOR i IN 1 .. COALESCE(array_length(rw_channels, 1), 0) LOOP
-        UPDATE plait_checkpoint_blobs SET prev_id = rw_prevs[i], type = rw_kinds[i], blob = rw_datas[i]
-            WHERE thread_id = t AND checkpoint_ns = ns AND channel = rw_channels[i] AND version = rw_versions[i];
-    END LOOP;
-    INSERT INTO plait_checkpoints AS x (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step,
+{_VALUE_ROWS}    INSERT INTO plait_checkpoints AS x (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step,
           source, created_at, checkpoint, metadata)
         VALUES (t, ns, cid, parent, step, source, created, record, meta)
         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
@@ -70,7 +73,7 @@ BEGIN
 END $$"""
 """One put in one statement and one round trip: the thread's advisory lock, the head check, every row."""
 
-PUT_MANY_FUNCTION = """CREATE OR REPLACE FUNCTION plait_put_many(t text, ns text, lock_key text, durable boolean,
+PUT_MANY_FUNCTION = f"""CREATE OR REPLACE FUNCTION plait_put_many(t text, ns text, lock_key text, durable boolean,
     cids text[], parents text[], need_parents boolean[], do_checks boolean[], expecteds text[], steps integer[],
     sources text[], createds text[], records bytea[], metas bytea[],
     b_puts integer[], channels text[], versions text[], prevs text[], kinds text[], datas bytea[],
@@ -110,15 +113,7 @@ BEGIN
     IF NOT ok THEN
         RAISE EXCEPTION 'plait_put refused: the thread moved or a base row was pruned';
     END IF;
-    INSERT INTO plait_checkpoint_blobs AS b (thread_id, checkpoint_ns, channel, version, prev_id, type, blob)
-        SELECT t, ns, r.c, r.v, r.p, r.k, r.d FROM unnest(channels, versions, prevs, kinds, datas) AS r(c, v, p, k, d)
-        ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO UPDATE SET
-          prev_id = excluded.prev_id, type = excluded.type, blob = excluded.blob;
-    FOR i IN 1 .. COALESCE(array_length(rw_channels, 1), 0) LOOP
-        UPDATE plait_checkpoint_blobs SET prev_id = rw_prevs[i], type = rw_kinds[i], blob = rw_datas[i]
-            WHERE thread_id = t AND checkpoint_ns = ns AND channel = rw_channels[i] AND version = rw_versions[i];
-    END LOOP;
-    INSERT INTO plait_checkpoints AS x (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step,
+{_VALUE_ROWS}    INSERT INTO plait_checkpoints AS x (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step,
           source, created_at, checkpoint, metadata)
         SELECT t, ns, r.i, r.p, r.s, r.o, r.c, r.r, r.m
           FROM unnest(cids, parents, steps, sources, createds, records, metas) AS r(i, p, s, o, c, r, m)
