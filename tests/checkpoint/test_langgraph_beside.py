@@ -169,7 +169,7 @@ def _old_plait_layout(dsn: str) -> None:
             conn.execute(f"ALTER TABLE plait_{table} RENAME TO {table}")
             conn.execute(f"ALTER TABLE {table} RENAME CONSTRAINT plait_{table}_pkey TO {table}_pkey")
         conn.execute("DROP TABLE plait_migrations")
-        conn.execute("DROP FUNCTION plait_put, plait_begin, plait_release, plait_put_writes")
+        conn.execute("DROP FUNCTION plait_put, plait_put_many, plait_begin, plait_release, plait_put_writes")
         conn.execute("CREATE TABLE checkpoint_migrations (v INTEGER PRIMARY KEY)")
         conn.execute("INSERT INTO checkpoint_migrations VALUES (1), (2)")
 

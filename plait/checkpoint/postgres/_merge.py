@@ -3,12 +3,14 @@
 A chat turn's batch holds three puts of one thread (input, first step, last step) and the
 task's writes between them. Each ``plait_put`` runs seven statements on the server (lock,
 head, checks, rows); ``plait_put_many`` takes the lock and reads the head once, checks every
-put as its own call would, given the puts before it, and stores all their rows with one
-statement per table.
+put as its own call would, given the puts before it, and stores all their value rows and all
+their checkpoint rows with one statement each (keyframe rows to rewrite: one update each, as
+before).
 
 A later put joins an earlier one's call only across steps that cannot see it (a task's
-writes, another thread's puts), and only with a newer checkpoint id (so no value row is
-written twice by one statement). Answers are handed back in the batch's own shape: each put
+writes, another thread's puts), only with a newer checkpoint id (so no value row is written
+twice by one statement), and only when no put already in the call rewrites the row its id
+names (see :func:`_may_join`). Answers are handed back in the batch's own shape: each put
 gets the head it found, as its own statement would have answered.
 """
 
@@ -41,7 +43,7 @@ def merge_puts(steps: tuple[Step, ...]) -> tuple[tuple[Step, ...], Expand | None
             own = item.params[_PREFIX:]
             key = (item.sql, own[0], own[1], own[7])  # form, thread, namespace, lock
             at = open_calls.get(key)
-            if at is not None and own[2] > steps[plan[at][-1]].params[_PREFIX + 2]:
+            if at is not None and _may_join(own, [steps[i].params[_PREFIX:] for i in plan[at]]):
                 plan[at].append(index)
                 continue
             open_calls[key] = len(plan)
@@ -63,6 +65,16 @@ def merge_puts(steps: tuple[Step, ...]) -> tuple[tuple[Step, ...], Expand | None
         return out
 
     return merged, expand
+
+
+def _may_join(own: Sequence[Any], before: Sequence[Sequence[Any]]) -> bool:
+    """Whether a put (its own parameters) may join the call of the puts ``before`` it.
+
+    Its id must be newer than theirs (no value row is written twice by one statement), and no
+    row they rewrite may be its own: the call rewrites rows after inserting every put's, where
+    one-by-one puts would have inserted this one's after the rewrite.
+    """
+    return own[2] > before[-1][2] and not any(own[2] in put[20] for put in before)
 
 
 def _call(puts: Sequence[Step]) -> Step:

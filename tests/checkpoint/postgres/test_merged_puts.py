@@ -55,13 +55,18 @@ def _calls(dsn: str) -> dict[str, int]:
     return {name: int(calls) for name, calls in rows}
 
 
-def _settled_calls(dsn: str, name: str, expected: int) -> dict[str, int]:
-    """:func:`_calls` once ``name`` reached ``expected`` (a closed session reports as it exits)."""
+def _settled_calls(dsn: str, **least: int) -> dict[str, int]:
+    """:func:`_calls` once each named count reached its least value and a later read agrees.
+
+    A session reports its counts as it exits, and also while it runs (at most once a second).
+    """
     calls: dict[str, int] = {}
     for _ in range(100):
         calls = _calls(dsn)
-        if calls.get(name, 0) >= expected:
-            break
+        if all(calls.get(name, 0) >= n for name, n in least.items()):
+            time.sleep(0.2)
+            if _calls(dsn) == calls:
+                break
         time.sleep(0.05)
     return calls
 
@@ -89,7 +94,7 @@ def test_a_long_batch_is_one_call_and_stores_what_one_by_one_puts_store(tracked:
         saver._save_many(_chain("batched", 40), None)
         for call in _chain("single", 40):
             saver._save_many([call], None)
-    calls = _settled_calls(tracked, "plait_put_many", 1)
+    calls = _settled_calls(tracked, plait_put_many=1, plait_put=40)
     assert calls.get("plait_put_many") == 1
     assert calls.get("plait_put") == 40  # the one-by-one thread's
     assert _rows(tracked, "batched") == _rows(tracked, "single")
@@ -108,7 +113,7 @@ def test_a_chat_turn_sends_its_three_puts_as_one_call(tracked: str) -> None:
         for n in range(5):
             assert graph.invoke({"x": [str(n)]}, config)["x"][-2:] == [str(n), "a"]
         assert len(list(graph.get_state_history(config))) == 15
-    calls = _settled_calls(tracked, "plait_put_many", 5)
+    calls = _settled_calls(tracked, plait_put_many=5)
     assert calls.get("plait_put_many") == 5
     assert calls.get("plait_put", 0) == 0
 
@@ -123,7 +128,7 @@ def test_an_async_chat_turn_sends_its_three_puts_as_one_call_too(tracked: str) -
             assert len([s async for s in graph.aget_state_history(config)]) == 9
 
     asyncio.run(main())
-    calls = _settled_calls(tracked, "plait_put_many", 3)
+    calls = _settled_calls(tracked, plait_put_many=3)
     assert calls.get("plait_put_many") == 3
     assert calls.get("plait_put", 0) == 0
 
@@ -142,7 +147,7 @@ def test_puts_of_two_threads_in_one_batch_join_per_thread(tracked: str) -> None:
             assert head.checkpoint["channel_values"] == {"x": ["v0", "v1", "v2"]}
         first = saver.get_tuple({"configurable": {"thread_id": "one", "checkpoint_id": "0001"}})
         assert first is not None and first.pending_writes == [("task", "x", ["w"])]
-    assert _settled_calls(tracked, "plait_put_many", 2).get("plait_put_many") == 2
+    assert _settled_calls(tracked, plait_put_many=2).get("plait_put_many") == 2
 
 
 def test_a_missing_base_row_refuses_the_call_and_the_puts_are_then_stored_whole(tracked: str) -> None:
@@ -169,11 +174,15 @@ def test_a_missing_base_row_refuses_the_call_and_the_puts_are_then_stored_whole(
 # -- the joining, on the steps a batch is made of --------------------------------------------
 
 
-def _step(thread: str, cid: str, parent: str | None, temporary: bool = False) -> Step:
-    """A batch's put statement (as ``_engine_batch.batched`` makes it) with one value row."""
+def _step(
+    thread: str, cid: str, parent: str | None, temporary: bool = False, rewrite: str | None = None
+) -> Step:
+    """A batch's put statement (as ``_engine_batch.batched`` makes it) with one value row, and one
+    row to ``rewrite``."""
     own: list[object] = [thread, "", cid, parent, parent is not None, True, parent, f"1:{thread}", False]
     own += [1, "loop", "2026-12-02T00:00:00+00:00", b"\x80", b"\x80"]
-    own += [["x"], [cid], [parent], ["delta" if parent else "full"], [b"\x01"], [], [], [], [], []]
+    own += [["x"], [cid], [parent], ["delta" if parent else "full"], [b"\x01"]]
+    own += [[], [], [], [], []] if rewrite is None else [["x"], [rewrite], [cid], ["delta"], [b"\x02"]]
     return Step(STRICT[PUT_TEMP if temporary else PUT], strict_params(own))
 
 
@@ -202,3 +211,9 @@ def test_merge_leaves_puts_it_may_not_join() -> None:
     assert merge_puts(mixed) == (mixed, None)
     merged, _ = merge_puts((_step("a", "2", "1", temporary=True), _step("a", "3", "2", temporary=True)))
     assert [item.sql for item in merged] == [PUT_MANY_TEMP]
+    # a put rewriting the row a later put writes: that later put may not join (the call rewrites
+    # after every insert), one before it may
+    ahead = (_step("a", "2", "1", rewrite="3"), _step("a", "3", "2"))
+    assert merge_puts(ahead) == (ahead, None)
+    merged, _ = merge_puts((_step("a", "2", "1", rewrite="1"), _step("a", "3", "2")))
+    assert [item.sql for item in merged] == [PUT_MANY]
