@@ -21,19 +21,11 @@ from plait.checkpoint._engine_sql import PutRows, WriteRow
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.postgres._functions import FUNCTION_BODIES, FUNCTIONS, function_body
-from plait.checkpoint.postgres._merge import merge_puts
+from plait.checkpoint.postgres._merge import batch_statements
 from plait.checkpoint.serde import Serializer
 from plait.errors import SchemaVersionError
 
-__all__ = [
-    "PostgresBase",
-    "PostgresSaver",
-    "check_if_stirred",
-    "durable_itself",
-    "has_rows",
-    "migrate_body",
-    "stirred",
-]
+__all__ = ["PostgresBase", "PostgresSaver", "check_if_stirred", "has_rows", "migrate_body", "stirred"]
 
 IDENTITY = (
     # the server's identity, whatever route reached it (TCP, another host name, a unix socket)
@@ -250,25 +242,15 @@ class PostgresSaver(PostgresBase):
 def _batch(conn: psycopg.Connection[Any], op: Batch) -> list[Any]:
     """The statements in one transaction and one round trip: one multi-statement query (autocommit).
 
-    A thread's puts go as one statement (:func:`merge_puts`); each step is still answered.
+    A thread's puts go as one statement (:func:`batch_statements`); each step is still answered.
     """
-    merged, expand = merge_puts(op.steps)
-    steps = merged if durable_itself(op, merged) else (Step(_sql.ASYNC_COMMIT, []), *merged)
-    skip = len(steps) - len(merged)
+    steps, answers = batch_statements(op)
     if not conn.autocommit:
         with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-            answers = [step(cur, item) for item in steps][skip:]
-    else:
-        with psycopg.ClientCursor(conn, row_factory=tuple_row) as cur:
-            cur.execute(_sql.join_steps(cur, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
-            answers = _answers(cur, steps)[skip:]
-    return answers if expand is None else expand(answers)
-
-
-def durable_itself(op: Batch, steps: tuple[Step, ...]) -> bool:
-    """Whether ``steps`` need no ``ASYNC_COMMIT`` first: the batch is durable, or one of them turns
-    ``synchronous_commit`` off itself."""
-    return op.durable or any(item.sql in _sql.ASYNC_BY_ITSELF for item in steps)
+            return answers([step(cur, item) for item in steps])
+    with psycopg.ClientCursor(conn, row_factory=tuple_row) as cur:
+        cur.execute(_sql.join_steps(cur, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
+        return answers(_answers(cur, steps))
 
 
 def _answers(cur: psycopg.ClientCursor[Any], steps: tuple[Step, ...]) -> list[Any]:

@@ -30,8 +30,8 @@ from plait.checkpoint._engine_ops import (
 )
 from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
-from plait.checkpoint.postgres._merge import merge_puts
-from plait.checkpoint.postgres._saver import PostgresBase, durable_itself, has_rows, stirred
+from plait.checkpoint.postgres._merge import batch_statements
+from plait.checkpoint.postgres._saver import PostgresBase, has_rows, stirred
 from plait.checkpoint.serde import Serializer
 
 __all__ = ["AsyncPostgresSaver"]
@@ -153,17 +153,13 @@ async def _perform_on(conn: _Conn, op: Op) -> Any:
         async with conn.transaction(), conn.cursor(row_factory=tuple_row, binary=True) as cur:
             return await _step(cur, Step(op.sql, op.params))
     if isinstance(op, Batch):
-        merged, expand = merge_puts(op.steps)  # a thread's puts as one statement
-        steps = merged if durable_itself(op, merged) else (Step(_sql.ASYNC_COMMIT, []), *merged)
-        skip = len(steps) - len(merged)
+        steps, answers = batch_statements(op)  # a thread's puts as one statement
         if conn.autocommit:  # one multi-statement query: one implicit transaction, one round trip
             async with psycopg.AsyncClientCursor(conn, row_factory=tuple_row) as client:
                 await client.execute(_sql.join_steps(client, steps))  # pyright: ignore[reportArgumentType, reportCallIssue]  # plait's own SQL text, values quoted by psycopg
-                answers = (await _answers(client, steps))[skip:]
-        else:
-            async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
-                answers = [await _step(cur, item) for item in steps][skip:]
-        return answers if expand is None else expand(answers)
+                return answers(await _answers(client, steps))
+        async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
+            return answers([await _step(cur, item) for item in steps])
     if not isinstance(op, Session):
         raise TypeError(f"not an operation on a connection: {op!r}")
     async with conn.transaction(), conn.cursor(row_factory=tuple_row) as cur:
