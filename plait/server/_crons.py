@@ -120,7 +120,9 @@ def next_time(cron: dict[str, Any], after: datetime) -> datetime | None:
     """The cron's first time strictly after ``after`` (UTC), or ``None`` past its end time."""
     tz = cron.get("timezone")
     base = after.astimezone(ZoneInfo(tz)) if tz else after.astimezone(timezone.utc)
-    found = croniter(cron["schedule"], base).get_next(datetime).astimezone(timezone.utc)
+    schedule = croniter(cron["schedule"], base)
+    # types-croniter 6.2.4.20261122 leaves a parameter of get_next partly unknown
+    found = schedule.get_next(datetime).astimezone(timezone.utc)  # pyright: ignore[reportUnknownMemberType]
     end = cron.get("end_time")
     if end is not None and found > _when(end):
         return None
