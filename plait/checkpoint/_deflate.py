@@ -16,6 +16,7 @@ proportional to its own size, however it was crafted.
 
 from __future__ import annotations
 
+import sys
 import zlib
 
 from plait.errors import SerializationError
@@ -34,6 +35,18 @@ _OLD_RATIO = 256
 compress more than about 230 times, so no row it wrote is refused."""
 
 
+if sys.version_info >= (3, 11):
+
+    def _compress(data: bytes, bits: int) -> bytes:
+        return zlib.compress(data, 1, -bits)  # one call: the compressor's set-up dominates small payloads
+
+else:
+
+    def _compress(data: bytes, bits: int) -> bytes:
+        packed = zlib.compressobj(1, zlib.DEFLATED, -bits)
+        return packed.compress(data) + packed.flush()
+
+
 def deflate(data: bytes) -> bytes:
     """``data`` deflated with its length declared, when that saves space; else ``data``."""
     size = len(data)
@@ -43,8 +56,7 @@ def deflate(data: bytes) -> bytes:
     # the output is the same as with the full window: the compressor's set-up dominates small
     # payloads (a 250-byte one: 99 -> 35 us); any window inflates with the reader's 32 KiB one
     bits = max(9, min(15, (size + 261).bit_length()))
-    packed = zlib.compressobj(1, zlib.DEFLATED, -bits)
-    small = packed.compress(data) + packed.flush()
+    small = _compress(data, bits)
     if len(small) + 12 >= size or size > (len(small) + 6) * MAX_RATIO:  # no gain, or readers would refuse it
         return data
     return b"".join((_DEFLATED_SIZED, size.to_bytes(4, "big"), small))

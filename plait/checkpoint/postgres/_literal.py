@@ -11,8 +11,8 @@ answers ``None`` for anything else (the caller then lets psycopg do it). It need
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 __all__ = ["render", "usable"]
 
@@ -40,33 +40,82 @@ def _text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _quoted(value: str) -> str:
-    """One non-NULL text element of an array literal, double-quoted."""
+def _quoted(value: str | None) -> str:
+    """One text element of an array literal: double-quoted, or ``NULL``."""
+    if value is None:
+        return "NULL"
     if "\x00" in value:
         raise _Unsupported
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if "\\" in value or '"' in value:
+        value = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + value + '"'
+
+
+def _hex(value: bytes | None) -> str:
+    """One bytea element of an array literal: its hex digits, or ``NULL`` (nothing to double)."""
+    return "NULL" if value is None else '"\\\\x' + value.hex() + '"'
+
+
+def _number(value: int | None) -> str:
+    return "NULL" if value is None else str(value)
+
+
+def _flag(value: bool | None) -> str:
+    return "NULL" if value is None else "t" if value else "f"
+
+
+_ELEMENTS: dict[type, tuple[Callable[[Any], str], str]] = {
+    str: (_quoted, ""),
+    bytes: (_hex, "::bytea[]"),
+    int: (_number, ""),
+    bool: (_flag, ""),
+}
+"""Each element type an array may hold: how an element is written, and the cast after the array."""
 
 
 def _array(items: Sequence[object]) -> str:
+    if not items:
+        return "'{}'"
     kinds: set[type] = set(map(type, items))
     kinds.discard(_NONE)
-    if not kinds or kinds == {str}:
-        texts = cast("Sequence[str | None]", items)
-        return _text("{" + ",".join("NULL" if item is None else _quoted(item) for item in texts) + "}")
-    if kinds == {bytes}:  # hex digits, NULL and quotes: nothing to double
-        blobs = cast("Sequence[bytes | None]", items)
-        return (
-            "'{" + ",".join("NULL" if b is None else '"\\\\x' + b.hex() + '"' for b in blobs) + "}'::bytea[]"
-        )
-    if kinds == {int}:
-        return "'{" + ",".join("NULL" if item is None else str(item) for item in items) + "}'"
-    if kinds == {bool}:
-        return "'{" + ",".join("NULL" if item is None else "t" if item else "f" for item in items) + "}'"
-    raise _Unsupported  # mixed or other element types
+    found = _ELEMENTS.get(kinds.pop()) if len(kinds) == 1 else None if kinds else _ELEMENTS[str]
+    if found is None:
+        raise _Unsupported  # mixed or other element types
+    element, cast_to = found
+    body = "{" + ",".join(map(element, items)) + "}"
+    if element is _quoted:  # the array literal is itself a text literal: its quotes doubled
+        return _text(body)
+    return "'" + body + "'" + cast_to
 
 
 def _signed(text: str) -> str:
     return "(" + text + ")" if text[0] == "-" else text  # never "--" (a comment), nor "-(x::int8)"
+
+
+def _int(value: int) -> str:
+    return _signed(str(value))
+
+
+def _float(value: float) -> str:
+    if not math.isfinite(value):
+        raise _Unsupported
+    return _signed(repr(value))
+
+
+def _bytes(value: bytes) -> str:
+    return "'\\x" + value.hex() + "'::bytea"
+
+
+_WRITERS: dict[type, Callable[[Any], str]] = {
+    type(None): lambda _: "NULL",
+    bool: lambda value: "true" if value else "false",
+    int: _int,
+    float: _float,
+    str: _text,
+    bytes: _bytes,
+    list: _array,  # (psycopg writes a tuple as a record, not an array)
+}
+"""Each exact type written here (a subclass may mean something else to psycopg)."""
 
 
 def literal(value: object) -> str:
@@ -75,24 +124,10 @@ def literal(value: object) -> str:
     Raises:
         _Unsupported: a type (or a value: NUL in text, a float that is not finite) not written here.
     """
-    if value is None:
-        return "NULL"
-    kind = type(value)
-    if kind is bool:
-        return "true" if value else "false"
-    if kind is int:
-        return _signed(str(value))
-    if kind is float:
-        if not math.isfinite(cast("float", value)):
-            raise _Unsupported
-        return _signed(repr(value))
-    if kind is str:
-        return _text(cast("str", value))
-    if kind is bytes:
-        return "'\\x" + cast("bytes", value).hex() + "'::bytea"
-    if kind is list:  # (psycopg writes a tuple as a record, not an array)
-        return _array(cast("Sequence[object]", value))
-    raise _Unsupported
+    writer = _WRITERS.get(type(value))
+    if writer is None:
+        raise _Unsupported
+    return writer(value)
 
 
 def render(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> str | None:
@@ -101,6 +136,6 @@ def render(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> str | None:
     try:
         if isinstance(params, Mapping):
             return sql % {k: literal(v) for k, v in params.items()}
-        return sql % tuple(literal(v) for v in params)
+        return sql % tuple(map(literal, params))
     except _Unsupported:
         return None

@@ -315,7 +315,9 @@ def put_ops(rows: PutRows, temporary: bool = False) -> Ops[tuple[str | None, boo
         *checkpoint[4:9],
     ]
     for blobs in (rows.blobs, rows.rewrites):
-        params.extend([b[i] for b in blobs] for i in range(5))
+        params.extend(
+            map(list, zip(*blobs, strict=True)) if blobs else ([] for _ in range(5))
+        )  # a list per column
     head, there = (yield Fetch(PUT_TEMP if temporary else PUT, params))[0]
     return head, bool(there)
 

@@ -179,6 +179,8 @@ class Serializer:
         self._classes: dict[tuple[int, str, str], type] = {}
         self._known: dict[tuple[int, int], type] = {}
         self._writable: set[type] = set()
+        # pydantic classes checked already: the record's kind and the names before its fields
+        self._models: dict[type, tuple[int, list[object]]] = {}
         self._version = _allow.VERSION[0]
 
     # -- encoding -------------------------------------------------------------
@@ -234,6 +236,9 @@ class Serializer:
 
     def _encode(self, obj: Any) -> Any:  # noqa: C901, PLR0911 - one dispatch table
         kind = cast("type[object]", type(obj))  # pyright takes type() of an Any for type[Unknown]
+        model = self._models.get(kind)
+        if model is not None:  # a message, most often
+            return self._pack(model[0], [*model[1], _pydantic_fields(obj, kind)])
         if kind is _Pairs:
             return self._pack(PAIRS, obj.items)
         if isinstance(obj, enum.Enum):
@@ -267,9 +272,9 @@ class Serializer:
             if kind not in self._writable:
                 self._check(PYDANTIC, kind)
             known = KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
-            if known is not None:
-                return self._pack(KNOWN_PYDANTIC, [known, _pydantic_fields(obj, kind)])
-            return self._pack(PYDANTIC, [kind.__module__, kind.__qualname__, _pydantic_fields(obj, kind)])
+            names: list[object] = [known] if known is not None else [kind.__module__, kind.__qualname__]
+            model = self._models[kind] = (KNOWN_PYDANTIC if known is not None else PYDANTIC, names)
+            return self._pack(model[0], [*model[1], _pydantic_fields(obj, kind)])
         if isinstance(obj, list):  # list subclasses (e.g. the list add_messages returns) store as lists
             return list(cast("Iterable[Any]", obj))  # isinstance leaves the item type unknown
         if isinstance(obj, dict):
