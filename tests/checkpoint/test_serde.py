@@ -341,3 +341,35 @@ def test_messages_are_assembled_as_validation_builds_them_unless_a_class_makes_i
             return super().__new__(cls)
 
     assert construct(Counted, fields) is None
+
+
+_ENCODE_IN_CHILD = """
+import sys
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from plait.checkpoint.serde import Serializer
+values = [
+    AIMessage("x" * 300, id="a1", name="bot", tool_calls=[{"name": "f", "args": {"q": 1}, "id": "c1"}]),
+    HumanMessage("hello", id="h1", additional_kwargs={"k": "v"}),
+    {"messages": [ToolMessage("done", tool_call_id="c1", id="t1", status="error")]},
+]
+sys.stdout.write(b"".join(Serializer().dumps(v) for v in values).hex())
+"""
+
+
+def test_a_message_encodes_to_the_same_bytes_in_every_process() -> None:
+    # a model's set fields are a set, whose order follows string hashing: it changes with PYTHONHASHSEED
+    import os
+    import subprocess
+    import sys
+
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _ENCODE_IN_CHILD],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(outputs) == 1

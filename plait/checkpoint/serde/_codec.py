@@ -481,7 +481,8 @@ def _pydantic_fields(obj: Any, kind: type[Any]) -> dict[str, Any]:
     fields: dict[str, Any] = (
         kind.__pydantic_fields__
     )  # the class's own dict (``model_fields`` is a slow property)
-    values = {name: getattr(obj, name) for name in obj.model_fields_set if name in fields}
+    given = obj.model_fields_set  # a set: its order differs from process to process, the class's does not
+    values = {name: getattr(obj, name) for name in fields if name in given}
     extra = getattr(obj, "__pydantic_extra__", None)
     if extra:
         values.update(extra)
