@@ -3,6 +3,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import os
+import subprocess
+import sys
 import zlib
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -358,10 +361,6 @@ sys.stdout.write(b"".join(Serializer().dumps(v) for v in values).hex())
 
 def test_a_message_encodes_to_the_same_bytes_in_every_process() -> None:
     # a model's set fields are a set, whose order follows string hashing: it changes with PYTHONHASHSEED
-    import os
-    import subprocess
-    import sys
-
     outputs = {
         subprocess.run(
             [sys.executable, "-c", _ENCODE_IN_CHILD],
