@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from plait.checkpoint._config import checkpoint_config, listed_thread
-from plait.checkpoint._delta import EMPTY_FIELDS, Blob, Entry, ValueCache, rebuild
+from plait.checkpoint._delta import EMPTY_FIELDS, TOP, Blob, Entry, ValueCache, rebuild
 from plait.checkpoint._engine_ops import Fetch, Item, Ops
 from plait.checkpoint._lease import ThreadLeases
 from plait.checkpoint._prune import locations
@@ -32,6 +32,26 @@ _PAGE = 64
 Thread = tuple[str, str]
 Memo = dict[tuple[str, str, str], dict[str, Entry]]
 """Values materialized while reading: ``(thread_id, checkpoint_ns, channel)`` -> row id -> value."""
+
+
+def _keep_anchors(memo: Memo) -> None:
+    """Forget the values a listing's page rebuilt, except consolidated rows and the rows they start from.
+
+    Kept all, a thread's values (each a copy of a list one turn longer than the one before) would take
+    memory quadratic in its length. An older checkpoint's value is rebuilt from rows before it, up
+    to a consolidated row (a keyframe, which the rows it replaced point to) or a full value: those are
+    kept; a value forgotten and needed again is rebuilt from its rows, which the chain query returns.
+    """
+    for known in memo.values():
+        keep: set[str] = set()
+        for rid, entry in known.items():
+            trail = entry.trail
+            if trail is not None and 1 <= trail[-1][2] < TOP:
+                keep.add(rid)
+                keep.add(trail[0][0])
+        if len(keep) < len(known):
+            for rid in [rid for rid in known if rid not in keep]:
+                del known[rid]
 
 
 def thread_of(config: Mapping[str, Any]) -> tuple[Thread, str | None]:
@@ -208,6 +228,7 @@ class SqlReader:
                 return
             after = (page[-1][2], page[-1][0], page[-1][1])
             writes = yield from self._page_writes(page)
+            _keep_anchors(memo)  # what the previous page rebuilt, but the rows older ones build on
             records = yield from self._prefetch(page, memo)
             for row in page:
                 try:

@@ -290,6 +290,37 @@ def test_remove_all(saver: Any) -> None:
     assert [m.content for m in g.get_state(config).values["messages"]] == ["fresh", "c", "ok"]
 
 
+def test_a_long_history_lists_each_checkpoint_as_reading_it_alone(saver: Any) -> None:
+    # 300 turns: 900 checkpoints (pages of the SQL savers' listing), a trim early on (a row that does
+    # more than append starts a new trail), then 520 rows of messages: consolidated at two levels
+    def reply(state: MessagesState) -> dict[str, Any]:
+        msgs = state["messages"]
+        if msgs[-1].content == "q40":
+            return {"messages": [*(RemoveMessage(id=m.id) for m in msgs[:-4]), AIMessage("trimmed")]}
+        return {"messages": [AIMessage(f"a{len(msgs)}")]}
+
+    g = echo_graph(saver, reply)
+    config = {"configurable": {"thread_id": "long"}}
+    for i in range(300):
+        g.invoke({"messages": [HumanMessage(f"q{i}")]}, config)
+    listed = list(saver.list(config))
+    assert len(listed) == 900
+    for item in listed:
+        alone = saver.get_tuple(item.config)
+        assert alone is not None
+        assert [m.id for m in item.checkpoint["channel_values"].get("messages", [])] == [
+            m.id for m in alone.checkpoint["channel_values"].get("messages", [])
+        ]
+    assert [m.content for m in listed[0].checkpoint["channel_values"]["messages"][:6]] == [
+        "a77",
+        "q39",
+        "a79",
+        "q40",
+        "trimmed",
+        "q41",
+    ]
+
+
 def test_update_state_and_time_travel(saver: Any) -> None:
     g = echo_graph(saver)
     config = {"configurable": {"thread_id": "tt"}}
