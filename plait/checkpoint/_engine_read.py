@@ -34,24 +34,27 @@ Memo = dict[tuple[str, str, str], dict[str, Entry]]
 """Values materialized while reading: ``(thread_id, checkpoint_ns, channel)`` -> row id -> value."""
 
 
-def _keep_anchors(memo: Memo) -> None:
-    """Forget the values a listing's page rebuilt, except consolidated rows and the rows they start from.
+def _keep_anchors(memo: Memo, older_than: str) -> None:
+    """Forget the values a listing rebuilt that the pages after ``older_than`` (a checkpoint id) will
+    not build on: keep consolidated rows, the rows their trails start from, and rows older than it.
 
-    Kept all, a thread's values (each a copy of a list one turn longer than the one before) would take
-    memory quadratic in its length. An older checkpoint's value is rebuilt from rows before it, up
-    to a consolidated row (a keyframe, which the rows it replaced point to) or a full value: those are
-    kept; a value forgotten and needed again is rebuilt from its rows, which the chain query returns.
+    Kept all, a thread's values (each a copy of a list one turn longer than the one before) would
+    take memory quadratic in its length. An older checkpoint's value is rebuilt from rows before it
+    (a trimmed list: back to a full value), or from a consolidated row (a keyframe, which the rows
+    it replaced point to); a value forgotten and needed again is rebuilt from its rows, which the
+    chain query returns.
     """
     for known in memo.values():
         keep: set[str] = set()
         for rid, entry in known.items():
             trail = entry.trail
-            if trail is not None and 1 <= trail[-1][2] < TOP:
+            if rid < older_than:
+                keep.add(rid)
+            elif trail is not None and 1 <= trail[-1][2] < TOP:
                 keep.add(rid)
                 keep.add(trail[0][0])
-        if len(keep) < len(known):
-            for rid in [rid for rid in known if rid not in keep]:
-                del known[rid]
+        for rid in [rid for rid in known if rid not in keep]:
+            del known[rid]
 
 
 def thread_of(config: Mapping[str, Any]) -> tuple[Thread, str | None]:
@@ -226,10 +229,9 @@ class SqlReader:
             page = yield Fetch(*self.sql.list_query(thread, after, where, _PAGE))
             if not page:
                 return
-            after = (page[-1][2], page[-1][0], page[-1][1])
+            previous, after = after, (page[-1][2], page[-1][0], page[-1][1])
             writes = yield from self._page_writes(page)
-            _keep_anchors(memo)  # what the previous page rebuilt, but the rows older ones build on
-            records = yield from self._prefetch(page, memo)
+            records = yield from self._prefetch(page, memo, None if previous is None else previous[0])
             for row in page:
                 try:
                     pending = writes.get((row[0], row[1], row[2]), [])
@@ -258,13 +260,17 @@ class SqlReader:
         return (thread_id, str(spaces[0][0]) if len(spaces) == 1 else None)
 
     def _prefetch(
-        self, page: Sequence[Sequence[Any]], memo: Memo
+        self, page: Sequence[Sequence[Any]], memo: Memo, after: str | None
     ) -> Ops[dict[tuple[str, str, str], dict[str, Any]]]:
         """The values of a whole page in one chain query per namespace, instead of one per checkpoint;
         answers the page's checkpoint records, decoded, by ``(thread_id, checkpoint_ns, checkpoint_id)``.
 
-        Best effort: a row that cannot be read here is read again, and reported, by ``_tuple``.
+        ``after``: the oldest checkpoint of the page before (what that page rebuilt and this one does
+        not build on is forgotten first). Best effort: a row that cannot be read here is read again,
+        and reported, by ``_tuple``.
         """
+        if after is not None:
+            _keep_anchors(memo, after)
         wanted: dict[Thread, dict[tuple[str, str], None]] = {}
         records: dict[tuple[str, str, str], dict[str, Any]] = {}
         for row in page:

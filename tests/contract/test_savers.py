@@ -321,6 +321,31 @@ def test_a_long_history_lists_each_checkpoint_as_reading_it_alone(saver: Any) ->
     ]
 
 
+def test_a_history_of_a_trimmed_window_lists_each_checkpoint_as_reading_it_alone(saver: Any) -> None:
+    # every turn drops messages: each row does more than append, chains run back to a full row
+    def reply(state: MessagesState) -> dict[str, Any]:
+        msgs = state["messages"]
+        return {"messages": [*(RemoveMessage(id=m.id) for m in msgs[:-29]), AIMessage(f"a{len(msgs)}")]}
+
+    g = echo_graph(saver, reply)
+    config = {"configurable": {"thread_id": "window"}}
+    for i in range(120):
+        g.invoke({"messages": [HumanMessage(f"q{i}")]}, config)
+    listed = list(saver.list(config))
+    assert len(listed) == 360
+    for item in listed:
+        alone = saver.get_tuple(item.config)
+        assert alone is not None
+        assert [m.id for m in item.checkpoint["channel_values"].get("messages", [])] == [
+            m.id for m in alone.checkpoint["channel_values"].get("messages", [])
+        ]
+    assert [m.content for m in listed[0].checkpoint["channel_values"]["messages"]][-3:] == [
+        "a31",
+        "q119",
+        "a31",
+    ]
+
+
 def test_update_state_and_time_travel(saver: Any) -> None:
     g = echo_graph(saver)
     config = {"configurable": {"thread_id": "tt"}}
