@@ -290,6 +290,24 @@ def test_remove_all(saver: Any) -> None:
     assert [m.content for m in g.get_state(config).values["messages"]] == ["fresh", "c", "ok"]
 
 
+def listed_as_read_alone(saver: Any, reply: Any, thread: str, turns: int) -> list[Any]:
+    """The thread's history after ``turns`` turns, each checkpoint's messages checked against
+    ``get_tuple`` of that checkpoint alone; returns the listed messages, newest first."""
+    g = echo_graph(saver, reply)
+    config = {"configurable": {"thread_id": thread}}
+    for i in range(turns):
+        g.invoke({"messages": [HumanMessage(f"q{i}")]}, config)
+    listed = list(saver.list(config))
+    assert len(listed) == 3 * turns
+    for item in listed:
+        alone = saver.get_tuple(item.config)
+        assert alone is not None
+        assert [m.id for m in item.checkpoint["channel_values"].get("messages", [])] == [
+            m.id for m in alone.checkpoint["channel_values"].get("messages", [])
+        ]
+    return [item.checkpoint["channel_values"].get("messages", []) for item in listed]
+
+
 def test_a_long_history_lists_each_checkpoint_as_reading_it_alone(saver: Any) -> None:
     # 300 turns: 900 checkpoints (pages of the SQL savers' listing), a trim early on (a row that does
     # more than append starts a new trail), then 520 rows of messages: consolidated at two levels
@@ -299,26 +317,8 @@ def test_a_long_history_lists_each_checkpoint_as_reading_it_alone(saver: Any) ->
             return {"messages": [*(RemoveMessage(id=m.id) for m in msgs[:-4]), AIMessage("trimmed")]}
         return {"messages": [AIMessage(f"a{len(msgs)}")]}
 
-    g = echo_graph(saver, reply)
-    config = {"configurable": {"thread_id": "long"}}
-    for i in range(300):
-        g.invoke({"messages": [HumanMessage(f"q{i}")]}, config)
-    listed = list(saver.list(config))
-    assert len(listed) == 900
-    for item in listed:
-        alone = saver.get_tuple(item.config)
-        assert alone is not None
-        assert [m.id for m in item.checkpoint["channel_values"].get("messages", [])] == [
-            m.id for m in alone.checkpoint["channel_values"].get("messages", [])
-        ]
-    assert [m.content for m in listed[0].checkpoint["channel_values"]["messages"][:6]] == [
-        "a77",
-        "q39",
-        "a79",
-        "q40",
-        "trimmed",
-        "q41",
-    ]
+    newest = listed_as_read_alone(saver, reply, "long", 300)[0]
+    assert [m.content for m in newest[:6]] == ["a77", "q39", "a79", "q40", "trimmed", "q41"]
 
 
 def test_a_history_of_a_trimmed_window_lists_each_checkpoint_as_reading_it_alone(saver: Any) -> None:
@@ -327,23 +327,8 @@ def test_a_history_of_a_trimmed_window_lists_each_checkpoint_as_reading_it_alone
         msgs = state["messages"]
         return {"messages": [*(RemoveMessage(id=m.id) for m in msgs[:-29]), AIMessage(f"a{len(msgs)}")]}
 
-    g = echo_graph(saver, reply)
-    config = {"configurable": {"thread_id": "window"}}
-    for i in range(120):
-        g.invoke({"messages": [HumanMessage(f"q{i}")]}, config)
-    listed = list(saver.list(config))
-    assert len(listed) == 360
-    for item in listed:
-        alone = saver.get_tuple(item.config)
-        assert alone is not None
-        assert [m.id for m in item.checkpoint["channel_values"].get("messages", [])] == [
-            m.id for m in alone.checkpoint["channel_values"].get("messages", [])
-        ]
-    assert [m.content for m in listed[0].checkpoint["channel_values"]["messages"]][-3:] == [
-        "a31",
-        "q119",
-        "a31",
-    ]
+    newest = listed_as_read_alone(saver, reply, "window", 120)[0]
+    assert [m.content for m in newest[-3:]] == ["a31", "q119", "a31"]
 
 
 def test_update_state_and_time_travel(saver: Any) -> None:
