@@ -78,7 +78,7 @@ def _array(items: Sequence[object]) -> str:
         return "'{}'"
     kinds: set[type] = set(map(type, items))
     kinds.discard(_NONE)
-    found = _ELEMENTS.get(kinds.pop()) if len(kinds) == 1 else None if kinds else _ELEMENTS[str]
+    found = _ELEMENTS.get(kinds.pop() if kinds else str) if len(kinds) < 2 else None  # NULLs only: text
     if found is None:
         raise _Unsupported  # mixed or other element types
     element, cast_to = found

@@ -222,6 +222,10 @@ class Serializer:
             data = ormsgpack.packb(_wrap_odd_dicts(payload), default=self._default, option=_OPTS)
         return ormsgpack.Ext(code, data)
 
+    def _pack_model(self, model: tuple[int, list[object]], obj: Any, kind: type[Any]) -> ormsgpack.Ext:
+        """A pydantic model's record: its kind, the names of its class, its set fields."""
+        return self._pack(model[0], [*model[1], _pydantic_fields(obj, kind)])
+
     def _default(self, obj: object) -> Any:
         try:
             return self._encode(obj)
@@ -238,7 +242,7 @@ class Serializer:
         kind = cast("type[object]", type(obj))  # pyright takes type() of an Any for type[Unknown]
         model = self._models.get(kind)
         if model is not None:  # a message, most often
-            return self._pack(model[0], [*model[1], _pydantic_fields(obj, kind)])
+            return self._pack_model(model, obj, kind)
         if kind is _Pairs:
             return self._pack(PAIRS, obj.items)
         if isinstance(obj, enum.Enum):
@@ -274,7 +278,7 @@ class Serializer:
             known = KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
             names: list[object] = [known] if known is not None else [kind.__module__, kind.__qualname__]
             model = self._models[kind] = (KNOWN_PYDANTIC if known is not None else PYDANTIC, names)
-            return self._pack(model[0], [*model[1], _pydantic_fields(obj, kind)])
+            return self._pack_model(model, obj, kind)
         if isinstance(obj, list):  # list subclasses (e.g. the list add_messages returns) store as lists
             return list(cast("Iterable[Any]", obj))  # isinstance leaves the item type unknown
         if isinstance(obj, dict):
