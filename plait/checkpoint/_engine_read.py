@@ -34,7 +34,7 @@ Memo = dict[tuple[str, str, str], dict[str, Entry]]
 """Values materialized while reading: ``(thread_id, checkpoint_ns, channel)`` -> row id -> value."""
 
 
-def _keep_anchors(memo: Memo, older_than: str) -> None:
+def _keep_bases(memo: Memo, older_than: str) -> None:
     """Forget the values a listing rebuilt that the pages after ``older_than`` (a checkpoint id) will
     not build on: keep consolidated rows, the rows their trails start from, and rows older than it.
 
@@ -270,7 +270,7 @@ class SqlReader:
         and reported, by ``_tuple``.
         """
         if after is not None:
-            _keep_anchors(memo, after)
+            _keep_bases(memo, after)
         wanted: dict[Thread, dict[tuple[str, str], None]] = {}
         records: dict[tuple[str, str, str], dict[str, Any]] = {}
         for row in page:
