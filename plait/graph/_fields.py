@@ -6,7 +6,7 @@
 * channels declared in annotations (``Annotated[list[str], Topic(str)]``) replace the
   default overwrite channel of their key;
 * managed values (``RemainingSteps``…) are filled into the input of the nodes whose
-  schema declares them;
+  schema declares them, and into what conditional edges receive when the state schema does;
 * a state that is one value (``StateGraph(Annotated[str, operator.add])``) makes nodes
   receive and return that value.
 """
@@ -35,8 +35,9 @@ def _channels(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> dict[str, 
     return channels
 
 
-def _managed(builder: StateGraph[Any, Any, Any, Any], name: str) -> tuple[tuple[str, Any], ...]:
-    schema = builder.nodes[name].input_schema or builder.state_schema
+def _managed(builder: StateGraph[Any, Any, Any, Any], name: str | None) -> tuple[tuple[str, Any], ...]:
+    """The managed values of node ``name``'s input schema (``None``: of the state schema)."""
+    schema = (builder.nodes[name].input_schema if name is not None else None) or builder.state_schema
     specs: tuple[FieldSpec, ...] = builder.schemas.get(schema, ())
     return tuple((s.name, s.managed) for s in specs if s.managed is not None)
 
@@ -82,4 +83,5 @@ def finish_plan(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> Plan:
         root=root,
         input_make=root_value if root else plan.input_make,
         state_make=root_state if root else plan.state_make,
+        managed=_managed(builder, None) if builder.managed else (),
     )

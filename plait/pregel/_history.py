@@ -204,7 +204,7 @@ def prepare_update(
     if routed:
         if any(t.name == START for t in routed):
             run.barriers.clear()
-        calls = routers(plan, routed, {}, run.values)
+        calls = routers(plan, routed, {}, run.values, (run.step, run.step + 2))
         answers = (yield CallRouters(calls, loop.branch_input())) if calls else ()
         schedule(plan, run, routed, answers)
     elif any(node == END for _, node in updates):

@@ -41,6 +41,7 @@ from plait.pregel._effects import (
 )
 from plait.pregel._input import input_writes
 from plait.pregel._limits import recursion_error
+from plait.pregel._managed import fill_managed
 from plait.pregel._next import START_TASK as _START
 from plait.pregel._next import keep_pending, start_task
 from plait.pregel._options import RunOptions
@@ -266,10 +267,14 @@ class Loop:
             self.events.clear()
             yield Emit(events)
 
-    def _schedule(self, finished: Sequence[Task]) -> Steps:
-        """Route from ``finished``: the driver calls the conditional edges, then the next step is chosen."""
-        calls = routers(self.plan, finished, self.config, self.run.values)
-        answers = (yield CallRouters(calls, self.branch_input())) if calls else ()
+    def _schedule(self, finished: Sequence[Task], stop: int) -> Steps:
+        """Route from ``finished``: the driver calls the conditional edges, then the next step is chosen.
+
+        ``stop``: the run's last step (for the managed values the conditional edges see).
+        """
+        steps = (self.run.step, stop)
+        calls = routers(self.plan, finished, self.config, self.run.values, steps)
+        answers = (yield CallRouters(calls, self.branch_input(stop))) if calls else ()
         schedule(self.plan, self.run, finished, answers)
 
     def _begin(self, input: Any) -> Steps:  # noqa: A002
@@ -304,8 +309,8 @@ class Loop:
         changed = apply_writes(self.plan, run, [(START, writes)])
         run.barriers.clear()
         started = start_task(self.plan, writes)
-        if self.plan.branches.get(started.name):  # conditional edges from START
-            yield from self._schedule([started])
+        if self.plan.branches.get(started.name):  # conditional edges from START (its step starts the run)
+            yield from self._schedule([started], run.step + self.limit)
         else:
             schedule(self.plan, run, (started,))
         if changed and source == "loop":  # an input that sets nothing is not a state worth streaming
@@ -353,7 +358,9 @@ class Loop:
                 self.carried |= changed
                 carry_update(self, task.writes)
             if cmd.goto:  # on an existing thread, added to the step that was pending
-                yield from self._schedule([keep_pending(task, self.run) if name == _COMMAND else task])
+                yield from self._schedule(
+                    [keep_pending(task, self.run) if name == _COMMAND else task], self.start_step + self.limit
+                )
         self.skip_before = True
 
     def _queue_resume(self, resume: Any) -> None:
@@ -408,8 +415,9 @@ class Loop:
             plan, run, ((tasks[0].name, tasks[0].writes),) if one else [(t.name, t.writes) for t in tasks]
         )
         routed = tasks if one else [t for t in tasks if t.handled is None]  # failed: its handler routes
-        calls = routers(plan, routed, self.config, run.values) if plan.branches else ()  # _schedule's, inline
-        schedule(plan, run, routed, (yield CallRouters(calls, self.branch_input())) if calls else ())
+        stop = self.start_step + self.limit  # as the step's tasks saw it
+        calls = routers(plan, routed, self.config, run.values, (run.step, stop)) if plan.branches else ()
+        schedule(plan, run, routed, (yield CallRouters(calls, self.branch_input(stop))) if calls else ())
         if self.modes:
             self.sink.finished(tasks, self.task_id, run.step)
             self.sink.values(self.state_values)
@@ -479,10 +487,17 @@ class Loop:
             run.step,
         )
 
-    def branch_input(self) -> Any:
-        """The state as conditional-edge functions receive it."""
+    def branch_input(self, stop: int | None = None) -> Any:
+        """The state as conditional-edge functions receive it, in the current step.
+
+        Managed values count down to ``stop``, the run's last step (``None``: an update of the state
+        outside a run, which LangGraph routes as if two steps were left).
+        """
         plan = self.plan
         state = read_state(self.run.values, plan.state_keys, plan.defaults)
+        if plan.managed:
+            step = self.run.step
+            fill_managed(state, plan.managed, step, step + 2 if stop is None else stop)
         return state if plan.state_make is None else plan.state_make(state)
 
     def state_values(self) -> dict[str, Any]:

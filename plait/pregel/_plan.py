@@ -144,9 +144,11 @@ class Plan:
     cache: Any = None
     """The ``BaseCache`` of nodes with a ``cache_policy`` (``compile(cache=)``), or ``None``."""
     root: bool = False
+    """The state is one value (key ``__root__``): input, output and node results are that value."""
     deferred: frozenset[str] = frozenset()
     """Nodes added with ``defer=True``: they run once nothing else is left to run."""
-    """The state is one value (key ``__root__``): input, output and node results are that value."""
+    managed: tuple[tuple[str, Any], ...] = ()
+    """The state schema's managed values (``RemainingSteps``…), filled into what conditional edges receive."""
     volatile: tuple[str, ...] = field(init=False, default=())
     """Keys a step that does not write them still changes (``EphemeralValue``, ``Topic``)."""
     triggers: Mapping[str, tuple[str, ...]] = field(

@@ -156,12 +156,17 @@ def send_indices(pulls: Iterable[str], sends: Iterable[tuple[str, Any]]) -> list
 
 
 def routers(
-    plan: Plan, finished: Sequence[Task], config: Mapping[str, Any], values: Mapping[str, Any] | None = None
+    plan: Plan,
+    finished: Sequence[Task],
+    config: Mapping[str, Any],
+    values: Mapping[str, Any] | None = None,
+    steps: tuple[int, int] | None = None,
 ) -> tuple[Callable[[Any], Any], ...]:
     """The routing functions ``finished`` triggers, in the order :func:`schedule` takes their answers.
 
     Each takes the state; one that declared a ``config`` parameter gets ``config`` too, and one that
-    declared a state schema of its own gets that schema's keys of ``values`` (the run's values) instead.
+    declared a state schema of its own gets that schema's keys of ``values`` (the run's values) instead,
+    with its managed values set from ``steps`` (``(step, stop)``, as :func:`fill_managed` takes them).
     """
     calls: list[Callable[[Any], Any]] = []
     for task in finished:
@@ -169,6 +174,8 @@ def routers(
             call = partial(_with_config, branch.path, config) if branch.takes_config else branch.path
             if branch.reads is not None and values is not None:
                 own = read_state(values, branch.reads, ())
+                if plan.managed and steps is not None:
+                    fill_managed(own, [(k, m) for k, m in plan.managed if k in branch.reads], *steps)
                 call = partial(_on, call, own if branch.make_input is None else branch.make_input(own))
             calls.append(call)
     return tuple(calls)

@@ -82,3 +82,55 @@ def test_a_custom_managed_value_gets_the_step_and_stop() -> None:
     g.add_edge(START, "a")
     g.add_edge("a", "b")
     assert g.compile().invoke({"seen": []}) == {"seen": [1, 2]}  # the input is step 0, as in LangGraph
+
+
+class Routed(TypedDict):
+    x: int
+    remaining: RemainingSteps
+    last: IsLastStep
+
+
+def _routed(seen: list[tuple[str, int, bool]]) -> StateGraph:
+    """A loop whose conditional edges (from START and from the node) record the managed values they get."""
+
+    def route_start(s: Routed) -> str:
+        seen.append(("start", s["remaining"], s["last"]))
+        return "work"
+
+    def route(s: Routed) -> str:
+        seen.append(("route", s["remaining"], s["last"]))
+        return "work" if s["x"] < 4 else END
+
+    def work(s: Routed) -> dict:
+        seen.append(("work", s["remaining"], s["last"]))
+        return {"x": s["x"] + 1}
+
+    g = StateGraph(Routed)
+    g.add_node("work", work)
+    g.add_conditional_edges(START, route_start, ["work"])
+    g.add_conditional_edges("work", route, ["work", END])
+    return g
+
+
+@pytest.mark.parametrize("checkpointed", [False, True])
+def test_conditional_edges_see_the_managed_values_of_the_step_they_follow(
+    driver, saver, thread, checkpointed
+) -> None:
+    # as in LangGraph: a router sees what the node it follows saw (a router from START: the whole limit)
+    seen: list[tuple[str, int, bool]] = []
+    app = _routed(seen).compile(checkpointer=saver if checkpointed else None)
+    driver.invoke(app, {"x": 0}, {**(thread if checkpointed else {}), "recursion_limit": 5})
+    assert seen == [
+        ("start", 5, False),
+        *[(kind, left, left == 1) for left in (4, 3, 2, 1) for kind in ("work", "route")],
+    ]
+
+
+def test_update_state_routes_as_if_two_steps_were_left(saver, thread) -> None:
+    seen: list[tuple[str, int, bool]] = []
+    app = _routed(seen).compile(checkpointer=saver)
+    app.invoke({"x": 3}, {**thread, "recursion_limit": 5})
+    seen.clear()
+    app.update_state(thread, {"x": 0}, as_node="work")
+    assert seen == [("route", 2, False)]
+    assert app.get_state(thread).next == ("work",)
