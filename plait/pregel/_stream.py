@@ -50,8 +50,8 @@ class _Recast(tuple[str, ...]):
 
 def _update_payload(task: Task) -> Any:
     result = task.result
-    if isinstance(result, dict):
-        # a node's update (isinstance() leaves it dict[Unknown, Unknown])
+    if isinstance(result, dict) and result:
+        # a node's update (isinstance() leaves it dict[Unknown, Unknown]); an empty one shows as None
         return cast("dict[str, Any]", result)
     writes = task.writes
     if not writes:

@@ -47,9 +47,10 @@ def test_stream_updates_per_node(driver) -> None:
     ]
 
 
-def test_stream_updates_node_returning_none(driver) -> None:
+@pytest.mark.parametrize("result", [None, {}], ids=["none", "empty dict"])
+def test_stream_updates_node_writing_nothing(driver, result) -> None:
     g = StateGraph(S)
-    g.add_node("a", lambda s: None)
+    g.add_node("a", lambda s: result)
     g.add_edge(START, "a")
     assert driver.stream(g.compile(), {"x": 0}, stream_mode="updates") == [{"a": None}]
 
