@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import enum
 import typing
 from collections.abc import Sequence
 from typing import Any, cast
@@ -91,6 +94,28 @@ def _wire(
         graph.add_edge("tools", parts.entry)
 
 
+def _classes_in(schema: Any) -> list[type]:
+    """The classes a value of ``schema`` may hold: the pydantic models, dataclasses and enums it names,
+    itself and through its fields (an agent's structured answer is state, stored in checkpoints)."""
+    found: list[type] = []
+    todo: list[object] = [schema]
+    while todo:
+        item = todo.pop()
+        if not isinstance(item, type):
+            todo.extend(typing.get_args(item))
+            continue
+        kind = cast("type[object]", item)  # isinstance() leaves it type[Unknown]
+        if kind in found or not (issubclass(kind, (BaseModel, enum.Enum)) or dataclasses.is_dataclass(kind)):
+            continue
+        found.append(kind)
+        if issubclass(kind, BaseModel):
+            todo.extend(field.annotation for field in kind.model_fields.values())
+        elif dataclasses.is_dataclass(kind):
+            with contextlib.suppress(NameError):  # a name its annotations use is not resolvable here
+                todo.extend(typing.get_type_hints(kind).values())
+    return found
+
+
 def build_graph(  # noqa: PLR0913 - every option of the agent
     model: Any,
     tools: Sequence[Any] | ToolNode,
@@ -109,6 +134,12 @@ def build_graph(  # noqa: PLR0913 - every option of the agent
     pre, post = hooks
     if version == "v2" and isinstance(state_schema, type) and issubclass(state_schema, BaseModel):
         allow(state_schema)  # each tool call's Send carries the state object: checkpoints must store it
+    schema: object = (
+        cast("tuple[str, object]", response_format)[1]
+        if isinstance(response_format, tuple)
+        else response_format
+    )
+    allow(*_classes_in(schema))  # the structured answer is state: checkpoints must store it
     parts = AgentParts(
         model=_static_model(model, prompt, tool_list, builtin),
         prompt=prompt,

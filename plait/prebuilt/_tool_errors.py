@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TOOL_CALL_ERROR_TEMPLATE",
+    "TOOL_EXECUTION_ERROR_TEMPLATE",
     "TOOL_INVOCATION_ERROR_TEMPLATE",
     "ErrorHandling",
     "ToolInvocationError",
@@ -41,6 +42,15 @@ TOOL_INVOCATION_ERROR_TEMPLATE = (
     " Please fix the error and try again."
 )
 """The message the model gets when its arguments do not match the tool's schema."""
+
+TOOL_EXECUTION_ERROR_TEMPLATE = (
+    "Error executing tool '{tool_name}' with kwargs {tool_kwargs} with error:\n"
+    " {error}\n"
+    " Please fix the error and try again."
+)
+"""A message for an error raised while a tool ran, for handlers that format one themselves
+(``ToolNode`` does not use it: an unhandled tool error propagates, a handled one is formatted by
+its handler or :data:`TOOL_CALL_ERROR_TEMPLATE`)."""
 
 
 class ToolInvocationError(ToolException):

@@ -19,6 +19,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ensure_config, get_config_list, get_executor_for_config
 from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as create_tool
+from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 from pydantic import ValidationError
 
 from plait._context import running_task
@@ -34,6 +35,8 @@ from plait.prebuilt._injection import (
 )
 from plait.prebuilt._tool_errors import (
     TOOL_CALL_ERROR_TEMPLATE,
+    TOOL_EXECUTION_ERROR_TEMPLATE,
+    TOOL_INVOCATION_ERROR_TEMPLATE,
     ErrorHandling,
     ToolInvocationError,
     default_handle_tool_errors,
@@ -53,6 +56,9 @@ from plait.runtime import Runtime
 __all__ = [
     "INVALID_TOOL_NAME_ERROR_TEMPLATE",
     "TOOL_CALL_ERROR_TEMPLATE",
+    "TOOL_EXECUTION_ERROR_TEMPLATE",
+    "TOOL_INVOCATION_ERROR_TEMPLATE",
+    "TOOL_MESSAGE_BLOCK_TYPES",
     "AsyncToolCallWrapper",
     "InjectedState",
     "InjectedStore",

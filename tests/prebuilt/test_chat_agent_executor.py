@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional
 
 import httpx
 import pytest
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from pydantic import BaseModel
 
 from plait.checkpoint.memory import InMemorySaver
+from plait.checkpoint.sqlite import SqliteSaver
 from plait.prebuilt import ToolNode, create_react_agent
 from plait.prebuilt.chat_agent_executor import AgentState
 
@@ -106,3 +113,55 @@ def test_unanswered_tool_call_in_history_is_refused(fakellm: Any) -> None:
     broken = AIMessage("", tool_calls=[{"name": "add", "args": {}, "id": "x", "type": "tool_call"}])
     with pytest.raises(ValueError, match="do not have a corresponding ToolMessage"):
         create_react_agent(_model(fakellm), [add]).invoke({"messages": [("user", "hi"), broken]})
+
+
+class Sky(enum.Enum):
+    SUN = "sun"
+    RAIN = "rain"
+
+
+class Day(BaseModel):
+    name: str
+    sky: Sky
+
+
+class Forecast(BaseModel):
+    temp: int
+    days: list[Day]
+    best: Optional[Day] = None  # noqa: UP045 - the Optional form must be walked too
+
+
+FORECAST = {"temp": 3, "days": [{"name": "mon", "sky": "sun"}], "best": {"name": "tue", "sky": "rain"}}
+
+READ_BACK = """
+import sys
+from plait.checkpoint.sqlite import SqliteSaver
+with SqliteSaver.from_conn_string(sys.argv[1]) as saver:
+    print(saver.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["channel_values"]["structured_response"])
+"""
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["schema", "(prompt, schema)"])
+def test_a_structured_answer_is_stored_with_a_checkpointer(
+    fakellm: Any, tmp_path: Path, wrapped: bool
+) -> None:
+    # the answer's classes (the model, the models and enums of its fields) are allowed when the agent is built
+    fakellm.rules(
+        [
+            {"name": "json", "when": {"turn": 2}, "respond": {"content": json.dumps(FORECAST)}},
+            {"name": "plain", "respond": {"content": "It is 3 degrees"}},
+        ]
+    )
+    db, config = str(tmp_path / "agent.db"), {"configurable": {"thread_id": "t"}}
+    response_format = ("be brief", Forecast) if wrapped else Forecast
+    with SqliteSaver.from_conn_string(db) as saver:
+        agent = create_react_agent(_model(fakellm), [], response_format=response_format, checkpointer=saver)
+        out = agent.invoke({"messages": [("user", "weather?")]}, config)
+    expected = Forecast.model_validate(FORECAST)
+    assert out["structured_response"] == expected
+    with SqliteSaver.from_conn_string(db) as saver:  # a new saver on the file reads it back
+        agent = create_react_agent(_model(fakellm), [], response_format=response_format, checkpointer=saver)
+        assert agent.get_state(config).values["structured_response"] == expected
+    # a process that did not build the agent has not allowed the classes: it refuses to rebuild them
+    done = subprocess.run([sys.executable, "-c", READ_BACK, db], capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "not allowed to be rebuilt" in done.stderr

@@ -251,3 +251,22 @@ def test_wrap_tool_call_can_retry_and_short_circuit() -> None:
     out = ToolNode([add], wrap_tool_call=wrap).invoke(_state(_call("add", "1", a=1, b=1), _call("nope", "2")))
     assert [m.content for m in out["messages"]] == ["11", "cached"]
     assert attempts == ["1"]
+
+
+def test_error_templates_and_block_types_import_from_tool_node() -> None:
+    from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES as CORE_TYPES
+
+    from plait.prebuilt.tool_node import (
+        TOOL_EXECUTION_ERROR_TEMPLATE,
+        TOOL_INVOCATION_ERROR_TEMPLATE,
+        TOOL_MESSAGE_BLOCK_TYPES,
+    )
+
+    fields = {"tool_name": "add", "tool_kwargs": {"a": 1}, "error": "boom"}
+    assert TOOL_EXECUTION_ERROR_TEMPLATE.format(**fields).startswith(
+        "Error executing tool 'add' with kwargs {'a': 1}"
+    )
+    assert TOOL_INVOCATION_ERROR_TEMPLATE.format(**fields).startswith(
+        "Error invoking tool 'add' with kwargs {'a': 1}"
+    )
+    assert TOOL_MESSAGE_BLOCK_TYPES is CORE_TYPES
