@@ -7,10 +7,16 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from plait.constants import START
-from plait.errors import ErrorCode, InvalidUpdateError, StrictModeError, create_error_message
+from plait.errors import (
+    ErrorCode,
+    InvalidUpdateError,
+    SerializationError,
+    StrictModeError,
+    create_error_message,
+)
 from plait.pregel._plan import Plan
 
-__all__ = ["input_writes"]
+__all__ = ["check_storable", "input_writes"]
 
 
 def input_writes(plan: Plan, input: Any, node: str = START) -> list[tuple[str, Any]]:  # noqa: A002
@@ -42,3 +48,25 @@ def input_writes(plan: Plan, input: Any, node: str = START) -> list[tuple[str, A
                 value=values[extra[0]],
             )
     return [(k, v) for k, v in values.items() if k in keys]
+
+
+def check_storable(saver: Any, writes: list[tuple[str, Any]]) -> None:
+    """Serialize the input's writes once before the run stores anything.
+
+    The input checkpoint and its writes are separate saver calls, stored one after the other by
+    savers without transactions across calls: a write that cannot be stored must fail before the
+    checkpoint is stored, or the thread would be left with an input checkpoint whose input is missing
+    (which ``invoke(None)`` would then run).
+
+    Raises:
+        SerializationError: a write cannot be stored (it names the key).
+    """
+    serde = getattr(saver, "serde", None)
+    dumps = getattr(serde, "dumps_typed", None) or getattr(serde, "dumps", None)
+    if dumps is None:
+        return
+    for key, value in writes:
+        try:
+            dumps(value)
+        except SerializationError as exc:
+            raise SerializationError(f"Cannot store write to {key!r}: {exc}", key=key) from exc

@@ -39,7 +39,7 @@ from plait.pregel._effects import (
     SaveOp,
     blame,
 )
-from plait.pregel._input import input_writes
+from plait.pregel._input import check_storable, input_writes
 from plait.pregel._limits import recursion_error
 from plait.pregel._managed import fill_managed
 from plait.pregel._next import START_TASK as _START
@@ -295,6 +295,11 @@ class Loop:
                 yield from self._start_with(writes, "input")
                 return
             if self.saver is not None:
+                if self.durability != "exit":
+                    try:
+                        check_storable(self.saver, writes)
+                    except SerializationError as err:
+                        raise blame(err, (), run.step) from None
                 run.next, run.sends = [START], []
                 self._checkpoint("input", set())
                 if self.durability != "exit":  # the input checkpoint is not stored: nor are its writes

@@ -19,7 +19,7 @@ from plait.pregel._arun import acall_routers
 from plait.pregel._channel_graph import channel_updates
 from plait.pregel._effects import CallRouters
 from plait.pregel._history import COPY, head_check, prepare_update
-from plait.pregel._input import input_writes
+from plait.pregel._input import check_storable, input_writes
 from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
 from plait.pregel._root import root_value
@@ -146,6 +146,7 @@ def _update_ops(
                 graph.plan, ref, saved, pairs[0][0]
             )
             checkpoint[RAN] = last
+            check_storable(saver, writes)  # before the put: never an input checkpoint without its input
             put = (parent, checkpoint, {**recorded, **metadata}, versions)
             current = yield _SaverCall("put", put, head_check(saver, ref, saved))
             yield _SaverCall("put_writes", (current, writes, _start_task(current)))
