@@ -24,7 +24,7 @@ from plait.pregel._step import RunState, routers, schedule, scheduled
 from plait.pregel._stream import STATIC
 from plait.pregel._task import Task, collect, task_key, task_path
 from plait.pregel._thread import ThreadRef
-from plait.pregel._writes import apply_writes
+from plait.pregel._writes import apply_writes, router_snapshot, router_views
 from plait.types import Interrupt, PregelTask, StateSnapshot
 
 __all__ = ["COPY", "empty_snapshot", "head_check", "prepare_update", "snapshot", "supersteps_of"]
@@ -199,12 +199,14 @@ def prepare_update(
         if values is not None:
             collect(task, values)
         tasks.append(task)
-    changed = apply_writes(plan, run, [(t.name, t.writes) for t in tasks])
     routed = [t for t, (_, node) in zip(tasks, updates, strict=True) if node is not None and node != END]
+    before = router_snapshot(plan, routed, run.values) if len(tasks) > 1 else None
+    changed = apply_writes(plan, run, [(t.name, t.writes) for t in tasks])
     if routed:
         if any(t.name == START for t in routed):
             run.barriers.clear()
-        calls = routers(plan, routed, {}, run.values, (run.step, run.step + 2))
+        views = None if before is None else router_views(plan, routed, before)  # each its own update's
+        calls = routers(plan, routed, {}, run.values, (run.step, run.step + 2), views)
         answers = (yield CallRouters(calls, loop.branch_input())) if calls else ()
         schedule(plan, run, routed, answers)
     elif any(node == END for _, node in updates):

@@ -14,6 +14,7 @@ from plait.errors import (
     StrictModeError,
     create_error_message,
 )
+from plait.pregel._effects import blame
 from plait.pregel._plan import Plan
 
 __all__ = ["check_storable", "input_writes"]
@@ -50,8 +51,8 @@ def input_writes(plan: Plan, input: Any, node: str = START) -> list[tuple[str, A
     return [(k, v) for k, v in values.items() if k in keys]
 
 
-def check_storable(saver: Any, writes: list[tuple[str, Any]]) -> None:
-    """Serialize the input's writes once before the run stores anything.
+def check_storable(saver: Any, writes: list[tuple[str, Any]], step: int) -> None:
+    """Serialize the input's writes (of the input checkpoint at ``step``) before the run stores anything.
 
     The input checkpoint and its writes are separate saver calls, stored one after the other by
     savers without transactions across calls: a write that cannot be stored must fail before the
@@ -59,7 +60,7 @@ def check_storable(saver: Any, writes: list[tuple[str, Any]]) -> None:
     (which ``invoke(None)`` would then run).
 
     Raises:
-        SerializationError: a write cannot be stored (it names the key).
+        SerializationError: a write cannot be stored (it names the key, and the graph input as its writer).
     """
     serde = getattr(saver, "serde", None)
     dumps = getattr(serde, "dumps_typed", None) or getattr(serde, "dumps", None)
@@ -69,4 +70,5 @@ def check_storable(saver: Any, writes: list[tuple[str, Any]]) -> None:
         try:
             dumps(value)
         except SerializationError as exc:
-            raise SerializationError(f"Cannot store write to {key!r}: {exc}", key=key) from exc
+            err = SerializationError(f"Cannot store write to {key!r}: {exc}", key=key)
+            raise blame(err, (), step) from exc

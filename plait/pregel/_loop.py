@@ -41,7 +41,6 @@ from plait.pregel._effects import (
 )
 from plait.pregel._input import check_storable, input_writes
 from plait.pregel._limits import recursion_error
-from plait.pregel._managed import fill_managed
 from plait.pregel._next import START_TASK as _START
 from plait.pregel._next import keep_pending, start_task
 from plait.pregel._options import RunOptions
@@ -49,11 +48,11 @@ from plait.pregel._pause import NO_WRITES, NULL_TASK_ID, carry_update, paused_vi
 from plait.pregel._plan import Plan
 from plait.pregel._recover import resume_step, stopped, with_recoveries
 from plait.pregel._resume import SpareAnswer, queue_resume
-from plait.pregel._step import RunState, prepare_tasks, read_state, routers, schedule
+from plait.pregel._step import RunState, branch_state, prepare_tasks, routers, schedule
 from plait.pregel._stream import STATIC, EventSink, next_tasks
 from plait.pregel._task import DRAINED, Task, collect
 from plait.pregel._thread import ThreadRef
-from plait.pregel._writes import apply_writes
+from plait.pregel._writes import apply_writes, router_snapshot, router_views
 from plait.types import Command, Interrupt
 
 __all__ = ["Loop", "RunOptions"]
@@ -268,20 +267,14 @@ class Loop:
             yield Emit(events)
 
     def _schedule(self, finished: Sequence[Task], stop: int) -> Steps:
-        """Route from ``finished``: the driver calls the conditional edges, then the next step is chosen.
-
-        ``stop``: the run's last step (for the managed values the conditional edges see).
-        """
-        steps = (self.run.step, stop)
-        calls = routers(self.plan, finished, self.config, self.run.values, steps)
+        """Route from ``finished`` (``stop``: the run's last step, for managed values), then choose the next step."""
+        calls = routers(self.plan, finished, self.config, self.run.values, (self.run.step, stop))
         answers = (yield CallRouters(calls, self.branch_input(stop))) if calls else ()
         schedule(self.plan, self.run, finished, answers)
 
     def _begin(self, input: Any) -> Steps:  # noqa: A002
         self.start_step = self.run.step
-        if (
-            isinstance(input, Command) or input is None
-        ):  # resuming: the state it resumes from is streamed first
+        if isinstance(input, Command) or input is None:  # resuming: its state is streamed first
             if isinstance(input, Command):  # isinstance() leaves the node-name parameter Unknown
                 yield from self._begin_command(cast("Command[object]", input))
             elif (yield from self._resume()):
@@ -296,16 +289,12 @@ class Loop:
                 return
             if self.saver is not None:
                 if self.durability != "exit":
-                    try:
-                        check_storable(self.saver, writes)
-                    except SerializationError as err:
-                        raise blame(err, (), run.step) from None
+                    check_storable(self.saver, writes, run.step)
                 run.next, run.sends = [START], []
                 self._checkpoint("input", set())
                 if self.durability != "exit":  # the input checkpoint is not stored: nor are its writes
-                    self.saves.append(
-                        PutWrites(self.checkpoint_config or {}, writes, task_id(self.checkpoint_id, _START))
-                    )
+                    input_task = task_id(self.checkpoint_id, _START)
+                    self.saves.append(PutWrites(self.checkpoint_config or {}, writes, input_task))
             run.step += 1
             yield from self._start_with(writes)
 
@@ -351,7 +340,11 @@ class Loop:
 
     def _begin_command(self, cmd: Command[object]) -> Steps:
         if cmd.resume is not None:
-            self._queue_resume(cmd.resume)
+            nested = self.thread is not None and bool(self.thread.checkpoint_ns)  # the parent checked it
+            superseded = self.newest is not None and self.newest != self.checkpoint_id  # an older checkpoint
+            strict = self.strict_resume and not nested and not superseded
+            asked = {*self.interrupted, *self.resumes, *self.done_writes}
+            self.spare = queue_resume(self.interrupted, self.resumes, cmd.resume, strict=strict, tasks=asked)
         if cmd.update is not None or cmd.goto:
             # On a new thread the update is the run's input (START's edges fire, as in LangGraph);
             # on an existing thread only ``goto`` decides what runs.
@@ -363,17 +356,9 @@ class Loop:
                 self.carried |= changed
                 carry_update(self, task.writes)
             if cmd.goto:  # on an existing thread, added to the step that was pending
-                yield from self._schedule(
-                    [keep_pending(task, self.run) if name == _COMMAND else task], self.start_step + self.limit
-                )
+                pending = keep_pending(task, self.run) if name == _COMMAND else task
+                yield from self._schedule([pending], self.start_step + self.limit)
         self.skip_before = True
-
-    def _queue_resume(self, resume: Any) -> None:
-        nested = self.thread is not None and bool(self.thread.checkpoint_ns)  # the parent checked it
-        superseded = self.newest is not None and self.newest != self.checkpoint_id  # an older checkpoint
-        strict = self.strict_resume and not nested and not superseded
-        asked = {*self.interrupted, *self.resumes, *self.done_writes}
-        self.spare = queue_resume(self.interrupted, self.resumes, resume, strict=strict, tasks=asked)
 
     # -- steps --------------------------------------------------------------
 
@@ -416,13 +401,15 @@ class Loop:
         if self.task_writes:  # the step completed: its functional tasks need no replay
             self.task_writes.clear()
         plan, one = self.plan, len(tasks) == 1 and tasks[0].handled is None  # one: the common step
+        routed = tasks if one else [t for t in tasks if t.handled is None]  # failed: its handler routes
+        before = None if one else router_snapshot(plan, routed, run.values)
         changed = apply_writes(
             plan, run, ((tasks[0].name, tasks[0].writes),) if one else [(t.name, t.writes) for t in tasks]
         )
-        routed = tasks if one else [t for t in tasks if t.handled is None]  # failed: its handler routes
-        stop = self.start_step + self.limit  # as the step's tasks saw it
-        calls = routers(plan, routed, self.config, run.values, (run.step, stop)) if plan.branches else ()
-        schedule(plan, run, routed, (yield CallRouters(calls, self.branch_input(stop))) if calls else ())
+        steps = (run.step, self.start_step + self.limit)  # for managed values, as the step's tasks saw them
+        views = None if before is None else router_views(plan, routed, before)
+        calls = routers(plan, routed, self.config, run.values, steps, views) if plan.branches else ()
+        schedule(plan, run, routed, (yield CallRouters(calls, self.branch_input(steps[1]))) if calls else ())
         if self.modes:
             self.sink.finished(tasks, self.task_id, run.step)
             self.sink.values(self.state_values)
@@ -493,17 +480,10 @@ class Loop:
         )
 
     def branch_input(self, stop: int | None = None) -> Any:
-        """The state as conditional-edge functions receive it, in the current step.
-
-        Managed values count down to ``stop``, the run's last step (``None``: an update of the state
-        outside a run, which LangGraph routes as if two steps were left).
-        """
-        plan = self.plan
-        state = read_state(self.run.values, plan.state_keys, plan.defaults)
-        if plan.managed:
-            step = self.run.step
-            fill_managed(state, plan.managed, step, step + 2 if stop is None else stop)
-        return state if plan.state_make is None else plan.state_make(state)
+        """The state as conditional-edge functions receive it; managed values count down to ``stop``, the
+        run's last step (``None``: an update outside a run, routed as if two steps were left, as LangGraph does)."""
+        step = self.run.step
+        return branch_state(self.plan, self.run.values, step, step + 2 if stop is None else stop)
 
     def state_values(self) -> dict[str, Any]:
         """Every key that is set, private ones included (what ``stream_mode="values"`` shows)."""

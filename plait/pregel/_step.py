@@ -155,28 +155,44 @@ def send_indices(pulls: Iterable[str], sends: Iterable[tuple[str, Any]]) -> list
     return out
 
 
-def routers(
+def branch_state(plan: Plan, values: Mapping[str, Any], step: int, stop: int) -> Any:
+    """The state as conditional-edge functions receive it: the state schema's keys of ``values``
+    (defaults filled in), with its managed values for ``step`` of a run that ends at ``stop``."""
+    state = read_state(values, plan.state_keys, plan.defaults)
+    if plan.managed:
+        fill_managed(state, plan.managed, step, stop)
+    return state if plan.state_make is None else plan.state_make(state)
+
+
+def routers(  # noqa: PLR0913 - the step, and what each router reads
     plan: Plan,
     finished: Sequence[Task],
     config: Mapping[str, Any],
     values: Mapping[str, Any] | None = None,
     steps: tuple[int, int] | None = None,
+    views: Sequence[Mapping[str, Any] | None] | None = None,
 ) -> tuple[Callable[[Any], Any], ...]:
     """The routing functions ``finished`` triggers, in the order :func:`schedule` takes their answers.
 
     Each takes the state; one that declared a ``config`` parameter gets ``config`` too, and one that
     declared a state schema of its own gets that schema's keys of ``values`` (the run's values) instead,
     with its managed values set from ``steps`` (``(step, stop)``, as :func:`fill_managed` takes them).
+    ``views``: for each task, the values its routers read instead of ``values`` (``None``: ``values``);
+    a router given one gets its state from it, not the state the driver passes.
     """
     calls: list[Callable[[Any], Any]] = []
-    for task in finished:
+    for index, task in enumerate(finished):
+        seen = views[index] if views is not None else None
+        read = values if seen is None else seen
         for branch in plan.branches.get(task.name, ()):
             call = partial(_with_config, branch.path, config) if branch.takes_config else branch.path
-            if branch.reads is not None and values is not None:
-                own = read_state(values, branch.reads, ())
+            if branch.reads is not None and read is not None:
+                own = read_state(read, branch.reads, ())
                 if plan.managed and steps is not None:
                     fill_managed(own, [(k, m) for k, m in plan.managed if k in branch.reads], *steps)
                 call = partial(_on, call, own if branch.make_input is None else branch.make_input(own))
+            elif seen is not None and steps is not None:
+                call = partial(_on, call, branch_state(plan, seen, *steps))
             calls.append(call)
     return tuple(calls)
 

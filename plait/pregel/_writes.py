@@ -21,8 +21,9 @@ from plait.types import Overwrite
 
 if TYPE_CHECKING:
     from plait.pregel._step import RunState
+    from plait.pregel._task import Task
 
-__all__ = ["apply_writes"]
+__all__ = ["apply_writes", "router_snapshot", "router_views"]
 
 
 def apply_writes(
@@ -46,6 +47,36 @@ def apply_writes(
         if len(writes) < 2 or len({k for k, _ in writes}) == len(writes):
             return _apply_one(plan, run, name, writes)
     return _apply_all(plan, run, writers)
+
+
+def router_snapshot(plan: Plan, tasks: Sequence[Task], values: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``values`` before a step of several ``tasks`` merges, when one of them has conditional
+    edges: they read it with only their own task's writes merged (:func:`router_views`)."""
+    return dict(values) if len(tasks) > 1 and any(plan.branches.get(t.name) for t in tasks) else None
+
+
+def router_views(plan: Plan, tasks: Sequence[Task], before: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """What each task's conditional edges read: ``before`` (the step's snapshot) with only that task's
+    writes merged, as in LangGraph (a router does not see a sibling's writes); ``None`` for a task
+    without conditional edges. The step's merge (:func:`apply_writes`) already accepted these writes."""
+    return [_own_view(plan, before, t.name, t.writes) if plan.branches.get(t.name) else None for t in tasks]
+
+
+def _own_view(
+    plan: Plan, values: dict[str, Any], name: str, writes: Sequence[tuple[str, Any]]
+) -> dict[str, Any]:
+    view = dict(values)
+    pending: dict[str, list[Any]] = {}
+    for key, value in writes:
+        if key in plan.channels:
+            pending.setdefault(key, []).append(value)
+    for key, vals in pending.items():
+        new = plan.channels[key].merge(values.get(key, MISSING), vals, [name] * len(vals))
+        if new is MISSING:
+            view.pop(key, None)
+        else:
+            view[key] = new
+    return view
 
 
 def _apply_all(

@@ -8,7 +8,7 @@ import pytest
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
 from plait.graph import StateGraph
-from plait.types import Command, Send
+from plait.types import Command, Send, StateUpdate
 
 
 class S(TypedDict):
@@ -331,3 +331,61 @@ def test_command_as_invoke_input_updates_and_routes() -> None:
     g.add_edge(START, "a")
     out = g.compile().invoke(Command(update={"x": 3}, goto="b"))
     assert out == {"x": 3, "log": ["a", "b"]}
+
+
+class Routed(TypedDict):
+    log: Annotated[list, operator.add]
+    last: str
+
+
+def _seen_by_routers(seen: dict[str, list]) -> StateGraph:
+    """``a``, ``b`` and ``c`` run in one step; ``a`` and ``c`` have conditional edges that record what they read."""
+
+    def recorder(name: str):
+        def route(state: Routed) -> str:
+            seen[name] = [sorted(state["log"]), state.get("last")]
+            return END
+
+        return route
+
+    g = StateGraph(Routed)
+    g.add_node("a", lambda s: {"log": ["a"], "last": "a"})
+    g.add_node("b", lambda s: {"log": ["b"]})
+    g.add_node("c", lambda s: {"log": ["c"]})
+    for name in "abc":
+        g.add_edge(START, name)
+    g.add_conditional_edges("a", recorder("a"), [END])
+    g.add_conditional_edges("c", recorder("c"), [END])
+    return g
+
+
+def test_a_router_reads_only_its_own_nodes_writes_of_a_parallel_step(driver) -> None:
+    # as in LangGraph: the step's snapshot with the node's own writes merged, not its siblings'
+    seen: dict[str, list] = {}
+    out = driver.invoke(_seen_by_routers(seen).compile(), {"log": ["in"]})
+    assert out == {"log": ["in", "a", "b", "c"], "last": "a"}
+    assert seen == {"a": [["a", "in"], "a"], "c": [["c", "in"], None]}
+
+
+def test_a_router_of_send_tasks_reads_the_state_with_its_tasks_writes(driver) -> None:
+    seen: list[list] = []
+
+    def route(state: Routed) -> str:
+        seen.append(sorted(state["log"]))
+        return END
+
+    g = StateGraph(Routed)
+    g.add_node("w", lambda arg: {"log": [f"w{arg['i']}"]})
+    g.add_conditional_edges(START, lambda s: [Send("w", {"i": i}) for i in range(3)], ["w"])
+    g.add_conditional_edges("w", route, [END])
+    assert driver.invoke(g.compile(), {"log": []})["log"] == ["w0", "w1", "w2"]
+    assert sorted(seen) == [["w0"], ["w1"], ["w2"]]
+
+
+def test_routers_of_one_superstep_of_updates_read_their_own_update(saver, thread) -> None:
+    seen: dict[str, list] = {}
+    app = _seen_by_routers(seen).compile(checkpointer=saver)
+    app.invoke({"log": []}, thread)
+    seen.clear()
+    app.bulk_update_state(thread, [[StateUpdate({"log": ["ua"]}, "a"), StateUpdate({"log": ["uc"]}, "c")]])
+    assert seen == {"a": [["a", "b", "c", "ua"], "a"], "c": [["a", "b", "c", "uc"], "a"]}
