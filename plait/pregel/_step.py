@@ -9,7 +9,8 @@ A run is a sequence of supersteps. Each one:
 3. :func:`~plait.pregel._writes.apply_writes` merges all writes key by key, in node-name
    order, through each key's channel (overwrite or reducer), and bumps the versions of the
    keys written;
-4. the driver calls the conditional edges' routing functions (:func:`routers`),
+4. the driver calls the conditional edges' routing functions (:func:`routers`; in a step of
+   several tasks each reads the step's snapshot with only its own task's writes merged),
    then :func:`schedule` follows static edges, their answers, joins and
    ``Command.goto`` to pick the next step's tasks.
 
@@ -188,8 +189,8 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
             call = partial(_with_config, branch.path, config) if branch.takes_config else branch.path
             if branch.reads is not None and read is not None:
                 own = read_state(read, branch.reads, ())
-                if plan.managed and steps is not None:
-                    fill_managed(own, [(k, m) for k, m in plan.managed if k in branch.reads], *steps)
+                if branch.managed and steps is not None:
+                    fill_managed(own, branch.managed, *steps)
                 call = partial(_on, call, own if branch.make_input is None else branch.make_input(own))
             elif seen is not None and steps is not None:
                 call = partial(_on, call, branch_state(plan, seen, *steps))

@@ -6,6 +6,7 @@ the order they were sent), never in the order they finished; each key written ge
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -50,9 +51,21 @@ def apply_writes(
 
 
 def router_snapshot(plan: Plan, tasks: Sequence[Task], values: dict[str, Any]) -> dict[str, Any] | None:
-    """A copy of ``values`` before a step of several ``tasks`` merges, when one of them has conditional
-    edges: they read it with only their own task's writes merged (:func:`router_views`)."""
-    return dict(values) if len(tasks) > 1 and any(plan.branches.get(t.name) for t in tasks) else None
+    """``values`` before a step of several ``tasks`` merges, when one of them has conditional edges:
+    they read it with only their own task's writes merged (:func:`router_views`).
+
+    The containers those tasks write are copied: a reducer that changes its first argument in place
+    would otherwise change the snapshot while the step merges.
+    """
+    if len(tasks) < 2 or not any(plan.branches.get(t.name) for t in tasks):
+        return None
+    snapshot = dict(values)
+    for task in tasks:
+        if plan.branches.get(task.name):
+            for key, _ in task.writes:
+                if key in snapshot:
+                    snapshot[key] = _copied(snapshot[key])
+    return snapshot
 
 
 def router_views(plan: Plan, tasks: Sequence[Task], before: dict[str, Any]) -> list[dict[str, Any] | None]:
@@ -70,13 +83,23 @@ def _own_view(
     for key, value in writes:
         if key in plan.channels:
             pending.setdefault(key, []).append(value)
+    channels = plan.channels
+    for key in plan.volatile:  # what the previous step wrote to a volatile key is gone, as after the merge
+        if key not in pending and key in view:
+            pending[key] = []
     for key, vals in pending.items():
-        new = plan.channels[key].merge(values.get(key, MISSING), vals, [name] * len(vals))
+        current = values.get(key, MISSING)  # copied: views of one step share the snapshot
+        new = channels[key].merge(_copied(current), vals, [name] * len(vals))
         if new is MISSING:
             view.pop(key, None)
         else:
             view[key] = new
     return view
+
+
+def _copied(value: Any) -> Any:
+    """A shallow copy of a list, dict or set (a reducer may change its first argument in place)."""
+    return copy.copy(cast(Any, value)) if isinstance(value, (list, dict, set)) else value
 
 
 def _apply_all(

@@ -5,6 +5,7 @@ from typing import Annotated, Literal, TypedDict
 
 import pytest
 
+from plait.channels import EphemeralValue
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
 from plait.graph import StateGraph
@@ -389,3 +390,47 @@ def test_routers_of_one_superstep_of_updates_read_their_own_update(saver, thread
     seen.clear()
     app.bulk_update_state(thread, [[StateUpdate({"log": ["ua"]}, "a"), StateUpdate({"log": ["uc"]}, "c")]])
     assert seen == {"a": [["a", "b", "c", "ua"], "a"], "c": [["a", "b", "c", "uc"], "a"]}
+
+
+def test_router_views_survive_a_reducer_that_changes_its_first_argument(driver) -> None:
+    def extend(old: list, new: list) -> list:
+        old.extend(new)  # in place: the step's merge must not reach the routers' snapshot, nor the reverse
+        return old
+
+    class InPlace(TypedDict):
+        log: Annotated[list, extend]
+
+    seen: list[list] = []
+
+    def route(state: InPlace) -> str:
+        seen.append(list(state["log"]))
+        return END
+
+    g = StateGraph(InPlace)
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_node("b", lambda s: {"log": ["b"]})
+    g.add_edge(START, "a").add_edge(START, "b")
+    g.add_conditional_edges("a", route, [END])
+    assert driver.invoke(g.compile(), {"log": ["in"]}) == {"log": ["in", "a", "b"]}
+    assert seen == [["in", "a"]]
+
+
+def test_a_router_does_not_see_a_volatile_key_the_step_before_wrote(driver) -> None:
+    class Flagged(TypedDict):
+        log: Annotated[list, operator.add]
+        flag: Annotated[str, EphemeralValue(str)]
+
+    seen: list[object] = []
+
+    def route(state: Flagged) -> str:
+        seen.append(state.get("flag"))
+        return END
+
+    g = StateGraph(Flagged)
+    g.add_node("p", lambda s: {"flag": "from-p"})
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_node("b", lambda s: {"log": ["b"]})
+    g.add_edge(START, "p").add_edge("p", "a").add_edge("p", "b")
+    g.add_conditional_edges("a", route, [END])
+    driver.invoke(g.compile(), {"log": []})
+    assert seen == [None], "as after the step's merge (and in LangGraph)"
