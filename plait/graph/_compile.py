@@ -68,6 +68,10 @@ def _keys(builder: StateGraph[Any, Any, Any, Any], schema: type) -> tuple[str, .
     return tuple(spec.name for spec in builder.schemas[schema])
 
 
+def _managed_of(builder: StateGraph[Any, Any, Any, Any], schema: type) -> tuple[tuple[str, Any], ...]:
+    return tuple((spec.name, spec.managed) for spec in builder.schemas[schema] if spec.managed is not None)
+
+
 def _defaults(builder: StateGraph[Any, Any, Any, Any], keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     out: list[tuple[str, Any]] = []
     for key in keys:
@@ -171,6 +175,7 @@ def _branches(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, tuple[Branch
                     ends=b.ends,
                     reads=_keys(builder, schema) if own and schema is not None else None,
                     make_input=_maker(schema) if own else None,
+                    managed=_managed_of(builder, schema) if own and schema is not None else (),
                 )
             )
         out[source] = tuple(found)

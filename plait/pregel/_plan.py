@@ -80,6 +80,7 @@ class Branch:
         reads: The keys ``path`` receives when it declares a state schema of its own, else ``None``
             (it receives the graph's state).
         make_input: Turns those keys into what ``path`` receives (the schema's class), if needed.
+        managed: That schema's managed values (``RemainingSteps``…), filled in for ``path``.
     """
 
     source: str
@@ -89,6 +90,7 @@ class Branch:
     ends: tuple[str, ...]
     reads: tuple[str, ...] | None = None
     make_input: Callable[[dict[str, Any]], Any] | None = None
+    managed: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,3 +134,25 @@ def test_update_state_routes_as_if_two_steps_were_left(saver, thread) -> None:
     app.update_state(thread, {"x": 0}, as_node="work")
     assert seen == [("route", 2, False)]
     assert app.get_state(thread).next == ("work",)
+
+
+def test_a_router_with_a_schema_of_its_own_gets_its_managed_values() -> None:
+    class Plain(TypedDict):
+        x: int
+
+    class RouterView(TypedDict):
+        x: int
+        left: RemainingSteps
+
+    seen: list[dict] = []
+
+    def route(s: RouterView) -> str:
+        seen.append(dict(s))
+        return END
+
+    g = StateGraph(Plain)
+    g.add_node("n", lambda s: {"x": 1})
+    g.add_edge(START, "n")
+    g.add_conditional_edges("n", route, [END])
+    g.compile().invoke({"x": 0}, {"recursion_limit": 9})
+    assert seen == [{"x": 1, "left": 8}]  # the step of the node it follows, as LangGraph gives it
