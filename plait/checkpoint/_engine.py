@@ -77,6 +77,7 @@ class SqlSaverBase(BatchedSaves, SqlReader, BaseCheckpointSaver):
     """The dialect module with the SQL text (set by each backend)."""
     is_setup: bool = False
     supports_head_check = True
+    writes_by_serde = True
 
     def __init__(
         self, *, serde: Serializer | None = None, cache_size: int = 128, lease_ttl: float = DEFAULT_TTL

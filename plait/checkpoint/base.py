@@ -306,6 +306,10 @@ class BaseCheckpointSaver(ABC):
     supports_head_check: bool = False
     """Set by savers whose ``put``/``aput`` accept ``expected_head`` (compare-and-set on the thread head)."""
 
+    writes_by_serde: bool = False
+    """Set by savers that store each write as ``self.serde.dumps(value)`` (a run checks its input with it
+    before storing anything, see ``plait.pregel._input.check_storable``)."""
+
     @abstractmethod
     def put(
         self,

@@ -81,6 +81,7 @@ class InMemorySaver(BaseCheckpointSaver):
     """
 
     supports_head_check = True
+    writes_by_serde = True
 
     def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128) -> None:
         self.serde = serde or Serializer(compress=False)

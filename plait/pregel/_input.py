@@ -51,24 +51,23 @@ def input_writes(plan: Plan, input: Any, node: str = START) -> list[tuple[str, A
     return [(k, v) for k, v in values.items() if k in keys]
 
 
-def check_storable(saver: Any, writes: list[tuple[str, Any]], step: int) -> None:
+def check_storable(saver: Any, writes: list[tuple[str, Any]], step: int, namespace: str = "") -> None:
     """Serialize the input's writes (of the input checkpoint at ``step``) before the run stores anything.
 
     The input checkpoint and its writes are separate saver calls, stored one after the other by
     savers without transactions across calls: a write that cannot be stored must fail before the
     checkpoint is stored, or the thread would be left with an input checkpoint whose input is missing
-    (which ``invoke(None)`` would then run).
+    (which ``invoke(None)`` would then run). Only for savers whose writes are their ``serde``'s ``dumps``
+    (``writes_by_serde``, plait's own), and not a subgraph's input (a ``namespace``): its parent's state.
 
     Raises:
         SerializationError: a write cannot be stored (it names the key, and the graph input as its writer).
     """
-    serde = getattr(saver, "serde", None)
-    dumps = getattr(serde, "dumps_typed", None) or getattr(serde, "dumps", None)
-    if dumps is None:
+    if namespace or not getattr(saver, "writes_by_serde", False):
         return
     for key, value in writes:
         try:
-            dumps(value)
+            saver.serde.dumps(value)
         except SerializationError as exc:
             err = SerializationError(f"Cannot store write to {key!r}: {exc}", key=key)
             raise blame(err, (), step) from exc

@@ -289,7 +289,7 @@ class Loop:
                 return
             if self.saver is not None:
                 if self.durability != "exit":
-                    check_storable(self.saver, writes, run.step)
+                    check_storable(self.saver, writes, run.step, self.thread.checkpoint_ns)  # type: ignore[union-attr]
                 run.next, run.sends = [START], []
                 self._checkpoint("input", set())
                 if self.durability != "exit":  # the input checkpoint is not stored: nor are its writes

@@ -146,9 +146,8 @@ def _update_ops(
                 graph.plan, ref, saved, pairs[0][0]
             )
             checkpoint[RAN] = last
-            check_storable(
-                saver, writes, metadata["step"]
-            )  # before the put: no input checkpoint without its input
+            # before the put: never the input checkpoint without its input
+            check_storable(saver, writes, metadata["step"])
             put = (parent, checkpoint, {**recorded, **metadata}, versions)
             current = yield _SaverCall("put", put, head_check(saver, ref, saved))
             yield _SaverCall("put_writes", (current, writes, _start_task(current)))
