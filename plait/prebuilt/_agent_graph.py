@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import enum
 import typing
@@ -111,8 +110,10 @@ def _classes_in(schema: Any) -> list[type]:
         if issubclass(kind, BaseModel):
             todo.extend(field.annotation for field in kind.model_fields.values())
         elif dataclasses.is_dataclass(kind):
-            with contextlib.suppress(NameError):  # a name its annotations use is not resolvable here
+            try:
                 todo.extend(typing.get_type_hints(kind).values())
+            except NameError:  # a name an annotation uses is not resolvable here: the others still count
+                todo.extend(f.type for f in dataclasses.fields(kind) if not isinstance(f.type, str))
     return found
 
 
@@ -139,7 +140,9 @@ def build_graph(  # noqa: PLR0913 - every option of the agent
         if isinstance(response_format, tuple)
         else response_format
     )
-    allow(*_classes_in(schema))  # the structured answer is state: checkpoints must store it
+    classes = _classes_in(schema)  # the structured answer is state: checkpoints must store it
+    if classes:  # (allow() makes every serializer forget the classes it checked)
+        allow(*classes)
     parts = AgentParts(
         model=_static_model(model, prompt, tool_list, builtin),
         prompt=prompt,
