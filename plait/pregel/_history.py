@@ -78,7 +78,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
         folded = fold_calls(by_task, roots)
         if folded is not None:
             interrupts = folded
-        elif head:
+        elif head and nxt != (START,):  # an input checkpoint's input is pending until a run applies it
             interrupts, nxt = _now(cp, by_task, nxt)
             shown = _with_written(plan, cp, shown, written)
     # a stored checkpoint always has an id (Checkpoint is total=False only for building one)

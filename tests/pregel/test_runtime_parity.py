@@ -70,7 +70,10 @@ def test_an_input_update_runs_on_invoke_none(saver: Any) -> None:
     graph = _agent_tool(saver)
     config = {"configurable": {"thread_id": "t"}}
     graph.update_state(config, {"foo": "given"}, as_node="__input__")
-    assert graph.get_state(config).metadata["source"] == "input"
+    pending = graph.get_state(config)
+    assert pending.metadata["source"] == "input"
+    # the input waits for a run, as in LangGraph: START still to run, its writes not in the values yet
+    assert pending.next == (START,) and "foo" not in pending.values and pending.tasks[0].name == START
     assert graph.invoke(None, config) == {"foo": "tool"}
 
 
