@@ -78,8 +78,11 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
         folded = fold_calls(by_task, roots)
         if folded is not None:
             interrupts = folded
-        elif head and nxt != (START,):  # an input checkpoint's input is pending until a run applies it
-            interrupts, nxt = _now(cp, by_task, nxt)
+        elif head:
+            if nxt != (START,):
+                interrupts, nxt = _now(cp, by_task, nxt)
+            else:  # an input checkpoint's input is pending until a run applies it; a resume's update is not
+                written = [w for w in written if w[0] == NULL_TASK_ID]
             shown = _with_written(plan, cp, shown, written)
     # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
     pulls = len(cp.get("next") or ())
@@ -200,7 +203,7 @@ def prepare_update(
             collect(task, values)
         tasks.append(task)
     routed = [t for t, (_, node) in zip(tasks, updates, strict=True) if node is not None and node != END]
-    before = router_snapshot(plan, routed, run.values) if len(tasks) > 1 else None
+    before = router_snapshot(plan, routed, tasks, run.values) if len(tasks) > 1 else None
     changed = apply_writes(plan, run, [(t.name, t.writes) for t in tasks])
     if routed:
         if any(t.name == START for t in routed):

@@ -289,7 +289,7 @@ class Loop:
                 return
             if self.saver is not None:
                 if self.durability != "exit":
-                    check_storable(self.saver, writes, run.step, self.thread.checkpoint_ns)  # type: ignore[union-attr]
+                    check_storable(self.saver, writes, run.step)
                 run.next, run.sends = [START], []
                 self._checkpoint("input", set())
                 if self.durability != "exit":  # the input checkpoint is not stored: nor are its writes
@@ -402,7 +402,7 @@ class Loop:
             self.task_writes.clear()
         plan, one = self.plan, len(tasks) == 1 and tasks[0].handled is None  # one: the common step
         routed = tasks if one else [t for t in tasks if t.handled is None]  # failed: its handler routes
-        before = None if one else router_snapshot(plan, routed, run.values)
+        before = None if one else router_snapshot(plan, routed, tasks, run.values)
         changed = apply_writes(
             plan, run, ((tasks[0].name, tasks[0].writes),) if one else [(t.name, t.writes) for t in tasks]
         )

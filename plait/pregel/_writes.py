@@ -50,21 +50,20 @@ def apply_writes(
     return _apply_all(plan, run, writers)
 
 
-def router_snapshot(plan: Plan, tasks: Sequence[Task], values: dict[str, Any]) -> dict[str, Any] | None:
-    """``values`` before a step of several ``tasks`` merges, when one of them has conditional edges:
-    they read it with only their own task's writes merged (:func:`router_views`).
+def router_snapshot(
+    plan: Plan, routed: Sequence[Task], tasks: Sequence[Task], values: dict[str, Any]
+) -> dict[str, Any] | None:
+    """``values`` before the step of ``tasks`` merges, when one of the ``routed`` ones has conditional
+    edges: they read it with only their own task's writes merged (:func:`router_views`).
 
-    The containers those tasks write are copied: a reducer that changes its first argument in place
-    would otherwise change the snapshot while the step merges.
+    The containers the step writes are copied (once each): a reducer that changes its first argument
+    in place would otherwise change the snapshot while the step merges.
     """
-    if len(tasks) < 2 or not any(plan.branches.get(t.name) for t in tasks):
+    if not any(plan.branches.get(t.name) for t in routed):
         return None
     snapshot = dict(values)
-    for task in tasks:
-        if plan.branches.get(task.name):
-            for key, _ in task.writes:
-                if key in snapshot:
-                    snapshot[key] = _copied(snapshot[key])
+    for key in {key for task in tasks for key, _ in task.writes if key in snapshot}:
+        snapshot[key] = _copied(snapshot[key])
     return snapshot
 
 

@@ -434,3 +434,27 @@ def test_a_router_does_not_see_a_volatile_key_the_step_before_wrote(driver) -> N
     g.add_conditional_edges("a", route, [END])
     driver.invoke(g.compile(), {"log": []})
     assert seen == [None], "as after the step's merge (and in LangGraph)"
+
+
+def test_router_views_survive_a_siblings_reducer_that_changes_its_first_argument(driver) -> None:
+    def extend(old: list, new: list) -> list:
+        old.extend(new)
+        return old
+
+    class Mixed(TypedDict):
+        log: Annotated[list, extend]
+        other: Annotated[list, operator.add]
+
+    seen: list[list] = []
+
+    def route(state: Mixed) -> str:
+        seen.append(list(state["log"]))
+        return END
+
+    g = StateGraph(Mixed)
+    g.add_node("a", lambda s: {"other": ["a"]})  # the routed task does not write log; its sibling does
+    g.add_node("b", lambda s: {"log": ["b"]})
+    g.add_edge(START, "a").add_edge(START, "b")
+    g.add_conditional_edges("a", route, [END])
+    assert driver.invoke(g.compile(), {"log": ["in"]}) == {"log": ["in", "b"], "other": ["a"]}
+    assert seen == [["in"]]
