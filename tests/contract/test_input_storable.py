@@ -49,3 +49,21 @@ def test_update_state_as_input_that_cannot_be_stored_stores_nothing(saver: Any) 
         graph.update_state(config, {"obj": Opaque()}, as_node="__input__")
     assert [s.config for s in graph.get_state_history(config)] == before
     assert graph.get_state(config).next == ()
+
+
+def test_a_subgraph_called_with_an_input_that_cannot_be_stored_stores_nothing(saver: Any) -> None:
+    class Sub(TypedDict):
+        v: Any
+
+    sub = StateGraph(Sub).add_node("s", lambda s: {}).add_edge(START, "s").compile()
+
+    def node(state: State) -> dict:
+        sub.invoke({"v": Opaque()})  # a node's own input to the subgraph, not the parent's state
+        return {"n": 1}
+
+    graph = StateGraph(State).add_node("node", node).add_edge(START, "node").compile(checkpointer=saver)
+    with pytest.raises(SerializationError, match="Cannot store write to 'v'"):
+        graph.invoke({"n": 0}, {"configurable": {"thread_id": "t"}})
+    assert {t.config["configurable"]["checkpoint_ns"] for t in saver.list(None)} == {""}, (
+        "no subgraph checkpoint"
+    )
