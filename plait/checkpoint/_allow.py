@@ -75,9 +75,15 @@ def allow(*items: type | str) -> None:
             paths, or module names (the data classes defined in the module and its submodules).
     """
     with _LOCK:
+        new = False
         for item in items:
+            if isinstance(item, type):
+                new = new or _GLOBAL_CLASSES.get((item.__module__, item.__qualname__)) is not item
+            else:
+                new = new or not isinstance(item, str) or item not in _GLOBAL_NAMES  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: callers may pass anything
             _register(item, _GLOBAL_NAMES, _GLOBAL_CLASSES)
-        VERSION[0] += 1
+        if new:  # (an agent built per request allows the same classes each time: caches stay)
+            VERSION[0] += 1
 
 
 class AllowList:

@@ -881,3 +881,17 @@ def test_inflating_is_bounded_by_the_stored_size() -> None:
         ser.loads(b"\xc1\xff" + len(many).to_bytes(4, "big") + small)
     with pytest.raises(SerializationError, match="256 times its stored size"):
         ser.loads(b"\xc1" + small)
+
+
+def test_allowing_what_is_allowed_already_keeps_every_serializers_cache() -> None:
+    from plait.checkpoint import _allow
+
+    class Answer:
+        pass
+
+    _allow.allow(Answer, "plait_tests.some.Name")
+    version = _allow.VERSION[0]
+    _allow.allow(Answer, "plait_tests.some.Name")  # an agent built per request allows its classes each time
+    assert _allow.VERSION[0] == version
+    _allow.allow("plait_tests.other.Name")
+    assert _allow.VERSION[0] == version + 1
