@@ -60,8 +60,7 @@ __all__ = ["Loop", "RunOptions"]
 DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "10007"))
 """Supersteps a run may take when the config sets no ``recursion_limit`` (LangGraph's default)."""
 _COMMAND = "__command__"
-Steps = Generator[Effect, Any, None]
-"""A part of the run, as effects."""
+Steps = Generator[Effect, Any, None]  # a part of the run, as effects
 
 
 class Loop:
@@ -166,8 +165,7 @@ class Loop:
         # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
         self.checkpoint_id = cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
         self.checkpoint_config = saved.config
-        explicit = self.thread is not None and self.thread.checkpoint_id is not None
-        self.replaying = explicit
+        self.replaying = explicit = self.thread is not None and self.thread.checkpoint_id is not None
         # time travel: the first write forks on purpose
         self.expect_head = ... if explicit else cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
         self._load_writes(current_writes(self.checkpoint_id, saved.pending_writes or ()))
@@ -276,6 +274,8 @@ class Loop:
         self.start_step = self.run.step
         if isinstance(input, Command) or input is None:  # resuming: its state is streamed first
             if isinstance(input, Command):  # isinstance() leaves the node-name parameter Unknown
+                if self.checkpoint_id is not None and self.run.next == [START]:  # an input checkpoint's
+                    yield from self._resume()  # pending input goes first, as in LangGraph
                 yield from self._begin_command(cast("Command[object]", input))
             elif (yield from self._resume()):
                 return

@@ -248,3 +248,33 @@ def test_a_tool_runs_as_a_node_and_its_parent_command_reaches_the_caller() -> No
         graph.invoke({"messages": []})
     assert info.value.args[0].update == {"user_name": "Meow"} and info.value.args[0].goto == "next"
     assert "applied by the parent graph" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (Command(update={"y": 5}), {"x": 11, "y": 5}),
+        (Command(resume="r"), {"x": 11}),
+        (Command(goto="m"), {"x": 11, "y": 100}),
+        (Command(update={"y": 5}, goto="m"), {"x": 11, "y": 100}),
+    ],
+    ids=["update", "resume", "goto", "update+goto"],
+)
+def test_a_command_on_an_input_checkpoint_applies_its_input_first(saver: Any, command: Any, expected: dict) -> None:
+    # as in LangGraph (it raised KeyError '__start__' or routed to '__start__')
+    class XY(TypedDict, total=False):
+        x: int
+        y: int
+
+    graph = (
+        StateGraph(XY)
+        .add_node("n", lambda s: {"x": s["x"] + 1})
+        .add_node("m", lambda s: {"y": 100})
+        .add_edge(START, "n")
+        .compile(checkpointer=saver)
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"x": 0}, config)
+    graph.update_state(config, {"x": 10}, as_node="__input__")
+    assert graph.invoke(command, config) == expected
+    assert graph.get_state(config).next == ()
