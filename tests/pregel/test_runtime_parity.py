@@ -260,7 +260,9 @@ def test_a_tool_runs_as_a_node_and_its_parent_command_reaches_the_caller() -> No
     ],
     ids=["update", "resume", "goto", "update+goto"],
 )
-def test_a_command_on_an_input_checkpoint_applies_its_input_first(saver: Any, command: Any, expected: dict) -> None:
+def test_a_command_on_an_input_checkpoint_applies_its_input_first(
+    saver: Any, command: Any, expected: dict
+) -> None:
     # as in LangGraph (it raised KeyError '__start__' or routed to '__start__')
     class XY(TypedDict, total=False):
         x: int
