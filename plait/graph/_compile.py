@@ -11,6 +11,7 @@ from plait._schema import MISSING, FieldSpec, SchemaKind, schema_kind
 from plait.channels import BaseChannel, BinaryOperatorAggregate, LastValue
 from plait.constants import END, START
 from plait.errors import GraphBuildError
+from plait.graph._fields import managed_of
 from plait.graph._lint import check_parallel_writes
 from plait.graph._strict import StrictChannel, strict_call
 from plait.pregel._cache import node_namespace
@@ -66,10 +67,6 @@ def _to_dict(schema: type) -> Callable[[Any], dict[str, Any]] | None:
 
 def _keys(builder: StateGraph[Any, Any, Any, Any], schema: type) -> tuple[str, ...]:
     return tuple(spec.name for spec in builder.schemas[schema])
-
-
-def _managed_of(builder: StateGraph[Any, Any, Any, Any], schema: type) -> tuple[tuple[str, Any], ...]:
-    return tuple((spec.name, spec.managed) for spec in builder.schemas[schema] if spec.managed is not None)
 
 
 def _defaults(builder: StateGraph[Any, Any, Any, Any], keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
@@ -175,7 +172,7 @@ def _branches(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, tuple[Branch
                     ends=b.ends,
                     reads=_keys(builder, schema) if own and schema is not None else None,
                     make_input=_maker(schema) if own else None,
-                    managed=_managed_of(builder, schema) if own and schema is not None else (),
+                    managed=managed_of(builder, schema) if own else (),
                 )
             )
         out[source] = tuple(found)

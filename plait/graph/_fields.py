@@ -35,11 +35,14 @@ def _channels(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> dict[str, 
     return channels
 
 
-def _managed(builder: StateGraph[Any, Any, Any, Any], name: str | None) -> tuple[tuple[str, Any], ...]:
-    """The managed values of node ``name``'s input schema (``None``: of the state schema)."""
-    schema = (builder.nodes[name].input_schema if name is not None else None) or builder.state_schema
+def managed_of(builder: StateGraph[Any, Any, Any, Any], schema: Any) -> tuple[tuple[str, Any], ...]:
+    """The managed values (``RemainingSteps``…) a schema of the graph declares, as ``(key, manager)``."""
     specs: tuple[FieldSpec, ...] = builder.schemas.get(schema, ())
     return tuple((s.name, s.managed) for s in specs if s.managed is not None)
+
+
+def _managed(builder: StateGraph[Any, Any, Any, Any], name: str) -> tuple[tuple[str, Any], ...]:
+    return managed_of(builder, builder.nodes[name].input_schema or builder.state_schema)
 
 
 def _traced_node(node: NodeSpec) -> NodeSpec:
@@ -83,5 +86,5 @@ def finish_plan(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> Plan:
         root=root,
         input_make=root_value if root else plan.input_make,
         state_make=root_state if root else plan.state_make,
-        managed=_managed(builder, None) if builder.managed else (),
+        managed=managed_of(builder, builder.state_schema) if builder.managed else (),
     )

@@ -1,8 +1,8 @@
 """Keys the runtime handles on its own: managed values and volatile channels.
 
 Managed values (``RemainingSteps``, ``IsLastStep``) are filled into a task's input (and
-into what its conditional edges read) and never stored; volatile channels (``EphemeralValue``, ``Topic``) are cleared by a step
-that does not write them.
+into what its conditional edges read) and never stored; volatile channels
+(``EphemeralValue``, ``Topic``) are cleared by a step that does not write them.
 """
 
 from __future__ import annotations

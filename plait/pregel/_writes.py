@@ -77,12 +77,11 @@ def router_views(plan: Plan, tasks: Sequence[Task], before: dict[str, Any]) -> l
 def _own_view(
     plan: Plan, values: dict[str, Any], name: str, writes: Sequence[tuple[str, Any]]
 ) -> dict[str, Any]:
-    view = dict(values)
+    channels, view = plan.channels, dict(values)
     pending: dict[str, list[Any]] = {}
     for key, value in writes:
-        if key in plan.channels:
+        if key in channels:
             pending.setdefault(key, []).append(value)
-    channels = plan.channels
     for key in plan.volatile:  # what the previous step wrote to a volatile key is gone, as after the merge
         if key not in pending and key in view:
             pending[key] = []
