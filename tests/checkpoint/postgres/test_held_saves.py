@@ -87,31 +87,38 @@ def test_a_turn_is_two_round_trips_unless_every_step_must_be_stored_first(
     assert len(steps) == 12
 
 
-def _chain(saver: PostgresSaver, thread: str, seen: list[int], *pauses: float) -> Any:
-    """``START -> step0 -> step1 ...``: step ``i`` sleeps ``pauses[i]`` seconds; a step sleeping longer
-    than 0.1 s counts the thread's stored checkpoints 0.1 s in (timed from the step, not the run,
-    whose first write also creates the tables)."""
+def _until(count: Any, wanted: int) -> int:
+    """Poll ``count()`` until it reaches ``wanted`` (a minute at most, so a broken run does not hang):
+    what it counts then."""
+    deadline = time.monotonic() + 60
+    while (seen := count()) < wanted and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return seen
 
-    def step(i: int, pause: float) -> Any:
+
+def _chain(saver: PostgresSaver, thread: str, seen: list[int], *waits: int) -> Any:
+    """``START -> step0 -> step1 ...``: step ``i`` with ``waits[i]`` > 0 waits, while it runs, for the
+    thread to have that many stored checkpoints (the held saves before it go out meanwhile) and
+    records how many it found."""
+
+    def step(i: int, wanted: int) -> Any:
         def node(state: Chat) -> dict[str, Any]:
-            if pause > 0.1:
-                time.sleep(0.1)
-                seen.append(_checkpoints(saver, thread))
-            time.sleep(max(0.0, pause - 0.1))
+            if wanted:
+                seen.append(_until(lambda: _checkpoints(saver, thread), wanted))
             return {"log": [f"step{i}"]}
 
         return node
 
     builder = StateGraph(Chat)
-    for i, pause in enumerate(pauses):
-        builder.add_node(f"step{i}", step(i, pause))
+    for i, wanted in enumerate(waits):
+        builder.add_node(f"step{i}", step(i, wanted))
         builder.add_edge(START if i == 0 else f"step{i - 1}", f"step{i}")
     return builder.compile(checkpointer=saver)
 
 
 def test_a_long_step_has_the_steps_before_it_stored_meanwhile(saver: PostgresSaver) -> None:
     seen: list[int] = []
-    _chain(saver, "slow", seen, 0.3).invoke({"log": ["hello"]}, {"configurable": {"thread_id": "slow"}})
+    _chain(saver, "slow", seen, 2).invoke({"log": ["hello"]}, {"configurable": {"thread_id": "slow"}})
     assert seen == [2]  # the input and the start's checkpoint, while the step still ran
     assert _checkpoints(saver, "slow") == 3
 
@@ -119,7 +126,7 @@ def test_a_long_step_has_the_steps_before_it_stored_meanwhile(saver: PostgresSav
 def test_every_long_step_of_a_run_has_the_steps_before_it_stored_meanwhile(saver: PostgresSaver) -> None:
     """The first late send clears the way for the next: the step after it holds, and times, its own."""
     seen: list[int] = []
-    graph = _chain(saver, "chain", seen, 0.0, 0.3, 0.3)
+    graph = _chain(saver, "chain", seen, 0, 3, 4)
     graph.invoke({"log": ["hello"]}, {"configurable": {"thread_id": "chain"}})
     assert seen == [3, 4]  # in step1: the input, the start and step0; in step2: step1 too
     assert _checkpoints(saver, "chain") == 5
@@ -151,7 +158,7 @@ def test_a_held_save_that_fails_in_the_background_is_raised(
     held.save(Save((put_call(None, "1", ["a"], None),)))  # held: the thread is still empty
     assert _checkpoints(saver, "t") == 0
     saver._save_many([put_call(None, "0", ["z"], None)], None)  # another writer moves the thread first
-    time.sleep(0.6)  # the held put goes out, expecting an empty thread, and is refused
+    assert _until(lambda: int(held.failed is not None), 1) == 1  # the held put goes out, and is refused
     with pytest.raises(CheckpointConflictError):
         held.save(Save((put_call("1", "2", ["a", "b"], "1"),)))
     held.finish()  # nothing left
@@ -168,7 +175,8 @@ def test_a_held_save_that_fails_in_the_background_of_an_async_run_is_raised(
             held = _held.AsyncHeldSaves(saver, ("t", ""))
             await held.save(Save((put_call(None, "1", ["a"], None),)))  # held: the thread is still empty
             await saver._asave_many([put_call(None, "0", ["z"], None)], None)  # another writer moves it first
-            await asyncio.sleep(0.6)  # the held put goes out, expecting an empty thread, and is refused
+            while held.failed is None:  # the held put goes out, expecting an empty thread, and is refused
+                await asyncio.sleep(0.01)
             with pytest.raises(CheckpointConflictError):
                 await held.save(Save((put_call("1", "2", ["a", "b"], "1"),)))
             await held.finish()  # nothing left
@@ -178,6 +186,14 @@ def test_a_held_save_that_fails_in_the_background_of_an_async_run_is_raised(
 
     with private_schema("plait_held") as dsn:
         asyncio.run(main(dsn))
+
+
+async def _auntil(count: Any, wanted: int) -> int:
+    """Async :func:`_until`."""
+    deadline = time.monotonic() + 60
+    while (seen := await count()) < wanted and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return seen
 
 
 def test_async_runs_hold_their_saves_too() -> None:
@@ -192,11 +208,7 @@ def test_async_runs_hold_their_saves_too() -> None:
             seen: list[int] = []
 
             async def reply(state: Chat) -> dict[str, Any]:
-                await asyncio.sleep(
-                    0.1
-                )  # counted from inside the step (the run's first write creates the tables)
-                seen.append(await count())
-                await asyncio.sleep(0.2)
+                seen.append(await _auntil(count, 2))  # sent while "reply" runs
                 return {"log": ["re"]}
 
             graph = (
@@ -204,7 +216,7 @@ def test_async_runs_hold_their_saves_too() -> None:
             )
             config = {"configurable": {"thread_id": "a"}}
             assert (await graph.ainvoke({"log": ["hi"]}, config))["log"] == ["hi", "re"]
-            assert seen == [2]  # sent while "reply" sleeps
+            assert seen == [2]  # sent while "reply" runs
             assert await count() == 3
             steps = [s.metadata["step"] async for s in graph.aget_state_history(config)]
             assert steps == [1, 0, -1]
@@ -222,12 +234,10 @@ def test_every_long_step_of_an_async_run_has_the_steps_before_it_stored_meanwhil
                 cur = await conn.execute("SELECT count(*) FROM plait_checkpoints")
                 return int((await cur.fetchone())[0])  # type: ignore[index]
 
-        def step(name: str, pause: float) -> Any:
+        def step(name: str, wanted: int) -> Any:
             async def node(state: Chat) -> dict[str, Any]:
-                if pause:  # counted from inside the step: the run's first write also creates the tables
-                    await asyncio.sleep(0.1)
-                    seen.append(await count())
-                    await asyncio.sleep(pause)
+                if wanted:  # the held saves before this step go out while it runs
+                    seen.append(await _auntil(count, wanted))
                 return {"log": [name]}
 
             return node
@@ -235,9 +245,9 @@ def test_every_long_step_of_an_async_run_has_the_steps_before_it_stored_meanwhil
         async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
             graph = (
                 StateGraph(Chat)
-                .add_node("quick", step("quick", 0.0))
-                .add_node("slow", step("slow", 0.2))
-                .add_node("slower", step("slower", 0.2))
+                .add_node("quick", step("quick", 0))
+                .add_node("slow", step("slow", 3))
+                .add_node("slower", step("slower", 4))
                 .add_edge(START, "quick")
                 .add_edge("quick", "slow")
                 .add_edge("slow", "slower")
@@ -302,15 +312,18 @@ def test_a_failing_step_an_interrupt_and_a_closed_stream_send_what_was_held(
 
 
 def test_an_async_run_cancelled_or_timed_out_sends_what_was_held(long_grace: None) -> None:
-    async def slow(state: Steps) -> dict[str, Any]:
-        await asyncio.sleep(30)
-        return {"log": ["b"]}
-
     async def main(dsn: str) -> None:
+        started = asyncio.Event()
+
+        async def stuck(state: Steps) -> dict[str, Any]:
+            started.set()
+            await asyncio.Event().wait()  # until cancelled
+            return {"log": ["b"]}
+
         async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
-            graph = _steps_graph(saver, slow)
+            graph = _steps_graph(saver, stuck)
             run = asyncio.ensure_future(graph.ainvoke({"log": []}, {"configurable": {"thread_id": "cancel"}}))
-            await asyncio.sleep(0.5)
+            await started.wait()  # in "b": the steps before it are held
             run.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await run
@@ -321,7 +334,7 @@ def test_an_async_run_cancelled_or_timed_out_sends_what_was_held(long_grace: Non
                 0,
                 -1,
             ]
-            graph.step_timeout = 0.3
+            graph.step_timeout = 2.0  # "b" never ends; the steps before it take milliseconds
             with pytest.raises(TimeoutError):
                 await graph.ainvoke({"log": []}, {"configurable": {"thread_id": "timeout"}})
             steps = [
@@ -419,9 +432,14 @@ def test_an_async_run_cancelled_during_its_last_save_keeps_it(
         with saver.conn.connection() as other:  # type: ignore[union-attr]
             other.execute("SELECT pg_advisory_lock(hashtext(%s))", [lock_name(("late", ""))])
             run = asyncio.ensure_future(graph.ainvoke({"log": []}, {"configurable": {"thread_id": "late"}}))
-            await asyncio.sleep(0.3)  # the last save (every step: the grace is long) waits for the lock
+            while not other.execute(  # the last save (every step: the grace is long) waits for the lock
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND %s = ANY(pg_blocking_pids(pid))",
+                [other.info.backend_pid],
+            ).fetchone()[0]:  # type: ignore[index]
+                await asyncio.sleep(0.01)
             run.cancel()
-            await asyncio.sleep(0.2)
+            for _ in range(20):  # the cancellation reaches the run (event loop turns, not time)
+                await asyncio.sleep(0)
             other.execute("SELECT pg_advisory_unlock(hashtext(%s))", [lock_name(("late", ""))])
             with pytest.raises(asyncio.CancelledError):
                 await run
