@@ -11,7 +11,7 @@ from typing import Any
 
 from plait._schema import MISSING
 from plait.checkpoint._task_ids import current_writes
-from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id
+from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError, StrictModeError
 from plait.pregel._effects import CallRouters
@@ -235,12 +235,17 @@ def _copy(saved: CheckpointTuple | None, updates: Sequence[tuple[Any, str | None
             node=COPY,
         )
     checkpoint: dict[str, Any] = dict(saved.checkpoint)
+    # a new checkpoint: its own id and time (listing and pruning by time see the fork as new)
     checkpoint["id"] = new_checkpoint_id(after=saved.checkpoint.get("id"))
+    checkpoint["ts"] = now_iso()
     step = int((saved.metadata or {}).get("step", -1)) + 1
     metadata: dict[str, Any] = {"source": "fork", "step": step, "parents": {}}
     # every key counts as written: the copy's parent is the copied checkpoint's parent, not itself
     versions = dict(saved.checkpoint.get("channel_versions") or {})
-    return saved.parent_config or saved.config, checkpoint, metadata, versions
+    if saved.parent_config is not None:
+        return saved.parent_config, checkpoint, metadata, versions
+    root = {k: v for k, v in saved.config.get("configurable", {}).items() if k != "checkpoint_id"}
+    return {**saved.config, "configurable": root}, checkpoint, metadata, versions  # a copy of a root is one
 
 
 def head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:
