@@ -310,12 +310,15 @@ def test_a_message_record_with_a_non_str_key_is_refused() -> None:
 @given(
     st.integers(min_value=96, max_value=70_000),
     st.sampled_from([b"ab", b"plait ", bytes(range(256)), b"\x00"]),
-    st.randoms(use_true_random=False),
+    st.integers(min_value=0, max_value=2**32),
 )
-def test_deflated_payloads_of_every_window_size_inflate_back(size: int, alphabet: bytes, rnd: Any) -> None:
+def test_deflated_payloads_of_every_window_size_inflate_back(size: int, alphabet: bytes, seed: int) -> None:
     """The compressor sizes its window to the payload; the reader's 32 KiB window inflates every size."""
+    import random
+
     from plait.checkpoint._deflate import DEFLATED, deflate, inflate
 
+    rnd = random.Random(seed)  # (not hypothesis' randoms: a draw each byte overran its data buffer)
     data = bytes(rnd.choice(alphabet) for _ in range(size))
     packed = deflate(data)
     if packed != data:  # (random bytes may start with the marker: only MessagePack cannot)
