@@ -7,8 +7,19 @@ import uuid
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from plait.checkpoint.memory import InMemorySaver
+
+# Property tests hold on a loaded 2-core machine: no per-example deadline, and no health check
+# that times generation (too_slow) or fails a run whose random draws happened to be large. A test's
+# own ``@settings`` inherits these (it is made after this module is imported).
+settings.register_profile(
+    "plait",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("plait")
 
 
 @pytest.fixture
