@@ -15,7 +15,7 @@ import pkgutil
 import sqlite3
 import subprocess
 import sys
-import time
+import tracemalloc
 import types
 import uuid
 import warnings
@@ -132,7 +132,24 @@ def _gadgets(tmp_path: Path) -> list[tuple[str, int, str, str, Any, Path]]:
     return out
 
 
-def test_popen_fileio_and_sqlite_records_are_refused_and_run_nothing(tmp_path: Path) -> None:
+@pytest.fixture
+def spawned(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The arguments of every process started (through ``subprocess.Popen``) while the test runs:
+    a test asserts none was, at once, instead of waiting for a marker such a process would write."""
+    calls: list[Any] = []
+    execute = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def spy(self: Any, args: Any, *rest: Any) -> Any:
+        calls.append(args)
+        return execute(self, args, *rest)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", spy)
+    return calls
+
+
+def test_popen_fileio_and_sqlite_records_are_refused_and_run_nothing(
+    tmp_path: Path, spawned: list[Any]
+) -> None:
     gadgets = _gadgets(tmp_path)
     for kind, code, module, qualname, body, marker in gadgets:
         data = record(code, module, qualname, body)
@@ -155,7 +172,7 @@ def test_popen_fileio_and_sqlite_records_are_refused_and_run_nothing(tmp_path: P
                 with pytest.raises(SerializationError):
                     ser.loads(wrapped)
         assert not marker.exists(), (kind, code)
-    time.sleep(0.5)  # a process, had one been started, would have written its marker by now
+    assert spawned == []  # no process started (it would write its marker later)
     assert [m for *_, m in gadgets if m.exists()] == []
 
 
@@ -464,7 +481,7 @@ def _plant(path: str, where: str, value: bytes) -> None:
 
 @pytest.mark.parametrize("where", ["blobs", "checkpoint", "metadata", "writes"])
 def test_planted_popen_row_in_a_real_sqlite_file_is_refused_by_get_state_history_and_invoke(
-    tmp_path: Path, where: str
+    tmp_path: Path, where: str, spawned: list[Any]
 ) -> None:
     path = _db(tmp_path)
     marker = tmp_path / "pwned"
@@ -492,8 +509,7 @@ def test_planted_popen_row_in_a_real_sqlite_file_is_refused_by_get_state_history
             graph.invoke({"messages": [HumanMessage("again")]}, config)
         with pytest.raises(SerializationError, match="Popen"):
             saver.get_tuple(config)
-    time.sleep(0.3)
-    assert not marker.exists()
+    assert spawned == [] and not marker.exists()
 
 
 @pytest.mark.parametrize("where", ["blobs", "checkpoint"])
@@ -528,16 +544,31 @@ def _bin_header(n: int) -> bytes:
     return b"\xc6" + n.to_bytes(4, "big")  # msgpack bin32: the zeros decode as one bytes value
 
 
-def test_old_format_bomb_is_refused_within_the_cap_quickly() -> None:
+def _peak_bytes(call: Any) -> int:
+    """The most memory Python held at once (``tracemalloc``) while ``call()`` ran: what it inflated."""
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _refused(ser: Serializer, data: bytes, match: str) -> Any:
+    def call() -> None:
+        with pytest.raises(SerializationError, match=match):
+            ser.loads(data)
+
+    return call
+
+
+def test_old_format_bomb_is_refused_within_the_cap() -> None:
     raw = _zeros_deflated(1024)  # 1 GiB of zeros in ~1 MB
     assert len(raw) < 2**21
     stream = zlib.compressobj(9, zlib.DEFLATED, -15)
     head = stream.compress(_bin_header(2**30)) + stream.flush(zlib.Z_FULL_FLUSH)
     bomb = b"\xc1" + head + raw
-    started = time.perf_counter()
-    with pytest.raises(SerializationError, match="max_value_bytes"):
-        Serializer().loads(bomb)  # default cap: 256 MiB, never the whole GiB
-    assert time.perf_counter() - started < 5
+    assert _peak_bytes(_refused(Serializer(), bomb, "max_value_bytes")) < 2**30  # cap 256 MiB, not the GiB
     with pytest.raises(SerializationError, match="max_value_bytes=1048576"):
         Serializer(max_value_bytes=2**20).loads(bomb)
 
@@ -550,11 +581,8 @@ def test_new_format_declares_its_length_and_lies_are_refused() -> None:
         Serializer(compress=False).dumps(value)
     )
     assert ser.loads(data) == value
-    started = time.perf_counter()
-    with pytest.raises(
-        SerializationError, match="declares"
-    ):  # declared beyond the cap: refused before inflating
-        ser.loads(b"\xc1\xff" + (2**31).to_bytes(4, "big") + _zeros_deflated(1024))
+    beyond = b"\xc1\xff" + (2**31).to_bytes(4, "big") + _zeros_deflated(1024)
+    assert _peak_bytes(_refused(ser, beyond, "declares")) < 2**24  # beyond the cap: refused before inflating
     stream = zlib.compressobj(9, zlib.DEFLATED, -15)
     lying = (
         b"\xc1\xff"
@@ -563,9 +591,8 @@ def test_new_format_declares_its_length_and_lies_are_refused() -> None:
         + stream.flush(zlib.Z_FULL_FLUSH)
         + _zeros_deflated(1024)
     )
-    with pytest.raises(SerializationError, match="declared length"):  # says 100 bytes, inflates to a GiB
-        Serializer().loads(lying)
-    assert time.perf_counter() - started < 2
+    says_100 = _refused(Serializer(), lying, "declared length")  # inflates to a GiB: stopped at 101 bytes
+    assert _peak_bytes(says_100) < 2**24
     for broken in (data[:-3], data[:5], data + b"x", data[:2] + (5).to_bytes(4, "big") + data[6:]):
         with pytest.raises(SerializationError):
             ser.loads(broken)
@@ -697,12 +724,15 @@ SEED_BYTES = [ser.dumps(v) for v in SEEDS for ser in (Serializer(), Serializer(c
 
 
 def _check_loads(data: bytes) -> None:
-    started = time.perf_counter()
-    try:
-        S.loads(data)
-    except SerializationError:
-        pass
-    assert time.perf_counter() - started < 2
+    """Decodes or raises SerializationError, and (at most 300 bytes in) holds under 16 MiB meanwhile."""
+
+    def call() -> None:
+        try:
+            S.loads(data)
+        except SerializationError:
+            pass
+
+    assert _peak_bytes(call) < 2**24
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
