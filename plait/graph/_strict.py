@@ -67,7 +67,7 @@ def _short(value: Any) -> str:
 class StrictChannel(BaseChannel):
     """Wraps a channel with strict-mode checks for its key."""
 
-    __slots__ = ("inner", "is_add_messages", "message_list", "reducer_name")
+    __slots__ = ("inner", "is_add_messages", "message_list", "plain_list", "reducer_name")
 
     def __init__(self, inner: BaseChannel, spec: FieldSpec) -> None:
         super().__init__(inner.key)
@@ -76,6 +76,8 @@ class StrictChannel(BaseChannel):
         self.message_list = (
             spec.reducer is not None and not self.is_add_messages and _is_message_list(spec.annotation)
         )
+        # another reducer on a list whose type does not say "messages" (e.g. Annotated[list, operator.add])
+        self.plain_list = spec.reducer is not None and not self.is_add_messages and not self.message_list
         self.reducer_name = getattr(spec.reducer, "__name__", repr(spec.reducer))
 
     def initial(self) -> Any:
@@ -86,8 +88,9 @@ class StrictChannel(BaseChannel):
         """Check the writes, merge them with the wrapped channel, check the result.
 
         Raises:
-            StrictModeError: non-message written to a message list, REMOVE_ALL after new
-                messages, a reducer mutating its first argument, or a broken tool-call group.
+            StrictModeError: non-message written to a message list, a raw str beside messages in
+                any list, REMOVE_ALL after new messages, a reducer mutating its first argument, or a
+                broken tool-call group.
         """
         for value, node in zip(values, nodes, strict=True):
             if self.message_list:
@@ -110,6 +113,8 @@ class StrictChannel(BaseChannel):
             messages = cast("Sequence[Any]", merged)  # isinstance() narrows Any to list[Unknown]
             self._check_groups(messages, nodes)
             return messages
+        if self.plain_list and isinstance(merged, list):
+            self._check_mixed(current, cast("Sequence[Any]", merged), values, nodes)
         return merged
 
     def _check_messages(self, value: Any, node: str) -> None:
@@ -124,6 +129,39 @@ class StrictChannel(BaseChannel):
                     node=node,
                     value=item,
                 )
+
+    def _check_mixed(
+        self, current: Any, merged: Sequence[Any], values: Sequence[Any], nodes: Sequence[str]
+    ) -> None:
+        """A raw ``str`` beside message objects in any list: it stays a str, and ``m.content`` fails later."""
+        if not any(isinstance(item, BaseMessage) for item in merged):
+            return
+        culprit = next(
+            (
+                (node, item)
+                for value, node in zip(values, nodes, strict=True)
+                for item in _as_list(value)
+                if isinstance(item, str)
+            ),
+            None,
+        )
+        if culprit is None:  # a str stored earlier, now joined by messages: name the update that did it
+            old = _as_list(current) if isinstance(current, (list, tuple)) else []
+            text = next((item for item in old if isinstance(item, str)), None)
+            if text is None:
+                return
+            culprit = (nodes[0], text)
+        node, text = culprit
+        raise StrictModeError(
+            f"After {_writer(node)}, list {self.key!r} holds the raw str {_short(text)} beside message "
+            f"objects; its reducer {self.reducer_name!r} does not convert strings to messages, so "
+            "`m.content` fails on it later. Use Annotated[list[AnyMessage], add_messages] (it turns a str "
+            "into a HumanMessage) or write message objects, e.g. HumanMessage(...).",
+            key=self.key,
+            node=node,
+            value=text,
+            nodes=tuple(nodes),
+        )
 
     def _check_update(self, current: Any, value: Any, node: str) -> None:
         items = _as_list(value)

@@ -106,6 +106,46 @@ def test_non_message_in_an_operator_add_message_list_is_an_error() -> None:
     )
 
 
+class Untyped(TypedDict):
+    messages: Annotated[list, operator.add]  # the seeds' pitfall: untyped list, operator.add
+    log: Annotated[list, operator.add]
+
+
+def test_raw_str_beside_messages_in_an_untyped_operator_add_list_is_an_error() -> None:
+    graph = _one(Untyped, lambda s: {"messages": ["plain reply"]})
+    with pytest.raises(StrictModeError) as info:
+        graph.invoke({"messages": [HumanMessage("hi")], "log": []})
+    err = info.value
+    assert (err.node, err.key, err.value) == ("n", "messages", "plain reply")
+    assert str(err) == (
+        "After the update of node 'n', list 'messages' holds the raw str 'plain reply' beside message objects; "
+        "its reducer 'add' does not convert strings to messages, so `m.content` fails on it later. Use "
+        "Annotated[list[AnyMessage], add_messages] (it turns a str into a HumanMessage) or write message "
+        "objects, e.g. HumanMessage(...)."
+    )
+    assert (
+        _one(Untyped, lambda s: {"messages": ["plain reply"]}, strict=False).invoke(
+            {"messages": [HumanMessage("hi")], "log": []}
+        )["messages"][1]
+        == "plain reply"
+    )  # without strict mode: silently mixed, as LangGraph
+
+
+def test_raw_str_input_joined_later_by_a_message_is_an_error_naming_the_update() -> None:
+    graph = _one(Untyped, lambda s: {"messages": [AIMessage("reply")]})  # seed 000 §6.1, untyped
+    with pytest.raises(StrictModeError) as info:
+        graph.invoke({"messages": ["I am a string"], "log": []})
+    assert (info.value.node, info.value.key, info.value.value) == ("n", "messages", "I am a string")
+    with pytest.raises(StrictModeError, match="After the graph input, list 'messages' holds the raw str"):
+        _one(Untyped, lambda s: {}).invoke({"messages": [HumanMessage("hi"), "raw"], "log": []})
+
+
+def test_untyped_lists_of_plain_strings_stay_fine_in_strict_mode() -> None:
+    graph = _one(Untyped, lambda s: {"log": ["step"], "messages": [AIMessage("ok")]})
+    out = graph.invoke({"messages": [HumanMessage("hi")], "log": ["start"]})
+    assert out["log"] == ["start", "step"] and [m.type for m in out["messages"]] == ["human", "ai"]
+
+
 def test_remove_all_after_new_messages_is_an_error() -> None:
     node = lambda s: {"messages": [AIMessage("summary"), RemoveMessage(id=REMOVE_ALL_MESSAGES)]}  # noqa: E731
     with pytest.raises(
