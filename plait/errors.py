@@ -19,9 +19,12 @@ Tree::
     ├── ThreadBusyError               another run holds the thread
     ├── CheckpointConflictError       the thread head moved behind our back
     ├── SerializationError            a value cannot be stored or loaded
+    │   └── DecryptionError (ValueError)  encrypted bytes fail to decrypt (wrong key, tampered)
     ├── SchemaVersionError (RuntimeError)  the database was written by a newer plait
     ├── UnknownInterruptError         strict resume: the resume does not match the pending interrupts
     ├── StoredNodeError               a node's error read back from a checkpoint (error handlers on resume)
+    ├── NodeTimeoutError              an async node attempt ran past its ``timeout``
+    ├── NodeCancelledError            a node raised ``asyncio.CancelledError`` itself
     └── GraphBubbleUp                 control flow that passes through nodes and tools untouched
         ├── ParentCommand             a subgraph's Command for its parent graph
         ├── GraphDrained              the run stopped early because RunControl asked it to
@@ -39,6 +42,7 @@ from typing import Any, Literal
 __all__ = [
     "CheckpointConflictError",
     "CheckpointNotFoundError",
+    "DecryptionError",
     "EmptyChannelError",
     "EmptyInputError",
     "ErrorCode",
@@ -50,8 +54,10 @@ __all__ = [
     "IncompatibleDatabaseError",
     "InvalidConfigError",
     "InvalidUpdateError",
+    "NodeCancelledError",
     "NodeError",
     "NodeInterrupt",
+    "NodeTimeoutError",
     "ParentCommand",
     "SchemaVersionError",
     "SerializationError",
@@ -245,6 +251,13 @@ class SerializationError(Exception):
         self.key = key
 
 
+class DecryptionError(SerializationError, ValueError):
+    """Stored bytes were encrypted with another key, or were altered (the authentication tag fails).
+
+    A ``ValueError`` too, as pycryptodome's failed check is in LangGraph.
+    """
+
+
 class SchemaVersionError(RuntimeError):
     """The checkpoint tables were created by a newer plait than this one; nothing was changed.
 
@@ -406,3 +419,69 @@ def mark_invalid_resume(error: BaseException) -> BaseException:
 def is_invalid_resume(error: BaseException) -> bool:
     """Whether ``error`` is a resume value failing its interrupt's ``response_schema`` validation."""
     return getattr(error, _INVALID_RESUME, False) is True
+
+
+class NodeCancelledError(Exception):
+    """A node's own body raised ``asyncio.CancelledError``: a node failure, not a cancelled run.
+
+    Attributes:
+        node: The node that raised it.
+    """
+
+    def __init__(self, node: str, message: str | None = None) -> None:
+        super().__init__(message or f"Node {node!r} raised asyncio.CancelledError")
+        self.node = node
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.node, str(self)))
+
+
+class NodeTimeoutError(Exception):
+    """A node attempt ran past its ``timeout`` (:class:`~plait.types.TimeoutPolicy`).
+
+    Not a :class:`TimeoutError` (an ``OSError``), so the default retry policy retries it.
+
+    Attributes:
+        node: The node that timed out.
+        elapsed: Seconds the attempt ran.
+        kind: ``"run"`` (the hard cap) or ``"idle"`` (no progress for too long).
+        timeout: The limit that fired, in seconds.
+        run_timeout: The configured hard cap, if any.
+        idle_timeout: The configured idle limit, if any.
+    """
+
+    def __init__(
+        self,
+        node: str,
+        elapsed: float,
+        *,
+        kind: Literal["idle", "run"],
+        idle_timeout: float | None = None,
+        run_timeout: float | None = None,
+    ) -> None:
+        limit = idle_timeout if kind == "idle" else run_timeout
+        if kind not in ("idle", "run") or limit is None:
+            raise ValueError(f"NodeTimeoutError: kind={kind!r} needs its {kind}_timeout (got None)")
+        if kind == "idle":
+            message = (
+                f"Node '{node}' exceeded its idle timeout of {limit:.3f}s without making progress "
+                f"(elapsed: {elapsed:.3f}s)."
+            )
+        else:
+            message = f"Node '{node}' exceeded its run timeout of {limit:.3f}s (elapsed: {elapsed:.3f}s)."
+        super().__init__(message)
+        self.node = node
+        self.elapsed = elapsed
+        self.kind: Literal["idle", "run"] = kind
+        self.timeout: float = limit
+        self.idle_timeout = idle_timeout
+        self.run_timeout = run_timeout
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_timeout, (self.node, self.elapsed, self.kind, self.idle_timeout, self.run_timeout))
+
+
+def _rebuild_timeout(
+    node: str, elapsed: float, kind: Literal["idle", "run"], idle: float | None, run: float | None
+) -> NodeTimeoutError:
+    return NodeTimeoutError(node, elapsed, kind=kind, idle_timeout=idle, run_timeout=run)

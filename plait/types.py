@@ -7,20 +7,44 @@ import random
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, cast
 
 from langchain_core.messages.tool import ToolOutputMixin
 
+from plait import _stream_parts
 from plait._context import current_task
+from plait._stream_parts import (
+    CheckpointPayload,
+    CheckpointStreamPart,
+    CheckpointTask,
+    CustomStreamPart,
+    DebugPayload,
+    DebugStreamPart,
+    MessagesStreamPart,
+    StreamPart,
+    TaskPayload,
+    TaskResultPayload,
+    TasksStreamPart,
+    UpdatesStreamPart,
+    ValuesStreamPart,
+)
 
 __all__ = [
     "All",
     "CachePolicy",
+    "CheckpointPayload",
+    "CheckpointStreamPart",
+    "CheckpointTask",
     "Checkpointer",
     "Command",
+    "CustomStreamPart",
+    "DebugPayload",
+    "DebugStreamPart",
     "Durability",
     "GraphOutput",
     "Interrupt",
+    "MessagesStreamPart",
     "Overwrite",
     "PregelTask",
     "RetryPolicy",
@@ -28,7 +52,14 @@ __all__ = [
     "StateSnapshot",
     "StateUpdate",
     "StreamMode",
+    "StreamPart",
     "StreamWriter",
+    "TaskPayload",
+    "TaskResultPayload",
+    "TasksStreamPart",
+    "TimeoutPolicy",
+    "UpdatesStreamPart",
+    "ValuesStreamPart",
     "default_retry_on",
     "interrupt",
 ]
@@ -218,6 +249,52 @@ def retry_delay(policy: RetryPolicies | None, exc: Exception, attempt: int) -> f
     return chosen.delay(attempt)
 
 
+def _seconds(value: float | timedelta | None, field_name: str) -> float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds <= 0:
+        raise ValueError(f"TimeoutPolicy.{field_name} must be greater than 0 (got {value!r})")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeoutPolicy:
+    """Time limits for each attempt of an async node, task or entrypoint (``timeout=``).
+
+    A timed-out attempt raises :class:`~plait.errors.NodeTimeoutError`, which the retry
+    policy sees like any other error. Sync functions cannot be cancelled, so they take no timeout.
+
+    Attributes:
+        run_timeout: Hard cap, in seconds, on one attempt.
+        idle_timeout: Longest an attempt may go without progress: writing a custom stream
+            event or calling ``runtime.heartbeat()`` (only the latter with ``refresh_on="heartbeat"``).
+        refresh_on: What counts as progress for ``idle_timeout``.
+    """
+
+    run_timeout: float | timedelta | None = None
+    idle_timeout: float | timedelta | None = None
+    refresh_on: Literal["auto", "heartbeat"] = "auto"
+
+    @classmethod
+    def coerce(cls, value: float | timedelta | TimeoutPolicy | None) -> TimeoutPolicy | None:
+        """A policy with the limits in positive seconds (a number or timedelta is a ``run_timeout``).
+
+        Raises:
+            ValueError: a limit is not positive, or ``refresh_on`` is neither ``"auto"`` nor ``"heartbeat"``.
+        """
+        if value is None:
+            return None
+        policy = value if isinstance(value, TimeoutPolicy) else cls(run_timeout=value)
+        if policy.refresh_on not in ("auto", "heartbeat"):
+            raise ValueError(f"refresh_on must be 'auto' or 'heartbeat' (got {policy.refresh_on!r})")
+        run = _seconds(policy.run_timeout, "run_timeout")
+        idle = _seconds(policy.idle_timeout, "idle_timeout")
+        if run is None and idle is None:
+            return None
+        return cls(run_timeout=run, idle_timeout=idle, refresh_on=policy.refresh_on)
+
+
 def _freeze(value: Any, depth: int = 10) -> Any:
     """A hashable, order-independent stand-in for ``value`` (dict keys sorted, lists as tuples)."""
     if depth <= 0:
@@ -369,3 +446,7 @@ def interrupt(value: Any, *, response_schema: dict[str, Any] | type[Any] | None 
             saved, so the interrupt can be answered again (``errors.is_invalid_resume`` tells).
     """
     return current_task().interrupt(value, response_schema=response_schema)
+
+
+# the stream parts name these two in annotations; give their module the classes, for get_type_hints()
+vars(_stream_parts).update(Interrupt=Interrupt, StateSnapshot=StateSnapshot)

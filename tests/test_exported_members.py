@@ -8,6 +8,7 @@ PUBLIC = [
     "plait.graph",
     "plait.graph.message",
     "plait.graph.state",
+    "plait.graph.ui",
     "plait.types",
     "plait.errors",
     "plait.constants",

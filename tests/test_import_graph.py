@@ -183,6 +183,7 @@ _EXACT = {
     "plait.constants": CORE,
     "plait.errors": CORE,
     "plait._context": CORE,
+    "plait._stream_parts": CORE,
     "plait.types": CORE,
     "plait.runtime": CORE,
     "plait.config": CORE,
