@@ -209,7 +209,7 @@ class LangGraphDecoder:
                 f"an instance of {path}, which plait does not rebuild: only langchain-core messages and "
                 f"documents, LangGraph's Send/Interrupt/Command/Overwrite, dates, UUIDs, decimals, sets and "
                 f"classes allowed by name are. If {path} is your data class, allow it: "
-                f"plait.checkpoint.serde.allow({path!r}), then migrate again"
+                f"plait.checkpoint.serde.allow({path!r}) (plait migrate: --allow {path}), then migrate again"
             )
         if code == _SINGLE:
             return _call(cls, (args,), path)

@@ -13,6 +13,7 @@ read back and compared before the next one is written.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,9 +29,39 @@ from plait.checkpoint.serde import Serializer
 from plait.errors import SerializationError
 from plait.types import Interrupt, Send
 
-__all__ = ["Imported", "import_threads", "langgraph_tables", "sqlite_source"]
+__all__ = [
+    "COMPLETE",
+    "FAILED",
+    "IMPORTED",
+    "Imported",
+    "Outcome",
+    "import_threads",
+    "langgraph_tables",
+    "sqlite_source",
+]
 
 _SPECIAL = ("__interrupt__", "__resume__", "__error__")
+_DIFFERENT = (
+    "the destination's thread of this id has {have} checkpoint(s) of its own (it went on there) and lacks "
+    "some of LangGraph's; to import LangGraph's again, delete it in the destination first"
+)
+
+
+IMPORTED, COMPLETE, KEPT, FAILED = "imported", "complete", "kept", "failed"
+
+
+@dataclass
+class Outcome:
+    """What happened to one thread."""
+
+    thread_id: str
+    status: str
+    """:data:`IMPORTED`, :data:`COMPLETE` (the destination had every checkpoint), :data:`KEPT` (the
+    destination's thread of that id went on on its own: left alone) or :data:`FAILED`."""
+    checkpoints: int = 0
+    """Checkpoints imported (or found already there)."""
+    detail: str = ""
+    """Why it failed, or a note (an earlier partial import finished)."""
 
 
 @dataclass
@@ -40,11 +71,21 @@ class Imported:
     threads: list[str] = field(default_factory=list[str])
     """Threads imported."""
     skipped: list[str] = field(default_factory=list[str])
-    """Threads left alone because the destination already has them."""
+    """Threads left alone: the destination has every checkpoint of them, or a thread of its own of that id."""
+    failed: list[str] = field(default_factory=list[str])
+    """Threads that could not be imported (nothing of them is left in the destination)."""
+    outcomes: list[Outcome] = field(default_factory=list[Outcome])
+    """One per thread, in order."""
     checkpoints: int = 0
     """Checkpoints imported (and verified)."""
     writes: int = 0
     """Task writes imported."""
+
+    def add(self, outcome: Outcome) -> None:
+        """Record one thread's outcome."""
+        self.outcomes.append(outcome)
+        lists = {IMPORTED: self.threads, COMPLETE: self.skipped, KEPT: self.skipped, FAILED: self.failed}
+        lists[outcome.status].append(outcome.thread_id)
 
 
 def langgraph_tables(names: set[str]) -> bool:
@@ -243,9 +284,52 @@ class _Importer:
                 values[key] = value
         return values
 
+    def thread(self, thread_id: str, present: bool) -> Outcome:
+        """Import one thread whole, or leave nothing of it in the destination."""
+        rows = list(self.source.rows(thread_id))
+        note = ""
+        if present:
+            wanted = {r.checkpoint_id for r in rows}
+            try:
+                have = {
+                    str(t.config["configurable"]["checkpoint_id"])
+                    for t in self.saver.list({"configurable": {"thread_id": thread_id}})
+                }
+            except SerializationError as exc:
+                return Outcome(
+                    thread_id, FAILED, detail=f"the destination's copy of it cannot be read ({exc})"
+                )
+            if wanted <= have:
+                return Outcome(thread_id, COMPLETE, len(wanted))
+            if not have <= wanted:
+                return Outcome(thread_id, KEPT, len(have), _DIFFERENT.format(have=len(have - wanted)))
+            note = (
+                f"finished an earlier import that had stopped at {len(have)} of {len(wanted)} checkpoint(s)"
+            )
+            self.saver.delete_thread(thread_id)
+        counts = self.result.checkpoints, self.result.writes
+        thread = _Thread()
+        try:
+            for row in rows:
+                self.one(row, thread)
+        except SerializationError as exc:
+            self.result.checkpoints, self.result.writes = counts
+            self.saver.delete_thread(thread_id)  # nothing of a failed thread stays
+            return Outcome(thread_id, FAILED, detail=str(exc))
+        except BaseException:
+            with contextlib.suppress(Exception):  # the destination failed: a rerun finds the partial thread
+                self.saver.delete_thread(thread_id)
+            raise
+        return Outcome(thread_id, IMPORTED, self.result.checkpoints - counts[0], note)
+
     def one(self, row: Row, thread: _Thread) -> None:
         record = self.record(row)
-        checkpoint, metadata = translate(row, record, self.values(row, record), self.metadata(row))
+        try:
+            checkpoint, metadata = translate(row, record, self.values(row, record), self.metadata(row))
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+            raise SerializationError(
+                f"Cannot import {_where(row)}: a malformed checkpoint record ({exc!r})"
+            ) from None
         ns = thread.namespace(row.ns)
         parent_config = {"configurable": {"thread_id": row.thread_id, "checkpoint_ns": ns}}
         if row.parent_id:
@@ -294,33 +378,29 @@ def import_threads(
     saver: BaseCheckpointSaver,
     *,
     threads: list[str] | None = None,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Callable[[Outcome], None] | None = None,
 ) -> Imported:
     """Import LangGraph's threads from ``source`` into ``saver``, verifying every checkpoint.
 
-    Threads the destination already holds are skipped (listed in the result).
+    Each thread is imported whole or not at all: a thread that fails (a value that cannot be
+    decoded, a checkpoint that reads back differently) is deleted from ``saver`` again and the
+    next thread is imported. A thread the destination has every checkpoint of is left alone; one
+    it has only some of (an import that was stopped) is imported again from the start.
 
     Args:
         source: LangGraph's tables.
         saver: A plait saver (its serializer's allow-list decides which classes are rebuilt).
         threads: Only these thread ids (default: every one).
-        progress: Called with ``(thread id, checkpoints imported)`` after each thread.
+        progress: Called with each thread's :class:`Outcome`.
 
     Raises:
-        SerializationError: a value cannot be imported (naming thread, namespace, checkpoint and key),
-            or an imported checkpoint does not read back the same. Threads imported before stay.
+        Exception: what the destination raised when it could not be written (database errors).
     """
     importer = _Importer(source, saver, LangGraphDecoder(getattr(saver, "serde", None) or Serializer()))
     present = {t.thread_id for t in saver.threads()}
     for thread_id in threads if threads is not None else source.thread_ids():
-        if thread_id in present:
-            importer.result.skipped.append(thread_id)
-            continue
-        thread = _Thread()
-        before = importer.result.checkpoints
-        for row in source.rows(thread_id):
-            importer.one(row, thread)
-        importer.result.threads.append(thread_id)
+        outcome = importer.thread(thread_id, thread_id in present)
+        importer.result.add(outcome)
         if progress is not None:
-            progress(thread_id, importer.result.checkpoints - before)
+            progress(outcome)
     return importer.result

@@ -17,10 +17,17 @@ from typing import Any
 
 import click
 
-from plait.checkpoint._langgraph_import import import_threads, langgraph_tables
+from plait.checkpoint._langgraph_import import (
+    COMPLETE,
+    IMPORTED,
+    KEPT,
+    Outcome,
+    import_threads,
+    langgraph_tables,
+)
 from plait.checkpoint._langgraph_source import PostgresSource, Source, SqliteSource
+from plait.checkpoint.serde import Serializer
 from plait.cli.inspect import is_postgres, open_saver
-from plait.errors import SerializationError
 
 __all__ = ["migrate"]
 
@@ -61,7 +68,7 @@ def _source(src: str) -> Generator[Source, None, None]:
         lite.close()
 
 
-def _import(src: str, given: str | None, thread_ids: tuple[str, ...]) -> None:
+def _import(src: str, given: str | None, thread_ids: tuple[str, ...], allowed: tuple[str, ...]) -> None:
     with _source(src) as source:
         if given is None and not is_postgres(src):
             # plait's SQLite tables keep seed 002's names (checkpoints, checkpoint_writes), which
@@ -70,29 +77,40 @@ def _import(src: str, given: str | None, thread_ids: tuple[str, ...]) -> None:
                 f"a LangGraph SQLite file cannot also hold plait's tables; give a new file: "
                 f"--to {src}.plait.sqlite"
             )
-        _import_into(source, given or src, thread_ids)
+        _import_into(source, given or src, thread_ids, allowed)
 
 
-def _import_into(source: Source, dst: str, thread_ids: tuple[str, ...]) -> None:
+def _say(outcome: Outcome) -> None:
+    name = repr(outcome.thread_id)
+    if outcome.status == IMPORTED:
+        note = f" ({outcome.detail})" if outcome.detail else ""
+        click.echo(f"imported thread {name}: {outcome.checkpoints} checkpoint(s), verified{note}")
+    elif outcome.status == KEPT:
+        click.echo(f"kept thread {name} as the destination has it: {outcome.detail}")
+    elif outcome.status == COMPLETE:
+        click.echo(
+            f"thread {name} is already complete in the destination ({outcome.checkpoints} checkpoint(s))"
+        )
+    else:
+        click.echo(f"failed thread {name}: {outcome.detail}; nothing of it was written")
+
+
+def _import_into(source: Source, dst: str, thread_ids: tuple[str, ...], allowed: tuple[str, ...]) -> None:
     with open_saver(dst, create=True) as saver:
         getattr(saver, "setup", lambda: None)()
-        done: list[str] = []
-
-        def progress(thread_id: str, count: int) -> None:
-            done.append(thread_id)
-            click.echo(f"imported thread {thread_id!r}: {count} checkpoint(s), verified")
-
-        try:
-            result = import_threads(source, saver, threads=list(thread_ids) or None, progress=progress)
-        except SerializationError as exc:
-            kept = f" (threads imported before it stay: {', '.join(done)})" if done else ""
-            raise click.ClickException(f"import stopped: {exc}{kept}") from None
-    for thread_id in result.skipped:
-        click.echo(f"skipped thread {thread_id!r}: the destination already has it")
+        serde = getattr(saver, "serde", None)
+        if allowed and isinstance(serde, Serializer):
+            serde.allow(*allowed)
+        result = import_threads(source, saver, threads=list(thread_ids) or None, progress=_say)
     click.echo(
         f"{len(result.threads)} thread(s), {result.checkpoints} checkpoint(s) and {result.writes} task write(s) "
-        "imported; every checkpoint was read back and matches"
+        f"imported, every checkpoint read back and matching; {len(result.skipped)} left alone"
     )
+    if result.failed:
+        raise click.ClickException(
+            f"{len(result.failed)} thread(s) failed: {', '.join(map(repr, result.failed))}; fix what each "
+            "says (a class of yours: --allow module.Class) and migrate again: complete threads are left alone"
+        )
 
 
 @click.command()
@@ -102,24 +120,34 @@ def _import_into(source: Source, dst: str, thread_ids: tuple[str, ...]) -> None:
 @click.option(
     "--thread", "thread_ids", multiple=True, metavar="ID", help="Import only this thread (repeatable)."
 )
-def migrate(db: str | None, src: str | None, dst: str | None, thread_ids: tuple[str, ...]) -> None:
+@click.option(
+    "--allow",
+    "allowed",
+    multiple=True,
+    metavar="NAME",
+    help="Also rebuild this class (module.Class) or the data classes of this module (repeatable).",
+)
+def migrate(
+    db: str | None, src: str | None, dst: str | None, thread_ids: tuple[str, ...], allowed: tuple[str, ...]
+) -> None:
     """Create or upgrade plait's tables in DB, or import LangGraph's threads.
 
     DB, SRC and DST are SQLite files or PostgreSQL DSNs (postgresql://user@host/db, or
     'host=... dbname=...'). With --from-langgraph, LangGraph's tables in SRC are only read;
     plait's tables are created in DST (default for PostgreSQL: SRC, beside LangGraph's; a
-    SQLite SRC needs --to, since both libraries name a SQLite table `checkpoints`). Threads DST
-    already has are skipped. Stored values are decoded without pickle; classes other than
-    langchain-core messages and documents must be allowed by name (plait.checkpoint.serde.allow).
+    SQLite SRC needs --to, since both libraries name a SQLite table `checkpoints`). Each thread
+    is imported whole or not at all; threads DST has every checkpoint of are left alone, and a
+    thread it has only part of is imported again. Stored values are decoded without pickle;
+    classes other than langchain-core messages and documents must be allowed by name (--allow).
     """
     if src is None:
-        if db is None or dst is not None or thread_ids:
+        if db is None or dst is not None or thread_ids or allowed:
             raise click.UsageError("give DB, or --from-langgraph SRC [--to DST]")
         _setup(db)
         return
     if db is not None:
         raise click.UsageError(f"with --from-langgraph, say where to write with --to {db}")
-    _import(src, dst, thread_ids)
+    _import(src, dst, thread_ids, allowed)
 
 
 def _setup(db: str) -> None:

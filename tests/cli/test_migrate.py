@@ -172,13 +172,14 @@ def test_sqlite_threads_of_langgraph_import_verified_and_carry_on(
     assert "--to" in run("migrate", "--from-langgraph", sqlite_copy, ok=False)
     target = sqlite_copy + ".plait.sqlite"
     out = run("migrate", "--from-langgraph", sqlite_copy, "--to", target)
-    assert "4 thread(s), 20 checkpoint(s)" in out and "read back and matches" in out
+    assert "4 thread(s), 20 checkpoint(s)" in out and "read back and matching" in out
     with SqliteSaver.from_conn_string(target) as saver:
         _check_imported(saver, lg_sqlite[1])
     assert _langgraph_rows(sqlite_copy) == before  # LangGraph's tables were only read
     again = langgraph("check", "sqlite", sqlite_copy)  # and LangGraph still works on its file
     assert again["chat"]["messages"][-1] == ["ai", "echo from langgraph", "echo-3"]
-    assert "skipped thread 'chat'" in run("migrate", "--from-langgraph", sqlite_copy, "--to", target)
+    rerun = run("migrate", "--from-langgraph", sqlite_copy, "--to", target)
+    assert "kept thread 'chat'" in rerun and "thread 'paused' is already complete" in rerun
 
 
 def test_postgres_threads_of_langgraph_import_into_the_same_schema_and_into_sqlite(
