@@ -1,6 +1,8 @@
 """Async runs cut short: cancellation, a closed stream, a failing sibling, ``step_timeout``.
 
-Real asyncio tasks and real savers (memory, an async SQLite file); timings leave wide margins.
+Real asyncio tasks and real savers (memory, an async SQLite file). Tests wait on what the nodes
+signal (started, cancelled), not on time; a node that must outlast the test waits until cancelled,
+and :func:`_within` bounds a run only so a broken one fails instead of hanging.
 """
 
 from __future__ import annotations
@@ -26,16 +28,22 @@ class S(TypedDict):
 
 
 class Sleeper:
-    """An async node that sleeps ``seconds`` (then writes ``value``) and records how it ended."""
+    """An async node that sleeps ``seconds`` (``None``: until cancelled), then writes ``value``; it
+    records how it ended, and signals ``running`` as it starts."""
 
-    def __init__(self, seconds: float, value: int | None = None) -> None:
+    def __init__(self, seconds: float | None = None, value: int | None = None) -> None:
         self.seconds, self.value = seconds, value
         self.started = self.cancelled = self.finished = False
+        self.running = asyncio.Event()
 
     async def __call__(self, state: S) -> dict[str, int] | None:
         self.started = True
+        self.running.set()
         try:
-            await asyncio.sleep(self.seconds)
+            if self.seconds is None:
+                await asyncio.Event().wait()
+            else:
+                await asyncio.sleep(self.seconds)
         except asyncio.CancelledError:
             self.cancelled = True
             raise
@@ -52,6 +60,17 @@ async def _saver(kind: str, tmp_path: pathlib.Path) -> AsyncIterator[Any]:
         yield saver
 
 
+async def _within(awaitable: Any) -> Any:
+    """``awaitable``'s result (or error); a minute at most, so a run that never ends fails the test
+    (with an ``AssertionError``, not to be taken for the ``TimeoutError`` of a ``step_timeout``)."""
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait((task,), timeout=60)
+    if not done:
+        task.cancel()
+        raise AssertionError("still running after a minute")
+    return task.result()
+
+
 def _parallel(*nodes: tuple[str, Any], checkpointer: Any = None) -> Any:
     g = StateGraph(S)
     for name, fn in nodes:
@@ -61,16 +80,15 @@ def _parallel(*nodes: tuple[str, Any], checkpointer: Any = None) -> Any:
 
 
 async def test_failing_node_cancels_its_running_sibling() -> None:
-    slow = Sleeper(5)
+    slow = Sleeper()  # until cancelled
 
     async def bad(state: S) -> None:
+        await slow.running.wait()
         raise ValueError("bad")
 
     graph = _parallel(("a_slow", slow), ("bad", bad))  # the sibling sorts first: its cancel is not the error
-    started = time.monotonic()
     with pytest.raises(ValueError, match="bad"):
-        await graph.ainvoke({"value": 1})
-    assert time.monotonic() - started < 2
+        await _within(graph.ainvoke({"value": 1}))
     assert slow.cancelled and not slow.finished
 
 
@@ -93,7 +111,7 @@ async def test_interrupt_does_not_cancel_siblings() -> None:
 async def test_cancelled_ainvoke_saves_the_step_in_flight(
     kind: str, durability: str, tmp_path: pathlib.Path
 ) -> None:
-    node = Sleeper(5, 2)
+    node = Sleeper(None, 2)
     async with _saver(kind, tmp_path) as saver:
         g = StateGraph(S)
         g.add_node("agent", node)
@@ -101,7 +119,7 @@ async def test_cancelled_ainvoke_saves_the_step_in_flight(
         graph = g.compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "t"}}
         run = asyncio.create_task(graph.ainvoke({"value": 1}, config, durability=durability))
-        await asyncio.sleep(0.3)
+        await _within(node.running.wait())
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
@@ -119,19 +137,20 @@ async def test_cancelled_ainvoke_waits_for_its_last_save() -> None:
     class SlowSaver(InMemorySaver):
         async def aput(self, *args: Any, **kwargs: Any) -> Any:
             log.append("put")
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # a slow save (the run is cancelled already: nothing waits on time)
             out = await super().aput(*args, **kwargs)
             log.append("put done")
             return out
 
+    agent = Sleeper()
     g = StateGraph(S)
-    g.add_node("agent", Sleeper(5))
+    g.add_node("agent", agent)
     g.add_edge(START, "agent")
     graph = g.compile(checkpointer=SlowSaver())
     run = asyncio.create_task(
         graph.ainvoke({"value": 1}, {"configurable": {"thread_id": "t"}}, durability="exit")
     )
-    await asyncio.sleep(0.2)
+    await _within(agent.running.wait())
     run.cancel()
     assert log == []
     with pytest.raises(asyncio.CancelledError):
@@ -141,14 +160,15 @@ async def test_cancelled_ainvoke_waits_for_its_last_save() -> None:
 
 async def test_cancelled_anext_saves_the_step_in_flight() -> None:
     saver = InMemorySaver()
+    agent = Sleeper()
     g = StateGraph(S)
-    g.add_node("agent", Sleeper(5))
+    g.add_node("agent", agent)
     g.add_edge(START, "agent")
     graph = g.compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "t"}}
     stream = graph.astream({"value": 1}, config, durability="exit")
     pending = asyncio.create_task(stream.__anext__())  # type: ignore[attr-defined]
-    await asyncio.sleep(0.2)
+    await _within(agent.running.wait())
     pending.cancel()
     with pytest.raises(asyncio.CancelledError):
         await pending
@@ -159,10 +179,10 @@ async def test_cancelled_anext_saves_the_step_in_flight() -> None:
 async def test_closing_astream_cancels_running_nodes_and_keeps_finished_writes(
     kind: str, tmp_path: pathlib.Path
 ) -> None:
-    parallel, after = Sleeper(5), Sleeper(5)
+    parallel, after = Sleeper(), Sleeper()
 
     async def quick(state: S) -> dict[str, int]:
-        await asyncio.sleep(0.2)
+        await parallel.running.wait()
         return {"value": 2}
 
     async with _saver(kind, tmp_path) as saver:
@@ -175,12 +195,14 @@ async def test_closing_astream_cancels_running_nodes_and_keeps_finished_writes(
         g.add_edge("quick", "after")
         graph = g.compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "t"}}
-        started = time.monotonic()
-        async with aclosing(graph.astream({"value": 1}, config)) as stream:
-            async for chunk in stream:
-                assert chunk == {"quick": {"value": 2}}  # streamed as it finished, not at the step's end
-                break
-        assert time.monotonic() - started < 2
+
+        async def first() -> None:  # "parallel" never ends: closing the stream must not wait for it
+            async with aclosing(graph.astream({"value": 1}, config)) as stream:
+                async for chunk in stream:
+                    assert chunk == {"quick": {"value": 2}}  # streamed as it finished, not at the step's end
+                    break
+
+        await _within(first())
         assert parallel.started and parallel.cancelled
         assert not after.started
         state = await graph.aget_state(config)
@@ -203,15 +225,15 @@ async def test_closing_astream_cancels_running_nodes_and_keeps_finished_writes(
 
 
 async def test_step_timeout_cancels_the_step() -> None:
-    slow, quick = Sleeper(5), Sleeper(0.1, 2)
+    slow, quick = Sleeper(), Sleeper(0, 2)
     saver = InMemorySaver()
     graph = _parallel(("quick", quick), ("slow", slow), checkpointer=saver)
-    graph.step_timeout = 0.5
+    graph.step_timeout = 1.0  # "quick" ends at once, "slow" never
     config = {"configurable": {"thread_id": "t"}}
     started = time.monotonic()
     with pytest.raises(asyncio.TimeoutError):
-        await graph.ainvoke({"value": 1}, config)
-    assert 0.4 < time.monotonic() - started < 2
+        await _within(graph.ainvoke({"value": 1}, config))
+    assert time.monotonic() - started >= 0.9  # not before its time (a lower bound: load only adds)
     assert slow.cancelled and quick.finished
     state = await graph.aget_state(config)
     assert state.values == {"value": 3}
@@ -220,35 +242,41 @@ async def test_step_timeout_cancels_the_step() -> None:
 
 
 async def test_step_timeout_applies_to_a_single_task_and_each_step() -> None:
-    node = Sleeper(0.3, 1)
     g = StateGraph(S)
-    g.add_node("one", node)
-    g.add_node("two", Sleeper(0.3, 1))
-    g.add_edge(START, "one")
-    g.add_edge("one", "two")
+    for name in ("one", "two", "three"):
+        g.add_node(name, Sleeper(0.35, 1))  # each step takes 0.35 s of work
+    g.add_edge(START, "one").add_edge("one", "two").add_edge("two", "three")
     graph = g.compile()
-    graph.step_timeout = 0.5  # per step: two steps of 0.3 s each fit
-    assert await graph.ainvoke({"value": 0}) == {"value": 2}
-    graph.step_timeout = 0.1
-    with pytest.raises(asyncio.TimeoutError):
-        await graph.ainvoke({"value": 0})
+    graph.step_timeout = 1.0  # per step (0.65 s to spare each): the three steps together take longer
+    assert await graph.ainvoke({"value": 0}) == {"value": 3}
+    node = Sleeper()  # never ends
+    one = StateGraph(S).add_node("one", node).add_edge(START, "one").compile()
+    one.step_timeout = 0.1
+    with pytest.raises(asyncio.TimeoutError):  # a single task is timed too
+        await _within(one.ainvoke({"value": 0}))
     assert node.cancelled
 
 
-@pytest.mark.parametrize("hang", [0.3, 0.8])
-async def test_step_timeout_runs_while_the_consumer_hangs(hang: float) -> None:
-    slow, quick = Sleeper(1.5), Sleeper(0.3, 1)
+@pytest.mark.parametrize("hang", [False, True])
+async def test_step_timeout_runs_while_the_consumer_hangs(hang: bool) -> None:
+    slow, quick = Sleeper(), Sleeper(0, 1)  # "slow" never ends
     graph = _parallel(("quick", quick), ("slow", slow))
-    graph.step_timeout = 0.6
+    graph.step_timeout = 1.0
     chunks = []
-    started = time.monotonic()
-    with pytest.raises(asyncio.TimeoutError):
+    cancelled = asyncio.Event()
+
+    async def consume() -> None:
         async for chunk in graph.astream({"value": 0}, stream_mode="updates"):
             chunks.append(chunk)
-            await asyncio.sleep(hang)  # the step's clock keeps running meanwhile
+            if hang:  # the step's clock keeps running meanwhile: it cancels "slow" while nothing reads
+                while not slow.cancelled:
+                    await asyncio.sleep(0.01)
+                cancelled.set()
+
+    with pytest.raises(asyncio.TimeoutError):
+        await _within(consume())
     assert chunks == [{"quick": {"value": 1}}]
-    assert slow.cancelled
-    assert time.monotonic() - started < 1.4  # not held until the slow node's end
+    assert slow.cancelled and cancelled.is_set() == hang
 
 
 async def test_max_concurrency_with_step_timeout() -> None:
@@ -294,14 +322,18 @@ async def test_closing_astream_between_steps_saves_the_held_back_checkpoint() ->
 
     g = StateGraph(S)
     g.add_node("one", one)
-    g.add_node("two", Sleeper(5, 10))
+    g.add_node("two", Sleeper(None, 10))
     g.add_edge(START, "one")
     g.add_edge("one", "two")
     graph = g.compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
-    async with aclosing(graph.astream({"value": 0}, config, durability="exit")) as stream:
-        async for chunk in stream:
-            assert chunk == {"one": {"value": 1}}
-            break
+
+    async def first() -> None:
+        async with aclosing(graph.astream({"value": 0}, config, durability="exit")) as stream:
+            async for chunk in stream:
+                assert chunk == {"one": {"value": 1}}
+                break
+
+    await _within(first())
     state = await graph.aget_state(config)
     assert state.values == {"value": 1} and state.next == ("two",)
