@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
-import time
+import threading
 from typing import Annotated, Any
 
 import pytest
@@ -19,43 +19,54 @@ class S(TypedDict):
     x: Annotated[list[str], operator.add]
 
 
-_WROTE: dict[str, float] = {}
-"""When a slow node wrote each event (``time.monotonic()``): the tests compare arrivals with it."""
-
-
-def _slow_writer(state: S) -> dict[str, Any]:
-    writer = get_stream_writer()
-    writer("before")
-    time.sleep(0.4)
-    _WROTE["after"] = time.monotonic()
-    writer("after")
-    return {"x": ["slow"]}
-
-
 def test_custom_events_arrive_while_the_node_runs() -> None:
-    graph = StateGraph(S).add_node("slow", _slow_writer).add_edge(START, "slow").compile()
-    seen = [(time.monotonic(), chunk) for chunk in graph.stream({"x": []}, stream_mode="custom")]
-    assert [c for _, c in seen] == ["before", "after"]
-    assert seen[0][0] < _WROTE["after"] <= seen[1][0]  # "before" came out while the node slept
+    """The node writes "before", then waits until the caller has it: a stream that held events back
+    until the node's end would leave it waiting (a minute at most, then it reports so)."""
+    received = threading.Event()
+    live: list[bool] = []
 
-
-def test_custom_events_arrive_while_an_async_node_runs() -> None:
-    async def slow(state: S) -> dict[str, Any]:
+    def slow(state: S) -> dict[str, Any]:
         writer = get_stream_writer()
         writer("before")
-        await asyncio.sleep(0.4)
-        _WROTE["async after"] = time.monotonic()
+        live.append(received.wait(60))
         writer("after")
         return {"x": ["slow"]}
 
     graph = StateGraph(S).add_node("slow", slow).add_edge(START, "slow").compile()
+    seen = []
+    for chunk in graph.stream({"x": []}, stream_mode="custom"):
+        seen.append(chunk)
+        received.set()
+    assert seen == ["before", "after"]
+    assert live == [True]  # "before" came out while the node ran
 
-    async def main() -> list[tuple[float, Any]]:
-        return [(time.monotonic(), c) async for c in graph.astream({"x": []}, stream_mode="custom")]
 
-    seen = asyncio.run(main())
-    assert [c for _, c in seen] == ["before", "after"]
-    assert seen[0][0] < _WROTE["async after"] <= seen[1][0]
+def test_custom_events_arrive_while_an_async_node_runs() -> None:
+    live: list[bool] = []
+
+    async def main() -> list[Any]:
+        received = asyncio.Event()
+
+        async def slow(state: S) -> dict[str, Any]:
+            writer = get_stream_writer()
+            writer("before")
+            try:
+                await asyncio.wait_for(received.wait(), 60)
+                live.append(True)
+            except asyncio.TimeoutError:
+                live.append(False)
+            writer("after")
+            return {"x": ["slow"]}
+
+        graph = StateGraph(S).add_node("slow", slow).add_edge(START, "slow").compile()
+        seen = []
+        async for chunk in graph.astream({"x": []}, stream_mode="custom"):
+            seen.append(chunk)
+            received.set()
+        return seen
+
+    assert asyncio.run(main()) == ["before", "after"]
+    assert live == [True]
 
 
 def test_a_failing_node_still_raises_when_streaming_live(driver: Any) -> None:
