@@ -15,6 +15,7 @@ from typing import Any, TypeGuard, cast
 
 import click
 from langchain_core.messages import BaseMessage
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 from rich.table import Table
 
@@ -144,7 +145,7 @@ def threads(db: str) -> None:
         table = Table("thread", "checkpoints", "step", "updated")
         for info in sorted(saver.threads(), key=lambda i: i.updated_at, reverse=True):
             table.add_row(info.thread_id, str(info.checkpoints), str(info.step), info.updated_at)
-        Console(width=max(Console().width, 140)).print(table)
+        Console().print(table)
 
 
 @click.command()
@@ -161,29 +162,55 @@ def history(db: str, thread_id: str, limit: int) -> None:
     """Show the checkpoints of THREAD_ID: step, source, what changed, what runs next, its parent.
 
     A checkpoint whose parent is not the row below it starts a fork (marked "fork of").
+    A table when the terminal is wide enough, else two or three lines per checkpoint.
     DB is a SQLite file or a PostgreSQL DSN (postgresql://user@host/db, or 'host=... dbname=...').
     """
     with open_saver(db) as saver:
         items = list(saver.list(_config(thread_id), limit=limit))
         if not items:
             raise click.ClickException(f"thread {thread_id!r} has no checkpoints")
-        table = Table("step", "source", "changed", "next", "created")
-        table.add_column("checkpoint", overflow="fold", no_wrap=False)
-        table.add_column("parent", overflow="fold", no_wrap=False)
-        for i, item in enumerate(items):
-            cp, meta = item.checkpoint, item.metadata
-            parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id") or ""
-            below = items[i + 1].config["configurable"]["checkpoint_id"] if i + 1 < len(items) else parent
-            table.add_row(
-                str(meta.get("step")),
-                str(meta.get("source")),
-                ", ".join(cp.get("updated_channels") or ()),
-                ", ".join(cp.get("next") or ()),
-                str(cp.get("ts", ""))[:19],
-                item.config["configurable"]["checkpoint_id"],
-                parent if parent == below else f"fork of {parent}",
+        rows = [
+            _history_row(item, items[i + 1] if i + 1 < len(items) else None) for i, item in enumerate(items)
+        ]
+        console = Console()
+        table = Table("step", "source", "changed", "next", "created", "checkpoint", "parent")
+        for row in rows:
+            table.add_row(*row)
+        if console.measure(table, options=console.options.update_width(10_000)).maximum <= console.width:
+            console.print(table)
+            return
+        for step, source, changed, nxt, created, checkpoint, parent in rows:  # a narrow terminal
+            head = f"{step:>4}  {source:<6}  {created}"
+            fits = cell_len(f"{head}  {checkpoint}") <= console.width
+            click.echo(
+                f"{head}  {checkpoint}" if fits else f"{_fit(head, console.width)}\n      {checkpoint}"
             )
-        Console(width=max(Console().width, 160)).print(table)
+            click.echo(_fit(f"      changed {changed or '-'}; next {nxt or '-'}", console.width))
+            if parent.startswith("fork of "):
+                click.echo(_fit(f"      {parent}", console.width))
+
+
+def _history_row(item: CheckpointTuple, below: CheckpointTuple | None) -> tuple[str, ...]:
+    """One checkpoint: step, source, changed, next, created, id, parent (or "fork of <parent>")."""
+    cp, meta = item.checkpoint, item.metadata
+    parent = (item.parent_config or {}).get("configurable", {}).get("checkpoint_id") or ""
+    under = below.config["configurable"]["checkpoint_id"] if below is not None else parent
+    return (
+        str(meta.get("step")),
+        str(meta.get("source")),
+        ", ".join(cp.get("updated_channels") or ()),
+        ", ".join(cp.get("next") or ()),
+        str(cp.get("ts", ""))[:19].replace("T", " "),
+        item.config["configurable"]["checkpoint_id"],
+        parent if parent == under else f"fork of {parent}",
+    )
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` terminal cells (wide characters count twice), ending in "…" if cut."""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, width - 1) + "…"
 
 
 def _is_messages(value: object) -> TypeGuard[list[BaseMessage]]:
@@ -195,13 +222,16 @@ def _is_messages(value: object) -> TypeGuard[list[BaseMessage]]:
 
 
 def _print_values(values: dict[str, Any]) -> None:
+    width = Console().width
     for key, value in values.items():
         if _is_messages(value):
             click.echo(f"{key}: {len(value)} messages")
             for i, message in enumerate(value):
-                click.echo(f"  [{i}] {message.type:<6} {_short(message.content)}  id={message.id}")
+                click.echo(
+                    _fit(f"  [{i}] {message.type:<6} {_short(message.content)}  id={message.id}", width)
+                )
         else:
-            click.echo(f"{key}: {_short(repr(value), 110)}")
+            click.echo(_fit(f"{key}: {_short(repr(value), 110)}", width))
 
 
 @click.command()
@@ -220,10 +250,10 @@ def show(db: str, thread_id: str, checkpoint_id: str | None) -> None:
                 raise click.ClickException(f"thread {thread_id!r} has no checkpoint {checkpoint_id}")
             raise click.ClickException(f"thread {thread_id!r} has no checkpoints")
         meta = item.metadata
-        click.echo(
-            f"checkpoint {item.config['configurable']['checkpoint_id']}  step {meta.get('step')}  "
-            f"source {meta.get('source')}  next {list(item.checkpoint.get('next') or ())}"
-        )
+        where = f"checkpoint {item.config['configurable']['checkpoint_id']}"
+        what = f"step {meta.get('step')}  source {meta.get('source')}  next {list(item.checkpoint.get('next') or ())}"
+        fits = cell_len(f"{where}  {what}") <= Console().width
+        click.echo(f"{where}  {what}" if fits else f"{where}\n{what}")
         _print_values(item.checkpoint.get("channel_values") or {})
 
 
@@ -261,15 +291,15 @@ def diff(db: str, thread_id: str, limit: int) -> None:
         items = list(saver.list(_config(thread_id), limit=limit + 1))[::-1]
         if not items:
             raise click.ClickException(f"thread {thread_id!r} has no checkpoints")
+        width = Console().width
         for older, newer in zip([None, *items[:-1]], items, strict=True):
             if older is None and len(items) > limit:
                 continue
             meta = newer.metadata
-            click.echo(
-                f"step {meta.get('step')} ({meta.get('source')}) -> next {list(newer.checkpoint.get('next') or ())}"
-            )
+            nxt = list(newer.checkpoint.get("next") or ())
+            click.echo(_fit(f"step {meta.get('step')} ({meta.get('source')}) -> next {nxt}", width))
             for line in _changes(older, newer):
-                click.echo(line)
+                click.echo(_fit(line, width))
 
 
 @click.command()

@@ -23,8 +23,8 @@ def db(tmp_path: Path) -> str:
     return path
 
 
-def run(*args: str) -> str:
-    result = CliRunner().invoke(main, list(args))
+def run(*args: str, columns: int = 200) -> str:
+    result = CliRunner(env={"COLUMNS": str(columns)}).invoke(main, list(args))
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -39,6 +39,26 @@ def test_history_newest_first_with_changed_keys(db: str) -> None:
     rows = [line for line in out.splitlines() if line.startswith("│")]
     assert [r.split("│")[1].strip() for r in rows] == ["18", "17", "16"]
     assert "messages" in rows[0] and "topics, turn" in rows[2]
+
+
+def test_an_80_column_terminal_gets_no_line_longer_than_80(db: str) -> None:
+    from rich.cells import cell_len
+
+    with SqliteSaver.from_conn_string(db) as saver:
+        graph = build_graph().compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "alice"}}
+        past = list(graph.get_state_history(config))[5]
+        graph.invoke({"messages": [("user", "a long question " * 10)]}, past.config)
+        ids = [h.config["configurable"]["checkpoint_id"] for h in graph.get_state_history(config)][:5]
+    for args in (("threads", db), ("history", db, "alice", "--limit", "40"), ("diff", db, "alice")):
+        out = run(*args, columns=80)
+        assert max(cell_len(line) for line in out.splitlines()) <= 80, out
+    out = run("show", db, "alice", columns=80)
+    assert max(cell_len(line) for line in out.splitlines()) <= 80, out
+    history_out = run("history", db, "alice", "--limit", "40", columns=80)
+    assert all(i in history_out for i in ids)  # ids stay whole, to copy into show --checkpoint
+    assert "fork of" in history_out and "changed topics, turn; next respond" in history_out
+    assert "│" in run("history", db, "alice", columns=200)  # a wide terminal gets the table
 
 
 def test_show_prints_the_messages_and_slots(db: str) -> None:
