@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, cast
 
 from plait._context import current_task
+from plait._internal._constants import CONF, CONFIG_KEY_RUNTIME  # noqa: F401 - LangGraph code imports them from here
 
 __all__ = ["ExecutionInfo", "RunControl", "Runtime", "ServerInfo", "get_runtime"]
 

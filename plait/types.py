@@ -29,6 +29,7 @@ from plait._stream_parts import (
     UpdatesStreamPart,
     ValuesStreamPart,
 )
+from plait._trace import TracePolicy, omit_payload
 
 __all__ = [
     "All",
@@ -58,10 +59,12 @@ __all__ = [
     "TaskResultPayload",
     "TasksStreamPart",
     "TimeoutPolicy",
+    "TracePolicy",
     "UpdatesStreamPart",
     "ValuesStreamPart",
     "default_retry_on",
     "interrupt",
+    "omit_payload",
 ]
 
 N = TypeVar("N")

@@ -184,6 +184,10 @@ _EXACT = {
     "plait.errors": CORE,
     "plait._context": CORE,
     "plait._stream_parts": CORE,
+    "plait._trace": CORE,
+    "plait._internal": CORE,  # the package itself imports nothing
+    "plait._internal._constants": CORE,
+    "plait._internal._runnable": TOP,  # LangGraph's RunnableCallable, for code written on LangGraph
     "plait.types": CORE,
     "plait.runtime": CORE,
     "plait.config": CORE,
@@ -222,6 +226,9 @@ _TREES = {
     "plait.agents": TOP,
     "plait.server": TOP,
     "plait.cli": TOP,
+    "plait.utils": TOP,
+    "plait._alias": TOP,
+    "plait.as_langgraph": TOP,
 }
 BACKENDS = ("plait.checkpoint", "plait.store", "plait.cache")  # their modules outside the base layer
 NAMES = ["core", "base", "runtime (pregel)", "builder (graph)", "top"]

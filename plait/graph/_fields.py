@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from plait._schema import ROOT, FieldSpec
+from plait._trace import TracePolicy
 from plait.graph._runnable import traced_call
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._root import root_call, root_state, root_value
@@ -45,7 +46,12 @@ def _managed(builder: StateGraph[Any, Any, Any, Any], name: str) -> tuple[tuple[
     return managed_of(builder, builder.nodes[name].input_schema or builder.state_schema)
 
 
-def _traced_node(node: NodeSpec) -> NodeSpec:
+def _policy(builder: StateGraph[Any, Any, Any, Any], name: str) -> TracePolicy | None:
+    node = builder.nodes.get(name)
+    return None if node is None else node.trace_policy
+
+
+def _traced_node(node: NodeSpec, policy: TracePolicy | None) -> NodeSpec:
     call, acall = node.call, node.acall
     if node.subgraph is not None:  # the subgraph's own run, inside its node's (as a Runnable invoked there)
         name = getattr(node.subgraph, "name", None) or "LangGraph"
@@ -53,8 +59,8 @@ def _traced_node(node: NodeSpec) -> NodeSpec:
         acall = None if acall is None else traced_call(acall, name, True, inner=True)
     return replace(
         node,
-        call=traced_call(call, node.name, node.is_async),
-        acall=None if acall is None else traced_call(acall, node.name, True),
+        call=traced_call(call, node.name, node.is_async, policy=policy),
+        acall=None if acall is None else traced_call(acall, node.name, True, policy=policy),
     )
 
 
@@ -70,7 +76,7 @@ def _root_node(node: NodeSpec) -> NodeSpec:
 def finish_plan(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> Plan:
     """``plan`` with the builder's declared channels, managed values and root state applied."""
     special = any(s.channel is not None for s in builder.channels.values())
-    nodes = {name: _traced_node(node) for name, node in plan.nodes.items()}
+    nodes = {name: _traced_node(node, _policy(builder, name)) for name, node in plan.nodes.items()}
     if builder.managed:
         for name, node in nodes.items():
             managed = _managed(builder, name)

@@ -35,6 +35,7 @@ from langsmith.utils import get_env_var
 from pydantic import BaseModel
 from typing_extensions import Self
 
+from plait._trace import TracePolicy, recorded
 from plait.graph._jsonschema import config_model, context_jsonschema, schema_model, state_jsonschema
 from plait.pregel._thread import run_config
 from plait.types import Command
@@ -44,6 +45,7 @@ from plait.warnings import LangGraphDeprecatedSinceV10
 __all__ = ["GraphRunnable", "traced_call"]
 
 _RUN_KEYS = ("run_id", "run_name")
+_AS_IS = TracePolicy()
 
 
 def _tracing() -> bool:
@@ -135,19 +137,26 @@ def _enter(ctx: Any, lc: dict[str, Any], run: Any) -> tuple[Any, Any]:
 
 
 def traced_call(
-    call: Callable[[Any, Any], Any], name: str, is_async: bool, *, inner: bool = False
+    call: Callable[[Any, Any], Any],
+    name: str,
+    is_async: bool,
+    *,
+    inner: bool = False,
+    policy: TracePolicy | None = None,
 ) -> Callable[[Any, Any], Any]:
     """Wrap a node's ``call(input, ctx)`` so that, when the run has callbacks, it reports a chain run.
 
     ``inner``: the run of a subgraph node's graph, under its node's run (no step tag, no output stream).
+    ``policy``: what the run records of the node's input and output.
     """
+    policy = policy or _AS_IS
     if is_async:
 
         async def acall(state: Any, ctx: Any) -> Any:
             lc = ctx.lc_config
             if lc is None or not ctx.config.get("callbacks"):
                 return await cast("Awaitable[Any]", call(state, ctx))
-            return await _atraced(call, name, state, ctx, lc, inner)
+            return await _atraced(call, name, state, ctx, lc, inner, policy)
 
         return acall
 
@@ -155,7 +164,7 @@ def traced_call(
         lc = ctx.lc_config
         if lc is None or not ctx.config.get("callbacks"):
             return call(state, ctx)
-        return _traced(call, name, state, ctx, lc, inner)
+        return _traced(call, name, state, ctx, lc, inner, policy)
 
     return sync_call
 
@@ -167,11 +176,17 @@ def _manager(kind: type[Any], ctx: Any, lc: dict[str, Any], inner: bool) -> Any:
     return _configure(kind, lc, lc.get("callbacks"), _node_tags(lc))
 
 
-def _traced(
-    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, lc: dict[str, Any], inner: bool
+def _traced(  # noqa: PLR0913 - one call per node run, kept flat
+    call: Callable[[Any, Any], Any],
+    name: str,
+    state: Any,
+    ctx: Any,
+    lc: dict[str, Any],
+    inner: bool,
+    policy: TracePolicy,
 ) -> Any:
     run: CallbackManagerForChainRun = _manager(CallbackManager, ctx, lc, inner).on_chain_start(
-        None, state, name=name
+        None, recorded(state, policy.process_inputs), name=name
     )
     saved, token = _enter(ctx, lc, run)
     try:
@@ -184,15 +199,23 @@ def _traced(
         var_child_runnable_config.reset(token)
     if not inner:
         _tap(run, out)
-    run.on_chain_end(out)
+    run.on_chain_end(recorded(out, policy.process_outputs))
     return out
 
 
-async def _atraced(
-    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, lc: dict[str, Any], inner: bool
+async def _atraced(  # noqa: PLR0913 - one call per node run, kept flat
+    call: Callable[[Any, Any], Any],
+    name: str,
+    state: Any,
+    ctx: Any,
+    lc: dict[str, Any],
+    inner: bool,
+    policy: TracePolicy,
 ) -> Any:
     manager = _manager(AsyncCallbackManager, ctx, lc, inner)
-    run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(None, state, name=name)
+    run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(
+        None, recorded(state, policy.process_inputs), name=name
+    )
     saved, token = _enter(ctx, lc, run)
     try:
         out = await cast("Awaitable[Any]", call(state, ctx))
@@ -204,7 +227,7 @@ async def _atraced(
         var_child_runnable_config.reset(token)
     if not inner:
         await _atap(run, out)
-    await run.on_chain_end(out)
+    await run.on_chain_end(recorded(out, policy.process_outputs))
     return out
 
 

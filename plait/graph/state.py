@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Hashable, Sequence
+from datetime import timedelta
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, cast
 
@@ -24,7 +25,7 @@ from plait.graph._runnable import GraphRunnable
 from plait.graph._stream_events import StreamEvents
 from plait.pregel._pregel import Pregel
 from plait.stream._run import factories_of
-from plait.types import CachePolicy, RetryPolicies, RetryPolicy, retry_policies
+from plait.types import CachePolicy, RetryPolicies, RetryPolicy, TimeoutPolicy, TracePolicy, retry_policies
 from plait.typing import ContextT, InputT, OutputT, StateT
 
 __all__ = ["CompiledStateGraph", "StateGraph"]
@@ -47,6 +48,10 @@ class NodeDef:
     """The node that runs when this one fails (``add_node(..., error_handler=...)``), if any."""
     is_error_handler: bool = False
     """The node is an error handler: it runs when another node fails, never on its own."""
+    timeout: TimeoutPolicy | None = None
+    """Limits on each attempt of the (async) node (``add_node(timeout=...)``)."""
+    trace_policy: TracePolicy | None = None
+    """What the node's trace run records of its input and output (``add_node(trace_policy=...)``)."""
 
 
 def _name_of(action: Any) -> str:
@@ -162,6 +167,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         cache_policy: CachePolicy[Any] | None = None,
         defer: bool = False,
         error_handler: Any = None,
+        trace_policy: TracePolicy | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
         **kwargs: Any,
     ) -> Self:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
@@ -171,8 +178,13 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         returns (an update, a ``Command``) replaces the node's result. It is the node
         ``__error_handler__<name>``. Interrupts and parent commands pass it by.
 
+        ``timeout`` (seconds, a ``timedelta`` or a :class:`~plait.types.TimeoutPolicy`) limits each
+        attempt of an async node: past it the attempt is cancelled and raises
+        :class:`~plait.errors.NodeTimeoutError`, which ``retry_policy`` may retry. ``compile()``
+        rejects a timeout on a sync node, which cannot be cancelled.
+
         Raises:
-            ValueError: the name is reserved, contains ``:`` or is already taken.
+            ValueError: the name is reserved, contains ``:`` or is already taken; a bad ``timeout``.
         """
         if not isinstance(node, str):
             action, node = node, _name_of(node)
@@ -206,6 +218,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             cache_policy,
             defer,
             handler,
+            trace_policy=trace_policy,
+            timeout=TimeoutPolicy.coerce(timeout),
         )
         return self
 
@@ -215,6 +229,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         cache_policy: CachePolicy[Any] | None = None,
         error_handler: Any = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
     ) -> Self:
         """Policies for the nodes that do not set their own in ``add_node``; applied by ``compile()``.
 
@@ -223,6 +238,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             cache_policy: For regular nodes (a handler's result is never cached).
             error_handler: Runs when a regular node without its own handler fails (as the node
                 ``__default_error_handler__``); a failing handler fails the run.
+            timeout: For every node, error handlers included (see ``add_node``).
 
         Subgraphs do not inherit these defaults. Arguments left ``None`` keep earlier values.
         """
@@ -233,6 +249,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             defaults.cache_policy = cache_policy
         if error_handler is not None:
             defaults.error_handler = error_handler
+        if timeout is not None:
+            defaults.timeout = TimeoutPolicy.coerce(timeout)
         return self
 
     def _add_default_handler(self) -> None:

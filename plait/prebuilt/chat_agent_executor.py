@@ -12,7 +12,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union
 
-from langchain_core.messages import BaseMessage
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 from typing_extensions import NotRequired, TypedDict
@@ -30,6 +32,7 @@ __all__ = [
     "AgentStatePydantic",
     "AgentStateWithStructuredResponse",
     "AgentStateWithStructuredResponsePydantic",
+    "Prompt",
     "StateSchema",
     "StateSchemaType",
     "StructuredResponse",
@@ -82,6 +85,15 @@ StateSchema = TypeVar("StateSchema", bound=Union[AgentState, AgentStatePydantic]
 
 StateSchemaType = type[StateSchema]  # pyright: ignore[reportGeneralTypeIssues]  # LangGraph's alias
 """A class usable as ``state_schema``."""
+
+Prompt = Union[  # noqa: UP007 - runtime alias on 3.10
+    SystemMessage,
+    str,
+    Callable[[Any], LanguageModelInput],
+    Runnable[Any, LanguageModelInput],
+]
+"""What ``prompt=`` may be: a system message (or its text), or a function / runnable of the state
+returning the model's input."""
 
 # LangGraph's private helper names, kept for code (and tests) that import them from here
 _get_model = chat_model

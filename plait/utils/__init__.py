@@ -1,0 +1,1 @@
+"""LangGraph's ``langgraph.utils`` paths, kept for code that still imports them."""
