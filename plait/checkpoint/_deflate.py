@@ -10,8 +10,9 @@ up to the caller's bound only.
 Both forms are also bounded by their stored length: a payload never inflates to more
 than :data:`MAX_RATIO` times its stored size. plait never writes a deflated payload
 that compresses better than that (it stores such data uncompressed), so only a planted
-or damaged row can exceed it; the memory a stored row can take when read is then
-proportional to its own size, however it was crafted.
+or damaged row can exceed it. This bounds the *bytes* a row decodes from; the objects
+they decode to are bounded by :mod:`plait.checkpoint._bound` (an empty map is one byte
+of MessagePack and a 64-byte dict).
 """
 
 from __future__ import annotations

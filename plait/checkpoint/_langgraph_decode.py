@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import ormsgpack
 
+from plait.checkpoint._bound import SKIP, check
 from plait.checkpoint._ext import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC
 from plait.checkpoint.serde import Serializer
 from plait.errors import SerializationError
@@ -113,6 +114,8 @@ class LangGraphDecoder:
             return bytearray(raw)
         if kind == "msgpack":
             self._failure = None
+            if len(raw) > SKIP:  # large rows: refuse those whose objects would take far more memory
+                check(raw, len(raw))
             try:
                 return ormsgpack.unpackb(raw, ext_hook=self._hook, option=ormsgpack.OPT_NON_STR_KEYS)
             except Exception as exc:  # noqa: BLE001 - ormsgpack replaces what the hook raised
@@ -133,8 +136,8 @@ class LangGraphDecoder:
         """A ``"json"`` row: plain JSON, with LangChain's serialized messages rebuilt."""
         try:
             return json.loads(raw, object_hook=self._revive)
-        except ValueError as exc:
-            raise SerializationError(f"corrupt json value ({exc})") from exc
+        except (ValueError, RecursionError) as exc:
+            raise SerializationError(f"corrupt json value ({exc})") from None
 
     def _revive(self, value: dict[str, Any]) -> Any:
         if value.get("lc") != 1 or value.get("type") != "constructor":

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import ormsgpack
 
+from plait.checkpoint._bound import check
 from plait.checkpoint._langgraph_decode import EMPTY, LangGraphDecoder
 from plait.checkpoint._langgraph_source import Row, Source, SqliteSource
 from plait.checkpoint._task_ids import interrupt_key, task_key
@@ -245,6 +246,7 @@ class _Importer:
                 raise SerializationError(f"Cannot import {_where(row)}: the checkpoint record is not a map")
             return cast("dict[str, Any]", found)
         try:  # the structure first, extension records kept as they are
+            check(data, len(data))
             raw = ormsgpack.unpackb(data, ext_hook=ormsgpack.Ext, option=ormsgpack.OPT_NON_STR_KEYS)
         except Exception as exc:  # noqa: BLE001 - corrupt row
             raise SerializationError(

@@ -51,6 +51,7 @@ from plait.checkpoint._allow import (
     NotAllowed,
     allow,
 )
+from plait.checkpoint._bound import SKIP, check
 from plait.checkpoint._deflate import DEFLATED, LIMIT, deflate, inflate
 from plait.checkpoint._ext import (
     BIGINT,
@@ -339,8 +340,11 @@ class Serializer:
             data = bytes(data)
         self._failure.error = None
         try:
+            stored = len(data)
             if data[:1] == DEFLATED:
                 data = inflate(data, self._max)
+            if len(data) > SKIP:  # large rows: refuse those whose objects would take far more memory
+                check(data, stored)
             pair = ormsgpack.unpackb(_OPEN + data + _CLOSE, ext_hook=self._ext)
             end = pair[1]
             if type(end) is bytes and end == _NONCE:
