@@ -198,6 +198,7 @@ _EXACT = {
     "plait.checkpoint.base": BASE,
     "plait.checkpoint._config": BASE,
     "plait.checkpoint._locks": BASE,
+    "plait.checkpoint._make": BASE,
     "plait.checkpoint.serde": BASE,
     "plait.checkpoint._allow": BASE,
     "plait.checkpoint._deflate": BASE,

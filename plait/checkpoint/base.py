@@ -17,14 +17,9 @@ objects shared with the run; a backend must not mutate them.
 from __future__ import annotations
 
 import asyncio
-import itertools
-import os
-import threading
-import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
-from datetime import datetime, timezone
 from typing import Any, NamedTuple, TypedDict, cast
 
 from plait.checkpoint._config import (
@@ -35,15 +30,25 @@ from plait.checkpoint._config import (
     get_checkpoint_id,
     thread_key,
 )
-from plait.checkpoint._locks import busy, local_lock, stamp_of
+from plait.checkpoint._locks import busy, local_lock
+from plait.checkpoint._make import (
+    ChannelVersions,
+    copy_checkpoint,
+    create_checkpoint,
+    new_checkpoint_id,
+    now_iso,
+)
 from plait.checkpoint.serde.jsonplus import JsonPlusSerializer
+from plait.errors import EmptyChannelError
 
 __all__ = [
     "BaseCheckpointSaver",
     "Checkpoint",
     "CheckpointMetadata",
     "CheckpointTuple",
+    "ChannelVersions",
     "ERROR",
+    "EmptyChannelError",
     "INTERRUPT",
     "MAX_ID_BYTES",
     "MAX_NS_BYTES",
@@ -54,6 +59,8 @@ __all__ = [
     "check_thread_id",
     "config_metadata",
     "configurable_of",
+    "copy_checkpoint",
+    "create_checkpoint",
     "empty_checkpoint",
     "get_checkpoint_id",
     "new_checkpoint_id",
@@ -214,43 +221,6 @@ def recorded_metadata(config: Mapping[str, Any], metadata: CheckpointMetadata) -
     if not config.get("metadata") and all(k in NOT_METADATA or k.startswith("__") for k in configurable):
         return metadata
     return cast("CheckpointMetadata", {**config_metadata(config), **metadata})
-
-
-def now_iso() -> str:
-    """The current UTC time in ISO-8601 form."""
-    return datetime.now(timezone.utc).isoformat()
-
-
-_lock = threading.Lock()
-_last = [0]
-_node = int.from_bytes(os.urandom(8), "big")
-_counter = itertools.count()
-
-
-def new_checkpoint_id(after: str | None = None) -> str:
-    """A new UUID-shaped id whose string order is creation order.
-
-    The first 60 bits hold the time in 100 ns units (kept strictly increasing),
-    the rest is random per process plus a counter, so ids from different
-    processes do not collide.
-
-    Args:
-        after: An id the new one must sort after (the thread head). A process
-            whose clock is behind the one that wrote ``after`` still produces
-            a greater id, so the thread's order never depends on clock skew.
-    """
-    floor = stamp_of(after) if after else 0
-    if floor >= (1 << 60) - 1:  # no greater stamp exists: such an id was not made by a clock
-        floor = 0
-    with _lock:
-        now = _last[0] = max(time.time_ns() // 100, _last[0] + 1)
-    # the floor lifts this id only: one thread's head (another process's clock, or an id imported from
-    # elsewhere) must not move every later id of this process into the future
-    stamp = max(now, floor + 1)
-    low = (_node + next(_counter)) & ((1 << 62) - 1)
-    value = (stamp << 68) | (0x7 << 64) | (0b10 << 62) | low
-    text = f"{value:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 class BaseCheckpointSaver(ABC):
