@@ -43,10 +43,10 @@ from plait.errors import EmptyChannelError
 
 __all__ = [
     "BaseCheckpointSaver",
+    "ChannelVersions",
     "Checkpoint",
     "CheckpointMetadata",
     "CheckpointTuple",
-    "ChannelVersions",
     "ERROR",
     "EmptyChannelError",
     "INTERRUPT",
