@@ -6,16 +6,17 @@ to narrow :data:`StreamPart` to one of them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import NotRequired, TypeAliasType, TypedDict
 
-from plait.typing import OutputT, StateT
-
 if TYPE_CHECKING:
     from plait.types import Interrupt, StateSnapshot
+
+StateT = TypeVar("StateT")
+OutputT = TypeVar("OutputT")  # plait.typing's defaults to StateT, out of scope in a part's own generics
 
 __all__ = [
     "CheckpointPayload",

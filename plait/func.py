@@ -24,24 +24,20 @@ import inspect
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Generic, TypeVar, get_args, get_origin, overload
 
 from plait.pregel._cache import task_namespace
 from plait.pregel._entrypoint import EXTRAS, EntrypointPregel, entrypoint_plan
 from plait.pregel._func_tasks import TaskSpec, call_task
-from plait.types import CachePolicy, RetryPolicy, retry_policies
+from plait.pregel._timeout import sync_timeout_error
+from plait.types import CachePolicy, RetryPolicy, TimeoutPolicy, retry_policies
 
 __all__ = ["entrypoint", "task"]
 
 R = TypeVar("R")
 S = TypeVar("S")
 _TASK_EXTRAS = ("config", "runtime", "store", "writer")
-
-
-def _refuse(**given: Any) -> None:
-    for option, value in given.items():
-        if value is not None:
-            raise NotImplementedError(f"{option}= is not supported by plait's functional API")
 
 
 def _signature(fn: Any) -> inspect.Signature | None:
@@ -95,12 +91,16 @@ def _make_task(
     name: str | None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None,
     cache_policy: CachePolicy[Any] | None,
+    timeout: TimeoutPolicy | None = None,
 ) -> _TaskFunction:
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         raise NotImplementedError("Generators are not supported in the functional API (@task)")
     sig = _signature(fn)
     extras = tuple(n for n in _TASK_EXTRAS if sig is not None and n in sig.parameters)
     call = None if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+    if timeout is not None and not is_async:
+        raise sync_timeout_error(_task_name(fn, name), kind="Task")
     spec = TaskSpec(
         fn=fn,
         name=_task_name(fn, name),
@@ -108,8 +108,9 @@ def _make_task(
         cache_policy=cache_policy,
         cache_ns=task_namespace(fn),
         extras=extras,
-        is_async=inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call),
+        is_async=is_async,
         signature=sig if extras else None,
+        timeout=timeout,
     )
     return _TaskFunction(spec)
 
@@ -121,6 +122,7 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: CachePolicy[Any] | None = None,
+    timeout: float | timedelta | TimeoutPolicy | None = None,
     **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], _TaskFunction]: ...
 
@@ -135,6 +137,7 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: CachePolicy[Any] | None = None,
+    timeout: float | timedelta | TimeoutPolicy | None = None,
     **kwargs: Any,
 ) -> Callable[[Callable[..., Any]], _TaskFunction] | _TaskFunction:
     """Make a function a task: inside an :class:`entrypoint` a call starts it in parallel and
@@ -144,18 +147,21 @@ def task(
         name: The task's name (default: the function's), shown in ``updates`` stream events.
         retry_policy: Retry the call on errors (the first policy of a sequence applies).
         cache_policy: Cache results by argument (with ``@entrypoint(cache=...)``).
+        timeout: Limits on each attempt of an async task (seconds, a ``timedelta`` or a
+            :class:`~plait.types.TimeoutPolicy`); past them it raises ``NodeTimeoutError``.
         **kwargs: ``retry`` (LangGraph's older name of ``retry_policy``).
 
     Raises:
-        NotImplementedError: a generator function, or ``timeout=`` (not supported).
+        NotImplementedError: a generator function.
+        ValueError: ``timeout`` on a sync function (it cannot be cancelled), or not positive.
     """
     retry_policy = retry_policy or kwargs.pop("retry", None)
-    _refuse(timeout=kwargs.pop("timeout", None))
+    policy = TimeoutPolicy.coerce(timeout)
     if kwargs:
         raise TypeError(f"task() got unexpected keyword arguments: {sorted(kwargs)}")
 
     def decorate(fn: Callable[..., Any]) -> _TaskFunction:
-        return _make_task(fn, name, retry_policy, cache_policy)
+        return _make_task(fn, name, retry_policy, cache_policy, policy)
 
     return decorate if __func_or_none__ is None else decorate(__func_or_none__)
 
@@ -215,11 +221,12 @@ class entrypoint:  # noqa: N801 - LangGraph's name
         context_schema: Type of the run-scoped ``context``.
         cache_policy: Cache the function's results, keyed on its input.
         retry_policy: Retry the function on errors.
+        timeout: Limits on each attempt of an async function (as ``@task(timeout=...)``).
         **kwargs: ``config_schema`` / ``retry`` (LangGraph's older names).
 
     Raises:
-        NotImplementedError: ``timeout=`` (not supported), or a generator function.
-        ValueError: the function takes no parameter.
+        NotImplementedError: a generator function.
+        ValueError: the function takes no parameter; ``timeout`` on a sync function, or not positive.
     """
 
     final = _Final
@@ -233,9 +240,10 @@ class entrypoint:  # noqa: N801 - LangGraph's name
         context_schema: type[Any] | None = None,
         cache_policy: CachePolicy[Any] | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
         **kwargs: Any,
     ) -> None:
-        _refuse(timeout=kwargs.pop("timeout", None))
+        self.timeout = TimeoutPolicy.coerce(timeout)
         self.context_schema = context_schema or kwargs.pop("config_schema", None)
         self.retry_policy = retry_policies(retry_policy or kwargs.pop("retry", None))
         if kwargs:
@@ -254,14 +262,18 @@ class entrypoint:  # noqa: N801 - LangGraph's name
             raise ValueError("Entrypoint function must have at least one parameter")
         input_type, output_type = _types(func, sig)
         names = tuple(n for n in EXTRAS if n in list(sig.parameters)[1:])
+        is_async = inspect.iscoroutinefunction(func)
+        if self.timeout is not None and not is_async:
+            raise sync_timeout_error(func.__name__)
         plan = entrypoint_plan(
             func,
             names,
-            inspect.iscoroutinefunction(func),
+            is_async,
             _split,
             retry=self.retry_policy,
             cache_policy=self.cache_policy,
             cache=self.cache,
+            timeout=self.timeout,
         )
         return EntrypointPregel(
             plan,

@@ -452,4 +452,4 @@ def interrupt(value: Any, *, response_schema: dict[str, Any] | type[Any] | None 
 
 
 # the stream parts name these two in annotations; give their module the classes, for get_type_hints()
-vars(_stream_parts).update(Interrupt=Interrupt, StateSnapshot=StateSnapshot)
+_stream_parts.__dict__.update(Interrupt=Interrupt, StateSnapshot=StateSnapshot)

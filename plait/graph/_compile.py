@@ -19,13 +19,21 @@ from plait.pregel._callable import accepts_config, make_call
 from plait.pregel._plan import Branch, Join, NodeSpec, Plan
 from plait.pregel._pregel import Pregel
 from plait.pregel._referenced import referenced_graph
+from plait.pregel._timeout import sync_timeout_error
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from plait.graph.state import StateGraph
 
-__all__ = ["build_plan"]
+__all__ = ["build_plan", "field_channel"]
+
+
+def field_channel(spec: FieldSpec) -> Any:
+    """The channel a field declares or implies (its managed value's class for a managed one)."""
+    if spec.managed is not None:
+        return spec.managed
+    return spec.channel if spec.channel is not None else _channel(spec)
 
 
 def _channel(spec: FieldSpec) -> BaseChannel:
@@ -66,7 +74,7 @@ def _to_dict(schema: type) -> Callable[[Any], dict[str, Any]] | None:
 
 
 def _keys(builder: StateGraph[Any, Any, Any, Any], schema: type) -> tuple[str, ...]:
-    return tuple(spec.name for spec in builder.schemas[schema])
+    return tuple(spec.name for spec in builder.schema_fields[schema])
 
 
 def _defaults(builder: StateGraph[Any, Any, Any, Any], keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
@@ -121,6 +129,9 @@ def _node_spec(builder: StateGraph[Any, Any, Any, Any], name: str, state_keys: t
     retry, cache_policy, handler = builder.node_defaults.policies(
         node.retry_policy, node.cache_policy, node.error_handler, is_handler=node.is_error_handler
     )
+    timeout = node.timeout or builder.node_defaults.timeout
+    if timeout is not None and not (is_async or acall is not None):
+        raise sync_timeout_error(name)
     return NodeSpec(
         name=name,
         call=call,
@@ -130,6 +141,7 @@ def _node_spec(builder: StateGraph[Any, Any, Any, Any], name: str, state_keys: t
         defaults=_defaults(builder, reads),
         make_input=make_input,
         retry=retry,
+        timeout=timeout,
         is_subgraph=is_subgraph,
         subgraph=node.action if is_subgraph else referenced_graph(node.action, _is_graph),
         cache_policy=cache_policy,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from plait.types import CachePolicy, RetryPolicies
+from plait.types import CachePolicy, RetryPolicies, TimeoutPolicy
 
 __all__ = ["DEFAULT_ERROR_HANDLER", "NodeDefaults", "handler_name"]
 
@@ -26,11 +26,13 @@ class NodeDefaults:
         retry_policy: For every node, error handlers included.
         cache_policy: For regular nodes (a handler's result is never cached).
         error_handler: Runs when a regular node without its own handler fails (never for handlers).
+        timeout: For every node, error handlers included.
     """
 
     retry_policy: RetryPolicies | None = None
     cache_policy: CachePolicy[Any] | None = None
     error_handler: Any = None
+    timeout: TimeoutPolicy | None = None
 
     def policies(
         self,

@@ -149,6 +149,7 @@ def ui_message_reducer(
         ui = cast("UIMessage", msg)
         if ui.get("metadata", {}).get("merge", False):
             old = cast("UIMessage", merged[at])
-            ui = {**ui, "props": {**old.get("props", {}), **ui["props"]}}
+            ui = ui.copy()
+            ui["props"] = {**old.get("props", {}), **ui["props"]}
         merged[at] = ui
     return [m for m in merged if m.get("id") not in removed]

@@ -22,6 +22,7 @@ from plait.pregel._pool import stack_is_deep
 from plait.pregel._recover import hand_over
 from plait.pregel._run import claim, make_context, run_task
 from plait.pregel._task import Task, collect, from_child
+from plait.pregel._timeout import Progress, cancelled_by_node, timed
 from plait.pregel._travel import aload_run
 
 __all__ = ["acall_routers", "afinish", "run_async"]
@@ -39,22 +40,37 @@ async def _run_async_task(task: Task, ctx: TaskContext) -> None:
         while True:
             attempt += 1
             ctx.begin_attempt(attempt)
-            try:
-                try:
-                    value = await call(task.input, ctx)
-                except ParentCommand as exc:  # a subgraph inside this node addressed this graph
-                    value = from_child(exc)
-                collect(task, value)
-                if ctx.pushed:  # written while it ran (push_message): first
-                    task.writes[:0] = ctx.pushed
-                if task.node.cache_policy is not None:
-                    await acache_task(task, ctx)
-                return
-            except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
-                delay = task.failed(exc, attempt)
+            delay = await _attempt(task, ctx, call, attempt)
             if delay is None:
                 return
             await asyncio.sleep(delay)
+
+
+async def _attempt(task: Task, ctx: TaskContext, call: Any, attempt: int) -> float | None:
+    """Run one attempt of ``task``: ``None`` when it settled, else the seconds before the next."""
+    try:
+        try:
+            policy = task.node.timeout
+            if policy is None:
+                value = await call(task.input, ctx)
+            else:
+                ctx.progress = progress = Progress(policy)
+                value = await timed(task.name, call(task.input, ctx), policy, progress)
+        except ParentCommand as exc:  # a subgraph inside this node addressed this graph
+            value = from_child(exc)
+        collect(task, value)
+        if ctx.pushed:  # written while it ran (push_message): first
+            task.writes[:0] = ctx.pushed
+        if task.node.cache_policy is not None:
+            await acache_task(task, ctx)
+        return None
+    except asyncio.CancelledError as exc:
+        error = cancelled_by_node(task.name, exc)
+        if error is None:  # the run is being cancelled
+            raise
+        return task.failed(error, attempt)
+    except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
+        return task.failed(exc, attempt)
 
 
 async def _one(loop: Loop, task: Task | None, store: Any, context: Any) -> bool:

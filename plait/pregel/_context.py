@@ -16,6 +16,7 @@ from plait.checkpoint._task_ids import interrupt_key
 from plait.errors import GraphInterrupt
 from plait.pregel._answers import ResponseSchema
 from plait.pregel._task import Task
+from plait.pregel._timeout import Progress
 from plait.runtime import ExecutionInfo, Runtime
 from plait.types import Interrupt
 
@@ -68,6 +69,8 @@ class TaskContext:
     """Writes the node made while running (``push_message``): they come before its result's."""
     task: Task | None = None
     """The running task (its node's config names it), if any."""
+    progress: Progress | None = None
+    """The attempt's progress clock, when its node has a ``timeout`` (:mod:`plait.pregel._timeout`)."""
     _calls: int = 0
 
     @property
@@ -82,7 +85,8 @@ class TaskContext:
     @property
     def writer(self) -> Callable[[Any], None]:
         """Emits ``custom`` stream events."""
-        return _drop if self.loop is None else self.loop.sink.custom
+        writer = _drop if self.loop is None else self.loop.sink.custom
+        return writer if self.progress is None else self.progress.guard(writer)
 
     @property
     def saver(self) -> Any:
@@ -172,7 +176,7 @@ class TaskContext:
 
     def runtime(self) -> Runtime[Any]:
         """The ``runtime`` this task's node receives."""
-        return Runtime(
+        runtime: Runtime[Any] = Runtime(
             context=self.context,
             store=self.store,
             stream_writer=self.writer,
@@ -180,6 +184,7 @@ class TaskContext:
             server_info=self.server_info,
             control=self.control,
         )
+        return runtime if self.progress is None else runtime.override(heartbeat=self.progress.beat)
 
 
 def current_task() -> TaskContext:

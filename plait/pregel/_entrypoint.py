@@ -24,7 +24,7 @@ from plait.pregel._loop import Loop
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._pregel import Pregel
 from plait.runtime import Runtime
-from plait.types import CachePolicy, Command, RetryPolicies, StateSnapshot
+from plait.types import CachePolicy, Command, RetryPolicies, StateSnapshot, TimeoutPolicy
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -54,9 +54,10 @@ def _extras(names: tuple[str, ...], ctx: TaskContext) -> dict[str, Any]:
         elif name == "writer":
             out[name] = ctx.writer
         else:
-            out[name] = Runtime(
+            runtime: Runtime[Any] = Runtime(
                 context=ctx.context, store=ctx.store, stream_writer=ctx.writer, previous=previous
             )
+            out[name] = runtime if ctx.progress is None else runtime.override(heartbeat=ctx.progress.beat)
     return out
 
 
@@ -95,6 +96,7 @@ def entrypoint_plan(  # noqa: PLR0913 - the decorator's options
     retry: RetryPolicies | None = None,
     cache_policy: CachePolicy[Any] | None = None,
     cache: Any = None,
+    timeout: TimeoutPolicy | None = None,
 ) -> Plan:
     """The plan of an entrypoint: ``START -> fn`` over the input, return and saved keys.
 
@@ -106,6 +108,7 @@ def entrypoint_plan(  # noqa: PLR0913 - the decorator's options
         retry: Retry policy of the function.
         cache_policy: Cache its results, keyed on the input.
         cache: Cache for the function and its tasks.
+        timeout: Limits on each attempt of the (async) function.
     """
     name = fn.__name__
     node = NodeSpec(
@@ -115,6 +118,7 @@ def entrypoint_plan(  # noqa: PLR0913 - the decorator's options
         reads=(INPUT,),
         make_input=_input_value,
         retry=retry,
+        timeout=timeout,
         cache_policy=cache_policy,
         cache_ns=node_namespace(fn, name) if cache_policy is not None else (),
         triggers=("__start__",),  # the input starts it (LangGraph's channel name)

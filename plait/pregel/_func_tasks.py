@@ -21,7 +21,7 @@ import dataclasses
 import inspect
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import copy_context
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -33,7 +33,8 @@ from plait.pregel._callable import injected, run_coroutine
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._pool import shared_pool
 from plait.pregel._task import Task
-from plait.types import CachePolicy, Interrupt, RetryPolicies, retry_delay
+from plait.pregel._timeout import Progress, timed
+from plait.types import CachePolicy, Interrupt, RetryPolicies, TimeoutPolicy, retry_delay
 
 __all__ = [
     "RETURN",
@@ -108,6 +109,8 @@ class TaskSpec:
     extras: tuple[str, ...] = ()
     is_async: bool = False
     signature: inspect.Signature | None = None
+    timeout: TimeoutPolicy | None = None
+    """Limits on each attempt (async tasks only)."""
 
 
 @dataclass(slots=True)
@@ -383,8 +386,18 @@ def _start(call: _Call) -> TaskFuture:
 
 
 def _body(call: _Call, ctx: TaskContext) -> Any:
+    policy = call.spec.timeout
+    if policy is not None:
+        ctx.progress = Progress(policy)
     value = call.spec.fn(*call.args, **call.kwargs)
-    return run_coroutine(value) if inspect.isawaitable(value) else value
+    if not inspect.isawaitable(value):
+        return value
+    return run_coroutine(value if ctx.progress is None else _timed(call, value, ctx.progress))
+
+
+def _timed(call: _Call, body: Awaitable[Any], progress: Progress) -> Awaitable[Any]:
+    policy = call.spec.timeout
+    return body if policy is None else timed(call.spec.name, body, policy, progress)
 
 
 def _run(call: _Call) -> Any:
@@ -434,8 +447,15 @@ async def _attempt(call: _Call, ctx: TaskContext) -> Any:
         start_calls(ctx, False)
         return await asyncio.to_thread(_threaded, call, ctx)
     start_calls(ctx, True)
+    if call.spec.timeout is not None:
+        ctx.progress = Progress(call.spec.timeout)
     with task_scope(ctx):
-        return await afinish(ctx, lambda: call.spec.fn(*call.args, **call.kwargs))
+        return await afinish(ctx, lambda: _acall(call, ctx))
+
+
+def _acall(call: _Call, ctx: TaskContext) -> Awaitable[Any]:
+    body = call.spec.fn(*call.args, **call.kwargs)
+    return body if ctx.progress is None else _timed(call, body, ctx.progress)
 
 
 async def _arun(call: _Call) -> Any:

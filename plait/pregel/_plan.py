@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from plait.channels.base import BaseChannel
-from plait.types import CachePolicy, RetryPolicies
+from plait.types import CachePolicy, RetryPolicies, TimeoutPolicy
 
 if TYPE_CHECKING:
     from plait.pregel._builder import PregelNode
@@ -62,6 +62,8 @@ class NodeSpec:
     triggers: tuple[str, ...] = ()
     """The channels LangGraph would say start the node (``branch:to:<name>``, its join barriers),
     as the ``tasks`` stream and task metadata name them; empty: the node's name."""
+    timeout: TimeoutPolicy | None = None
+    """Limits on each attempt (async nodes only; :mod:`plait.pregel._timeout`)."""
     channel_node: PregelNode | None = None
     """A channel graph's node as :class:`~plait.pregel.NodeBuilder` built it (``update_state``
     applies values through its writers)."""

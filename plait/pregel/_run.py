@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import threading
 import time
 from collections import deque
@@ -11,7 +13,7 @@ from typing import Any, TypeVar, cast
 
 from plait._context import TASK_CONTEXT
 from plait.checkpoint._locks import reentered
-from plait.errors import ParentCommand
+from plait.errors import NodeCancelledError, ParentCommand
 from plait.pregel._cache import cache_task, recall_task
 from plait.pregel._callable import run_coroutine
 from plait.pregel._concurrency import max_concurrency
@@ -23,6 +25,7 @@ from plait.pregel._pause import abandoned_saves, task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
 from plait.pregel._recover import hand_over
 from plait.pregel._task import Task, collect, from_child
+from plait.pregel._timeout import Progress, sync_timeout_error, timed
 from plait.pregel._travel import load_run
 
 __all__ = ["call_routers", "claim", "finish_sync", "make_context", "run_sync", "run_task"]
@@ -77,9 +80,7 @@ def _attempts(task: Task, ctx: TaskContext) -> None:
     while True:
         try:
             try:
-                value = node.call(task.input, ctx)
-                if node.is_async:
-                    value = run_coroutine(value)
+                value = _call(task, ctx)
             except ParentCommand as exc:  # a subgraph inside this node addressed this graph
                 value = from_child(exc)
             collect(task, value)
@@ -88,6 +89,10 @@ def _attempts(task: Task, ctx: TaskContext) -> None:
             if node.cache_policy is not None:
                 cache_task(task, ctx)
             return
+        except asyncio.CancelledError as exc:  # raised by the node itself: no run is cancelled here
+            error = NodeCancelledError(task.name)
+            error.__cause__ = exc
+            delay = task.failed(error, attempt)
         except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
             delay = task.failed(exc, attempt)
         if delay is None:
@@ -95,6 +100,20 @@ def _attempts(task: Task, ctx: TaskContext) -> None:
         time.sleep(delay)
         attempt += 1
         ctx.begin_attempt(attempt)
+
+
+def _call(task: Task, ctx: TaskContext) -> Any:
+    """Call the node once; an async node's coroutine runs to its end here, within its ``timeout``."""
+    node = task.node
+    policy = node.timeout
+    if policy is not None and not node.is_async:  # a runnable with a sync path: it cannot be cancelled
+        raise sync_timeout_error(task.name)
+    if policy is None:
+        value = node.call(task.input, ctx)
+        return run_coroutine(value) if node.is_async else value
+    ctx.progress = progress = Progress(policy)
+    value = node.call(task.input, ctx)
+    return run_coroutine(timed(task.name, value, policy, progress) if inspect.isawaitable(value) else value)
 
 
 def _settle(loop: Loop, task: Task, ctx: TaskContext, store: Any, context: Any) -> None:
