@@ -3,8 +3,9 @@ the top only, replayed writes first when a step resumes, and messages once acros
 
 from __future__ import annotations
 
+import asyncio
 import operator
-import time
+import threading
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -56,22 +57,48 @@ def test_a_breakpoint_inside_a_subgraph_is_reported_by_the_top_run_only(
     assert driver.invoke(graph, None, config) == {"a": "12"}
 
 
+def _stream_seeing(driver: Any, graph: Any, input: Any, config: Any, see: Any, **kwargs: Any) -> list[Any]:  # noqa: A002
+    """``driver.stream``, calling ``see`` with each chunk as it arrives (the run goes on meanwhile)."""
+    if driver.kind == "sync":
+        return [see(c) or c for c in graph.stream(input, config, **kwargs)]
+
+    async def collect() -> list[Any]:
+        return [see(c) or c async for c in graph.astream(input, config, **kwargs)]
+
+    return asyncio.run(collect())
+
+
 def test_each_task_s_questions_stream_as_it_stops(driver: Any, any_saver: Any) -> None:
-    def ask(question: str, delay: float) -> Any:
+    """Three tasks of one step end in turn: "ask1" asks at once, "p" ends once the caller has that
+    question, "ask2" asks once the caller has what "p" wrote (on resuming: what "ask1" wrote). Each
+    waits a minute at most. The "custom" mode (nothing is written to it) streams the step live, so
+    the caller has each chunk while the step still runs."""
+    shown: dict[str, threading.Event] = {k: threading.Event() for k in ("q1", "p", "ask1")}
+    ask2_after = ["p"]
+
+    def see(chunk: Any) -> None:
+        mode, payload = chunk
+        if mode == "updates":
+            for key in [i.value for i in payload.get("__interrupt__", ())] + list(payload):
+                if key in shown:
+                    shown[key].set()
+
+    def ask(question: str, after: list[str]) -> Any:
         def node(state: Text) -> dict[str, Any]:
-            time.sleep(delay)
+            for key in after:
+                shown[key].wait(60)
             return {"a": interrupt(question)}
 
         return node
 
     def slow(state: Text) -> dict[str, Any]:
-        time.sleep(0.25)
+        shown["q1"].wait(60)
         return {"a": "p"}
 
     graph = (
         StateGraph(Text)
-        .add_node("ask1", ask("q1", 0.0))
-        .add_node("ask2", ask("q2", 0.5))
+        .add_node("ask1", ask("q1", []))
+        .add_node("ask2", ask("q2", ask2_after))
         .add_node("p", slow)
         .add_edge(START, "ask1")
         .add_edge(START, "ask2")
@@ -79,7 +106,8 @@ def test_each_task_s_questions_stream_as_it_stops(driver: Any, any_saver: Any) -
         .compile(checkpointer=any_saver)
     )
     config = {"configurable": {"thread_id": "par"}}
-    chunks = driver.stream(graph, {"a": ""}, config, stream_mode=["updates", "values"])
+    modes = ["updates", "values", "custom"]
+    chunks = _stream_seeing(driver, graph, {"a": ""}, config, see, stream_mode=modes)
     assert [_shown(((),) + c) for c in chunks] == [
         ((), "values", {"a": ""}),
         ((), "updates", {"__interrupt__": ["q1"]}),
@@ -91,8 +119,10 @@ def test_each_task_s_questions_stream_as_it_stops(driver: Any, any_saver: Any) -
     ]
     ids = {i.value: i.id for i in graph.get_state(config).interrupts}
     # resuming: the writes of the task that had finished come first, then what runs now
-    again = driver.stream(graph, Command(resume={ids["q1"]: "A"}), config, stream_mode="updates")
-    assert [_shown(((), "updates", c))[2] for c in again] == [
+    ask2_after[:] = ["ask1"]
+    resume = Command(resume={ids["q1"]: "A"})
+    again = _stream_seeing(driver, graph, resume, config, see, stream_mode=["updates", "custom"])
+    assert [_shown(((),) + c)[2] for c in again] == [
         {"p": {"a": "p"}, "__metadata__": {"cached": True}},
         {"ask1": {"a": "A"}},
         {"__interrupt__": ["q2"]},
