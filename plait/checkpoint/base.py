@@ -64,6 +64,7 @@ __all__ = [
     "empty_checkpoint",
     "get_checkpoint_id",
     "new_checkpoint_id",
+    "now_iso",
     "recorded_metadata",
     "thread_key",
 ]

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from types import UnionType
 from typing import Any, Literal, Union, cast, get_args, get_origin
 
+from langchain_core.runnables import Runnable
+
 from plait.constants import END
 from plait.errors import GraphBuildError
 from plait.types import Command
@@ -53,14 +55,30 @@ def _literal_targets(path: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _runnable_path(runnable: Runnable[Any, Any]) -> Callable[[Any, Any], Any]:
+    """A Runnable router as a function of ``(state, config)``: ``invoke`` (``ainvoke`` when it has only
+    an async function, as a ``RunnableCallable`` may), named after the Runnable."""
+    only_async = getattr(runnable, "func", True) is None and getattr(runnable, "afunc", None) is not None
+
+    def route(state: Any, config: Any) -> Any:
+        return runnable.ainvoke(state, config) if only_async else runnable.invoke(state, config)
+
+    route.__name__ = runnable.get_name()
+    return route
+
+
 def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None) -> BranchDef:
     """Normalise ``add_conditional_edges`` arguments.
 
     Raises:
         ValueError: ``path`` is not callable or ``path_map`` has the wrong type.
     """
+    hinted: Any = path
+    if isinstance(path, Runnable):
+        hinted = getattr(path, "func", None) or getattr(path, "afunc", None) or path
+        path = _runnable_path(cast("Runnable[Any, Any]", path))
     if not callable(path):
-        raise GraphBuildError(f"Conditional edge path must be callable, got {path!r}")
+        raise GraphBuildError(f"Conditional edge path must be callable or a Runnable, got {path!r}")
     name = getattr(path, "__name__", None) or type(path).__name__
     if name == "<lambda>":
         name = "condition"
@@ -72,7 +90,7 @@ def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[s
         ends = tuple(path_map)
     elif path_map is None:
         mapping = None
-        ends = _literal_targets(path)
+        ends = _literal_targets(hinted) if callable(hinted) else ()
     else:
         raise GraphBuildError(f"path_map must be a dict or a list of node names, got {path_map!r}")
     # runtime guard: a user's path_map may map a result to None, which means END

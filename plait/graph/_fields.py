@@ -38,7 +38,7 @@ def _channels(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> dict[str, 
 
 def managed_of(builder: StateGraph[Any, Any, Any, Any], schema: Any) -> tuple[tuple[str, Any], ...]:
     """The managed values (``RemainingSteps``…) a schema of the graph declares, as ``(key, manager)``."""
-    specs: tuple[FieldSpec, ...] = builder.schemas.get(schema, ())
+    specs: tuple[FieldSpec, ...] = builder.schema_fields.get(schema, ())
     return tuple((s.name, s.managed) for s in specs if s.managed is not None)
 
 

@@ -290,22 +290,22 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
     def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
         """A pydantic model of the graph input."""
         schema = self.builder.input_schema
-        return schema_model(schema, self.builder.schemas[schema], self._named("Input"))
+        return schema_model(schema, self.builder.schema_fields[schema], self._named("Input"))
 
     def get_output_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
         """A pydantic model of the graph output."""
         schema = self.builder.output_schema
-        return schema_model(schema, self.builder.schemas[schema], self._named("Output"))
+        return schema_model(schema, self.builder.schema_fields[schema], self._named("Output"))
 
     def get_input_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
         """The JSON schema of the graph input."""
         schema = self.builder.input_schema
-        return state_jsonschema(schema, self.builder.schemas[schema], self._named("Input"))
+        return state_jsonschema(schema, self.builder.schema_fields[schema], self._named("Input"))
 
     def get_output_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
         """The JSON schema of the graph output."""
         schema = self.builder.output_schema
-        return state_jsonschema(schema, self.builder.schemas[schema], self._named("Output"))
+        return state_jsonschema(schema, self.builder.schema_fields[schema], self._named("Output"))
 
     def get_context_jsonschema(self) -> dict[str, Any] | None:
         """The JSON schema of the context schema, or ``None`` without one."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Hashable, Sequence
-from datetime import timedelta
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any, Generic, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -16,7 +16,7 @@ from plait._schema import FieldSpec, fields_of, is_schema
 from plait.constants import END, START
 from plait.errors import GraphBuildError
 from plait.graph._branch import BranchDef, make_branch, node_destinations
-from plait.graph._compile import build_plan
+from plait.graph._compile import build_plan, field_channel
 from plait.graph._defaults import DEFAULT_ERROR_HANDLER, NodeDefaults, handler_name
 from plait.graph._draw import DrawableGraph, draw_builder
 from plait.graph._fields import finish_plan
@@ -126,7 +126,8 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.context_schema: type[Any] | None = context_schema
         self.input_schema: type[Any] = input_schema or state
         self.output_schema: type[Any] = output_schema or state
-        self.schemas: dict[type, tuple[FieldSpec, ...]] = {}
+        self.schema_fields: dict[type, tuple[FieldSpec, ...]] = {}
+        """Each schema's fields as plait reads them (:attr:`schemas` is LangGraph's view of them)."""
         self.channels: dict[str, FieldSpec] = {}
         self.managed: dict[str, Any] = {}
         """Managed value keys (``RemainingSteps``…) and their class: filled in per task, never stored."""
@@ -139,11 +140,18 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         for schema in (state, self.input_schema, self.output_schema):
             self._add_schema(schema)
 
+    @property
+    def schemas(self) -> dict[type, dict[str, Any]]:
+        """LangGraph's view of the schemas: each one's keys mapped to their channel (or managed value)."""
+        return {
+            schema: {s.name: field_channel(s) for s in specs} for schema, specs in self.schema_fields.items()
+        }
+
     def _add_schema(self, schema: type) -> None:
-        if schema in self.schemas:
+        if schema in self.schema_fields:
             return
         specs = fields_of(schema)
-        self.schemas[schema] = specs
+        self.schema_fields[schema] = specs
         for spec in specs:
             if spec.managed is not None:
                 self.managed[spec.name] = spec.managed
