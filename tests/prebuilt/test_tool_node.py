@@ -47,7 +47,7 @@ def _graph(node: ToolNode, **compile_kwargs: Any) -> Any:
 
 
 def test_calls_of_one_message_run_in_parallel_and_answer_in_call_order(driver: Any) -> None:
-    barrier = threading.Barrier(3, timeout=5)  # deadlocks unless all three calls run at once
+    barrier = threading.Barrier(3, timeout=60)  # deadlocks unless all three calls run at once
 
     @tool
     def slow(n: int) -> str:

@@ -14,7 +14,7 @@ class S(TypedDict):
 
 
 def test_parallel_nodes_really_run_concurrently(driver) -> None:
-    barrier = threading.Barrier(2, timeout=5)
+    barrier = threading.Barrier(2, timeout=60)
 
     def node(name):
         def run(s):
