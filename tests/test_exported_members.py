@@ -14,6 +14,7 @@ PUBLIC = [
     "plait.constants",
     "plait.checkpoint.base",
     "plait.checkpoint.memory",
+    "plait.checkpoint.serde.encrypted",
     "plait.config",
     "plait.runtime",
     "plait.pregel",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["SerializerProtocol"]
+__all__ = ["CipherProtocol", "SerializerProtocol"]
 
 
 @runtime_checkable
@@ -17,4 +17,17 @@ class SerializerProtocol(Protocol):
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         """Decode a pair made by :meth:`dumps_typed`."""
+        ...
+
+
+@runtime_checkable
+class CipherProtocol(Protocol):
+    """Encrypts bytes, naming the cipher, and decrypts what it encrypted (``EncryptedSerializer``)."""
+
+    def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
+        """``(cipher name, ciphertext)``."""
+        ...
+
+    def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
+        """The plaintext of ``ciphertext``."""
         ...
