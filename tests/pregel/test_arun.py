@@ -36,7 +36,7 @@ async def test_async_parallel_nodes_run_concurrently() -> None:
         return {"log": ["a"]}
 
     async def b(state):
-        await asyncio.wait_for(started.wait(), 5)
+        await asyncio.wait_for(started.wait(), 60)
         return {"log": ["b"]}
 
     assert (await _graph(("b", b), ("a", a)).ainvoke({"x": 0}))["log"] == ["a", "b"]

@@ -94,7 +94,7 @@ async def test_an_async_router_runs_on_the_callers_event_loop() -> None:
 
     async def route(state: S) -> str:
         seen.append(asyncio.get_running_loop())
-        return await asyncio.wait_for(choices.get(), 5)
+        return await asyncio.wait_for(choices.get(), 60)
 
     out = await _routed(route).ainvoke({"question": "", "log": []})
     assert out["log"] == ["start", "right"] and seen == [caller]

@@ -133,4 +133,4 @@ async def test_a_batch_with_too_few_results_fails_its_callers_instead_of_leaving
 
     store = Short()
     with pytest.raises(ValueError, match="returned 0 results for 1 operations"):
-        await asyncio.wait_for(store.aget(("a",), "k"), 5)
+        await asyncio.wait_for(store.aget(("a",), "k"), 60)

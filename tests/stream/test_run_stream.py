@@ -245,7 +245,7 @@ async def test_async_abort_cancels_the_step_in_flight() -> None:
     async def slow(state: Slow) -> dict[str, int]:
         started.set()
         try:
-            await asyncio.sleep(5)
+            await asyncio.Event().wait()  # until the abort cancels it
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -259,10 +259,10 @@ async def test_async_abort_cancels_the_step_in_flight() -> None:
             pass
 
     consumer = asyncio.create_task(consume())
-    await asyncio.wait_for(started.wait(), 2)
+    await asyncio.wait_for(started.wait(), 60)  # (a minute: only so a broken run does not hang)
     await run.abort()
-    await asyncio.wait_for(cancelled.wait(), 2)
-    await asyncio.wait_for(consumer, 2)  # the run's log ended: the consumer finishes
+    await asyncio.wait_for(cancelled.wait(), 60)
+    await asyncio.wait_for(consumer, 60)  # the run's log ended: the consumer finishes
     async with await _graph().astream_events(INPUT, version="v3") as managed:
         await anext(managed.values.__aiter__())
     assert managed._exhausted is True
