@@ -21,43 +21,43 @@ RATIO = 64
 """... or this many times the row's stored size, whichever is more."""
 
 # upper estimates of what one object takes decoded, with its slot in the container holding it
-_SCALAR, _NUMBER, _TEXT, _ARRAY, _MAP, _MAP_ITEM = 10, 48, 64, 72, 200, 40
+_SCALAR, _NUMBER, _TEXT, _ARRAY, _MAP, _MAP_ITEM = 10, 48, 96, 72, 200, 64
 _EXT, _EXT_BYTE, _EXT_MAX = 256, 64, 1024
 """An extension record: 256 bytes and 64 per payload byte, at most 1024 (a message: about 900)."""
-_WORST = (_EXT + _EXT_BYTE + _ARRAY) // 3 + 1
-"""The most the estimate charges per byte (a 3-byte extension record holding an empty array)."""
+_WORST = max(_MAP, (_EXT + _EXT_BYTE + _ARRAY) // 3 + 1)
+"""The most the estimate charges per byte (an empty map; a 3-byte extension record holding an empty array)."""
 SKIP = FLOOR // _WORST
 """Rows that decode from fewer bytes than this are never walked: even their worst case fits."""
 
 # lead byte -> (kind, size of the length field or of the value); kinds below
-_FIX, _NUM, _STR, _ARR, _MAPK, _EXT, _FIXEXT, _BAD = range(8)
+_KFIX, _KNUM, _KSTR, _KARR, _KMAPK, _KEXT, _KFIXEXT, _KBAD = range(8)
 
 
 def _lead_table() -> list[tuple[int, int]]:
-    table = [(_BAD, 0)] * 256
+    table = [(_KBAD, 0)] * 256
     for b in range(0x00, 0x80):
-        table[b] = (_FIX, 0)
+        table[b] = (_KFIX, 0)
     for b in range(0xE0, 0x100):
-        table[b] = (_FIX, 0)
+        table[b] = (_KFIX, 0)
     for b in range(0x80, 0x90):
-        table[b] = (_MAPK, -(b & 0x0F) - 1)  # negative: a count held in the lead byte
+        table[b] = (_KMAPK, -(b & 0x0F) - 1)  # negative: a count held in the lead byte
     for b in range(0x90, 0xA0):
-        table[b] = (_ARR, -(b & 0x0F) - 1)
+        table[b] = (_KARR, -(b & 0x0F) - 1)
     for b in range(0xA0, 0xC0):
-        table[b] = (_STR, -(b & 0x1F) - 1)
+        table[b] = (_KSTR, -(b & 0x1F) - 1)
     for b in (0xC0, 0xC2, 0xC3):
-        table[b] = (_FIX, 0)
+        table[b] = (_KFIX, 0)
     for b, size in ((0xC4, 1), (0xC5, 2), (0xC6, 4), (0xD9, 1), (0xDA, 2), (0xDB, 4)):
-        table[b] = (_STR, size)
+        table[b] = (_KSTR, size)
     for b, size in ((0xC7, 1), (0xC8, 2), (0xC9, 4)):
-        table[b] = (_EXT, size)
+        table[b] = (_KEXT, size)
     for b, size in ((0xCA, 4), (0xCB, 8), (0xCC, 1), (0xCD, 2), (0xCE, 4), (0xCF, 8)):
-        table[b] = (_NUM, size)
+        table[b] = (_KNUM, size)
     for b, size in ((0xD0, 1), (0xD1, 2), (0xD2, 4), (0xD3, 8)):
-        table[b] = (_NUM, size)
+        table[b] = (_KNUM, size)
     for b, size in ((0xD4, 1), (0xD5, 2), (0xD6, 4), (0xD7, 8), (0xD8, 16)):
-        table[b] = (_FIXEXT, size)
-    table[0xDC], table[0xDD], table[0xDE], table[0xDF] = (_ARR, 2), (_ARR, 4), (_MAPK, 2), (_MAPK, 4)
+        table[b] = (_KFIXEXT, size)
+    table[0xDC], table[0xDD], table[0xDE], table[0xDF] = (_KARR, 2), (_KARR, 4), (_KMAPK, 2), (_KMAPK, 4)
     return table
 
 
@@ -108,28 +108,28 @@ def _estimate(data: bytes, limit: int) -> int:  # noqa: C901, PLR0912 - one disp
         byte = data[pos]
         kind, size = lead[byte]
         pos += 1
-        if kind == _FIX:
+        if kind == _KFIX:
             cost += _SCALAR
-        elif kind == _NUM:
+        elif kind == _KNUM:
             cost += _NUMBER
             pos += size
-        elif kind == _BAD:
+        elif kind == _KBAD:
             raise _corrupt(len(data))
         else:
             if size < 0:
                 count = -size - 1
-            elif kind == _FIXEXT:
+            elif kind == _KFIXEXT:
                 count = size
             else:
                 count = int.from_bytes(data[pos : pos + size], "big")
                 pos += size
-            if kind == _STR:
+            if kind == _KSTR:
                 cost += _TEXT + 4 * count
                 pos += count
-            elif kind == _ARR:
+            elif kind == _KARR:
                 cost += _ARRAY
                 todo += count
-            elif kind == _MAPK:
+            elif kind == _KMAPK:
                 cost += _MAP + _MAP_ITEM * count
                 todo += 2 * count
             else:

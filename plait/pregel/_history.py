@@ -13,7 +13,7 @@ from plait._schema import MISSING
 from plait.checkpoint._task_ids import current_writes
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import END, START
-from plait.errors import InvalidUpdateError, StrictModeError
+from plait.errors import InvalidUpdateError, SerializationError, StrictModeError
 from plait.pregel._effects import CallRouters
 from plait.pregel._func_tasks import fold_calls
 from plait.pregel._loop import Loop
@@ -58,6 +58,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
         value = values[key] if key in values else channel.initial()
         if value is not MISSING:
             shown[key] = value
+    _check_kinds(plan, saved, values)
     interrupts: list[Interrupt] = []
     by_task: dict[str, dict[str, Any]] = {}
     written = current_writes(cp.get("id"), saved.pending_writes or ())
@@ -65,7 +66,8 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
         info = by_task.setdefault(tid, {"writes": {}, "interrupts": [], "error": None})
         if key == INTERRUPT:
             known = {i.id for i in info["interrupts"]}
-            fresh = [i for i in value if i.id not in known]  # a task asked again after a resume
+            asked = _interrupts(saved, tid, value)
+            fresh = [i for i in asked if i.id not in known]  # a task asked again after a resume
             interrupts.extend(fresh)
             info["interrupts"].extend(fresh)
         elif key == ERROR:
@@ -100,6 +102,36 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
         tasks=tasks,
         interrupts=tuple(i for i in interrupts if i.id not in STATIC),
     )
+
+
+def _where(saved: CheckpointTuple, key: str) -> str:
+    conf = saved.config.get("configurable", {})
+    return f"thread {conf.get('thread_id')!r}, checkpoint {saved.checkpoint.get('id')}, key {key!r}"
+
+
+def _interrupts(saved: CheckpointTuple, tid: str, value: Any) -> list[Interrupt]:
+    """A task's stored interrupt write: a list of ``Interrupt``; anything else is a damaged row."""
+    if isinstance(value, (list, tuple)) and all(isinstance(i, Interrupt) for i in value):  # pyright: ignore[reportUnknownVariableType]
+        return list(value)  # pyright: ignore[reportUnknownArgumentType]
+    raise SerializationError(
+        f"Cannot read the interrupts of task {tid} ({_where(saved, INTERRUPT)}): the stored write is "
+        f"{type(value).__name__}, not a list of Interrupt (the row is damaged or was planted)",
+        key=INTERRUPT,
+    )
+
+
+def _check_kinds(plan: Plan, saved: CheckpointTuple, values: Mapping[str, Any]) -> None:
+    """Refuse a stored value of a list key (a messages key…) that is not a list (cheap: one type check)."""
+    for key, value in values.items():
+        channel = plan.channels.get(key)
+        if channel is None or value is None or isinstance(value, (list, tuple)):
+            continue
+        if isinstance(channel.initial(), list):
+            raise SerializationError(
+                f"Cannot read {_where(saved, key)}: the key holds a list, but the stored value is "
+                f"{type(value).__name__} (the row is damaged or was planted)",
+                key=key,
+            )
 
 
 def _now(

@@ -8,8 +8,10 @@ default factory's signature on every call, which costs more than validating).
 
 Only used for the classes stored by number (the langchain-core messages of
 :data:`plait.checkpoint._ext.KNOWN`), after the allow-list and kind checks; a
-record that is not a map of ``str`` keys with ``str`` or list ``content``, or
-that names a field the class does not have, is built the validating way.
+record that is not a map of ``str`` keys with ``str`` or list ``content``, that
+names a field the class does not have, or whose fields do not hold the types
+langchain-core gives them (``additional_kwargs=5``), is built the validating way
+(and refused as a new message with those fields would be).
 """
 
 from __future__ import annotations
@@ -79,11 +81,45 @@ _PRIVATE = _SLOTS["__pydantic_private__"].__set__
 _NEW = object.__new__
 
 
+_NONE = type(None)
+_CALLS = (list,)
+"""A list of tool calls (maps)."""
+_KINDS: dict[str, tuple[type, ...]] = {
+    "content": (str, list),
+    "additional_kwargs": (dict,),
+    "response_metadata": (dict,),
+    "type": (str,),
+    "name": (str, _NONE),
+    "id": (str, _NONE),
+    "tool_calls": _CALLS,
+    "invalid_tool_calls": _CALLS,
+    "tool_call_chunks": _CALLS,
+    "usage_metadata": (dict, _NONE),
+    "tool_call_id": (str,),
+    "role": (str,),
+    "status": (str,),
+}
+"""The types langchain-core's message fields hold (a field not listed is validated by its class)."""
+
+
+def _plain(fields: Mapping[str, Any]) -> bool:
+    """Whether each known field holds its type (and each tool call is a map): else the message is validated."""
+    for name, value in fields.items():
+        kinds = _KINDS.get(name)
+        if kinds is None:
+            continue
+        if type(value) not in kinds:
+            return False
+        if kinds is _CALLS and value and any(type(c) is not dict for c in value):
+            return False
+    return True
+
+
 def construct(cls: Any, fields: Mapping[str, Any]) -> Any | None:
     """The message ``cls(**fields)`` would build, without validation; ``None`` when it must be validated."""
     plan = _blueprints.get(cls) or _blueprint(cls)
     keys = fields.keys()
-    if plan is _UNUSABLE or not plan.required <= keys:
+    if plan is _UNUSABLE or not plan.required <= keys or not _plain(fields):
         return None
     extra: dict[str, Any] | None = None
     if keys <= plan.names:
