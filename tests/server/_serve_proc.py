@@ -58,7 +58,7 @@ def start(
             cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env, start_new_session=True
         )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # (a loaded machine imports slowly; only so a broken start fails)
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"plait serve exited with {proc.returncode}:\n{log.read_text()}")
@@ -95,15 +95,23 @@ def running(db: str, tmp: pathlib.Path, *args: str, **kwargs: object) -> Iterato
 def running_on(
     database: str,
     tmp: pathlib.Path,
-    *,
+    *args: str,
     env: dict[str, str] | None = None,
     app: pathlib.Path = APP,
     prefix: str = "plait_api",
 ) -> Iterator[Server]:
-    """``plait serve`` on a SQLite file in ``tmp`` (``"sqlite"``) or on a private PostgreSQL schema."""
+    """``plait serve ARGS`` on a SQLite file in ``tmp`` (``"sqlite"``) or on a private PostgreSQL schema."""
     if database == "sqlite":
-        with running(str(tmp / "server.sqlite"), tmp, env=env, app=app) as srv:
+        with running(str(tmp / "server.sqlite"), tmp, *args, env=env, app=app) as srv:
             yield srv
         return
-    with private_schema(prefix) as dsn, running(dsn, tmp, env=env, app=app) as srv:
+    with private_schema(prefix) as dsn, running(dsn, tmp, *args, env=env, app=app) as srv:
         yield srv
+
+
+def wait_for_file(path: pathlib.Path, within: float = 120) -> None:
+    """Wait until a server's node wrote ``path`` (``within`` seconds at most: then the test fails)."""
+    deadline = time.monotonic() + within
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} was never written"
+        time.sleep(0.02)

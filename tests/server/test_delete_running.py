@@ -9,36 +9,32 @@ On SQLite and on PostgreSQL (the multi-worker path), through the LangGraph SDK.
 from __future__ import annotations
 
 import pathlib
-import time
 from collections.abc import Iterator
 
 import pytest
-from _serve_proc import Server, running_on
+from _serve_proc import Server, running_on, wait_for_file
 from langgraph_sdk import get_sync_client
-
-SLEEP = 2.0
-"""Seconds the slow node sleeps."""
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def fan_server(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterator[Server]:
     app = pathlib.Path(__file__).parent / "app_fan"
-    env = {"PLAIT_TEST_SLEEP": str(SLEEP)}
-    with running_on(request.param, tmp_path, env=env, app=app, prefix="plait_del") as srv:
+    env = {"PLAIT_TEST_GATE": str(tmp_path / "gate")}
+    # one run at a time: a run started after another has to wait for the first one's very end
+    with running_on(request.param, tmp_path, "--jobs", "1", env=env, app=app, prefix="plait_del") as srv:
         yield srv
 
 
-def test_a_thread_deleted_mid_run_comes_back_empty(fan_server: Server) -> None:
+def test_a_thread_deleted_mid_run_comes_back_empty(fan_server: Server, tmp_path: pathlib.Path) -> None:
+    gate = tmp_path / "gate"
     client = get_sync_client(url=fan_server.url)
     tid = client.threads.create()["thread_id"]
-    run = client.runs.create(tid, "fan", input={"log": ["in"]}, durability="exit")
-    deadline = time.monotonic() + 20
-    while client.runs.get(tid, run["run_id"])["status"] != "running":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.7)  # "fast" is done, "slow" sleeps
+    client.runs.create(tid, "fan", input={"log": ["in"]}, durability="exit")
+    wait_for_file(gate.with_suffix(".started"))  # "fast" is done, "slow" runs until the gate opens
     client.threads.delete(tid)
-    time.sleep(SLEEP + 1.5)  # the run stops, saving the finished node's writes and its held checkpoint
+    gate.touch()  # the run stops, saving the finished node's writes and its held checkpoint
+    # one job: this run starts once the deleted thread's run has ended (and deleted what it saved)
+    assert client.runs.wait(None, "fan", input={"log": ["probe"]}) == {"log": ["probe", "fast", "slow"]}
     client.threads.create(thread_id=tid)
     state = client.threads.get_state(tid)
     assert state["values"] == {} and state["checkpoint"] is None
