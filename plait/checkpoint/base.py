@@ -235,6 +235,10 @@ class BaseCheckpointSaver(ABC):
     serde: Any = None
     """The value serializer (``dumps_typed``/``loads_typed``), for savers that store bytes themselves."""
 
+    def __class_getitem__(cls, item: object) -> type[BaseCheckpointSaver]:
+        """``BaseCheckpointSaver[str]``, as LangGraph code annotates savers by their version type: the class."""
+        return cls
+
     def __init__(self, *, serde: Any = None) -> None:
         self.serde = serde if serde is not None else _default_serde()
 

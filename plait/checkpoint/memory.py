@@ -28,7 +28,8 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from datetime import datetime, timezone
 from typing import Any, cast
 
@@ -48,6 +49,7 @@ from plait.checkpoint._delta import (
 )
 from plait.checkpoint._locks import check_head
 from plait.checkpoint._memory_read import Known, Memo, Rows, replay
+from plait.checkpoint._persistent import PersistentDict
 from plait.checkpoint._records import ThreadLog as _Thread
 from plait.checkpoint.base import (
     INTERRUPT,
@@ -64,9 +66,10 @@ from plait.checkpoint.base import (
     thread_key,
 )
 from plait.checkpoint.serde import Serializer
+from plait.checkpoint.serde.jsonplus import JsonPlusSerializer
 from plait.errors import SerializationError
 
-__all__ = ["InMemorySaver", "MemorySaver"]
+__all__ = ["InMemorySaver", "MemorySaver", "PersistentDict"]
 
 _Key = str | tuple[str, str]  # thread id (str) when the namespace is "", else (thread id, namespace)
 _SPECIAL = (INTERRUPT, RESUME)
@@ -78,15 +81,27 @@ class InMemorySaver(BaseCheckpointSaver):
     Args:
         serde: The serializer (default: :class:`~plait.checkpoint.serde.Serializer`).
         cache_size: How many materialized values to keep (least recently used go first).
+        factory: Makes the mapping the threads are kept in (default ``dict``), e.g. a
+            :class:`PersistentDict` subclass bound to a file; a context-manager mapping is closed
+            when the saver's ``with`` block ends (``stack``).
     """
 
     supports_head_check = True
     writes_by_serde = True
 
-    def __init__(self, *, serde: Serializer | None = None, cache_size: int = 128) -> None:
-        self.serde = serde or Serializer(compress=False)
+    def __init__(
+        self,
+        *,
+        serde: Serializer | None = None,
+        cache_size: int = 128,
+        factory: Callable[[], MutableMapping[Any, Any]] | None = None,
+    ) -> None:
+        self.serde = serde or JsonPlusSerializer(compress=False)
         self._lock = threading.RLock()
-        self._threads: dict[_Key, _Thread] = {}
+        self._threads: MutableMapping[_Key, _Thread] = {} if factory is None else factory()
+        self.stack = ExitStack()
+        if isinstance(self._threads, AbstractContextManager):
+            self.stack.enter_context(cast("AbstractContextManager[Any]", self._threads))
         self._namespaces: dict[str, set[str]] = {}  # thread id -> namespaces other than ""
         self._loose: dict[tuple[_Key, str], bytes] = {}  # writes put before their checkpoint
         self._cache: ValueCache[Entry] = ValueCache(cache_size)
@@ -178,6 +193,13 @@ class InMemorySaver(BaseCheckpointSaver):
         writes = self._read_writes(data) if data else []
         meta = cast(CheckpointMetadata, unpack_meta(metadata))  # as put() received it
         return CheckpointTuple(_config(thread, ns, cid), checkpoint, meta, parent_config, writes)
+
+    def __enter__(self) -> InMemorySaver:
+        self.stack.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stack.__exit__(*exc_info)
 
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The addressed checkpoint, or the thread's newest."""
