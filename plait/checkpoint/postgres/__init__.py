@@ -16,5 +16,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from plait.checkpoint.postgres._saver import PostgresSaver
+from plait.checkpoint.postgres._shallow import ShallowPostgresSaver
 
-__all__ = ["PostgresSaver"]
+__all__ = ["PostgresSaver", "ShallowPostgresSaver"]

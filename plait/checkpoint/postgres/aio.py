@@ -32,9 +32,10 @@ from plait.checkpoint._lease import DEFAULT_TTL
 from plait.checkpoint.postgres import _sql
 from plait.checkpoint.postgres._merge import batch_statements
 from plait.checkpoint.postgres._saver import PostgresBase, has_rows, stirred
+from plait.checkpoint.postgres._shallow import ShallowSaver, deprecated
 from plait.checkpoint.serde import Serializer
 
-__all__ = ["AsyncPostgresSaver"]
+__all__ = ["AsyncPostgresSaver", "AsyncShallowPostgresSaver"]
 
 _Conn = psycopg.AsyncConnection[Any]
 
@@ -184,3 +185,17 @@ async def _answers(client: psycopg.AsyncClientCursor[Any], steps: tuple[Step, ..
                 client.nextset()
         answers.append(rows if rows or has_rows(client) else total)
     return answers
+
+
+class AsyncShallowPostgresSaver(ShallowSaver, AsyncPostgresSaver):
+    """An :class:`AsyncPostgresSaver` keeping only each thread namespace's newest checkpoint
+    (deprecated, as in LangGraph: prefer ``durability="exit"``; see ``checkpoint.postgres.shallow``).
+
+    Args:
+        conn: A ``psycopg.AsyncConnection`` or ``psycopg_pool.AsyncConnectionPool``.
+        **kwargs: As :class:`AsyncPostgresSaver` takes them.
+    """
+
+    def __init__(self, conn: Any, **kwargs: Any) -> None:
+        deprecated(type(self).__name__)
+        super().__init__(conn, **kwargs)
