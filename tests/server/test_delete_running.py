@@ -25,11 +25,20 @@ def fan_server(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> Iterat
         yield srv
 
 
-def test_a_thread_deleted_mid_run_comes_back_empty(fan_server: Server, tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("history", [False, True])
+def test_a_thread_deleted_mid_run_comes_back_empty(
+    fan_server: Server, tmp_path: pathlib.Path, history: bool
+) -> None:
+    """A new thread (``durability="exit"``), or one with a run before (the default durability)."""
     gate = tmp_path / "gate"
     client = get_sync_client(url=fan_server.url)
     tid = client.threads.create()["thread_id"]
-    client.runs.create(tid, "fan", input={"log": ["in"]}, durability="exit")
+    if history:
+        gate.touch()
+        client.runs.wait(tid, "fan", input={"log": ["before"]})
+        for done in (gate, gate.with_suffix(".fast"), gate.with_suffix(".started")):
+            done.unlink()
+    client.runs.create(tid, "fan", input={"log": ["in"]}, **({} if history else {"durability": "exit"}))
     wait_for_file(gate.with_suffix(".started"))  # "fast" is done, "slow" runs until the gate opens
     client.threads.delete(tid)
     gate.touch()  # the run stops, saving the finished node's writes and its held checkpoint
