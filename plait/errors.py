@@ -63,6 +63,7 @@ __all__ = [
     "SerializationError",
     "StoredNodeError",
     "StrictModeError",
+    "TaskNotFound",
     "ThreadBusyError",
     "UndeclaredKeyWarning",
     "UnknownInterruptError",
@@ -419,6 +420,10 @@ def mark_invalid_resume(error: BaseException) -> BaseException:
 def is_invalid_resume(error: BaseException) -> bool:
     """Whether ``error`` is a resume value failing its interrupt's ``response_schema`` validation."""
     return getattr(error, _INVALID_RESUME, False) is True
+
+
+class TaskNotFound(Exception):  # noqa: N818 - LangGraph's name
+    """An executor could not find a task (LangGraph's distributed mode; plait never raises it)."""
 
 
 class NodeCancelledError(Exception):

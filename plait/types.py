@@ -63,6 +63,7 @@ __all__ = [
     "UpdatesStreamPart",
     "ValuesStreamPart",
     "default_retry_on",
+    "ensure_valid_checkpointer",
     "interrupt",
     "omit_payload",
 ]
@@ -296,6 +297,24 @@ class TimeoutPolicy:
         if run is None and idle is None:
             return None
         return cls(run_timeout=run, idle_timeout=idle, refresh_on=policy.refresh_on)
+
+
+def ensure_valid_checkpointer(checkpointer: Checkpointer) -> Checkpointer:
+    """``checkpointer`` if it is a saver (a ``BaseCheckpointSaver``), ``True``, ``False`` or ``None``.
+
+    Raises:
+        TypeError: anything else.
+    """
+    if checkpointer in (None, True, False) or any(
+        c.__name__ == "BaseCheckpointSaver" and c.__module__ == "plait.checkpoint.base"
+        for c in type(checkpointer).__mro__  # by name: this module is below plait.checkpoint
+    ):
+        return checkpointer
+    raise TypeError(
+        "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, `True`, `False`, "
+        f"or `None`. Received {type(checkpointer).__name__}. Pass a proper saver (e.g., InMemorySaver, "
+        "AsyncPostgresSaver)."
+    )
 
 
 def _freeze(value: Any, depth: int = 10) -> Any:
