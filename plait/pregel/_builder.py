@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, NamedTuple, cast
 
 from typing_extensions import Self
 
-from plait.types import CachePolicy, RetryPolicy
+from plait.types import CachePolicy, RetryPolicy, TimeoutPolicy
 
 __all__ = ["PASSTHROUGH", "ChannelWriteEntry", "NodeBuilder", "PregelNode"]
 
@@ -87,6 +88,7 @@ class PregelNode:
     metadata: Mapping[str, Any] = field(default_factory=lambda: cast("dict[str, Any]", {}))
     retry_policy: Sequence[RetryPolicy] = ()
     cache_policy: CachePolicy[Any] | None = None
+    timeout: TimeoutPolicy | None = None
 
     def writes(self, output: Any) -> list[tuple[str, Any]]:
         """The channel writes for the chain's ``output``."""
@@ -105,6 +107,7 @@ class NodeBuilder:
         self._metadata: dict[str, Any] = {}
         self._retry_policy: list[RetryPolicy] = []
         self._cache_policy: CachePolicy[Any] | None = None
+        self._timeout: TimeoutPolicy | None = None
 
     def subscribe_only(self, channel: str) -> Self:
         """Run on writes of ``channel`` and take its value as the input.
@@ -177,6 +180,15 @@ class NodeBuilder:
         self._cache_policy = policy
         return self
 
+    def set_timeout(self, timeout: float | timedelta | TimeoutPolicy | None) -> Self:
+        """Limit each attempt of the (async) node (see ``StateGraph.add_node(timeout=...)``).
+
+        Raises:
+            ValueError: a limit that is not positive.
+        """
+        self._timeout = TimeoutPolicy.coerce(timeout)
+        return self
+
     def build(self) -> PregelNode:
         """The node."""
         channels = self._channels if isinstance(self._channels, str) else list(self._channels)
@@ -189,4 +201,5 @@ class NodeBuilder:
             metadata=dict(self._metadata),
             retry_policy=list(self._retry_policy),
             cache_policy=self._cache_policy,
+            timeout=self._timeout,
         )

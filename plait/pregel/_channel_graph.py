@@ -24,6 +24,7 @@ from plait.pregel._input import input_writes
 from plait.pregel._next import subscribers
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._root import root_output
+from plait.pregel._timeout import sync_timeout_error
 from plait.types import CachePolicy, Command, RetryPolicy
 
 __all__ = ["channel_plan", "channel_updates", "output_value"]
@@ -156,6 +157,8 @@ def _spec(
     single = node.channels if isinstance(node.channels, str) else None
     policy = node.cache_policy or cache_policy
     finish = partial(_result, node, triggers)
+    if node.timeout is not None and not any(c.is_async or c.acall is not None for c in calls):
+        raise sync_timeout_error(name)
     return NodeSpec(
         name=name,
         call=_chain(calls, finish) if not any(c.is_async for c in calls) else _achain(calls, finish, False),
@@ -169,6 +172,7 @@ def _spec(
         cache_ns=node_namespace(node.bound[0] if node.bound else name, name) if policy is not None else (),
         channel_node=node,
         triggers=tuple(sorted(node.triggers)),
+        timeout=node.timeout,
     )
 
 

@@ -269,3 +269,30 @@ def test_errors_pickle() -> None:
     assert str(back) == str(err)
     cancelled = pickle.loads(pickle.dumps(NodeCancelledError("m")))
     assert (cancelled.node, str(cancelled)) == ("m", "Node 'm' raised asyncio.CancelledError")
+
+
+async def test_channel_graph_node_timeout(never: asyncio.Event) -> None:
+    from plait.channels import LastValue
+    from plait.pregel import NodeBuilder, Pregel
+
+    async def stuck(x: int) -> int:
+        await never.wait()
+        return x
+
+    node = NodeBuilder().subscribe_only("a").do(stuck).write_to("b").set_timeout(0.05)
+    app = Pregel(
+        nodes={"stuck": node},
+        channels={"a": LastValue(int), "b": LastValue(int)},
+        input_channels="a",
+        output_channels="b",
+    )
+    with pytest.raises(NodeTimeoutError, match="Node 'stuck'"):
+        await app.ainvoke(1)
+    sync = NodeBuilder().subscribe_only("a").do(lambda x: x).write_to("b").set_timeout(1)
+    with pytest.raises(ValueError, match="Node 'sync' is sync"):
+        Pregel(
+            nodes={"sync": sync},
+            channels={"a": LastValue(int), "b": LastValue(int)},
+            input_channels="a",
+            output_channels="b",
+        )
