@@ -115,3 +115,25 @@ def wait_for_file(path: pathlib.Path, within: float = 120) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"{path} was never written"
         time.sleep(0.02)
+
+
+class Gate:
+    """A node of the test app given the message ``gate.text`` runs until the test opens the gate."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.path = path
+
+    @property
+    def text(self) -> str:
+        return f"gate:{self.path}"
+
+    def input(self) -> dict[str, list[dict[str, str]]]:
+        """The run input whose node waits at this gate."""
+        return {"messages": [{"role": "user", "content": self.text}]}
+
+    def started(self) -> None:
+        """Wait until the node is at the gate."""
+        wait_for_file(self.path.with_suffix(".started"))
+
+    def open(self) -> None:
+        self.path.touch()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-from _serve_proc import Server, running, running_on
+from _serve_proc import Gate, Server, running, running_on
 
 
 @pytest.fixture(scope="module")
@@ -31,3 +31,18 @@ def server_on_both(
     tmp: pathlib.Path = tmp_path_factory.mktemp("serve")
     with running_on(request.param, tmp, env={"PLAIT_TEST_LOG": str(tmp / "nodes.log")}) as srv:
         yield srv
+
+
+@pytest.fixture
+def gates(tmp_path: pathlib.Path) -> Iterator[Callable[[], Gate]]:
+    """Makes gates (:class:`_serve_proc.Gate`); every one is opened as the test ends, so no node
+    of a cancelled run is left waiting in the server."""
+    made: list[Gate] = []
+
+    def make() -> Gate:
+        made.append(Gate(tmp_path / f"gate{len(made)}"))
+        return made[-1]
+
+    yield make
+    for gate in made:
+        gate.open()

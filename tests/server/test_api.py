@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 import httpx
 import pytest
-from _serve_proc import Server
+from _serve_proc import Gate, Server
 from langgraph_sdk import get_client, get_sync_client
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
@@ -188,18 +189,21 @@ def test_errors_are_reported(server: Server) -> None:
     assert client.runs.list(tid)[0]["status"] == "error"
 
 
-def test_cancel_and_multitask(server: Server) -> None:
+def test_cancel_and_multitask(server: Server, gates: Callable[[], Gate]) -> None:
+    """Each "slow" run waits at a gate (opened only where the run must end by itself)."""
     client = get_sync_client(url=server.url)
     tid = client.threads.create()["thread_id"]
-    slow = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1.5"}]})
+    gate = gates()
+    slow = client.runs.create(tid, "agent", input=gate.input())
     with pytest.raises(ConflictError):
         client.runs.create(tid, "agent", input=MSG, multitask_strategy="reject")
     queued = client.runs.create(tid, "agent", input=MSG, multitask_strategy="enqueue")
+    gate.open()
     client.runs.join(tid, queued["run_id"])
     assert client.runs.get(tid, slow["run_id"])["status"] == "success"
     assert _text(client.threads.get_state(tid)["values"])[-1] == "you said: hi"
     # interrupt: the running run is cancelled, the new one runs
-    slow = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
+    slow = client.runs.create(tid, "agent", input=gates().input())
     newer = client.runs.create(
         tid, "agent", input={"messages": [{"role": "user", "content": "now"}]}, multitask_strategy="interrupt"
     )
@@ -207,7 +211,7 @@ def test_cancel_and_multitask(server: Server) -> None:
     assert client.runs.get(tid, slow["run_id"])["status"] == "interrupted"
     assert _text(client.threads.get_state(tid)["values"])[-1] == "you said: now"
     # rollback: the cancelled run is deleted
-    slow = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
+    slow = client.runs.create(tid, "agent", input=gates().input())
     newest = client.runs.create(
         tid, "agent", input={"messages": [{"role": "user", "content": "last"}]}, multitask_strategy="rollback"
     )
@@ -215,7 +219,7 @@ def test_cancel_and_multitask(server: Server) -> None:
     with pytest.raises(NotFoundError):
         client.runs.get(tid, slow["run_id"])
     # explicit cancel
-    slow = client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
+    slow = client.runs.create(tid, "agent", input=gates().input())
     client.runs.cancel(tid, slow["run_id"], wait=True)
     assert client.runs.get(tid, slow["run_id"])["status"] == "interrupted"
     # cancelled before or while its node ran: "interrupted" while the node is left to run (as LangGraph)
@@ -311,13 +315,17 @@ async def test_async_client(server: Server) -> None:
     )
 
 
-def test_a_queued_run_whose_assistant_was_deleted_ends_in_error_for_its_clients(server: Server) -> None:
+def test_a_queued_run_whose_assistant_was_deleted_ends_in_error_for_its_clients(
+    server: Server, gates: Callable[[], Gate]
+) -> None:
     client = get_sync_client(url=server.url)
     tid = client.threads.create()["thread_id"]
     custom = client.assistants.create("agent", name="gone soon")
-    client.runs.create(tid, "agent", input={"messages": [{"role": "user", "content": "sleep:1"}]})
+    gate = gates()
+    client.runs.create(tid, "agent", input=gate.input())  # runs until the assistant is deleted
     queued = client.runs.create(tid, custom["assistant_id"], input=MSG, multitask_strategy="enqueue")
     client.assistants.delete(custom["assistant_id"])
+    gate.open()
     outcome: list[object] = []
     joiner = threading.Thread(
         target=lambda: outcome.append(client.runs.join(tid, queued["run_id"])), daemon=True

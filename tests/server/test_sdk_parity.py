@@ -6,12 +6,12 @@ Each test drives a real ``plait serve`` (SQLite) with the official ``langgraph-s
 from __future__ import annotations
 
 import threading
-import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _serve_proc import Server
+from _serve_proc import Gate, Server
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import BadRequestError, NotFoundError, UnprocessableEntityError
 
@@ -20,13 +20,6 @@ MSG = {"messages": [{"role": "user", "content": "hi"}]}
 
 def _msg(text: str) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": text}]}
-
-
-def _running(client: Any, tid: str, rid: str) -> None:
-    deadline = time.monotonic() + 20
-    while client.runs.get(tid, rid)["status"] == "pending" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)  # inside its node
 
 
 def test_stream_subgraphs_names_events_by_namespace(server: Server) -> None:
@@ -154,12 +147,15 @@ def test_store_missing_item_is_null_and_search_keeps_write_order(server: Server)
     assert [i["key"] for i in picked] == ["k3"]  # the page is cut after the filter: k1 (v=4), k3, k2
 
 
-def test_cancel_wait_answers_an_object_and_leaves_the_thread_interrupted(server: Server) -> None:
+def test_cancel_wait_answers_an_object_and_leaves_the_thread_interrupted(
+    server: Server, gates: Callable[[], Gate]
+) -> None:
     client = get_sync_client(url=server.url)
     tid = client.threads.create()["thread_id"]
     assert "error" not in client.threads.get(tid) and "interrupts" not in client.threads.get(tid)
-    run = client.runs.create(tid, "agent", input=_msg("sleep:3"))
-    _running(client, tid, run["run_id"])
+    gate = gates()
+    run = client.runs.create(tid, "agent", input=gate.input())
+    gate.started()  # inside its node, which runs until the test ends
     assert client.runs.cancel(tid, run["run_id"], wait=True) == {}
     assert client.runs.get(tid, run["run_id"])["status"] == "interrupted"
     thread = client.threads.get(tid)
@@ -181,11 +177,15 @@ def test_thread_config_after_a_run_and_update_errors(server: Server) -> None:
         client.threads.update_state(tid, {"turns": 1}, as_node="ghost")
 
 
-def test_join_stream_from_the_start_begins_with_metadata(server: Server) -> None:
+def test_join_stream_from_the_start_begins_with_metadata(server: Server, gates: Callable[[], Gate]) -> None:
     client = get_sync_client(url=server.url)
     tid = client.threads.create()["thread_id"]
-    run = client.runs.create(tid, "agent", input=_msg("sleep:0.3"), stream_mode=["values"])
-    parts = list(client.runs.join_stream(tid, run["run_id"]))
+    gate = gates()
+    run = client.runs.create(tid, "agent", input=gate.input(), stream_mode=["values"])
+    parts = []
+    for part in client.runs.join_stream(tid, run["run_id"]):  # joined while the run runs
+        parts.append(part)
+        gate.open()
     assert parts[0].event == "metadata" and parts[0].data["run_id"] == run["run_id"]
     assert parts[-1].event == "values"
 
@@ -218,11 +218,12 @@ def test_subgraph_task_checkpoint_and_run_shape(server: Server) -> None:
     assert kwargs["config"]["metadata"]["assistant_id"] == run["assistant_id"]
 
 
-def test_rollback_of_a_threads_first_run_leaves_it_empty(server: Server) -> None:
+def test_rollback_of_a_threads_first_run_leaves_it_empty(server: Server, gates: Callable[[], Gate]) -> None:
     client = get_sync_client(url=server.url)
     tid = client.threads.create()["thread_id"]
-    first = client.runs.create(tid, "agent", input=_msg("sleep:2"))
-    _running(client, tid, first["run_id"])
+    gate = gates()
+    client.runs.create(tid, "agent", input=gate.input())
+    gate.started()  # inside its node, which runs until the test ends
     second = client.runs.create(tid, "agent", input=MSG, multitask_strategy="rollback")
     out = client.runs.join(tid, second["run_id"])
     assert [m["content"] for m in out["messages"]] == ["hi", "you said: hi"]  # no trace of the first
@@ -230,32 +231,40 @@ def test_rollback_of_a_threads_first_run_leaves_it_empty(server: Server) -> None
     assert client.threads.get(tid)["error"] is None  # the second run's end clears the first one's cancel
 
 
-def test_thread_join_stream_follows_the_threads_runs(server: Server) -> None:
+def test_thread_join_stream_follows_the_threads_runs(server: Server, gates: Callable[[], Gate]) -> None:
     client = get_sync_client(url=server.url)
     tid = client.threads.create()["thread_id"]
     with pytest.raises(NotFoundError):
         next(iter(client.threads.join_stream(str(uuid.uuid4()))))
-    run = client.runs.create(tid, "agent", input=_msg("sleep:0.5"))
+    gate = gates()
+    run = client.runs.create(tid, "agent", input=gate.input())
     parts = []
-    for part in client.threads.join_stream(tid):
+    for part in client.threads.join_stream(tid):  # joined while the run is in flight
         parts.append(part)
+        gate.open()
         if part.event == "metadata" and part.data.get("status") == "run_done":
             break
     assert parts[0].event == "metadata" and parts[0].data == {"run_id": run["run_id"], "attempt": 1}
     assert parts[-1].data == {"status": "run_done", "run_id": run["run_id"]}
-    assert parts[-2].event == "values" and parts[-2].data["messages"][-1]["content"] == "you said: sleep:0.5"
+    assert (
+        parts[-2].event == "values" and parts[-2].data["messages"][-1]["content"] == f"you said: {gate.text}"
+    )
     with pytest.raises(UnprocessableEntityError, match="state_update is not implemented"):
         next(iter(client.threads.join_stream(tid, params={"stream_modes": "state_update"})))
 
 
-def test_thread_join_stream_joined_before_any_run_sees_the_next_runs(server: Server) -> None:
+def test_thread_join_stream_joined_before_any_run_sees_the_next_runs(
+    server: Server, gates: Callable[[], Gate]
+) -> None:
+    """The first run waits at a gate the test opens once the stream shows it (so it is followed
+    whether it was created just before or just after the join); the second starts after it ends."""
     client = get_sync_client(url=server.url)
     tid = client.threads.create()["thread_id"]
     created: list[str] = []
+    gate = gates()
 
-    def later() -> None:  # the runs start after the client joined the idle thread
-        time.sleep(0.3)
-        for text in ("sleep:0.3", "again"):
+    def later() -> None:
+        for text in (gate.text, "again"):
             run = client.runs.create(tid, "agent", input=_msg(text))
             created.append(run["run_id"])
             client.runs.join(tid, run["run_id"])
@@ -264,6 +273,7 @@ def test_thread_join_stream_joined_before_any_run_sees_the_next_runs(server: Ser
     starter.start()
     done: list[str] = []
     for part in client.threads.join_stream(tid, stream_mode="values"):
+        gate.open()
         if part.event == "metadata" and part.data.get("status") == "run_done":
             done.append(part.data["run_id"])
             if len(done) == 2:
@@ -292,13 +302,17 @@ def test_durability_reaches_the_run(server: Server) -> None:
         client.runs.create(tid, "agent", input=MSG, durability="later")
 
 
-def test_a_run_queued_behind_a_busy_thread_leaves_its_config(server: Server) -> None:
+def test_a_run_queued_behind_a_busy_thread_leaves_its_config(
+    server: Server, gates: Callable[[], Gate]
+) -> None:
     client = get_sync_client(url=server.url)
     tid = client.threads.create()["thread_id"]
-    first = client.runs.create(tid, "agent", input=_msg("sleep:2"), config={"tags": ["a"]})
-    _running(client, tid, first["run_id"])
+    gate = gates()
+    client.runs.create(tid, "agent", input=gate.input(), config={"tags": ["a"]})
+    gate.started()
     second = client.runs.create(tid, "agent", input=MSG, config={"tags": ["b"]}, multitask_strategy="enqueue")
     assert client.threads.get(tid)["config"]["tags"] == ["a"]  # busy: the queued run's config waits
+    gate.open()
     client.runs.join(tid, second["run_id"])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
+import pathlib
 import time
 from typing import Annotated, Any
 
@@ -23,7 +24,8 @@ class State(MessagesState):
 
 
 def chat(state: State) -> dict[str, Any]:
-    """Echo the last message; ``ask`` interrupts, ``sleep:N`` sleeps, ``fail`` raises, ``remember:X`` stores."""
+    """Echo the last message; ``ask`` interrupts, ``sleep:N`` sleeps, ``gate:PATH`` runs until the test
+    opens the gate (:class:`_serve_proc.Gate`), ``fail`` raises, ``remember:X`` stores."""
     text = str(state["messages"][-1].content)
     get_stream_writer()({"progress": text})
     if text == "ask":
@@ -31,6 +33,8 @@ def chat(state: State) -> dict[str, Any]:
         return {"messages": [AIMessage(f"answer: {answer}")], "turns": 1}
     if text.startswith("sleep:"):
         time.sleep(float(text.split(":")[1]))
+    if text.startswith("gate:"):
+        _gate(pathlib.Path(text.split(":", 1)[1]))
     if text == "fail":
         raise RuntimeError("the node failed on purpose")
     if text.startswith("remember:"):
@@ -41,6 +45,14 @@ def chat(state: State) -> dict[str, Any]:
         with open(os.environ["PLAIT_TEST_LOG"], "a") as log:  # one line per node execution
             log.write(text + "\n")
     return {"messages": [AIMessage(f"you said: {text}")], "turns": 1}
+
+
+def _gate(path: pathlib.Path) -> None:
+    """Say the node started (``PATH.started``), then wait until ``PATH`` exists (two minutes at most)."""
+    path.with_suffix(".started").touch()
+    deadline = time.monotonic() + 120
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 graph = StateGraph(State).add_node("chat", chat).add_edge(START, "chat").add_edge("chat", END).compile()
