@@ -114,7 +114,9 @@ class StrictChannel(BaseChannel):
             self._check_groups(messages, nodes)
             return messages
         if self.plain_list and isinstance(merged, list):
-            self._check_mixed(current, cast("Sequence[Any]", merged), values, nodes)
+            items = cast("Sequence[Any]", merged)  # isinstance() narrows Any to list[Unknown]
+            self._check_mixed(current, items, values, nodes)
+            return items
         return merged
 
     def _check_messages(self, value: Any, node: str) -> None:
