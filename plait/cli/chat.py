@@ -2,7 +2,8 @@
 
 Seed 004's session program as a product: ``/switch <thread_id>``, ``/show``,
 ``/clear``, ``/exit``, plus ``/threads``, ``/history``, ``/undo``, ``/fork`` and
-``/help``. Replies stream token by token. Threads live in a SQLite file in the
+``/help``. Replies stream token by token; ``--tools module:attr`` gives the agent the user's
+tools, and each call and result is shown. Threads live in a SQLite file in the
 user's data directory (``--db`` for another file or a PostgreSQL DSN). A turn
 that fails (model server down, timing out, an HTTP error, Ctrl-C) is rolled
 back: the thread never holds a question without its answer.
@@ -11,14 +12,15 @@ back: the thread never holds a question without its answer.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 from langchain_core.callbacks import BaseCallbackHandler
@@ -27,6 +29,7 @@ from langchain_core.messages import AIMessageChunk, HumanMessage, RemoveMessage
 from plait.agents import create_agent, memory_hook
 from plait.checkpoint.base import BaseCheckpointSaver
 from plait.checkpoint.sqlite import SqliteSaver
+from plait.cli._tools import Printer, call_text, load_tools, tool_name
 from plait.cli.inspect import open_saver
 from plait.graph.message import REMOVE_ALL_MESSAGES
 
@@ -96,6 +99,17 @@ class _Stopper(BaseCallbackHandler):
     def on_llm_new_token(self, token: str | list[str | dict[str, Any]], **kwargs: Any) -> None:
         if self.stop.is_set():
             raise StopReply("interrupted")
+
+
+class _QuietStops(logging.Filter):
+    """Drops langchain's warning about :class:`StopReply` raised in a callback: it is how Ctrl-C
+    ends a reply (the model call runs on in a worker thread until its next token), not an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "_Stopper." not in record.getMessage()
+
+
+_QUIET_STOPS = _QuietStops()
 
 
 @contextlib.contextmanager
@@ -177,19 +191,20 @@ class Session:
     def _stream(self, text: str) -> None:
         stopper = _Stopper()
         config = {**self.config, "callbacks": [stopper]}
+        logging.getLogger("langchain_core.callbacks.manager").addFilter(_QUIET_STOPS)
+        printer = Printer()
         with _stop_on_interrupt(stopper):
-            started = False
-            for chunk, meta in self.agent.stream(
-                {"messages": [HumanMessage(content=text)]}, config, stream_mode="messages"
+            for mode, data in self.agent.stream(
+                {"messages": [HumanMessage(content=text)]}, config, stream_mode=["messages", "updates"]
             ):
-                if meta.get("langgraph_node") != "model" or not isinstance(chunk, AIMessageChunk):
+                if mode == "updates":
+                    printer.update(data)
                     continue
-                if not started:
-                    click.echo("AI：", nl=False)
-                    started = True
-                click.echo(chunk.text, nl=False)
-        if not started:  # a model that does not stream: print the stored answer
-            click.echo("AI：" + str(self.messages()[-1].text), nl=False)
+                chunk, meta = data
+                if meta.get("langgraph_node") == "model" and isinstance(chunk, AIMessageChunk) and chunk.text:
+                    printer.text(chunk.text)
+        if not printer.started:  # a model that does not stream: print the stored answer
+            printer.text(str(self.messages()[-1].text))
         click.echo("")
 
     def _rollback(self, before: Any) -> None:
@@ -239,7 +254,10 @@ class Session:
     def _show(self) -> None:
         self.echo(f"---- thread {self.thread_id} ----")
         for message in self.messages():
-            self.echo(f"{message.type}: {message.text}")
+            calls = cast("list[Mapping[str, Any]]", getattr(message, "tool_calls", None) or [])
+            shown = [message.text] if message.text or not calls else []
+            shown += [f"[calls {call_text(str(c.get('name')), c.get('args'))}]" for c in calls]
+            self.echo(f"{message.type}: {' '.join(shown)}")
 
     def _clear(self) -> None:
         if self.messages():
@@ -377,6 +395,14 @@ def _hook(keep_last: int | None, max_tokens: int | None, summarize: bool, model:
 @click.option(
     "--timeout", type=float, default=120.0, show_default=True, help="Seconds to wait for the model."
 )
+@click.option(
+    "--tools",
+    "tools_spec",
+    default=None,
+    metavar="MODULE:ATTR",
+    help="Tools for the agent: a list of tools (or one tool, or functions) in MODULE, imported from "
+    "the current directory; e.g. mytools:tools.",
+)
 def chat(  # noqa: PLR0913 - one parameter per option
     db: str | None,
     base_url: str | None,
@@ -388,15 +414,21 @@ def chat(  # noqa: PLR0913 - one parameter per option
     summarize: bool,
     thread: str,
     timeout: float,
+    tools_spec: str | None,
 ) -> None:
     """Chat with a model on durable threads (/help lists the commands)."""
+    tools = load_tools(tools_spec) if tools_spec else []
     url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
     llm = _chat_model(model, url, api_key or os.environ.get("OPENAI_API_KEY") or "dummy", timeout)
     hook = _hook(keep_last, max_tokens, summarize, llm)
     with _saver(db) as saver:
-        agent = create_agent(llm, tools=[], system_prompt=system, checkpointer=saver, pre_model_hook=hook)
+        agent = create_agent(llm, tools=tools, system_prompt=system, checkpointer=saver, pre_model_hook=hook)
         session = Session(agent, saver, thread, lambda exc: _cause(exc, url, timeout))
-        click.echo(f"plait chat: model {model} at {url}; thread {thread}; /help lists the commands")
+        names = ", ".join(tool_name(t) for t in tools)
+        click.echo(
+            f"plait chat: model {model} at {url}; thread {thread}; "
+            f"{f'tools {names}; ' if tools else ''}/help lists the commands"
+        )
         for line in _read_lines(data_dir() / "chat_history"):
             text = line.strip()
             if not text:

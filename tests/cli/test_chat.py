@@ -3,6 +3,7 @@ stdlib server that answers 500 or never answers. Failures leave the thread witho
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -62,8 +63,10 @@ def home(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
-    child = pexpect.spawn(PLAIT, ["chat", *args], env=env, encoding="utf-8", timeout=30, dimensions=(50, 200))
+def spawn(env: dict[str, str], *args: str, cwd: Path | None = None) -> pexpect.spawn:
+    child = pexpect.spawn(
+        PLAIT, ["chat", *args], env=env, encoding="utf-8", timeout=30, dimensions=(50, 200), cwd=cwd
+    )
     child.expect("/help lists the commands")
     child.expect(PROMPT)
     return child
@@ -202,6 +205,8 @@ def test_ctrl_c_during_a_streamed_reply_stops_it_and_keeps_the_thread_consistent
     say(child, "my name is Ana")
     child.sendline("tell me a story")
     child.expect("AI：word word word")  # tokens are arriving
+    transcript = io.StringIO()
+    child.logfile_read = transcript  # everything the terminal shows from here to the end
     child.sendintr()
     child.expect("interrupted")
     child.expect(PROMPT)
@@ -210,6 +215,9 @@ def test_ctrl_c_during_a_streamed_reply_stops_it_and_keeps_the_thread_consistent
     assert [t for t, _ in stored(home, "session_01")] == ["human", "ai", "human", "ai"]
     child.sendline("/exit")
     child.expect(pexpect.EOF)
+    after = transcript.getvalue().split("were not stored", 1)[1]
+    assert "Error in" not in after and "StopReply" not in after, after  # no stray callback warning
+    assert all(line.startswith(("Human: ", "AI：")) for line in after.splitlines() if line.strip()), after
 
 
 def test_stdin_from_a_pipe(fakellm: FakeLLM, home: dict[str, str], tmp_path: Path) -> None:
@@ -230,3 +238,118 @@ def test_stdin_from_a_pipe(fakellm: FakeLLM, home: dict[str, str], tmp_path: Pat
 def test_bad_memory_options_are_usage_errors(home: dict[str, str]) -> Any:
     done = subprocess.run([PLAIT, "chat", "--summarize"], input="", capture_output=True, text=True, env=home)
     assert done.returncode == 2 and "--summarize needs a budget" in done.stderr
+
+
+TOOLS_MODULE = textwrap.dedent(
+    '''
+    from langchain_core.tools import tool
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    def clock(zone: str) -> str:
+        """The time in a zone."""
+        return f"noon in {zone}"
+
+    tools = [weather]
+    plain = [clock]
+    number = 42
+    '''
+)
+
+TOOL_RULES = [
+    {
+        "name": "answer",
+        "when": {"turn": 2, "tool_result_contains": " in "},
+        "respond": {"content": "It is sunny."},
+    },
+    {
+        "name": "weather",
+        "when": {"turn": 1, "messages_contain": "weather"},
+        "respond": {"tool_calls": [{"name": "weather", "arguments": {"city": "Oslo"}}]},
+    },
+    {
+        "name": "clock",
+        "when": {"turn": 1, "messages_contain": "time"},
+        "respond": {"tool_calls": [{"name": "clock", "arguments": {"zone": "UTC"}}]},
+    },
+    {"name": "any", "respond": {"content": "Hello from the model."}},
+]
+
+
+def test_tools_from_the_current_directory_are_called_and_shown(
+    fakellm: FakeLLM, home: dict[str, str], tmp_path: Path
+) -> None:
+    fakellm.rules(TOOL_RULES)
+    (tmp_path / "mytools.py").write_text(TOOLS_MODULE)
+    child = spawn(home, "--base-url", fakellm.base_url, "--tools", "mytools:tools", cwd=tmp_path)
+    out = say(child, "weather in Oslo?")
+    assert 'Tool call：weather({"city": "Oslo"})' in out
+    assert 'Tool result：weather({"city": "Oslo"}) -> sunny in Oslo' in out
+    assert "AI：It is sunny." in out
+    assert stored(home, "session_01") == [
+        ("human", "weather in Oslo?"),
+        ("ai", ""),
+        ("tool", "sunny in Oslo"),
+        ("ai", "It is sunny."),
+    ]
+    shown = say(child, "/show")
+    assert 'ai: [calls weather({"city": "Oslo"})]' in shown and "tool: sunny in Oslo" in shown
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    assert fakellm.stats()  # the server saw the calls (the tool's result came back to it)
+
+
+@pytest.mark.parametrize("spec", ["mytools:weather", "mytools:plain"])
+def test_one_tool_or_plain_functions(
+    fakellm: FakeLLM, home: dict[str, str], tmp_path: Path, spec: str
+) -> None:
+    fakellm.rules(TOOL_RULES)
+    (tmp_path / "mytools.py").write_text(TOOLS_MODULE)
+    question = "weather in Oslo?" if spec.endswith("weather") else "what time is it?"
+    done = subprocess.run(
+        [PLAIT, "chat", "--base-url", fakellm.base_url, "--tools", spec],
+        input=question + "\n",
+        capture_output=True,
+        text=True,
+        env=home,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    expected = "sunny in Oslo" if spec.endswith("weather") else "noon in UTC"
+    assert f"-> {expected}" in done.stdout and "AI：It is sunny." in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("mytools", "is not module:attr"),
+        ("nosuchmodule:tools", "no module 'nosuchmodule'"),
+        ("mytools:nope", "'mytools' has no attribute 'nope'"),
+        ("mytools:number", "holds 42 (int), which is not a tool"),
+    ],
+)
+def test_bad_tools_are_usage_errors(home: dict[str, str], tmp_path: Path, spec: str, message: str) -> None:
+    (tmp_path / "mytools.py").write_text(TOOLS_MODULE)
+    done = subprocess.run(
+        [PLAIT, "chat", "--tools", spec], input="", capture_output=True, text=True, env=home, cwd=tmp_path
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--tools" in done.stderr and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_undo_makes_the_thread_the_most_recently_updated(fakellm: FakeLLM, home: dict[str, str]) -> None:
+    child = spawn(home, "--base-url", fakellm.base_url, "--thread", "a")
+    say(child, "my name is Ana")
+    say(child, "hi")
+    say(child, "/switch b")
+    say(child, "hi")
+    say(child, "/switch a")
+    assert "back to before: hi" in say(child, "/undo")
+    threads = [line.strip() for line in say(child, "/threads").splitlines() if "checkpoints" in line]
+    assert [line.lstrip("* ").split()[0] for line in threads] == ["a", "b"], threads  # newest first
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
