@@ -21,6 +21,7 @@ PUBLIC = [
     "plait.config",
     "plait.runtime",
     "plait.pregel",
+    "plait.pregel.remote",
     "plait.channels",
     "plait.channels.any_value",
     "plait.channels.ephemeral_value",

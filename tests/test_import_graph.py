@@ -209,6 +209,9 @@ _EXACT = {
     "plait.store._ops": BASE,
     "plait.store._paths": BASE,
     "plait.cache.base": BASE,
+    "plait.pregel.remote": TOP,  # a client of an agent server, not part of the runtime
+    "plait.pregel._remote_stream": TOP,
+    "plait.pregel._remote_wire": TOP,
 }
 _TREES = {
     "plait.checkpoint.serde": BASE,  # before plait.checkpoint: the codec is the base layer

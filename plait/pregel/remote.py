@@ -1,0 +1,477 @@
+"""``RemoteGraph``: a graph that runs on an agent server (``plait serve``, LangGraph's server),
+driven through the ``langgraph_sdk`` clients and usable wherever a compiled graph is, a node of
+a local graph included.
+
+The SDK is imported when a ``RemoteGraph`` is made (``pip install langgraph-sdk``), so importing
+this module costs nothing more than plait.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any, cast
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.graph import Graph
+from typing_extensions import Self
+
+from plait.errors import InvalidConfigError
+from plait.pregel._options import version_of
+from plait.pregel._remote_stream import (
+    SKIP,
+    Caller,
+    ChunkReader,
+    Modes,
+    RemoteException,
+    caller_of,
+    run_input,
+)
+from plait.pregel._remote_wire import (
+    checkpoint_of,
+    config_of,
+    drawable,
+    load_sdk,
+    merge_configs,
+    sanitize_config,
+    snapshot_of,
+    tracing_headers,
+)
+from plait.types import GraphOutput, StateSnapshot
+
+__all__ = ["RemoteException", "RemoteGraph"]
+
+_log = logging.getLogger(__name__)
+
+
+class RemoteGraph(Runnable[Any, Any]):
+    """A graph deployed on an agent server, called like a local compiled graph.
+
+    Each call is one API request through the SDK (``invoke``/``stream`` create a run; a
+    ``thread_id`` in ``configurable`` runs on that thread, made if missing). Added as a node of a
+    local graph (``builder.add_node(remote)``), its events join the parent's stream under the
+    node's namespace (``subgraphs=True``), an interrupt on the server pauses the parent's task,
+    and resuming the parent resumes the remote thread (the parent's ``thread_id``).
+
+    Args:
+        assistant_id: The assistant id or graph id on the server.
+        url: The server's URL (makes the default sync and async clients).
+        api_key: API key for the default clients (default: the SDK reads ``LANGGRAPH_API_KEY``…).
+        headers: Extra headers for the default clients.
+        client: An async ``LangGraphClient`` to use instead of the default one.
+        sync_client: A ``SyncLangGraphClient`` to use instead of the default one.
+        config: Config merged under every call's.
+        name: The graph's name (a node added without a name takes it); default ``assistant_id``.
+        distributed_tracing: Send the current LangSmith run's tracing headers with each run.
+
+    Raises:
+        ImportError: ``langgraph-sdk`` is not installed.
+    """
+
+    assistant_id: str
+    name: str | None
+
+    def __init__(  # noqa: PLR0913 - LangGraph's signature
+        self,
+        assistant_id: str,
+        /,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        client: Any = None,
+        sync_client: Any = None,
+        config: RunnableConfig | None = None,
+        name: str | None = None,
+        distributed_tracing: bool = False,
+    ) -> None:
+        sdk = load_sdk()
+        self.assistant_id = assistant_id
+        self.name = assistant_id if name is None else name
+        self.config = config
+        self.distributed_tracing = distributed_tracing
+        keys: dict[str, Any] = {"url": url, "headers": headers}
+        if api_key is not None:
+            keys["api_key"] = api_key
+        self.client: Any = client if client is not None or url is None else sdk.get_client(**keys)
+        self.sync_client: Any = (
+            sync_client if sync_client is not None or url is None else sdk.get_sync_client(**keys)
+        )
+
+    def __repr__(self) -> str:
+        return f"RemoteGraph({self.assistant_id!r}, name={self.name!r})"
+
+    def copy(self, update: Mapping[str, Any] | None = None) -> Self:
+        """A copy with the constructor arguments in ``update`` replaced (the clients are shared)."""
+        fields: dict[str, Any] = {
+            "client": self.client,
+            "sync_client": self.sync_client,
+            "config": self.config,
+            "name": self.name,
+            "distributed_tracing": self.distributed_tracing,
+            **(update or {}),
+        }
+        return type(self)(fields.pop("assistant_id", self.assistant_id), **fields)
+
+    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Self:
+        """A copy whose calls merge ``config`` (and ``kwargs``, config keys) under theirs."""
+        merged = merge_configs(cast("Mapping[str, Any] | None", self.config), cast("Any", config), kwargs)
+        return self.copy({"config": merged})
+
+    def _sync(self) -> Any:
+        if self.sync_client is None:
+            raise ValueError(
+                f"{self!r} has no sync client: pass url= or sync_client= when making it (async methods use client=)"
+            )
+        return self.sync_client
+
+    def _async(self) -> Any:
+        if self.client is None:
+            raise ValueError(
+                f"{self!r} has no async client: pass url= or client= when making it (sync methods use sync_client=)"
+            )
+        return self.client
+
+    def _thread(self, config: Mapping[str, Any] | None, method: str) -> tuple[dict[str, Any], str]:
+        merged = merge_configs(cast("Mapping[str, Any] | None", self.config), config)
+        thread_id = (merged.get("configurable") or {}).get("thread_id")
+        if not thread_id:
+            raise InvalidConfigError(
+                f"RemoteGraph.{method}() reads a thread: pass config={{'configurable': {{'thread_id': ...}}}}",
+                field="thread_id",
+            )
+        return merged, str(thread_id)
+
+    # -- the graph ---------------------------------------------------------------------------------
+
+    def get_graph(
+        self,
+        config: RunnableConfig | None = None,
+        *,
+        xray: int | bool = False,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> Graph:
+        """The graph's nodes and edges (``GET /assistants/{id}/graph``); ``xray`` expands subgraphs
+        (an int: that many levels). ``config`` is not used."""
+        found = self._sync().assistants.get_graph(
+            self.assistant_id, xray=xray, headers=headers, params=params
+        )
+        return drawable(found)
+
+    async def aget_graph(
+        self,
+        config: RunnableConfig | None = None,
+        *,
+        xray: int | bool = False,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> Graph:
+        """Async :meth:`get_graph`."""
+        found = await self._async().assistants.get_graph(
+            self.assistant_id, xray=xray, headers=headers, params=params
+        )
+        return drawable(found)
+
+    # -- state -------------------------------------------------------------------------------------
+
+    def get_state(
+        self,
+        config: RunnableConfig,
+        *,
+        subgraphs: bool = False,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> StateSnapshot:
+        """The thread's state at its newest checkpoint, or at the one ``config`` names.
+
+        Raises:
+            InvalidConfigError: ``config`` names no ``thread_id``.
+        """
+        merged, thread_id = self._thread(config, "get_state")
+        state = self._sync().threads.get_state(
+            thread_id, checkpoint=checkpoint_of(merged), subgraphs=subgraphs, headers=headers, params=params
+        )
+        return snapshot_of(state)
+
+    async def aget_state(
+        self,
+        config: RunnableConfig,
+        *,
+        subgraphs: bool = False,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> StateSnapshot:
+        """Async :meth:`get_state`."""
+        merged, thread_id = self._thread(config, "aget_state")
+        state = await self._async().threads.get_state(
+            thread_id, checkpoint=checkpoint_of(merged), subgraphs=subgraphs, headers=headers, params=params
+        )
+        return snapshot_of(state)
+
+    def _history(
+        self, config: RunnableConfig, method: str, options: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        merged, thread_id = self._thread(config, method)
+        request = {
+            "limit": options.pop("limit", None) or 10,
+            "before": checkpoint_of(options.pop("before", None)),
+            "metadata": options.pop("filter", None),
+            "checkpoint": checkpoint_of(merged),
+            **options,
+        }
+        return thread_id, request
+
+    def get_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> Iterator[StateSnapshot]:
+        """The thread's checkpoints, newest first: ``limit`` of them (10 by default), those whose
+        metadata match ``filter``, older than ``before``; ``kwargs``: ``headers``, ``params``."""
+        options = {"filter": filter, "before": before, "limit": limit, **kwargs}
+        thread_id, request = self._history(config, "get_state_history", options)
+        for state in self._sync().threads.get_history(thread_id, **request):
+            yield snapshot_of(state)
+
+    async def aget_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StateSnapshot]:
+        """Async :meth:`get_state_history`."""
+        options = {"filter": filter, "before": before, "limit": limit, **kwargs}
+        thread_id, request = self._history(config, "aget_state_history", options)
+        for state in await self._async().threads.get_history(thread_id, **request):
+            yield snapshot_of(state)
+
+    def update_state(
+        self,
+        config: RunnableConfig,
+        values: dict[str, Any] | Any | None,
+        as_node: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> RunnableConfig:
+        """Write ``values`` to the thread as if ``as_node`` returned them; returns the new checkpoint's config."""
+        merged, thread_id = self._thread(config, "update_state")
+        found = self._sync().threads.update_state(
+            thread_id,
+            values,
+            as_node=as_node,
+            checkpoint=checkpoint_of(merged),
+            headers=headers,
+            params=params,
+        )
+        return cast("RunnableConfig", config_of(found["checkpoint"]))
+
+    async def aupdate_state(
+        self,
+        config: RunnableConfig,
+        values: dict[str, Any] | Any | None,
+        as_node: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> RunnableConfig:
+        """Async :meth:`update_state`."""
+        merged, thread_id = self._thread(config, "aupdate_state")
+        found = await self._async().threads.update_state(
+            thread_id,
+            values,
+            as_node=as_node,
+            checkpoint=checkpoint_of(merged),
+            headers=headers,
+            params=params,
+        )
+        return cast("RunnableConfig", config_of(found["checkpoint"]))
+
+    def bulk_update_state(self, config: RunnableConfig, updates: list[Any]) -> RunnableConfig:
+        """Not available on a remote graph (as in LangGraph).
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError("RemoteGraph.bulk_update_state: call update_state once per update")
+
+    async def abulk_update_state(self, config: RunnableConfig, updates: list[Any]) -> RunnableConfig:
+        """Not available on a remote graph (as in LangGraph).
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError("RemoteGraph.abulk_update_state: call aupdate_state once per update")
+
+    # -- runs --------------------------------------------------------------------------------------
+
+    def _run(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        caller: Caller,
+        options: dict[str, Any],  # noqa: A002
+    ) -> tuple[dict[str, Any], ChunkReader]:
+        """The ``runs.stream`` arguments of one run, and the reader of its events."""
+        v2 = version_of(options.pop("version", None))
+        subgraphs = bool(options.pop("subgraphs", False))
+        headers = options.pop("headers", None)
+        parent = caller.modes if caller.forward is not None else frozenset()
+        modes = Modes.of(options.pop("stream_mode", None), parent, "updates")
+        sent = sanitize_config(merge_configs(cast("Mapping[str, Any] | None", self.config), config))
+        run_in, command = run_input(input)
+        request = {
+            "thread_id": (sent.get("configurable") or {}).pop("thread_id", None),
+            "assistant_id": self.assistant_id,
+            "input": run_in,
+            "command": command,
+            "config": sent,
+            "stream_mode": modes.sent,
+            "stream_subgraphs": subgraphs or caller.forward is not None,
+            "if_not_exists": "create",
+            "headers": tracing_headers(headers) if self.distributed_tracing else headers,
+            **options,
+        }
+        return request, ChunkReader(modes, caller, subgraphs, v2)
+
+    def stream(
+        self,
+        input: Any,  # noqa: A002 - LangGraph's name
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: Any = None,
+        subgraphs: bool = False,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Run the graph on the server (``POST /threads/{id}/runs/stream``, or ``/runs/stream``
+        without a ``thread_id``), yielding its stream as a local graph's ``stream`` does.
+
+        Args:
+            input: The input, or a :class:`~plait.types.Command` (``resume``, ``update``, ``goto``).
+            config: Run config; ``configurable.thread_id`` names the thread (made if missing).
+            stream_mode: A mode (chunks are its payloads) or a list (SDK ``StreamPart`` chunks);
+                default ``"updates"``.
+            subgraphs: Yield the remote subgraphs' events too, as ``(namespace, ...)`` tuples.
+            **kwargs: ``context``, ``interrupt_before``, ``interrupt_after``, ``headers``,
+                ``params``, ``version`` (``"v2"``: typed stream parts), and any other argument
+                of the SDK's ``runs.stream`` (``multitask_strategy``, ``durability``…).
+
+        Raises:
+            RemoteException: the remote run failed.
+            GraphInterrupt: the remote graph paused while it runs inside a graph's task.
+        """
+        client = self._sync()
+        caller = caller_of(config)
+        request, reader = self._run(
+            input, config, caller, {**kwargs, "stream_mode": stream_mode, "subgraphs": subgraphs}
+        )
+        if _may_resume(caller, request):
+            _answer(request, caller, _state_or_none(client.threads.get_state, request["thread_id"]))
+        for chunk in client.runs.stream(**request):
+            item = reader.read(chunk)
+            if item is not SKIP:
+                yield item
+
+    async def astream(
+        self,
+        input: Any,  # noqa: A002 - LangGraph's name
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: Any = None,
+        subgraphs: bool = False,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`stream`."""
+        client = self._async()
+        caller = caller_of(config)
+        request, reader = self._run(
+            input, config, caller, {**kwargs, "stream_mode": stream_mode, "subgraphs": subgraphs}
+        )
+        if _may_resume(caller, request):
+            found = await _astate_or_none(client.threads.get_state, request["thread_id"])
+            _answer(request, caller, found)
+        async for chunk in client.runs.stream(**request):
+            item = reader.read(chunk)
+            if item is not SKIP:
+                yield item
+
+    def invoke(
+        self,
+        input: Any,  # noqa: A002 - LangGraph's name
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the graph on the server until it ends or pauses; return its last values (an
+        interrupted run's include ``__interrupt__``), or a ``GraphOutput`` with ``version="v2"``.
+
+        ``kwargs`` are :meth:`stream`'s (``context``, ``interrupt_before``, ``headers``…).
+        """
+        last: Any = SKIP
+        for chunk in self.stream(input, config, **{**kwargs, "stream_mode": "values"}):
+            last = chunk
+        return _output(last, kwargs.get("version"))
+
+    async def ainvoke(
+        self,
+        input: Any,  # noqa: A002 - LangGraph's name
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async :meth:`invoke`."""
+        last: Any = SKIP
+        async for chunk in self.astream(input, config, **{**kwargs, "stream_mode": "values"}):
+            last = chunk
+        return _output(last, kwargs.get("version"))
+
+
+def _output(last: Any, version: Any) -> Any:
+    if last is SKIP:
+        _log.warning("No events received from remote graph")
+        return None
+    if version_of(version):
+        return GraphOutput(value=last["data"], interrupts=tuple(last.get("interrupts", ())))
+    return last
+
+
+def _may_resume(caller: Caller, request: Mapping[str, Any]) -> bool:
+    """The run is a resumed task's, on a thread, with plain input: it may answer the remote interrupt."""
+    return caller.nested and bool(caller.resume) and bool(request["thread_id"]) and request["command"] is None
+
+
+def _answer(request: dict[str, Any], caller: Caller, state: Mapping[str, Any] | None) -> None:
+    """Resume the remote thread with the task's newest answer, when it waits on an interrupt."""
+    tasks = (state or {}).get("tasks") or ()
+    if any(task.get("interrupts") for task in tasks):
+        request["input"] = None
+        request["command"] = {"resume": caller.resume[-1]}
+
+
+def _missing(exc: Exception) -> bool:
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None) == 404
+
+
+def _state_or_none(get_state: Any, thread_id: str) -> Any:
+    try:
+        return get_state(thread_id)
+    except Exception as exc:
+        if _missing(exc):
+            return None
+        raise
+
+
+async def _astate_or_none(get_state: Any, thread_id: str) -> Any:
+    try:
+        return await get_state(thread_id)
+    except Exception as exc:
+        if _missing(exc):
+            return None
+        raise
