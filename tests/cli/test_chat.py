@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -165,13 +166,24 @@ BAD_SERVER = textwrap.dedent(
 )
 
 
+def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    """Return once the server accepts connections (or fail if it exited)."""
+    while True:
+        assert process.poll() is None, "the test server exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
 @pytest.fixture(params=["500", "slow"])
 def bad_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
     port = free_port()
     script = tmp_path / "bad_server.py"
     script.write_text(BAD_SERVER)
     process = subprocess.Popen([sys.executable, str(script), str(port), request.param])
-    time.sleep(0.5)
+    _wait_for_port(port, process)
     yield request.param, f"http://127.0.0.1:{port}/v1"
     process.terminate()
     process.wait(timeout=10)
