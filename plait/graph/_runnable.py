@@ -333,11 +333,13 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
 
     def _config(self, config: Any) -> dict[str, Any]:
         given = run_config(config)  # a malformed config fails here, before any callback runs
-        return (
-            cast("dict[str, Any]", merge_configs(cast("Any", self.config), cast("Any", given)))
-            if self.config
-            else given
-        )
+        if not self.config:
+            return given
+        merged = cast("dict[str, Any]", merge_configs(cast("Any", self.config), cast("Any", given)))
+        bound = self.config.get("metadata")
+        if bound:  # merge_configs lays the caller's context (a node's) over each: the graph's own wins
+            merged["metadata"] = {**(merged.get("metadata") or {}), **bound, **(given.get("metadata") or {})}
+        return merged
 
     def _start(self, config: dict[str, Any], input: Any) -> CallbackManagerForChainRun | None:  # noqa: A002
         callbacks = _inherited_callbacks(config)
