@@ -118,10 +118,9 @@ def _self_invoking(saver: Any, *, use_async: bool) -> Any:
 
 def test_a_node_running_its_own_thread_fails_at_once(saver: Any) -> None:
     graph = _self_invoking(saver, use_async=False)
-    started = time.monotonic()
-    with pytest.raises(ThreadBusyError, match="would wait for itself") as caught:
+    with pytest.raises(ThreadBusyError, match="would wait for itself") as caught:  # not a lease timeout
         graph.invoke({"messages": [HumanMessage("outer", id="outer")]}, cfg("self"))
-    assert caught.value.thread_id == "self" and time.monotonic() - started < 5
+    assert caught.value.thread_id == "self"
     # the thread was released: the next run on it is not refused
     chat(saver).invoke(
         {"messages": [HumanMessage("later", id="later")]}, cfg("self"), multitask_strategy="reject"
@@ -131,7 +130,7 @@ def test_a_node_running_its_own_thread_fails_at_once(saver: Any) -> None:
 async def test_an_async_node_running_its_own_thread_fails_at_once(saver: Any) -> None:
     graph = _self_invoking(saver, use_async=True)
     with pytest.raises(ThreadBusyError, match="would wait for itself"):
-        await asyncio.wait_for(graph.ainvoke({"messages": [HumanMessage("outer", id="o")]}, cfg("self")), 10)
+        await asyncio.wait_for(graph.ainvoke({"messages": [HumanMessage("outer", id="o")]}, cfg("self")), 60)
 
 
 def test_a_node_may_run_the_graph_on_another_thread(saver: Any) -> None:
@@ -152,7 +151,7 @@ def _hold(saver: Any, thread: str) -> tuple[threading.Event, threading.Event, th
 
     def wait(state: MessagesState) -> dict[str, Any]:
         inside.set()
-        release.wait(30)
+        release.wait(120)
         return {}
 
     graph = StateGraph(MessagesState).add_node("w", wait).add_edge(START, "w").compile(checkpointer=saver)
@@ -160,7 +159,7 @@ def _hold(saver: Any, thread: str) -> tuple[threading.Event, threading.Event, th
         target=graph.invoke, args=({"messages": [HumanMessage("h", id="h")]}, cfg(thread))
     )
     runner.start()
-    assert inside.wait(30)
+    assert inside.wait(120)
     return inside, release, runner
 
 
@@ -171,7 +170,7 @@ def test_lease_timeout_bounds_the_wait(saver: Any) -> None:
         with pytest.raises(ThreadBusyError):
             chat(saver).invoke({"messages": [HumanMessage("x", id="x")]}, cfg("held"), lease_timeout=0.3)
         waited = time.monotonic() - started
-        assert 0.25 <= waited < 10
+        assert 0.25 <= waited < 60  # the bound held (else it waits for the release, a deadlock)
     finally:
         release.set()
         runner.join()

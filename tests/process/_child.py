@@ -5,7 +5,8 @@ Usage: ``python _child.py TARGET MODE THREAD [ARGS...]`` where TARGET is
 
 * ``turns N TAG [GO_FILE]``: N chat turns (human ids ``TAG-k``), printing ``TURN TAG-k`` after each returns;
   waits for GO_FILE to exist first, if given; N = 0 means forever.
-* ``hold SECONDS``: one run whose node prints ``STARTED`` then sleeps.
+* ``hold SECONDS [GATE_FILE]``: one run whose node prints ``STARTED`` then sleeps, or (GATE_FILE
+  given) waits until GATE_FILE exists (SECONDS at most).
 * ``fanout COUNT_DIR``: a step with parallel nodes ``a`` (succeeds) and ``b`` (fails unless COUNT_DIR/ok exists).
 * ``prune STOP_FILE``: prunes the thread (keep_last 1 to 3) in a loop until STOP_FILE exists, printing
   ``PRUNED n`` totals at the end.
@@ -48,13 +49,16 @@ def open_saver(target: str, ttl: float | None = None) -> Iterator[Any]:
             yield saver
 
 
-def chat_graph(saver: Any, pause: float = 0.0) -> Any:
-    """Echo chat: each AI message repeats the human message before it."""
+def chat_graph(saver: Any, pause: float = 0.0, gate: str | None = None) -> Any:
+    """Echo chat: each AI message repeats the human message before it (after ``pause`` seconds, or
+    once the file ``gate`` exists, ``pause`` seconds at most)."""
 
     def echo(state: MessagesState) -> dict[str, Any]:
         if pause:
             print("STARTED", flush=True)
-            time.sleep(pause)
+            deadline = time.monotonic() + pause
+            while (gate is None or not os.path.exists(gate)) and time.monotonic() < deadline:
+                time.sleep(0.01 if gate else max(0.0, deadline - time.monotonic()))
         last = state["messages"][-1]
         return {"messages": [AIMessage(f"echo: {last.content}", id=f"ai-{last.id}")]}
 
@@ -115,7 +119,7 @@ def main(argv: list[str]) -> int:
         if mode == "turns":
             run_turns(saver, config, int(argv[3]), argv[4], argv[5] if len(argv) > 5 else None)
         elif mode == "hold":
-            chat_graph(saver, pause=float(argv[3])).invoke(
+            chat_graph(saver, float(argv[3]), argv[4] if len(argv) > 4 else None).invoke(
                 {"messages": [HumanMessage("hold", id="hold")]}, config
             )
             print("DONE", flush=True)
