@@ -12,7 +12,7 @@ from typing import Any, cast
 from plait._internal._constants import INTERRUPT, NS_SEP
 from plait.errors import GraphInterrupt, ParentCommand
 from plait.pregel._context import running_task
-from plait.pregel._remote_wire import command_body, interrupt_of
+from plait.pregel._remote_wire import command_body, configurable, interrupt_of
 from plait.types import Command
 
 __all__ = ["SKIP", "Caller", "ChunkReader", "Modes", "RemoteException", "caller_of", "run_input"]
@@ -79,7 +79,7 @@ class Caller:
     ns: tuple[str, ...] = ()
     forward: Callable[[tuple[Any, ...]], None] | None = None
     modes: frozenset[str] = frozenset()
-    resume: list[Any] = field(default_factory=lambda: cast("list[Any]", []))
+    resume: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))
 
     @property
     def nested(self) -> bool:
@@ -90,7 +90,7 @@ class Caller:
 def caller_of(config: Mapping[str, Any] | None) -> Caller:
     """The graph task the remote run is part of: the running plait task, or the one a LangGraph
     config locates (``configurable.checkpoint_ns``)."""
-    given = ((config or {}).get("configurable") or {}).get("checkpoint_ns") or ""
+    given = str(configurable(config).get("checkpoint_ns") or "")
     task = running_task()
     if task is None:
         return Caller(ns=tuple(given.split(NS_SEP)) if given else ())
@@ -105,8 +105,13 @@ def caller_of(config: Mapping[str, Any] | None) -> Caller:
 def run_input(input: Any) -> tuple[Any, dict[str, Any] | None]:  # noqa: A002 - LangGraph's name
     """A run's ``input`` and ``command`` for what the caller passed."""
     if isinstance(input, Command):
-        return None, command_body(cast("Command[Any]", input))
+        return None, command_body(cast("Command[Any]", input))  # type: ignore[redundant-cast]  # pyright needs it
     return input, None
+
+
+def _as_dict(data: Any) -> dict[str, Any]:
+    """``data`` when it is a JSON object, else an empty dict."""
+    return cast("dict[str, Any]", data) if isinstance(data, dict) else {}
 
 
 def _split(event: str) -> tuple[str, tuple[str, ...]]:
@@ -138,11 +143,11 @@ class ChunkReader:
             ParentCommand: the remote graph sent a command to its parent.
             RemoteException: the remote run failed.
         """
-        mode, own_ns = _split(chunk.event)
-        data = chunk.data
-        if mode == "command" and isinstance(data, dict) and data.get("graph") == Command.PARENT:
-            found = cast("dict[str, Any]", data)
-            raise ParentCommand(Command(**{k: v for k, v in found.items() if k in _COMMAND_FIELDS}))
+        mode, own_ns = _split(str(chunk.event))
+        data: Any = chunk.data
+        if mode == "command" and _as_dict(data).get("graph") == Command.PARENT:
+            fields = {k: v for k, v in _as_dict(data).items() if k in _COMMAND_FIELDS}
+            raise ParentCommand(Command(**fields))
         caller = self.caller
         if caller.forward is not None and mode in caller.modes:
             caller.forward((mode, data, own_ns))
@@ -152,25 +157,25 @@ class ChunkReader:
         if own_ns and not self.subgraphs and mode != "messages":  # asked for only to feed the parent
             return SKIP
         if mode == "messages":
-            data = tuple(data)
+            data = tuple(cast("list[Any]", data))
             chunk = chunk._replace(data=data) if hasattr(chunk, "_replace") else chunk
         return self._shape(mode, caller.ns + own_ns, data, chunk)
 
     def _check(self, mode: str, data: Any) -> None:
         if mode == "error":
             raise RemoteException(data)
-        if mode == "updates" and isinstance(data, dict) and INTERRUPT in data and self.caller.nested:
-            found = cast("dict[str, Any]", data)
-            raise GraphInterrupt(tuple(interrupt_of(i) for i in found[INTERRUPT]))
+        if mode == "updates" and INTERRUPT in _as_dict(data) and self.caller.nested:
+            raise GraphInterrupt(tuple(interrupt_of(i) for i in _as_dict(data)[INTERRUPT]))
 
     def _shape(self, mode: str, ns: tuple[str, ...], data: Any, chunk: Any) -> Any:
         if self.v2:
             interrupts: tuple[Any, ...] = ()
-            if mode == "values" and isinstance(data, dict) and INTERRUPT in data:
-                values = cast("dict[str, Any]", data)
+            values = _as_dict(data)
+            if mode == "values" and INTERRUPT in values:
                 interrupts = tuple(interrupt_of(i) for i in values[INTERRUPT])
                 data = {k: v for k, v in values.items() if k != INTERRUPT}
-            return {"type": mode, "ns": ns, "data": data, "interrupts": interrupts}
+            part: dict[str, Any] = {"type": mode, "ns": ns, "data": data, "interrupts": interrupts}
+            return part
         if self.subgraphs:
             return (ns, data) if self.modes.single else (ns, mode, data)
         return data if self.modes.single else chunk

@@ -22,6 +22,7 @@ __all__ = [
     "checkpoint_of",
     "command_body",
     "config_of",
+    "configurable",
     "drawable",
     "interrupt_of",
     "load_sdk",
@@ -83,7 +84,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, Mapping):
-        return _plain_dict(cast("Mapping[Any, Any]", value))
+        return _plain_dict(cast("Mapping[Any, Any]", value))  # type: ignore[redundant-cast]  # pyright needs it
     if isinstance(value, (list, tuple)):
         items = (_plain(item) for item in cast("Sequence[Any]", value))
         return [item for item in items if item is not None]
@@ -115,10 +116,16 @@ def sanitize_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def configurable(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``configurable`` dict of a config (empty when it has none)."""
+    found: Any = None if config is None else config.get("configurable")
+    return cast("dict[str, Any]", found) if isinstance(found, dict) else {}
+
+
 def checkpoint_of(config: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The checkpoint a config addresses, as the API takes it (``None``: it names none)."""
-    configurable = (config or {}).get("configurable") or {}
-    found = {key: configurable[key] for key in _LOCATION if key in configurable}
+    keys = configurable(config)
+    found = {key: keys[key] for key in _LOCATION if key in keys}
     return found or None
 
 
@@ -184,11 +191,13 @@ def drawable(graph: Mapping[str, Any]) -> Graph:
     nodes: dict[str, Node] = {}
     for node in graph["nodes"]:
         node_id = str(node["id"])
-        data = node.get("data", {})
-        name = node.get("name")
+        data: Any = node.get("data", {})
+        name: Any = node.get("name")
         if name is None:
-            name = data.get("name", node_id) if isinstance(data, dict) else node_id
-        nodes[node_id] = Node(id=node_id, name=str(name), data=data, metadata=node.get("metadata"))
+            name = cast("dict[str, Any]", data).get("name", node_id) if isinstance(data, dict) else node_id
+        nodes[node_id] = Node(
+            id=node_id, name=str(name), data=cast("Any", data), metadata=node.get("metadata")
+        )
     edges = [
         Edge(
             source=edge["source"],

@@ -30,6 +30,7 @@ from plait.pregel._remote_stream import (
 from plait.pregel._remote_wire import (
     checkpoint_of,
     config_of,
+    configurable,
     drawable,
     load_sdk,
     merge_configs,
@@ -134,7 +135,7 @@ class RemoteGraph(Runnable[Any, Any]):
 
     def _thread(self, config: Mapping[str, Any] | None, method: str) -> tuple[dict[str, Any], str]:
         merged = merge_configs(cast("Mapping[str, Any] | None", self.config), config)
-        thread_id = (merged.get("configurable") or {}).get("thread_id")
+        thread_id: Any = configurable(merged).get("thread_id")
         if not thread_id:
             raise InvalidConfigError(
                 f"RemoteGraph.{method}() reads a thread: pass config={{'configurable': {{'thread_id': ...}}}}",
@@ -324,12 +325,12 @@ class RemoteGraph(Runnable[Any, Any]):
         v2 = version_of(options.pop("version", None))
         subgraphs = bool(options.pop("subgraphs", False))
         headers = options.pop("headers", None)
-        parent = caller.modes if caller.forward is not None else frozenset()
+        parent: frozenset[str] = caller.modes if caller.forward is not None else frozenset()
         modes = Modes.of(options.pop("stream_mode", None), parent, "updates")
         sent = sanitize_config(merge_configs(cast("Mapping[str, Any] | None", self.config), config))
         run_in, command = run_input(input)
-        request = {
-            "thread_id": (sent.get("configurable") or {}).pop("thread_id", None),
+        request: dict[str, Any] = {
+            "thread_id": configurable(sent).pop("thread_id", None),
             "assistant_id": self.assistant_id,
             "input": run_in,
             "command": command,
@@ -348,7 +349,7 @@ class RemoteGraph(Runnable[Any, Any]):
         config: RunnableConfig | None = None,
         *,
         stream_mode: Any = None,
-        subgraphs: bool = False,
+        subgraphs: bool | None = False,
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Run the graph on the server (``POST /threads/{id}/runs/stream``, or ``/runs/stream``
@@ -371,7 +372,7 @@ class RemoteGraph(Runnable[Any, Any]):
         client = self._sync()
         caller = caller_of(config)
         request, reader = self._run(
-            input, config, caller, {**kwargs, "stream_mode": stream_mode, "subgraphs": subgraphs}
+            input, config, caller, {**kwargs, "stream_mode": stream_mode, "subgraphs": bool(subgraphs)}
         )
         if _may_resume(caller, request):
             _answer(request, caller, _state_or_none(client.threads.get_state, request["thread_id"]))
@@ -386,14 +387,14 @@ class RemoteGraph(Runnable[Any, Any]):
         config: RunnableConfig | None = None,
         *,
         stream_mode: Any = None,
-        subgraphs: bool = False,
+        subgraphs: bool | None = False,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
         client = self._async()
         caller = caller_of(config)
         request, reader = self._run(
-            input, config, caller, {**kwargs, "stream_mode": stream_mode, "subgraphs": subgraphs}
+            input, config, caller, {**kwargs, "stream_mode": stream_mode, "subgraphs": bool(subgraphs)}
         )
         if _may_resume(caller, request):
             found = await _astate_or_none(client.threads.get_state, request["thread_id"])
@@ -415,7 +416,8 @@ class RemoteGraph(Runnable[Any, Any]):
         ``kwargs`` are :meth:`stream`'s (``context``, ``interrupt_before``, ``headers``…).
         """
         last: Any = SKIP
-        for chunk in self.stream(input, config, **{**kwargs, "stream_mode": "values"}):
+        options: dict[str, Any] = {**kwargs, "stream_mode": "values"}
+        for chunk in self.stream(input, config, **options):
             last = chunk
         return _output(last, kwargs.get("version"))
 
@@ -427,7 +429,8 @@ class RemoteGraph(Runnable[Any, Any]):
     ) -> Any:
         """Async :meth:`invoke`."""
         last: Any = SKIP
-        async for chunk in self.astream(input, config, **{**kwargs, "stream_mode": "values"}):
+        options: dict[str, Any] = {**kwargs, "stream_mode": "values"}
+        async for chunk in self.astream(input, config, **options):
             last = chunk
         return _output(last, kwargs.get("version"))
 
