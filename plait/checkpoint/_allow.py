@@ -9,9 +9,12 @@ of that module, never by ``getattr`` through whatever the module imports.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import importlib
 import sys
 import threading
+import typing
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,6 +27,7 @@ __all__ = [
     "AllowList",
     "NotAllowed",
     "allow",
+    "classes_in",
 ]
 
 DEFAULT_ALLOWED_MODULES: tuple[str, ...] = (
@@ -184,3 +188,45 @@ def _dotted(name: str) -> bool:
 def _within(module: str, qualname: str, names: Iterable[str]) -> bool:
     path = f"{module}.{qualname}"
     return any(path == n or module == n or module.startswith(n + ".") for n in names)
+
+
+def _stored_kind(item: type) -> bool:
+    """A class whose instances checkpoints store by name: a pydantic model, dataclass, enum or NamedTuple."""
+    if dataclasses.is_dataclass(item) or issubclass(item, enum.Enum):
+        return True
+    if issubclass(item, tuple) and hasattr(item, "_fields"):
+        return True
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and issubclass(item, pydantic.BaseModel)
+
+
+def _field_types(item: type) -> list[object]:
+    model_fields = getattr(item, "model_fields", None)
+    if isinstance(model_fields, dict):  # a pydantic model
+        return [getattr(f, "annotation", None) for f in model_fields.values()]
+    try:
+        return list(typing.get_type_hints(item).values())
+    except Exception:  # noqa: BLE001 - an unresolvable name: the annotations that are types still count
+        raw: dict[str, object] = getattr(item, "__annotations__", {})
+        return [a for a in raw.values() if not isinstance(a, str)]
+
+
+def classes_in(*annotations: object) -> list[type]:
+    """The classes a value of these annotations may hold: the pydantic models, dataclasses, enums and
+    NamedTuples they name, directly or inside ``list[...]``, ``dict[...]``, ``Annotated[...]``,
+    ``Optional[...]`` and the fields of such classes."""
+    found: list[type] = []
+    todo: list[object] = list(annotations)
+    while todo:
+        item = todo.pop()
+        if not isinstance(item, type) or typing.get_args(item):
+            todo.extend(typing.get_args(item))
+            origin = typing.get_origin(item)
+            if isinstance(origin, type) and origin not in (list, dict, set, frozenset, tuple, type):
+                todo.append(origin)
+            continue
+        if item in found or not _stored_kind(item):
+            continue
+        found.append(item)
+        todo.extend(_field_types(item))
+    return found

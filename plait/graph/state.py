@@ -13,6 +13,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from typing_extensions import Self
 
 from plait._schema import FieldSpec, fields_of, is_schema
+from plait.checkpoint._allow import allow, classes_in
 from plait.constants import END, START
 from plait.errors import GraphBuildError
 from plait.graph._branch import BranchDef, make_branch, node_destinations
@@ -139,6 +140,15 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         """Policies for nodes that do not set their own (:meth:`set_node_defaults`)."""
         for schema in (state, self.input_schema, self.output_schema):
             self._add_schema(schema)
+
+    def _allow_schema_classes(self) -> None:
+        """Let checkpoints store the classes the graph's own schemas name (a dataclass in a list field…)."""
+        hints: list[object] = [s.annotation for specs in self.schema_fields.values() for s in specs]
+        if self.context_schema is not None:
+            hints.append(self.context_schema)
+        classes = classes_in(*hints)
+        if classes:
+            allow(*classes)
 
     @property
     def schemas(self) -> dict[type, dict[str, Any]]:
@@ -391,6 +401,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         """
         self._add_default_handler()
         plan = finish_plan(self, build_plan(self, interrupt_before, interrupt_after, strict))
+        self._allow_schema_classes()
         if cache is not None:
             plan = replace(plan, cache=cache)
         compiled = CompiledStateGraph(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import typing
 from collections.abc import Sequence
 from typing import Any, cast
@@ -15,7 +13,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, create_model
 from typing_extensions import TypedDict
 
-from plait.checkpoint._allow import allow
+from plait.checkpoint._allow import allow, classes_in
 from plait.constants import END
 from plait.graph import StateGraph
 from plait.prebuilt._agent_model import init_model, prompt_runnable, should_bind_tools
@@ -93,30 +91,6 @@ def _wire(
         graph.add_edge("tools", parts.entry)
 
 
-def _classes_in(schema: Any) -> list[type]:
-    """The classes a value of ``schema`` may hold: the pydantic models, dataclasses and enums it names,
-    itself and through its fields (an agent's structured answer is state, stored in checkpoints)."""
-    found: list[type] = []
-    todo: list[object] = [schema]
-    while todo:
-        item = todo.pop()
-        if not isinstance(item, type):
-            todo.extend(typing.get_args(item))
-            continue
-        kind = cast("type[object]", item)  # isinstance() leaves it type[Unknown]
-        if kind in found or not (issubclass(kind, (BaseModel, enum.Enum)) or dataclasses.is_dataclass(kind)):
-            continue
-        found.append(kind)
-        if issubclass(kind, BaseModel):
-            todo.extend(field.annotation for field in kind.model_fields.values())
-        elif dataclasses.is_dataclass(kind):
-            try:
-                todo.extend(typing.get_type_hints(kind).values())
-            except NameError:  # a name an annotation uses is not resolvable here: the others still count
-                todo.extend(f.type for f in dataclasses.fields(kind) if not isinstance(f.type, str))
-    return found
-
-
 def build_graph(  # noqa: PLR0913 - every option of the agent
     model: Any,
     tools: Sequence[Any] | ToolNode,
@@ -140,7 +114,7 @@ def build_graph(  # noqa: PLR0913 - every option of the agent
         if isinstance(response_format, tuple)
         else response_format
     )
-    classes = _classes_in(schema)  # the structured answer is state: checkpoints must store it
+    classes = classes_in(schema)  # the structured answer is state: checkpoints must store it
     if classes:  # (allow() makes every serializer forget the classes it checked)
         allow(*classes)
     parts = AgentParts(
