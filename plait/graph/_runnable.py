@@ -336,9 +336,8 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         if not self.config:
             return given
         merged = cast("dict[str, Any]", merge_configs(cast("Any", self.config), cast("Any", given)))
-        bound = self.config.get("metadata")
-        if bound:  # merge_configs lays the caller's context (a node's) over each: the graph's own wins
-            merged["metadata"] = {**(merged.get("metadata") or {}), **bound, **(given.get("metadata") or {})}
+        own = {**(self.config.get("metadata") or {}), **(given.get("metadata") or {})}
+        merged["metadata"] = {**(merged.get("metadata") or {}), **own}  # over the caller's context (a node's)
         return merged
 
     def _start(self, config: dict[str, Any], input: Any) -> CallbackManagerForChainRun | None:  # noqa: A002
