@@ -134,14 +134,30 @@ def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | 
     thread_id = configurable_of(run_config(config)).get("thread_id")
     if graph.subgraph_saving not in ("inherit", "persist"):
         return None
-    # a graph with a saver of its own runs in the task too: unsaved, when the parent saves nothing
-    if thread_id or (task.saver is None and graph.checkpointer is None):
+    # a graph with a saver of its own runs in the task too: unsaved, when the parent saves nothing;
+    # so does one without, when the parent streams its subgraphs (its events go there, as LangGraph's)
+    if thread_id or (task.saver is None and graph.checkpointer is None and task.stream is None):
         return None
     return task
 
 
+def _with_given(config: dict[str, Any], given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The subgraph run's config with the metadata of the config it was invoked with on top
+    (e.g. a bound ``lc_agent_name``), as LangGraph merges a nested call's config into its parent's."""
+    metadata = (given or {}).get("metadata")
+    if not metadata:
+        return config
+    return {**config, "metadata": {**(config.get("metadata") or {}), **metadata}}
+
+
 def run_nested(
-    graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozenset[str] = frozenset(), **kwargs: Any
+    graph: Any,
+    state: Any,
+    ctx: TaskContext,
+    *,
+    parent_keys: frozenset[str] = frozenset(),
+    given: Mapping[str, Any] | None = None,
+    **kwargs: Any,
 ) -> Any:
     """Run ``graph`` inside the running task ``ctx``: it saves into the parent's thread and
     its interrupts pause the parent task (resuming resumes the subgraph).
@@ -152,13 +168,14 @@ def run_nested(
         ctx: The running task.
         parent_keys: The parent's state keys, when ``graph`` is the node itself: its other
             output keys are dropped (the subgraph's own keys are not the parent's business).
+        given: The config ``graph`` was invoked with (its metadata is kept).
         **kwargs: For ``invoke``.
 
     Raises:
         GraphInterrupt: the subgraph paused.
     """
     sub, config, segment = _subgraph_config(graph, ctx)
-    config = resumed_config(sub, config, ctx)
+    config = resumed_config(sub, _with_given(config, given), ctx)
     config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
     kwargs.setdefault("control", ctx.control)
@@ -173,11 +190,17 @@ def run_nested(
 
 
 async def arun_nested(
-    graph: Any, state: Any, ctx: TaskContext, *, parent_keys: frozenset[str] = frozenset(), **kwargs: Any
+    graph: Any,
+    state: Any,
+    ctx: TaskContext,
+    *,
+    parent_keys: frozenset[str] = frozenset(),
+    given: Mapping[str, Any] | None = None,
+    **kwargs: Any,
 ) -> Any:
     """Async :func:`run_nested`: the subgraph's nodes and routers run on this event loop."""
     sub, config, segment = _subgraph_config(graph, ctx)
-    config = await aresumed_config(sub, config, ctx)
+    config = await aresumed_config(sub, _with_given(config, given), ctx)
     config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
     kwargs.setdefault("control", ctx.control)

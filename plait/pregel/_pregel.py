@@ -231,7 +231,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     ) -> Any:
         """Run the graph to completion (or to an interrupt) and return the output state."""
         if (task := nesting_task(self, config)) is not None:
-            return run_nested(self, input, task, stream_mode=stream_mode, **kwargs)
+            return run_nested(self, input, task, stream_mode=stream_mode, given=config, **kwargs)
         return self.invoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
 
     def invoke_here(
@@ -284,7 +284,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     ) -> Any:
         """Async :meth:`invoke`."""
         if (task := nesting_task(self, config)) is not None:
-            return await arun_nested(self, input, task, stream_mode=stream_mode, **kwargs)
+            return await arun_nested(self, input, task, stream_mode=stream_mode, given=config, **kwargs)
         return await self.ainvoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
 
     async def ainvoke_here(

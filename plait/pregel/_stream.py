@@ -266,6 +266,7 @@ class EventSink:
         (as LangGraph does)."""
         if task.interrupts:
             self.asked(task.interrupts)
+            self._interrupted_result(task, task_id, step)
             task.reported = True
             if self.notify is not None:
                 self.notify()
@@ -289,6 +290,19 @@ class EventSink:
             task.reported = True
         if self.notify is not None:
             self.notify()
+
+    def _interrupted_result(self, task: Task, task_id: str, step: int) -> None:
+        """The result of a task stopped by ``interrupt()`` questions (``tasks``/``debug`` modes): no
+        writes, the questions as dicts (LangGraph's); a pause with no question shows none."""
+        real = [i for i in task.interrupts if i.id not in STATIC]
+        if self.tasks_on and real:
+            asked = [
+                {"value": i.value, "id": i.id, "response_schema": getattr(i, "response_schema", None)}
+                for i in real
+            ]
+            result: dict[str, Any] = {"id": task_id, "name": task.name, "error": None, "result": {}}
+            result["interrupts"] = asked
+            self._emit("tasks", result, step, "task_result")
 
     def finished(self, tasks: Sequence[Task], task_id: Callable[[Task], str], step: int) -> None:
         """Tasks that completed a step (``updates``, ``tasks``, ``messages`` modes); those

@@ -6,24 +6,21 @@ A v3 run is a handle (:class:`GraphRunStream`, or :class:`AsyncGraphRunStream` f
 ``compile(transformers=[...])`` — are :class:`StreamChannel` objects the caller
 iterates; iterating the run yields every :class:`ProtocolEvent`.
 
-Not implemented by plait: the subgraph lifecycle part of the protocol. ``LifecycleTransformer``,
-``SubgraphTransformer``, ``SubgraphRunStream`` and ``AsyncSubgraphRunStream`` can be imported
-(``LifecyclePayload`` and ``SubgraphStatus`` are plain types), but making one, or reading
-``run.lifecycle`` / ``run.subgraphs``, raises ``NotImplementedError``.
+Every run also has ``run.lifecycle`` (a :class:`LifecyclePayload` when a subgraph starts or
+ends) and ``run.subgraphs`` (a :class:`SubgraphRunStream` handle per child subgraph), read off
+the graph's ``tasks`` events, which stay out of the main log.
 """
 
 from __future__ import annotations
 
-from plait.stream._types import ProtocolEvent, StreamTransformer
-from plait.stream._unimplemented import (
+from plait.stream._lifecycle import LifecycleTransformer, SubgraphTransformer
+from plait.stream._types import LifecyclePayload, ProtocolEvent, StreamTransformer, SubgraphStatus
+from plait.stream.run_stream import (
+    AsyncGraphRunStream,
     AsyncSubgraphRunStream,
-    LifecyclePayload,
-    LifecycleTransformer,
+    GraphRunStream,
     SubgraphRunStream,
-    SubgraphStatus,
-    SubgraphTransformer,
 )
-from plait.stream.run_stream import AsyncGraphRunStream, GraphRunStream
 from plait.stream.stream_channel import StreamChannel
 from plait.stream.transformers import (
     CheckpointsTransformer,

@@ -29,8 +29,10 @@ class StreamMux:
     Args:
         transformers: Transformer instances, in order.
         is_async: The run is consumed with ``async for`` (``astream_events``).
-        factories: Transformer classes or factories, called with ``scope`` (after ``transformers``).
+        factories: Transformer classes or factories, called with ``scope`` (after ``transformers``);
+            a subgraph's mux (:meth:`_make_child`) is made of them anew.
         scope: The namespace of the run's graph (``()``: a root run).
+        _assign_seq: Number the events of the main log (a subgraph's mux leaves them as they are).
 
     Transformers that set ``before_builtins`` come first; the order is otherwise kept.
 
@@ -47,9 +49,12 @@ class StreamMux:
         is_async: bool = False,
         factories: Iterable[TransformerFactory] | None = None,
         scope: tuple[str, ...] = (),
+        _assign_seq: bool = True,
     ) -> None:
         self.is_async = is_async
         self.scope = tuple(scope)
+        self._assign_seq = _assign_seq
+        self._factories = list(factories) if factories is not None else None
         self._events: StreamChannel[ProtocolEvent] = StreamChannel()
         self._events._bind_mux(self)  # pyright: ignore[reportPrivateUsage]
         self._transformers: list[StreamTransformer] = []
@@ -61,7 +66,7 @@ class StreamMux:
         self._finished = False
         self.extensions: dict[str, Any] = {}
         self.native_keys: set[str] = set()
-        made = [*(transformers or ()), *(factory(self.scope) for factory in factories or ())]
+        made = [*(transformers or ()), *(factory(self.scope) for factory in self._factories or ())]
         for transformer in sorted(made, key=lambda t: not t.before_builtins):
             self._register(transformer)
 
@@ -88,8 +93,9 @@ class StreamMux:
             if isinstance(value, StreamChannel):
                 channel: StreamChannel[Any] = value  # pyright: ignore[reportUnknownVariableType]
                 self.adopt(channel)
-                if channel.name is not None:
-                    channel._wire(self._forwarder(f"custom:{channel.name}"))  # pyright: ignore[reportPrivateUsage]
+                if channel.name is not None:  # a native transformer's channel is a protocol method
+                    method = channel.name if transformer._native else f"custom:{channel.name}"  # pyright: ignore[reportPrivateUsage]
+                    channel._wire(self._forwarder(method))  # pyright: ignore[reportPrivateUsage]
         self._transformers.append(transformer)
         transformer._on_register(self)  # pyright: ignore[reportPrivateUsage]
 
@@ -106,7 +112,7 @@ class StreamMux:
                     "type": "event",
                     "method": method,
                     "params": {
-                        "namespace": list(self.scope),
+                        "namespace": [],
                         "timestamp": int(time.time() * 1000),
                         "data": item,
                     },
@@ -114,6 +120,24 @@ class StreamMux:
             )
 
         return forward
+
+    def _make_child(self, scope: tuple[str, ...]) -> StreamMux:
+        """A mux for the subgraph at ``scope``: the same factories made anew for that scope, pulling
+        this run (its pump) when its projections are empty; its events are not numbered.
+
+        Raises:
+            RuntimeError: this mux was made of transformer instances only (no factories to scope anew).
+        """
+        if self._factories is None:
+            raise RuntimeError(
+                "StreamMux._make_child needs a mux made with factories= (instances cannot be re-scoped)"
+            )
+        child = StreamMux(factories=self._factories, is_async=self.is_async, scope=scope, _assign_seq=False)
+        if self._pump is not None:
+            child.bind_pump(self._pump)
+        if self._apump is not None:
+            child.bind_apump(self._apump)
+        return child
 
     def transformer_by_key(self, key: str) -> StreamTransformer | None:
         """The transformer that contributes projection ``key``, if any."""
@@ -149,9 +173,12 @@ class StreamMux:
     # -- events ---------------------------------------------------------------------------------
 
     def _append(self, event: ProtocolEvent) -> None:
-        self._seq += 1
+        """Number ``event`` (in place: a subgraph's handle shares it) and add it to the main log."""
+        if self._assign_seq:
+            self._seq += 1
+            event["seq"] = self._seq
         if not self._events._closed:  # pyright: ignore[reportPrivateUsage]
-            self._events.push({**event, "seq": self._seq})
+            self._events.push(event)
 
     def push(self, event: ProtocolEvent) -> None:
         """Give ``event`` to every transformer; keep it in the main log unless one rejects it."""

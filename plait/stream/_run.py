@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from plait.pregel._message_events import MESSAGE_EVENTS_KEY
+from plait.stream._lifecycle import LifecycleTransformer, SubgraphTransformer
 from plait.stream._mux import StreamMux, TransformerFactory
 from plait.stream._types import StreamTransformer
 from plait.stream.run_stream import AsyncGraphRunStream, GraphRunStream
@@ -16,7 +17,12 @@ from plait.stream.transformers import MessagesTransformer, ValuesTransformer
 
 __all__ = ["astream_events_v3", "factories_of", "stream_events_v3"]
 
-BUILTINS: tuple[TransformerFactory, ...] = (ValuesTransformer, MessagesTransformer)
+BUILTINS: tuple[TransformerFactory, ...] = (
+    ValuesTransformer,
+    MessagesTransformer,
+    LifecycleTransformer,
+    SubgraphTransformer,
+)
 """Registered in every run, before the graph's and the call's transformers."""
 
 _OWNED = ("stream_mode", "subgraphs")

@@ -16,7 +16,15 @@ from typing import Any, ClassVar, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-__all__ = ["ProtocolEvent", "ProtocolEventParams", "StreamTransformer", "needs_async"]
+__all__ = [
+    "LifecycleCause",
+    "LifecyclePayload",
+    "ProtocolEvent",
+    "ProtocolEventParams",
+    "StreamTransformer",
+    "SubgraphStatus",
+    "needs_async",
+]
 
 _log = logging.getLogger("plait.stream")
 
@@ -46,6 +54,31 @@ class ProtocolEvent(TypedDict):
     """Position in the run's main event log (set when the event enters it)."""
 
 
+SubgraphStatus = Literal["started", "completed", "failed", "interrupted", "drained"]
+"""Where a subgraph run is in its life."""
+
+
+class LifecycleCause(TypedDict, total=False):
+    """What made a subgraph start: ``{"type": "toolCall", "tool_call_id": ...}`` for a subagent
+    a tool call dispatched."""
+
+    type: str
+    tool_call_id: str
+    from_node: str
+
+
+class LifecyclePayload(TypedDict, total=False):
+    """An item of ``run.lifecycle`` (and the data of a ``lifecycle`` event of the main log)."""
+
+    event: SubgraphStatus
+    namespace: list[str]
+    graph_name: NotRequired[str]
+    trigger_call_id: NotRequired[str]
+    """The id of the parent task that runs the subgraph (the part after ``:`` of its segment)."""
+    cause: NotRequired[LifecycleCause]
+    error: NotRequired[str]
+
+
 class StreamTransformer(ABC):
     """Projects protocol events into channels a run exposes.
 
@@ -58,6 +91,8 @@ class StreamTransformer(ABC):
         required_stream_modes: The graph stream modes the transformer needs; the run
             asks the graph for the union of those of its transformers.
         requires_async: Only usable in ``astream_events`` (it uses :meth:`schedule`).
+        supports_sync: It overrides async hooks (``aprocess``…) but runs in sync runs too (without
+            it, overriding one makes the transformer async-only).
         before_builtins: Run before the built-in transformers (e.g. to redact events).
         _native: Its projections become attributes of the run (``run.<name>``), not only
             entries of ``run.extensions``.
@@ -68,7 +103,7 @@ class StreamTransformer(ABC):
 
     required_stream_modes: ClassVar[tuple[str, ...]] = ()
     requires_async: ClassVar[bool] = False
-    supports_sync: ClassVar[bool] = True
+    supports_sync: ClassVar[bool] = False
     before_builtins: ClassVar[bool] = False
     _native: ClassVar[bool] = False
 
@@ -144,7 +179,14 @@ class StreamTransformer(ABC):
 
 
 def needs_async(transformer: StreamTransformer) -> bool:
-    """Whether ``transformer`` can only run in an async run (it says so, or overrides an async hook)."""
-    if transformer.requires_async or not transformer.supports_sync:
+    """Whether ``transformer`` can only run in an async run: it says so (``requires_async``), or it
+    overrides an async hook (``aprocess``, ``afinalize``, ``afail``) without ``supports_sync``."""
+    if transformer.requires_async:
         return True
-    return type(transformer).aprocess is not StreamTransformer.aprocess
+    if transformer.supports_sync:
+        return False
+    kind = type(transformer)
+    return any(getattr(kind, name) is not getattr(StreamTransformer, name) for name in _ASYNC_HOOKS)
+
+
+_ASYNC_HOOKS = ("aprocess", "afinalize", "afail")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from plait.stream._convert import convert_to_protocol_event
 from plait.stream._mux import StreamMux
-from plait.stream._types import ProtocolEvent
+from plait.stream._types import LifecyclePayload, ProtocolEvent, SubgraphStatus
 from plait.stream.stream_channel import StreamChannel, stamped
 
 if TYPE_CHECKING:
@@ -23,19 +23,12 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncGraphRunStream", "AsyncSubgraphRunStream", "GraphRunStream", "SubgraphRunStream"]
 
-NOT_IMPLEMENTED = {"lifecycle": "LifecycleTransformer", "subgraphs": "SubgraphTransformer"}
-"""Projections of LangGraph's v3 protocol that plait does not implement, and what would provide them."""
-
 
 def _missing(run: object, name: str) -> NoReturn:
     mux: StreamMux | None = run.__dict__.get("_mux")
     kind = type(run).__name__
     if mux is None or name.startswith("__"):
         raise AttributeError(f"{kind!r} object has no attribute {name!r}")
-    if name in NOT_IMPLEMENTED:
-        raise NotImplementedError(
-            f"run.{name} ({NOT_IMPLEMENTED[name]}) of the v3 stream protocol is not implemented by plait"
-        )
     raise AttributeError(
         f"{kind!r} has no projection {name!r}; registered: {sorted(mux.native_keys)} "
         f"(projections of non-native transformers are in run.extensions: {sorted(mux.extensions)})"
@@ -73,6 +66,8 @@ class _Run:
             if interrupts:
                 self._interrupts = list(interrupts)
 
+    _observe_event = _observe
+
     def _result(self) -> dict[str, Any] | None:
         if self._error is not None:
             raise self._error
@@ -98,6 +93,8 @@ class GraphRunStream(_Run):
 
     values: StreamChannel[dict[str, Any]]
     messages: StreamChannel[ChatModelStream]
+    lifecycle: StreamChannel[LifecyclePayload]
+    subgraphs: StreamChannel[SubgraphRunStream]
 
     def __init__(self, graph_iter: Iterator[Any] | None, mux: StreamMux, *, wire_pump: bool = True) -> None:
         self._iter = graph_iter
@@ -232,6 +229,8 @@ class AsyncGraphRunStream(_Run):
 
     values: StreamChannel[dict[str, Any]]
     messages: StreamChannel[AsyncChatModelStream]
+    lifecycle: StreamChannel[LifecyclePayload]
+    subgraphs: StreamChannel[AsyncSubgraphRunStream]
 
     def __init__(
         self, graph_aiter: AsyncIterator[Any] | None, mux: StreamMux, *, wire_pump: bool = True
@@ -363,19 +362,90 @@ class AsyncGraphRunStream(_Run):
         return self._mux._events.__aiter__()  # pyright: ignore[reportPrivateUsage]
 
 
-class SubgraphRunStream(GraphRunStream):
-    """A subgraph's own run handle in LangGraph (``run.subgraphs``): not implemented by plait."""
+class _SubgraphHandle:
+    """What the handles of ``run.subgraphs`` add to a run: where the subgraph is, how it ended.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(
-            "SubgraphRunStream (per-subgraph run handles of the v3 stream protocol) is not implemented by plait"
-        )
+    A handle pulls nothing of its own: reading it pulls the enclosing run, until the subgraph
+    ended (its ``status`` is then ``completed``, ``failed``, ``interrupted`` or ``drained``).
+
+    Attributes:
+        path: The subgraph's namespace (``("node:task_id", ...)``).
+        graph_name: Its name: the ``lc_agent_name`` of an agent, else the node running it.
+        trigger_call_id: The id of the parent task running it.
+        status: ``started`` until it ends.
+        error: The error text, when it failed.
+    """
+
+    _mux: StreamMux
+    _output: dict[str, Any] | None
+
+    def _init_handle(
+        self, path: tuple[str, ...], graph_name: str | None, trigger_call_id: str | None
+    ) -> None:
+        self.path = tuple(path)
+        self.graph_name = graph_name
+        self.trigger_call_id = trigger_call_id
+        self.status: SubgraphStatus = "started"
+        self.error: str | None = None
+        self._seen_terminal = False
+
+    def _over(self) -> bool:
+        return self._seen_terminal or self._mux._events._closed  # pyright: ignore[reportPrivateUsage]
+
+    def _result(self) -> dict[str, Any] | None:
+        error = self._mux._events._error  # pyright: ignore[reportPrivateUsage]
+        if error is not None:
+            raise error
+        return self._output
 
 
-class AsyncSubgraphRunStream(AsyncGraphRunStream):
-    """Async :class:`SubgraphRunStream`: not implemented by plait."""
+class SubgraphRunStream(_SubgraphHandle, GraphRunStream):
+    """A subgraph's own view of a sync v3 run (an item of ``run.subgraphs``).
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(
-            "AsyncSubgraphRunStream (per-subgraph run handles of the v3 stream protocol) is not implemented by plait"
-        )
+    Its projections (``handle.values``, ``handle.messages``, ``handle.subgraphs``…) and its
+    main log (iterating it) hold the subgraph's events only; ``handle.output`` is its last state.
+
+    Args:
+        mux: The subgraph's mux (made by the run's ``SubgraphTransformer``).
+        path: Its namespace.
+        graph_name: Its name.
+        trigger_call_id: The id of the parent task running it.
+    """
+
+    def __init__(
+        self,
+        mux: StreamMux,
+        *,
+        path: tuple[str, ...],
+        graph_name: str | None = None,
+        trigger_call_id: str | None = None,
+    ) -> None:
+        self._parent_pump = mux._pump  # pyright: ignore[reportPrivateUsage]
+        super().__init__(None, mux, wire_pump=False)
+        self._init_handle(path, graph_name, trigger_call_id)
+
+    def _pump_next(self) -> bool:
+        if self._exhausted or self._over() or self._parent_pump is None:
+            return False
+        return self._parent_pump()
+
+
+class AsyncSubgraphRunStream(_SubgraphHandle, AsyncGraphRunStream):
+    """Async :class:`SubgraphRunStream` (an item of ``run.subgraphs`` of ``astream_events``)."""
+
+    def __init__(
+        self,
+        mux: StreamMux,
+        *,
+        path: tuple[str, ...],
+        graph_name: str | None = None,
+        trigger_call_id: str | None = None,
+    ) -> None:
+        self._parent_apump = mux._apump  # pyright: ignore[reportPrivateUsage]
+        super().__init__(None, mux, wire_pump=False)
+        self._init_handle(path, graph_name, trigger_call_id)
+
+    async def _apump_next(self) -> bool:
+        if self._exhausted or self._over() or self._parent_apump is None:
+            return False
+        return await self._parent_apump()

@@ -1,9 +1,9 @@
-"""The transformers plait ships: ``values`` and ``messages`` (always on) and the opt-in raw modes.
-
-(``LifecycleTransformer`` and ``SubgraphTransformer`` are importable here but not implemented.)
+"""The transformers plait ships: ``values``, ``messages``, ``lifecycle`` and ``subgraphs`` (always
+on) and the opt-in raw modes.
 
 Each projects the events of its own scope only (``()``: the root graph); events of
-subgraphs stay in the run's main event log.
+subgraphs stay in the run's main event log. ``LifecycleTransformer``, ``SubgraphTransformer``
+and their base ``_TasksLifecycleBase`` are defined in ``plait.stream._lifecycle``.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from langchain_core.language_models._compat_bridge import message_to_events  # p
 from langchain_core.language_models.chat_model_stream import AsyncChatModelStream, ChatModelStream
 from langchain_core.messages import BaseMessage, BaseMessageChunk, ToolMessage
 
-from plait.stream._types import ProtocolEvent, StreamTransformer
-from plait.stream._unimplemented import (
-    LifecyclePayload,
+from plait.stream._lifecycle import (
     LifecycleTransformer,
-    SubgraphStatus,
     SubgraphTransformer,
+    _TasksLifecycleBase,  # pyright: ignore[reportPrivateUsage]  # LangChain's agents subclass it
 )
+from plait.stream._types import LifecyclePayload, ProtocolEvent, StreamTransformer, SubgraphStatus
 from plait.stream.stream_channel import StreamChannel
 
 __all__ = [
@@ -36,6 +35,7 @@ __all__ = [
     "TasksTransformer",
     "UpdatesTransformer",
     "ValuesTransformer",
+    "_TasksLifecycleBase",
 ]
 
 AnyModelStream = ChatModelStream | AsyncChatModelStream

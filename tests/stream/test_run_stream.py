@@ -22,7 +22,6 @@ from plait.stream import (
     ProtocolEvent,
     StreamChannel,
     StreamTransformer,
-    SubgraphRunStream,
     TasksTransformer,
     UpdatesTransformer,
 )
@@ -97,8 +96,7 @@ def test_extensions_are_read_only_and_natives_are_attributes() -> None:
         run.extensions["x"] = 1  # type: ignore[index]
     with pytest.raises(AttributeError, match="marker"):
         run.marker  # noqa: B018
-    with pytest.raises(NotImplementedError, match="lifecycle"):
-        run.lifecycle  # noqa: B018
+    assert run.lifecycle is run.extensions["lifecycle"] and run.subgraphs is run.extensions["subgraphs"]
     counts = iter(run.extensions["counter"])
     assert run.output is not None
     assert list(counts) == [1, 2, 3]
@@ -152,10 +150,8 @@ def test_argument_errors() -> None:
         graph.stream_events(INPUT, version="v3", stream_mode="values")
     with pytest.raises(TypeError, match="subgraphs"):
         graph.stream_events(INPUT, version="v3", subgraphs=True)
-    with pytest.raises(NotImplementedError, match="LifecycleTransformer"):
-        graph.stream_events(INPUT, version="v3", transformers=[LifecycleTransformer])
-    with pytest.raises(NotImplementedError, match="SubgraphRunStream"):
-        SubgraphRunStream(iter([]), None)
+    with pytest.raises(ValueError, match="'lifecycle' is already provided by LifecycleTransformer"):
+        graph.stream_events(INPUT, version="v3", transformers=[LifecycleTransformer])  # built in
     with pytest.raises(NotImplementedError):  # LangChain's own: no sync v1/v2 event stream
         graph.stream_events(INPUT, version="v2")
 
