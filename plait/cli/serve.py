@@ -8,7 +8,7 @@ import click
 
 try:
     from plait.server import ConfigError, Settings
-    from plait.server._config import load_config
+    from plait.server._config import load_config, load_graph
     from plait.server._serve import serve as run_server
     from plait.server._state import default_db
 except ImportError as _exc:  # the 'serve' extra is missing: `plait serve` says so, other commands work
@@ -122,6 +122,11 @@ def serve(  # noqa: PLR0913 - one parameter per option
         raise click.BadParameter(
             "more than one worker needs a PostgreSQL --db (postgresql://...)", param_hint="--workers"
         )
+    try:  # a graph that does not load is one line here, not a traceback from the server's start-up
+        for spec in graphs:
+            load_graph(spec, settings.config_path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
+    except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
+        raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
     click.echo(
         f"plait serve: {len(graphs)} graph(s) on http://{host}:{port} (db: {_safe(target)}, workers: {workers})"
     )

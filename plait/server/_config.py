@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from plait._alias import install as route_langgraph_to_plait
 from plait.graph.state import StateGraph
 from plait.pregel import Pregel
 from plait.server._ttl import store_ttl_config, thread_ttl_config
@@ -321,6 +322,8 @@ def _import_target(spec: GraphSpec, base: Path) -> Any:
         if not file.is_file():
             raise ConfigError(f"graph {spec.graph_id!r}: {file} does not exist")
         name = f"plait_graph_{spec.graph_id}_{abs(hash(str(file)))}"
+        if name in sys.modules:  # checked by `plait serve` before the server starts: imported once
+            return _attr(spec, module_ref, sys.modules[name], attr)
         module_spec = importlib.util.spec_from_file_location(name, file)
         if module_spec is None or module_spec.loader is None:
             raise ConfigError(f"graph {spec.graph_id!r}: cannot import {file}")
@@ -329,6 +332,10 @@ def _import_target(spec: GraphSpec, base: Path) -> Any:
         module_spec.loader.exec_module(module)
     else:
         module = importlib.import_module(module_ref)
+    return _attr(spec, module_ref, module, attr)
+
+
+def _attr(spec: GraphSpec, module_ref: str, module: Any, attr: str) -> Any:
     if not hasattr(module, attr):
         raise ConfigError(f"graph {spec.graph_id!r}: {module_ref} has no variable {attr!r}")
     return getattr(module, attr)
@@ -343,6 +350,10 @@ def load_graph(spec: GraphSpec, config_path: str) -> Pregel[Any, Any, Any, Any]:
     base = Path(config_path).resolve().parent
     if str(base) not in sys.path:
         sys.path.insert(0, str(base))
+    try:  # an unmodified LangGraph project (`from langgraph...`, langchain's create_agent) runs on plait
+        route_langgraph_to_plait()
+    except ImportError as exc:
+        raise ConfigError(f"graph {spec.graph_id!r}: {exc}") from None
     value = _import_target(spec, base)
     if isinstance(value, StateGraph):
         value = value.compile()  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]  # any builder
@@ -350,9 +361,14 @@ def load_graph(spec: GraphSpec, config_path: str) -> Pregel[Any, Any, Any, Any]:
         params = inspect.signature(value).parameters
         value = value({}) if params else value()
     if not isinstance(value, Pregel):
-        raise ConfigError(
-            f"graph {spec.graph_id!r}: {spec.target} is {type(value).__name__}, not a compiled graph"
-        )
+        kind = type(value)
+        if kind.__module__.startswith("langgraph."):
+            raise ConfigError(
+                f"graph {spec.graph_id!r}: {spec.target} is a graph of the real langgraph package "
+                f"({kind.__module__}.{kind.__qualname__}), imported before plait could route langgraph to "
+                "plait: start the server with PLAIT_AS_LANGGRAPH=1, or import plait.as_langgraph first"
+            )
+        raise ConfigError(f"graph {spec.graph_id!r}: {spec.target} is {kind.__name__}, not a compiled graph")
     return value  # pyright: ignore[reportUnknownVariableType]  # any compiled graph
 
 

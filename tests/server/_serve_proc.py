@@ -44,11 +44,12 @@ def start(
     env: dict[str, str] | None = None,
     token: str | None = None,
     app: pathlib.Path = APP,
+    config: str = "plait.json",
 ) -> Server:
-    """``plait serve`` on ``db`` with the graphs of ``app`` (a directory with a ``plait.json``)."""
+    """``plait serve`` on ``db`` with the graphs of ``app`` (a directory with a ``plait.json``, or ``config``)."""
     port = free_port()
     log = tmp / f"server-{port}.log"
-    cmd = [str(PLAIT), "serve", "--config", str(app / "plait.json"), "--port", str(port), "--db", db, *args]
+    cmd = [str(PLAIT), "serve", "--config", str(app / config), "--port", str(port), "--db", db, *args]
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     if token:

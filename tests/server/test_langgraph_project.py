@@ -1,0 +1,76 @@
+"""An unmodified LangGraph project (``langgraph.json``, ``from langgraph...`` imports) serves with ``plait serve``."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+from _serve_proc import PLAIT, running
+from langgraph_sdk import get_sync_client
+
+GRAPH = """
+from langchain_core.messages import AIMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+import langgraph
+
+
+def reply(state: MessagesState) -> dict:
+    return {"messages": [AIMessage(f"{langgraph.__name__} heard: {state['messages'][-1].content}")]}
+
+
+graph = StateGraph(MessagesState).add_node("reply", reply).add_edge(START, "reply").add_edge("reply", END).compile()
+"""
+
+
+def _project(tmp: pathlib.Path) -> pathlib.Path:
+    project = tmp / "project"
+    project.mkdir()
+    (project / "agent.py").write_text(GRAPH)
+    (project / "langgraph.json").write_text(
+        json.dumps({"dependencies": ["."], "graphs": {"agent": "./agent.py:graph"}})
+    )
+    return project
+
+
+def test_a_langgraph_project_serves_as_is(tmp_path: pathlib.Path) -> None:
+    project = _project(tmp_path)
+    with running(str(tmp_path / "server.sqlite"), tmp_path, app=project, config="langgraph.json") as server:
+        client = get_sync_client(url=server.url)
+        thread = client.threads.create()
+        out = client.runs.wait(
+            thread["thread_id"], "agent", input={"messages": [{"role": "user", "content": "hi"}]}
+        )
+        assert isinstance(out, dict)
+        assert out["messages"][-1]["content"] == "plait heard: hi"  # `langgraph` is plait in the server
+
+
+def test_a_graph_of_the_real_langgraph_gets_one_clear_line(tmp_path: pathlib.Path) -> None:
+    project = _project(tmp_path)
+    # a module that builds its graph from a class named as real LangGraph's, as if langgraph had been
+    # imported before plait could route it: the server says so in one line and exits
+    (project / "agent.py").write_text(
+        "class CompiledStateGraph:\n    pass\n\nCompiledStateGraph.__module__ = 'langgraph.graph.state'\n"
+        "graph = CompiledStateGraph()\n"
+    )
+    proc = subprocess.run(
+        [
+            str(PLAIT),
+            "serve",
+            "--config",
+            str(project / "langgraph.json"),
+            "--db",
+            str(tmp_path / "s.sqlite"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert (
+        "graph 'agent'" in proc.stderr + proc.stdout and "PLAIT_AS_LANGGRAPH=1" in proc.stderr + proc.stdout
+    )
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert sys.executable  # (the server ran in this interpreter's venv)
