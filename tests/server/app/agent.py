@@ -67,10 +67,14 @@ def first(state: State) -> dict[str, Any]:
 
 
 def second(state: State) -> dict[str, Any]:
-    """Step two: sleeps while the test kills the worker, then records who finished."""
+    """Step two: sleeps (or waits at the gate ``PLAIT_TEST_GATE``) while the test kills the worker,
+    then records who finished."""
     with open(os.environ["PLAIT_TEST_LOG"], "a") as log:
         log.write(f"second-start {os.getpid()}\n")
-    time.sleep(float(os.environ.get("PLAIT_TEST_SLEEP", "3")))
+    if "PLAIT_TEST_GATE" in os.environ:  # waits until the test opens this gate
+        _gate(pathlib.Path(os.environ["PLAIT_TEST_GATE"]))
+    else:
+        time.sleep(float(os.environ.get("PLAIT_TEST_SLEEP", "3")))
     with open(os.environ["PLAIT_TEST_LOG"], "a") as log:
         log.write(f"second-done {os.getpid()}\n")
     return {"messages": [AIMessage("second done")], "turns": 1}
