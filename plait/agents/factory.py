@@ -1,7 +1,10 @@
 """``create_agent``: LangChain's agent constructor (``langchain.agents.create_agent``) on plait.
 
 The graph is ``[pre_model_hook] -> model -> tools -> model ...``: the model answers, or
-calls tools whose results go back to it, until it answers without tool calls.
+calls tools whose results go back to it, until it answers without tool calls. With what only
+LangChain's constructor has (``middleware``, ``cache``, ``transformers``, a structured-output
+strategy), the agent *is* LangChain's ``create_agent``, run on plait through the
+``PLAIT_AS_LANGGRAPH`` switch (docs/langgraph.md).
 """
 
 from __future__ import annotations
@@ -29,14 +32,37 @@ class AgentState(TypedDict):
     """The structured answer, with ``response_format``."""
 
 
-def _refuse(**options: Any) -> None:
-    """Raises: NotImplementedError naming the first option plait does not implement."""
-    for name, value in options.items():
-        if value:
-            raise NotImplementedError(
-                f"create_agent({name}=...) is not implemented by plait; build the behaviour into the graph "
-                "(pre_model_hook=, tools, or your own StateGraph) instead"
-            )
+_STRATEGIES = ("ToolStrategy", "ProviderStrategy", "AutoStrategy")
+
+
+def _langchain_only(options: dict[str, Any]) -> str | None:
+    """The first option only LangChain's ``create_agent`` implements, if one is given."""
+    for name in ("middleware", "cache", "transformers"):
+        if options[name]:
+            return name
+    kind = type(options["response_format"])
+    if kind.__name__ in _STRATEGIES and kind.__module__.startswith("langchain."):
+        return "response_format"
+    return None
+
+
+def _langchain_agent(option: str, options: dict[str, Any]) -> CompiledStateGraph[Any]:
+    """LangChain's own ``create_agent`` with ``options``, on plait.
+
+    Raises:
+        ImportError: langchain is not installed, or it was imported on the real langgraph before.
+    """
+    from plait._alias import install
+
+    install()  # from here on langchain's `import langgraph...` gives plait
+    try:
+        from langchain.agents import create_agent as langchain_create_agent
+    except ImportError as exc:
+        raise ImportError(
+            f"create_agent({option}=...) is LangChain's create_agent running on plait: pip install 'langchain>=1'"
+        ) from exc
+    agent: CompiledStateGraph[Any] = langchain_create_agent(**options)
+    return agent
 
 
 def create_agent(  # noqa: PLR0913 - LangChain's signature
@@ -66,9 +92,10 @@ def create_agent(  # noqa: PLR0913 - LangChain's signature
             ``pip install 'plait[openai]'``).
         tools: Tools or plain functions (``None``: a model without tools).
         system_prompt: Put before the messages on every model call.
-        middleware: Not implemented (must be empty).
+        middleware: LangChain's ``AgentMiddleware`` objects: the agent is then LangChain's (see above).
         response_format: A pydantic model or JSON schema: after the last answer the model is
-            asked for a structured one, stored in ``state["structured_response"]``.
+            asked for a structured one, stored in ``state["structured_response"]``; a LangChain
+            strategy (``ToolStrategy``…) makes the agent LangChain's.
         state_schema: The state (needs ``messages``; default :class:`AgentState`).
         context_schema: The run context schema.
         checkpointer: Makes threads durable (``thread_id`` in the config).
@@ -77,17 +104,32 @@ def create_agent(  # noqa: PLR0913 - LangChain's signature
         interrupt_after: Nodes to pause after.
         debug: Accepted for compatibility.
         name: The graph's name; also set on the model's messages.
-        cache: Not implemented (must be ``None``).
-        transformers: Not implemented (must be ``None``).
+        cache: LangChain's option (the agent is then LangChain's).
+        transformers: LangChain's option (the agent is then LangChain's).
         pre_model_hook: plait's extension: a node run before each model call, e.g.
             :func:`plait.agents.memory_hook` to bound the context.
 
     Raises:
-        NotImplementedError: ``middleware``, ``cache`` or ``transformers`` given.
-        ImportError: a model string whose provider package is not installed.
+        NotImplementedError: ``pre_model_hook`` together with an option only LangChain's agent has.
+        ImportError: a model string whose provider package is not installed; langchain missing (or
+            imported on the real langgraph) for an option only LangChain's agent has.
         ValueError: a ``state_schema`` without ``messages``.
     """
-    _refuse(middleware=list(middleware), cache=cache is not None, transformers=transformers is not None)
+    options: dict[str, Any] = {
+        "model": model, "tools": tools, "system_prompt": system_prompt, "middleware": list(middleware),
+        "response_format": response_format, "state_schema": state_schema, "context_schema": context_schema,
+        "checkpointer": checkpointer, "store": store, "interrupt_before": interrupt_before,
+        "interrupt_after": interrupt_after, "debug": debug, "name": name, "cache": cache,
+        "transformers": transformers,
+    }  # fmt: skip
+    option = _langchain_only(options)
+    if option is not None:
+        if pre_model_hook is not None:
+            raise NotImplementedError(
+                f"create_agent(pre_model_hook=...) with {option}=...: LangChain's agent has no pre_model_hook; "
+                "use a before_model middleware instead"
+            )
+        return _langchain_agent(option, options)
     graph = build_graph(
         model,
         list(tools or []),
