@@ -47,8 +47,7 @@ def _scheduler_went_round(client: Any) -> None:
     tid = client.threads.create()["thread_id"]
     witness = client.crons.create_for_thread(tid, "agent", schedule=EVERY_SECOND, input=_say("witness"))
     _until(lambda: len(client.runs.list(tid, limit=100)) >= 2, "two runs of a cron firing every second")
-    client.crons.delete(witness["cron_id"])
-    client.threads.delete(tid)
+    client.crons.delete(witness["cron_id"])  # (its thread stays: a run of it may still be ending)
 
 
 def _when(text: str) -> datetime:
