@@ -14,7 +14,7 @@ from plait.checkpoint._task_ids import current_writes
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id, now_iso
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError, SerializationError, StrictModeError
-from plait.pregel._effects import CallRouters
+from plait.pregel._effects import CallRouters, takes_head
 from plait.pregel._func_tasks import fold_calls
 from plait.pregel._loop import Loop
 from plait.pregel._pause import NULL_TASK_ID
@@ -281,8 +281,9 @@ def _copy(saved: CheckpointTuple | None, updates: Sequence[tuple[Any, str | None
 
 
 def head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:
-    """``expected_head`` for an update written on the thread head (none for explicit forks)."""
-    if not saver.supports_head_check or ref.checkpoint_id is not None:
+    """``expected_head`` for an update written on the thread head (none for explicit forks, nor for a
+    saver subclass whose ``put``/``aput`` override does not take it)."""
+    if not saver.supports_head_check or ref.checkpoint_id is not None or not takes_head(type(saver)):
         return {}
     return {"expected_head": None if saved is None else saved.checkpoint["id"]}
 
