@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from plait._context import TASK_CONTEXT, RunningTask
+from plait._internal._constants import CONFIG_KEY_RUNTIME
 from plait.checkpoint._task_ids import interrupt_key
 from plait.errors import GraphInterrupt
 from plait.pregel._answers import ResponseSchema
@@ -76,11 +77,15 @@ class TaskContext:
     @property
     def node_config(self) -> dict[str, Any]:
         """The config the node receives (a ``config`` parameter, ``get_config()``): the run's, its
-        ``metadata`` with LangGraph's keys of the task (``langgraph_node``, ``langgraph_step``…)."""
+        ``metadata`` with LangGraph's keys of the task (``langgraph_node``, ``langgraph_step``…), and
+        the task's :class:`~plait.runtime.Runtime` under ``configurable["__pregel_runtime"]``, where
+        code written on LangGraph reads it."""
         if self.task is None or self.loop is None:
             return self.config
         keys = self.loop.sink.task_keys(self.task, self.loop.run.step, self.task_id)
-        return {**self.config, "metadata": {**(self.config.get("metadata") or {}), **keys}}
+        configurable = {**(self.config.get("configurable") or {}), CONFIG_KEY_RUNTIME: self.runtime()}
+        metadata = {**(self.config.get("metadata") or {}), **keys}
+        return {**self.config, "configurable": configurable, "metadata": metadata}
 
     @property
     def writer(self) -> Callable[[Any], None]:

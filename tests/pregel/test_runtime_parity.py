@@ -280,3 +280,36 @@ def test_a_command_on_an_input_checkpoint_applies_its_input_first(
     graph.update_state(config, {"x": 10}, as_node="__input__")
     assert graph.invoke(command, config) == expected
     assert graph.get_state(config).next == ()
+
+
+def test_a_nodes_config_carries_its_runtime_where_langgraph_code_reads_it() -> None:
+    """``get_config()["configurable"]["__pregel_runtime"]`` is the node's Runtime (langmem reads the store
+    there), and a graph invoked with that config inherits its store."""
+    from plait.config import get_config
+    from plait.graph import START, StateGraph
+    from plait.runtime import Runtime
+    from plait.store.memory import InMemoryStore
+
+    class S(TypedDict):
+        x: int
+
+    store = InMemoryStore()
+    seen: list[object] = []
+
+    def inner(state: S) -> dict[str, int]:
+        from plait.config import get_store
+
+        seen.append(get_store())
+        return {"x": state["x"] + 1}
+
+    sub = StateGraph(S).add_node("inner", inner).add_edge(START, "inner").compile()  # no store of its own
+
+    def outer(state: S) -> dict[str, int]:
+        config = get_config()
+        runtime = config["configurable"]["__pregel_runtime"]
+        assert isinstance(runtime, Runtime) and runtime.store is store
+        return {"x": sub.invoke(state, config)["x"]}
+
+    graph = StateGraph(S).add_node("outer", outer).add_edge(START, "outer").compile(store=store)
+    assert graph.invoke({"x": 1}) == {"x": 2}
+    assert seen == [store]
