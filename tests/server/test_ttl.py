@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import pathlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -38,51 +39,108 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield srv
 
 
-def _until(deadline: float) -> None:
-    time.sleep(max(0.0, deadline - time.monotonic()))
+def _sleep_until(moment: float) -> None:
+    """Let the test's clock (``time.monotonic``) reach ``moment`` (only positions the test: what it
+    asserts is decided by the clock it reads after each answer)."""
+    time.sleep(max(0.0, moment - time.monotonic()))
+
+
+def _eventually(check: Callable[[], bool], what: str, within: float = 120.0) -> None:
+    """Poll ``check`` until true: a sweep comes every 0.6 s (``within`` only guards against a hang)."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"{what} did not happen within {within} s"
+        time.sleep(0.1)
 
 
 def test_store_items_expire_unless_a_read_restarts_their_clock(server: Server) -> None:
     client = get_sync_client(url=server.url)
     ns = ["ttl", str(time.monotonic_ns())]
-    start = time.monotonic()
+    start = time.monotonic()  # each item expires 3 s after its write: not before start + 3
     client.store.put_item(ns, "short", {"v": 1}, ttl=0.05)  # 3 s
+    short_written = time.monotonic()  # short expires by short_written + 3
     client.store.put_item(ns, "kept", {"v": 2})
     client.store.put_item(ns, "refreshed", {"v": 3}, ttl=0.05)
-    assert client.store.get_item(ns, "short", refresh_ttl=False)["value"] == {"v": 1}
-    _until(start + 2)
-    assert client.store.get_item(ns, "refreshed", refresh_ttl=True) is not None  # its 3 s start again
-    _until(start + 4)
-    assert client.store.get_item(ns, "short", refresh_ttl=False) is None
-    assert client.store.get_item(ns, "refreshed", refresh_ttl=False)["value"] == {"v": 3}
+    refreshed_written = time.monotonic()
+    got = client.store.get_item(ns, "short", refresh_ttl=False)
+    if time.monotonic() < start + 3:
+        assert got is not None and got["value"] == {"v": 1}
+    _sleep_until(start + 2)
+    asked = time.monotonic()
+    read = client.store.get_item(ns, "refreshed", refresh_ttl=True)  # its 3 s start again
+    answered = time.monotonic()
+    refreshed = answered < start + 3  # answered before it could expire: it was read, so refreshed
+    if refreshed:
+        assert read is not None
+    _sleep_until(short_written + 3)
+    _eventually(lambda: client.store.get_item(ns, "short", refresh_ttl=False) is None, "short's expiry")
+    again = client.store.get_item(ns, "refreshed", refresh_ttl=False)
     found = client.store.search_items(ns, refresh_ttl=False)["items"]
-    assert sorted(i["key"] for i in found) == ["kept", "refreshed"]
-    _until(start + 5.5)
+    if refreshed and time.monotonic() < asked + 3:  # not before its new time
+        assert again is not None and again["value"] == {"v": 3}
+        assert sorted(i["key"] for i in found) == ["kept", "refreshed"]
+    _sleep_until((answered if refreshed else refreshed_written) + 3)
+    _eventually(
+        lambda: [i["key"] for i in client.store.search_items(ns, refresh_ttl=False)["items"]] == ["kept"],
+        "refreshed's expiry",
+    )
     assert [i["key"] for i in client.store.search_items(ns)["items"]] == ["kept"]
     assert list(ns) in client.store.list_namespaces(prefix=ns)["namespaces"]
 
 
+def _renewed(client: Any) -> tuple[str, float]:
+    """A thread made with a 1.8 s ttl then given 10 minutes, and when that was asked (made again if
+    a slow machine let the first ttl run out in between)."""
+    deadline = time.monotonic() + 120
+    while True:
+        made = time.monotonic()
+        renewed = client.threads.create(ttl=0.03)["thread_id"]
+        asked = time.monotonic()
+        try:
+            client.threads.update(renewed, metadata={"a": 1}, ttl=10)  # starts again from now, 10 minutes
+            return renewed, asked
+        except NotFoundError:
+            assert time.monotonic() > made + 1.8 and time.monotonic() < deadline  # only once its ttl ran out
+
+
 def test_threads_are_deleted_or_pruned_when_their_ttl_runs_out(server: Server) -> None:
     client = get_sync_client(url=server.url)
-    start = time.monotonic()
+    start = time.monotonic()  # the 1.8 s ttls below run out not before start + 1.8
     gone = client.threads.create(ttl=0.03)["thread_id"]  # 1.8 s, strategy "delete"
-    pruned = client.threads.create(ttl={"strategy": "keep_latest", "ttl": 0.03})["thread_id"]
+    gone_made = time.monotonic()  # it runs out by gone_made + 1.8
+    try:
+        # the SDK joins them: "metadata,ttl"
+        ttl = client.threads.get(gone, include=["metadata", "ttl"])["ttl"]
+        assert ttl["strategy"] == "delete" and ttl["ttl"] <= 0.03
+    except NotFoundError:
+        assert time.monotonic() > start + 1.8, "deleted before its time"
+    pruned = client.threads.create(ttl={"strategy": "keep_latest", "ttl": 10})["thread_id"]
+    assert client.threads.get(pruned, include=["ttl"])["ttl"]["strategy"] == "keep_latest"
     for text in ("one", "two"):
         client.runs.wait(pruned, "agent", input={"messages": [{"role": "user", "content": text}]})
     assert len(client.threads.get_history(pruned, limit=50)) == 6
-    renewed = client.threads.create(ttl=0.03)["thread_id"]
-    client.threads.update(renewed, metadata={"a": 1}, ttl=10)  # starts again from now, 10 minutes
+    # the runs done: 1.8 s from now (a ttl given at creation could run out while they run)
+    client.threads.update(pruned, metadata={}, ttl={"strategy": "keep_latest", "ttl": 0.03})
+    pruned_set = time.monotonic()
+    renewed, renewed_at = _renewed(client)
     untouched = client.threads.create()["thread_id"]
-    ttl = client.threads.get(gone, include=["metadata", "ttl"])["ttl"]  # the SDK joins them: "metadata,ttl"
-    assert ttl["strategy"] == "delete" and 0 < ttl["ttl"] <= 0.03
-    _until(start + 4)
-    with pytest.raises(NotFoundError):
-        client.threads.get(gone)
+    _sleep_until(gone_made + 1.8)
+
+    def deleted() -> bool:
+        try:
+            client.threads.get(gone)
+        except NotFoundError:
+            return True
+        return False
+
+    _eventually(deleted, "the deletion of the thread whose ttl ran out")
+    _sleep_until(pruned_set + 1.8)
+    _eventually(lambda: len(client.threads.get_history(pruned, limit=50)) == 1, "the pruning")
     history = client.threads.get_history(pruned, limit=50)
-    assert len(history) == 1
     assert [m["content"] for m in history[0]["values"]["messages"]][-1] == "you said: two"
     assert client.threads.get(pruned, include=["ttl"])["ttl"] is None  # pruned once, then kept
-    assert 9 < client.threads.get(renewed, include=["ttl"])["ttl"]["ttl"] <= 10
+    left = client.threads.get(renewed, include=["ttl"])["ttl"]["ttl"]
+    assert left <= 10 and (left > 9 or time.monotonic() > renewed_at + 60)
     assert client.threads.get(untouched, include=["ttl"])["ttl"] is None
 
 
@@ -123,9 +181,12 @@ def test_the_configs_default_ttl_applies_to_threads_runs_make(tmp_path: pathlib.
         assert 59 < client.threads.get(created, include=["ttl"])["ttl"]["ttl"] <= 60
         start = time.monotonic()
         client.store.put_item(["d"], "k", {"v": 1})  # no ttl: the default, 3 s
+        written = time.monotonic()  # it expires between start + 3 and written + 3
         client.store.put_item(["d"], "kept", {"v": 2}, ttl=10)
-        _until(start + 2)
-        assert client.store.get_item(["d"], "k") is not None  # a read that does not refresh (the config's)
-        _until(start + 3.5)
-        assert client.store.get_item(["d"], "k") is None
+        _sleep_until(start + 2)
+        got = client.store.get_item(["d"], "k")  # a read that does not refresh (the config's)
+        if time.monotonic() < start + 3:
+            assert got is not None
+        _sleep_until(written + 3)
+        _eventually(lambda: client.store.get_item(["d"], "k") is None, "the default ttl's expiry")
         assert [i["key"] for i in client.store.search_items(["d"])["items"]] == ["kept"]
