@@ -8,8 +8,8 @@ Usage: ``python _child.py TARGET MODE THREAD [ARGS...]`` where TARGET is
 * ``hold SECONDS [GATE_FILE]``: one run whose node prints ``STARTED`` then sleeps, or (GATE_FILE
   given) waits until GATE_FILE exists (SECONDS at most).
 * ``fanout COUNT_DIR``: a step with parallel nodes ``a`` (succeeds) and ``b`` (fails unless COUNT_DIR/ok exists).
-* ``prune STOP_FILE``: prunes the thread (keep_last 1 to 3) in a loop until STOP_FILE exists, printing
-  ``PRUNED n`` totals at the end.
+* ``prune STOP_FILE [READY_FILE]``: makes READY_FILE, prunes the thread (keep_last 1 to 3) in a loop
+  until STOP_FILE exists, then once more (keep_last 3), printing ``PRUNED n`` totals at the end.
 
 Environment: ``LEASE_TTL`` (seconds, default 30).
 """
@@ -126,11 +126,14 @@ def main(argv: list[str]) -> int:
         elif mode == "prune":
             total = rounds = 0
             rng = random.Random(thread)
+            if len(argv) > 4:
+                Path(argv[4]).touch()  # pruning from now on
             while not os.path.exists(argv[3]):
                 total += saver.prune(thread, keep_last=rng.randint(1, 3))
                 rounds += 1
                 time.sleep(rng.random() * 0.01)
-            print(f"PRUNED {total} in {rounds}", flush=True)
+            total += saver.prune(thread, keep_last=3)  # one more, begun after STOP_FILE was made
+            print(f"PRUNED {total} in {rounds + 1}", flush=True)
         elif mode == "fanout":
             count_dir = Path(argv[3])
             try:

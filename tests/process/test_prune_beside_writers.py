@@ -25,17 +25,20 @@ def _read_cold(target: str, thread: str) -> tuple[list[str], int]:
 
 
 def test_prune_loop_beside_two_writer_processes_loses_nothing(target: str, tmp_path: Path) -> None:
-    go, stop = tmp_path / "go", tmp_path / "stop"
+    go, stop, ready = tmp_path / "go", tmp_path / "stop", tmp_path / "pruning"
     writers = [spawn(target, "turns", "busy", "40", tag, str(go)) for tag in ("w0", "w1")]
-    pruner = spawn(target, "prune", "busy", str(stop))
-    time.sleep(1.0)
+    pruner = spawn(target, "prune", "busy", str(stop), str(ready))
+    deadline = time.monotonic() + 120  # (only a guard against a hang)
+    while not ready.exists():  # the writers start once the pruner prunes
+        assert pruner.poll() is None and time.monotonic() < deadline, "the pruner did not start"
+        time.sleep(0.02)
     go.touch()
     results = [finish(p) for p in writers]
     stop.touch()
     code, out, err = finish(pruner)
     assert code == 0, err[-3000:]
     assert all(c == 0 for c, _, _ in results), [e[-3000:] for _, _, e in results]
-    assert int(out.split()[1]) > 0, out  # the pruner really deleted checkpoints meanwhile
+    assert int(out.split()[1]) > 0, out  # the pruner really deleted checkpoints
     acknowledged = [
         line.split()[1] for _, o, _ in results for line in o.splitlines() if line.startswith("TURN")
     ]
@@ -43,7 +46,7 @@ def test_prune_loop_beside_two_writer_processes_loses_nothing(target: str, tmp_p
     ids, remaining = _read_cold(target, "busy")
     assert sorted(i for i in ids if not i.startswith("ai-")) == sorted(acknowledged)
     assert [i for i in ids if i.startswith("ai-")] == [f"ai-{i}" for i in ids if not i.startswith("ai-")]
-    assert remaining <= 3 + 2 * 3  # the last prune ran after the writers finished
+    assert remaining <= 3 + 2 * 3  # the pruner's last prune began after the writers finished
 
 
 def test_prune_then_more_turns_in_the_same_process(target: str) -> None:
