@@ -27,6 +27,7 @@ from typing import Any
 
 from plait.checkpoint._delta import ADD, DELTA, FULL, KEEP, LEVEL, SNAPSHOT_SLACK, TOP, Entry, diff, kept
 from plait.checkpoint._engine_sql import BlobRow
+from plait.checkpoint._listed import as_read, tuples_listed
 from plait.errors import SerializationError
 
 __all__ = ["FANOUT", "encode_values"]
@@ -60,9 +61,11 @@ def encode_values(  # noqa: PLR0913 - the parts of one put
             loc[channel] = parent_loc[channel]
             continue
         try:
+            mark = tuples_listed(dumps)
             entry = _encode(
                 channel, cid, value, bases.get(channel), parent_loc.get(channel), dumps, blobs, rewrites
             )
+            entry = as_read(entry, dumps, mark)
         except SerializationError as exc:
             raise SerializationError(f"Cannot store state key {channel!r}: {exc}", key=channel) from exc
         cached.append((channel, cid, entry))

@@ -47,6 +47,7 @@ from plait.checkpoint._delta import (
     unpack_meta,
     unpack_ts,
 )
+from plait.checkpoint._listed import as_read, tuples_listed
 from plait.checkpoint._locks import check_head
 from plait.checkpoint._memory_read import Known, Memo, Rows, replay
 from plait.checkpoint._persistent import PersistentDict
@@ -330,7 +331,9 @@ class InMemorySaver(BaseCheckpointSaver):
                 except SerializationError:
                     base = None
             try:
+                mark = tuples_listed(self.serde.dumps)
                 blob, entry = encode_value(value, base, base_seq, self.serde.dumps, share=True)
+                entry = as_read(entry, self.serde.dumps, mark)
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store state key {channel!r}: {exc}", key=channel) from exc
             rows[channel] = blob.data if blob.kind == FULL else [blob.prev, blob.data]

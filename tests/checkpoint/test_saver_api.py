@@ -64,8 +64,9 @@ def test_the_base_default_versions_and_serializer() -> None:
     assert BaseCheckpointSaver.get_next_version(InMemorySaver(), 4, None) == 5
     serde = JsonPlusSerializer()
     assert isinstance(serde, SerializerProtocol)
-    for value in (None, b"raw", {"a": [1, ("t", 2)]}):
+    for value in (None, b"raw", {"a": [1, ["t", 2]]}):
         assert serde.loads_typed(serde.dumps_typed(value)) == value
+    assert serde.loads_typed(serde.dumps_typed(("t", (2,)))) == ["t", [2]]  # as LangGraph reads a tuple
     assert serde.loads_typed(("json", b'{"k": 1}')) == {"k": 1}
     with pytest.raises(NotImplementedError, match="pickle"):
         JsonPlusSerializer(pickle_fallback=True)

@@ -609,7 +609,7 @@ def test_values_over_the_cap_are_refused_when_written() -> None:
 
 def test_rows_written_before_the_length_header_still_read() -> None:
     ser = Serializer()
-    value = {"messages": [HumanMessage("hello " * 40, id="1"), AIMessage("hi " * 40, id="2")], "n": (1, 2)}
+    value = {"messages": [HumanMessage("hello " * 40, id="1"), AIMessage("hi " * 40, id="2")], "n": [1, 2]}
     raw = Serializer(compress=False).dumps(value)
     old = zlib.compressobj(1, zlib.DEFLATED, -15)
     legacy = b"\xc1" + old.compress(raw) + old.flush()  # exactly what plait wrote before

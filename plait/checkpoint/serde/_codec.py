@@ -1,9 +1,10 @@
 """A safe serializer for checkpoint values, built on ormsgpack (no pickle).
 
-Plain data (``None``, bool, int, float, str, bytes, list, dict) is stored as MessagePack; tuples, sets,
+Plain data (``None``, bool, int, float, str, bytes, list, dict) is stored as MessagePack; sets,
 frozensets, ``Decimal``, ``UUID``, datetimes, timedeltas, big ints, dicts with non-string keys and
 instances of enums, dataclasses, named tuples and pydantic models (every langchain-core message, and
-plait's ``Send``, ``Overwrite``, ``Interrupt``, ``Command``) as MessagePack *extension* records.
+plait's ``Send``, ``Overwrite``, ``Interrupt``, ``Command``) as MessagePack *extension* records. A tuple
+reads back as a list, as with LangGraph, except as a dict key or a set member (a tuple record).
 
 **Classes are rebuilt by exact name only.** A record names its class by ``(module, qualname)``. Reading
 takes the class from the registry of classes you registered (``allow(MyModel)``), or imports the module
@@ -75,6 +76,7 @@ from plait.checkpoint._ext import (
     shape,
 )
 from plait.checkpoint.serde._construct import construct
+from plait.checkpoint.serde._pairs import Key, Pairs, hashable, wrap_odd_dicts
 from plait.errors import SerializationError
 
 __all__ = [
@@ -103,29 +105,6 @@ _OPTS = (
 # the nonce only when the value ends exactly where the stored bytes end.
 _NONCE = os.urandom(8)
 _OPEN, _CLOSE = b"\x92", b"\xc4\x08" + _NONCE
-
-
-class _Pairs:
-    """A dict with non-string keys, stored as a list of ``[key, value]`` pairs."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: list[list[Any]]) -> None:
-        self.items = items
-
-
-def _wrap_odd_dicts(obj: Any) -> Any:
-    """Replace dicts with non-string keys by :class:`_Pairs` (only on the slow path)."""
-    kind = cast("type[object]", type(obj))  # pyright takes type() of an Any for type[Unknown]
-    if kind is dict:
-        if any(type(k) is not str for k in obj):
-            return _Pairs([[_wrap_odd_dicts(k), _wrap_odd_dicts(v)] for k, v in obj.items()])
-        return {k: _wrap_odd_dicts(v) for k, v in obj.items()}
-    if kind is list:
-        return [_wrap_odd_dicts(v) for v in obj]
-    if kind is tuple:
-        return tuple(_wrap_odd_dicts(v) for v in obj)
-    return obj
 
 
 class Serializer:
@@ -176,6 +155,10 @@ class Serializer:
         """Whether the *name* is allowed; rebuilding also needs it to name a data class exactly (module docstring)."""
         return self._allowed.is_allowed(module, qualname)
 
+    def tuples_listed(self) -> int:
+        """How many tuples this thread's :meth:`dumps` calls stored as lists (they read back as lists)."""
+        return int(getattr(self._failure, "tuples", 0))
+
     def _forget(self) -> None:
         self._classes: dict[tuple[int, str, str], type] = {}
         self._known: dict[tuple[int, int], type] = {}
@@ -200,7 +183,7 @@ class Serializer:
             except TypeError as exc:
                 if "key" not in str(exc).lower() or self._failure.error is not None:
                     raise
-                data = ormsgpack.packb(_wrap_odd_dicts(obj), default=self._default, option=_OPTS)
+                data = ormsgpack.packb(wrap_odd_dicts(obj), default=self._default, option=_OPTS)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a SerializationError
             stashed, self._failure.error = self._failure.error, None
             if stashed is not None:
@@ -220,7 +203,7 @@ class Serializer:
         except TypeError as exc:
             if "key" not in str(exc).lower():
                 raise
-            data = ormsgpack.packb(_wrap_odd_dicts(payload), default=self._default, option=_OPTS)
+            data = ormsgpack.packb(wrap_odd_dicts(payload), default=self._default, option=_OPTS)
         return ormsgpack.Ext(code, data)
 
     def _pack_model(self, model: tuple[int, list[object]], obj: Any, kind: type[Any]) -> ormsgpack.Ext:
@@ -244,20 +227,23 @@ class Serializer:
         model = self._models.get(kind)
         if model is not None:  # a message, most often
             return self._pack_model(model, obj, kind)
-        if kind is _Pairs:
+        if kind is Pairs:
             return self._pack(PAIRS, obj.items)
+        if kind is tuple:  # a list when read, as with LangGraph (MessagePack has no tuple)
+            self._failure.tuples = getattr(self._failure, "tuples", 0) + 1
+            return list(obj)
+        if kind is Key:  # a dict key or a set member: a tuple when read
+            return self._pack(TUPLE, obj.items)
         if isinstance(obj, enum.Enum):
             if kind not in self._writable:
                 self._check(ENUM, kind)
             return self._pack(ENUM, [kind.__module__, kind.__qualname__, obj.value])
-        if kind is tuple:
-            return self._pack(TUPLE, list(obj))
         if _is_named_tuple(obj, kind):
             if kind not in self._writable:
                 self._check(NAMEDTUPLE, kind)
             return self._pack(NAMEDTUPLE, [kind.__module__, kind.__qualname__, list(obj)])
         if kind is set or kind is frozenset:
-            return self._pack(SET if kind is set else FROZENSET, list(obj))
+            return self._pack(SET if kind is set else FROZENSET, [hashable(v) for v in obj])
         simple = SIMPLE.get(kind)
         if simple is not None:
             return self._pack(simple[0], simple[1](obj))
