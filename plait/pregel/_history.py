@@ -89,7 +89,7 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
     # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
     pulls = len(cp.get("next") or ())
     tasks = tuple(  # a Send's task has its position among the sends in its path, as LangGraph's
-        _task(cp["id"], name, index, by_task, None if i < pulls else i - pulls)  # pyright: ignore[reportTypedDictNotRequiredAccess]
+        _task(cp["id"], (name, index), by_task, None if i < pulls else i - pulls, plan.channels)  # pyright: ignore[reportTypedDictNotRequiredAccess]
         for i, (name, index) in enumerate(_task_keys(cp))
     )
     return StateSnapshot(
@@ -181,8 +181,15 @@ def _task_keys(cp: Any) -> list[tuple[str, int]]:
 
 
 def _task(
-    cid: str, name: str, index: int, by_task: dict[str, dict[str, Any]], push: int | None
+    cid: str,
+    key: tuple[str, int],
+    by_task: dict[str, dict[str, Any]],
+    push: int | None,
+    keys: Mapping[str, Any],
 ) -> PregelTask:
+    """The ``key`` (name, index) task of the step after checkpoint ``cid``; its ``result``: what it wrote
+    to the state's ``keys`` (``{}``: nothing), once it finished."""
+    name, index = key
     tid = task_key(cid, name, index)
     info = by_task.get(tid, {})
     # finished: its writes are stored (after answered questions, too), or it stopped on nothing
@@ -196,7 +203,7 @@ def _task(
         error=info.get("error"),
         # a subgraph's breakpoint pauses the task, but asks nothing
         interrupts=tuple(i for i in info.get("interrupts", ()) if i.id not in STATIC),
-        result=info["writes"] if done else None,
+        result={k: v for k, v in info["writes"].items() if k in keys} if done else None,
     )
 
 

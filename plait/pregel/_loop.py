@@ -15,7 +15,6 @@ from collections.abc import Generator, Hashable, Sequence
 from typing import Any, cast
 
 from plait._schema import MISSING
-from plait.checkpoint._task_ids import current_writes
 from plait.checkpoint.base import (
     ERROR,
     INTERRUPT,
@@ -45,6 +44,8 @@ from plait.pregel._next import START_TASK as _START
 from plait.pregel._next import keep_pending, start_task
 from plait.pregel._options import RunOptions
 from plait.pregel._pause import NO_WRITES, NULL_TASK_ID, carry_update, paused_view, save_partial, task_id
+from plait.pregel._pause import save_results as _save_results
+from plait.pregel._pause import stored_writes as _stored_writes
 from plait.pregel._plan import Plan
 from plait.pregel._recover import resume_step, stopped, with_recoveries
 from plait.pregel._resume import SpareAnswer, queue_resume
@@ -168,7 +169,7 @@ class Loop:
         self.replaying = explicit = self.thread is not None and self.thread.checkpoint_id is not None
         # time travel: the first write forks on purpose
         self.expect_head = ... if explicit else cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
-        self._load_writes(current_writes(self.checkpoint_id, saved.pending_writes or ()))
+        self._load_writes(_stored_writes(saved, self.newest))
 
     def load_past(self, saved: CheckpointTuple | None, head: CheckpointTuple | None) -> None:
         """Start from ``saved``, a checkpoint older than the thread's ``head`` (``None``: from no
@@ -386,9 +387,8 @@ class Loop:
         tasks = prepare_tasks(self.plan, run, self.start_step + self.limit)  # stop: for managed values
         if self.done_writes:  # the step ran in part before a pause
             tasks = resume_step(self, tasks)
-        sink = self.sink
-        if sink.messages is not None or sink.tasks_on:
-            sink.started(tasks, self.task_id, run.step)
+        if self.sink.messages is not None or self.sink.tasks_on:
+            self.sink.started(tasks, self.task_id, run.step)
         for task in tasks:  # finished before the pause: their writes are streamed first, as replayed
             if task.cached and task.done and task.handled is None:
                 self.sink.settled(task, self.task_id(task), run.step)
@@ -398,8 +398,7 @@ class Loop:
         """Merge a completed step, route, queue its checkpoint; pause when ``interrupt_after`` says so."""
         run = self.run
         self.last_tasks = tasks
-        if self.task_writes:  # the step completed: its functional tasks need no replay
-            self.task_writes.clear()
+        self.task_writes.clear()  # the step completed: its functional tasks need no replay
         plan, one = self.plan, len(tasks) == 1 and tasks[0].handled is None  # one: the common step
         routed = tasks if one else [t for t in tasks if t.handled is None]  # failed: its handler routes
         before = None if one else router_snapshot(plan, routed, tasks, run.values)
@@ -414,6 +413,7 @@ class Loop:
             self.sink.finished(tasks, self.task_id, run.step)
             self.sink.values(self.state_values)
         if self.saver is not None:
+            _save_results(self, tasks)  # the tasks' results, kept with the checkpoint the step ran from
             self._checkpoint("loop", changed)
         run.step += 1
         after = self.after

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from plait.checkpoint.base import ERROR, INTERRUPT, RESUME
+from plait.checkpoint._task_ids import current_writes
+from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple
 from plait.errors import InvalidUpdateError, StrictModeError
 from plait.pregel._effects import PutWrites, SaveOp
 from plait.pregel._recover import failure_writes, with_recoveries
@@ -16,7 +17,16 @@ from plait.pregel._writes import apply_writes
 if TYPE_CHECKING:
     from plait.pregel._loop import Loop
 
-__all__ = ["NO_WRITES", "NULL_TASK_ID", "abandoned_saves", "carry_update", "paused_view", "save_partial"]
+__all__ = [
+    "NO_WRITES",
+    "NULL_TASK_ID",
+    "abandoned_saves",
+    "carry_update",
+    "paused_view",
+    "save_partial",
+    "save_results",
+    "stored_writes",
+]
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 """Task id of the pending writes of a ``Command(update=...)`` given with a resume (LangGraph's)."""
@@ -76,6 +86,37 @@ def save_partial(loop: Loop, tasks: Sequence[Task]) -> None:
             loop.saves.append(PutWrites(config, list(t.writes) or [(NO_WRITES, None)], tid))
         elif t.error is not None:  # shown by get_state().tasks; the task runs again on resume
             loop.saves.append(PutWrites(config, [(ERROR, repr(t.error))], tid))
+
+
+def stored_writes(saved: CheckpointTuple, head: str | None) -> list[tuple[str, Any]]:
+    """The pending writes a run starting from ``saved`` uses (old task ids translated).
+
+    ``head``: the thread's newest checkpoint id when the run addresses ``saved`` by its id. When the
+    thread has moved past ``saved``, its finished tasks run again, as in LangGraph: only the
+    questions, answers, errors and a resume's update are kept, not what the tasks wrote.
+    """
+    cid = saved.checkpoint.get("id")
+    writes = current_writes(cid, saved.pending_writes or ())
+    if head is None or head == cid:
+        return writes
+    return [w for w in writes if w[0] == NULL_TASK_ID or w[1] in (INTERRUPT, RESUME, ERROR)]
+
+
+def save_results(loop: Loop, tasks: Sequence[Task]) -> None:
+    """Queue the writes of a completed step's tasks as pending writes of the checkpoint it ran from,
+    as LangGraph keeps them: the thread's history shows them as the tasks' ``result``.
+
+    Not with ``durability="exit"`` (that checkpoint is never stored), nor for tasks whose failure an
+    error handler took over (their handler's writes are its own task's).
+    """
+    config = loop.checkpoint_config
+    if loop.saver is None or config is None or loop.durability == "exit":
+        return
+    for t in tasks:
+        if t.error is None and t.handled is None:
+            loop.saves.append(
+                PutWrites(config, list(t.writes) or [(NO_WRITES, None)], task_id(loop.checkpoint_id, t))
+            )
 
 
 def abandoned_saves(loop: Loop, tasks: Sequence[Task]) -> tuple[SaveOp, ...]:
