@@ -21,12 +21,12 @@ from typing import Any, cast
 
 import ormsgpack
 
-from plait.checkpoint._bound import check
 from plait.checkpoint._langgraph_decode import EMPTY, LangGraphDecoder
 from plait.checkpoint._langgraph_source import Row, Source, SqliteSource
-from plait.checkpoint._task_ids import interrupt_key, task_key
+from plait.checkpoint._task_ids import task_key
 from plait.checkpoint.base import BaseCheckpointSaver
 from plait.checkpoint.serde import Serializer
+from plait.checkpoint.serde._bound import check
 from plait.errors import SerializationError
 from plait.types import Interrupt, Send
 
@@ -214,10 +214,8 @@ def _writes(
             items: list[Any] = (
                 list(cast("Sequence[Any]", value)) if isinstance(value, (list, tuple)) else [value]
             )
-            value = [
-                Interrupt(value=i.value, id=interrupt_key(tid, n)) if isinstance(i, Interrupt) else i
-                for n, i in enumerate(items)
-            ]
+            # LangGraph's ids are kept: plait derives them as LangGraph does, and clients hold them
+            value = [Interrupt(value=i.value, id=i.id) if isinstance(i, Interrupt) else i for i in items]
         out.setdefault(tid, []).append((channel, value))
     return out
 

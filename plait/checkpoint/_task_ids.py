@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+from xxhash import xxh3_128_hexdigest
+
 from plait.checkpoint.base import INTERRUPT, RESUME
 
 __all__ = ["current_writes", "interrupt_key", "legacy_segments", "legacy_task_key", "task_key"]
@@ -43,15 +45,18 @@ def legacy_segments(node: str, old_task_id: str, call: int) -> list[str]:
     ]
 
 
-def interrupt_key(task_id: str, index: int) -> str:
-    """The id of the ``index``-th ``interrupt()`` of a task: 32 hex digits, as LangGraph's look.
+def interrupt_key(namespace: str, task_id: str, answered: int) -> str:
+    """The id of a task's next ``interrupt()``, as LangGraph derives it: the xxh3-128 hex digest of
+    the task's namespace (``node:<task id>``, under its graph's), plus ``|<answered>`` once the task
+    has ``answered`` answers (the slot the answer fills), so clients compute the same ids.
 
     A functional-API task's (``<root task id>/<name>:<n>``) keeps its task id as a prefix: the
-    node that called it tells its own questions from its calls' by that prefix.
+    node that called it tells its own questions from its calls' by that prefix. Ids stored by
+    earlier versions (UUID hex, ``<task id>:<n>``) still answer: a resume matches stored ids.
     """
     if "/" in task_id:
-        return f"{task_id}:{index}"
-    return uuid.uuid5(_SPACE, f"{task_id}:{index}").hex
+        return f"{task_id}:{answered}"
+    return xxh3_128_hexdigest((f"{namespace}|{answered}" if answered else namespace).encode())
 
 
 def _current(checkpoint_id: str, tid: str) -> str:

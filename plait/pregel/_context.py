@@ -156,7 +156,13 @@ class TaskContext:
             self.loop.resumes.setdefault(self.task_id, []).append(answer)
             return schema.validate(answer)
         raise GraphInterrupt(
-            (Interrupt(value=value, id=interrupt_key(self.task_id, index), response_schema=schema.shown),)
+            (
+                Interrupt(
+                    value=value,
+                    id=interrupt_key(self.namespace, self.task_id, len(self.resume)),
+                    response_schema=schema.shown,
+                ),
+            )
         )
 
     @property
