@@ -24,9 +24,9 @@ from typing import Any, cast
 
 import ormsgpack
 
-from plait.checkpoint._bound import SKIP, check
 from plait.checkpoint._ext import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC
 from plait.checkpoint.serde import Serializer
+from plait.checkpoint.serde._bound import SKIP, check
 from plait.errors import SerializationError
 from plait.types import Command, Interrupt, Overwrite, Send
 

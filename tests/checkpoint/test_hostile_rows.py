@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
 from plait.checkpoint import _ext as codes
-from plait.checkpoint._bound import FLOOR, _estimate, check
-from plait.checkpoint.serde import Serializer
+from plait.checkpoint.serde import Serializer, _bound
+from plait.checkpoint.serde._bound import FLOOR, _estimate, check
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.cli import main
 from plait.errors import SerializationError
@@ -334,8 +334,6 @@ def test_migrate_reports_a_hostile_langgraph_row_and_imports_the_other_threads(
 
 
 def test_rows_below_the_walking_threshold_fit_the_floor_whatever_they_hold() -> None:
-    from plait.checkpoint import _bound
-
     worst = max(
         _estimate(ormsgpack.packb([item] * 1000), 2**62) / len(ormsgpack.packb([item] * 1000))
         for item in ({}, [], None, "", ormsgpack.Ext(codes.SET, b"\x90"), {"": None})

@@ -52,7 +52,6 @@ from plait.checkpoint._allow import (
     NotAllowed,
     allow,
 )
-from plait.checkpoint._bound import SKIP, check
 from plait.checkpoint._deflate import DEFLATED, LIMIT, deflate, inflate
 from plait.checkpoint._ext import (
     BIGINT,
@@ -75,6 +74,7 @@ from plait.checkpoint._ext import (
     is_kind,
     shape,
 )
+from plait.checkpoint.serde._bound import SKIP, check
 from plait.checkpoint.serde._construct import construct
 from plait.checkpoint.serde._pairs import Key, Pairs, hashable, wrap_odd_dicts
 from plait.errors import SerializationError
