@@ -11,7 +11,7 @@ Both forms are also bounded by their stored length: a payload never inflates to 
 than :data:`MAX_RATIO` times its stored size. plait never writes a deflated payload
 that compresses better than that (it stores such data uncompressed), so only a planted
 or damaged row can exceed it. This bounds the *bytes* a row decodes from; the objects
-they decode to are bounded by :mod:`plait.checkpoint._bound` (an empty map is one byte
+they decode to are bounded by :mod:`plait.checkpoint.serde._bound` (an empty map is one byte
 of MessagePack and a 64-byte dict).
 """
 
