@@ -7,7 +7,7 @@ does the (sync or async) saver calls around them.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from plait._schema import MISSING
 from plait.checkpoint._task_ids import current_writes
@@ -290,7 +290,11 @@ def _copy(saved: CheckpointTuple | None, updates: Sequence[tuple[Any, str | None
 def head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:
     """``expected_head`` for an update written on the thread head (none for explicit forks, nor for a
     saver subclass whose ``put``/``aput`` override does not take it)."""
-    if not saver.supports_head_check or ref.checkpoint_id is not None or not takes_head(type(saver)):
+    if (
+        not saver.supports_head_check
+        or ref.checkpoint_id is not None
+        or not takes_head(cast("type[object]", type(saver)))
+    ):
         return {}
     return {"expected_head": None if saved is None else saved.checkpoint["id"]}
 

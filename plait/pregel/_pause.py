@@ -88,7 +88,7 @@ def save_partial(loop: Loop, tasks: Sequence[Task]) -> None:
             loop.saves.append(PutWrites(config, [(ERROR, repr(t.error))], tid))
 
 
-def stored_writes(saved: CheckpointTuple, head: str | None) -> list[tuple[str, Any]]:
+def stored_writes(saved: CheckpointTuple, head: str | None) -> list[tuple[str, str, Any]]:
     """The pending writes a run starting from ``saved`` uses (old task ids translated).
 
     ``head``: the thread's newest checkpoint id when the run addresses ``saved`` by its id. When the
