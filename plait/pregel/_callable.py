@@ -18,6 +18,7 @@ from plait.checkpoint.base import INTERRUPT
 from plait.errors import GraphInterrupt, NodeError
 from plait.pregel._context import TaskContext, running_task
 from plait.pregel._legacy_ns import aresumed_config, resumed_config
+from plait.pregel._message_events import MESSAGE_EVENTS_KEY
 from plait.pregel._thread import config_with, configurable_of, run_config, without_thread
 from plait.pregel._travel import TRAVEL, nested_travel, stable_ns, travel_input
 from plait.types import Command
@@ -141,9 +142,14 @@ def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | 
     return task
 
 
-def _with_given(config: dict[str, Any], given: Mapping[str, Any] | None) -> dict[str, Any]:
+def _with_given(config: dict[str, Any], given: Mapping[str, Any] | None, ctx: TaskContext) -> dict[str, Any]:
     """The subgraph run's config with the metadata of the config it was invoked with on top
-    (e.g. a bound ``lc_agent_name``), as LangGraph merges a nested call's config into its parent's."""
+    (e.g. a bound ``lc_agent_name``), as LangGraph merges a nested call's config into its parent's;
+    in a v3 run it streams its model calls as protocol events too."""
+    if configurable_of(ctx.config).get(MESSAGE_EVENTS_KEY) and not configurable_of(config).get(
+        MESSAGE_EVENTS_KEY
+    ):
+        config = config_with(config, **{MESSAGE_EVENTS_KEY: True})
     metadata = (given or {}).get("metadata")
     if not metadata:
         return config
@@ -175,7 +181,7 @@ def run_nested(
         GraphInterrupt: the subgraph paused.
     """
     sub, config, segment = _subgraph_config(graph, ctx)
-    config = resumed_config(sub, _with_given(config, given), ctx)
+    config = resumed_config(sub, _with_given(config, given, ctx), ctx)
     config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
     kwargs.setdefault("control", ctx.control)
@@ -200,7 +206,7 @@ async def arun_nested(
 ) -> Any:
     """Async :func:`run_nested`: the subgraph's nodes and routers run on this event loop."""
     sub, config, segment = _subgraph_config(graph, ctx)
-    config = await aresumed_config(sub, _with_given(config, given), ctx)
+    config = await aresumed_config(sub, _with_given(config, given, ctx), ctx)
     config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
     kwargs.setdefault("control", ctx.control)

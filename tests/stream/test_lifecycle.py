@@ -6,10 +6,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
 from typing_extensions import TypedDict
 
 from plait.checkpoint.memory import InMemorySaver
-from plait.graph import END, START, StateGraph
+from plait.graph import END, START, MessagesState, StateGraph
 from plait.stream import (
     AsyncSubgraphRunStream,
     LifecyclePayload,
@@ -258,3 +260,41 @@ def test_async_failing_subgraph_fails_its_handle() -> None:
         return [(h.status, h.error) for h in handles]
 
     assert asyncio.run(main()) == [("failed", "boom")]
+
+
+def _model_graph() -> Any:
+    """A graph whose node calls a (langchain-core fake) streaming chat model."""
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="Hi bob, data.")]))
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", lambda s: {"messages": [model.invoke(s["messages"])]})
+    builder.add_edge(START, "model")
+    builder.add_edge("model", END)
+    return builder.compile()
+
+
+def _calling_a_model_graph(how: str) -> Any:
+    """A graph whose node ``tools`` is, or invokes, a graph calling a model."""
+    inner = _model_graph()
+
+    def tools(_: Any) -> dict[str, Any]:
+        inner.invoke({"messages": [HumanMessage("q")]})
+        return {"messages": [AIMessage("done", id="done")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("tools", inner if how == "node" else tools)
+    builder.add_edge(START, "tools")
+    builder.add_edge("tools", END)
+    return builder.compile()
+
+
+@pytest.mark.parametrize("how", ["node", "invoked"])
+def test_a_subgraph_streams_its_model_calls_as_protocol_events(how: str) -> None:
+    kinds = [
+        e["params"]["data"][0]["event"]
+        for e in _calling_a_model_graph(how).stream_events({"messages": [HumanMessage("go")]}, version="v3")
+        if e["method"] == "messages" and e["params"]["namespace"]
+    ]
+    assert kinds[0] == "message-start" and kinds[-1] == "message-finish" and "content-block-delta" in kinds
+    run = _calling_a_model_graph(how).stream_events({"messages": [HumanMessage("go")]}, version="v3")
+    texts = [str(stream.text) for handle in run.subgraphs for stream in handle.messages]
+    assert texts == ["Hi bob, data."]
