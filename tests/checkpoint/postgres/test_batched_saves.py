@@ -7,7 +7,9 @@ makes the calls one by one, so the caller sees the same outcome, and error, as w
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -128,17 +130,28 @@ def test_an_async_put_cancelled_while_it_waits_still_commits_and_the_pool_stays_
                 put = asyncio.ensure_future(
                     saver.aput(config, list_checkpoint("1", ["a"]), {"source": "input", "step": -1}, {"x": 1})
                 )
-                await asyncio.sleep(0.3)
+                deadline = time.monotonic() + 120  # (only a guard against a hang)
+                while not await _blocks_a_session(other):  # the put is at the lock
+                    assert time.monotonic() < deadline and not put.done(), "the put never waited for the lock"
+                    await asyncio.sleep(0.02)
                 put.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await put
                 await other.execute("SELECT pg_advisory_unlock(hashtext(%s))", [lock_name(("t", ""))])
-            for _ in range(100):  # the statement went on to its commit
-                head = await saver.aget_tuple({"configurable": {"thread_id": "t"}})
-                if head is not None:
-                    break
-                await asyncio.sleep(0.05)
-            assert head is not None and head.checkpoint["channel_values"] == {"x": ["a"]}
+            deadline = time.monotonic() + 120
+            while (head := await saver.aget_tuple({"configurable": {"thread_id": "t"}})) is None:
+                assert time.monotonic() < deadline, "the cancelled put's statement was not committed"
+                await asyncio.sleep(0.05)  # the statement goes on to its commit
+            assert head.checkpoint["channel_values"] == {"x": ["a"]}
 
     with private_schema("plait_batch") as dsn:
         asyncio.run(main(dsn))
+
+
+async def _blocks_a_session(conn: Any) -> bool:
+    """Whether another session waits for a lock that ``conn``'s session holds."""
+    cur = await conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
+    )
+    row = await cur.fetchone()
+    return bool(row and row[0])

@@ -60,15 +60,16 @@ def _settled_calls(dsn: str, **least: int) -> dict[str, int]:
 
     A session reports its counts as it exits, and also while it runs (at most once a second).
     """
-    calls: dict[str, int] = {}
-    for _ in range(100):
+    deadline = time.monotonic() + 120  # (only a guard against a hang: the test then fails on the counts)
+    while True:
         calls = _calls(dsn)
         if all(calls.get(name, 0) >= n for name, n in least.items()):
             time.sleep(0.2)
             if _calls(dsn) == calls:
-                break
+                return calls
+        if time.monotonic() > deadline:
+            return calls
         time.sleep(0.05)
-    return calls
 
 
 def _rows(dsn: str, thread: str) -> tuple[list[Any], list[Any]]:
