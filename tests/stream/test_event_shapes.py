@@ -149,3 +149,32 @@ def test_task_start_events_show_the_run_and_node_metadata(driver: Any) -> None:
     ]
     plain = [c for c in driver.stream(graph, {"n": 0}, stream_mode="tasks") if "input" in c]
     assert [c.get("metadata") for c in plain] == [{"team": "x"}, None]  # none shown when there is none
+
+
+def test_an_interrupted_task_reports_its_questions(driver: Any) -> None:
+    from plait.types import interrupt
+
+    builder = StateGraph(State)
+    builder.add_node("ask", lambda _: {"notes": interrupt("ok?")})
+    builder.add_edge(START, "ask")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    chunks = driver.stream(graph, {"n": 0}, {"configurable": {"thread_id": "t"}}, stream_mode="tasks")
+    result = [c for c in chunks if "result" in c]
+    assert len(result) == 1
+    (asked,) = result[0]["interrupts"]
+    assert (result[0]["name"], result[0]["result"], result[0]["error"]) == ("ask", {}, None)
+    assert asked["value"] == "ok?" and asked["id"] and asked["response_schema"] is None
+
+
+def test_a_graph_invoked_in_a_node_streams_into_a_run_streaming_subgraphs(driver: Any) -> None:
+    inner_builder = StateGraph(State)
+    inner_builder.add_node("inner", lambda _: {"n": 1})
+    inner_builder.add_edge(START, "inner")
+    inner = inner_builder.compile().with_config({"metadata": {"lc_agent_name": "helper"}})
+    builder = StateGraph(State)
+    builder.add_node("outer", lambda s: {"n": inner.invoke({"n": s["n"]})["n"]})
+    builder.add_edge(START, "outer")
+    graph = builder.compile().with_config({"metadata": {"lc_agent_name": "boss"}})
+    parts = driver.stream(graph, {"n": 1}, stream_mode="tasks", subgraphs=True)
+    starts = [(ns[0].split(":")[0] if ns else "", c["metadata"]) for ns, c in parts if "input" in c]
+    assert starts == [("", {"lc_agent_name": "boss"}), ("outer", {"lc_agent_name": "helper"})]
