@@ -213,7 +213,7 @@ class PrivatePostgres:
         ) as admin:
             admin.execute(f"CREATE DATABASE {DATABASE}")
 
-    def wait_until_up(self, timeout: float = 60.0) -> None:
+    def wait_until_up(self, timeout: float = 120.0) -> None:
         import psycopg
 
         deadline = time.monotonic() + timeout
