@@ -177,14 +177,16 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
     temporary = bool(doc["kwargs"].get("temporary"))
     graph = state.graph(assistant["graph_id"], stateless=temporary)
     config = run_config(doc, assistant)
-    state.broker.open(run_id, await state.broker.next_seq(run_id, int(row["attempt"])))
-    state.broker.stirred()  # followers of the thread (join_stream) see it start
     quiet = bool(doc["kwargs"].get("wait"))
     emitter = _Emitter(state, run_id, list(doc["kwargs"].get("stream_mode") or ["values"]), quiet=quiet)
     status, error, cancel, started = "success", None, None, now_iso()
     done = asyncio.Event()
     flusher = asyncio.create_task(state.broker.keep_flushing(run_id, done)) if state.broker.shared else None
-    try:
+    try:  # a cancel at any await from here on ends the run as cancelled (its thread and slot freed)
+        state.broker.open(run_id, await state.broker.next_seq(run_id, int(row["attempt"])))
+        state.broker.stirred()  # followers of the thread (join_stream) see it start
+        if run_id in state.cancels:  # cancelled before it began
+            raise asyncio.CancelledError
         await _stream(state, graph, emitter, doc, int(row["attempt"]), config)
     except asyncio.CancelledError:
         cancel = state.cancels.pop(run_id, None)
@@ -197,9 +199,14 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
         state.broker.publish(run_id, "error", error)
     finally:
         done.set()
+    state.finishing.add(run_id)  # (from here on a cancel no longer interrupts this task)
+    try:
         if flusher is not None:
             await asyncio.gather(flusher, return_exceptions=True)
-    return await finish_run(state, doc, graph, Outcome(status, error, cancel, emitter.values, started))
+        return await finish_run(state, doc, graph, Outcome(status, error, cancel, emitter.values, started))
+    finally:
+        state.finishing.discard(run_id)
+        state.cancels.pop(run_id, None)
 
 
 @dataclass(frozen=True, slots=True)

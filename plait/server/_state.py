@@ -55,6 +55,8 @@ class ServerState:
     stack: AsyncExitStack = field(default_factory=AsyncExitStack)
     worker: Any = None
     cancels: dict[str, str] = field(default_factory=lambda: {})
+    finishing: set[str] = field(default_factory=lambda: set[str]())
+    """Runs recording their end here: a cancel arriving now changes nothing (they end as they are)."""
     hooks: WebhookPolicy = field(default_factory=WebhookPolicy)
     deliveries: set[asyncio.Task[bool]] = field(default_factory=lambda: set())
     """Webhook calls under way (a shutdown waits for them, briefly)."""

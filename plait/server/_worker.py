@@ -41,12 +41,18 @@ _CLAIM = f"""SELECT r.*, a.doc AS assistant_doc FROM plait_server_runs r
 LEFT JOIN plait_server_assistants a ON a.assistant_id = r.assistant_id
 WHERE {_CLAIMABLE} ORDER BY r.run_id LIMIT ?"""
 
-# PostgreSQL: pick, mark running, mark the threads busy and read the assistants in one statement
+# PostgreSQL: pick, mark running, mark the threads busy and read the assistants in one statement. Rows
+# are locked threads before runs everywhere else (create, finish, delete): the claim, which takes runs
+# first, never waits for a thread (SKIP LOCKED; a run whose thread is busy now is claimed next time)
 _PG_CLAIM = f"""WITH c AS (SELECT r.run_id, r.thread_id FROM plait_server_runs r
   WHERE {_CLAIMABLE} ORDER BY r.run_id LIMIT ? FOR UPDATE OF r SKIP LOCKED),
+tl AS (SELECT t.thread_id FROM plait_server_threads t WHERE t.thread_id IN (SELECT thread_id FROM c)
+  FOR UPDATE OF t SKIP LOCKED),
+ok AS (SELECT c.run_id, c.thread_id FROM c WHERE c.thread_id IN (SELECT thread_id FROM tl)
+  OR NOT EXISTS (SELECT 1 FROM plait_server_threads x WHERE x.thread_id = c.thread_id)),
 u AS (UPDATE plait_server_runs r SET status = 'running', worker = ?, lease_until = ?, attempt = r.attempt + 1,
-  updated_at = ? FROM c WHERE r.run_id = c.run_id RETURNING r.*),
-t AS (UPDATE plait_server_threads t SET status = 'busy', updated_at = ? FROM c WHERE t.thread_id = c.thread_id)
+  updated_at = ? FROM ok WHERE r.run_id = ok.run_id RETURNING r.*),
+t AS (UPDATE plait_server_threads t SET status = 'busy', updated_at = ? FROM ok WHERE t.thread_id = ok.thread_id)
 SELECT u.*, a.doc AS assistant_doc FROM u LEFT JOIN plait_server_assistants a ON a.assistant_id = u.assistant_id
 ORDER BY u.run_id"""
 
@@ -63,6 +69,8 @@ class Worker:
         self.state = state
         self.ttl = state.settings.lease_ttl
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.started: set[str] = set()
+        """Runs whose task has begun executing (a task cancelled before that would skip its cleanup)."""
         self.reserved = 0
         """Slots promised to runs being created here as running, or to a claim under way."""
         self.backlog = False
@@ -163,7 +171,9 @@ class Worker:
         if task is None:
             return False
         self.state.cancels[run_id] = action
-        task.cancel()
+        # a task not begun yet ends the run as cancelled when it begins; one recording its end ends as is
+        if run_id in self.started and run_id not in self.state.finishing:
+            task.cancel()
         return True
 
     async def _loop(self) -> None:
@@ -222,6 +232,7 @@ class Worker:
 
     async def _run(self, row: dict[str, Any], assistant: dict[str, Any]) -> None:
         run_id = row["run_id"]
+        self.started.add(run_id)
         waiting = True  # unless the run's end says no run waits on its thread
         try:
             waiting = await execute_run(self.state, row, assistant)
@@ -233,6 +244,7 @@ class Worker:
         finally:
             full = len(self.tasks) + self.reserved >= self.state.settings.jobs
             self.tasks.pop(run_id, None)
+            self.started.discard(run_id)
             if waiting or full or self.backlog:  # a run queued on its thread, or for want of a slot
                 self.wake()
 
