@@ -16,6 +16,7 @@ from langchain_core.messages import AnyMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from typing_extensions import NotRequired, TypedDict
 
+from plait._alias import install
 from plait.graph.message import add_messages
 from plait.graph.state import CompiledStateGraph
 from plait.prebuilt._agent_graph import build_graph
@@ -52,8 +53,6 @@ def _langchain_agent(option: str, options: dict[str, Any]) -> CompiledStateGraph
     Raises:
         ImportError: langchain is not installed, or it was imported on the real langgraph before.
     """
-    from plait._alias import install
-
     install()  # from here on langchain's `import langgraph...` gives plait
     try:
         from langchain.agents import create_agent as langchain_create_agent
