@@ -201,7 +201,7 @@ class RunnableCallable(Runnable[Any, Any]):
         if not self.trace:
             ret = self.func(*args, **kw)
         else:
-            manager = get_callback_manager_for_config(config)
+            manager = _without_task_ns(get_callback_manager_for_config(config))
             run = manager.on_chain_start(
                 None, input, name=config.get("run_name") or self.get_name(), run_id=config.pop("run_id", None)
             )
@@ -225,7 +225,7 @@ class RunnableCallable(Runnable[Any, Any]):
         if not self.trace:
             ret = await self.afunc(*args, **kw)
         else:
-            manager = get_async_callback_manager_for_config(config)
+            manager = _without_task_ns(get_async_callback_manager_for_config(config))
             run = await manager.on_chain_start(
                 None, input, name=config.get("run_name") or self.get_name(), run_id=config.pop("run_id", None)
             )
@@ -239,6 +239,17 @@ class RunnableCallable(Runnable[Any, Any]):
         if self.recurse and isinstance(ret, Runnable):
             return await ret.ainvoke(input, config)
         return ret
+
+
+def _without_task_ns(manager: Any) -> Any:
+    """``manager`` without the task's ``checkpoint_ns`` in its metadata: LangGraph's traced functions
+    do not record it (LangChain's runnables do)."""
+    for metadata in (manager.metadata, manager.inheritable_metadata):
+        if "checkpoint_ns" in metadata and metadata["checkpoint_ns"] == metadata.get(
+            "langgraph_checkpoint_ns"
+        ):
+            del metadata["checkpoint_ns"]
+    return manager
 
 
 async def _in_context(coro: Awaitable[Any], context: Any) -> Any:

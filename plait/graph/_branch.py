@@ -55,16 +55,20 @@ def _literal_targets(path: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _runnable_path(runnable: Runnable[Any, Any]) -> Callable[[Any, Any], Any]:
+class _RunnableRoute:
     """A Runnable router as a function of ``(state, config)``: ``invoke`` (``ainvoke`` when it has only
-    an async function, as a ``RunnableCallable`` may), named after the Runnable."""
-    only_async = getattr(runnable, "func", True) is None and getattr(runnable, "afunc", None) is not None
+    an async function, as a ``RunnableCallable`` may), named after the Runnable, which reports its own run."""
 
-    def route(state: Any, config: Any) -> Any:
-        return runnable.ainvoke(state, config) if only_async else runnable.invoke(state, config)
+    def __init__(self, runnable: Runnable[Any, Any]) -> None:
+        self.runnable = runnable
+        self.__name__ = runnable.get_name()
+        self.only_async = (
+            getattr(runnable, "func", True) is None and getattr(runnable, "afunc", None) is not None
+        )
 
-    route.__name__ = runnable.get_name()
-    return route
+    def __call__(self, state: Any, config: Any) -> Any:
+        runnable = self.runnable
+        return runnable.ainvoke(state, config) if self.only_async else runnable.invoke(state, config)
 
 
 def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None) -> BranchDef:
@@ -76,7 +80,7 @@ def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[s
     hinted: Any = path
     if isinstance(path, Runnable):
         hinted = getattr(path, "func", None) or getattr(path, "afunc", None) or path
-        path = _runnable_path(cast("Runnable[Any, Any]", path))
+        path = _RunnableRoute(cast("Runnable[Any, Any]", path))
     if not callable(path):
         raise GraphBuildError(f"Conditional edge path must be callable or a Runnable, got {path!r}")
     name = getattr(path, "__name__", None) or type(path).__name__

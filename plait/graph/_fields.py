@@ -1,7 +1,7 @@
 """What ``compile()`` adds to a plan: callbacks around nodes, and special state fields.
 
 * every node reports a chain run to the run's callbacks, when there are any
-  (:func:`~plait.graph._runnable.traced_call`), and a subgraph node its graph's run inside it;
+  (:func:`~plait.pregel._traced.traced_call`), and a subgraph node its graph's run inside it;
 
 * channels declared in annotations (``Annotated[list[str], Topic(str)]``) replace the
   default overwrite channel of their key;
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from plait._schema import ROOT, FieldSpec
 from plait._trace import TracePolicy
-from plait.graph._runnable import traced_call
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._root import root_call, root_state, root_value
+from plait.pregel._traced import traced_call
 
 if TYPE_CHECKING:
     from plait.graph.state import StateGraph
@@ -51,7 +51,7 @@ def _policy(builder: StateGraph[Any, Any, Any, Any], name: str) -> TracePolicy |
     return None if node is None else node.trace_policy
 
 
-def _traced_node(node: NodeSpec, policy: TracePolicy | None) -> NodeSpec:
+def _traced_node(node: NodeSpec, policy: TracePolicy | None, routes: int) -> NodeSpec:
     call, acall = node.call, node.acall
     if node.subgraph is not None:  # the subgraph's own run, inside its node's (as a Runnable invoked there)
         name = getattr(node.subgraph, "name", None) or "LangGraph"
@@ -59,8 +59,8 @@ def _traced_node(node: NodeSpec, policy: TracePolicy | None) -> NodeSpec:
         acall = None if acall is None else traced_call(acall, name, True, inner=True)
     return replace(
         node,
-        call=traced_call(call, node.name, node.is_async, policy=policy),
-        acall=None if acall is None else traced_call(acall, node.name, True, policy=policy),
+        call=traced_call(call, node.name, node.is_async, policy=policy, routes=routes),
+        acall=None if acall is None else traced_call(acall, node.name, True, policy=policy, routes=routes),
     )
 
 
@@ -76,7 +76,10 @@ def _root_node(node: NodeSpec) -> NodeSpec:
 def finish_plan(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> Plan:
     """``plan`` with the builder's declared channels, managed values and root state applied."""
     special = any(s.channel is not None for s in builder.channels.values())
-    nodes = {name: _traced_node(node, _policy(builder, name)) for name, node in plan.nodes.items()}
+    nodes = {
+        name: _traced_node(node, _policy(builder, name), len(plan.branches.get(name, ())))
+        for name, node in plan.nodes.items()
+    }
     if builder.managed:
         for name, node in nodes.items():
             managed = _managed(builder, name)

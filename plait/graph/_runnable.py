@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import copy as _copy
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
 from typing import Any, Generic, cast
 
-from langchain_core.callbacks.base import BaseCallbackManager
 from langchain_core.callbacks.manager import (
     AsyncCallbackManager,
     AsyncCallbackManagerForChainRun,
@@ -28,16 +27,15 @@ from langchain_core.callbacks.manager import (
     CallbackManagerForChainRun,
 )
 from langchain_core.runnables.config import RunnableConfig, merge_configs, var_child_runnable_config
-from langchain_core.tracers._streaming import _StreamingCallbackHandler  # pyright: ignore[reportPrivateUsage]
 from langchain_core.tracers.context import tracing_v2_callback_var
 from langsmith.run_helpers import get_current_run_tree
 from langsmith.utils import get_env_var
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from plait._trace import TracePolicy, recorded
 from plait.graph._jsonschema import config_model, context_jsonschema, schema_model, state_jsonschema
 from plait.pregel._thread import run_config
+from plait.pregel._traced import arelease, release, root_manager, streamer, traced_call
 from plait.types import Command
 from plait.typing import ContextT, InputT, OutputT, StateT
 from plait.warnings import LangGraphDeprecatedSinceV10
@@ -45,7 +43,6 @@ from plait.warnings import LangGraphDeprecatedSinceV10
 __all__ = ["GraphRunnable", "traced_call"]
 
 _RUN_KEYS = ("run_id", "run_name")
-_AS_IS = TracePolicy()
 
 
 def _tracing() -> bool:
@@ -64,170 +61,10 @@ def _inherited_callbacks(config: dict[str, Any]) -> Any:
     return callbacks
 
 
-def _configure(
-    manager: type[Any], config: dict[str, Any], callbacks: Any, tags: list[str] | None = None
-) -> Any:
-    handlers: list[Any] = []
-    if isinstance(callbacks, (list, tuple)):  # a list may hold a parent run's manager (see _node_config)
-        items = cast("Sequence[Any]", callbacks)
-        parents = [c for c in items if isinstance(c, BaseCallbackManager)]
-        handlers = [c for c in items if not isinstance(c, BaseCallbackManager)]
-        callbacks = parents[0] if parents else handlers
-        handlers = handlers if parents else []
-    out = manager.configure(
-        callbacks,
-        None,
-        inheritable_tags=config.get("tags"),
-        local_tags=tags,
-        inheritable_metadata=config.get("metadata"),
-    )
-    for handler in handlers:
-        out.add_handler(handler, inherit=True)
-    return out
-
-
 def _run_config(config: dict[str, Any], child: Any) -> dict[str, Any]:
     """The config the runtime gets: the graph run's child callbacks, without run id and name."""
     out = {k: v for k, v in config.items() if k not in _RUN_KEYS}
     out["callbacks"] = child
-    return out
-
-
-def _streamer(run: Any) -> Any:
-    """The handler that streams a run's output (``astream_events``), if any."""
-    for handler in cast("list[Any]", run.handlers):
-        if isinstance(handler, _StreamingCallbackHandler):
-            return cast("Any", handler)
-    return None
-
-
-def _tap(run: Any, output: Any) -> None:
-    streamer = _streamer(run)
-    if streamer is not None:
-        for _ in cast("Iterator[Any]", streamer.tap_output_iter(run.run_id, iter([output]))):
-            pass
-
-
-async def _atap(run: Any, output: Any) -> None:
-    streamer = _streamer(run)
-    if streamer is not None:
-        async for _ in cast("AsyncIterator[Any]", streamer.tap_output_aiter(run.run_id, _one(output))):
-            pass
-
-
-async def _one(item: Any) -> AsyncIterator[Any]:
-    yield item
-
-
-# -- nodes -------------------------------------------------------------------------
-
-
-def _node_tags(lc: dict[str, Any]) -> list[str]:
-    metadata: dict[str, Any] = lc.get("metadata") or {}
-    return [f"graph:step:{metadata.get('langgraph_step', 0)}"]
-
-
-def _enter(ctx: Any, lc: dict[str, Any], run: Any) -> tuple[Any, Any]:
-    """Make ``run`` the parent of what the node calls: its ``config`` and LangChain's child config."""
-    child = run.get_child()
-    saved = ctx.config
-    ctx.config = {**saved, "callbacks": child}
-    token = var_child_runnable_config.set(cast("Any", {**lc, "callbacks": child}))
-    return saved, token
-
-
-def traced_call(
-    call: Callable[[Any, Any], Any],
-    name: str,
-    is_async: bool,
-    *,
-    inner: bool = False,
-    policy: TracePolicy | None = None,
-) -> Callable[[Any, Any], Any]:
-    """Wrap a node's ``call(input, ctx)`` so that, when the run has callbacks, it reports a chain run.
-
-    ``inner``: the run of a subgraph node's graph, under its node's run (no step tag, no output stream).
-    ``policy``: what the run records of the node's input and output.
-    """
-    policy = policy or _AS_IS
-    if is_async:
-
-        async def acall(state: Any, ctx: Any) -> Any:
-            lc = ctx.lc_config
-            if lc is None or not ctx.config.get("callbacks"):
-                return await cast("Awaitable[Any]", call(state, ctx))
-            return await _atraced(call, name, state, ctx, lc, inner, policy)
-
-        return acall
-
-    def sync_call(state: Any, ctx: Any) -> Any:
-        lc = ctx.lc_config
-        if lc is None or not ctx.config.get("callbacks"):
-            return call(state, ctx)
-        return _traced(call, name, state, ctx, lc, inner, policy)
-
-    return sync_call
-
-
-def _manager(kind: type[Any], ctx: Any, lc: dict[str, Any], inner: bool) -> Any:
-    if inner:  # under the node's run, which the outer wrapper made ctx.config's parent; the node's
-        # first step, as LangGraph tags it
-        return _configure(kind, lc, ctx.config.get("callbacks"), ["seq:step:1"])
-    return _configure(kind, lc, lc.get("callbacks"), _node_tags(lc))
-
-
-def _traced(  # noqa: PLR0913 - one call per node run, kept flat
-    call: Callable[[Any, Any], Any],
-    name: str,
-    state: Any,
-    ctx: Any,
-    lc: dict[str, Any],
-    inner: bool,
-    policy: TracePolicy,
-) -> Any:
-    run: CallbackManagerForChainRun = _manager(CallbackManager, ctx, lc, inner).on_chain_start(
-        None, recorded(state, policy.process_inputs), name=name
-    )
-    saved, token = _enter(ctx, lc, run)
-    try:
-        out = call(state, ctx)
-    except BaseException as exc:
-        run.on_chain_error(exc)
-        raise
-    finally:
-        ctx.config = saved
-        var_child_runnable_config.reset(token)
-    if not inner:
-        _tap(run, out)
-    run.on_chain_end(recorded(out, policy.process_outputs))
-    return out
-
-
-async def _atraced(  # noqa: PLR0913 - one call per node run, kept flat
-    call: Callable[[Any, Any], Any],
-    name: str,
-    state: Any,
-    ctx: Any,
-    lc: dict[str, Any],
-    inner: bool,
-    policy: TracePolicy,
-) -> Any:
-    manager = _manager(AsyncCallbackManager, ctx, lc, inner)
-    run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(
-        None, recorded(state, policy.process_inputs), name=name
-    )
-    saved, token = _enter(ctx, lc, run)
-    try:
-        out = await cast("Awaitable[Any]", call(state, ctx))
-    except BaseException as exc:
-        await run.on_chain_error(exc)
-        raise
-    finally:
-        ctx.config = saved
-        var_child_runnable_config.reset(token)
-    if not inner:
-        await _atap(run, out)
-    await run.on_chain_end(recorded(out, policy.process_outputs))
     return out
 
 
@@ -336,7 +173,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         if not self.config:
             return given
         merged = cast("dict[str, Any]", merge_configs(cast("Any", self.config), cast("Any", given)))
-        own = {**(self.config.get("metadata") or {}), **(given.get("metadata") or {})}
+        own: dict[str, Any] = {**(self.config.get("metadata") or {}), **(given.get("metadata") or {})}
         merged["metadata"] = {**(merged.get("metadata") or {}), **own}  # over the caller's context (a node's)
         return merged
 
@@ -344,7 +181,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         callbacks = _inherited_callbacks(config)
         if not callbacks and not _tracing():
             return None
-        manager = _configure(CallbackManager, config, callbacks)
+        manager = root_manager(CallbackManager, config, callbacks)
         name = config.get("run_name") or self._named("")
         run: CallbackManagerForChainRun = manager.on_chain_start(
             None, input, name=name, run_id=config.get("run_id")
@@ -355,7 +192,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         callbacks = _inherited_callbacks(config)
         if not callbacks and not _tracing():
             return None
-        manager = _configure(AsyncCallbackManager, config, callbacks)
+        manager = root_manager(AsyncCallbackManager, config, callbacks)
         name = config.get("run_name") or self._named("")
         run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(
             None, input, name=name, run_id=config.get("run_id")
@@ -392,8 +229,10 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         try:
             out = self._pregel("invoke")(input, _run_config(cfg, run.get_child()), context=context, **kwargs)
         except BaseException as exc:
+            release(run.run_id)
             run.on_chain_error(exc)
             raise
+        release(run.run_id)  # node runs whose routers never ran (a step stopped by another task)
         run.on_chain_end(out)
         return out
 
@@ -415,8 +254,10 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
                 input, _run_config(cfg, run.get_child()), context=context, **kwargs
             )
         except BaseException as exc:
+            await arelease(run.run_id)
             await run.on_chain_error(exc)
             raise
+        await arelease(run.run_id)
         await run.on_chain_end(out)
         return out
 
@@ -442,8 +283,10 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         try:
             yield from _tapped(run, (item for event in events for item in modes.shape(event)))
         except BaseException as exc:
+            release(run.run_id)
             run.on_chain_error(exc)
             raise
+        release(run.run_id)
         run.on_chain_end(modes.output)
 
     async def astream(
@@ -475,8 +318,10 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
                 async for item in items:
                     yield item
         except BaseException as exc:
+            await arelease(run.run_id)
             await run.on_chain_error(exc)
             raise
+        await arelease(run.run_id)
         await run.on_chain_end(modes.output)
 
 
@@ -487,14 +332,10 @@ async def _ashaped(modes: _Modes, events: AsyncIterator[Any]) -> AsyncIterator[A
 
 
 def _tapped(run: Any, events: Iterator[Any]) -> Iterator[Any]:
-    streamer = _streamer(run)
-    return events if streamer is None else cast("Iterator[Any]", streamer.tap_output_iter(run.run_id, events))
+    found = streamer(run)
+    return events if found is None else cast("Iterator[Any]", found.tap_output_iter(run.run_id, events))
 
 
 def _atapped(run: Any, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    streamer = _streamer(run)
-    return (
-        events
-        if streamer is None
-        else cast("AsyncIterator[Any]", streamer.tap_output_aiter(run.run_id, events))
-    )
+    found = streamer(run)
+    return events if found is None else cast("AsyncIterator[Any]", found.tap_output_aiter(run.run_id, events))

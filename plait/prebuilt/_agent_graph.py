@@ -13,11 +13,12 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, create_model
 from typing_extensions import TypedDict
 
+from plait._internal._runnable import RunnableCallable
 from plait.checkpoint._allow import allow, classes_in
 from plait.constants import END
 from plait.graph import StateGraph
 from plait.prebuilt._agent_model import init_model, prompt_runnable, should_bind_tools
-from plait.prebuilt._react import AgentParts, DualNode
+from plait.prebuilt._react import AgentParts
 from plait.prebuilt.tool_node import ToolNode
 
 __all__ = ["build_graph"]
@@ -64,7 +65,9 @@ def _wire(
 ) -> None:
     pre, post = hooks
     agent = parts.model_node
-    graph.add_node(agent, DualNode(agent, parts.call_model, parts.acall_model), input_schema=agent_input)
+    # a traced Runnable as in LangGraph: its run (named after the function) goes inside the node's
+    node = RunnableCallable(parts.call_model, parts.acall_model, name="call_model")
+    graph.add_node(agent, node, input_schema=agent_input)
     if tool_node is not None:
         graph.add_node("tools", tool_node)
     if pre is not None:
@@ -75,7 +78,7 @@ def _wire(
         graph.add_node("post_model_hook", post)
         graph.add_edge(agent, "post_model_hook")
     if parts.response_format is not None:
-        node = DualNode("generate_structured_response", parts.structured, parts.astructured)
+        node = RunnableCallable(parts.structured, parts.astructured, name="generate_structured_response")
         graph.add_node("generate_structured_response", node)
     end = "generate_structured_response" if parts.response_format is not None else END
     if tool_node is None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
 from plait._context import running_task
@@ -17,35 +16,15 @@ from plait.prebuilt._agent_model import chat_model, prompt_runnable, state_value
 from plait.runtime import Runtime
 from plait.types import Send
 
-__all__ = ["AgentParts", "DualNode", "model_config"]
-
-
-class DualNode:
-    """A node with a sync and an async body, both called as ``fn(state, config)``.
-
-    Args:
-        name: The node name.
-        func: The sync body.
-        afunc: The async body.
-    """
-
-    def __init__(self, name: str, func: Callable[..., Any], afunc: Callable[..., Any]) -> None:
-        self.name = name
-        self._func = func
-        self._afunc = afunc
-
-    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
-        """Run the sync body."""
-        return self._func(input, config)
-
-    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
-        """Run the async body."""
-        return await self._afunc(input, config)
+__all__ = ["AgentParts", "model_config"]
 
 
 def model_config(config: Any) -> Any:
-    """The config to call a model with: none inside a plait node that already set LangChain's child
-    config (callbacks for ``stream_mode="messages"``, node metadata), else the node's config."""
+    """The config to call a model with: the node's when it carries the node run's callbacks (a traced
+    run: the model's run goes in the node's, as in LangGraph); none inside a plait node that already
+    set LangChain's child config (callbacks for ``stream_mode="messages"``, node metadata); else the node's."""
+    if config and config.get("callbacks"):
+        return config
     return None if var_child_runnable_config.get() is not None else config
 
 
@@ -137,14 +116,14 @@ class AgentParts:
             return True
         return remaining < 2 and bool(calls)
 
-    def call_model(self, state: Any, config: Any) -> dict[str, Any]:
+    def call_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """The ``agent`` node (sync)."""
         self._refuse_sync()
         return self._answer(
             state, self._resolve(state).invoke(self._model_input(state), model_config(config))
         )
 
-    async def acall_model(self, state: Any, config: Any) -> dict[str, Any]:
+    async def acall_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """The ``agent`` node (async)."""
         model = await self._aresolve(state)
         return self._answer(state, await model.ainvoke(self._model_input(state), model_config(config)))
@@ -159,14 +138,14 @@ class AgentParts:
             messages = [SystemMessage(content=system), *messages]
         return messages, schema
 
-    def structured(self, state: Any, config: Any) -> dict[str, Any]:
+    def structured(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """The ``generate_structured_response`` node (sync)."""
         self._refuse_sync()
         messages, schema = self._structured_input(state)
         model = chat_model(self._resolve(state)).with_structured_output(schema)
         return {"structured_response": model.invoke(messages, model_config(config))}
 
-    async def astructured(self, state: Any, config: Any) -> dict[str, Any]:
+    async def astructured(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """The ``generate_structured_response`` node (async)."""
         messages, schema = self._structured_input(state)
         model = chat_model(await self._aresolve(state)).with_structured_output(schema)

@@ -32,6 +32,7 @@ from plait.pregel._defer import hold_deferred, next_version
 from plait.pregel._managed import fill_managed
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._task import Task
+from plait.pregel._traced import start_routes
 from plait.types import Send
 
 __all__ = ["RunState", "prepare_tasks", "read_state", "routers", "schedule", "scheduled", "send_indices"]
@@ -185,8 +186,13 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
     for index, task in enumerate(finished):
         seen = views[index] if views is not None else None
         read = values if seen is None else seen
-        for branch in plan.branches.get(task.name, ()):
-            call = partial(_with_config, branch.path, config) if branch.takes_config else branch.path
+        branches = plan.branches.get(task.name, ())
+        held = getattr(task, "trace", None)  # the START pseudo-task has none
+        if held is None and task.name == START and branches and config.get("callbacks"):
+            held = start_routes(config, len(branches), steps[0] if steps else 0)
+        for position, branch in enumerate(branches):
+            seen_config = config if held is None else held.router_config(config, position)
+            call = partial(_with_config, branch.path, seen_config) if branch.takes_config else branch.path
             if branch.reads is not None and read is not None:
                 own = read_state(read, branch.reads, ())
                 if branch.managed and steps is not None:
@@ -194,7 +200,7 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
                 call = partial(_on, call, own if branch.make_input is None else branch.make_input(own))
             elif seen is not None and steps is not None:
                 call = partial(_on, call, branch_state(plan, seen, *steps))
-            calls.append(call)
+            calls.append(call if held is None else held.route(call, branch.path, position))
     return tuple(calls)
 
 

@@ -61,6 +61,8 @@ class Task:
     """For an error handler task: the failed task it handles."""
     failure: Any = None
     """For an error handler task: the :class:`~plait.errors.NodeError` the handler receives."""
+    trace: Any = None
+    """Its node's run, kept open for its routers' runs when the run is traced (:mod:`plait.pregel._traced`)."""
 
     def failed(self, exc: Exception, attempt: int) -> float | None:
         """Record that attempt ``attempt`` raised ``exc``.
