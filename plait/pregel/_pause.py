@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from plait.checkpoint._task_ids import current_writes
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple
@@ -13,6 +13,7 @@ from plait.pregel._recover import failure_writes, with_recoveries
 from plait.pregel._step import RunState
 from plait.pregel._task import Task, task_key
 from plait.pregel._writes import apply_writes
+from plait.types import Send
 
 if TYPE_CHECKING:
     from plait.pregel._loop import Loop
@@ -62,6 +63,23 @@ def paused_view(loop: Loop, tasks: Sequence[Task]) -> None:
         loop.sink.values(lambda: {k: view.values[k] for k in loop.plan.channels if k in view.values})
 
 
+def _tracked(loop: Loop, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``writes`` without those to ``UntrackedValue`` keys (never stored, as in LangGraph), also inside a
+    ``Send``'s argument."""
+    untracked = loop.plan.untracked
+    if not untracked:
+        return list(writes)
+    out: list[tuple[str, Any]] = []
+    for key, value in writes:
+        if key in untracked:
+            continue
+        if isinstance(value, Send) and isinstance(value.arg, dict) and untracked & value.arg.keys():
+            arg = cast("dict[str, Any]", value.arg)
+            value = Send(value.node, {k: v for k, v in arg.items() if k not in untracked})
+        out.append((key, value))
+    return out
+
+
 def save_partial(loop: Loop, tasks: Sequence[Task]) -> None:
     """Queue the pending writes of a step that stopped: finished tasks' writes, interrupts, errors."""
     config = loop.checkpoint_config
@@ -83,7 +101,7 @@ def save_partial(loop: Loop, tasks: Sequence[Task]) -> None:
             if resumes:
                 loop.saves.append(PutWrites(config, [(RESUME, list(resumes))], tid))
         elif t.error is None and t.done:  # a finished task is not run again: even with no writes
-            loop.saves.append(PutWrites(config, list(t.writes) or [(NO_WRITES, None)], tid))
+            loop.saves.append(PutWrites(config, _tracked(loop, t.writes) or [(NO_WRITES, None)], tid))
         elif t.error is not None:  # shown by get_state().tasks; the task runs again on resume
             loop.saves.append(PutWrites(config, [(ERROR, repr(t.error))], tid))
 
@@ -115,7 +133,9 @@ def save_results(loop: Loop, tasks: Sequence[Task]) -> None:
     for t in tasks:
         if t.error is None and t.handled is None:
             loop.saves.append(
-                PutWrites(config, list(t.writes) or [(NO_WRITES, None)], task_id(loop.checkpoint_id, t))
+                PutWrites(
+                    config, _tracked(loop, t.writes) or [(NO_WRITES, None)], task_id(loop.checkpoint_id, t)
+                )
             )
 
 

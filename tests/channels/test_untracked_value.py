@@ -50,3 +50,6 @@ def test_unserializable_value_is_used_by_later_nodes_and_never_saved(tmp_path) -
         assert state.values["log"] == ["open", "Resource"]
         for snapshot in app.get_state_history(config):
             assert "resource" not in snapshot.values
+        for snapshot in app.get_state_history(config):  # the task results history shows leave it out too
+            for task in snapshot.tasks:
+                assert "resource" not in (task.result or {})
