@@ -9,7 +9,7 @@ gives the same value from the cache as from the row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from plait.checkpoint._delta import Entry
 
@@ -18,8 +18,8 @@ __all__ = ["as_read", "tuples_listed"]
 
 def tuples_listed(dumps: Callable[[Any], bytes]) -> int:
     """How many tuples ``dumps`` (a :class:`~plait.checkpoint.serde.Serializer`'s) stored as lists so far."""
-    count = getattr(getattr(dumps, "__self__", None), "tuples_listed", None)
-    return int(count()) if callable(count) else 0
+    count = cast("Callable[[], int] | None", getattr(getattr(dumps, "__self__", None), "tuples_listed", None))
+    return count() if callable(count) else 0
 
 
 def as_read(entry: Entry, dumps: Callable[[Any], bytes], mark: int) -> Entry:

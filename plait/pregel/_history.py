@@ -109,13 +109,15 @@ def _where(saved: CheckpointTuple, key: str) -> str:
     return f"thread {conf.get('thread_id')!r}, checkpoint {saved.checkpoint.get('id')}, key {key!r}"
 
 
-def _interrupts(saved: CheckpointTuple, tid: str, value: Any) -> list[Interrupt]:
+def _interrupts(saved: CheckpointTuple, tid: str, value: object) -> list[Interrupt]:
     """A task's stored interrupt write: a list of ``Interrupt``; anything else is a damaged row."""
-    if isinstance(value, (list, tuple)) and all(isinstance(i, Interrupt) for i in value):  # pyright: ignore[reportUnknownVariableType]
-        return list(value)  # pyright: ignore[reportUnknownArgumentType]
+    kind = type(value).__name__
+    items = cast("Sequence[object]", value) if isinstance(value, (list, tuple)) else None
+    if items is not None and all(isinstance(i, Interrupt) for i in items):
+        return cast("list[Interrupt]", list(items))
     raise SerializationError(
         f"Cannot read the interrupts of task {tid} ({_where(saved, INTERRUPT)}): the stored write is "
-        f"{type(value).__name__}, not a list of Interrupt (the row is damaged or was planted)",
+        f"{kind}, not a list of Interrupt (the row is damaged or was planted)",
         key=INTERRUPT,
     )
 

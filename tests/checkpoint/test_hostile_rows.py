@@ -2,7 +2,7 @@
 
 Each test plants bytes an attacker (or a disk fault) could have put into a row and checks that every
 read path (``get_state``, ``get_state_history``, ``plait show``, ``plait migrate``) raises a typed
-``SerializationError`` naming where, within bounded memory (measured with tracemalloc in a subprocess).
+``SerializationError`` naming where, within bounded memory (the peak resident size of a subprocess, and tracemalloc).
 """
 
 from __future__ import annotations
@@ -152,21 +152,26 @@ def _bomb(maps: int = 4_000_000, pad: int = 140_000) -> bytes:
 
 
 _MEASURE = """
-import sys, tracemalloc
+import resource, sys
 sys.path.insert(0, {tests!r})
 from test_hostile_rows import _graph, _open, CONFIG
 from plait.errors import SerializationError
+
+
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
 with _open({target!r}) as saver:
     graph = _graph(saver)
     for read in (lambda: graph.get_state(CONFIG), lambda: list(graph.get_state_history(CONFIG))):
-        tracemalloc.start()
+        before = peak()
         try:
             read()
             print("read")
         except SerializationError as exc:
             print("refused", str(exc).replace(chr(10), " ")[:300])
-        print("peak", tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
+        print("peak", peak() - before)
 """
 
 

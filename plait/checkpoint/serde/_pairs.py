@@ -33,7 +33,7 @@ class Key:
 def hashable(obj: Any) -> Any:
     """``obj``, with tuples (nested ones too) marked to read back as tuples."""
     if type(obj) is tuple:
-        return Key([hashable(v) for v in cast("tuple[Any, ...]", obj)])
+        return Key([hashable(v) for v in cast("tuple[object, ...]", obj)])
     return obj
 
 
