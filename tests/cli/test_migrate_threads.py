@@ -133,8 +133,6 @@ def test_a_different_thread_of_the_same_id_is_left_alone_and_reported(lg_notes: 
         head: Any = saver.get_tuple({"configurable": {"thread_id": "notes"}})
         checkpoint = {**head.checkpoint, "id": "1ffffff0-0000-6000-8000-000000000000"}
         saver.put(head.config, checkpoint, {"step": 9}, {})
-    out = run(
-        "migrate", "--from-langgraph", lg_notes, "--to", target, "--allow", "notes_models.Note", ok=False
-    )
-    assert "failed thread 'notes'" in out and "1 checkpoint(s) LangGraph's has not" in out
+    out = run("migrate", "--from-langgraph", lg_notes, "--to", target, "--allow", "notes_models.Note")
+    assert "kept thread 'notes' as the destination has it" in out and "1 checkpoint(s) of its own" in out
     assert len(_ids(target, "notes")) == 3  # left as it was
