@@ -214,8 +214,14 @@ def _writes(
             items: list[Any] = (
                 list(cast("Sequence[Any]", value)) if isinstance(value, (list, tuple)) else [value]
             )
+            if not all(isinstance(i, Interrupt) for i in items):
+                raise SerializationError(
+                    f"Cannot import {_where(row, channel)}: the interrupt write is not a list of Interrupt "
+                    "(the row is damaged or was planted)",
+                    key=channel,
+                )
             # LangGraph's ids are kept: plait derives them as LangGraph does, and clients hold them
-            value = [Interrupt(value=i.value, id=i.id) if isinstance(i, Interrupt) else i for i in items]
+            value = [Interrupt(value=i.value, id=i.id) for i in items]
         out.setdefault(tid, []).append((channel, value))
     return out
 

@@ -301,17 +301,20 @@ def _lg_message(fields: dict[str, Any]) -> bytes:
     return ormsgpack.packb(ormsgpack.Ext(5, ormsgpack.packb(record)))
 
 
-def _plant_lg(source: str, tmp_path: Path, kind: str, value: bytes) -> str:
+def _plant_lg(
+    source: str, tmp_path: Path, kind: str, value: bytes, where: tuple[str, str] = ("chat", "turns")
+) -> str:
+    """A copy of LangGraph's file with the task writes of ``where`` (thread, channel) replaced."""
     path = str(tmp_path / "lg.sqlite")
     conn = sqlite3.connect(source)
     copy = sqlite3.connect(path)
     conn.backup(copy)
     conn.close()
     with copy:
-        copy.execute(
-            "UPDATE writes SET type = ?, value = ? WHERE thread_id = 'chat' AND channel = 'turns'",
-            [kind, value],
+        done = copy.execute(
+            "UPDATE writes SET type = ?, value = ? WHERE thread_id = ? AND channel = ?", [kind, value, *where]
         )
+        assert done.rowcount > 0
     copy.close()
     return path
 
@@ -336,6 +339,16 @@ def test_migrate_reports_a_hostile_langgraph_row_and_imports_the_other_threads(
     with SqliteSaver.from_conn_string(target) as saver:
         assert {t.thread_id for t in saver.threads()} == {"failed", "paused", "sub"}
     assert json.dumps(out.output)  # one readable report
+
+
+def test_migrate_refuses_a_junk_interrupt_write(lg_file: str, tmp_path: Path) -> None:
+    source = _plant_lg(lg_file, tmp_path, "msgpack", ormsgpack.packb(5), ("paused", "__interrupt__"))
+    out = CliRunner().invoke(
+        main, ["migrate", "--from-langgraph", source, "--to", str(tmp_path / "out.sqlite")]
+    )
+    assert out.exit_code == 1 and "Traceback" not in out.output, out.output
+    assert "failed thread 'paused'" in out.output and "not a list of Interrupt" in out.output
+    assert "key '__interrupt__'" in out.output and "imported thread 'chat'" in out.output
 
 
 def test_rows_below_the_walking_threshold_fit_the_floor_whatever_they_hold() -> None:
