@@ -53,7 +53,7 @@ def _policy(builder: StateGraph[Any, Any, Any, Any], name: str) -> TracePolicy |
 
 def _traced_node(node: NodeSpec, policy: TracePolicy | None, routes: int) -> NodeSpec:
     call, acall = node.call, node.acall
-    if node.subgraph is not None:  # the subgraph's own run, inside its node's (as a Runnable invoked there)
+    if node.is_subgraph:  # the subgraph's own run, inside its node's (as a Runnable invoked there)
         name = getattr(node.subgraph, "name", None) or "LangGraph"
         call = traced_call(call, name, node.is_async, inner=True)
         acall = None if acall is None else traced_call(acall, name, True, inner=True)

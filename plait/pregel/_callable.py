@@ -144,12 +144,15 @@ def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | 
 
 def _with_given(config: dict[str, Any], given: Mapping[str, Any] | None, ctx: TaskContext) -> dict[str, Any]:
     """The subgraph run's config with the metadata of the config it was invoked with on top
-    (e.g. a bound ``lc_agent_name``), as LangGraph merges a nested call's config into its parent's;
-    in a v3 run it streams its model calls as protocol events too."""
+    (e.g. a bound ``lc_agent_name``) and its callbacks, as LangGraph merges a nested call's config
+    into its parent's; in a v3 run it streams its model calls as protocol events too."""
     if configurable_of(ctx.config).get(MESSAGE_EVENTS_KEY) and not configurable_of(config).get(
         MESSAGE_EVENTS_KEY
     ):
         config = config_with(config, **{MESSAGE_EVENTS_KEY: True})
+    callbacks = (given or {}).get("callbacks")
+    if callbacks is not None:  # a traced invoke's: the subgraph's runs go inside its run
+        config = {**config, "callbacks": callbacks}
     metadata = (given or {}).get("metadata")
     if not metadata:
         return config

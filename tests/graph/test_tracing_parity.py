@@ -26,7 +26,10 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import RunnableLambda
 from typing_extensions import TypedDict
 
+from plait.checkpoint.memory import InMemorySaver
 from plait.graph import END, START, StateGraph
+
+THREAD: dict[str, Any] = {"configurable": {"thread_id": "t"}}
 
 FAKE_AGENT = '''
 from typing import Any
@@ -420,3 +423,30 @@ def test_root_run_metadata_keeps_a_given_integration() -> None:
     g.invoke({"x": []}, {"callbacks": [Meta()], "configurable": {"thread_id": "t", "checkpoint_id": ""}})
     g.with_config(metadata={"ls_integration": "mine"}).invoke({"x": []}, {"callbacks": [Meta()]})
     assert seen == [{"thread_id": "t", "ls_integration": "langgraph"}, {"ls_integration": "mine"}]
+
+
+def test_a_subgraph_reports_one_run_whether_it_is_the_node_or_invoked_in_one() -> None:
+    sub = StateGraph(_S)
+    sub.add_node("s1", lambda s: {"x": ["s1"]})
+    sub.add_edge(START, "s1")
+    sub.add_conditional_edges("s1", lambda s: END)
+    child = sub.compile(name="child")
+
+    def q(state: _S) -> dict[str, Any]:
+        return child.invoke({"x": []})
+
+    g = StateGraph(_S).add_node("p", child).add_node("q", q).add_edge(START, "p").add_edge("p", "q")
+    runs = _Runs()
+    g.compile(checkpointer=InMemorySaver()).invoke({"x": []}, {"callbacks": [runs], **THREAD})
+    assert runs.started == [  # LangGraph 1.2.24
+        ("LangGraph", None, []),
+        ("p", "LangGraph", ["graph:step:1"]),
+        ("child", "p", ["seq:step:1"]),
+        ("s1", "child", ["graph:step:1"]),
+        ("RunnableCallable", "s1", ["seq:step:3"]),
+        ("q", "LangGraph", ["graph:step:2"]),
+        ("child", "q", ["seq:step:1"]),
+        ("s1", "child", ["graph:step:1"]),
+        ("RunnableCallable", "s1", ["seq:step:3"]),
+    ]
+    assert runs.ended == set(runs.names)
