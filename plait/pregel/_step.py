@@ -189,7 +189,7 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
         branches = plan.branches.get(task.name, ())
         held = getattr(task, "trace", None)  # the START pseudo-task has none
         if held is None and task.name == START and branches and config.get("callbacks"):
-            held = start_routes(config, len(branches), steps[0] if steps else 0)
+            held = start_routes(config, len(branches), steps[0] if steps else 0, dict(values or {}))
         for position, branch in enumerate(branches):
             seen_config = config if held is None else held.router_config(config, position)
             call = partial(_with_config, branch.path, seen_config) if branch.takes_config else branch.path

@@ -14,6 +14,7 @@ Without callbacks a node pays for one ``dict`` lookup; routers pay nothing.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -144,10 +145,21 @@ async def _one(item: Any) -> AsyncIterator[Any]:
     yield item
 
 
-def route_name(path: Any) -> str:
-    """The name of a router's run, as LangGraph names it: its function's (a lambda's: ``RunnableCallable``)."""
+def route_name(path: Any, in_loop: bool) -> str | None:
+    """The name of a router's run, as LangGraph names it: its function's; a lambda's is
+    ``RunnableCallable`` in a sync run, none (``Unnamed``) in an async one (``in_loop``)."""
     name = getattr(path, "__name__", None)
-    return "RunnableCallable" if name is None or name == "<lambda>" else str(name)
+    if name is None or name == "<lambda>":
+        return None if in_loop else "RunnableCallable"
+    return str(name)
+
+
+def _in_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 # -- held runs: a node's run stays open while its routers run ------------------------------------
@@ -195,16 +207,15 @@ class HeldRun:
     def route(self, call: Callable[[Any], Any], path: Any, index: int) -> Callable[[Any], Any]:
         """``call`` (router number ``index``) reporting a run inside the node's; the last one ends it."""
         own = getattr(path, "runnable", None) is None  # a Runnable router reports its own run
-        name = route_name(path) if own else None
-        last = index == self.routes - 1
+        name = route_name(path, _in_loop()) if own else None
         if isinstance(self.run, AsyncCallbackManagerForChainRun):
-            return lambda state: self._aroute(call, state, name, index, last)
-        return lambda state: self._route(call, state, name, index, last)
+            return lambda state: self._aroute(call, state, own, name, index)
+        return lambda state: self._route(call, state, own, name, index)
 
-    def _route(self, call: Callable[[Any], Any], state: Any, name: str | None, index: int, last: bool) -> Any:
+    def _route(self, call: Callable[[Any], Any], state: Any, own: bool, name: str | None, index: int) -> Any:
         run: CallbackManagerForChainRun | None = None
         try:
-            if name is not None:
+            if own:
                 run = self._child(index).on_chain_start(None, state, name=name)
             answer = call(state)
         except BaseException as exc:
@@ -214,16 +225,16 @@ class HeldRun:
             raise
         if run is not None:
             run.on_chain_end(answer)
-        if last:
+        if index == self.routes - 1:
             self.end()
         return answer
 
     async def _aroute(
-        self, call: Callable[[Any], Any], state: Any, name: str | None, index: int, last: bool
+        self, call: Callable[[Any], Any], state: Any, own: bool, name: str | None, index: int
     ) -> Any:
         run: AsyncCallbackManagerForChainRun | None = None
         try:
-            if name is not None:
+            if own:
                 run = await self._child(index).on_chain_start(None, state, name=name)
             answer = call(state)
             if inspect.isawaitable(answer):
@@ -235,7 +246,7 @@ class HeldRun:
             raise
         if run is not None:
             await run.on_chain_end(answer)
-        if last:
+        if index == self.routes - 1:
             await self.aend()
         return answer
 
@@ -294,8 +305,9 @@ async def arelease(parent: Any) -> None:
         await run.aend()
 
 
-def start_routes(config: Mapping[str, Any], routes: int, step: int) -> HeldRun:
-    """The hidden ``__start__`` run LangGraph reports for conditional edges from ``START``."""
+def start_routes(config: Mapping[str, Any], routes: int, step: int, values: Any) -> HeldRun:
+    """The hidden ``__start__`` run LangGraph reports for conditional edges from ``START``
+    (``values``: the state the input made, its input and output)."""
     given: dict[str, Any] = config.get("metadata") or {}
     metadata: dict[str, Any] = {
         **given,
@@ -306,8 +318,8 @@ def start_routes(config: Mapping[str, Any], routes: int, step: int) -> HeldRun:
     }
     manager = configure(CallbackManager, config, config.get("callbacks"), [f"graph:step:{step}"], metadata)
     manager.add_tags([_HIDDEN], inherit=False)
-    run = manager.on_chain_start(None, None, name="__start__")
-    held = HeldRun(run, None, _AS_IS, routes, stream=False, base=_START_BASE)
+    run = manager.on_chain_start(None, values, name="__start__")
+    held = HeldRun(run, values, _AS_IS, routes, stream=True, base=_START_BASE)
     held.tags = [_HIDDEN]
     return held
 
