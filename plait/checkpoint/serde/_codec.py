@@ -29,6 +29,8 @@ numbers, and classes that are not allowed, cannot be imported or reject the stor
 when that saves space: ``b"\\xc1\\xff"``, the uncompressed length (4 bytes, big-endian), raw deflate
 data. They inflate only up to that length, at most ``max_value_bytes`` (256 MiB by default). Payloads of
 earlier versions (``b"\\xc1"`` + raw deflate data) still read; inflating them stops at ``max_value_bytes``.
+A large row whose objects would take more memory than its stored size allows is refused before it is
+decoded (:mod:`plait.checkpoint.serde._bound`).
 """
 
 from __future__ import annotations
