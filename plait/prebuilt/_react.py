@@ -6,6 +6,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from langchain_core.callbacks.base import BaseCallbackManager
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
@@ -21,10 +22,13 @@ __all__ = ["AgentParts", "model_config"]
 
 def model_config(config: Any) -> Any:
     """The config to call a model with: the node's when it carries the node run's callbacks (a traced
-    run: the model's run goes in the node's, as in LangGraph); none inside a plait node that already
-    set LangChain's child config (callbacks for ``stream_mode="messages"``, node metadata); else the node's."""
-    if config and config.get("callbacks"):
+    run: the model's run goes in the node's, as in LangGraph); else, inside a plait node, the task's
+    LangChain config (callbacks for ``stream_mode="messages"``, the task's metadata); else the node's."""
+    if config and isinstance(config.get("callbacks"), BaseCallbackManager):
         return config
+    lc = getattr(running_task(), "lc_config", None)
+    if lc is not None:
+        return lc
     return None if var_child_runnable_config.get() is not None else config
 
 

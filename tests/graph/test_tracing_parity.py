@@ -496,3 +496,22 @@ def test_astream_events_of_routers_match_langgraph() -> None:
         "on_chain_stream LangGraph None ",
         "on_chain_end LangGraph None ",
     ]
+
+
+@pytest.mark.parametrize("callbacks", [False, True])
+def test_messages_of_the_agents_model_carry_its_runs_metadata(callbacks: bool) -> None:
+    class Quiet(BaseCallbackHandler):
+        """A handler that records nothing: the run is traced."""
+
+    namespace: dict[str, Any] = {}
+    exec(compile(FAKE_AGENT + REACT, "<agent>", "exec", dont_inherit=True), namespace)  # noqa: S102
+    agent = namespace["create_react_agent"](
+        namespace["model"](), [namespace["add"]], checkpointer=InMemorySaver()
+    )
+    config = {**THREAD, "callbacks": [Quiet()] if callbacks else []}
+    models = [
+        sorted(metadata)
+        for message, metadata in agent.stream({"messages": [("user", "hi")]}, config, stream_mode="messages")
+        if metadata["langgraph_node"] == "agent"
+    ]
+    assert models == [MODEL, MODEL]  # LangGraph 1.2.24, with and without callbacks
