@@ -13,7 +13,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, cast
 
 from plait._context import current_task
-from plait._internal._constants import CONF, CONFIG_KEY_RUNTIME  # noqa: F401 - LangGraph code imports them from here
+from plait._internal._constants import (  # noqa: F401 - LangGraph code imports them from here
+    CONF,  # pyright: ignore[reportUnusedImport]
+    CONFIG_KEY_RUNTIME,  # pyright: ignore[reportUnusedImport]
+)
 
 __all__ = ["ExecutionInfo", "RunControl", "Runtime", "ServerInfo", "get_runtime"]
 

@@ -14,7 +14,7 @@ import inspect
 import sys
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Optional, TypeAlias, Union
+from typing import Any, Optional, TypeAlias, Union, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import RunnableLike as LCRunnableLike
@@ -35,7 +35,7 @@ from plait.types import StreamWriter
 
 __all__ = ["RunnableCallable", "RunnableLike", "coerce_to_runnable", "is_async_callable"]
 
-RunnableLike: TypeAlias = LCRunnableLike
+RunnableLike: TypeAlias = LCRunnableLike[Any, Any]
 """What a node or router may be: a Runnable, or a function LangChain can turn into one."""
 
 _EMPTY = inspect.Parameter.empty
@@ -62,6 +62,10 @@ def _hint_in(hint: Any, hints: tuple[Any, ...]) -> bool:
     return any(hint is h or (isinstance(hint, str) == isinstance(h, str) and hint == h) for h in hints)
 
 
+def _no_writer(_: Any) -> None:
+    return None
+
+
 def _accepted(fn: Callable[..., Any]) -> dict[str, Any]:
     """The extras ``fn`` declares, each with its default (``MISSING``: required)."""
     params = inspect.signature(fn).parameters
@@ -81,7 +85,7 @@ def _accepted(fn: Callable[..., Any]) -> dict[str, Any]:
                     stacklevel=4,
                 )
         elif name == "writer" and _hint_in(hint, _WRITER_HINTS):
-            out[name] = lambda _: None
+            out[name] = _no_writer
         elif name == "store" and _hint_in(hint, _STORE_HINTS):
             out[name] = MISSING
         elif name == "store" and _hint_in(hint, _OPTIONAL_STORE_HINTS):
@@ -213,7 +217,7 @@ class RunnableCallable(Runnable[Any, Any]):
                 raise
             run.on_chain_end(ret)
         if self.recurse and isinstance(ret, Runnable):
-            return ret.invoke(input, config)
+            return ret.invoke(input, config)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         return ret
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
@@ -237,7 +241,7 @@ class RunnableCallable(Runnable[Any, Any]):
                 raise
             await run.on_chain_end(ret)
         if self.recurse and isinstance(ret, Runnable):
-            return await ret.ainvoke(input, config)
+            return await ret.ainvoke(input, config)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         return ret
 
 
@@ -260,7 +264,8 @@ async def _in_context(coro: Awaitable[Any], context: Any) -> Any:
 
 def is_async_callable(func: Any) -> bool:
     """Whether calling ``func`` gives a coroutine (a coroutine function or such a ``__call__``)."""
-    call = vars(type(func)).get("__call__")
+    kind: type[object] = type(cast("object", func))
+    call: Any = vars(kind).get("__call__")
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
 
 
@@ -271,7 +276,7 @@ def coerce_to_runnable(thing: Any, *, name: str | None, trace: bool) -> Runnable
         TypeError: ``thing`` is none of these.
     """
     if isinstance(thing, Runnable):
-        return thing
+        return thing  # pyright: ignore[reportUnknownVariableType]
     if is_async_callable(thing):
         return RunnableCallable(None, thing, name=name, trace=trace)
     if callable(thing):
@@ -279,5 +284,5 @@ def coerce_to_runnable(thing: Any, *, name: str | None, trace: bool) -> Runnable
     if isinstance(thing, dict):
         from langchain_core.runnables import RunnableParallel
 
-        return RunnableParallel(thing)
+        return RunnableParallel(cast("dict[str, Any]", thing))
     raise TypeError(f"Expected a Runnable, callable or dict. Instead got an unsupported type: {type(thing)}")

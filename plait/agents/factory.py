@@ -10,7 +10,7 @@ strategy), the agent *is* LangChain's ``create_agent``, run on plait through the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from langchain_core.messages import AnyMessage, SystemMessage
 from langchain_core.tools import BaseTool
@@ -41,7 +41,8 @@ def _langchain_only(options: dict[str, Any]) -> str | None:
     for name in ("middleware", "cache", "transformers"):
         if options[name]:
             return name
-    kind = type(options["response_format"])
+    given: object = options["response_format"]
+    kind = type(given)
     if kind.__name__ in _STRATEGIES and kind.__module__.startswith("langchain."):
         return "response_format"
     return None
@@ -55,13 +56,13 @@ def _langchain_agent(option: str, options: dict[str, Any]) -> CompiledStateGraph
     """
     install()  # from here on langchain's `import langgraph...` gives plait
     try:
-        from langchain.agents import create_agent as langchain_create_agent
+        from langchain.agents import create_agent as langchain_create_agent  # pyright: ignore[reportUnknownVariableType]
     except ImportError as exc:
         raise ImportError(
             f"create_agent({option}=...) is LangChain's create_agent running on plait: pip install 'langchain>=1'"
         ) from exc
-    agent: CompiledStateGraph[Any] = langchain_create_agent(**options)
-    return agent
+    agent: Any = langchain_create_agent(**options)  # (typed on the real langgraph; it is plait's graph here)
+    return cast("CompiledStateGraph[Any]", agent)
 
 
 def create_agent(  # noqa: PLR0913 - LangChain's signature

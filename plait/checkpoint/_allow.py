@@ -16,7 +16,7 @@ import sys
 import threading
 import typing
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from plait.errors import SerializationError
 
@@ -190,20 +190,25 @@ def _within(module: str, qualname: str, names: Iterable[str]) -> bool:
     return any(path == n or module == n or module.startswith(n + ".") for n in names)
 
 
-def _stored_kind(item: type) -> bool:
+_TUPLE: type = tuple
+
+
+def _stored_kind(item: type[object]) -> bool:
     """A class whose instances checkpoints store by name: a pydantic model, dataclass, enum or NamedTuple."""
     if dataclasses.is_dataclass(item) or issubclass(item, enum.Enum):
         return True
-    if issubclass(item, tuple) and hasattr(item, "_fields"):
+    if getattr(item, "_fields", None) is not None and issubclass(item, _TUPLE):
         return True
     pydantic = sys.modules.get("pydantic")
-    return pydantic is not None and issubclass(item, pydantic.BaseModel)
+    model: Any = getattr(pydantic, "BaseModel", None)
+    return model is not None and issubclass(item, model)
 
 
 def _field_types(item: type) -> list[object]:
-    model_fields = getattr(item, "model_fields", None)
+    model_fields: Any = getattr(item, "model_fields", None)
     if isinstance(model_fields, dict):  # a pydantic model
-        return [getattr(f, "annotation", None) for f in model_fields.values()]
+        fields = cast("dict[str, Any]", model_fields)
+        return [getattr(f, "annotation", None) for f in fields.values()]
     try:
         return list(typing.get_type_hints(item).values())
     except Exception:  # noqa: BLE001 - an unresolvable name: the annotations that are types still count

@@ -79,8 +79,11 @@ def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[s
     """
     hinted: Any = path
     if isinstance(path, Runnable):
-        hinted = getattr(path, "func", None) or getattr(path, "afunc", None) or path
-        path = _RunnableRoute(cast("Runnable[Any, Any]", path))
+        runnable = cast("Runnable[Any, Any]", path)
+        func: Any = getattr(runnable, "func", None)
+        afunc: Any = getattr(runnable, "afunc", None)
+        hinted = func or afunc or runnable
+        path = _RunnableRoute(runnable)
     if not callable(path):
         raise GraphBuildError(f"Conditional edge path must be callable or a Runnable, got {path!r}")
     name = getattr(path, "__name__", None) or type(path).__name__

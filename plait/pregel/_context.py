@@ -83,8 +83,11 @@ class TaskContext:
         if self.task is None or self.loop is None:
             return self.config
         keys = self.loop.sink.task_keys(self.task, self.loop.run.step, self.task_id)
-        configurable = {**(self.config.get("configurable") or {}), CONFIG_KEY_RUNTIME: self.runtime()}
-        metadata = {**(self.config.get("metadata") or {}), **keys}
+        configurable: dict[str, Any] = {
+            **(self.config.get("configurable") or {}),
+            CONFIG_KEY_RUNTIME: self.runtime(),
+        }
+        metadata: dict[str, Any] = {**(self.config.get("metadata") or {}), **keys}
         return {**self.config, "configurable": configurable, "metadata": metadata}
 
     @property

@@ -73,9 +73,10 @@ def _tracked(loop: Loop, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, A
     for key, value in writes:
         if key in untracked:
             continue
-        if isinstance(value, Send) and isinstance(value.arg, dict) and untracked & value.arg.keys():
-            arg = cast("dict[str, Any]", value.arg)
-            value = Send(value.node, {k: v for k, v in arg.items() if k not in untracked})
+        sent: Any = value.arg if isinstance(value, Send) else None
+        if isinstance(sent, dict) and untracked & sent.keys():
+            arg = cast("dict[str, Any]", sent)
+            value = Send(cast("Send", value).node, {k: v for k, v in arg.items() if k not in untracked})
         out.append((key, value))
     return out
 

@@ -361,7 +361,8 @@ def load_graph(spec: GraphSpec, config_path: str) -> Pregel[Any, Any, Any, Any]:
         params = inspect.signature(value).parameters
         value = value({}) if params else value()
     if not isinstance(value, Pregel):
-        kind = type(value)
+        found: object = value
+        kind = type(found)
         if kind.__module__.startswith("langgraph."):
             raise ConfigError(
                 f"graph {spec.graph_id!r}: {spec.target} is a graph of the real langgraph package "
