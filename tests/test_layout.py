@@ -95,3 +95,9 @@ PUBLIC_MODULES = [
 def test_each_public_module_imports_first_in_a_fresh_process(module: str) -> None:
     proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_no_two_test_modules_share_a_basename() -> None:
+    # tests/ has no packages: pytest imports each test module by its basename, so a second one stops collection
+    names = sorted(p.name for p in (ROOT / "tests").rglob("test_*.py"))
+    assert sorted(set(names)) == names
