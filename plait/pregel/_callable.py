@@ -8,18 +8,23 @@ closure passes exactly the extra arguments the node declared (``config``,
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, NamedTuple, cast, get_args
 
+from langchain_core.callbacks.base import BaseCallbackManager
+
 from plait.checkpoint.base import INTERRUPT
 from plait.errors import GraphInterrupt, NodeError
 from plait.pregel._context import TaskContext, running_task
 from plait.pregel._legacy_ns import aresumed_config, resumed_config
 from plait.pregel._message_events import MESSAGE_EVENTS_KEY
+from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._thread import config_with, configurable_of, run_config, without_thread
+from plait.pregel._tool_events import ToolEventHandler
 from plait.pregel._travel import TRAVEL, nested_travel, stable_ns, travel_input
 from plait.types import Command
 
@@ -142,6 +147,24 @@ def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | 
     return task
 
 
+_STREAM_HANDLERS = (MessageStreamHandler, ToolEventHandler)
+
+
+def _without_stream_handlers(callbacks: Any) -> Any:
+    """``callbacks`` without the parent run's stream handlers: they report at the parent's namespace,
+    and the nested run streams its events into the parent's sink under its own."""
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = copy.copy(callbacks)
+        manager.handlers = [h for h in callbacks.handlers if not isinstance(h, _STREAM_HANDLERS)]
+        manager.inheritable_handlers = [
+            h for h in callbacks.inheritable_handlers if not isinstance(h, _STREAM_HANDLERS)
+        ]
+        return manager
+    if isinstance(callbacks, list):
+        return [h for h in cast("list[Any]", callbacks) if not isinstance(h, _STREAM_HANDLERS)]
+    return callbacks
+
+
 def _with_given(config: dict[str, Any], given: Mapping[str, Any] | None, ctx: TaskContext) -> dict[str, Any]:
     """The subgraph run's config with the metadata of the config it was invoked with on top
     (e.g. a bound ``lc_agent_name``) and its callbacks, as LangGraph merges a nested call's config
@@ -152,7 +175,7 @@ def _with_given(config: dict[str, Any], given: Mapping[str, Any] | None, ctx: Ta
         config = config_with(config, **{MESSAGE_EVENTS_KEY: True})
     callbacks = (given or {}).get("callbacks")
     if callbacks is not None:  # a traced invoke's: the subgraph's runs go inside its run
-        config = {**config, "callbacks": callbacks}
+        config = {**config, "callbacks": _without_stream_handlers(callbacks)}
     metadata = (given or {}).get("metadata")
     if not metadata:
         return config
