@@ -45,6 +45,9 @@ class Dialect(Protocol):
     p: str
     """The parameter placeholder (``?`` or ``%s``)."""
 
+    safe_filter_keys: bool
+    """Whether search filter keys must be plain names (LangGraph's SQLite store), see :func:`check_filter`."""
+
     def now(self, seconds: float) -> Any:
         """A timestamp parameter."""
         ...
@@ -136,7 +139,7 @@ class Engine:
                         f"limit and offset must be >= 0, got limit={op.limit}, offset={op.offset}"
                     )
                 if isinstance(op, SearchOp) and op.filter:
-                    check_filter(op.filter)
+                    check_filter(op.filter, safe_keys=self.d.safe_filter_keys)
             if isinstance(op, ListNamespacesOp):
                 for cond in op.match_conditions or ():
                     if cond.match_type not in ("prefix", "suffix"):

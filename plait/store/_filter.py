@@ -1,6 +1,6 @@
 """Search filters: checking them, the reference matcher, and the part SQL can evaluate.
 
-A filter maps value keys to a plain value (equality; a dict matches the keys it
+A filter maps value keys (always field names, even ``"$x"``) to a plain value (equality; a dict matches the keys it
 names, a list element-wise) or to a dict of operators ``$eq``,
 ``$ne``, ``$gt``, ``$gte``, ``$lt`` and ``$lte``. Comparisons follow JSON types:
 ``True`` does not equal ``1``, a missing key equals ``None``, and ordering
@@ -14,10 +14,20 @@ rest with :func:`matches`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-__all__ = ["OPERATORS", "Term", "check_filter", "kind_of", "matches", "scalar_terms"]
+from plait.store.base import InvalidFilterError
+
+__all__ = [
+    "OPERATORS",
+    "Term",
+    "check_filter",
+    "kind_of",
+    "matches",
+    "scalar_terms",
+]
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 Term = tuple[str, str, Any]
@@ -25,23 +35,47 @@ Term = tuple[str, str, Any]
 
 _MISSING: Any = None
 _INT64 = 2**63
+_SAFE_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
-def check_filter(expected: Any) -> None:
-    """Raise ``ValueError`` for an unknown operator or a dict mixing operators and keys."""
+def check_filter(conditions: Mapping[Any, Any], *, safe_keys: bool = False) -> None:
+    """Check a search filter; its top-level keys are field names, never operators.
+
+    Args:
+        conditions: The filter.
+        safe_keys: Also require every top-level key to be a non-empty string of ASCII
+            letters, digits, ``_``, ``.`` and ``-``, as LangGraph's SQLite store does.
+
+    Raises:
+        InvalidFilterError: On an unknown operator, a dict mixing operators and
+            field names, or (with ``safe_keys``) another key.
+    """
+    for key, expected in conditions.items():
+        if safe_keys and not (isinstance(key, str) and _SAFE_KEY.fullmatch(key)):
+            raise InvalidFilterError(
+                f"Invalid filter key: {key!r}. On a SQLite store, filter keys may contain only "
+                "ASCII letters, digits, underscores, dots and hyphens; rename the field or "
+                "filter the search results in Python."
+            )
+        _check_expected(expected)
+
+
+def _check_expected(expected: Any) -> None:
     if isinstance(expected, Mapping):
         fields = cast("Mapping[object, Any]", expected)  # isinstance leaves the key type unknown
         operators = [n for n in fields if isinstance(n, str) and n.startswith("$")]
         if operators and len(operators) != len(fields):
-            raise ValueError(f"A filter dict cannot mix operators and field names: {expected!r}")
+            raise InvalidFilterError(f"A filter dict cannot mix operators and field names: {expected!r}")
         for name in operators:
             if name not in OPERATORS:
-                raise ValueError(f"Unsupported filter operator: {name!r}. Use one of {sorted(OPERATORS)}.")
+                raise InvalidFilterError(
+                    f"Unsupported filter operator: {name!r}. Use one of {sorted(OPERATORS)}."
+                )
         for sub in fields.values():
-            check_filter(sub)
+            _check_expected(sub)
     elif isinstance(expected, (list, tuple)):
         for sub in cast("Sequence[Any]", expected):
-            check_filter(sub)
+            _check_expected(sub)
 
 
 def _kind(value: Any) -> str:
@@ -109,7 +143,7 @@ def _match(actual: Any, expected: Any) -> bool:
 
 def _field(value: Mapping[str, Any], key: str) -> Any:
     """The top-level field ``key``, else (for a dotted key) the nested field it names, else missing."""
-    if key in value or "." not in key:
+    if key in value or not isinstance(key, str) or "." not in key:  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass any key
         return value.get(key, _MISSING)
     found: Any = value
     for part in key.split("."):
@@ -153,7 +187,7 @@ def scalar_terms(conditions: Mapping[str, Any] | None) -> list[Term] | None:
     """
     terms: list[Term] = []
     for key, expected in (conditions or {}).items():
-        if '"' in key or "\\" in key or "." in key:
+        if not isinstance(key, str) or '"' in key or "\\" in key or "." in key:  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass any key
             return None
         if isinstance(expected, Mapping):
             for name, arg in cast("Mapping[str, Any]", expected).items():

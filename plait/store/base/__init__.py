@@ -42,6 +42,7 @@ __all__ = [
     "EmbeddingDimensionError",
     "GetOp",
     "IndexConfig",
+    "InvalidFilterError",
     "InvalidNamespaceError",
     "InvalidValueError",
     "Item",
@@ -66,6 +67,10 @@ _RESERVED_ROOT = "langgraph"
 
 class InvalidNamespaceError(ValueError):
     """A namespace is empty, not a tuple, or has a bad label."""
+
+
+class InvalidFilterError(ValueError):
+    """A search filter has an unknown operator, mixes operators and fields, or (SQLite) an unsafe key."""
 
 
 class InvalidValueError(TypeError):
@@ -111,6 +116,11 @@ def _check_labels(namespace: Any) -> None:
             raise InvalidNamespaceError(f"{where}: labels cannot contain NUL bytes ('\\x00').")
 
 
+def _pattern(path: Any) -> Any:
+    """A namespace pattern as a tuple: a list, or a str (a sequence of one-character labels, as in LangGraph)."""
+    return tuple(cast("list[str] | str", path)) if isinstance(path, (list, str)) else path
+
+
 def _check_writable(namespace: Any) -> None:
     """Validate a namespace that an item is written to."""
     _check_labels(namespace)
@@ -148,8 +158,7 @@ def validate_op_namespace(op: Op) -> None:
         _check_labels(op.namespace_prefix)
     elif isinstance(op, ListNamespacesOp):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: batch() callers may pass anything
         for condition in op.match_conditions or ():
-            path = condition.path
-            _check_labels(tuple(path) if isinstance(path, list) else path)
+            _check_labels(_pattern(condition.path))
 
 
 def _list_op(
@@ -162,7 +171,7 @@ def _list_op(
     )
     for kind, path in anchors:
         if path:
-            path = tuple(path) if isinstance(path, list) else path
+            path = _pattern(path)
             _check_labels(path)
             conditions.append(MatchCondition(kind, path))
     return ListNamespacesOp(tuple(conditions), max_depth, limit, offset)
@@ -283,6 +292,7 @@ class BaseStore(ABC):
 
         Raises:
             InvalidNamespaceError: If a prefix label is invalid.
+            InvalidFilterError: On an unknown operator, or (SQLite) a key that is not a plain name.
         """
         op = self._search_op(
             namespace_prefix, refresh_ttl, filter=filter, limit=limit, offset=offset, query=query

@@ -165,6 +165,7 @@ class PostgresDialect:
     """The PostgreSQL dialect of the store engine."""
 
     p = "%s"
+    safe_filter_keys = False
 
     def __init__(self, dims: int | None, ann: dict[str, Any], distance: str = "cosine") -> None:
         """Configure vectors.

@@ -95,6 +95,7 @@ class SqliteDialect:
     """The SQLite dialect of the store engine (one per store: it holds the vector cache)."""
 
     p = "?"
+    safe_filter_keys = True
 
     def __init__(self, dims: int | None, *, vec: bool) -> None:
         """Configure ranking.
