@@ -307,7 +307,9 @@ async def delete_thread(state: ServerState, thread_id: str) -> None:
             continue
         if state.worker is None or not state.worker.cancel_local(row["run_id"], "interrupt"):
             await state.db.notify("plait_server_cancel", f"{row['run_id']}:interrupt")
-    async with state.db.tx() as tx:
+    lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
+    async with state.db.tx() as tx:  # the thread's row first, then its runs: the order a run's end locks them
+        await tx.fetch(f"SELECT 1 FROM plait_server_threads WHERE thread_id = ?{lock}", (thread_id,))
         await tx.run("DELETE FROM plait_server_runs WHERE thread_id = ?", (thread_id,))
         await tx.run("DELETE FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
         await tx.run("DELETE FROM plait_server_crons WHERE thread_id = ?", (thread_id,))

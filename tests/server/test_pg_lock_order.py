@@ -1,0 +1,71 @@
+"""Row locks on PostgreSQL are taken in one order (a thread's row, then its runs): deleting a thread
+while one of its runs records its end waits for that run instead of deadlocking.
+
+The test holds the thread's row from its own connection, so the run's end waits for it first, then
+the delete; when the row is let go both must complete (with runs locked before the thread, the
+delete held the run's row while waiting for the thread: PostgreSQL aborted one of them).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import threading
+import time
+from collections.abc import Callable
+
+import httpx
+import psycopg
+import pytest
+from _pg import private_schema
+from _serve_proc import Gate, running
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.errors import NotFoundError
+
+# the sessions waiting for the test's session, directly or behind one that does
+_BLOCKED = """WITH RECURSIVE w(pid) AS (
+  SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))
+  UNION SELECT a.pid FROM pg_stat_activity a JOIN w ON w.pid = ANY(pg_blocking_pids(a.pid)))
+SELECT count(*) FROM w"""
+
+
+def _wait_blocked(conn: psycopg.Connection, holder: int, count: int) -> None:
+    deadline = time.monotonic() + 120  # only so a broken server fails the test
+    while True:
+        with psycopg.connect(conn.info.dsn, autocommit=True) as probe:
+            row = probe.execute(_BLOCKED, (holder,)).fetchone()
+        if row is not None and row[0] >= count:
+            return
+        assert time.monotonic() < deadline, f"never {count} sessions waiting for the test's lock"
+        time.sleep(0.02)
+
+
+def test_deleting_a_thread_while_its_run_ends_does_not_deadlock(
+    tmp_path: pathlib.Path, gates: Callable[[], Gate]
+) -> None:
+    with private_schema("plait_lock") as dsn, running(dsn, tmp_path) as server:
+        client = get_sync_client(url=server.url)
+        tid = client.threads.create()["thread_id"]
+        gate = gates()
+        client.runs.create(tid, "agent", input=gate.input())
+        gate.started()
+        with psycopg.connect(dsn) as conn:
+            holder = conn.execute("SELECT pg_backend_pid()").fetchone()
+            assert holder is not None
+            conn.execute("SELECT 1 FROM plait_server_threads WHERE thread_id = %s FOR UPDATE", (tid,))
+            gate.open()
+            _wait_blocked(conn, holder[0], 1)  # the run's end waits for the thread's row
+            answers: list[httpx.Response] = []
+            deleting = threading.Thread(
+                target=lambda: answers.append(httpx.delete(f"{server.url}/threads/{tid}", timeout=120))
+            )
+            deleting.start()
+            _wait_blocked(conn, holder[0], 2)  # ... and so does the delete
+            conn.commit()
+        deleting.join()
+        assert answers[0].status_code == 204, answers[0].text
+        assert "Deadlock" not in server.output()
+        with pytest.raises(NotFoundError):
+            client.threads.get(tid)
+        fresh = client.threads.create()["thread_id"]  # the job slot is free: a new run completes
+        out = client.runs.wait(fresh, "agent", input={"messages": [{"role": "user", "content": "hi"}]})
+        assert isinstance(out, dict) and out["turns"] == 1
