@@ -15,7 +15,7 @@ from plait.constants import END
 from plait.errors import GraphBuildError
 from plait.types import Command
 
-__all__ = ["BranchDef", "make_branch", "node_destinations"]
+__all__ = ["BranchDef", "make_branch", "node_destinations", "router_extras"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,25 @@ class _RunnableRoute:
     def __call__(self, state: Any, config: Any) -> Any:
         runnable = self.runnable
         return runnable.ainvoke(state, config) if self.only_async else runnable.invoke(state, config)
+
+
+_INJECTED = ("store", "writer", "runtime")
+
+
+def router_extras(path: Callable[..., Any]) -> tuple[str, ...]:
+    """The parameters a router receives by keyword besides its state, as LangGraph injects them:
+    ``store``, ``writer`` and ``runtime``, and then ``config`` too when it declares it. Empty (the
+    common case: ``config``, if any, goes second by position) when it declares none of the three.
+    """
+    try:
+        params = list(inspect.signature(path).parameters.values())
+    except (TypeError, ValueError):
+        return ()
+    named = [p for p in params[1:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    names = tuple(p.name for p in named if p.name in _INJECTED)
+    if not names and not any(p.name == "config" and p.kind is p.KEYWORD_ONLY for p in named):
+        return ()
+    return (*names, "config") if any(p.name == "config" for p in named) else names
 
 
 def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None) -> BranchDef:

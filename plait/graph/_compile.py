@@ -11,6 +11,7 @@ from plait._schema import MISSING, FieldSpec, SchemaKind, schema_kind
 from plait.channels import BaseChannel, BinaryOperatorAggregate, LastValue
 from plait.constants import END, START
 from plait.errors import GraphBuildError
+from plait.graph._branch import router_extras
 from plait.graph._fields import managed_of
 from plait.graph._lint import check_parallel_writes
 from plait.graph._strict import StrictChannel, strict_call
@@ -175,16 +176,18 @@ def _branches(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, tuple[Branch
         for b in branches.values():
             schema = b.input_schema or default
             own = schema is not None and schema is not builder.state_schema
+            extras = router_extras(b.path)
             found.append(
                 Branch(
                     source=source,
                     path=b.path,
-                    takes_config=accepts_config(b.path),
+                    takes_config="config" not in extras and accepts_config(b.path),
                     path_map=b.path_map,
                     ends=b.ends,
                     reads=_keys(builder, schema) if own and schema is not None else None,
                     make_input=_maker(schema) if own else None,
                     managed=managed_of(builder, schema) if own else (),
+                    extras=extras,
                 )
             )
         out[source] = tuple(found)

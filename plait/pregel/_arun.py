@@ -20,6 +20,7 @@ from plait.pregel._loop import Loop
 from plait.pregel._pause import abandoned_saves
 from plait.pregel._pool import stack_is_deep
 from plait.pregel._recover import hand_over
+from plait.pregel._router_args import remember
 from plait.pregel._run import claim, make_context, run_task
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._timeout import Progress, cancelled_by_node, timed
@@ -137,6 +138,7 @@ async def run_async(
 ) -> AsyncGenerator[Event, None]:
     """Drive ``loop`` to the end, yielding its stream events."""
     claim(loop)
+    remember(loop, store, context)  # for routers that declare them
     saver = loop.saver
     if saver is None:
         loop.load(None)

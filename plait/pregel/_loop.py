@@ -267,7 +267,7 @@ class Loop:
 
     def _schedule(self, finished: Sequence[Task], stop: int) -> Steps:
         """Route from ``finished`` (``stop``: the run's last step, for managed values), then choose the next step."""
-        calls = routers(self.plan, finished, self.config, self.run.values, (self.run.step, stop))
+        calls = routers(self.plan, finished, self.config, self.run.values, (self.run.step, stop), loop=self)
         answers = (yield CallRouters(calls, self.branch_input(stop))) if calls else ()
         schedule(self.plan, self.run, finished, answers)
 
@@ -407,7 +407,7 @@ class Loop:
         )
         steps = (run.step, self.start_step + self.limit)  # for managed values, as the step's tasks saw them
         views = None if before is None else router_views(plan, routed, before)
-        calls = routers(plan, routed, self.config, run.values, steps, views) if plan.branches else ()
+        calls = routers(plan, routed, self.config, run.values, steps, views, self) if plan.branches else ()
         schedule(plan, run, routed, (yield CallRouters(calls, self.branch_input(steps[1]))) if calls else ())
         if self.modes:
             self.sink.finished(tasks, self.task_id, run.step)

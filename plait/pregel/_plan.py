@@ -83,6 +83,8 @@ class Branch:
             (it receives the graph's state).
         make_input: Turns those keys into what ``path`` receives (the schema's class), if needed.
         managed: That schema's managed values (``RemainingSteps``…), filled in for ``path``.
+        extras: The parameters ``path`` declares that receive ``store``, ``writer``, ``runtime`` (or
+            ``config``) by keyword, as LangGraph injects them; empty for most routers.
     """
 
     source: str
@@ -93,6 +95,7 @@ class Branch:
     reads: tuple[str, ...] | None = None
     make_input: Callable[[dict[str, Any]], Any] | None = None
     managed: tuple[tuple[str, Any], ...] = ()
+    extras: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

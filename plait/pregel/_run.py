@@ -24,6 +24,7 @@ from plait.pregel._loop import Loop
 from plait.pregel._pause import abandoned_saves, task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
 from plait.pregel._recover import hand_over
+from plait.pregel._router_args import remember
 from plait.pregel._task import Task, collect, from_child
 from plait.pregel._timeout import Progress, sync_timeout_error, timed
 from plait.pregel._travel import load_run
@@ -202,6 +203,7 @@ def finish_sync(steps: Generator[CallRouters, list[Any], T]) -> T:
 def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> Generator[Event, None, Loop]:  # noqa: A002
     """Drive ``loop`` to the end, yielding its stream events; return the loop."""
     claim(loop)
+    remember(loop, store, context)  # for routers that declare them
     saver = loop.saver
     if saver is None:
         loop.load(None)

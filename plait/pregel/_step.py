@@ -31,6 +31,7 @@ from plait.errors import InvalidUpdateError
 from plait.pregel._defer import hold_deferred, next_version
 from plait.pregel._managed import fill_managed
 from plait.pregel._plan import NodeSpec, Plan
+from plait.pregel._router_args import bind
 from plait.pregel._task import Task
 from plait.pregel._traced import start_routes
 from plait.types import Send
@@ -173,6 +174,7 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
     values: Mapping[str, Any] | None = None,
     steps: tuple[int, int] | None = None,
     views: Sequence[Mapping[str, Any] | None] | None = None,
+    loop: Any = None,
 ) -> tuple[Callable[[Any], Any], ...]:
     """The routing functions ``finished`` triggers, in the order :func:`schedule` takes their answers.
 
@@ -181,6 +183,8 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
     with its managed values set from ``steps`` (``(step, stop)``, as :func:`fill_managed` takes them).
     ``views``: for each task, the values its routers read instead of ``values`` (``None``: ``values``);
     a router given one gets its state from it, not the state the driver passes.
+    ``loop``: the run (:class:`~plait.pregel._loop.Loop`), whose store, context and stream routers
+    that declare ``store``, ``writer`` or ``runtime`` receive (``None``: no store, no stream).
     """
     calls: list[Callable[[Any], Any]] = []
     for index, task in enumerate(finished):
@@ -193,6 +197,8 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
         for position, branch in enumerate(branches):
             seen_config = config if held is None else held.router_config(config, position)
             call = partial(_with_config, branch.path, seen_config) if branch.takes_config else branch.path
+            if branch.extras:
+                call = bind(branch.path, branch.extras, loop, task, seen_config)
             if branch.reads is not None and read is not None:
                 own = read_state(read, branch.reads, ())
                 if branch.managed and steps is not None:
