@@ -161,7 +161,8 @@ def _without_stream_handlers(callbacks: Any) -> Any:
         ]
         return manager
     if isinstance(callbacks, list):
-        return [h for h in cast("list[Any]", callbacks) if not isinstance(h, _STREAM_HANDLERS)]
+        handlers: list[Any] = callbacks  # pyright: ignore[reportUnknownVariableType]
+        return [h for h in handlers if not isinstance(h, _STREAM_HANDLERS)]
     return callbacks
 
 

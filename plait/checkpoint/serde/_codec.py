@@ -76,7 +76,7 @@ from plait.checkpoint._ext import (
     is_kind,
     shape,
 )
-from plait.checkpoint.serde._bound import SKIP, check
+from plait.checkpoint.serde._bound import SKIP, check, fit
 from plait.checkpoint.serde._construct import construct
 from plait.checkpoint.serde._pairs import Key, Pairs, hashable, wrap_odd_dicts
 from plait.errors import SerializationError
@@ -197,7 +197,8 @@ class Serializer:
                 f"Cannot serialize value: it encodes to {size} bytes, more than "
                 f"max_value_bytes={self._max} (Serializer(max_value_bytes=...) raises it)"
             )
-        return deflate(data) if self._compress else data
+        out = deflate(data) if self._compress else data
+        return fit(data, out) if size > SKIP else out  # (what is stored must read back under the bound)
 
     def _pack(self, code: int, payload: Any) -> ormsgpack.Ext:
         try:
