@@ -305,10 +305,13 @@ class _Importer:
                 return Outcome(
                     thread_id, FAILED, detail=f"the destination's copy of it cannot be read ({exc})"
                 )
-            if wanted <= have:
+            last = next((r for r in reversed(rows) if not r.ns), None)  # the root's last, stored last
+            if wanted <= have and self._writes_stored(last):
                 return Outcome(thread_id, COMPLETE, len(wanted))
             if not have <= wanted:
                 return Outcome(thread_id, KEPT, len(have), _DIFFERENT.format(have=len(have - wanted)))
+            if wanted <= have and last is not None:  # (its writes were cut off)
+                have.discard(last.checkpoint_id)
             note = (
                 f"finished an earlier import that had stopped at {len(have)} of {len(wanted)} checkpoint(s)"
             )
@@ -327,6 +330,25 @@ class _Importer:
                 self.saver.delete_thread(thread_id)
             raise
         return Outcome(thread_id, IMPORTED, self.result.checkpoints - counts[0], note)
+
+    def _writes_stored(self, row: Row | None) -> bool:
+        """Whether the destination holds the writes of ``row``, the last one an import stores (an
+        import stopped between that checkpoint and its writes left it without them)."""
+        if row is None:
+            return True
+        wanted = sum(1 for w in row.writes if not _internal(w[2]))
+        config = {
+            "configurable": {
+                "thread_id": row.thread_id,
+                "checkpoint_ns": row.ns,
+                "checkpoint_id": row.checkpoint_id,
+            }
+        }
+        try:
+            got = self.saver.get_tuple(config)
+        except SerializationError:
+            return False
+        return got is not None and len(got.pending_writes or ()) >= wanted
 
     def one(self, row: Row, thread: _Thread) -> None:
         record = self.record(row)

@@ -1,7 +1,8 @@
 """Run by LangGraph's own interpreter (/tmp/lgref): threads whose newest checkpoint holds a user class.
 
 Usage: ``python _lg_notes_writer.py PATH`` with ``notes_models`` (a dataclass ``Note``) on PYTHONPATH.
-Writes thread ``notes`` (its last step stores a ``Note``) and thread ``plain`` (plain data only).
+Writes thread ``notes`` (its last step stores a ``Note``), thread ``plain`` (plain data only) and
+thread ``asks`` (paused at an interrupt: its head checkpoint has pending writes).
 Never imports plait.
 """
 
@@ -14,6 +15,7 @@ from typing import Any, TypedDict
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 from notes_models import Note  # type: ignore[import-not-found]
 
 
@@ -30,6 +32,10 @@ def second(state: State) -> dict[str, Any]:
     return {"text": state["text"] + " second", "note": Note("kept", 3)}
 
 
+def ask(state: State) -> dict[str, Any]:
+    return {"text": state["text"] + " " + str(interrupt("which?"))}
+
+
 def main(path: str) -> None:
     graph = StateGraph(State).add_node("first", first).add_node("second", second)
     graph.add_edge(START, "first").add_edge("first", "second").add_edge("second", END)
@@ -39,6 +45,11 @@ def main(path: str) -> None:
     plain = StateGraph(State).add_node("first", first).add_edge(START, "first").add_edge("first", END)
     plain.compile(checkpointer=SqliteSaver(conn)).invoke(
         {"text": "plain"}, {"configurable": {"thread_id": "plain"}}
+    )
+    asks = StateGraph(State).add_node("first", first).add_node("ask", ask)
+    asks.add_edge(START, "first").add_edge("first", "ask").add_edge("ask", END)
+    asks.compile(checkpointer=SqliteSaver(conn)).invoke(
+        {"text": "asks"}, {"configurable": {"thread_id": "asks"}}
     )
     counts = dict(conn.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall())
     conn.close()

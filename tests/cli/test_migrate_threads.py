@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from plait.checkpoint._langgraph_decode import LangGraphDecoder
-from plait.checkpoint._langgraph_import import _Importer, _Thread, sqlite_source
+from plait.checkpoint._langgraph_import import _Importer, _Thread, sqlite_source, translate
 from plait.checkpoint.sqlite import SqliteSaver
 from plait.cli import main
 
@@ -49,7 +49,7 @@ def lg_notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         [str(LGREF), str(WRITER), path], capture_output=True, text=True, env=env, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"notes": 4, "plain": 3}
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"notes": 4, "plain": 3, "asks": 3}
     return path
 
 
@@ -136,3 +136,25 @@ def test_a_different_thread_of_the_same_id_is_left_alone_and_reported(lg_notes: 
     out = run("migrate", "--from-langgraph", lg_notes, "--to", target, "--allow", "notes_models.Note")
     assert "kept thread 'notes' as the destination has it" in out and "1 checkpoint(s) of its own" in out
     assert len(_ids(target, "notes")) == 3  # left as it was
+
+
+def test_an_import_stopped_between_the_head_and_its_writes_is_finished_by_a_rerun(
+    lg_notes: str, tmp_path: Path
+) -> None:
+    target = str(tmp_path / "out.sqlite")
+    with SqliteSaver.from_conn_string(target) as saver:  # every checkpoint stored, the head's writes not
+        saver.setup()
+        importer = _Importer(sqlite_source(lg_notes), saver, LangGraphDecoder(saver.serde))
+        thread, rows = _Thread(), list(importer.source.rows("asks"))
+        for row in rows[:-1]:
+            importer.one(row, thread)
+        head = rows[-1]
+        record = importer.record(head)
+        checkpoint, metadata = translate(head, record, importer.values(head, record), importer.metadata(head))
+        parent = {"configurable": {"thread_id": "asks", "checkpoint_ns": "", "checkpoint_id": head.parent_id}}
+        saver.put(parent, checkpoint, metadata, checkpoint["channel_versions"])  # type: ignore[arg-type]
+    out = run("migrate", "--from-langgraph", lg_notes, "--to", target, "--allow", "notes_models.Note")
+    assert "imported thread 'asks': 3 checkpoint(s), verified" in out, out
+    with SqliteSaver.from_conn_string(target) as saver:
+        got = saver.get_tuple({"configurable": {"thread_id": "asks"}})
+        assert got is not None and [w[1] for w in got.pending_writes or ()] == ["__interrupt__"]
