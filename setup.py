@@ -12,9 +12,9 @@ from setuptools import Command, setup
 from setuptools.command.build import build
 
 PTH_NAME = "plait-as-langgraph.pth"
-PTH_LINE = (
-    "import os; os.environ.get('PLAIT_AS_LANGGRAPH') and "
-    "__import__('plait._alias').__dict__['_alias'].install_from_env()\n"
+PTH_LINE = (  # (plait is imported only when the variable is set to something other than off)
+    "import os; os.environ.get('PLAIT_AS_LANGGRAPH', '').strip().lower() not in "
+    "('', '0', 'false', 'no', 'off') and __import__('plait._alias').__dict__['_alias'].install_from_env()\n"
 )
 
 

@@ -113,8 +113,15 @@ def install() -> None:
     sys.meta_path.insert(0, LangGraphFinder())
 
 
+_STARTED: list[bool] = []
+
+
 def install_from_env() -> None:
-    """Start-up hook of ``plait-as-langgraph.pth``: install when ``PLAIT_AS_LANGGRAPH`` is on."""
+    """Start-up hook of ``plait-as-langgraph.pth``: install when ``PLAIT_AS_LANGGRAPH`` is on (once: a
+    venv whose ``lib64`` links to ``lib`` runs its ``.pth`` files twice)."""
+    if _STARTED:
+        return
+    _STARTED.append(True)
     value = os.environ.get(ENV, "").strip().lower()
     if value in _OFF:
         return

@@ -237,8 +237,10 @@ class Worker:
         try:
             waiting = await execute_run(self.state, row, assistant)
         except asyncio.CancelledError:
+            self.started.discard(run_id)  # (a cancel arriving now must not cut the bookkeeping short)
             await self._requeue(run_id)
         except Exception as exc:  # noqa: BLE001 - record the failure; the worker goes on
+            self.started.discard(run_id)
             _log.exception("run %s could not be executed", run_id)
             await self._failed(row, exc)
         finally:
