@@ -9,6 +9,7 @@ import click
 try:
     from plait.server import ConfigError, Settings
     from plait.server._config import load_config, load_graph
+    from plait.server._guard import is_loopback
     from plait.server._serve import serve as run_server
     from plait.server._state import default_db
 except ImportError as _exc:  # the 'serve' extra is missing: `plait serve` says so, other commands work
@@ -60,6 +61,17 @@ def _config_path(given: str | None) -> str:
     help="Require 'Authorization: Bearer TOKEN' (env PLAIT_AUTH_TOKEN).",
 )
 @click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    help="Serve beyond loopback without --auth-token (anyone reaching the port controls every thread).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Also accept this Host header on a loopback bind, e.g. a reverse proxy's name (repeatable).",
+)
+@click.option(
     "--cors-origin", "cors", multiple=True, help="Allow this browser origin (repeatable; '*' for any)."
 )
 @click.option(
@@ -86,6 +98,8 @@ def serve(  # noqa: PLR0913 - one parameter per option
     db: str | None,
     workers: int,
     auth_token: str | None,
+    insecure_no_auth: bool,
+    allowed_hosts: tuple[str, ...],
     cors: tuple[str, ...],
     max_body: int,
     lease_ttl: float,
@@ -96,6 +110,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         raise click.ClickException(
             f"plait serve needs the 'serve' extra ({_missing}): pip install 'plait[serve]'"
         )
+    _check_exposure(host, port, auth_token, insecure_no_auth)
     path = _config_path(config)
     try:
         graphs, env, webhooks, cors_config, thread_ttl, store_ttl, store_index = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
@@ -117,6 +132,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         thread_ttl=thread_ttl,
         store_ttl=store_ttl,
         store_index=store_index,
+        allowed_hosts=allowed_hosts,
     )
     if workers > 1 and not settings.is_postgres:
         raise click.BadParameter(
@@ -131,6 +147,24 @@ def serve(  # noqa: PLR0913 - one parameter per option
         f"plait serve: {len(graphs)} graph(s) on http://{host}:{port} (db: {_safe(target)}, workers: {workers})"
     )
     run_server(settings, host, port, workers)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
+
+
+def _check_exposure(host: str, port: int, token: str | None, insecure: bool) -> None:
+    """Refuse a bind beyond loopback with no auth, unless ``--insecure-no-auth`` says so (loudly)."""
+    if token or is_loopback(host):  # pyright: ignore[reportPossiblyUnboundVariable]  # as in serve()
+        return
+    if not insecure:
+        raise click.ClickException(
+            f"--host {host or '(all)'} exposes the server beyond this machine with no auth: set "
+            "--auth-token TOKEN (or PLAIT_AUTH_TOKEN), or pass --insecure-no-auth to serve it open anyway"
+        )
+    click.secho(
+        f"WARNING: --insecure-no-auth: serving on {host or '(all)'}:{port} with NO auth; anyone who can "
+        "reach this port can read, change and delete every thread, run, assistant and store item",
+        fg="red",
+        bold=True,
+        err=True,
+    )
 
 
 def _safe(target: str) -> str:

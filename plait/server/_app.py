@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -15,63 +14,16 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from plait.server import _assistants, _crons, _runs, _store, _thread_state, _thread_stream, _threads, _ui
 from plait.server._config import Settings
+from plait.server._guard import Guard
 from plait.server._http import http_error, json_response, server_error
 from plait.server._state import open_state, state_of
 from plait.server._wire import ApiError
 from plait.server._worker import Worker
 
 __all__ = ["create_app"]
-
-_OPEN_PATHS = ("/ok", "/info", "/ui", "/ui/")
-
-
-class _Guard:
-    """Bearer-token auth and the request body size limit, before any route runs."""
-
-    def __init__(self, app: ASGIApp, token: str | None, max_body: int) -> None:
-        self.app, self.token, self.max_body = app, token, max_body
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if self.token and scope["method"] != "OPTIONS" and scope["path"] not in _OPEN_PATHS:
-            given = headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
-                alt = headers.get("x-api-key", "")
-                if not hmac.compare_digest(alt.encode(), self.token.encode()):
-                    await json_response(
-                        {"detail": "Missing or invalid bearer token"}, 401, {"WWW-Authenticate": "Bearer"}
-                    )(scope, receive, send)
-                    return
-        length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body:
-            await self._too_large(scope, receive, send)
-            return
-        await self.app(scope, self._limited(receive), send)
-
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        detail = f"Request body larger than {self.max_body} bytes (--max-body)"
-        await json_response({"detail": detail}, 413)(scope, receive, send)
-
-    def _limited(self, receive: Receive) -> Receive:
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_body:
-                    raise ApiError(413, f"Request body larger than {self.max_body} bytes (--max-body)")
-            return message
-
-        return counted
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
@@ -128,7 +80,14 @@ def create_app(settings: Settings) -> Starlette:
         *_store.routes,
         *_ui.routes,
     ]
-    middleware = [Middleware(_Guard, token=settings.auth_token, max_body=settings.max_body)]
+    middleware = [
+        Middleware(
+            Guard,
+            token=settings.auth_token,
+            max_body=settings.max_body,
+            allowed_hosts=settings.allowed_hosts,
+        )
+    ]
     if settings.cors_origins or settings.cors:
         options: dict[str, Any] = {
             "allow_methods": ["*"],

@@ -89,6 +89,7 @@ class Settings:
         thread_ttl: The config's ``checkpointer.ttl`` (see :mod:`plait.server._ttl`).
         store_ttl: The config's ``store.ttl``.
         store_index: The config's ``store.index`` (semantic search of the store).
+        allowed_hosts: Host headers accepted on a loopback bind besides its own (``--allowed-host``).
     """
 
     config_path: str
@@ -105,6 +106,7 @@ class Settings:
     thread_ttl: dict[str, Any] = field(default_factory=lambda: {})
     store_ttl: dict[str, Any] = field(default_factory=lambda: {})
     store_index: dict[str, Any] = field(default_factory=lambda: {})
+    allowed_hosts: tuple[str, ...] = ()
 
     @property
     def webhook_policy(self) -> WebhookPolicy:
