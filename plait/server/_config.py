@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
 import json
@@ -352,10 +353,11 @@ def load_graph(spec: GraphSpec, config_path: str) -> Pregel[Any, Any, Any, Any]:
     base = Path(config_path).resolve().parent
     if str(base) not in sys.path:
         sys.path.insert(0, str(base))
-    try:  # an unmodified LangGraph project (`from langgraph...`, langchain's create_agent) runs on plait
+    # an unmodified LangGraph project (`from langgraph...`, langchain's create_agent) runs on plait; where
+    # the real langgraph was imported first (a process that hosts other code too), a graph built on it is
+    # refused below with that reason
+    with contextlib.suppress(ImportError):
         route_langgraph_to_plait()
-    except ImportError as exc:
-        raise ConfigError(f"graph {spec.graph_id!r}: {exc}") from None
     value = _import_target(spec, base)
     if isinstance(value, StateGraph):
         value = value.compile()  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]  # any builder

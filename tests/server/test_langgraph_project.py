@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import pathlib
 import subprocess
 import sys
 
+import pytest
 from _serve_proc import PLAIT, running
 from langgraph_sdk import get_sync_client
 
@@ -74,3 +77,44 @@ def test_a_graph_of_the_real_langgraph_gets_one_clear_line(tmp_path: pathlib.Pat
     )
     assert "Traceback" not in proc.stderr + proc.stdout
     assert sys.executable  # (the server ran in this interpreter's venv)
+
+
+def test_load_graph_in_a_process_that_imported_the_real_langgraph(tmp_path: pathlib.Path) -> None:
+    # a host process that imported the real langgraph first: plait graphs still load, a graph built on
+    # the real package is refused in one line naming the fix
+    if importlib.util.find_spec("langgraph") is None:
+        pytest.skip("the real langgraph is not installed")
+    project = _project(tmp_path)
+    (project / "real.py").write_text(
+        "from langgraph.graph import END, START, MessagesState, StateGraph\n"
+        "graph = StateGraph(MessagesState).add_node('n', lambda s: {}).add_edge(START, 'n').compile()\n"
+    )
+    (project / "plain.py").write_text(
+        "from plait.graph import START, MessagesState, StateGraph\n"
+        "graph = StateGraph(MessagesState).add_node('n', lambda s: {}).add_edge(START, 'n').compile()\n"
+    )
+    code = (
+        "import sys, langgraph.graph\n"  # the real package, first
+        "from plait.server._config import ConfigError, GraphSpec, load_graph\n"
+        "print(type(load_graph(GraphSpec('plain', './plain.py:graph'), sys.argv[1])).__module__)\n"
+        "try:\n"
+        "    load_graph(GraphSpec('real', './real.py:graph'), sys.argv[1])\n"
+        "except ConfigError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PLAIT_AS_LANGGRAPH"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(project / "langgraph.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=project,
+        check=True,
+    )
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "plait.graph.state"
+    assert (
+        "graph 'real'" in lines[1]
+        and "real langgraph package" in lines[1]
+        and "PLAIT_AS_LANGGRAPH=1" in lines[1]
+    )
