@@ -2,8 +2,9 @@
 
 The config's ``webhooks`` object (LangGraph's keys) sets the policy: ``url.allowed_domains``
 (``host`` or ``*.domain``), ``url.allowed_ports``, ``url.require_https``, ``url.disable_loopback``
-(default true: a request may not make the server call its own host), ``url.disable_private_ips``,
-``url.max_url_length``, and ``headers`` sent with every call (``${{ env.VAR }}`` or ``${VAR}``,
+(default true: a request may not make the server call this machine, at any address of any of its
+interfaces), ``url.disable_private_ips`` (default true here, false in LangGraph: private networks
+are refused unless the config sets it false), ``url.max_url_length``, and ``headers`` sent with every call (``${{ env.VAR }}`` or ``${VAR}``,
 from the environment; ``env_prefix`` limits which variables). Link-local, reserved and cloud
 metadata addresses are always refused. A URL is checked when the run is created; each call looks
 its host up again, checks the address and connects to that address (no second lookup).
@@ -17,6 +18,7 @@ import logging
 import os
 import re
 import socket
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -26,7 +28,7 @@ import httpx
 
 from plait.server._wire import ApiError, dumps, now_iso
 
-__all__ = ["Unresolved", "WebhookPolicy", "deliver", "payload"]
+__all__ = ["Unresolved", "WebhookPolicy", "deliver", "local_addresses", "payload"]
 
 _log = logging.getLogger("plait.server")
 _URL_KEYS = frozenset(
@@ -66,7 +68,7 @@ class WebhookPolicy:
     allowed_ports: tuple[int, ...] = ()
     require_https: bool = False
     disable_loopback: bool = True
-    disable_private_ips: bool = False
+    disable_private_ips: bool = True
     max_url_length: int = 4096
     headers: tuple[tuple[str, str], ...] = ()
     disabled: bool = False
@@ -104,7 +106,7 @@ class WebhookPolicy:
                 allowed_ports=tuple(int(p) for p in _list(url, "allowed_ports")),
                 require_https=_flag(url, "require_https", False),
                 disable_loopback=_flag(url, "disable_loopback", True),
-                disable_private_ips=_flag(url, "disable_private_ips", False),
+                disable_private_ips=_flag(url, "disable_private_ips", True),
                 max_url_length=_count(url, "max_url_length", 4096),
                 headers=tuple(
                     (str(k).lower(), _expand(str(v), env, str(prefix))) for k, v in headers.items()
@@ -205,7 +207,7 @@ class WebhookPolicy:
     def _address_allowed(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address, host: str) -> None:
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped  # ::ffff:127.0.0.1 is 127.0.0.1
-        if address.is_loopback:
+        if address.is_loopback or address in local_addresses():
             if self.disable_loopback:
                 raise ApiError(
                     422,
@@ -228,7 +230,87 @@ class WebhookPolicy:
                 422, f"webhook host {host!r} is a link-local, reserved or metadata address ({address})"
             )
         if not address.is_global and self.disable_private_ips:  # private networks, 100.64/10 …
-            raise ApiError(422, f"webhook host {host!r} is a private address ({address})")
+            raise ApiError(
+                422,
+                f"webhook host {host!r} is a private address ({address}); allow private networks with "
+                '"webhooks": {"url": {"disable_private_ips": false}} in the config',
+            )
+
+
+_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+_local: tuple[float, frozenset[_Address]] = (float("-inf"), frozenset())
+LOCAL_REFRESH = 30.0
+"""Seconds this machine's addresses are kept before they are read again (interfaces come and go)."""
+
+
+def local_addresses() -> frozenset[_Address]:
+    """Every address of this machine, on all its interfaces (read again after :data:`LOCAL_REFRESH`).
+
+    Linux lists them in ``/proc/net/fib_trie`` (IPv4 "host LOCAL" routes) and ``/proc/net/if_inet6``;
+    elsewhere, and besides, what the host name resolves to and the source address of the default route.
+    """
+    global _local
+    if time.monotonic() - _local[0] < LOCAL_REFRESH:
+        return _local[1]
+    found: set[_Address] = set()
+    found.update(_fib_trie_local(), _if_inet6(), _by_host_name(), _default_source())
+    _local = (time.monotonic(), frozenset(found))
+    return _local[1]
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="ascii", errors="replace") as file:
+            return file.read()
+    except OSError:
+        return ""
+
+
+def _fib_trie_local() -> set[_Address]:
+    """The IPv4 addresses of ``/proc/net/fib_trie`` marked ``/32 host LOCAL`` (this machine's own)."""
+    found: set[_Address] = set()
+    last = ""
+    for line in _read("/proc/net/fib_trie").splitlines():
+        text = line.strip(" |+-")
+        if "/32 host LOCAL" in line and last:
+            found.add(ipaddress.ip_address(last))
+        elif text and text[0].isdigit() and " " not in text and "/" not in text:
+            last = text
+    return found
+
+
+def _if_inet6() -> set[_Address]:
+    """The IPv6 addresses of ``/proc/net/if_inet6`` (32 hex digits first on each line)."""
+    found: set[_Address] = set()
+    for line in _read("/proc/net/if_inet6").splitlines():
+        digits = line.split()[0] if line.split() else ""
+        if len(digits) == 32:
+            found.add(ipaddress.IPv6Address(int(digits, 16)))
+    return found
+
+
+def _by_host_name() -> set[_Address]:
+    found: set[_Address] = set()
+    try:
+        infos = socket.getaddrinfo(socket.gethostname(), None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return found
+    for info in infos:
+        found.add(ipaddress.ip_address(str(info[4][0]).partition("%")[0]))
+    return found
+
+
+def _default_source() -> set[_Address]:
+    """The address this machine sends from by default (a UDP socket's connect sends nothing)."""
+    found: set[_Address] = set()
+    for family, target in ((socket.AF_INET, "192.0.2.1"), (socket.AF_INET6, "2001:db8::1")):
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as probe:
+                probe.connect((target, 9))
+                found.add(ipaddress.ip_address(str(probe.getsockname()[0]).partition("%")[0]))
+        except OSError:
+            continue
+    return found
 
 
 def payload(run: dict[str, Any], started: str, values: Any, error: Any) -> dict[str, Any]:

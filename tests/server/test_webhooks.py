@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ipaddress
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +18,7 @@ from _serve_proc import Server
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import UnprocessableEntityError
 
-from plait.server._webhook import WebhookPolicy
+from plait.server._webhook import WebhookPolicy, local_addresses
 from plait.server._wire import ApiError
 
 
@@ -159,17 +161,42 @@ def test_the_default_policy_refuses_this_machine_and_link_local_addresses() -> N
         "http://255.255.255.255/x",
     ):
         assert "metadata address" in (_refusal(policy, url) or ""), url
-    assert _refusal(policy, "http://10.1.2.3/x") is None  # private addresses: allowed unless disabled
-    private = WebhookPolicy(disable_private_ips=True)
     for url in ("http://10.1.2.3/x", "http://100.64.0.1/x", "http://[fd12::1]/x"):
-        assert "private address" in (_refusal(private, url) or ""), url
+        assert "disable_private_ips" in (_refusal(policy, url) or ""), url  # private: refused by default
+    allowed = WebhookPolicy.from_config({"url": {"disable_private_ips": False}}, {})
+    assert _refusal(allowed, "http://10.1.2.3/x") is None  # ... unless the config allows them
     assert "does not resolve" in (_refusal(policy, "http://" + "a" * 64 + ".com/x") or "")
+
+
+def _own_address() -> str | None:
+    """This machine's address on its default route (a UDP connect sends nothing), if not loopback."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("203.0.113.1", 9))
+            address = str(probe.getsockname()[0])
+    except OSError:
+        return None
+    return None if ipaddress.ip_address(address).is_loopback or address == "0.0.0.0" else address
+
+
+def test_every_address_of_this_machine_is_refused_not_only_loopback() -> None:
+    """A webhook to the machine's LAN address would reach services listening on all interfaces."""
+    own = _own_address()
+    if own is None:
+        pytest.skip("this machine has no non-loopback IPv4 address")
+    policy = WebhookPolicy.from_config({"url": {"disable_private_ips": False}}, {})  # (not why it is refused)
+    assert "this machine" in (_refusal(policy, f"http://{own}:9/x") or ""), own
+    assert ipaddress.ip_address(own) in local_addresses()
+    opened = WebhookPolicy.from_config({"url": {"disable_loopback": False, "disable_private_ips": False}}, {})
+    assert _refusal(opened, f"http://{own}:9/x") is None  # the config may allow this machine
+    assert "this machine" in (_refusal(policy, f"http://{socket.gethostname()}:9/x") or "")
 
 
 def test_the_policy_keys_of_the_config_restrict_urls() -> None:
     policy = WebhookPolicy.from_config(
         {
             "url": {
+                "disable_private_ips": False,
                 "allowed_domains": ["*.example.com", "10.0.0.5"],
                 "allowed_ports": [443, 8443],
                 "require_https": True,
