@@ -64,7 +64,8 @@ def test_a_subclass_sees_every_put_and_put_writes_of_a_run(saver: Any) -> None:
     audited.__dict__.update(saver.__dict__)
     config = {"configurable": {"thread_id": "t"}}
     assert _graph(audited).invoke({"x": ["in"]}, config) == {"x": ["in", "a", "b"]}
-    assert calls == ["put:input", "writes", "put:loop", "put:loop", "put:loop"]
+    # as LangGraph: the input, then each step: its tasks' writes (kept for history's task results), its checkpoint
+    assert calls == ["put:input", "writes", "put:loop", "writes", "put:loop", "writes", "put:loop"]
     with saver.lease("t", wait=False):  # the run gave the thread back
         pass
 
