@@ -18,17 +18,12 @@ from starlette.routing import Route
 from plait.server import _assistants, _crons, _runs, _store, _thread_state, _thread_stream, _threads, _ui
 from plait.server._config import Settings
 from plait.server._guard import Guard
-from plait.server._http import http_error, json_response, server_error
+from plait.server._http import CatchErrors, error_response, json_response
 from plait.server._state import open_state, state_of
 from plait.server._wire import ApiError
 from plait.server._worker import Worker
 
 __all__ = ["create_app"]
-
-
-async def _api_error(request: Request, exc: Exception) -> Response:
-    error = exc if isinstance(exc, ApiError) else ApiError(500, str(exc))
-    return json_response({"detail": error.detail}, error.status)
 
 
 async def _ok(request: Request) -> Response:
@@ -81,12 +76,13 @@ def create_app(settings: Settings) -> Starlette:
         *_ui.routes,
     ]
     middleware = [
+        Middleware(CatchErrors),
         Middleware(
             Guard,
             token=settings.auth_token,
             max_body=settings.max_body,
             allowed_hosts=settings.allowed_hosts,
-        )
+        ),
     ]
     if settings.cors_origins or settings.cors:
         options: dict[str, Any] = {
@@ -96,6 +92,6 @@ def create_app(settings: Settings) -> Starlette:
             **settings.cors,  # the config's http.cors, as LangGraph's server reads it
         }
         options["allow_origins"] = [*options.get("allow_origins", []), *settings.cors_origins]
-        middleware.insert(0, Middleware(CORSMiddleware, **options))
-    handlers: dict[Any, Any] = {ApiError: _api_error, HTTPException: http_error, Exception: server_error}
+        middleware.insert(0, Middleware(CORSMiddleware, **options))  # (error answers get its headers too)
+    handlers: dict[Any, Any] = {ApiError: error_response, HTTPException: error_response}
     return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers, lifespan=lifespan)

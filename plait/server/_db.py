@@ -20,9 +20,13 @@ from typing_extensions import LiteralString
 
 from plait.server._wire import dumps, loads
 
-__all__ = ["Database", "PostgresDatabase", "SqliteDatabase", "Tx", "open_database"]
+__all__ = ["CONNECTION_WAIT", "Database", "PostgresDatabase", "SqliteDatabase", "Tx", "open_database"]
 
 Row = dict[str, Any]
+
+CONNECTION_WAIT = 5.0
+"""Seconds a request waits for a pooled PostgreSQL connection (a database restarting, every connection
+busy) before it is answered 503."""
 
 _DDL: list[LiteralString] = [
     """CREATE TABLE IF NOT EXISTS plait_server_assistants (
@@ -273,6 +277,7 @@ class PostgresDatabase:
             open=False,
             kwargs={"autocommit": True},
             configure=_configure,
+            timeout=CONNECTION_WAIT,
         )
         await pool.open()
         db = cls(dsn, pool)

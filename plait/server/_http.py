@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from plait.server._wire import ApiError, dumps, loads
 
+_log = logging.getLogger("plait.server")
+
 __all__ = [
+    "RETRY_AFTER",
+    "CatchErrors",
     "body",
+    "database_down",
+    "error_response",
     "http_error",
     "json_response",
     "opt",
@@ -115,14 +124,86 @@ def page_response(
     return json_response(page, headers=headers)
 
 
-async def http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's HTTP errors (404 of an unknown path, 405 …) as JSON ``{"detail": ...}``."""
-    if not isinstance(exc, HTTPException):
-        return await server_error(request, exc)
-    return json_response({"detail": exc.detail}, exc.status_code, dict(exc.headers or {}))
+async def error_response(request: Request, exc: Exception) -> Response:
+    """The one error handler of every route (and of :class:`CatchErrors`): JSON ``{"detail": ...}``.
 
-
-async def server_error(request: Request, exc: Exception) -> Response:
-    """An unexpected error: logged with its traceback, answered as a JSON 500."""
-    logging.getLogger("plait.server").exception("unexpected error on %s %s", request.method, request.url.path)
+    An :class:`ApiError` or a Starlette ``HTTPException`` keeps its status; a database that cannot
+    be reached (PostgreSQL down or restarting, no pooled connection in time, SQLite locked) is a
+    503 typed ``"error": "DatabaseUnavailable"`` with ``Retry-After`` (the driver's message only in
+    the log); anything else is logged with its traceback and answered as a 500.
+    """
+    if isinstance(exc, ApiError):
+        return json_response({"detail": exc.detail}, exc.status)
+    if isinstance(exc, HTTPException):
+        return json_response({"detail": exc.detail}, exc.status_code, dict(exc.headers or {}))
+    down = database_down(exc)
+    if down is not None:
+        _log.warning("database unavailable on %s %s: %s", request.method, request.url.path, down)
+        detail = "The database is unavailable (restarting or unreachable); try again shortly"
+        body = {"error": "DatabaseUnavailable", "detail": detail}
+        return json_response(body, 503, {"Retry-After": str(RETRY_AFTER)})
+    _log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
     return json_response({"detail": f"Internal error: {type(exc).__name__}: {exc}"}, 500)
+
+
+http_error = error_response
+"""Starlette's HTTP errors (404 of an unknown path, 405 …) as JSON (see :func:`error_response`)."""
+server_error = error_response
+"""An unexpected error as JSON (see :func:`error_response`)."""
+
+RETRY_AFTER = 2
+"""Seconds a client is told to wait (``Retry-After``) when the database is unavailable."""
+_PG_OUTAGE = ("08", "53", "57", "58", "40")
+"""SQLSTATE classes of a database that cannot serve now: connection, resources, shutdown, system,
+a transaction to retry."""
+_SQLITE_OUTAGE = ("locked", "busy", "disk i/o", "unable to open")
+
+
+def database_down(exc: BaseException) -> str | None:
+    """What says the database cannot serve now (``"Type: message"``), in ``exc`` or its causes, or ``None``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _outage(current):
+            return f"{type(current).__name__}: {current}"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _outage(exc: BaseException) -> bool:
+    if isinstance(exc, sqlite3.OperationalError):
+        return any(word in str(exc).lower() for word in _SQLITE_OUTAGE)
+    psycopg = sys.modules.get("psycopg")  # (imported only where PostgreSQL is used)
+    if psycopg is None or not isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return False
+    state: str | None = getattr(exc, "sqlstate", None)
+    return state is None or state[:2] in _PG_OUTAGE
+
+
+class CatchErrors:
+    """Every exception a request raises goes to :func:`error_response` (none reaches the server,
+    which would log it a second time); one raised after the response began is logged and dropped."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:  # noqa: BLE001 - answered here, as every route's errors are
+            if started:
+                _log.error("error after the response began on %s", scope.get("path"), exc_info=exc)
+                return
+            response = await error_response(Request(scope), exc)
+            await response(scope, receive, send)
