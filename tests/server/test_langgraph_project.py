@@ -118,3 +118,29 @@ def test_load_graph_in_a_process_that_imported_the_real_langgraph(tmp_path: path
         and "real langgraph package" in lines[1]
         and "PLAIT_AS_LANGGRAPH=1" in lines[1]
     )
+
+
+AGENT = """
+import itertools
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+model = GenericFakeChatModel(messages=itertools.cycle([AIMessage("hello from create_agent")]))
+graph = create_agent(model, tools=[], system_prompt="be brief")
+"""
+
+
+def test_a_langchain_create_agent_project_serves_as_is(tmp_path: pathlib.Path) -> None:
+    if importlib.util.find_spec("langchain") is None:
+        pytest.skip("langchain is not installed")
+    project = _project(tmp_path)
+    (project / "agent.py").write_text(AGENT)  # LangChain's create_agent: it imports langgraph itself
+    with running(str(tmp_path / "server.sqlite"), tmp_path, app=project, config="langgraph.json") as server:
+        client = get_sync_client(url=server.url)
+        thread = client.threads.create()
+        out = client.runs.wait(
+            thread["thread_id"], "agent", input={"messages": [{"role": "user", "content": "hi"}]}
+        )
+        assert isinstance(out, dict) and out["messages"][-1]["content"] == "hello from create_agent"
