@@ -212,6 +212,9 @@ def _real_memory(value: bytes) -> int:
         "é" * 3,
         b"x",
         {"a": None},
+        {"a": 1},
+        {k: 1 for k in "abcdef"},  # a dict grows at 6 items
+        {k: None for k in "abcdefghijk"},  # and at 11
         ormsgpack.Ext(codes.SET, ormsgpack.packb([])),
         ormsgpack.Ext(codes.TUPLE, ormsgpack.packb([1])),
         ormsgpack.Ext(codes.KNOWN_PYDANTIC, ormsgpack.packb([0, {"content": ""}])),

@@ -21,8 +21,9 @@ RATIO = 64
 """... or this many times the row's stored size, whichever is more."""
 
 # upper estimates of what one object takes decoded, with its slot in the container holding it
-_SCALAR, _NUMBER, _TEXT, _ARRAY, _MAP, _MAP_ITEM = 10, 48, 64, 72, 136, 56
-"""(CPython 3.11: a dict of 1-5 items takes 184 bytes, of 11-20 464; a str 49 + its length; a list 56.)"""
+_SCALAR, _NUMBER, _TEXT, _ARRAY, _MAP, _MAP_ITEM = 10, 48, 80, 72, 136, 56
+"""(CPython 3.11: a dict of 1-5 items takes 184 bytes, of 11-20 464; a str 49 + its length, and a
+non-ASCII one its UTF-8 form too once decoded; a list 56.)"""
 _EXT, _EXT_BYTE, _EXT_MAX = 256, 64, 1024
 """An extension record: 256 bytes and 64 per payload byte, at most 1024 (a message: about 900)."""
 _WORST = max(_MAP, (_EXT + _EXT_BYTE + _ARRAY) // 3 + 1)
