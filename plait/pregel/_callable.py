@@ -8,10 +8,12 @@ closure passes exactly the extra arguments the node declared (``config``,
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, NamedTuple, cast, get_args
 
@@ -366,11 +368,19 @@ _PLAIN: frozenset[type[object]] = frozenset({dict, str, list, tuple, type(None),
 
 
 def run_coroutine(value: Any) -> Any:
-    """Finish a coroutine returned by an async node run from the sync driver."""
+    """Finish a coroutine returned by an async node run from the sync driver: on a loop of its own,
+    in a worker thread when this thread runs an event loop already (a sync ``invoke`` made from
+    async code, which blocks that loop meanwhile: ``ainvoke`` is the better call there)."""
     if type(value) in _PLAIN:
         return value
     if inspect.isawaitable(value):
-        return asyncio.run(_await(value))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # the usual case: no loop in this thread
+            return asyncio.run(_await(value))
+        context = contextvars.copy_context()  # (the running node's context: interrupt(), get_config())
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="plait-async-node") as pool:
+            return pool.submit(context.run, asyncio.run, _await(value)).result()
     return value
 
 

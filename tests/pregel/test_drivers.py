@@ -132,3 +132,39 @@ def test_update_state_as_a_routed_node_calls_its_router(driver: Any) -> None:
     config = {"configurable": {"thread_id": "u"}}
     driver.update_state(graph, config, {"log": ["by hand"]}, as_node="start")
     assert driver.get_state(graph, config).next == ("right",)
+
+
+def test_an_async_node_under_a_sync_invoke_made_from_async_code_runs() -> None:
+    """A sync ``invoke`` called inside a running event loop still runs the graph's async nodes (on a loop
+    of their own in a worker thread, with the node's context: interrupts and get_config work there)."""
+    import asyncio as _asyncio
+    import warnings as _warnings
+
+    from typing_extensions import TypedDict as _TypedDict
+
+    from plait.checkpoint.memory import InMemorySaver
+    from plait.config import get_config
+    from plait.graph import START as _START
+    from plait.graph import StateGraph as _StateGraph
+    from plait.types import Command, interrupt
+
+    class S(_TypedDict):
+        x: int
+
+    async def node(state):  # type: ignore[no-untyped-def]  # (no hint: this module has another S)
+        await _asyncio.sleep(0)
+        answer = interrupt("how much?")
+        assert get_config()["configurable"]["thread_id"] == "t"
+        return {"x": state["x"] + int(answer)}
+
+    graph = _StateGraph(S).add_node("n", node).add_edge(_START, "n").compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+
+    async def main() -> dict[str, int]:
+        first = graph.invoke({"x": 1}, config)
+        assert first["__interrupt__"][0].value == "how much?"
+        return graph.invoke(Command(resume="41"), config)
+
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")  # (no "coroutine was never awaited")
+        assert _asyncio.run(main()) == {"x": 42}
