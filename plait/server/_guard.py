@@ -36,13 +36,15 @@ def is_loopback(host: str) -> bool:
 
 
 def _split_host(header: str) -> tuple[str, int | None]:
-    """A Host header's name and port (``None``: no port, or not a number)."""
+    """A Host header's name and port (``None``: no port; -1: not a number)."""
     if header.startswith("["):  # [::1]:2024
         name, _, rest = header[1:].partition("]")
         port = rest[1:] if rest.startswith(":") else ""
     else:
         name, _, port = header.partition(":")
-    return name.lower().rstrip("."), int(port) if port.isdigit() else None
+    if port and not port.isdigit():
+        return name.lower().rstrip("."), -1  # matches no port
+    return name.lower().rstrip("."), int(port) if port else None
 
 
 class Guard:

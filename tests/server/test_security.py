@@ -87,7 +87,13 @@ def test_binds_loopback_by_default(server: Server) -> None:
 def test_a_host_header_naming_another_site_is_400(server: Server, guarded: Server) -> None:
     """DNS rebinding: a page of rebind.example whose name now points at 127.0.0.1."""
     port = server.url.rsplit(":", 1)[1]
-    for host in ("rebind.example", f"rebind.example:{port}", "127.0.0.1:1", "localhost.example"):
+    for host in (
+        "rebind.example",
+        f"rebind.example:{port}",
+        "127.0.0.1:1",
+        "localhost.example",
+        "localhost:x",
+    ):
         r = httpx.post(server.url + "/threads/search", json={}, headers={"Host": host})
         assert r.status_code == 400 and "--allowed-host" in r.json()["detail"], host
     assert httpx.get(server.url + "/ok", headers={"Host": "rebind.example"}).status_code == 400
