@@ -199,6 +199,7 @@ _EXACT = {
     "plait.checkpoint._config": BASE,
     "plait.checkpoint._locks": BASE,
     "plait.checkpoint._make": BASE,
+    "plait.checkpoint._direct_async": BASE,
     "plait.checkpoint.serde": BASE,
     "plait.checkpoint._allow": BASE,
     "plait.checkpoint._deflate": BASE,

@@ -47,6 +47,7 @@ from plait.checkpoint._delta import (
     unpack_meta,
     unpack_ts,
 )
+from plait.checkpoint._direct_async import DirectAsync
 from plait.checkpoint._listed import as_read, tuples_listed
 from plait.checkpoint._locks import check_head
 from plait.checkpoint._memory_read import Known, Memo, Rows, replay
@@ -76,7 +77,7 @@ _Key = str | tuple[str, str]  # thread id (str) when the namespace is "", else (
 _SPECIAL = (INTERRUPT, RESUME)
 
 
-class InMemorySaver(BaseCheckpointSaver):
+class InMemorySaver(DirectAsync, BaseCheckpointSaver):
     """Keeps every checkpoint of every thread in this process, compactly; nothing survives the process.
 
     Args:
