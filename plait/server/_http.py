@@ -23,14 +23,12 @@ __all__ = [
     "body",
     "database_down",
     "error_response",
-    "http_error",
     "json_response",
     "opt",
     "page_response",
     "query_bool",
     "query_flag",
     "query_int",
-    "server_error",
 ]
 
 
@@ -145,11 +143,6 @@ async def error_response(request: Request, exc: Exception) -> Response:
     _log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
     return json_response({"detail": f"Internal error: {type(exc).__name__}: {exc}"}, 500)
 
-
-http_error = error_response
-"""Starlette's HTTP errors (404 of an unknown path, 405 …) as JSON (see :func:`error_response`)."""
-server_error = error_response
-"""An unexpected error as JSON (see :func:`error_response`)."""
 
 RETRY_AFTER = 2
 """Seconds a client is told to wait (``Retry-After``) when the database is unavailable."""

@@ -27,7 +27,7 @@ from starlette.routing import Route
 from plait.checkpoint.base import BaseCheckpointSaver
 from plait.errors import SerializationError
 from plait.server import _inspect_data as data
-from plait.server._http import http_error, json_response, query_int, server_error
+from plait.server._http import CatchErrors, error_response, json_response, query_int
 from plait.server._inspect_page import PAGE
 from plait.server._wire import ApiError
 
@@ -84,15 +84,14 @@ def create_inspect_app(saver: BaseCheckpointSaver, label: str, *, local_only: bo
         Route("/ui/api/threads/{thread_id}/state/{checkpoint_id}", state, methods=["GET"]),
         Route("/ui/api/threads/{thread_id}/diff", diff, methods=["GET"]),
     ]
-    middleware: list[Middleware] = []
+    middleware: list[Middleware] = [Middleware(CatchErrors)]  # (what would reach the ASGI server)
     if local_only:
         hosts = ["127.0.0.1", "localhost", "[::1]", "::1"]
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=hosts))  # pyright: ignore[reportArgumentType]  # starlette's middleware factory typing
     handlers: dict[Any, Any] = {
         ApiError: _api_error,
         SerializationError: _unreadable,
-        HTTPException: http_error,
-        Exception: server_error,
+        HTTPException: error_response,
     }
     return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)
 
