@@ -260,16 +260,16 @@ class DecryptionError(SerializationError, ValueError):
 
 
 class SchemaVersionError(RuntimeError):
-    """The checkpoint tables were created by a newer plait than this one; nothing was changed.
+    """The checkpoint (or server) tables were created by a newer plait than this one; nothing was changed.
 
     Attributes:
         found: The schema version stored in the database.
         supported: The newest schema version this plait knows.
     """
 
-    def __init__(self, found: int, supported: int, where: str = "database") -> None:
+    def __init__(self, found: int, supported: int, where: str = "database", kind: str = "checkpoint") -> None:
         super().__init__(
-            f"The {where} holds checkpoint schema version {found}, newer than this plait supports "
+            f"The {where} holds {kind} schema version {found}, newer than this plait supports "
             f"({supported}); nothing was changed. Upgrade plait (pip install -U plait) to open it."
         )
         self.found = found

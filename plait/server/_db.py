@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from typing_extensions import LiteralString
 
+from plait.server._schema import pg_check, pg_migrate, sqlite_check, sqlite_functions, sqlite_migrate
 from plait.server._wire import dumps, loads
 
 __all__ = ["CONNECTION_WAIT", "Database", "PostgresDatabase", "SqliteDatabase", "Tx", "open_database"]
@@ -166,9 +167,12 @@ class SqliteDatabase:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA busy_timeout=10000")
+        sqlite_functions(self.conn)
+        sqlite_check(self.conn, f"server database {path}")  # a newer plait's tables: refused untouched
         for ddl in _DDL:
             self.conn.execute(ddl)
         self._upgrade()
+        sqlite_migrate(self.conn, f"server database {path}")
         self.lock = asyncio.Lock()
 
     def _upgrade(self) -> None:
@@ -284,9 +288,11 @@ class PostgresDatabase:
         async with pool.connection() as conn:
             await conn.execute("SELECT pg_advisory_lock(728361)")
             try:
+                found = await pg_check(conn, "server database")  # a newer plait's tables: refused untouched
                 for ddl in _DDL:
                     await _pg_create(conn, ddl)
                 await _pg_upgrade(conn)
+                await pg_migrate(conn, found, "server database")
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(728361)")
         return db

@@ -14,9 +14,10 @@ from starlette.routing import Route
 from plait.errors import CheckpointConflictError, InvalidUpdateError
 from plait.server._db import Database, Tx
 from plait.server._extract import extract_paths, extracted
-from plait.server._http import body, json_response, opt, page_response
+from plait.server._http import body, json_response, opt
 from plait.server._snapshot import interrupts_by_task, thread_status
 from plait.server._state import ServerState, state_of
+from plait.server._thread_search import order_sql, where_sql
 from plait.server._ttl import ThreadTtl, expiry, thread_ttl
 from plait.server._wire import (
     ApiError,
@@ -344,66 +345,57 @@ async def prune(request: Request) -> Response:
     return json_response({"pruned_count": pruned})
 
 
-def _subset(actual: Any, wanted: dict[str, Any]) -> bool:
-    if not isinstance(actual, dict):
-        return not wanted
-    values = cast("dict[str, Any]", actual)
-    return all(k in values and loads(dumps(values[k])) == v for k, v in wanted.items())
-
-
-async def _matching(state: ServerState, data: dict[str, Any]) -> list[tuple[dict[str, Any], Any]]:
-    """The threads ``data`` selects, each with its values column (parsed only where needed)."""
+def _filters(state: ServerState, data: dict[str, Any]) -> tuple[str, list[Any]]:
+    """`` WHERE ...`` and its parameters for the threads ``data`` selects."""
     metadata = as_dict(opt(data, "metadata", dict))
     values = as_dict(opt(data, "values", dict))
     status = opt(data, "status", str)
     if status is not None and status not in _STATUSES:
         raise ApiError(422, f"status must be one of {list(_STATUSES)}, got {status!r}")
-    ids = opt(data, "ids", list)
-    sql, params = "SELECT status, updated_at, doc, vals FROM plait_server_threads", []
-    if status is not None:
-        sql, params = sql + " WHERE status = ?", [status]
-    docs: list[tuple[dict[str, Any], Any]] = []
-    for row in await state.db.fetch(sql, params):
-        doc = _doc(row, values=False)
-        if ids is not None and doc["thread_id"] not in ids:
-            continue
-        if not _subset(doc["metadata"], metadata):
-            continue
-        if values and not _subset(None if row["vals"] is None else loads(row["vals"]), values):
-            continue
-        docs.append((doc, row["vals"]))
-    return docs
+    return where_sql(state.db.dialect, metadata, values, status, opt(data, "ids", list))
 
 
 async def search(request: Request) -> Response:
-    """``POST /threads/search``: by metadata, values, status and ids; sorted and paged."""
+    """``POST /threads/search``: by metadata, values, status and ids; sorted and paged in the database."""
     data = await body(request)
-    found = await _matching(state_of(request), data)
-    sort_by = opt(data, "sort_by", str) or "created_at"
-    if sort_by not in ("thread_id", "status", "created_at", "updated_at", "state_updated_at"):
-        raise ApiError(
-            422,
-            f"sort_by must be thread_id, status, created_at, updated_at or state_updated_at, got {sort_by!r}",
-        )
-    order = opt(data, "sort_order", str) or "desc"
-    if order not in ("asc", "desc"):
-        raise ApiError(422, f"sort_order must be 'asc' or 'desc', got {order!r}")
-    found.sort(key=lambda item: str(item[0].get(sort_by)), reverse=order == "desc")
+    state = state_of(request)
+    where, params = _filters(state, data)
+    order = order_sql(
+        state.db.dialect, opt(data, "sort_by", str) or "created_at", opt(data, "sort_order", str) or "desc"
+    )
     limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
-
     select = opt(data, "select", list)
     paths = extract_paths(data.get("extract"), {*_FIELDS, "extracted"})
+    rows = await state.db.fetch(
+        "SELECT status, updated_at, doc, vals, count(*) OVER () AS total FROM plait_server_threads"
+        f"{where}{order} LIMIT ? OFFSET ?",
+        [*params, max(limit, 0), max(offset, 0)],
+    )
+    total = int(rows[0]["total"]) if rows else await _count(state, where, params) if offset > 0 else 0
 
-    def show(item: tuple[dict[str, Any], Any]) -> dict[str, Any]:  # values parsed for the page only
-        doc = {**item[0], "values": None if item[1] is None else loads(item[1])}
+    def show(row: dict[str, Any]) -> dict[str, Any]:
+        doc = _doc(row)
         return {**doc, "extracted": extracted(doc, paths)} if paths else doc
 
-    return page_response(found, offset, limit, [*select, "extracted"] if select and paths else select, show)
+    page = [show(row) for row in rows]
+    keep = [*select, "extracted"] if select and paths else select
+    if keep:
+        page = [{k: d.get(k) for k in keep} for d in page]
+    headers = {"X-Pagination-Total": str(total)}
+    if offset + limit < total:
+        headers["X-Pagination-Next"] = str(offset + limit)
+    return json_response(page, headers=headers)
+
+
+async def _count(state: ServerState, where: str, params: list[Any]) -> int:
+    rows = await state.db.fetch(f"SELECT count(*) AS n FROM plait_server_threads{where}", params)
+    return int(rows[0]["n"])
 
 
 async def count(request: Request) -> Response:
     """``POST /threads/count``."""
-    return json_response(len(await _matching(state_of(request), await body(request))))
+    state = state_of(request)
+    return json_response(await _count(state, *_filters(state, await body(request))))
 
 
 async def copy(request: Request) -> Response:
