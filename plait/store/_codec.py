@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from plait.store.base import InvalidValueError
 
-__all__ = ["decode_value", "encode_value"]
+__all__ = ["check_value", "decode_value", "encode_value"]
 
 _SCALARS = (str, int, bool, type(None))
 
@@ -35,6 +35,24 @@ def _problem(value: Any, path: str) -> str | None:
     return f"{path} is a {type(value).__name__}, which is not JSON (use str, int, float, bool, None, list or dict)"
 
 
+def check_value(namespace: tuple[str, ...], key: str, value: Any) -> None:
+    """Refuse a value that is not a mapping of JSON values with string keys (what :func:`encode_value`
+    stores), without encoding it: for stores that keep the Python value.
+
+    Raises:
+        InvalidValueError: it is not.
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidValueError(
+            f"Store values must be mappings (dicts), got {type(value).__name__}; wrap it, e.g. {{'value': ...}}",
+            namespace=namespace,
+            key=key,
+        )
+    found = _problem(value, "value")
+    if found is not None:
+        raise InvalidValueError(f"{found}; convert it before storing", namespace=namespace, key=key)
+
+
 def encode_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
     """Serialize an item's value to JSON text, or say exactly what is wrong.
 
@@ -49,15 +67,7 @@ def encode_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
     Raises:
         InvalidValueError: If the value is not a mapping of JSON values with string keys.
     """
-    if not isinstance(value, Mapping):
-        raise InvalidValueError(
-            f"Store values must be mappings (dicts), got {type(value).__name__}; wrap it, e.g. {{'value': ...}}",
-            namespace=namespace,
-            key=key,
-        )
-    found = _problem(value, "value")
-    if found is not None:
-        raise InvalidValueError(f"{found}; convert it before storing", namespace=namespace, key=key)
+    check_value(namespace, key, value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 

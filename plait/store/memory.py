@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from plait.store._codec import encode_value
+from plait.store._codec import check_value
 from plait.store._embed import Embedded, IndexSpec
 from plait.store._filter import check_filter, matches
 from plait.store._rank import cosine
@@ -300,7 +300,7 @@ def _validate(op: Any) -> None:
         raise ValueError(f"Unknown operation type: {type(op)}")
     validate_op_namespace(op)
     if isinstance(op, PutOp) and op.value is not None:
-        encode_value(op.namespace, op.key, op.value)
+        check_value(op.namespace, op.key, op.value)
     if isinstance(op, SearchOp) and op.filter:
         check_filter(op.filter)
     if isinstance(op, ListNamespacesOp):

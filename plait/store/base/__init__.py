@@ -98,13 +98,24 @@ class EmbeddingDimensionError(ValueError):
     """The embedder returned vectors of another length than ``index["dims"]``, or too few of them."""
 
 
+_VALID: dict[Any, None] = {}
+"""Namespaces found valid lately (a store checks each operation's; most name the same few)."""
+
+
 def _check_labels(namespace: Any) -> None:
     """Raise :class:`InvalidNamespaceError` unless every label is valid."""
+    try:
+        if namespace in _VALID:
+            return
+    except TypeError:  # unhashable: not a tuple of strings, said below
+        pass
     if not isinstance(namespace, tuple):
         raise InvalidNamespaceError(
             f"Namespace must be a tuple of strings, got {type(namespace).__name__}: {namespace!r}."
         )
     for label in cast("tuple[object, ...]", namespace):  # a tuple (checked above) of unchecked labels
+        if type(label) is str and label and "." not in label and "\x00" not in label:
+            continue  # (the common case: no message to build)
         where = f"Invalid namespace label {label!r} found in {namespace!r}"
         if not isinstance(label, str):
             raise InvalidNamespaceError(f"{where}: labels must be strings, not {type(label).__name__}.")
@@ -114,6 +125,9 @@ def _check_labels(namespace: Any) -> None:
             raise InvalidNamespaceError(f"{where}: labels cannot contain periods ('.').")
         if "\x00" in label:
             raise InvalidNamespaceError(f"{where}: labels cannot contain NUL bytes ('\\x00').")
+    if len(_VALID) >= 4096:
+        _VALID.clear()
+    _VALID[namespace] = None
 
 
 def _pattern(path: Any) -> Any:
