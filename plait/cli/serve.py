@@ -8,7 +8,7 @@ import click
 
 try:
     from plait.server import ConfigError, Settings
-    from plait.server._config import load_config, load_graph
+    from plait.server._config import load_config, load_graph, load_http_app
     from plait.server._guard import is_loopback
     from plait.server._serve import serve as run_server
     from plait.server._state import default_db
@@ -113,7 +113,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
     _check_exposure(host, port, auth_token, insecure_no_auth)
     path = _config_path(config)
     try:
-        graphs, env, webhooks, cors_config, thread_ttl, store_ttl, store_index = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
+        graphs, env, webhooks, cors_config, thread_ttl, store_ttl, store_index, http_app = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
     except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
         raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
     target = db or default_db(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
@@ -133,6 +133,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         store_ttl=store_ttl,
         store_index=store_index,
         allowed_hosts=allowed_hosts,
+        http_app=http_app,
     )
     if workers > 1 and not settings.is_postgres:
         raise click.BadParameter(
@@ -141,6 +142,8 @@ def serve(  # noqa: PLR0913 - one parameter per option
     try:  # a graph that does not load is one line here, not a traceback from the server's start-up
         for spec in graphs:
             load_graph(spec, settings.config_path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
+        if http_app:
+            load_http_app(http_app, settings.config_path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
     except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
         raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
     click.echo(

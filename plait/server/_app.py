@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -15,8 +15,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from plait.server import _assistants, _crons, _runs, _store, _thread_state, _thread_stream, _threads, _ui
-from plait.server._config import Settings
+from plait.server import (
+    _assistants,
+    _crons,
+    _metrics,
+    _runs,
+    _store,
+    _thread_state,
+    _thread_stream,
+    _threads,
+    _ui,
+)
+from plait.server._config import Settings, load_http_app
+from plait.server._custom import UserRoutes
 from plait.server._guard import Guard
 from plait.server._http import CatchErrors, error_response, json_response
 from plait.server._state import open_state, state_of
@@ -48,22 +59,30 @@ async def _info(request: Request) -> Response:
 
 
 def create_app(settings: Settings) -> Starlette:
-    """The server application for ``settings`` (its lifespan opens the database and starts the worker)."""
+    """The server application for ``settings`` (its lifespan opens the database and starts the worker,
+    and runs the lifespan of the config's ``http.app``, whose routes come before the API's)."""
+    user_app = load_http_app(settings.http_app, settings.config_path) if settings.http_app else None
+    metrics = _metrics.Metrics()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None, None]:
         state = await open_state(settings)
         await _assistants.ensure_defaults(state)
         app.state.server = state
+        state.metrics = metrics
         state.worker = Worker(state)
         await state.worker.start()
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                if user_app is not None:
+                    await stack.enter_async_context(user_app.router.lifespan_context(user_app))
+                yield
         finally:
             await state.worker.stop(drain=settings.lease_ttl)
             await state.close()
 
     routes: list[Any] = [
+        *([UserRoutes(user_app)] if user_app is not None else []),
         Route("/ok", _ok, methods=["GET"]),
         Route("/info", _info, methods=["GET"]),
         *_assistants.routes,
@@ -74,8 +93,10 @@ def create_app(settings: Settings) -> Starlette:
         *_runs.routes,
         *_store.routes,
         *_ui.routes,
+        *_metrics.routes,
     ]
     middleware = [
+        Middleware(_metrics.RecordRequests, metrics=metrics),
         Middleware(CatchErrors),
         Middleware(
             Guard,
@@ -92,6 +113,8 @@ def create_app(settings: Settings) -> Starlette:
             **settings.cors,  # the config's http.cors, as LangGraph's server reads it
         }
         options["allow_origins"] = [*options.get("allow_origins", []), *settings.cors_origins]
-        middleware.insert(0, Middleware(CORSMiddleware, **options))  # (error answers get its headers too)
+        middleware.insert(1, Middleware(CORSMiddleware, **options))  # (error answers get its headers too)
     handlers: dict[Any, Any] = {ApiError: error_response, HTTPException: error_response}
-    return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers, lifespan=lifespan)
+    app = Starlette(routes=routes, middleware=middleware, exception_handlers=handlers, lifespan=lifespan)
+    app.state.metrics = metrics
+    return app

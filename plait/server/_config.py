@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from starlette.applications import Starlette
+
 from plait._alias import install as route_langgraph_to_plait
 from plait.graph.state import StateGraph
 from plait.pregel import Pregel
@@ -27,6 +29,7 @@ __all__ = [
     "load_config",
     "load_embed",
     "load_graph",
+    "load_http_app",
 ]
 
 BUILD_KEYS = frozenset(
@@ -46,7 +49,7 @@ BUILD_KEYS = frozenset(
 )
 """Keys of ``langgraph.json`` that describe a container build: they change nothing when serving."""
 READ_KEYS = frozenset({"graphs", "env", "webhooks", "http", "checkpointer", "store"})
-HTTP_KEYS = frozenset({"disable_webhooks", "cors"})
+HTTP_KEYS = frozenset({"app", "disable_webhooks", "cors"})
 CORS_KEYS = {
     "allow_origins": list,
     "allow_methods": list,
@@ -91,6 +94,8 @@ class Settings:
         store_ttl: The config's ``store.ttl``.
         store_index: The config's ``store.index`` (semantic search of the store).
         allowed_hosts: Host headers accepted on a loopback bind besides its own (``--allowed-host``).
+        http_app: The config's ``http.app`` (``./webapp.py:app``: a Starlette/FastAPI app served
+            beside the API, see :func:`load_http_app`).
     """
 
     config_path: str
@@ -108,6 +113,7 @@ class Settings:
     store_ttl: dict[str, Any] = field(default_factory=lambda: {})
     store_index: dict[str, Any] = field(default_factory=lambda: {})
     allowed_hosts: tuple[str, ...] = ()
+    http_app: str | None = None
 
     @property
     def webhook_policy(self) -> WebhookPolicy:
@@ -136,6 +142,8 @@ class Settings:
             "thread_ttl": self.thread_ttl,
             "store_ttl": self.store_ttl,
             "store_index": self.store_index,
+            "allowed_hosts": list(self.allowed_hosts),
+            "http_app": self.http_app,
         }
         return json.dumps(data)
 
@@ -145,6 +153,7 @@ class Settings:
         data = json.loads(text)
         graphs = tuple(GraphSpec(g[0], g[1], g[2]) for g in data.pop("graphs"))
         data["cors_origins"] = tuple(data["cors_origins"])
+        data["allowed_hosts"] = tuple(data.get("allowed_hosts", ()))
         return cls(graphs=graphs, **data)
 
 
@@ -186,7 +195,8 @@ def _read_env(raw: Any, base: Path, where: str) -> dict[str, str]:
 
 class LoadedConfig(NamedTuple):
     """What a config file says: its graphs, its environment, its webhook policy, its CORS settings and
-    the time to live of threads and store items (``checkpointer.ttl``, ``store.ttl``)."""
+    the time to live of threads and store items (``checkpointer.ttl``, ``store.ttl``), and the
+    custom routes' app (``http.app``)."""
 
     graphs: tuple[GraphSpec, ...]
     env: dict[str, str]
@@ -195,6 +205,7 @@ class LoadedConfig(NamedTuple):
     thread_ttl: dict[str, Any]
     store_ttl: dict[str, Any]
     store_index: dict[str, Any]
+    http_app: str | None = None
 
 
 def load_config(path: str | Path) -> LoadedConfig:
@@ -224,13 +235,7 @@ def load_config(path: str | Path) -> LoadedConfig:
             f"{file}: {', '.join(repr(k) for k in unknown)} not supported by plait serve (it reads "
             f"{sorted(READ_KEYS)}; build keys such as 'dependencies' are ignored): remove it"
         )
-    raw_http: Any = config.get("http") or {}
-    if not isinstance(raw_http, dict) or set(cast("dict[str, Any]", raw_http)) - HTTP_KEYS:
-        raise ConfigError(
-            f'{file}: of "http", plait serve reads only {sorted(HTTP_KEYS)} '
-            "(auth and body limits are options of plait serve: see --help)"
-        )
-    http = cast("dict[str, Any]", raw_http)
+    http = _http(config.get("http"), str(file))
     cors = _cors(http.get("cors"), str(file))
     graphs = _graph_specs(config.get("graphs"), str(file))
     env = _read_env(config.get("env"), file.parent, str(file))
@@ -242,7 +247,25 @@ def load_config(path: str | Path) -> LoadedConfig:
     except WebhookConfigError as exc:
         raise ConfigError(f"{file}: {exc}") from None
     thread_ttl, store_ttl, store_index = _sections(config, str(file))
-    return LoadedConfig(graphs, env, policy, cors, thread_ttl, store_ttl, store_index)
+    return LoadedConfig(graphs, env, policy, cors, thread_ttl, store_ttl, store_index, http.get("app"))
+
+
+def _http(raw: Any, where: str) -> dict[str, Any]:
+    """The config's ``http`` section: its keys plait serve reads, ``app`` of the form ``path:name``."""
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f'{where}: "http" must be an object')
+    http = cast("dict[str, Any]", raw)
+    unknown = sorted(set(http) - HTTP_KEYS)
+    if unknown:
+        raise ConfigError(
+            f'{where}: http.{", http.".join(unknown)} not supported by plait serve; of "http" it reads '
+            f"{sorted(HTTP_KEYS)} (auth and body limits are options of plait serve: see --help): remove it"
+        )
+    app = http.get("app")
+    if app is not None and (not isinstance(app, str) or ":" not in app):
+        raise ConfigError(f'{where}: http.app must be "path/to/webapp.py:app" (or "module:app"), got {app!r}')
+    return http
 
 
 _SECTION_KEYS = {"checkpointer": {"ttl"}, "store": {"ttl", "index"}}
@@ -342,6 +365,27 @@ def _attr(spec: GraphSpec, module_ref: str, module: Any, attr: str) -> Any:
     if not hasattr(module, attr):
         raise ConfigError(f"graph {spec.graph_id!r}: {module_ref} has no variable {attr!r}")
     return getattr(module, attr)
+
+
+def load_http_app(target: str, config_path: str) -> Starlette:
+    """The app ``http.app`` names (``./webapp.py:app`` beside the config, or ``module:app``).
+
+    Raises:
+        ConfigError: the file or variable does not exist, or is not a Starlette (or FastAPI) app.
+    """
+    base = Path(config_path).resolve().parent
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    try:
+        value = _import_target(GraphSpec("http.app", target), base)
+    except ConfigError as exc:
+        raise ConfigError(f"http.app: {exc}") from None
+    if not isinstance(value, Starlette):
+        raise ConfigError(
+            f"http.app: {target} is {type(value).__name__}, not a Starlette or FastAPI app "
+            "(plait serve mounts the routes of such an app beside the API)"
+        )
+    return value
 
 
 def load_graph(spec: GraphSpec, config_path: str) -> Pregel[Any, Any, Any, Any]:

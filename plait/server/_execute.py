@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,6 +181,7 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
     quiet = bool(doc["kwargs"].get("wait"))
     emitter = _Emitter(state, run_id, list(doc["kwargs"].get("stream_mode") or ["values"]), quiet=quiet)
     status, error, cancel, started = "success", None, None, now_iso()
+    clock = time.perf_counter()
     done = asyncio.Event()
     flusher = asyncio.create_task(state.broker.keep_flushing(run_id, done)) if state.broker.shared else None
     try:  # a cancel at any await from here on ends the run as cancelled (its thread and slot freed)
@@ -203,7 +205,10 @@ async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[s
     try:
         if flusher is not None:
             await asyncio.gather(flusher, return_exceptions=True)
-        return await finish_run(state, doc, graph, Outcome(status, error, cancel, emitter.values, started))
+        waiting = await finish_run(state, doc, graph, Outcome(status, error, cancel, emitter.values, started))
+        if state.metrics is not None:
+            state.metrics.run_ended(status, time.perf_counter() - clock)
+        return waiting
     finally:
         state.finishing.discard(run_id)
         state.cancels.pop(run_id, None)

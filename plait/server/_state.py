@@ -9,7 +9,7 @@ import uuid
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from starlette.requests import Request
 
@@ -24,6 +24,9 @@ from plait.server._webhook import WebhookPolicy, deliver
 from plait.server._wire import ApiError
 from plait.store._embed import IndexSpec
 from plait.store.base import TTLConfig
+
+if TYPE_CHECKING:
+    from plait.server._metrics import Metrics
 
 _pg_saver: Any
 try:
@@ -54,6 +57,8 @@ class ServerState:
     )
     stack: AsyncExitStack = field(default_factory=AsyncExitStack)
     worker: Any = None
+    metrics: Metrics | None = None
+    """The app's Prometheus series (:mod:`plait.server._metrics`), once the app set them."""
     cancels: dict[str, str] = field(default_factory=lambda: {})
     finishing: set[str] = field(default_factory=lambda: set[str]())
     """Runs recording their end here: a cancel arriving now changes nothing (they end as they are)."""

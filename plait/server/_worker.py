@@ -254,6 +254,8 @@ class Worker:
         """A run that could not be executed (its graph is gone, the database failed…): its row and its
         thread say so, and its followers get its end, unless the run had already ended."""
         state, run_id, now = self.state, row["run_id"], now_iso()
+        if state.metrics is not None:
+            state.metrics.runs.labels("error").inc()
         await state.db.run(
             "UPDATE plait_server_runs SET status = 'error', worker = NULL, updated_at = ? WHERE run_id = ?",
             (now, run_id),

@@ -49,8 +49,13 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
     }
     path = project / "langgraph.json"
     path.write_text(json.dumps(config))
-    graphs, env, webhooks, cors, thread_ttl, store_ttl, index = load_config(path)
-    assert webhooks == WebhookPolicy() and cors == {} and thread_ttl == store_ttl == index == {}
+    graphs, env, webhooks, cors, thread_ttl, store_ttl, index, http_app = load_config(path)
+    assert (
+        webhooks == WebhookPolicy()
+        and cors == {}
+        and thread_ttl == store_ttl == index == {}
+        and http_app is None
+    )
     assert graphs == (
         GraphSpec("agent", "./agent.py:graph"),
         GraphSpec("other", "./agent.py:make_graph", "d"),
@@ -91,9 +96,10 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
         ('{"graphs": {"a": "./agent.py:graph"}, "store": {"ttl": {"refresh_on_read": 1}}}', "true or false"),
         ('{"graphs": {"a": "./agent.py:graph"}, "store": {"ttl": {"nope": 1}}}', "store.ttl: \\['nope'\\]"),
         (
-            '{"graphs": {"a": "./agent.py:graph"}, "http": {"app": "./app.py:app"}}',
-            'of "http", plait serve reads',
+            '{"graphs": {"a": "./agent.py:graph"}, "http": {"mount_prefix": "/api", "app": "./app.py:app"}}',
+            "http.mount_prefix not supported",
         ),
+        ('{"graphs": {"a": "./agent.py:graph"}, "http": {"app": "./app.py"}}', '"path/to/webapp.py:app"'),
         ('{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"url": {"nope": 1}}}', "unknown key"),
         (
             '{"graphs": {"a": "./agent.py:graph"}, "webhooks": {"url": {"allowed_domains": ["h"]}, '

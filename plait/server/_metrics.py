@@ -1,0 +1,105 @@
+"""``GET /metrics``: the server's Prometheus series, in the text exposition format.
+
+Each app has a registry of its own (two apps in one process, as in tests, do not share series).
+With several worker processes (PostgreSQL) every process keeps and reports its own counters: a
+scrape reaches one of them; the run queue gauges, read from the database, are the same in all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from plait.server._state import state_of
+
+__all__ = ["Metrics", "RecordRequests", "routes"]
+
+_DURATIONS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+"""Buckets of the run duration histogram, in seconds."""
+
+
+class Metrics:
+    """The series of one app, in a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        self.runs = Counter(
+            "plait_runs", "Runs this process executed to an end, by final status", ["status"], registry=reg
+        )
+        self.run_seconds = Histogram(
+            "plait_run_duration_seconds",
+            "Seconds this process spent executing a run, by final status",
+            ["status"],
+            buckets=_DURATIONS,
+            registry=reg,
+        )
+        self.queued = Gauge("plait_runs_queued", "Runs waiting in the queue (all workers)", registry=reg)
+        self.running = Gauge("plait_runs_running", "Runs running (all workers)", registry=reg)
+        self.executing = Gauge("plait_runs_executing", "Runs this process is executing now", registry=reg)
+        self.requests = Counter(
+            "plait_http_requests",
+            "HTTP requests answered, by method, route template and status code",
+            ["method", "route", "status"],
+            registry=reg,
+        )
+
+    def run_ended(self, status: str, seconds: float) -> None:
+        """Count a run this process executed, ending with ``status`` after ``seconds``."""
+        self.runs.labels(status).inc()
+        self.run_seconds.labels(status).observe(seconds)
+
+
+_COUNTS = "SELECT status, COUNT(*) AS n FROM plait_server_runs WHERE status IN ('pending', 'running') GROUP BY status"
+
+
+async def _metrics(request: Request) -> Response:
+    state = state_of(request)
+    metrics: Metrics = request.app.state.metrics
+    counts = {row["status"]: int(row["n"]) for row in await state.db.fetch(_COUNTS, ())}
+    metrics.queued.set(counts.get("pending", 0))
+    metrics.running.set(counts.get("running", 0))
+    metrics.executing.set(len(state.worker.tasks) if state.worker is not None else 0)
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+routes = [Route("/metrics", _metrics, methods=["GET"])]
+
+
+class RecordRequests:
+    """Counts every HTTP request by method, route template (``/threads/{thread_id}``; ``unmatched``
+    for a path no route serves) and status code."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500  # (no response began: the server answers 500)
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route: Any = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            self.metrics.requests.labels(scope["method"], template, str(status)).inc()
