@@ -101,7 +101,11 @@ def _entry(item: dict[str, Any], parent: dict[str, Any] | None) -> dict[str, Any
     }
 
 
+_STEP_X, _STEP_Y, _PAD = 170, 90, 60  # column width, row height, room at the sides for curved edges
+
+
 def _layers(nodes: list[str], edges: list[tuple[str, str, bool]]) -> dict[str, int]:
+    """Row of each node: its distance from the first node; unreached nodes, then ``__end__``, at the bottom."""
     depth = {nodes[0]: 0} if nodes else {}
     frontier = list(depth)
     while frontier:
@@ -115,36 +119,73 @@ def _layers(nodes: list[str], edges: list[tuple[str, str, bool]]) -> dict[str, i
     bottom = max(depth.values(), default=0) + 1
     for node in nodes:
         depth.setdefault(node, bottom)
-    if "__end__" in depth:
-        depth["__end__"] = max(depth.values()) + (
-            0 if list(depth.values()).count(depth["__end__"]) == 1 else 1
-        )
+    into_end = [depth[s] for s, t, _ in edges if t == "__end__" and s != "__end__"]
+    if into_end:  # one row below its lowest source: every edge into it goes down
+        depth["__end__"] = max(into_end) + 1
     return depth
+
+
+def _positions(nodes: list[str], depth: dict[str, int]) -> tuple[dict[str, tuple[int, int]], int]:
+    """Centre of each node (rows centred, one column width apart) and the drawing's width."""
+    rows: dict[int, list[str]] = {}
+    for node in nodes:
+        rows.setdefault(depth[node], []).append(node)
+    width = max((len(r) for r in rows.values()), default=1) * _STEP_X + 2 * _PAD
+    pos: dict[str, tuple[int, int]] = {}
+    for level, members in rows.items():
+        left = (width - len(members) * _STEP_X) // 2
+        for i, node in enumerate(members):
+            pos[node] = (left + i * _STEP_X + _STEP_X // 2, 40 + level * _STEP_Y)
+    return pos, width
+
+
+def _curve(ends: tuple[str, str], pos: dict[str, tuple[int, int]], depth: dict[str, int]) -> str:
+    """The path of an edge that is not one row down: around the rows it spans (on the right going
+    down, on the left going back up), over the row within a row, a loop on the right to itself."""
+    source, target = ends
+    (x1, y1), (x2, y2) = pos[source], pos[target]
+    if source == target:
+        return f"M{x1 + 70},{y1 - 8} C{x1 + 115},{y1 - 40} {x1 + 115},{y1 + 40} {x1 + 70},{y1 + 8}"
+    if depth[source] == depth[target]:
+        return f"M{x1},{y1 - 16} C{x1},{y1 - 55} {x2},{y2 - 55} {x2},{y2 - 16}"
+    low, high = sorted((depth[source], depth[target]))
+    spanned = [x for n, (x, _) in pos.items() if low <= depth[n] <= high]
+    if depth[target] > depth[source]:
+        side, x1, x2 = max(spanned) + 110, x1 + 70, x2 + 70
+    else:
+        side, x1, x2 = min(spanned) - 110, x1 - 70, x2 - 70
+    return f"M{x1},{y1} C{side},{y1} {side},{y2} {x2},{y2}"
+
+
+def _edge(ends: tuple[str, str], pos: dict[str, tuple[int, int]], depth: dict[str, int], dash: str) -> str:
+    """One edge: straight down to the next row, any other edge curved (:func:`_curve`) so that it
+    crosses no node and never lies on top of another edge."""
+    source, target = ends
+    (x1, y1), (x2, y2) = pos[source], pos[target]
+    if depth[target] == depth[source] + 1:
+        d = f"M{x1},{y1 + 16} L{x2},{y2 - 16}"
+    else:
+        d = _curve(ends, pos, depth)
+    label = html.escape(f"{source}->{target}")
+    return (
+        f'<path class="edge" data-edge="{label}" d="{d}" fill="none" stroke="#555"{dash} '
+        'marker-end="url(#arrow)"/>'
+    )
 
 
 def svg_of(nodes: list[str], edges: list[tuple[str, str, bool]]) -> str:
     """A layered drawing of the graph: one row per distance from ``__start__``; dashed conditional edges."""
     depth = _layers(nodes, edges)
-    rows: dict[int, list[str]] = {}
-    for node in nodes:
-        rows.setdefault(depth[node], []).append(node)
-    width = max(len(r) for r in rows.values()) * 170 + 40 if rows else 200
-    pos: dict[str, tuple[int, int]] = {}
-    for level, members in rows.items():
-        gap = width // (len(members) + 1)
-        for i, node in enumerate(members):
-            pos[node] = (gap * (i + 1), 40 + level * 90)
+    pos, width = _positions(nodes, depth)
+    height = (max(depth.values(), default=0) + 1) * _STEP_Y + 30
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{(max(rows) + 1) * 90 + 30 if rows else 100}" class="graph">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="graph">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto">'
         '<path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
     ]
     for source, target, conditional in edges:
-        (x1, y1), (x2, y2) = pos[source], pos[target]
         dash = ' stroke-dasharray="5,4"' if conditional else ""
-        parts.append(
-            f'<line x1="{x1}" y1="{y1 + 16}" x2="{x2}" y2="{y2 - 16}" stroke="#555"{dash} marker-end="url(#arrow)"/>'
-        )
+        parts.append(_edge((source, target), pos, depth, dash))
     for node, (x, y) in pos.items():
         fill = "#bfb6fc" if node == "__end__" else "#fff" if node == "__start__" else "#f2f0ff"
         label = html.escape(node)

@@ -41,10 +41,17 @@ const api = async (path, opts = {}) => {
   return data;
 };
 const esc = (v) => String(v).replace(/[&<>"]/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c]));
+const said = (m) => {  // one message: its type, its text, and the tools it calls (name and arguments)
+  const text = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+  const calls = (m.tool_calls || []).map((c) => c.name + '(' + JSON.stringify(c.args) + ')');
+  return m.type + ': ' + [text, calls.length ? 'calls ' + calls.join(', ') : ''].filter(Boolean).join(' ');
+};
 const brief = (v) => Array.isArray(v) && v.every((m) => m && typeof m === 'object' && 'type' in m && 'content' in m)
-  ? v.map((m) => m.type + ': ' + (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))) : v;
+  ? v.map(said) : v;
 const short = (v, n = 90) => { const s = JSON.stringify(brief(v)); return s.length > n ? s.slice(0, n) + '…' : s; };
-let current = null, picked = [], states = {}, showing = 0;
+let current = null, picked = [], states = {}, showing = 0, opening = 0;
+const sideItem = (t) => `<b>${esc(t.thread_id)}</b><br><span class="status ${esc(t.status)}">${esc(t.status)}</span>
+  ${esc(t.updated_at.slice(0, 19))} ${esc(short(t.metadata, 60))}`;
 const say = (t) => { $('#msg').textContent = t; };
 
 async function search() {
@@ -54,16 +61,26 @@ async function search() {
   if ($('#status').value) body.status = $('#status').value;
   let found = await api('/threads/search', {method: 'POST', body: JSON.stringify(body)});
   if (q && !q.startsWith('{')) found = found.filter((t) => t.thread_id.includes(q) || JSON.stringify(t.metadata).includes(q));
-  $('#threads').innerHTML = found.map((t) => `<li data-thread="${t.thread_id}"><b>${t.thread_id}</b><br>
-    <span class="status ${t.status}">${t.status}</span> ${esc(t.updated_at.slice(0, 19))} ${esc(short(t.metadata, 60))}</li>`).join('');
-  document.querySelectorAll('#threads li').forEach((li) => li.onclick = () => open(li.dataset.thread));
+  $('#threads').innerHTML = found.map((t) => `<li data-thread="${esc(t.thread_id)}">${sideItem(t)}</li>`).join('');
+  document.querySelectorAll('#threads li').forEach((li) => {
+    li.classList.toggle('on', !!current && li.dataset.thread === current.thread_id);
+    li.onclick = () => open(li.dataset.thread);
+  });
   say(found.length + ' thread(s)');
 }
 
 async function open(id) {
-  current = await api('/threads/' + id);
-  picked = []; states = {};
-  document.querySelectorAll('#threads li').forEach((li) => li.classList.toggle('on', li.dataset.thread === id));
+  const me = ++opening;
+  const thread = await api('/threads/' + id);
+  if (me !== opening) return;  // a later click won while this thread loaded
+  current = thread; picked = []; states = {}; showing++;
+  $('#diff').textContent = 'pick two checkpoints in the timeline';
+  ['#state', '#next', '#checkpoint'].forEach((s) => { $(s).textContent = ''; });
+  $('#bytes tbody').innerHTML = ''; $('#timeline tbody').innerHTML = '';
+  document.querySelectorAll('#threads li').forEach((li) => {
+    li.classList.toggle('on', li.dataset.thread === id);
+    if (li.dataset.thread === id) li.innerHTML = sideItem(current);  // the sidebar shows the status just read
+  });
   $('#detail').hidden = false;
   $('#title').textContent = id;
   $('#thread-status').className = 'status ' + current.status;
@@ -73,6 +90,7 @@ async function open(id) {
   $('#graph').innerHTML = drawn.svg;
   $('#mermaid').textContent = drawn.mermaid;
   const rows = await api('/ui/api/threads/' + id + '/timeline');
+  if (me !== opening) return;
   $('#timeline tbody').innerHTML = rows.map((c) => `<tr data-checkpoint="${c.checkpoint_id}">
     <td><input type="checkbox" class="pick" value="${c.checkpoint_id}"></td><td>${c.step}</td><td>${esc(c.source)}</td>
     <td><b>${esc(c.nodes.join(', '))}</b> ${Object.entries(c.writes).map(([k, v]) => esc(k) + ': ' + esc(short(v))).join('<br>')}
@@ -127,7 +145,9 @@ function lines(a, b) {
 }
 
 async function diff(c1, c2) {
+  const thread = current;
   const [s1, s2] = [await stateAt(c1), await stateAt(c2)];
+  if (thread !== current) return;  // another thread was opened meanwhile
   const [older, newer] = (s1.created_at || '') <= (s2.created_at || '') ? [s1, s2] : [s2, s1];
   $('#diff').innerHTML = `<div>${esc(older.checkpoint_id)} → ${esc(newer.checkpoint_id)}</div>` + lines(older.values, newer.values);
 }
