@@ -284,18 +284,13 @@ class PostgresDatabase:
             timeout=CONNECTION_WAIT,
         )
         await pool.open()
-        db = cls(dsn, pool)
-        async with pool.connection() as conn:
-            await conn.execute("SELECT pg_advisory_lock(728361)")
-            try:
-                found = await pg_check(conn, "server database")  # a newer plait's tables: refused untouched
-                for ddl in _DDL:
-                    await _pg_create(conn, ddl)
-                await _pg_upgrade(conn)
-                await pg_migrate(conn, found, "server database")
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(728361)")
-        return db
+        try:
+            async with pool.connection() as conn:
+                await _pg_set_up(conn)
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(dsn, pool)
 
     async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """All rows of a query, as dicts."""
@@ -355,6 +350,19 @@ async def _pg_create(conn: Any, ddl: str) -> None:
         if row is not None and row[0]:
             return
     await conn.execute(ddl)
+
+
+async def _pg_set_up(conn: Any) -> None:
+    """Create the tables and bring them to this plait's version, under the set-up lock."""
+    await conn.execute("SELECT pg_advisory_lock(728361)")
+    try:
+        found = await pg_check(conn, "server database")  # a newer plait's tables: refused untouched
+        for ddl in _DDL:
+            await _pg_create(conn, ddl)
+        await _pg_upgrade(conn)
+        await pg_migrate(conn, found, "server database")
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(728361)")
 
 
 async def _pg_upgrade(conn: Any) -> None:

@@ -7,9 +7,13 @@ import json
 import pathlib
 import sqlite3
 
+import pytest
 from _pg import private_schema
 
+from plait.errors import SchemaVersionError
 from plait.server._db import PostgresDatabase, SqliteDatabase
+from plait.server._schema import SCHEMA_VERSION
+from plait.server._thread_search import where_sql
 from plait.server._threads import get_thread, write_thread
 
 # the threads table as plait 0.x made it: the values inside the document
@@ -70,3 +74,80 @@ def test_postgres_old_threads_keep_their_values() -> None:
                 await db.close()
 
         asyncio.run(check())
+
+
+def _found(db: SqliteDatabase, metadata: dict[str, object]) -> list[str]:
+    where, params = where_sql(db.dialect, metadata, {}, None, None)
+    rows = asyncio.run(db.fetch(f"SELECT thread_id FROM plait_server_threads{where}", params))
+    return [row["thread_id"] for row in rows]
+
+
+def test_sqlite_old_database_gets_the_metadata_index(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "old.server.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute(_OLD_THREADS)
+        conn.execute("INSERT INTO plait_server_threads VALUES (?, ?, ?, ?, ?)", _ROW)
+    db = SqliteDatabase(str(path))
+    try:
+        assert [tuple(r) for r in db.conn.execute("SELECT version FROM plait_server_schema")] == [
+            (SCHEMA_VERSION,)
+        ]
+        assert [tuple(r) for r in db.conn.execute("SELECT * FROM plait_server_thread_meta")] == [
+            ("t1", "a", "integer", 1)
+        ]
+        assert _found(db, {"a": 1}) == ["t1"] and _found(db, {"a": 2}) == []
+        plan = " ".join(
+            str(r[-1])
+            for r in db.conn.execute(
+                "EXPLAIN QUERY PLAN SELECT thread_id FROM "
+                "plait_server_thread_meta WHERE key = 'a' AND value = 1"
+            )
+        )
+        assert "plait_server_thread_meta_kv" in plan
+    finally:
+        asyncio.run(db.close())
+
+
+def test_sqlite_newer_schema_is_refused_untouched(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "new.server.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute(_OLD_THREADS)
+        conn.execute("CREATE TABLE plait_server_schema (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO plait_server_schema VALUES (?)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(SchemaVersionError, match=f"server schema version {SCHEMA_VERSION + 1}"):
+        SqliteDatabase(str(path))
+    with sqlite3.connect(path) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert tables == {"plait_server_threads", "plait_server_schema"}
+
+
+def test_postgres_old_database_gets_the_metadata_index_and_newer_is_refused() -> None:
+    import psycopg
+
+    with private_schema() as dsn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(_OLD_THREADS)
+            conn.execute("INSERT INTO plait_server_threads VALUES (%s, %s, %s, %s, %s)", _ROW)
+
+        async def check() -> None:
+            db = await PostgresDatabase.open(dsn, size=2)
+            try:
+                assert await db.fetch("SELECT version FROM plait_server_schema") == [
+                    {"version": SCHEMA_VERSION}
+                ]
+                index = await db.fetch(
+                    "SELECT to_regclass('plait_server_threads_metadata') IS NOT NULL AS ok"
+                )
+                assert index == [{"ok": True}]
+                for metadata, ids in (({"a": 1}, ["t1"]), ({"a": 2}, [])):
+                    where, params = where_sql(db.dialect, metadata, {}, None, None)
+                    rows = await db.fetch(f"SELECT thread_id FROM plait_server_threads{where}", params)
+                    assert [row["thread_id"] for row in rows] == ids
+            finally:
+                await db.close()
+
+        asyncio.run(check())
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("UPDATE plait_server_schema SET version = %s", (SCHEMA_VERSION + 1,))
+        with pytest.raises(SchemaVersionError, match="newer than this plait supports"):
+            asyncio.run(PostgresDatabase.open(dsn, size=2))
