@@ -96,7 +96,7 @@ def create_app(settings: Settings) -> Starlette:
         *_metrics.routes,
     ]
     middleware = [
-        Middleware(_metrics.RecordRequests, metrics=metrics),
+        Middleware(_metrics.RecordRequests, metrics=metrics, routes=routes),
         Middleware(CatchErrors),
         Middleware(
             Guard,

@@ -7,6 +7,7 @@ scrape reaches one of them; the run queue gauges, read from the database, are th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client import (
@@ -19,7 +20,7 @@ from prometheus_client import (
 )
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from plait.server._state import state_of
@@ -82,8 +83,8 @@ class RecordRequests:
     """Counts every HTTP request by method, route template (``/threads/{thread_id}``; ``unmatched``
     for a path no route serves) and status code."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app, self.metrics = app, metrics
+    def __init__(self, app: ASGIApp, metrics: Metrics, routes: Sequence[BaseRoute] = ()) -> None:
+        self.app, self.metrics, self.routes = app, metrics, routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -100,6 +101,12 @@ class RecordRequests:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route: Any = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
-            self.metrics.requests.labels(scope["method"], template, str(status)).inc()
+            self.metrics.requests.labels(scope["method"], self._template(scope), str(status)).inc()
+
+    def _template(self, scope: Scope) -> str:
+        """The path template of the route that served the request (Starlette's router records it as
+        ``scope["route"]``; an older one does not, and the routes are matched again)."""
+        route: Any = scope.get("route")
+        if route is None:
+            route = next((r for r in self.routes if r.matches(scope)[0] is Match.FULL), None)
+        return getattr(route, "path", None) or "unmatched"
