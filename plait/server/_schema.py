@@ -40,10 +40,11 @@ _SQLITE_V2: list[LiteralString] = [
         FROM plait_server_threads t, json_each(t.doc, '$.metadata') m
         WHERE json_type(t.doc, '$.metadata') = 'object'""",
 ]
-# PostgreSQL: a GIN index on the metadata as jsonb (searches ask ``metadata @> filter``)
+# PostgreSQL: a GIN index on the metadata as jsonb (searches ask ``metadata @> filter``); written
+# through (no fastupdate pending list, which every search would scan until the next vacuum)
 _PG_V2: list[LiteralString] = [
     """CREATE INDEX IF NOT EXISTS plait_server_threads_metadata ON plait_server_threads
-        USING gin (((doc::jsonb) -> 'metadata') jsonb_path_ops)""",
+        USING gin (((doc::jsonb) -> 'metadata') jsonb_path_ops) WITH (fastupdate = off)""",
 ]
 _SQLITE_STEPS: list[list[LiteralString]] = [[], _SQLITE_V2]
 _PG_STEPS: list[list[LiteralString]] = [[], _PG_V2]

@@ -33,8 +33,10 @@ from plait.server._wire import (
 from plait.types import StateUpdate
 
 __all__ = [
+    "count_threads",
     "create_thread",
     "delete_thread",
+    "find_threads",
     "get_thread",
     "refresh_thread",
     "routes",
@@ -345,57 +347,64 @@ async def prune(request: Request) -> Response:
     return json_response({"pruned_count": pruned})
 
 
-def _filters(state: ServerState, data: dict[str, Any]) -> tuple[str, list[Any]]:
+def _filters(db: Database, data: dict[str, Any]) -> tuple[str, list[Any]]:
     """`` WHERE ...`` and its parameters for the threads ``data`` selects."""
     metadata = as_dict(opt(data, "metadata", dict))
     values = as_dict(opt(data, "values", dict))
     status = opt(data, "status", str)
     if status is not None and status not in _STATUSES:
         raise ApiError(422, f"status must be one of {list(_STATUSES)}, got {status!r}")
-    return where_sql(state.db.dialect, metadata, values, status, opt(data, "ids", list))
+    return where_sql(db.dialect, metadata, values, status, opt(data, "ids", list))
+
+
+async def find_threads(db: Database, data: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The rows of the page a ``/threads/search`` body asks for, and how many threads match in all."""
+    where, params = _filters(db, data)
+    order = order_sql(
+        db.dialect, opt(data, "sort_by", str) or "created_at", opt(data, "sort_order", str) or "desc"
+    )
+    limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
+    rows = await db.fetch(
+        "SELECT status, updated_at, doc, vals, count(*) OVER () AS total FROM plait_server_threads"
+        f"{where}{order} LIMIT ? OFFSET ?",
+        [*params, max(limit, 0), max(offset, 0)],
+    )
+    total = int(rows[0]["total"]) if rows else await _count(db, where, params) if offset > 0 else 0
+    return rows, total
+
+
+async def count_threads(db: Database, data: dict[str, Any]) -> int:
+    """How many threads a ``/threads/count`` body selects."""
+    return await _count(db, *_filters(db, data))
+
+
+async def _count(db: Database, where: str, params: list[Any]) -> int:
+    rows = await db.fetch(f"SELECT count(*) AS n FROM plait_server_threads{where}", params)
+    return int(rows[0]["n"])
 
 
 async def search(request: Request) -> Response:
     """``POST /threads/search``: by metadata, values, status and ids; sorted and paged in the database."""
     data = await body(request)
-    state = state_of(request)
-    where, params = _filters(state, data)
-    order = order_sql(
-        state.db.dialect, opt(data, "sort_by", str) or "created_at", opt(data, "sort_order", str) or "desc"
-    )
-    limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
     select = opt(data, "select", list)
     paths = extract_paths(data.get("extract"), {*_FIELDS, "extracted"})
-    rows = await state.db.fetch(
-        "SELECT status, updated_at, doc, vals, count(*) OVER () AS total FROM plait_server_threads"
-        f"{where}{order} LIMIT ? OFFSET ?",
-        [*params, max(limit, 0), max(offset, 0)],
-    )
-    total = int(rows[0]["total"]) if rows else await _count(state, where, params) if offset > 0 else 0
-
-    def show(row: dict[str, Any]) -> dict[str, Any]:
-        doc = _doc(row)
-        return {**doc, "extracted": extracted(doc, paths)} if paths else doc
-
-    page = [show(row) for row in rows]
+    rows, total = await find_threads(state_of(request).db, data)
+    page = [_doc(row) for row in rows]
+    if paths:
+        page = [{**doc, "extracted": extracted(doc, paths)} for doc in page]
     keep = [*select, "extracted"] if select and paths else select
     if keep:
         page = [{k: d.get(k) for k in keep} for d in page]
+    limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
     headers = {"X-Pagination-Total": str(total)}
     if offset + limit < total:
         headers["X-Pagination-Next"] = str(offset + limit)
     return json_response(page, headers=headers)
 
 
-async def _count(state: ServerState, where: str, params: list[Any]) -> int:
-    rows = await state.db.fetch(f"SELECT count(*) AS n FROM plait_server_threads{where}", params)
-    return int(rows[0]["n"])
-
-
 async def count(request: Request) -> Response:
     """``POST /threads/count``."""
-    state = state_of(request)
-    return json_response(await _count(state, *_filters(state, await body(request))))
+    return json_response(await count_threads(state_of(request).db, await body(request)))
 
 
 async def copy(request: Request) -> Response:
