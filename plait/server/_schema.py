@@ -8,7 +8,7 @@ A database whose version is newer than :data:`SCHEMA_VERSION` is refused with no
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, cast
 
 from typing_extensions import LiteralString
 
@@ -68,9 +68,10 @@ def _json_subset(stored: str | None, wanted: str) -> bool:
     want: dict[str, Any] = loads(wanted)
     if stored is None:
         return not want
-    have = loads(stored)
-    if not isinstance(have, dict):
+    loaded = loads(stored)
+    if not isinstance(loaded, dict):
         return not want
+    have = cast("dict[str, Any]", loaded)
     return all(k in have and have[k] == v for k, v in want.items())
 
 

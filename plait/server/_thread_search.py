@@ -55,7 +55,7 @@ def _values(dialect: str, values: dict[str, Any]) -> tuple[list[str], list[Any]]
         return [], []
     if dialect != "postgres":
         return ["plait_json_subset(vals, ?)"], [_json(values)]
-    where, params = ["vals IS NOT NULL"], []
+    where, params = ["vals IS NOT NULL"], list[Any]()
     for key, value in values.items():
         where.append("(vals::jsonb) -> CAST(? AS text) = CAST(? AS jsonb)")
         params += [str(key), _json(value)]
