@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from typing import Any, NamedTuple, TypedDict, cast
 
+from plait._internal._constants import ERROR, INTERRUPT, RESUME  # pending-write keys, as LangGraph's
 from plait.checkpoint._config import (
     MAX_ID_BYTES,
     MAX_NS_BYTES,
@@ -113,13 +114,6 @@ class CheckpointMetadata(TypedDict, total=False):
     step: int
     parents: dict[str, str]
 
-
-INTERRUPT = "__interrupt__"
-"""Pending-write key of a task's interrupts (kept by savers when the task writes again)."""
-RESUME = "__resume__"
-"""Pending-write key of the answers given to a task's interrupts (kept like INTERRUPT)."""
-ERROR = "__error__"
-"""Pending-write key of a task's error (shown by ``get_state().tasks``)."""
 
 PendingWrite = tuple[str, str, Any]
 """``(task_id, key, value)``: a write of a task whose step has not completed."""

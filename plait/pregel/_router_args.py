@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from plait.pregel._callable import injected
 from plait.pregel._context import TaskContext
 
 __all__ = ["bind", "remember"]
@@ -42,17 +43,7 @@ def bind(
     ctx = TaskContext(
         dict(config), store, context, loop, task.name, "" if loop is None else loop.task_id(task)
     )
-    extras: dict[str, Any] = {}
-    for name in names:
-        if name == "config":
-            extras[name] = config
-        elif name == "store":
-            extras[name] = store
-        elif name == "writer":
-            extras[name] = ctx.writer
-        else:
-            extras[name] = ctx.runtime()
-    return partial(_with_extras, path, extras)
+    return partial(_with_extras, path, injected(names, ctx))  # (no task: its config is ``config``)
 
 
 def _with_extras(path: Callable[..., Any], extras: Mapping[str, Any], state: Any) -> Any:
