@@ -1,4 +1,5 @@
-"""The ``saver`` fixture of the contract suites: in-memory, SQLite and PostgreSQL (a private schema)."""
+"""Fixtures of the contract suites: ``saver`` (in-memory, SQLite, PostgreSQL in a private schema), and the
+store suites' ``kind`` and ``mode`` (each backend, sync and async)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,15 @@ def saver(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
             yield s
     else:
         yield from pg_saver()
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """A store backend."""
+    return str(request.param)
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """How the store is called."""
+    return str(request.param)

@@ -18,16 +18,6 @@ from _stores import open_store
 from plait.store.base import InvalidFilterError, InvalidNamespaceError, ListNamespacesOp, MatchCondition
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
 def store(kind: str, mode: str, tmp_path: Any) -> Iterator[Any]:
     with ExitStack() as exits:

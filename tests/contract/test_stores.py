@@ -32,16 +32,6 @@ pytestmark = pytest.mark.filterwarnings(
 )  # asserted in tests/store
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
 def make(kind: str, mode: str, tmp_path: Any) -> Iterator[Any]:
     with ExitStack() as exits:
