@@ -114,7 +114,23 @@ async def _latency(url: str, runs: int) -> list[float]:
     return samples
 
 
-async def _throughput(url: str, clients: int, seconds: float) -> float:
+def _cpu_seconds(session: int) -> float:
+    """CPU time (user + system) of every live process in the server's session (its workers included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[3]) == session:  # field 6 of stat: the session id
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+async def _throughput(url: str, clients: int, seconds: float, session: int) -> tuple[float, float]:
     client = get_client(url=url, timeout=httpx.Timeout(120.0))
     threads = [(await client.threads.create())["thread_id"] for _ in range(clients)]
     for tid in threads:
@@ -128,9 +144,10 @@ async def _throughput(url: str, clients: int, seconds: float) -> float:
             await client.runs.wait(tid, "agent", input=INPUT)
             done += 1
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu_seconds(session)
     await asyncio.gather(*(loop(t) for t in threads))
-    return done / (time.perf_counter() - started)
+    elapsed, cpu = time.perf_counter() - started, _cpu_seconds(session) - cpu
+    return done / elapsed, cpu * 1000 / max(done, 1)
 
 
 def _pct(samples: list[float], q: float) -> float:
@@ -138,17 +155,18 @@ def _pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _measure(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
+def _measure(name: str, url: str, session: int, args: argparse.Namespace) -> dict[str, Any]:
     lat = asyncio.run(_latency(url, args.latency_runs))
-    rate = asyncio.run(_throughput(url, args.clients, args.seconds))
+    rate, cpu_ms = asyncio.run(_throughput(url, args.clients, args.seconds, session))
     row = {
         "server": name,
         "runs_per_s": round(rate, 1),
+        "server_cpu_ms_per_run": round(cpu_ms, 2),
         "p50_ms": round(statistics.median(lat), 2),
         "p99_ms": round(_pct(lat, 0.99), 2),
     }
     print(
-        f"  {name}: {row['runs_per_s']} runs/s, p50 {row['p50_ms']} ms, p99 {row['p99_ms']} ms",
+        f"  {name}: {row['runs_per_s']} runs/s, {row['server_cpu_ms_per_run']} ms server CPU/run, p50 {row['p50_ms']} ms, p99 {row['p99_ms']} ms",
         file=sys.stderr,
     )
     return row
@@ -172,7 +190,9 @@ def _plait(root: Path, config: Path, db: str, workers: int, args: argparse.Names
     proc = _start(cmd, config.parent, port, root / f"plait-{port}.log")
     try:
         kind = "PostgreSQL" if db.startswith("postgresql") else "SQLite"
-        return _measure(f"plait serve, {kind}, {workers} worker(s)", f"http://127.0.0.1:{port}", args)
+        return _measure(
+            f"plait serve, {kind}, {workers} worker(s)", f"http://127.0.0.1:{port}", proc.pid, args
+        )
     finally:
         _stop(proc)
 
@@ -182,7 +202,7 @@ def _langgraph(root: Path, config: Path, args: argparse.Namespace) -> dict[str, 
     cmd = [args.langgraph, "dev", "--port", str(port), "--no-browser", "--no-reload", "--config", str(config)]
     proc = _start(cmd, config.parent, port, root / "langgraph-dev.log")
     try:
-        return _measure("langgraph dev (in-memory)", f"http://127.0.0.1:{port}", args)
+        return _measure("langgraph dev (in-memory)", f"http://127.0.0.1:{port}", proc.pid, args)
     finally:
         _stop(proc)
 
@@ -236,10 +256,16 @@ def main() -> None:
                 finally:
                     _drop(args.pg, schema)
     base = next((r["runs_per_s"] for r in rows if r["server"].startswith("langgraph")), None)
-    print("| server | runs/s | vs langgraph dev | p50 ms | p99 ms |\n|---|---:|---:|---:|---:|")
+    print(
+        "| server | runs/s | vs langgraph dev | server CPU ms/run | p50 ms | p99 ms |\n"
+        "|---|---:|---:|---:|---:|---:|"
+    )
     for r in rows:
         ratio = f"{r['runs_per_s'] / base:.1f}×" if base else "-"
-        print(f"| {r['server']} | {r['runs_per_s']} | {ratio} | {r['p50_ms']} | {r['p99_ms']} |")
+        print(
+            f"| {r['server']} | {r['runs_per_s']} | {ratio} | {r['server_cpu_ms_per_run']} "
+            f"| {r['p50_ms']} | {r['p99_ms']} |"
+        )
     result = {"clients": args.clients, "seconds": args.seconds, "cpus": os.cpu_count(), "rows": rows}
     print(json.dumps(result))
     if args.json:
