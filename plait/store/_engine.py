@@ -108,15 +108,17 @@ class Prepared:
 class Engine:
     """Runs batches of store operations as SQL, for any :class:`Dialect`."""
 
-    def __init__(self, dialect: Dialect, index: IndexSpec | None) -> None:
-        """Bind a dialect and the store's semantic index.
+    def __init__(self, dialect: Dialect, index: IndexSpec | None, order: str = "updated") -> None:
+        """Bind a dialect, the store's semantic index and its order of unranked search results.
 
         Args:
             dialect: The database's SQL.
             index: The semantic index, if any.
+            order: ``"updated"`` or ``"written"`` (see :mod:`plait.store._search`).
         """
         self.d = dialect
         self.index = index
+        self.order = order
 
     def prepare(self, ops: Sequence[Any]) -> Prepared:
         """Check every operation (and encode every value) before anything runs.

@@ -3,13 +3,16 @@
 Ranked results come first, best first; items that match but have no vectors
 (put with ``index=False``, or before the store had an index) follow with
 ``score=None`` -- as ``InMemoryStore`` does. Unranked results are ordered by
-``updated_at``, newest first (LangGraph's SQL stores' order).
+``updated_at``, newest first (LangGraph's SQL stores' order), or with the store's
+``search_order="written"`` as ``InMemoryStore`` (and LangGraph's server) keeps them: namespaces
+in the order of their oldest item, each one's items in the order they were first written (an
+update keeps an item's place).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from plait.store._codec import decode_value
@@ -21,11 +24,16 @@ from plait.store.base import SearchItem, SearchOp
 if TYPE_CHECKING:
     from plait.store._engine import Engine
 
-__all__ = ["Query", "among", "ordered_rank", "run_search", "scan_rank"]
+__all__ = ["ORDERS", "Query", "among", "ordered_rank", "run_search", "scan_rank"]
 
 Ranked = list[tuple[str, str, float]]
 _NO_VECTORS = "NOT EXISTS (SELECT 1 FROM plait_store_vectors v WHERE v.prefix = s.prefix AND v.key = s.key)"
 _COLUMNS = "s.prefix, s.key, s.value, s.created_at, s.updated_at"
+ORDERS = {
+    "updated": "s.updated_at DESC, s.prefix, s.key",
+    "written": "s.ns_first, s.prefix, s.created_at, s.key",
+}
+"""The orders of unranked results a store's ``search_order`` picks (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,10 @@ class Query:
     """How many distinct items are needed (offset + limit)."""
     filter: dict[str, Any] | None
     """A filter left for Python (``None`` when SQL evaluates it)."""
+    scope: str = "1=1"
+    """The part of ``where`` without the filter: namespace and expiry."""
+    scope_params: list[Any] = field(default_factory=list[Any])
+    """Parameters of ``scope``."""
 
 
 def run_search(
@@ -53,13 +65,16 @@ def run_search(
     alive, params = d.alive(when)
     where, more = prefix_condition(d.p, op.namespace_prefix)
     clauses, params = [alive, where], [*params, *more]
+    scope, scope_params = " AND ".join(clauses), list(params)
     terms = scalar_terms(op.filter)
     if terms:
         sql, extra = d.terms(terms)
         clauses.append(sql)
         params.extend(extra)
     left = op.filter if terms is None else None
-    query = Query(" AND ".join(clauses), params, vector or [], op.offset + op.limit, left)
+    query = Query(
+        " AND ".join(clauses), params, vector or [], op.offset + op.limit, left, scope, scope_params
+    )
     if vector is not None and engine.index is not None:
         hits = yield from _ranked(engine, op, query)
     else:
@@ -94,12 +109,19 @@ def _plain(
     engine: Engine, query: Query, offset: int, limit: int, *, ranked_first: bool
 ) -> Generator[Any, Rows, list[SearchItem]]:
     where = f"{query.where} AND {_NO_VECTORS}" if ranked_first and engine.index is not None else query.where
-    order = f"SELECT {_COLUMNS} FROM plait_store s WHERE {where} ORDER BY s.updated_at DESC, s.prefix, s.key"
+    source, params = "plait_store s", list(query.params)
+    if engine.order == "written":  # each namespace's oldest item, whatever the filter picks
+        source = (
+            "(SELECT s.*, MIN(s.created_at) OVER (PARTITION BY s.prefix) AS ns_first "
+            f"FROM plait_store s WHERE {query.scope}) s"
+        )
+        params = [*query.scope_params, *params]
+    order = f"SELECT {_COLUMNS} FROM {source} WHERE {where} ORDER BY {ORDERS[engine.order]}"
     if query.filter is None:
         p = engine.d.p
-        rows = yield Sql(f"{order} LIMIT {p} OFFSET {p}", [*query.params, limit, offset])
+        rows = yield Sql(f"{order} LIMIT {p} OFFSET {p}", [*params, limit, offset])
     else:
-        rows = yield Sql(order, query.params)
+        rows = yield Sql(order, params)
         rows = [r for r in rows if matches(engine.d.value(r[2]), query.filter)][offset : offset + limit]
     return [_hit(engine, r, None) for r in rows]
 

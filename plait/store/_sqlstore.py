@@ -13,17 +13,23 @@ import concurrent.futures
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from plait.store._embed import IndexSpec
 from plait.store._engine import Dialect, Engine
+from plait.store._search import ORDERS
 from plait.store._statement import Step
 from plait.store._ttl import Sweeper, checked_ttl, interval_seconds
 from plait.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
-__all__ = ["SqlStore"]
+__all__ = ["SearchOrder", "SqlStore"]
 
 MakeStep = Callable[[float], Step]
+SearchOrder = Literal["updated", "written"]
+"""How a search without a query orders its results: ``"updated"`` (LangGraph's SQL stores: the
+last written first) or ``"written"`` (``InMemoryStore`` and LangGraph's server: namespaces in the
+order of their oldest item, each one's items in the order they were first written; an update keeps
+an item's place)."""
 
 
 class SqlStore(BaseStore):
@@ -39,19 +45,32 @@ class SqlStore(BaseStore):
     distances: tuple[str, ...] = ("cosine",)
     """The ``index["distance_type"]`` values the store ranks by."""
 
-    def __init__(self, dialect: Dialect, *, index: IndexConfig | None, ttl: TTLConfig | None) -> None:
+    def __init__(
+        self,
+        dialect: Dialect,
+        *,
+        index: IndexConfig | None,
+        ttl: TTLConfig | None,
+        search_order: SearchOrder = "updated",
+    ) -> None:
         """Bind the SQL dialect and parse the settings.
 
         Args:
             dialect: The database's SQL.
             index: Semantic-search settings.
             ttl: TTL settings.
+            search_order: The order of search results without a query (:data:`SearchOrder`).
+
+        Raises:
+            ValueError: An unknown ``search_order``.
         """
+        if search_order not in ORDERS:
+            raise ValueError(f"search_order must be one of {sorted(ORDERS)}, got {search_order!r}")
         self.index_spec = IndexSpec.parse(index, self.distances) if index is not None else None
         self.index_config = self.index_spec.config if self.index_spec else None
         self.embeddings = self.index_spec.embeddings if self.index_spec else None
         self.ttl_config = checked_ttl(ttl)
-        self.engine = Engine(dialect, self.index_spec)
+        self.engine = Engine(dialect, self.index_spec, search_order)
         self._sweeper = Sweeper(lambda: SqlStore.sweep_ttl(self))
 
     @abstractmethod

@@ -88,10 +88,13 @@ def _dsn(kind: str, exits: ExitStack) -> str:
     return exits.enter_context(private_schema("plait_st"))
 
 
-def open_store(kind: str, mode: str, tmp: Any, exits: ExitStack, index: Any = None, ttl: Any = None) -> Any:
-    """A store of ``kind`` (memory, sqlite, postgres, pgvector) used through the ``mode`` (sync/async) API."""
+def open_store(  # noqa: PLR0913 - the store, how it is called, and its settings
+    kind: str, mode: str, tmp: Any, exits: ExitStack, index: Any = None, ttl: Any = None, **options: Any
+) -> Any:
+    """A store of ``kind`` (memory, sqlite, postgres, pgvector) used through the ``mode`` (sync/async) API;
+    ``options`` go to the SQL stores only (e.g. ``search_order``)."""
     if mode == "async":
-        return AsyncClient(lambda: _async_manager(kind, tmp, exits, index, ttl), exits)
+        return AsyncClient(lambda: _async_manager(kind, tmp, exits, index, ttl, options), exits)
     if kind == "memory":
         from plait.store.memory import InMemoryStore
 
@@ -100,26 +103,32 @@ def open_store(kind: str, mode: str, tmp: Any, exits: ExitStack, index: Any = No
         from plait.store.sqlite import SqliteStore
 
         return exits.enter_context(
-            SqliteStore.from_conn_string(tmp / f"{uuid.uuid4().hex}.db", index=index, ttl=ttl)
+            SqliteStore.from_conn_string(tmp / f"{uuid.uuid4().hex}.db", index=index, ttl=ttl, **options)
         )
     from plait.store.postgres import PostgresStore
 
-    store = exits.enter_context(PostgresStore.from_conn_string(_dsn(kind, exits), index=index, ttl=ttl))
+    store = exits.enter_context(
+        PostgresStore.from_conn_string(_dsn(kind, exits), index=index, ttl=ttl, **options)
+    )
     store.setup()
     return store
 
 
-def _async_manager(kind: str, tmp: Any, exits: ExitStack, index: Any, ttl: Any) -> Any:
+def _async_manager(  # noqa: PLR0913 - as open_store
+    kind: str, tmp: Any, exits: ExitStack, index: Any, ttl: Any, options: dict[str, Any]
+) -> Any:
     if kind == "memory":
         return _memory_async(index, ttl)
     if kind == "sqlite":
         from plait.store.sqlite.aio import AsyncSqliteStore
 
-        return AsyncSqliteStore.from_conn_string(tmp / f"{uuid.uuid4().hex}.db", index=index, ttl=ttl)
+        return AsyncSqliteStore.from_conn_string(
+            tmp / f"{uuid.uuid4().hex}.db", index=index, ttl=ttl, **options
+        )
     from plait.store.postgres.aio import AsyncPostgresStore
 
     return AsyncPostgresStore.from_conn_string(
-        _dsn(kind, exits), pool_config={"max_size": 2}, index=index, ttl=ttl
+        _dsn(kind, exits), pool_config={"max_size": 2}, index=index, ttl=ttl, **options
     )
 
 

@@ -10,6 +10,7 @@ import sys
 import uuid
 from collections import UserDict
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -138,15 +139,21 @@ def test_postgres_cursor_runs_your_sql_with_dict_rows() -> None:
         ("inner_product", {"near": 21.0, "far": 12.0}),
     ],
 )
-def test_postgres_distance_types_score_like_pgvector_without_it(
-    distance: str, want: dict[str, float]
+@pytest.mark.parametrize("backend", ["postgres", "sqlite"])
+def test_sql_distance_types_score_like_pgvector_without_it(
+    distance: str, want: dict[str, float], backend: str, tmp_path: Path
 ) -> None:
     def vectors(texts: list[str]) -> list[list[float]]:
         table = {"q": [3.0, 4.0], "near": [3.0, 3.0], "far": [0.0, 3.0]}
         return [table[t] for t in texts]
 
     index: Any = {"dims": 2, "embed": vectors, "fields": ["t"], "distance_type": distance}
-    with private_schema() as dsn, PostgresStore.from_conn_string(dsn, index=index) as store:
+    with ExitStack() as exits:
+        if backend == "postgres":
+            dsn = exits.enter_context(private_schema())
+            store: Any = exits.enter_context(PostgresStore.from_conn_string(dsn, index=index))
+        else:
+            store = exits.enter_context(SqliteStore.from_conn_string(tmp_path / "d.db", index=index))
         store.put(("v",), "near", {"t": "near"})
         store.put(("v",), "far", {"t": "far"})
         hits = store.search(("v",), query="q")
@@ -157,12 +164,12 @@ def test_postgres_distance_types_score_like_pgvector_without_it(
         )  # the Python-evaluated filter path
 
 
-def test_memory_and_sqlite_rank_by_cosine_only(tmp_path: Path) -> None:
+def test_memory_ranks_by_cosine_only() -> None:
     index: Any = {"dims": 2, "embed": embed, "distance_type": "l2"}
     with pytest.raises(NotImplementedError, match="cosine"):
         InMemoryStore(index=index)
     with pytest.raises(NotImplementedError, match="cosine"):
-        SqliteStore(sqlite3.connect(":memory:"), index=index)
+        SqliteStore(sqlite3.connect(":memory:"), index={**index, "distance_type": "hamming"})
 
 
 def _pgvector_dsn() -> str:

@@ -80,3 +80,23 @@ def test_async_store_on_your_pool_serves_sync_nodes_and_rejects_sync_calls_on_it
 
     with private_schema() as dsn:
         asyncio.run(main(dsn))
+
+
+def test_setup_beside_an_open_write_transaction_waits_for_no_lock() -> None:
+    """A store set up while another transaction writes its table (a second server starting beside busy
+    workers) waits for no lock: its indexes exist, so it does not ask for the lock that would wait."""
+    import psycopg
+
+    with private_schema() as dsn:
+        with PostgresStore.from_conn_string(dsn, index={"dims": 2, "embed": embed}) as first:
+            first.setup()
+            first.put(("w",), "k", {"v": 1})
+        with psycopg.connect(dsn) as writer:  # an open transaction holding a row of each table
+            writer.execute("UPDATE plait_store SET key = key")
+            writer.execute("UPDATE plait_store_vectors SET key = key")
+            # lock_timeout counts only time spent waiting for a lock: any wait fails the setup
+            waiting = f"{dsn}%20-clock_timeout%3D5s"
+            with PostgresStore.from_conn_string(waiting, index={"dims": 2, "embed": embed}) as second:
+                second.setup()
+                assert second.get(("w",), "k") is not None  # (a read waits for no writer)
+            writer.rollback()

@@ -11,6 +11,7 @@ to ``unnest`` so a batch of puts is one statement.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, cast
@@ -83,6 +84,23 @@ def _negated(distance: Any) -> float:
 _SCORE: dict[str, Callable[[Any], float]] = {"cosine": _one_minus, "l2": _negated, "inner_product": _negated}
 
 
+_INDEX = re.compile(r"\s*CREATE INDEX IF NOT EXISTS (\w+)")
+
+
+def _create(statement: str) -> Step:
+    """Run a ``CREATE ... IF NOT EXISTS``; an index only when it is missing: even when it exists,
+    ``CREATE INDEX IF NOT EXISTS`` first waits for a lock that every open write transaction on its
+    table holds back (a store opened beside busy writers would wait for them all)."""
+    found = _INDEX.match(statement)
+    if found is not None:
+        rows = yield Sql(  # in the schema the tables are made in (the first of the search path)
+            "SELECT to_regclass(quote_ident(current_schema()) || '.' || %s) IS NOT NULL", [found.group(1)]
+        )
+        if rows and rows[0][0]:
+            return
+    _ = yield Sql(statement)
+
+
 def setup_step(migrations: list[str], dims: int | None, ann: dict[str, Any], distance: str) -> Step:
     """Create the tables (and the HNSW index); returns whether pgvector is used.
 
@@ -94,7 +112,7 @@ def setup_step(migrations: list[str], dims: int | None, ann: dict[str, Any], dis
     """
     _ = yield Sql(f"SELECT pg_advisory_xact_lock({_LOCK_KEY})")
     for statement in migrations:
-        _ = yield Sql(statement)
+        yield from _create(statement)
     if dims is None:
         return False
     kind = str(ann.get("vector_type", "vector"))
@@ -116,7 +134,7 @@ def setup_step(migrations: list[str], dims: int | None, ann: dict[str, Any], dis
     if use_vector:
         m, ef = int(ann.get("m", 16)), int(ann.get("ef_construction", 64))
         name = "plait_store_vectors_hnsw" if distance == "cosine" else f"plait_store_vectors_hnsw_{distance}"
-        _ = yield Sql(
+        yield from _create(
             f"CREATE INDEX IF NOT EXISTS {name} ON plait_store_vectors "
             f"USING hnsw (embedding {kind}_{_OPS[distance][1]}) WITH (m = {m}, ef_construction = {ef})"
         )

@@ -14,7 +14,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 from typing_extensions import LiteralString, Self
 
-from plait.store._sqlstore import MakeStep, SqlStore, now
+from plait.store._sqlstore import MakeStep, SearchOrder, SqlStore, now
 from plait.store._statement import Rows, Sql, Step, drive
 from plait.store.base import IndexConfig, TTLConfig
 from plait.store.postgres._sql import MIGRATIONS, PostgresDialect, setup_step
@@ -89,6 +89,8 @@ class PostgresStore(SqlStore):
             ``distance_type`` (``cosine``, ``l2``, ``inner_product``) and ``ann_index_config``
             (``vector_type`` ``vector``/``halfvec``, ``m``, ``ef_construction``, ``ef_search``).
         ttl: TTL settings.
+        search_order: The order of search results without a query: ``"updated"`` (the last
+            written first, as LangGraph's SQL stores) or ``"written"`` (as ``InMemoryStore``).
     """
 
     MIGRATIONS: Sequence[str] = MIGRATIONS
@@ -103,6 +105,7 @@ class PostgresStore(SqlStore):
         deserializer: Any = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        search_order: SearchOrder = "updated",
     ) -> None:
         """Create the store (see the class docstring)."""
         check_options(pipe, deserializer)
@@ -116,7 +119,7 @@ class PostgresStore(SqlStore):
             ann_settings(index),
             str((index or {}).get("distance_type") or "cosine"),
         )
-        super().__init__(dialect, index=index, ttl=ttl)
+        super().__init__(dialect, index=index, ttl=ttl, search_order=search_order)
         self.dialect = dialect
         self.conn = conn
         self.pipeline = False
@@ -133,6 +136,7 @@ class PostgresStore(SqlStore):
         pool_config: dict[str, Any] | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        search_order: SearchOrder = "updated",
     ) -> Generator[Self, None, None]:
         """Connect (one connection, or a pool with ``pool_config``) for the ``with`` block.
 
@@ -142,22 +146,22 @@ class PostgresStore(SqlStore):
             pool_config: ``min_size``, ``max_size`` and ``kwargs`` of a ``ConnectionPool``.
             index: Semantic-search settings.
             ttl: TTL settings.
+            search_order: The order of search results without a query (``"updated"`` or ``"written"``).
         """
+        options: dict[str, Any] = {"index": index, "ttl": ttl, "search_order": search_order}
         if pool_config is not None:
             min_size, max_size, kwargs = pool_args(pool_config)
             with ConnectionPool(
                 conn_string, min_size=min_size, max_size=max_size, kwargs=kwargs, open=True
             ) as pool:
-                yield from cls._serve(pool, pipeline, index, ttl)
+                yield from cls._serve(pool, pipeline, options)
         else:
             with Connection.connect(conn_string, autocommit=True) as conn:
-                yield from cls._serve(conn, pipeline, index, ttl)
+                yield from cls._serve(conn, pipeline, options)
 
     @classmethod
-    def _serve(
-        cls, conn: Any, pipeline: bool, index: IndexConfig | None, ttl: TTLConfig | None
-    ) -> Generator[Self, None, None]:
-        store = cls(conn, index=index, ttl=ttl)
+    def _serve(cls, conn: Any, pipeline: bool, options: dict[str, Any]) -> Generator[Self, None, None]:
+        store = cls(conn, **options)
         store.pipeline = pipeline
         try:
             yield store

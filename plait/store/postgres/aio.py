@@ -23,7 +23,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 from typing_extensions import LiteralString
 
-from plait.store._sqlstore import MakeStep, SqlStore, now
+from plait.store._sqlstore import MakeStep, SearchOrder, SqlStore, now
 from plait.store._statement import Rows, Sql, Step, adrive
 from plait.store._ttl import AsyncSweeper, interval_seconds
 from plait.store.base import IndexConfig, TTLConfig
@@ -44,6 +44,8 @@ class AsyncPostgresStore(SqlStore):
         deserializer: Not supported (values are jsonb).
         index: Semantic-search settings (see :class:`~plait.store.postgres.PostgresStore`).
         ttl: TTL settings.
+        search_order: The order of search results without a query: ``"updated"`` (the last
+            written first, as LangGraph's SQL stores) or ``"written"`` (as ``InMemoryStore``).
     """
 
     MIGRATIONS: Sequence[str] = MIGRATIONS
@@ -58,6 +60,7 @@ class AsyncPostgresStore(SqlStore):
         deserializer: Any = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        search_order: SearchOrder = "updated",
     ) -> None:
         """Create the store (see the class docstring); call it on the event loop that will use it."""
         check_options(pipe, deserializer)
@@ -70,7 +73,7 @@ class AsyncPostgresStore(SqlStore):
             ann_settings(index),
             str((index or {}).get("distance_type") or "cosine"),
         )
-        super().__init__(dialect, index=index, ttl=ttl)
+        super().__init__(dialect, index=index, ttl=ttl, search_order=search_order)
         self.dialect = dialect
         self.conn = conn
         self.pipeline = False
@@ -91,6 +94,7 @@ class AsyncPostgresStore(SqlStore):
         pool_config: dict[str, Any] | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        search_order: SearchOrder = "updated",
     ) -> AsyncGenerator[AsyncPostgresStore, None]:
         """Connect (one connection, or a pool with ``pool_config``) for the ``async with`` block.
 
@@ -100,13 +104,15 @@ class AsyncPostgresStore(SqlStore):
             pool_config: ``min_size``, ``max_size`` and ``kwargs`` of an ``AsyncConnectionPool``.
             index: Semantic-search settings.
             ttl: TTL settings.
+            search_order: The order of search results without a query (``"updated"`` or ``"written"``).
         """
+        options: dict[str, Any] = {"index": index, "ttl": ttl, "search_order": search_order}
         if pool_config is not None:
             min_size, max_size, kwargs = pool_args(pool_config)
             async with AsyncConnectionPool(
                 conn_string, min_size=min_size, max_size=max_size, kwargs=kwargs, open=False
             ) as pool:
-                store = cls(pool, index=index, ttl=ttl)
+                store = cls(pool, **options)
                 store.pipeline = pipeline
                 try:
                     yield store
@@ -114,7 +120,7 @@ class AsyncPostgresStore(SqlStore):
                     await store.stop_ttl_sweeper(5)
         else:
             async with await AsyncConnection.connect(conn_string, autocommit=True) as conn:
-                store = cls(conn, index=index, ttl=ttl)
+                store = cls(conn, **options)
                 store.pipeline = pipeline
                 try:
                     yield store

@@ -1,10 +1,11 @@
 """SQLite's part of the store: DDL, filters as SQL, and vector ranking.
 
 Values are JSON text, times are UTC epoch seconds, vectors float32 blobs.
-Ranking uses sqlite-vec's ``vec_distance_cosine`` when the connection could
+Cosine ranking uses sqlite-vec's ``vec_distance_cosine`` when the connection could
 load the extension; otherwise all vectors are kept in one NumPy matrix, reloaded
 only when another write changed them (a counter that triggers maintain), and
-ranked exactly in memory.
+ranked exactly in memory. The ``l2`` and ``inner_product`` distances rank by an
+exact scan (pgvector's scores: minus the euclidean distance, the dot product).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from plait.store._filter import Term, kind_of, matches
-from plait.store._rank import VectorMatrix, numpy, pack, unpack
+from plait.store._rank import VectorMatrix, numpy, pack, similarity, unpack
 from plait.store._search import Query, ordered_rank, scan_rank
 from plait.store._search import among as pairs
 from plait.store._statement import Rows, Sql, Step
@@ -97,15 +98,17 @@ class SqliteDialect:
     p = "?"
     safe_filter_keys = True
 
-    def __init__(self, dims: int | None, *, vec: bool) -> None:
+    def __init__(self, dims: int | None, *, vec: bool, distance: str = "cosine") -> None:
         """Configure ranking.
 
         Args:
             dims: Vector length, if the store has an index.
             vec: Whether sqlite-vec is loaded on the connection.
+            distance: ``cosine``, ``l2`` or ``inner_product``.
         """
         self.dims = dims
         self.vec = vec
+        self.distance = distance
         self.cache: tuple[int, VectorMatrix, list[tuple[str, str]]] | None = None
 
     def now(self, seconds: float) -> float:
@@ -163,7 +166,9 @@ class SqliteDialect:
         )
 
     def rank(self, query: Query) -> Step:
-        """sqlite-vec in SQL, else the NumPy matrix, else a pure-Python scan."""
+        """sqlite-vec in SQL, else the NumPy matrix, else a pure-Python scan (other distances: a scan)."""
+        if self.distance != "cosine":
+            return (yield from scan_rank("?", query, decode=unpack, score=similarity(self.distance)))
         if self.vec:
             return (
                 yield from ordered_rank(

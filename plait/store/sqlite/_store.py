@@ -14,7 +14,7 @@ from typing import Any
 from typing_extensions import Self
 
 from plait.store._rank import warn_once
-from plait.store._sqlstore import MakeStep, SqlStore, now
+from plait.store._sqlstore import MakeStep, SearchOrder, SqlStore, now
 from plait.store._statement import Rows, Sql, drive
 from plait.store.base import EmbeddingDimensionError, IndexConfig, TTLConfig
 from plait.store.sqlite._sql import MIGRATIONS, SqliteDialect
@@ -83,12 +83,17 @@ class SqliteStore(SqlStore):
         conn: An open ``sqlite3.Connection`` (opened with ``check_same_thread=False``
             to share it between threads).
         deserializer: Not supported (values are JSON).
-        index: Semantic-search settings: ``dims``, ``embed``, ``fields``.
+        index: Semantic-search settings: ``dims``, ``embed``, ``fields``, and optionally
+            ``distance_type``: ``cosine`` (the default), ``l2`` or ``inner_product`` (these two
+            rank by an exact scan).
         ttl: TTL settings: ``default_ttl``, ``refresh_on_read``, ``sweep_interval_minutes``.
+        search_order: The order of search results without a query: ``"updated"`` (the last
+            written first, as LangGraph's SQL stores) or ``"written"`` (as ``InMemoryStore``).
     """
 
     MIGRATIONS: Sequence[str] = MIGRATIONS
     """The statements :meth:`setup` runs to create the tables (each idempotent)."""
+    distances = ("cosine", "l2", "inner_product")
 
     def __init__(
         self,
@@ -97,6 +102,7 @@ class SqliteStore(SqlStore):
         deserializer: Any = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        search_order: SearchOrder = "updated",
     ) -> None:
         """Create the store on an open connection (see the class docstring)."""
         if deserializer is not None:
@@ -113,8 +119,10 @@ class SqliteStore(SqlStore):
                 f"SqliteStore needs a sqlite3.Connection, got {type(conn).__name__}; "
                 "use SqliteStore.from_conn_string(path) to open one"
             )
-        vec = _load_vec(conn) if index is not None else False
-        super().__init__(SqliteDialect(index.get("dims") if index else None, vec=vec), index=index, ttl=ttl)
+        distance = str((index or {}).get("distance_type") or "cosine")
+        vec = _load_vec(conn) if index is not None and distance == "cosine" else False
+        dialect = SqliteDialect(index.get("dims") if index else None, vec=vec, distance=distance)
+        super().__init__(dialect, index=index, ttl=ttl, search_order=search_order)
         self.conn = conn
         self.lock = threading.RLock()
         self.is_setup = False
@@ -122,7 +130,12 @@ class SqliteStore(SqlStore):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str | Path, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+        cls,
+        conn_string: str | Path,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        search_order: SearchOrder = "updated",
     ) -> Generator[Self, None, None]:
         """Open (creating if needed) the database file in WAL mode; close it on exit.
 
@@ -130,10 +143,11 @@ class SqliteStore(SqlStore):
             conn_string: A file path, or ``":memory:"``.
             index: Semantic-search settings.
             ttl: TTL settings.
+            search_order: The order of search results without a query (``"updated"`` or ``"written"``).
         """
         conn = connect(conn_string)
         try:
-            store = cls(conn, index=index, ttl=ttl)
+            store = cls(conn, index=index, ttl=ttl, search_order=search_order)
             try:
                 yield store
             finally:

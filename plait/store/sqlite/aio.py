@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from plait.store._sqlstore import SearchOrder
 from plait.store._ttl import AsyncSweeper, interval_seconds
 from plait.store.base import IndexConfig, Op, Result, TTLConfig
 from plait.store.sqlite._store import SqliteStore, connect
@@ -41,7 +42,12 @@ class AsyncSqliteStore(SqliteStore):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(  # type: ignore[override]  # LangGraph's async stores: `async with` it
-        cls, conn_string: str | Path, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+        cls,
+        conn_string: str | Path,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        search_order: SearchOrder = "updated",
     ) -> AsyncGenerator[AsyncSqliteStore, None]:
         """Open the database file (WAL mode) for the ``async with`` block.
 
@@ -49,10 +55,11 @@ class AsyncSqliteStore(SqliteStore):
             conn_string: A file path, or ``":memory:"``.
             index: Semantic-search settings.
             ttl: TTL settings.
+            search_order: The order of search results without a query (``"updated"`` or ``"written"``).
         """
         conn = await asyncio.to_thread(connect, conn_string)
         try:
-            store = cls(conn, index=index, ttl=ttl)
+            store = cls(conn, index=index, ttl=ttl, search_order=search_order)
             try:
                 yield store
             finally:

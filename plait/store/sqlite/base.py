@@ -13,7 +13,8 @@ class SqliteIndexConfig(IndexConfig, total=False):
 
     Attributes:
         text_fields: LangGraph's SQLite spelling of ``fields`` (either is accepted).
-        distance_type: ``"cosine"`` (the only distance SQLite stores rank by).
+        distance_type: ``"cosine"`` (the default; sqlite-vec or NumPy), ``"l2"`` or
+            ``"inner_product"`` (an exact scan).
     """
 
     text_fields: list[str] | str | None
