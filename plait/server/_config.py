@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 from plait._alias import install as route_langgraph_to_plait
 from plait.graph.state import StateGraph
 from plait.pregel import Pregel
+from plait.server._auth_config import auth_section
 from plait.server._ttl import store_ttl_config, thread_ttl_config
 from plait.server._webhook import WebhookConfigError, WebhookPolicy
 
@@ -26,6 +27,7 @@ __all__ = [
     "LoadedConfig",
     "Settings",
     "apply_env",
+    "import_object",
     "load_config",
     "load_embed",
     "load_graph",
@@ -48,8 +50,8 @@ BUILD_KEYS = frozenset(
     }
 )
 """Keys of ``langgraph.json`` that describe a container build: they change nothing when serving."""
-READ_KEYS = frozenset({"graphs", "env", "webhooks", "http", "checkpointer", "store"})
-HTTP_KEYS = frozenset({"app", "disable_webhooks", "cors"})
+READ_KEYS = frozenset({"graphs", "env", "webhooks", "http", "checkpointer", "store", "auth"})
+HTTP_KEYS = frozenset({"app", "disable_webhooks", "cors", "enable_custom_route_auth"})
 CORS_KEYS = {
     "allow_origins": list,
     "allow_methods": list,
@@ -96,6 +98,7 @@ class Settings:
         allowed_hosts: Host headers accepted on a loopback bind besides its own (``--allowed-host``).
         http_app: The config's ``http.app`` (``./webapp.py:app``: a Starlette/FastAPI app served
             beside the API, see :func:`load_http_app`).
+        auth: The config's ``auth`` section (custom auth, see :mod:`plait.server._auth`; empty: none).
     """
 
     config_path: str
@@ -114,6 +117,7 @@ class Settings:
     store_index: dict[str, Any] = field(default_factory=lambda: {})
     allowed_hosts: tuple[str, ...] = ()
     http_app: str | None = None
+    auth: dict[str, Any] = field(default_factory=lambda: {})
 
     @property
     def webhook_policy(self) -> WebhookPolicy:
@@ -144,6 +148,7 @@ class Settings:
             "store_index": self.store_index,
             "allowed_hosts": list(self.allowed_hosts),
             "http_app": self.http_app,
+            "auth": self.auth,
         }
         return json.dumps(data)
 
@@ -212,8 +217,9 @@ def load_config(path: str | Path) -> LoadedConfig:
     """Read a ``plait.json`` / ``langgraph.json`` file: its graphs, environment and webhook policy.
 
     Keys that describe a container build (``dependencies``, ``python_version`` …) are ignored;
-    of ``checkpointer`` only ``ttl`` is read, of ``store`` ``ttl`` and ``index``; any other key plait
-    does not implement (``auth``, ``checkpointer.serde`` …) is refused.
+    of ``checkpointer`` only ``ttl`` is read, of ``store`` ``ttl`` and ``index``; ``auth`` is checked
+    here (:mod:`plait.server._auth_config`); any other key plait does not implement
+    (``checkpointer.serde``, ``auth.cache`` …) is refused.
 
     Raises:
         ConfigError: the file is missing, not JSON, has no usable ``graphs``, or a key plait
@@ -247,6 +253,10 @@ def load_config(path: str | Path) -> LoadedConfig:
     except WebhookConfigError as exc:
         raise ConfigError(f"{file}: {exc}") from None
     thread_ttl, store_ttl, store_index = _sections(config, str(file))
+    try:
+        auth_section(config.get("auth"), http)
+    except ValueError as exc:
+        raise ConfigError(f"{file}: {exc}") from None
     return LoadedConfig(graphs, env, policy, cors, thread_ttl, store_ttl, store_index, http.get("app"))
 
 
@@ -365,6 +375,21 @@ def _attr(spec: GraphSpec, module_ref: str, module: Any, attr: str) -> Any:
     if not hasattr(module, attr):
         raise ConfigError(f"graph {spec.graph_id!r}: {module_ref} has no variable {attr!r}")
     return getattr(module, attr)
+
+
+def import_object(what: str, target: str, config_path: str) -> Any:
+    """The variable ``target`` names (``./file.py:name`` beside the config, or ``module:name``).
+
+    Raises:
+        ConfigError: the file or the variable does not exist (the message starts with ``what``).
+    """
+    base = Path(config_path).resolve().parent
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    try:
+        return _import_target(GraphSpec(what, target), base)
+    except ConfigError as exc:
+        raise ConfigError(f"{what}: {exc}") from None
 
 
 def load_http_app(target: str, config_path: str) -> Starlette:

@@ -13,6 +13,7 @@ from typing import Any, cast
 from typing_extensions import LiteralString
 
 from plait.errors import SchemaVersionError
+from plait.server._auth_filter import auth_match
 from plait.server._wire import loads
 
 __all__ = ["SCHEMA_VERSION", "pg_check", "pg_migrate", "sqlite_check", "sqlite_functions", "sqlite_migrate"]
@@ -76,9 +77,11 @@ def _json_subset(stored: str | None, wanted: str) -> bool:
 
 
 def sqlite_functions(conn: sqlite3.Connection) -> None:
-    """The SQL functions searches use: ``plait_json_equal(stored, wanted)``, ``plait_json_subset(stored, wanted)``."""
+    """The SQL functions searches use: ``plait_json_equal(stored, wanted)``, ``plait_json_subset(stored, wanted)``
+    and ``plait_auth_match(metadata, filter)`` (an auth handler's filter, see :mod:`plait.server._auth_filter`)."""
     conn.create_function("plait_json_equal", 2, _json_equal, deterministic=True)
     conn.create_function("plait_json_subset", 2, _json_subset, deterministic=True)
+    conn.create_function("plait_auth_match", 2, auth_match, deterministic=True)
 
 
 def sqlite_check(conn: sqlite3.Connection, where: str) -> int:

@@ -76,7 +76,10 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
         ('{"graphs": {"a": "agent.py"}}', "path/to/file.py:variable"),
         ('{"graphs": {"a": "./agent.py:graph"}, "env": ".missing"}', "does not exist"),
         # what plait serve does not implement is refused, never ignored
-        ('{"graphs": {"a": "./agent.py:graph"}, "auth": {"path": "./auth.py:auth"}}', "'auth' not supported"),
+        (
+            '{"graphs": {"a": "./agent.py:graph"}, "auth": {"path": "./auth.py:auth", "cache": {}}}',
+            "auth.cache is not",
+        ),
         ('{"graphs": {"a": "./agent.py:graph"}, "store": {"index": {}}}', "store.index.embed must name"),
         (
             '{"graphs": {"a": "./agent.py:graph"}, "store": {"index": {"embed": "x:y", "dims": 0}}}',
