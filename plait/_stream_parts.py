@@ -6,14 +6,13 @@ to narrow :data:`StreamPart` to one of them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import NotRequired, TypeAliasType, TypedDict
 
-if TYPE_CHECKING:
-    from plait.types import Interrupt, StateSnapshot
+from plait._snapshot import Interrupt, StateSnapshot
 
 StateT = TypeVar("StateT")
 OutputT = TypeVar("OutputT")  # plait.typing's defaults to StateT, out of scope in a part's own generics

@@ -12,8 +12,8 @@ from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, cast
 
 from langchain_core.messages.tool import ToolOutputMixin
 
-from plait import _stream_parts
 from plait._context import current_task
+from plait._snapshot import Interrupt, PregelTask, StateSnapshot
 from plait._stream_parts import (
     CheckpointPayload,
     CheckpointStreamPart,
@@ -147,22 +147,6 @@ def _set(value: Any) -> bool:
         return bool(value)
     except Exception:  # noqa: BLE001 - a value without a truth value (an array): shown
         return True
-
-
-@dataclass(frozen=True, slots=True)
-class Interrupt:
-    """A pause requested by a node, surfaced to the caller.
-
-    Attributes:
-        value: What the node asked the caller about.
-        id: Identifier used to resume this interrupt.
-        response_schema: JSON Schema of the answer expected (from ``interrupt(response_schema=)``),
-            or ``None``.
-    """
-
-    value: Any
-    id: str = ""
-    response_schema: dict[str, Any] | Any | None = None
 
 
 _NOT_TRANSIENT = (
@@ -361,18 +345,6 @@ class CachePolicy(Generic[KeyFuncT]):
     ttl: int | None = None
 
 
-class PregelTask(NamedTuple):
-    """A task of a snapshot: a node scheduled (or run) at that checkpoint."""
-
-    id: str
-    name: str
-    path: tuple[Any, ...] = ()
-    error: Exception | None = None
-    interrupts: tuple[Interrupt, ...] = ()
-    state: Any = None
-    result: Any | None = None
-
-
 class StateUpdate(NamedTuple):
     """One update of ``bulk_update_state``: ``values`` written as if ``as_node`` returned them (a
     :class:`Command` too: its ``update``, ``goto`` and ``resume``)."""
@@ -380,27 +352,6 @@ class StateUpdate(NamedTuple):
     values: dict[str, Any] | Command[Any] | None
     as_node: str | None = None
     task_id: str | None = None
-
-
-class StateSnapshot(NamedTuple):
-    """The state of a thread at one checkpoint."""
-
-    values: dict[str, Any] | Any
-    """Values of the state keys."""
-    next: tuple[str, ...]
-    """Nodes that run next from this checkpoint."""
-    config: dict[str, Any]
-    """Config that addresses exactly this checkpoint."""
-    metadata: dict[str, Any] | None
-    """``source`` (input / loop / update / fork), ``step``, ``parents`` and user metadata."""
-    created_at: str | None
-    """ISO-8601 timestamp (UTC) of the checkpoint."""
-    parent_config: dict[str, Any] | None
-    """Config of the previous checkpoint, if any."""
-    tasks: tuple[PregelTask, ...]
-    """Tasks scheduled at this checkpoint, with their results when known."""
-    interrupts: tuple[Interrupt, ...] = ()
-    """Interrupts pending at this checkpoint."""
 
 
 OutputT = TypeVar("OutputT")
@@ -468,7 +419,3 @@ def interrupt(value: Any, *, response_schema: dict[str, Any] | type[Any] | None 
             saved, so the interrupt can be answered again (``errors.is_invalid_resume`` tells).
     """
     return current_task().interrupt(value, response_schema=response_schema)
-
-
-# the stream parts name these two in annotations; give their module the classes, for get_type_hints()
-_stream_parts.__dict__.update(Interrupt=Interrupt, StateSnapshot=StateSnapshot)

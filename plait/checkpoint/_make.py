@@ -8,18 +8,13 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plait.checkpoint._locks import stamp_of
+from plait.checkpoint._types import ChannelVersions, Checkpoint
 from plait.errors import EmptyChannelError
 
-if TYPE_CHECKING:
-    from plait.checkpoint.base import Checkpoint
-
 __all__ = ["ChannelVersions", "copy_checkpoint", "create_checkpoint", "new_checkpoint_id", "now_iso"]
-
-ChannelVersions = dict[str, str | int | float]
-"""A checkpoint's version of each channel."""
 
 _CONTAINERS = ("channel_values", "channel_versions", "barriers")
 _LISTS = ("updated_channels", "next", "sends", "interrupts")

@@ -20,7 +20,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
-from typing import Any, NamedTuple, TypedDict, cast
+from typing import Any, NamedTuple, cast
 
 from plait._internal._constants import ERROR, INTERRUPT, RESUME  # pending-write keys, as LangGraph's
 from plait.checkpoint._config import (
@@ -33,12 +33,12 @@ from plait.checkpoint._config import (
 )
 from plait.checkpoint._locks import busy, local_lock
 from plait.checkpoint._make import (
-    ChannelVersions,
     copy_checkpoint,
     create_checkpoint,
     new_checkpoint_id,
     now_iso,
 )
+from plait.checkpoint._types import ChannelVersions, Checkpoint, CheckpointMetadata
 from plait.checkpoint.serde.jsonplus import JsonPlusSerializer
 from plait.errors import EmptyChannelError
 
@@ -71,48 +71,6 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-
-
-class Checkpoint(TypedDict, total=False):
-    """The state of a thread after one superstep.
-
-    Keys:
-        v: Format version.
-        id: Unique, time-ordered id (a UUID-shaped string).
-        ts: ISO-8601 UTC timestamp.
-        channel_values: Value of every set state key.
-        channel_versions: Version of every key ever written.
-        updated_channels: Keys written by the step that made this checkpoint.
-        next: Nodes scheduled to run next (reading the state).
-        sends: ``(node, arg)`` pairs scheduled by ``Send``.
-        barriers: Sources already seen by each join barrier.
-        interrupts: Pending interrupts as ``{"value", "id", "node"}`` dicts.
-    """
-
-    v: int
-    id: str
-    ts: str
-    channel_values: dict[str, Any]
-    channel_versions: dict[str, int]
-    updated_channels: list[str]
-    next: list[str]
-    sends: list[tuple[str, Any]]
-    barriers: dict[str, list[str]]
-    interrupts: list[dict[str, Any]]
-
-
-class CheckpointMetadata(TypedDict, total=False):
-    """What made a checkpoint.
-
-    Keys:
-        source: ``"input"``, ``"loop"``, ``"update"`` or ``"fork"``.
-        step: Step number: -1 for the first input, then one per superstep.
-        parents: Checkpoint ids of parent graphs, by namespace.
-    """
-
-    source: str
-    step: int
-    parents: dict[str, str]
 
 
 PendingWrite = tuple[str, str, Any]

@@ -14,6 +14,7 @@ from plait.errors import GraphBuildError
 from plait.graph._branch import router_extras
 from plait.graph._fields import managed_of
 from plait.graph._lint import check_parallel_writes
+from plait.graph._spec import GraphSpec
 from plait.graph._strict import StrictChannel, strict_call
 from plait.pregel._cache import node_namespace
 from plait.pregel._callable import accepts_config, make_call
@@ -25,7 +26,6 @@ from plait.pregel._timeout import sync_timeout_error
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from plait.graph.state import StateGraph
 
 __all__ = ["build_plan", "field_channel"]
 
@@ -74,11 +74,11 @@ def _to_dict(schema: type) -> Callable[[Any], dict[str, Any]] | None:
     return None
 
 
-def _keys(builder: StateGraph[Any, Any, Any, Any], schema: type) -> tuple[str, ...]:
+def _keys(builder: GraphSpec, schema: type) -> tuple[str, ...]:
     return tuple(spec.name for spec in builder.schema_fields[schema])
 
 
-def _defaults(builder: StateGraph[Any, Any, Any, Any], keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+def _defaults(builder: GraphSpec, keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     out: list[tuple[str, Any]] = []
     for key in keys:
         spec = builder.channels.get(key)
@@ -87,7 +87,7 @@ def _defaults(builder: StateGraph[Any, Any, Any, Any], keys: tuple[str, ...]) ->
     return tuple(out)
 
 
-def _check_edges(builder: StateGraph[Any, Any, Any, Any]) -> None:
+def _check_edges(builder: GraphSpec) -> None:
     nodes = builder.nodes
     sources = [s for s, _ in builder.edges] + [s for ss, _ in builder.waiting_edges for s in ss]
     for source in sources + list(builder.branches):
@@ -110,7 +110,7 @@ def _check_edges(builder: StateGraph[Any, Any, Any, Any]) -> None:
         )
 
 
-def _interrupts(builder: StateGraph[Any, Any, Any, Any], nodes: Any) -> frozenset[str]:
+def _interrupts(builder: GraphSpec, nodes: Any) -> frozenset[str]:
     if not nodes:
         return frozenset()
     names = frozenset(["*"] if nodes == "*" else nodes)
@@ -120,7 +120,7 @@ def _interrupts(builder: StateGraph[Any, Any, Any, Any], nodes: Any) -> frozense
     return names
 
 
-def _node_spec(builder: StateGraph[Any, Any, Any, Any], name: str, state_keys: tuple[str, ...]) -> NodeSpec:
+def _node_spec(builder: GraphSpec, name: str, state_keys: tuple[str, ...]) -> NodeSpec:
     node = builder.nodes[name]
     is_subgraph = isinstance(node.action, Pregel)
     call, is_async, acall = make_call(node.action, frozenset(builder.channels), subgraph=is_subgraph)
@@ -165,7 +165,7 @@ def _is_graph(obj: Any) -> bool:
     return isinstance(obj, Pregel) and obj.subgraph_saving != "off"
 
 
-def _branches(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, tuple[Branch, ...]]:
+def _branches(builder: GraphSpec) -> dict[str, tuple[Branch, ...]]:
     """The plan's conditional edges; a router reads the schema it annotates, else its source node's
     input schema (as LangGraph's do), else the graph's state."""
     out: dict[str, tuple[Branch, ...]] = {}
@@ -195,7 +195,7 @@ def _branches(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, tuple[Branch
 
 
 def _strict(
-    builder: StateGraph[Any, Any, Any, Any], channels: dict[str, BaseChannel], nodes: dict[str, NodeSpec]
+    builder: GraphSpec, channels: dict[str, BaseChannel], nodes: dict[str, NodeSpec]
 ) -> tuple[dict[str, BaseChannel], dict[str, NodeSpec]]:
     check_parallel_writes(builder)
     wrapped = {
@@ -213,9 +213,7 @@ def _strict(
     return wrapped, calls
 
 
-def build_plan(
-    builder: StateGraph[Any, Any, Any, Any], interrupt_before: Any, interrupt_after: Any, strict: bool | None
-) -> Plan:
+def build_plan(builder: GraphSpec, interrupt_before: Any, interrupt_after: Any, strict: bool | None) -> Plan:
     """Check ``builder`` and compile it.
 
     Raises:

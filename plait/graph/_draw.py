@@ -13,14 +13,12 @@ drawn without edges.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 from langchain_core.runnables.graph import Graph
 
 from plait.constants import END, START
-
-if TYPE_CHECKING:
-    from plait.graph.state import StateGraph
+from plait.graph._spec import GraphSpec
 
 __all__ = ["DrawableGraph", "draw_builder"]
 
@@ -60,7 +58,7 @@ def _to(node: str) -> str:
 class _Wiring:
     """The channels each node writes and the channels that trigger each node."""
 
-    def __init__(self, builder: StateGraph[Any, Any, Any, Any]) -> None:
+    def __init__(self, builder: GraphSpec) -> None:
         names = [START, *builder.nodes]
         self.every_visit: dict[str, list[_Write]] = {n: [] for n in names}
         self.first_visit: dict[str, list[_Write]] = {n: [] for n in names}
@@ -86,7 +84,7 @@ class _Wiring:
                         self.first_visit[source].append(_Write(_to(target), True, label))
         self._destinations(builder)
 
-    def _destinations(self, builder: StateGraph[Any, Any, Any, Any]) -> None:
+    def _destinations(self, builder: GraphSpec) -> None:
         """The ``Command(goto=...)`` targets each node declares, drawn as conditional edges."""
         for name, node in builder.nodes.items():
             for target, label in node.destinations:
@@ -203,7 +201,7 @@ def _inline_subgraph(graph: Graph, name: str, inner: Graph) -> None:
 
 
 def draw_builder(
-    builder: StateGraph[Any, Any, Any, Any],
+    builder: GraphSpec,
     runnables: Mapping[str, Any],
     interrupts: tuple[Any, Any] = ((), ()),
     xray: int | bool = False,

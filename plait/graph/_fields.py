@@ -14,21 +14,19 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plait._schema import ROOT, FieldSpec
 from plait._trace import TracePolicy
+from plait.graph._spec import GraphSpec
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._root import root_call, root_state, root_value
 from plait.pregel._traced import traced_call
 
-if TYPE_CHECKING:
-    from plait.graph.state import StateGraph
-
 __all__ = ["finish_plan"]
 
 
-def _channels(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> dict[str, Any]:
+def _channels(builder: GraphSpec, plan: Plan) -> dict[str, Any]:
     channels = dict(plan.channels)
     for name, spec in builder.channels.items():
         if spec.channel is not None:
@@ -36,17 +34,17 @@ def _channels(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> dict[str, 
     return channels
 
 
-def managed_of(builder: StateGraph[Any, Any, Any, Any], schema: Any) -> tuple[tuple[str, Any], ...]:
+def managed_of(builder: GraphSpec, schema: Any) -> tuple[tuple[str, Any], ...]:
     """The managed values (``RemainingSteps``…) a schema of the graph declares, as ``(key, manager)``."""
     specs: tuple[FieldSpec, ...] = builder.schema_fields.get(schema, ())
     return tuple((s.name, s.managed) for s in specs if s.managed is not None)
 
 
-def _managed(builder: StateGraph[Any, Any, Any, Any], name: str) -> tuple[tuple[str, Any], ...]:
+def _managed(builder: GraphSpec, name: str) -> tuple[tuple[str, Any], ...]:
     return managed_of(builder, builder.nodes[name].input_schema or builder.state_schema)
 
 
-def _policy(builder: StateGraph[Any, Any, Any, Any], name: str) -> TracePolicy | None:
+def _policy(builder: GraphSpec, name: str) -> TracePolicy | None:
     node = builder.nodes.get(name)
     return None if node is None else node.trace_policy
 
@@ -73,7 +71,7 @@ def _root_node(node: NodeSpec) -> NodeSpec:
     )
 
 
-def finish_plan(builder: StateGraph[Any, Any, Any, Any], plan: Plan) -> Plan:
+def finish_plan(builder: GraphSpec, plan: Plan) -> Plan:
     """``plan`` with the builder's declared channels, managed values and root state applied."""
     special = any(s.channel is not None for s in builder.channels.values())
     nodes = {

@@ -5,13 +5,11 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plait.constants import START
 from plait.errors import StrictModeError
-
-if TYPE_CHECKING:
-    from plait.graph.state import StateGraph
+from plait.graph._spec import GraphSpec
 
 __all__ = ["check_parallel_writes", "returned_keys"]
 
@@ -70,7 +68,7 @@ def returned_keys(fn: Any) -> set[str]:
     return keys
 
 
-def _steps(builder: StateGraph[Any, Any, Any, Any]) -> list[set[str]]:
+def _steps(builder: GraphSpec) -> list[set[str]]:
     edges: dict[str, set[str]] = {}
     for source, target in builder.edges:
         edges.setdefault(source, set()).add(target)
@@ -84,7 +82,7 @@ def _steps(builder: StateGraph[Any, Any, Any, Any]) -> list[set[str]]:
     return steps
 
 
-def check_parallel_writes(builder: StateGraph[Any, Any, Any, Any]) -> None:
+def check_parallel_writes(builder: GraphSpec) -> None:
     """Reject nodes that run in the same superstep and both write a key without a reducer.
 
     Raises:

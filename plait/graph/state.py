@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Generic, cast
 
@@ -23,36 +23,14 @@ from plait.graph._draw import DrawableGraph, draw_builder
 from plait.graph._fields import finish_plan
 from plait.graph._nodes import CompiledNode, node_views
 from plait.graph._runnable import GraphRunnable
+from plait.graph._spec import NodeDef
 from plait.graph._stream_events import StreamEvents
 from plait.pregel._pregel import Pregel
 from plait.stream._run import factories_of
-from plait.types import CachePolicy, RetryPolicies, RetryPolicy, TimeoutPolicy, TracePolicy, retry_policies
+from plait.types import CachePolicy, RetryPolicy, TimeoutPolicy, TracePolicy, retry_policies
 from plait.typing import ContextT, InputT, OutputT, StateT
 
 __all__ = ["CompiledStateGraph", "StateGraph"]
-
-
-@dataclass(slots=True)
-class NodeDef:
-    """A node as added to the builder."""
-
-    action: Any
-    input_schema: type | None = None
-    retry_policy: RetryPolicies | None = None
-    # the factory is cast once, here, to its element types (it stays the builtin dict)
-    metadata: dict[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
-    destinations: tuple[tuple[str, str | None], ...] = ()
-    """Where the node may go with ``Command(goto=...)``: ``(target, edge label)`` pairs, for drawing."""
-    cache_policy: CachePolicy[Any] | None = None
-    defer: bool = False
-    error_handler: str | None = None
-    """The node that runs when this one fails (``add_node(..., error_handler=...)``), if any."""
-    is_error_handler: bool = False
-    """The node is an error handler: it runs when another node fails, never on its own."""
-    timeout: TimeoutPolicy | None = None
-    """Limits on each attempt of the (async) node (``add_node(timeout=...)``)."""
-    trace_policy: TracePolicy | None = None
-    """What the node's trace run records of its input and output (``add_node(trace_policy=...)``)."""
 
 
 def _name_of(action: Any) -> str:

@@ -12,10 +12,7 @@ import asyncio
 import itertools
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-
-if TYPE_CHECKING:
-    from plait.stream._mux import StreamMux
+from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = ["StreamChannel"]
 
@@ -23,6 +20,17 @@ T = TypeVar("T")
 
 _STAMPS = itertools.count(1)
 """Push stamps: one increasing order over every channel, so several channels can be merged in push order."""
+
+
+class _Source(Protocol):
+    """What a channel needs of the run feeding it (a ``StreamMux``): its mode, and more items on demand."""
+
+    @property
+    def is_async(self) -> bool: ...
+
+    def request_more(self) -> bool: ...
+
+    async def arequest_more(self) -> bool: ...
 
 
 class StreamChannel(Generic[T]):
@@ -51,7 +59,7 @@ class StreamChannel(Generic[T]):
         self._is_async: bool | None = None
         self._subscribed = False
         self._wire_fn: Callable[[T], None] | None = None
-        self._mux: StreamMux | None = None
+        self._mux: _Source | None = None
 
     # -- binding (done by the run) -------------------------------------------------------------
 
@@ -61,7 +69,7 @@ class StreamChannel(Generic[T]):
             raise RuntimeError("StreamChannel is already bound to a run")
         self._is_async = is_async
 
-    def _bind_mux(self, mux: StreamMux) -> None:
+    def _bind_mux(self, mux: _Source) -> None:
         """Belong to ``mux``'s run: bound to its mode, asking it for more when empty."""
         if self._is_async is None:
             self._bind(is_async=mux.is_async)
