@@ -29,11 +29,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from plait.server._db import Database, PostgresDatabase, SqliteDatabase  # noqa: E402
+from plait.server._thread_models import ThreadSearchRequest  # noqa: E402
 from plait.server._threads import count_threads, find_threads  # noqa: E402
 
 PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 MATCHES = 100
-QUERY = {"metadata": {"team": "target"}, "limit": 10}
+QUERY = ThreadSearchRequest(metadata={"team": "target"}, limit=10)
 _INSERT = (
     "INSERT INTO plait_server_threads (thread_id, status, created_at, updated_at, doc) VALUES (?, ?, ?, ?, ?)"
 )
@@ -72,15 +73,15 @@ async def _fill(db: Database, start: int, stop: int, total: int) -> None:
 
 
 async def _time(db: Database, queries: int) -> dict[str, float]:
-    rows, total = await find_threads(db, dict(QUERY))
+    rows, total = await find_threads(db, QUERY)
     assert total == MATCHES and len(rows) == 10, (total, len(rows))
-    assert await count_threads(db, dict(QUERY)) == MATCHES
+    assert await count_threads(db, QUERY) == MATCHES
     search, count = [], []
     for _ in range(queries):
         t0 = time.perf_counter()
-        await find_threads(db, dict(QUERY))
+        await find_threads(db, QUERY)
         t1 = time.perf_counter()
-        await count_threads(db, dict(QUERY))
+        await count_threads(db, QUERY)
         count.append(time.perf_counter() - t1)
         search.append(t1 - t0)
     return {"search_ms": statistics.median(search) * 1e3, "count_ms": statistics.median(count) * 1e3}

@@ -13,12 +13,12 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from plait.server import (
     _assistants,
     _crons,
     _metrics,
+    _openapi,
     _runs,
     _store,
     _thread_state,
@@ -26,6 +26,7 @@ from plait.server import (
     _threads,
     _ui,
 )
+from plait.server._api import Api
 from plait.server._config import Settings, load_http_app
 from plait.server._custom import UserRoutes
 from plait.server._guard import Guard
@@ -36,12 +37,18 @@ from plait.server._worker import Worker
 
 __all__ = ["create_app"]
 
+_system = Api("System", "Health, server information, metrics and this documentation.")
 
+
+@_system.get("/ok", "Health Check", response={"type": "object", "properties": {"ok": {"const": True}}})
 async def _ok(request: Request) -> Response:
+    """``{"ok": true}`` while the server answers."""
     return json_response({"ok": True})
 
 
+@_system.get("/info", "Server Information", response={"type": "object"})
 async def _info(request: Request) -> Response:
+    """The server's version, database, graphs and feature flags."""
     try:
         plait_version = version("plait")
     except PackageNotFoundError:
@@ -56,6 +63,14 @@ async def _info(request: Request) -> Response:
             "flags": {"assistants": True, "crons": True, "langsmith": False, "strict_resume": True},
         }
     )
+
+
+def _documented() -> list[Api]:
+    """The declared endpoints ``/openapi.json`` and ``/docs`` list, by resource."""
+    return [
+        _system,
+        _threads.api,
+    ]
 
 
 def create_app(settings: Settings) -> Starlette:
@@ -83,8 +98,8 @@ def create_app(settings: Settings) -> Starlette:
 
     routes: list[Any] = [
         *([UserRoutes(user_app)] if user_app is not None else []),
-        Route("/ok", _ok, methods=["GET"]),
-        Route("/info", _info, methods=["GET"]),
+        *_system.routes(),
+        *_openapi.docs_api(_documented()).routes(),
         *_assistants.routes,
         *_threads.routes,
         *_thread_state.routes,

@@ -19,7 +19,7 @@ from plait.server._wire import ApiError
 
 __all__ = ["Guard", "is_loopback"]
 
-_OPEN_PATHS = ("/ok", "/info", "/ui", "/ui/")
+_OPEN_PATHS = ("/ok", "/info", "/ui", "/ui/", "/docs", "/openapi.json")  # (the API's shape, no data)
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 

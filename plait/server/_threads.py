@@ -1,4 +1,4 @@
-"""Threads: create, get, update metadata, search, count, copy, delete."""
+"""Threads: create, get, update metadata, search, count, copy, delete (models: :mod:`._thread_models`)."""
 
 from __future__ import annotations
 
@@ -9,27 +9,30 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from plait.errors import CheckpointConflictError, InvalidUpdateError
+from plait.server._api import Api
 from plait.server._db import Database, Tx
 from plait.server._extract import extract_paths, extracted
-from plait.server._http import body, json_response, opt
+from plait.server._http import json_response
 from plait.server._snapshot import interrupts_by_task, thread_status
 from plait.server._state import ServerState, state_of
+from plait.server._thread_models import (
+    THREAD_FIELDS,
+    Superstep,
+    Thread,
+    ThreadCountRequest,
+    ThreadCreate,
+    ThreadGetQuery,
+    ThreadPatch,
+    ThreadPruneRequest,
+    ThreadPruneResponse,
+    ThreadSearchRequest,
+    ttl_of,
+)
 from plait.server._thread_search import order_sql, where_sql
 from plait.server._ttl import ThreadTtl, expiry, thread_ttl
-from plait.server._wire import (
-    ApiError,
-    as_dict,
-    as_list,
-    check_uuid,
-    command_of,
-    dumps,
-    loads,
-    now_iso,
-    uuid7,
-)
+from plait.server._wire import ApiError, as_dict, check_uuid, command_of, dumps, loads, now_iso, uuid7
 from plait.types import StateUpdate
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "create_thread",
     "delete_thread",
     "find_threads",
+    "api",
     "get_thread",
     "refresh_thread",
     "routes",
@@ -44,11 +48,7 @@ __all__ = [
     "write_thread",
 ]
 
-_STATUSES = ("idle", "busy", "interrupted", "error")
-_FIELDS = frozenset(
-    ("thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "status", "config", "values")
-) | {"interrupts", "error"}
-"""A thread document's fields (an ``extract`` alias may not take one's name)."""
+api = Api("Threads", "A thread holds the state its runs build, checkpoint by checkpoint.")
 
 
 def _doc(row: dict[str, Any], *, values: bool = True) -> dict[str, Any]:
@@ -156,32 +156,16 @@ async def refresh_thread(state: ServerState, doc: dict[str, Any], graph: Any) ->
     await write_thread(state.db, doc)
 
 
-def _supersteps(raw: Any) -> list[list[StateUpdate]]:
-    """``[{"updates": [{"values" | "command", "as_node"}, ...]}, ...]`` as ``bulk_update_state`` takes it."""
-    if not isinstance(raw, list):
-        raise ApiError(422, f"supersteps must be a list of {{'updates': [...]}} objects, got {raw!r:.80}")
-    steps: list[list[StateUpdate]] = []
-    for n, step in enumerate(as_list(raw)):
-        updates = as_dict(step).get("updates") if isinstance(step, dict) else None
-        if not isinstance(updates, list):
-            raise ApiError(422, f"supersteps[{n}] must be an object with a list 'updates', got {step!r:.80}")
+def _supersteps(steps: list[Superstep]) -> list[list[StateUpdate]]:
+    """The request's supersteps as ``bulk_update_state`` takes them (a command rather than values)."""
+    out: list[list[StateUpdate]] = []
+    for step in steps:
         batch: list[StateUpdate] = []
-        for update in as_list(updates):
-            if not isinstance(update, dict):
-                raise ApiError(422, f"supersteps[{n}].updates holds {update!r:.80}; each update is an object")
-            item = as_dict(update)
-            as_node = item.get("as_node")
-            if as_node is not None and not isinstance(as_node, str):
-                raise ApiError(422, f"supersteps[{n}]: as_node must be a node name, got {as_node!r}")
-            command, values = item.get("command"), item.get("values")
-            if command is not None and not isinstance(command, dict):
-                raise ApiError(422, f"supersteps[{n}]: command must be an object, got {command!r:.80}")
-            if values is not None and not isinstance(values, dict):
-                raise ApiError(422, f"supersteps[{n}]: values must be an object, got {values!r:.80}")
-            written = command_of(as_dict(command)) if command else None if values is None else as_dict(values)
-            batch.append(StateUpdate(written, as_node))
-        steps.append(batch)
-    return steps
+        for update in step.updates:
+            command = update.command.model_dump(exclude_unset=True) if update.command is not None else {}
+            batch.append(StateUpdate(command_of(command) if command else update.values, update.as_node))
+        out.append(batch)
+    return out
 
 
 def update_refused(exc: Exception, prefix: str = "") -> ApiError | None:
@@ -242,20 +226,18 @@ async def found_thread(request: Request) -> dict[str, Any]:
     return doc
 
 
-async def create(request: Request) -> Response:
-    """``POST /threads``."""
+# (as LangGraph's server: a body is required, if only {})
+@api.post("/threads", "Create Thread", body=ThreadCreate, body_required=True, response=Thread)
+async def create(request: Request, body: ThreadCreate) -> Response:
+    """A new thread; ``supersteps`` write its first state as the graph's nodes would have."""
     state = state_of(request)
-    data = await body(request, required=True)  # as LangGraph's server: a body, if only {}
-    ttl = thread_ttl(data.get("ttl"), state.settings.thread_ttl)
-    steps = _supersteps(data["supersteps"]) if data.get("supersteps") is not None else []
-    thread_id = check_uuid(opt(data, "thread_id", str) or uuid7(), "thread ID")
-    metadata = as_dict(opt(data, "metadata", dict))
-    if_exists = opt(data, "if_exists", str) or "raise"
-    if if_exists not in ("raise", "do_nothing"):
-        raise ApiError(422, f"if_exists must be 'raise' or 'do_nothing', got {if_exists!r}")
+    ttl = ttl_of(body.ttl) or thread_ttl(None, state.settings.thread_ttl)
+    steps = _supersteps(body.supersteps or [])
+    thread_id = body.thread_id or uuid7()
+    metadata = body.metadata or {}
     existing = await get_thread(state.db, thread_id)
     if existing is not None:
-        if if_exists == "do_nothing":
+        if body.if_exists == "do_nothing":
             return json_response(existing)
         raise ApiError(409, f"Thread with ID {thread_id} already exists")
     # the graph the supersteps write: checked before the thread is made
@@ -271,29 +253,32 @@ async def create(request: Request) -> Response:
     return json_response(doc)
 
 
-async def get(request: Request) -> Response:
-    """``GET /threads/{thread_id}`` (``?include=ttl``: with its time to live)."""
+@api.get("/threads/{thread_id}", "Get Thread", query=ThreadGetQuery, response=Thread)
+async def get(request: Request, query: ThreadGetQuery) -> Response:
+    """The thread (``?include=ttl``: with its time to live)."""
     doc = await found_thread(request)
-    include = {part.strip() for raw in request.query_params.getlist("include") for part in raw.split(",")}
+    include = {part.strip() for raw in query.include for part in raw.split(",")}
     if "ttl" in include:  # the SDK joins several with commas
         doc = await _with_ttl(state_of(request).db, doc)
     return json_response(doc)
 
 
-async def patch(request: Request) -> Response:
-    """``PATCH /threads/{thread_id}``: merge metadata."""
+@api.patch("/threads/{thread_id}", "Patch Thread", body=ThreadPatch, response=Thread)
+async def patch(request: Request, body: ThreadPatch) -> Response:
+    """Merge metadata into the thread's; a ``ttl`` counts again from now."""
     doc = await found_thread(request)
-    data = await body(request)
-    if data.get("ttl") is not None:  # the clock starts again from now
-        await _set_ttl(state_of(request).db, doc["thread_id"], cast("ThreadTtl", thread_ttl(data["ttl"])))
-    doc["metadata"] = {**doc["metadata"], **(as_dict(opt(data, "metadata", dict)))}
+    ttl = ttl_of(body.ttl)
+    if ttl is not None:
+        await _set_ttl(state_of(request).db, doc["thread_id"], ttl)
+    doc["metadata"] = {**doc["metadata"], **(body.metadata or {})}
     doc["updated_at"] = now_iso()
     await write_thread(state_of(request).db, doc)
     return json_response(doc)
 
 
+@api.delete("/threads/{thread_id}", "Delete Thread", status=204)
 async def delete(request: Request) -> Response:
-    """``DELETE /threads/{thread_id}``: the thread, its runs and its checkpoints."""
+    """Delete the thread, its runs, its crons and its checkpoints (its running runs are cancelled)."""
     doc = await found_thread(request)
     await delete_thread(state_of(request), doc["thread_id"])
     return Response(status_code=204)
@@ -322,20 +307,20 @@ async def delete_thread(state: ServerState, thread_id: str) -> None:
             await state.broker.end_unrun(row["run_id"], "interrupted")
 
 
-async def prune(request: Request) -> Response:
-    """``POST /threads/prune``: delete threads (``strategy: "delete"``) or their checkpoints but the
-    newest of each namespace (``"keep_latest"``); unknown threads are skipped. ``{"pruned_count": n}``."""
+@api.post(
+    "/threads/prune",
+    "Prune Threads",
+    body=ThreadPruneRequest,
+    body_required=True,
+    response=ThreadPruneResponse,
+)
+async def prune(request: Request, body: ThreadPruneRequest) -> Response:
+    """Delete threads (``strategy: "delete"``) or their checkpoints but the newest of each
+    namespace (``"keep_latest"``); unknown threads are skipped."""
     state = state_of(request)
-    data = await body(request, required=True)
-    raw = as_list(data.get("thread_ids"))
-    if not isinstance(data.get("thread_ids"), list):
-        raise ApiError(422, f"thread_ids must be a list of thread ids, got {data.get('thread_ids')!r}")
-    ids = [check_uuid(t, "thread ID") for t in raw]
-    strategy = opt(data, "strategy", str) or "delete"
-    if strategy not in ("delete", "keep_latest"):
-        raise ApiError(422, f"Invalid strategy: {strategy}. Expected 'delete' or 'keep_latest'.")
+    strategy = body.strategy or "delete"
     pruned = 0
-    for thread_id in dict.fromkeys(ids):
+    for thread_id in dict.fromkeys(body.thread_ids):
         found = await state.db.fetch("SELECT 1 FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
         if not found:
             continue
@@ -347,23 +332,17 @@ async def prune(request: Request) -> Response:
     return json_response({"pruned_count": pruned})
 
 
-def _filters(db: Database, data: dict[str, Any]) -> tuple[str, list[Any]]:
-    """`` WHERE ...`` and its parameters for the threads ``data`` selects."""
-    metadata = as_dict(opt(data, "metadata", dict))
-    values = as_dict(opt(data, "values", dict))
-    status = opt(data, "status", str)
-    if status is not None and status not in _STATUSES:
-        raise ApiError(422, f"status must be one of {list(_STATUSES)}, got {status!r}")
-    return where_sql(db.dialect, metadata, values, status, opt(data, "ids", list))
+def _filters(db: Database, wanted: ThreadCountRequest) -> tuple[str, list[Any]]:
+    """`` WHERE ...`` and its parameters for the threads a search or count selects."""
+    ids = wanted.ids if isinstance(wanted, ThreadSearchRequest) else None
+    return where_sql(db.dialect, wanted.metadata or {}, wanted.values or {}, wanted.status, ids)
 
 
-async def find_threads(db: Database, data: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+async def find_threads(db: Database, wanted: ThreadSearchRequest) -> tuple[list[dict[str, Any]], int]:
     """The rows of the page a ``/threads/search`` body asks for, and how many threads match in all."""
-    where, params = _filters(db, data)
-    order = order_sql(
-        db.dialect, opt(data, "sort_by", str) or "created_at", opt(data, "sort_order", str) or "desc"
-    )
-    limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
+    where, params = _filters(db, wanted)
+    order = order_sql(db.dialect, wanted.sort_by or "created_at", wanted.sort_order or "desc")
+    limit, offset = wanted.limit, wanted.offset
     rows = await db.fetch(
         "SELECT status, updated_at, doc, vals, count(*) OVER () AS total FROM plait_server_threads"
         f"{where}{order} LIMIT ? OFFSET ?",
@@ -373,9 +352,9 @@ async def find_threads(db: Database, data: dict[str, Any]) -> tuple[list[dict[st
     return rows, total
 
 
-async def count_threads(db: Database, data: dict[str, Any]) -> int:
+async def count_threads(db: Database, wanted: ThreadCountRequest) -> int:
     """How many threads a ``/threads/count`` body selects."""
-    return await _count(db, *_filters(db, data))
+    return await _count(db, *_filters(db, wanted))
 
 
 async def _count(db: Database, where: str, params: list[Any]) -> int:
@@ -383,32 +362,35 @@ async def _count(db: Database, where: str, params: list[Any]) -> int:
     return int(rows[0]["n"])
 
 
-async def search(request: Request) -> Response:
-    """``POST /threads/search``: by metadata, values, status and ids; sorted and paged in the database."""
-    data = await body(request)
-    select = opt(data, "select", list)
-    paths = extract_paths(data.get("extract"), {*_FIELDS, "extracted"})
-    rows, total = await find_threads(state_of(request).db, data)
+@api.post("/threads/search", "Search Threads", body=ThreadSearchRequest, response=list[Thread])
+async def search(request: Request, body: ThreadSearchRequest) -> Response:
+    """Threads by metadata, values, status and ids; sorted and paged (``X-Pagination-Total`` and
+    ``X-Pagination-Next`` headers)."""
+    select = body.select
+    paths = extract_paths(body.extract, set(THREAD_FIELDS))
+    rows, total = await find_threads(state_of(request).db, body)
     page = [_doc(row) for row in rows]
     if paths:
         page = [{**doc, "extracted": extracted(doc, paths)} for doc in page]
     keep = [*select, "extracted"] if select and paths else select
     if keep:
         page = [{k: d.get(k) for k in keep} for d in page]
-    limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
+    limit, offset = body.limit, body.offset
     headers = {"X-Pagination-Total": str(total)}
     if offset + limit < total:
         headers["X-Pagination-Next"] = str(offset + limit)
     return json_response(page, headers=headers)
 
 
-async def count(request: Request) -> Response:
-    """``POST /threads/count``."""
-    return json_response(await count_threads(state_of(request).db, await body(request)))
+@api.post("/threads/count", "Count Threads", body=ThreadCountRequest, response=int)
+async def count(request: Request, body: ThreadCountRequest) -> Response:
+    """How many threads the filters select."""
+    return json_response(await count_threads(state_of(request).db, body))
 
 
+@api.post("/threads/{thread_id}/copy", "Copy Thread", response=Thread)
 async def copy(request: Request) -> Response:
-    """``POST /threads/{thread_id}/copy``: a new thread with the same checkpoints and metadata."""
+    """A new thread with the same checkpoints and metadata."""
     state = state_of(request)
     doc = await found_thread(request)
     new_id = uuid7()
@@ -437,13 +419,4 @@ async def copy(request: Request) -> Response:
     return json_response({k: v for k, v in new.items() if k not in ("values", "interrupts")})
 
 
-routes = [
-    Route("/threads", create, methods=["POST"]),
-    Route("/threads/search", search, methods=["POST"]),
-    Route("/threads/count", count, methods=["POST"]),
-    Route("/threads/prune", prune, methods=["POST"]),
-    Route("/threads/{thread_id}", get, methods=["GET"]),
-    Route("/threads/{thread_id}", patch, methods=["PATCH"]),
-    Route("/threads/{thread_id}", delete, methods=["DELETE"]),
-    Route("/threads/{thread_id}/copy", copy, methods=["POST"]),
-]
+routes = api.routes()
