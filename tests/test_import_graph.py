@@ -189,10 +189,7 @@ def _tangled(graph: dict[str, set[str]]) -> set[str]:
 TYPING_CYCLES_LEFT: set[str] = {
     "plait.pregel._batch",
     "plait.pregel._callable",
-    "plait.pregel._defer",
-    "plait.pregel._limits",
     "plait.pregel._loop",
-    "plait.pregel._next",
     "plait.pregel._pause",
     "plait.pregel._pregel",
     "plait.pregel._recover",
@@ -203,7 +200,6 @@ TYPING_CYCLES_LEFT: set[str] = {
     "plait.pregel._subgraphs",
     "plait.pregel._travel",
     "plait.pregel._update",
-    "plait.pregel._writes",
     "plait.server._metrics",
     "plait.server._state",
     "plait.store._engine",

@@ -20,7 +20,8 @@ from plait.pregel._loop import Loop
 from plait.pregel._pause import NULL_TASK_ID
 from plait.pregel._plan import Plan
 from plait.pregel._recover import ERROR_SOURCE
-from plait.pregel._step import RunState, routers, schedule, scheduled
+from plait.pregel._run_state import RunState
+from plait.pregel._step import routers, schedule, scheduled
 from plait.pregel._stream import STATIC
 from plait.pregel._task import Task, collect, task_key, task_path
 from plait.pregel._thread import ThreadRef

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from plait.errors import ErrorCode, GraphRecursionError, add_note, create_error_message
-from plait.pregel._step import RunState
+from plait.pregel._run_state import RunState
 
 __all__ = ["recursion_error"]
 

@@ -49,7 +49,8 @@ from plait.pregel._pause import stored_writes as _stored_writes
 from plait.pregel._plan import Plan
 from plait.pregel._recover import resume_step, stopped, with_recoveries
 from plait.pregel._resume import SpareAnswer, queue_resume
-from plait.pregel._step import RunState, branch_state, prepare_tasks, routers, schedule
+from plait.pregel._run_state import RunState
+from plait.pregel._step import branch_state, prepare_tasks, routers, schedule
 from plait.pregel._stream import STATIC, EventSink, next_tasks
 from plait.pregel._task import DRAINED, Task, collect
 from plait.pregel._thread import ThreadRef

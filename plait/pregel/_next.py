@@ -17,7 +17,7 @@ from typing import Any
 
 from plait.constants import START
 from plait.pregel._plan import Plan
-from plait.pregel._step import RunState
+from plait.pregel._run_state import RunState
 from plait.types import Send
 
 __all__ = ["START_TASK", "StartTask", "keep_pending", "start_task", "subscribers"]

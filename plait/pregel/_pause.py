@@ -10,7 +10,7 @@ from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple
 from plait.errors import InvalidUpdateError, StrictModeError
 from plait.pregel._effects import PutWrites, SaveOp
 from plait.pregel._recover import failure_writes, with_recoveries
-from plait.pregel._step import RunState
+from plait.pregel._run_state import RunState
 from plait.pregel._task import Task, task_key
 from plait.pregel._writes import apply_writes
 from plait.types import Send

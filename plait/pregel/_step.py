@@ -21,81 +21,20 @@ shallow dict of the keys they read.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
 
-from plait.checkpoint.base import now_iso
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
-from plait.pregel._defer import hold_deferred, next_version
 from plait.pregel._managed import fill_managed
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._router_args import bind
+from plait.pregel._run_state import RunState, hold_deferred
 from plait.pregel._task import Task
 from plait.pregel._traced import start_routes
 from plait.types import Send
 
-__all__ = ["RunState", "prepare_tasks", "read_state", "routers", "schedule", "scheduled", "send_indices"]
-
-
-@dataclass(slots=True)
-class RunState:
-    """The mutable state of one run: values, versions, barriers and what runs next.
-
-    Attributes:
-        values: Current value of every written key (unset keys are absent).
-        versions: Version counter of every key (bumped when its value changes).
-        barriers: Sources seen so far by each join barrier.
-        next: Names of the nodes scheduled for the next step (state input).
-        sends: ``(node, arg)`` pairs scheduled by ``Send``.
-        step: Number of the step about to run.
-    """
-
-    values: dict[str, Any]
-    # the factories are cast once, here, to the element types (they stay the builtins dict and list)
-    versions: dict[str, int] = field(default_factory=cast("Callable[[], dict[str, int]]", dict))
-    barriers: dict[str, set[str]] = field(default_factory=cast("Callable[[], dict[str, set[str]]]", dict))
-    next: list[str] = field(default_factory=cast("Callable[[], list[str]]", list))
-    sends: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
-    step: int = 0
-    deferred: set[str] = field(default_factory=cast("Callable[[], set[str]]", set))
-    bump: Callable[[Any, None], Any] = next_version  # a saver's get_next_version when it has its own
-    untracked: frozenset[str] = frozenset()  # keys never checkpointed (UntrackedValue), set by apply_writes
-
-    def checkpoint(self, cid: str, changed: set[str]) -> tuple[dict[str, Any], dict[str, int]]:
-        """The checkpoint of the current state and the versions of the ``changed`` keys."""
-        values = self.values
-        if self.untracked:
-            values = {k: v for k, v in values.items() if k not in self.untracked}
-            changed = changed - self.untracked
-        checkpoint = {
-            "v": 1,
-            "id": cid,
-            "ts": now_iso(),
-            "channel_values": dict(values),
-            "channel_versions": dict(self.versions),
-            "updated_channels": sorted(changed),
-            "next": list(self.next),
-            "sends": list(self.sends),
-            "barriers": {k: sorted(v) for k, v in self.barriers.items()},
-            "interrupts": [],
-        }
-        if self.deferred:
-            checkpoint["deferred"] = sorted(self.deferred)
-        return checkpoint, {k: self.versions[k] for k in changed if k in self.versions}
-
-    def restore(self, cp: Mapping[str, Any], step: int) -> None:
-        """Take the state a stored checkpoint ``cp`` holds; ``step`` is the step that runs next."""
-        self.values = dict(cp.get("channel_values") or {})
-        self.versions = dict(cp.get("channel_versions") or {})
-        self.next = list(cp.get("next") or ())
-        # stored sends may come back as lists; tuple() restores the (node, arg) pairs
-        self.sends = [tuple(s) for s in cp.get("sends") or ()]
-        barriers: Mapping[str, Any] = cp.get("barriers") or {}
-        self.barriers = {k: set(v) for k, v in barriers.items()}
-        self.deferred = set(cp.get("deferred") or ())
-        self.step = step
+__all__ = ["prepare_tasks", "read_state", "routers", "schedule", "scheduled", "send_indices"]
 
 
 def read_state(

@@ -15,13 +15,12 @@ from plait._schema import MISSING
 from plait.channels.last_value import LastValue
 from plait.constants import START
 from plait.errors import InvalidUpdateError, StrictModeError, UndeclaredKeyWarning
-from plait.pregel._defer import next_version
 from plait.pregel._managed import clear_unwritten
 from plait.pregel._plan import Plan
+from plait.pregel._run_state import RunState, next_version
 from plait.types import Overwrite
 
 if TYPE_CHECKING:
-    from plait.pregel._step import RunState
     from plait.pregel._task import Task
 
 __all__ = ["apply_writes", "router_snapshot", "router_views"]
