@@ -187,11 +187,9 @@ def _tangled(graph: dict[str, set[str]]) -> set[str]:
 
 
 TYPING_CYCLES_LEFT: set[str] = {
-    "plait.pregel._batch",
     "plait.pregel._callable",
     "plait.pregel._loop",
     "plait.pregel._pause",
-    "plait.pregel._pregel",
     "plait.pregel._recover",
     "plait.pregel._resume",
     "plait.pregel._router_args",
@@ -199,7 +197,6 @@ TYPING_CYCLES_LEFT: set[str] = {
     "plait.pregel._stream",
     "plait.pregel._subgraphs",
     "plait.pregel._travel",
-    "plait.pregel._update",
     "plait.server._metrics",
     "plait.server._state",
     "plait.store._engine",

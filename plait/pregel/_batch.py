@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from plait.pregel._concurrency import max_concurrency
 
-if TYPE_CHECKING:
-    from plait.pregel._pregel import Pregel
-
 __all__ = ["abatch", "batch"]
+
+
+class _Runs(Protocol):
+    """What a batch needs of its graph: one run per input."""
+
+    @property
+    def invoke(self) -> Callable[..., Any]: ...
+
+    @property
+    def ainvoke(self) -> Callable[..., Awaitable[Any]]: ...
+
 
 _THREADS = 16
 """Runs a sync batch keeps going at once when the config sets no ``max_concurrency``."""
@@ -28,7 +36,7 @@ def _configs(config: Any, count: int) -> list[Any]:
     return [config] * count
 
 
-def batch(graph: Pregel[Any, Any, Any, Any], inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
+def batch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
     """``graph.invoke`` once per input, in parallel threads; the results in input order."""
     configs = _configs(config, len(inputs))
     if len(inputs) <= 1:
@@ -42,9 +50,7 @@ def batch(graph: Pregel[Any, Any, Any, Any], inputs: Sequence[Any], config: Any,
         return list(pool.map(invoke_one, zip(inputs, configs, strict=True)))
 
 
-async def abatch(
-    graph: Pregel[Any, Any, Any, Any], inputs: Sequence[Any], config: Any, **kwargs: Any
-) -> list[Any]:
+async def abatch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
     """``graph.ainvoke`` once per input, concurrently; the results in input order."""
     configs = _configs(config, len(inputs))
     limit = max_concurrency(configs[0]) if configs else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from plait.checkpoint.base import CheckpointTuple, config_metadata, new_checkpoint_id
 from plait.constants import END, START
@@ -29,8 +29,16 @@ from plait.pregel._task import Task, collect, task_key
 from plait.pregel._thread import ThreadRef, found
 from plait.pregel._travel import with_map
 
-if TYPE_CHECKING:
-    from plait.pregel._pregel import Pregel
+
+class _Graph(Protocol):
+    """What an update needs of its graph: its plan and its saver."""
+
+    @property
+    def plan(self) -> Plan: ...
+
+    @property
+    def checkpointer(self) -> Any: ...
+
 
 __all__ = ["INPUT", "aupdate_thread", "check_superstep", "update_thread"]
 
@@ -124,7 +132,7 @@ class _SaverCall:
 
 
 def _update_ops(
-    graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]
+    graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]
 ) -> Generator[_SaverCall | CallRouters, Any, Any]:
     """The saver calls (and router calls) of :func:`update_thread`; the drivers make them."""
     saver: Any = graph.checkpointer
@@ -223,7 +231,7 @@ def _last_ran(saved: CheckpointTuple, *, strict: bool) -> Generator[_SaverCall, 
     )
 
 
-def update_thread(graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
+def update_thread(graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
     """Apply ``supersteps`` to the thread ``config`` names with ``graph``'s nodes and channels."""
     saver: Any = graph.checkpointer
     ops = _update_ops(graph, config, supersteps)
@@ -239,9 +247,7 @@ def update_thread(graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Se
             answer = call_routers(op)
 
 
-async def aupdate_thread(
-    graph: Pregel[Any, Any, Any, Any], config: Any, supersteps: Sequence[Sequence[Any]]
-) -> Any:
+async def aupdate_thread(graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
     """Async :func:`update_thread`."""
     saver: Any = graph.checkpointer
     ops = _update_ops(graph, config, supersteps)
