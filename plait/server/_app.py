@@ -70,6 +70,8 @@ def _documented() -> list[Api]:
     return [
         _system,
         _threads.api,
+        _thread_state.api,
+        _thread_stream.api,
     ]
 
 

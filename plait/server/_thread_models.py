@@ -241,9 +241,7 @@ class ThreadStateSearch(Body):
     """The thread's checkpoints, newest first (``before``: older than that one)."""
 
     limit: Annotated[int, Field(ge=1)] | None = 10
-    before: str | Checkpoint | dict[str, Any] | None = Field(
-        None, description="A checkpoint id or checkpoint."
-    )
+    before: str | dict[str, Any] | None = Field(None, description="A checkpoint id, checkpoint or config.")
     metadata: dict[str, Any] | None = None
     checkpoint: Checkpoint | None = None
 

@@ -6,38 +6,51 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from plait.errors import CheckpointConflictError
-from plait.server._http import body, json_response, opt, query_bool, query_int
+from plait.server._api import Api
+from plait.server._http import json_response
 from plait.server._snapshot import checkpoint_ref, state_json
 from plait.server._state import state_of
+from plait.server._thread_models import (
+    Checkpoint,
+    ThreadHistoryQuery,
+    ThreadState,
+    ThreadStateCheckpointRequest,
+    ThreadStateQuery,
+    ThreadStateSearch,
+    ThreadStateUpdate,
+    ThreadStateUpdateResponse,
+)
 from plait.server._threads import found_thread, refresh_thread, thread_config, thread_graph_id, update_refused
 from plait.server._wire import ApiError, as_dict
 
-__all__ = ["routes"]
+__all__ = ["api", "routes"]
+
+api = Api("Threads")
 
 
-def _config(thread_id: str, checkpoint: Any = None) -> Any:
+def _config(thread_id: str, checkpoint: str | Checkpoint | None = None) -> Any:
     config = thread_config(thread_id)
     configurable: dict[str, Any] = config["configurable"]
     if isinstance(checkpoint, str):
         configurable["checkpoint_id"] = checkpoint
-    elif isinstance(checkpoint, dict):
-        given = as_dict(checkpoint)
-        if given.get("checkpoint_id"):
-            configurable["checkpoint_id"] = str(given["checkpoint_id"])
-        namespace = given.get("checkpoint_ns")
-        if namespace:  # a subgraph's own state (``node:<task id>``, as its task's ``checkpoint`` names it)
-            if not isinstance(namespace, str):
-                raise ApiError(422, f"checkpoint_ns must be a string, got {namespace!r}")
-            configurable["checkpoint_ns"] = namespace
     elif checkpoint is not None:
-        raise ApiError(422, f"checkpoint must be an object or a checkpoint id, got {checkpoint!r}")
+        if checkpoint.checkpoint_id:
+            configurable["checkpoint_id"] = checkpoint.checkpoint_id
+        if (
+            checkpoint.checkpoint_ns
+        ):  # a subgraph's own state (``node:<task id>``, as its task's ``checkpoint`` names it)
+            configurable["checkpoint_ns"] = checkpoint.checkpoint_ns
     return config
 
 
-async def _snapshot_json(request: Request, checkpoint: Any, subgraphs: bool) -> Response:
+def _given(checkpoint: Checkpoint | None) -> Checkpoint | None:
+    """``checkpoint`` when it names something (``{}`` is the newest state, as none)."""
+    return checkpoint if checkpoint is not None and checkpoint.model_dump(exclude_none=True) else None
+
+
+async def _snapshot_json(request: Request, checkpoint: str | Checkpoint | None, subgraphs: bool) -> Response:
     """The state at ``checkpoint`` (the newest when ``None``), with each paused subgraph's state
     inside its task when ``subgraphs``."""
     state = state_of(request)
@@ -49,7 +62,8 @@ async def _snapshot_json(request: Request, checkpoint: Any, subgraphs: bool) -> 
     snap = await graph.aget_state(config, subgraphs=subgraphs)
     if snap.created_at is None:
         if checkpoint:
-            raise ApiError(404, f"Checkpoint {checkpoint!r} not found in thread {doc['thread_id']}")
+            asked = checkpoint if isinstance(checkpoint, str) else checkpoint.model_dump(exclude_none=True)
+            raise ApiError(404, f"Checkpoint {asked!r} not found in thread {doc['thread_id']}")
         return json_response(_empty())
     return json_response(state_json(snap))
 
@@ -69,41 +83,55 @@ def _empty() -> dict[str, Any]:
     }
 
 
-async def get_state(request: Request) -> Response:
-    """``GET /threads/{thread_id}/state`` (and ``/state/{checkpoint_id}``), ``?subgraphs=true``."""
-    return await _snapshot_json(
-        request, request.path_params.get("checkpoint_id"), query_bool(request, "subgraphs")
-    )
+@api.get("/threads/{thread_id}/state", "Get Thread State", query=ThreadStateQuery, response=ThreadState)
+@api.get(
+    "/threads/{thread_id}/state/{checkpoint_id}",
+    "Get Thread State At Checkpoint",
+    query=ThreadStateQuery,
+    response=ThreadState,
+)
+async def get_state(request: Request, query: ThreadStateQuery) -> Response:
+    """The thread's newest state (or at the checkpoint of the path); ``?subgraphs=true``: with each
+    paused subgraph's state inside its task."""
+    return await _snapshot_json(request, request.path_params.get("checkpoint_id"), query.subgraphs)
 
 
-async def get_state_at(request: Request) -> Response:
-    """``POST /threads/{thread_id}/state/checkpoint``: the state at ``checkpoint``."""
-    data = await body(request, required=True)
-    subgraphs = data.get("subgraphs") or False
-    if not isinstance(subgraphs, bool):
-        raise ApiError(422, f"subgraphs must be true or false, got {subgraphs!r}")
-    return await _snapshot_json(request, as_dict(opt(data, "checkpoint", dict)), subgraphs)
+@api.post(
+    "/threads/{thread_id}/state/checkpoint",
+    "Get Thread State At Checkpoint (POST)",
+    body=ThreadStateCheckpointRequest,
+    body_required=True,
+    response=ThreadState,
+)
+async def get_state_at(request: Request, body: ThreadStateCheckpointRequest) -> Response:
+    """The state at ``checkpoint`` (a subgraph's, with ``checkpoint_ns``)."""
+    return await _snapshot_json(request, _given(body.checkpoint), bool(body.subgraphs))
 
 
-async def update_state(request: Request) -> Response:
-    """``POST /threads/{thread_id}/state``: write values as ``as_node`` would, from a checkpoint."""
+@api.post(
+    "/threads/{thread_id}/state",
+    "Update Thread State",
+    body=ThreadStateUpdate,
+    response=ThreadStateUpdateResponse,
+)
+async def update_state(request: Request, body: ThreadStateUpdate) -> Response:
+    """Write values as node ``as_node`` would, from a checkpoint (the newest by default)."""
     state = state_of(request)
-    doc = await found_thread(request)
-    data = await body(request)
+    doc = await found_thread(request, "update")
     graph_id = thread_graph_id(state, doc)
     graph = state.graph(graph_id)
-    config = _config(doc["thread_id"], data.get("checkpoint") or opt(data, "checkpoint_id", str))
+    config = _config(doc["thread_id"], _given(body.checkpoint) or body.checkpoint_id)
     if "checkpoint_id" not in config["configurable"]:
         head = await graph.aget_state(config)
         if head.created_at is None:  # a thread without checkpoints: the update starts it
             config["configurable"]["checkpoint_id"] = None
-    as_node = opt(data, "as_node", str)
+    as_node = body.as_node
     config["metadata"] = {
         "graph_id": graph_id,
         "thread_id": doc["thread_id"],
     }  # recorded, as LangGraph's server
     try:
-        written = await graph.aupdate_state(config, data.get("values"), as_node)
+        written = await graph.aupdate_state(config, body.values, as_node)
     except CheckpointConflictError as exc:
         raise ApiError(409, str(exc)) from None
     except Exception as exc:
@@ -119,51 +147,45 @@ async def update_state(request: Request) -> Response:
     )
 
 
-def _before(raw: Any) -> dict[str, Any] | None:
+def _before(raw: str | dict[str, Any] | None) -> dict[str, Any] | None:
     """A ``before`` cursor: a checkpoint id, ``{"checkpoint_id"}`` or a whole config."""
-    if raw is None:
+    if raw is None or raw == "":
         return None
     if isinstance(raw, str):
         return {"configurable": {"checkpoint_id": raw}}
-    given = as_dict(raw)
-    if not isinstance(raw, dict):
-        raise ApiError(422, f"before must be a checkpoint id or a checkpoint object, got {raw!r}")
-    return given if "configurable" in given else {"configurable": given}
+    return raw if "configurable" in raw else {"configurable": raw}
 
 
-async def _history(request: Request, data: dict[str, Any]) -> Response:
+async def _history(request: Request, search: ThreadStateSearch) -> Response:
     state = state_of(request)
     doc = await found_thread(request)
     if not as_dict(doc.get("metadata")).get("graph_id") and len(state.graphs) != 1:
         return json_response([])
     graph = state.graph(thread_graph_id(state, doc))
-    before = _before(data.get("before"))
-    limit = data.get("limit", 10)
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise ApiError(422, f"limit must be a positive integer, got {limit!r}")
-    config = _config(doc["thread_id"], data.get("checkpoint"))
-    snaps = graph.aget_state_history(config, filter=opt(data, "metadata", dict), before=before, limit=limit)
+    config = _config(doc["thread_id"], search.checkpoint)
+    snaps = graph.aget_state_history(
+        config, filter=search.metadata, before=_before(search.before), limit=search.limit or 10
+    )
     return json_response([state_json(s) async for s in snaps])
 
 
-async def history_post(request: Request) -> Response:
-    """``POST /threads/{thread_id}/history``."""
-    return await _history(request, await body(request))
+@api.post(
+    "/threads/{thread_id}/history",
+    "Get Thread History (POST)",
+    body=ThreadStateSearch,
+    response=list[ThreadState],
+)
+async def history_post(request: Request, body: ThreadStateSearch) -> Response:
+    """The thread's states, newest first (filtered by metadata, ``before`` a checkpoint, a subgraph's)."""
+    return await _history(request, body)
 
 
-async def history_get(request: Request) -> Response:
-    """``GET /threads/{thread_id}/history?limit=&before=``."""
-    data: dict[str, Any] = {"limit": query_int(request, "limit", 10)}
-    if request.query_params.get("before"):
-        data["before"] = request.query_params["before"]
-    return await _history(request, data)
+@api.get(
+    "/threads/{thread_id}/history", "Get Thread History", query=ThreadHistoryQuery, response=list[ThreadState]
+)
+async def history_get(request: Request, query: ThreadHistoryQuery) -> Response:
+    """The thread's states, newest first."""
+    return await _history(request, ThreadStateSearch(limit=query.limit, before=query.before))
 
 
-routes = [
-    Route("/threads/{thread_id}/state", get_state, methods=["GET"]),
-    Route("/threads/{thread_id}/state", update_state, methods=["POST"]),
-    Route("/threads/{thread_id}/state/checkpoint", get_state_at, methods=["POST"]),
-    Route("/threads/{thread_id}/state/{checkpoint_id}", get_state, methods=["GET"]),
-    Route("/threads/{thread_id}/history", history_post, methods=["POST"]),
-    Route("/threads/{thread_id}/history", history_get, methods=["GET"]),
-]
+routes = api.routes()

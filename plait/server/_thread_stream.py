@@ -15,36 +15,46 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
+from plait.server._api import Api, Query, check
 from plait.server._state import ServerState, state_of
 from plait.server._stream import END
 from plait.server._threads import found_thread
-from plait.server._wire import ApiError, dumps, now_iso
+from plait.server._wire import dumps, now_iso
 
-__all__ = ["routes"]
+__all__ = ["api", "routes"]
 
 _MODES = ("run_modes", "lifecycle")
 _RECHECK = 1.0
 """Seconds between two looks at the thread's runs when nothing announced a change."""
 
+api = Api("Threads")
 
-def _modes(request: Request) -> set[str]:
-    raw = request.query_params.get("stream_modes")
+
+def _modes(raw: str | None) -> set[str]:
     modes = {m.strip() for m in raw.split(",")} if raw else {"run_modes"}
     for mode in modes:
         if mode == "state_update":
-            raise ApiError(
-                422, "stream_modes=state_update is not implemented by plait serve; use run_modes or lifecycle"
+            raise ValueError(
+                "stream_modes=state_update is not implemented by plait serve; use run_modes or lifecycle"
             )
         if mode not in _MODES:
-            raise ApiError(422, f"Invalid stream mode: {mode}")
+            raise ValueError(f"Invalid stream mode: {mode!r}; expected run_modes or lifecycle")
     return modes
+
+
+class ThreadStreamQuery(Query):
+    """Which events of the thread's runs to send."""
+
+    stream_modes: Annotated[str, check(lambda v: _modes(v) and v)] | None = Field(
+        None, description="``run_modes`` (every event, the default) and/or ``lifecycle``, comma-separated."
+    )
 
 
 def _wanted(modes: set[str], event: str) -> bool:
@@ -91,14 +101,16 @@ async def _follow(
             yield {"event": "metadata", "data": dumps({"status": "run_done", "run_id": run_id}).decode()}
 
 
-async def join_thread_stream(request: Request) -> Response:
-    """``GET /threads/{thread_id}/stream``: the thread's runs' events, until the client leaves."""
+@api.get("/threads/{thread_id}/stream", "Join Thread Stream", query=ThreadStreamQuery, stream=True)
+async def join_thread_stream(request: Request, query: ThreadStreamQuery) -> Response:
+    """The events of the thread's runs in flight or started after the client joined, one run
+    after the other, until the client leaves."""
     state = state_of(request)
     thread = await found_thread(request)
-    modes, since = _modes(request), now_iso()
+    modes, since = _modes(query.stream_modes), now_iso()
     return EventSourceResponse(
         _follow(state, thread["thread_id"], modes, since), headers={"Cache-Control": "no-store"}, ping=15
     )
 
 
-routes = [Route("/threads/{thread_id}/stream", join_thread_stream, methods=["GET"])]
+routes = api.routes()
