@@ -1,4 +1,6 @@
-"""The server's own tables (assistants, threads, runs, events, store, crons) on SQLite or PostgreSQL.
+"""The server's own tables (assistants, threads, runs, events, crons) on SQLite or PostgreSQL.
+
+(The long-term store lives in :mod:`plait.store`'s tables on the same database: :mod:`plait.server._store`.)
 
 SQL is written once with ``?`` placeholders; the PostgreSQL side turns them into ``%s``.
 Values that are JSON documents are stored as text, so both databases read them the same way.
@@ -51,14 +53,6 @@ _DDL: list[LiteralString] = [
     """CREATE TABLE IF NOT EXISTS plait_server_events (
         run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, data TEXT NOT NULL,
         PRIMARY KEY (run_id, seq))""",
-    """CREATE TABLE IF NOT EXISTS plait_server_store (
-        prefix TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
-        created_at TEXT NOT NULL, updated_at TEXT NOT NULL, expires_at DOUBLE PRECISION,
-        PRIMARY KEY (prefix, key))""",
-    # one vector per embedded field of an item (store.index); BYTEA is a BLOB to SQLite
-    """CREATE TABLE IF NOT EXISTS plait_server_store_vectors (
-        prefix TEXT NOT NULL, key TEXT NOT NULL, field TEXT NOT NULL, vector BYTEA NOT NULL,
-        PRIMARY KEY (prefix, key, field))""",
     """CREATE TABLE IF NOT EXISTS plait_server_crons (
         cron_id TEXT PRIMARY KEY, assistant_id TEXT NOT NULL, thread_id TEXT, enabled INTEGER NOT NULL,
         next_run DOUBLE PRECISION, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, doc TEXT NOT NULL)""",
@@ -74,12 +68,9 @@ _ADDED_COLUMNS: list[tuple[LiteralString, LiteralString, LiteralString]] = [
     # (table, column, type) added after a release: tables made before get them at start-up
     ("plait_server_threads", "expires_at", "DOUBLE PRECISION"),
     ("plait_server_threads", "ttl_strategy", "TEXT"),
-    ("plait_server_store", "ttl_minutes", "DOUBLE PRECISION"),
 ]
 _AFTER_COLUMNS: list[LiteralString] = [
     """CREATE INDEX IF NOT EXISTS plait_server_threads_expiry ON plait_server_threads (expires_at)
-        WHERE expires_at IS NOT NULL""",
-    """CREATE INDEX IF NOT EXISTS plait_server_store_expiry ON plait_server_store (expires_at)
         WHERE expires_at IS NOT NULL""",
 ]
 _OLD_THREADS: LiteralString = "SELECT thread_id, doc FROM plait_server_threads WHERE vals IS NULL"

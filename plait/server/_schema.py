@@ -3,17 +3,21 @@
 Version 1 is the schema the start-up DDL of :mod:`plait.server._db` makes (and upgrades older
 tables to); each later version is one step here, applied once, in order, under the set-up lock.
 A database whose version is newer than :data:`SCHEMA_VERSION` is refused with nothing changed.
+A step is a list of statements, or a function of the connection (version 3: the store's rows move
+into :mod:`plait.store`'s tables, :mod:`plait.server._store_tables`).
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from typing_extensions import LiteralString
 
 from plait.errors import SchemaVersionError
 from plait.server._auth_filter import auth_match
+from plait.server._store_tables import pg_move_store, sqlite_move_store
 from plait.server._wire import loads
 
 __all__ = ["SCHEMA_VERSION", "pg_check", "pg_migrate", "sqlite_check", "sqlite_functions", "sqlite_migrate"]
@@ -47,8 +51,12 @@ _PG_V2: list[LiteralString] = [
     """CREATE INDEX IF NOT EXISTS plait_server_threads_metadata ON plait_server_threads
         USING gin (((doc::jsonb) -> 'metadata') jsonb_path_ops) WITH (fastupdate = off)""",
 ]
-_SQLITE_STEPS: list[list[LiteralString]] = [[], _SQLITE_V2]
-_PG_STEPS: list[list[LiteralString]] = [[], _PG_V2]
+_SQLITE_STEPS: list[list[LiteralString] | Callable[[sqlite3.Connection], None]] = [
+    [],
+    _SQLITE_V2,
+    sqlite_move_store,
+]
+_PG_STEPS: list[list[LiteralString] | Callable[[Any], Awaitable[None]]] = [[], _PG_V2, pg_move_store]
 SCHEMA_VERSION = len(_SQLITE_STEPS)
 """The newest version of the server's tables this plait knows."""
 
@@ -99,6 +107,9 @@ def sqlite_migrate(conn: sqlite3.Connection, where: str) -> None:
     try:
         found = sqlite_check(conn, where)
         for step in _SQLITE_STEPS[found:]:
+            if callable(step):
+                step(conn)
+                continue
             for ddl in step:
                 conn.execute(ddl)
         conn.execute("DELETE FROM plait_server_schema")
@@ -123,6 +134,9 @@ async def pg_migrate(conn: Any, found: int, where: str) -> None:
         return
     async with conn.transaction():
         for step in _PG_STEPS[found:]:
+            if callable(step):
+                await step(conn)
+                continue
             for ddl in step:
                 await conn.execute(ddl)
         await conn.execute("DELETE FROM plait_server_schema")

@@ -17,13 +17,13 @@ from plait.checkpoint.sqlite import SqliteSaver
 from plait.pregel import Pregel
 from plait.server._config import ConfigError, Settings, apply_env, load_embed, load_graph
 from plait.server._db import Database, SqliteDatabase, open_database
-from plait.server._store import ServerStore
+from plait.server._store import ServerStore, close_store, open_store
 from plait.server._stream import Broker
 from plait.server._wal import keep_wal
 from plait.server._webhook import WebhookPolicy, deliver
 from plait.server._wire import ApiError
 from plait.store._embed import IndexSpec
-from plait.store.base import TTLConfig
+from plait.store.base import EmbeddingDimensionError, IndexConfig, TTLConfig
 
 if TYPE_CHECKING:
     from plait.server._metrics import Metrics
@@ -50,6 +50,7 @@ class ServerState:
     db: Database
     saver: Any
     store: ServerStore
+    """The long-term store (a :mod:`plait.store` store on the server's database), given to every graph."""
     graphs: dict[str, Pregel[Any, Any, Any, Any]]
     broker: Broker
     worker_id: str = field(
@@ -95,6 +96,7 @@ class ServerState:
                 task.cancel()
             await asyncio.gather(*late, return_exceptions=True)
         await self.stack.aclose()
+        await close_store(self.store)
         await self.db.close()
 
 
@@ -149,18 +151,21 @@ async def open_state(settings: Settings) -> ServerState:
             await asyncio.to_thread(saver.setup)
             if isinstance(db, SqliteDatabase):
                 await stack.enter_async_context(keep_wal([settings.db, db.target], [saver.conn, db.conn]))
+        try:
+            store = await open_store(db, cast("TTLConfig", settings.store_ttl), index)
+        except EmbeddingDimensionError as exc:
+            raise ConfigError(f"store.index: {exc}") from exc
     except BaseException:  # nothing opened stays open
         await stack.aclose()
         await db.close()
         raise
-    store = ServerStore(db, cast("TTLConfig", settings.store_ttl), index)
     return ServerState(
         settings, db, saver, store, graphs, Broker(db), stack=stack, hooks=settings.webhook_policy
     )
 
 
-def _index(settings: Settings) -> IndexSpec | None:
-    """The store's semantic index (``store.index``), its embeddings imported beside the config.
+def _index(settings: Settings) -> IndexConfig | None:
+    """The store's semantic index (``store.index``), its embeddings imported beside the config (checked).
 
     Raises:
         ConfigError: the embeddings cannot be loaded, or the index is not one plait reads.
@@ -170,7 +175,9 @@ def _index(settings: Settings) -> IndexSpec | None:
     raw = settings.store_index
     try:
         embed = load_embed(str(raw["embed"]), settings.config_path)
-        return IndexSpec.parse({**raw, "embed": embed}, ("cosine", "l2", "inner_product"))
+        index = cast("IndexConfig", {**raw, "embed": embed})
+        IndexSpec.parse(index, ("cosine", "l2", "inner_product"))
+        return index
     except (ImportError, TypeError, ValueError, NotImplementedError) as exc:
         raise ConfigError(f"store.index: {exc}") from exc
 

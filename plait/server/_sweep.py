@@ -4,7 +4,7 @@ Each worker sweeps every :func:`~plait.server._ttl.sweep_seconds`, in batches of
 ``sweep_limit`` (1000 by default) until a batch comes back short. A thread is claimed by the
 statement that moves its expiry :data:`RETRY` seconds on, so when several workers share a
 database only one acts on it, and a thread whose deletion or pruning failed is tried again
-then. Store items are deleted before their vectors, in the order a put writes them.
+then. Expired store items (and their vectors) are deleted by the store's own sweep.
 """
 
 from __future__ import annotations
@@ -62,21 +62,6 @@ async def _threads(state: ServerState, now: float, limit: int) -> tuple[int, int
     return len(rows), done
 
 
-async def _items(state: ServerState, now: float) -> int:
-    """Delete the expired store items, then their vectors (in the order a put writes them)."""
-    async with state.db.tx() as tx:
-        gone = await tx.fetch(
-            "DELETE FROM plait_server_store WHERE expires_at IS NOT NULL AND expires_at <= ? RETURNING prefix, key",
-            (now,),
-        )
-        for row in gone:
-            await tx.run(
-                "DELETE FROM plait_server_store_vectors WHERE prefix = ? AND key = ?",
-                (row["prefix"], row["key"]),
-            )
-    return len(gone)
-
-
 async def sweep(state: ServerState, limit: int = 1000) -> tuple[int, int]:
     """Act on every expired thread and delete every expired store item: ``(threads, items)``."""
     now, threads = time.time(), 0
@@ -85,7 +70,7 @@ async def sweep(state: ServerState, limit: int = 1000) -> tuple[int, int]:
         threads += done
         if found < limit or not done:  # the rest is leased by others, or failing: the next sweep
             break
-    items = await _items(state, now)
+    items = await state.store.sweep_ttl()
     if threads or items:
         _log.info("ttl sweep: %d thread(s), %d store item(s)", threads, items)
     return threads, items

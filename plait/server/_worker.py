@@ -87,7 +87,6 @@ class Worker:
                 "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL "
                 "WHERE status = 'running'"
             )
-        self.state.store.loop = asyncio.get_running_loop()
         self._background = [
             asyncio.create_task(self._loop()),
             asyncio.create_task(self._heartbeat()),

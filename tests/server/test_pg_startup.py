@@ -20,7 +20,7 @@ def test_a_second_server_starts_while_a_write_transaction_holds_the_runs_table(
             with psycopg.connect(dsn) as conn:  # a writer's open transaction on runs and threads
                 conn.execute("UPDATE plait_server_threads SET status = status WHERE thread_id = %s", (tid,))
                 conn.execute("UPDATE plait_server_runs SET status = status")
-                conn.execute("UPDATE plait_server_store SET key = key")
+                conn.execute("UPDATE plait_store SET key = key")
                 conn.execute("UPDATE plait_server_crons SET enabled = enabled")
                 # an index statement at start-up would wait for this transaction (until the start times out)
                 with running(dsn, tmp_path) as second:

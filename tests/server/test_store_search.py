@@ -42,7 +42,7 @@ def served(
     """The server, and a count of the vectors it stores (read from its database)."""
     tmp = tmp_path_factory.mktemp("search")
     config = _project(tmp, {"embed": "./embed.py:embed", "dims": 4, "fields": ["text"]})
-    count = "SELECT COUNT(*) FROM plait_server_store_vectors"
+    count = "SELECT COUNT(*) FROM plait_store_vectors"
     if request.param == "sqlite":
 
         def vectors() -> int:
