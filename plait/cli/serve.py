@@ -113,7 +113,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
     _check_exposure(host, port, auth_token, insecure_no_auth)
     path = _config_path(config)
     try:
-        graphs, env, webhooks, cors_config, thread_ttl, store_ttl, store_index, http_app = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
+        graphs, env, webhooks, cors_config, thread_ttl, store_ttl, store_index, http_app, disabled = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
     except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
         raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
     target = db or default_db(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
@@ -134,6 +134,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         store_index=store_index,
         allowed_hosts=allowed_hosts,
         http_app=http_app,
+        disabled=disabled,
     )
     if workers > 1 and not settings.is_postgres:
         raise click.BadParameter(

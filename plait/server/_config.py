@@ -51,7 +51,9 @@ BUILD_KEYS = frozenset(
 )
 """Keys of ``langgraph.json`` that describe a container build: they change nothing when serving."""
 READ_KEYS = frozenset({"graphs", "env", "webhooks", "http", "checkpointer", "store", "auth"})
-HTTP_KEYS = frozenset({"app", "disable_webhooks", "cors", "enable_custom_route_auth"})
+HTTP_KEYS = frozenset({"app", "disable_webhooks", "disable_mcp", "cors", "enable_custom_route_auth"})
+DISABLE_KEYS = ("mcp",)
+"""The endpoints ``http.disable_<name>: true`` turns off (``disable_webhooks`` is the webhook policy's)."""
 CORS_KEYS = {
     "allow_origins": list,
     "allow_methods": list,
@@ -99,6 +101,7 @@ class Settings:
         http_app: The config's ``http.app`` (``./webapp.py:app``: a Starlette/FastAPI app served
             beside the API, see :func:`load_http_app`).
         auth: The config's ``auth`` section (custom auth, see :mod:`plait.server._auth`; empty: none).
+        disabled: The endpoints the config's ``http.disable_<name>`` turns off (of :data:`DISABLE_KEYS`).
     """
 
     config_path: str
@@ -117,6 +120,7 @@ class Settings:
     store_index: dict[str, Any] = field(default_factory=lambda: {})
     allowed_hosts: tuple[str, ...] = ()
     http_app: str | None = None
+    disabled: tuple[str, ...] = ()
     auth: dict[str, Any] = field(default_factory=lambda: {})
 
     @property
@@ -148,6 +152,7 @@ class Settings:
             "store_index": self.store_index,
             "allowed_hosts": list(self.allowed_hosts),
             "http_app": self.http_app,
+            "disabled": list(self.disabled),
             "auth": self.auth,
         }
         return json.dumps(data)
@@ -159,6 +164,7 @@ class Settings:
         graphs = tuple(GraphSpec(g[0], g[1], g[2]) for g in data.pop("graphs"))
         data["cors_origins"] = tuple(data["cors_origins"])
         data["allowed_hosts"] = tuple(data.get("allowed_hosts", ()))
+        data["disabled"] = tuple(data.get("disabled", ()))
         return cls(graphs=graphs, **data)
 
 
@@ -200,8 +206,8 @@ def _read_env(raw: Any, base: Path, where: str) -> dict[str, str]:
 
 class LoadedConfig(NamedTuple):
     """What a config file says: its graphs, its environment, its webhook policy, its CORS settings and
-    the time to live of threads and store items (``checkpointer.ttl``, ``store.ttl``), and the
-    custom routes' app (``http.app``)."""
+    the time to live of threads and store items (``checkpointer.ttl``, ``store.ttl``), the
+    custom routes' app (``http.app``) and the endpoints turned off (``http.disable_mcp``)."""
 
     graphs: tuple[GraphSpec, ...]
     env: dict[str, str]
@@ -211,6 +217,7 @@ class LoadedConfig(NamedTuple):
     store_ttl: dict[str, Any]
     store_index: dict[str, Any]
     http_app: str | None = None
+    disabled: tuple[str, ...] = ()
 
 
 def load_config(path: str | Path) -> LoadedConfig:
@@ -257,7 +264,10 @@ def load_config(path: str | Path) -> LoadedConfig:
         auth_section(config.get("auth"), http)
     except ValueError as exc:
         raise ConfigError(f"{file}: {exc}") from None
-    return LoadedConfig(graphs, env, policy, cors, thread_ttl, store_ttl, store_index, http.get("app"))
+    disabled_routes = tuple(name for name in DISABLE_KEYS if http.get(f"disable_{name}"))
+    return LoadedConfig(
+        graphs, env, policy, cors, thread_ttl, store_ttl, store_index, http.get("app"), disabled_routes
+    )
 
 
 def _http(raw: Any, where: str) -> dict[str, Any]:
@@ -272,6 +282,10 @@ def _http(raw: Any, where: str) -> dict[str, Any]:
             f'{where}: http.{", http.".join(unknown)} not supported by plait serve; of "http" it reads '
             f"{sorted(HTTP_KEYS)} (auth and body limits are options of plait serve: see --help): remove it"
         )
+    for name in DISABLE_KEYS:
+        flag = http.get(f"disable_{name}", False)
+        if not isinstance(flag, bool):
+            raise ConfigError(f"{where}: http.disable_{name} must be true or false, got {flag!r}")
     app = http.get("app")
     if app is not None and (not isinstance(app, str) or ":" not in app):
         raise ConfigError(f'{where}: http.app must be "path/to/webapp.py:app" (or "module:app"), got {app!r}')

@@ -49,12 +49,13 @@ def test_langgraph_json_is_accepted_as_is(project: pathlib.Path) -> None:
     }
     path = project / "langgraph.json"
     path.write_text(json.dumps(config))
-    graphs, env, webhooks, cors, thread_ttl, store_ttl, index, http_app = load_config(path)
+    graphs, env, webhooks, cors, thread_ttl, store_ttl, index, http_app, disabled = load_config(path)
     assert (
         webhooks == WebhookPolicy()
         and cors == {}
         and thread_ttl == store_ttl == index == {}
         and http_app is None
+        and disabled == ()
     )
     assert graphs == (
         GraphSpec("agent", "./agent.py:graph"),
