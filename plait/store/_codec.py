@@ -35,6 +35,30 @@ def _problem(value: Any, path: str) -> str | None:
     return f"{path} is a {type(value).__name__}, which is not JSON (use str, int, float, bool, None, list or dict)"
 
 
+def _plain_json(value: object) -> bool:
+    """Whether ``value`` is made of plain dicts, lists and JSON scalars only (the common case, no message built).
+
+    ``False`` does not mean invalid: :func:`_problem` then walks the value (other
+    mappings and sequences, subclasses) and says what is wrong, if anything.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(cast("float", value))
+    if kind is dict:
+        for name, sub in cast("dict[object, Any]", value).items():
+            if type(name) is not str or not _plain_json(sub):
+                return False
+        return True
+    if kind is list:
+        for sub in cast("list[object]", value):
+            if not _plain_json(sub):
+                return False
+        return True
+    return False
+
+
 def check_value(namespace: tuple[str, ...], key: str, value: Any) -> None:
     """Refuse a value that is not a mapping of JSON values with string keys (what :func:`encode_value`
     stores), without encoding it: for stores that keep the Python value.
@@ -42,6 +66,8 @@ def check_value(namespace: tuple[str, ...], key: str, value: Any) -> None:
     Raises:
         InvalidValueError: it is not.
     """
+    if _plain_json(value) and type(value) is dict:
+        return
     if not isinstance(value, Mapping):
         raise InvalidValueError(
             f"Store values must be mappings (dicts), got {type(value).__name__}; wrap it, e.g. {{'value': ...}}",

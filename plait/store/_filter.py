@@ -15,7 +15,7 @@ rest with :func:`matches`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from plait.store.base import InvalidFilterError
@@ -25,6 +25,7 @@ __all__ = [
     "Term",
     "check_filter",
     "kind_of",
+    "matcher",
     "matches",
     "scalar_terms",
 ]
@@ -164,6 +165,46 @@ def matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
         ``True`` when all conditions hold.
     """
     return all(_match(_field(value, key), expected) for key, expected in conditions.items())
+
+
+Test = Callable[[Mapping[str, Any]], bool]
+
+
+def matcher(conditions: Mapping[str, Any]) -> Test:
+    """:func:`matches` with the filter bound, for testing many values against one filter.
+
+    A plain key (no dots) compared with a scalar is tested directly; other
+    conditions go through the general matcher. Same answers as :func:`matches`.
+
+    Args:
+        conditions: The filter.
+
+    Returns:
+        A function of a stored value: ``True`` when all conditions hold.
+    """
+    tests = [_term_test(key, expected) for key, expected in conditions.items()]
+    if len(tests) == 1:
+        return tests[0]
+    return lambda value: all(test(value) for test in tests)
+
+
+def _term_test(key: str, expected: object) -> Test:  # noqa: PLR0911 - one test per JSON kind
+    kind = type(expected)
+    if type(key) is not str or "." in key:
+        return lambda value: _match(_field(value, key), expected)
+    if kind is str:
+        return lambda value: isinstance(found := value.get(key), str) and found == expected
+    if kind is bool:
+        return lambda value: isinstance(found := value.get(key), bool) and found == expected
+    if kind is int or kind is float:
+        return lambda value: (
+            isinstance(found := value.get(key), (int, float))
+            and not isinstance(found, bool)
+            and bool(found == expected)
+        )
+    if expected is None:
+        return lambda value: value.get(key) is None
+    return lambda value: _match(value.get(key, _MISSING), expected)
 
 
 def _scalar(value: Any) -> bool:

@@ -30,34 +30,41 @@ import concurrent.futures
 import heapq
 import itertools
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from itertools import islice
+from typing import Any, Literal
 
 from plait.store._codec import check_value
 from plait.store._embed import Embedded, IndexSpec
-from plait.store._filter import check_filter, matches
+from plait.store._filter import Test, check_filter, matcher
 from plait.store._rank import cosine
 from plait.store._ttl import Sweeper, checked_ttl, interval_seconds
 from plait.store.base import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
+    NamespacePath,
+    NotProvided,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
     TTLConfig,
+    _check_labels,  # pyright: ignore[reportPrivateUsage]  # the base's argument checks, shared on purpose
+    _list_op,  # pyright: ignore[reportPrivateUsage]
     validate_op_namespace,
 )
 
 __all__ = ["InMemoryStore"]
 
 Namespace = tuple[str, ...]
+_NONE: dict[str, Item] = {}
 
 
 def _now() -> datetime:
@@ -100,6 +107,9 @@ class InMemoryStore(BaseStore):
         self._lock = threading.RLock()
         self._sweeper = Sweeper(self.sweep_ttl)
         self._embedded: Embedded | None = None
+        self._sorted: list[Namespace] | None = None  # the namespaces, sorted (None: changed since)
+        # get/put/search/list_namespaces skip building a batch unless a subclass runs batches its own way
+        self._direct = type(self).batch is InMemoryStore.batch and type(self).abatch is InMemoryStore.abatch
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run operations in order and return their results.
@@ -136,6 +146,141 @@ class InMemoryStore(BaseStore):
         for op in ops:
             _validate(op)
         return self._execute(ops, await self.index_spec.aembed(ops) if self.index_spec else None)
+
+    def get(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
+        """:meth:`BaseStore.get`, without building a batch (same checks, same result)."""
+        if not self._direct:
+            return super().get(namespace, key, refresh_ttl=refresh_ttl)
+        _check_labels(namespace)
+        key = key if type(key) is str else str(key)
+        with self._lock:
+            now = self._purge() if self._heap else None
+            item = self._data.get(namespace, _NONE).get(key)
+            if item is not None and now is not None and self._refresh(refresh_ttl):
+                self._refresh_expiry(namespace, key, now)
+        return None if item is None else _copy(item)
+
+    def put(  # noqa: PLR0913 - signature mirrors LangGraph
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+    ) -> None:
+        """:meth:`BaseStore.put`, without building a batch (same checks; embedding stores batch)."""
+        if not self._direct or self.index_spec is not None:
+            return super().put(namespace, key, value, index, ttl=ttl)
+        op = self._put_op(namespace, key, value, index, ttl)
+        check_value(namespace, op.key, value)
+        with self._lock:
+            now = _now()
+            if self._heap:
+                self._purge_expired(now)
+            self._put(op, now)
+        return None
+
+    def search(  # noqa: PLR0913 - signature mirrors LangGraph
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        """:meth:`BaseStore.search`, without building a batch (ranked searches batch)."""
+        op = self._search_op(
+            namespace_prefix, refresh_ttl, filter=filter, limit=limit, offset=offset, query=query
+        )
+        if not self._direct or (query and self.index_spec is not None):
+            return self.batch([op])[0]  # type: ignore[return-value]  # a SearchOp's result
+        if filter:
+            check_filter(filter)
+        with self._lock:
+            found = self._search(op, self._purge() if self._heap else None, None)
+        return _hits(found)
+
+    def list_namespaces(  # noqa: PLR0913 - signature mirrors LangGraph
+        self,
+        *,
+        prefix: NamespacePath | None = None,
+        suffix: NamespacePath | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """:meth:`BaseStore.list_namespaces`, without building a batch."""
+        op = _list_op(prefix, suffix, max_depth, limit, offset)
+        if not self._direct:
+            return self.batch([op])[0]  # type: ignore[return-value]  # a ListNamespacesOp's result
+        with self._lock:
+            if self._heap:
+                self._purge()
+            return self._list_namespaces(op)
+
+    async def aget(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """:meth:`get` (nothing to wait for)."""
+        if not self._direct:
+            return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
+        return self.get(namespace, key, refresh_ttl=refresh_ttl)
+
+    async def aput(  # noqa: PLR0913 - signature mirrors LangGraph
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+    ) -> None:
+        """:meth:`put`; a store with an index embeds with the embedder's async methods."""
+        if not self._direct or self.index_spec is not None:
+            return await super().aput(namespace, key, value, index, ttl=ttl)
+        return self.put(namespace, key, value, index, ttl=ttl)
+
+    async def asearch(  # noqa: PLR0913 - signature mirrors LangGraph
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        """:meth:`search`; a ranked search embeds its query with the embedder's async methods."""
+        args: dict[str, Any] = {"query": query, "filter": filter, "limit": limit, "offset": offset}
+        if not self._direct or (query and self.index_spec is not None):
+            return await super().asearch(namespace_prefix, refresh_ttl=refresh_ttl, **args)
+        return self.search(namespace_prefix, refresh_ttl=refresh_ttl, **args)
+
+    async def alist_namespaces(  # noqa: PLR0913 - signature mirrors LangGraph
+        self,
+        *,
+        prefix: NamespacePath | None = None,
+        suffix: NamespacePath | None = None,
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """:meth:`list_namespaces` (nothing to wait for)."""
+        args: dict[str, Any] = {"prefix": prefix, "suffix": suffix, "max_depth": max_depth}
+        if not self._direct:
+            return await super().alist_namespaces(limit=limit, offset=offset, **args)
+        return self.list_namespaces(limit=limit, offset=offset, **args)
+
+    def _purge(self) -> datetime:
+        """Drop the expired items (under the lock); returns the time it used."""
+        now = _now()
+        self._purge_expired(now)
+        return now
 
     def _execute(self, ops: list[Op], embedded: Embedded | None) -> list[Result]:
         with self._lock:
@@ -177,7 +322,8 @@ class InMemoryStore(BaseStore):
         if isinstance(op, GetOp):
             return self._get(op, now)
         if isinstance(op, SearchOp):
-            return self._search(op, now)
+            qvec = self._embedded.queries.get(op.query) if self._embedded and op.query else None
+            return _hits(self._search(op, now, qvec))
         if isinstance(op, PutOp):
             self._put(op, now)
             if self.index_spec is not None and op.value is not None:
@@ -187,40 +333,36 @@ class InMemoryStore(BaseStore):
         return self._list_namespaces(op)
 
     def _get(self, op: GetOp, now: datetime) -> Item | None:
-        item = self._data.get(op.namespace, {}).get(op.key)
+        item = self._data.get(op.namespace, _NONE).get(op.key)
         if item is None:
             return None
         if op.refresh_ttl:
             self._refresh_expiry(op.namespace, op.key, now)
-        return Item(
-            value=dict(item.value),
-            key=item.key,
-            namespace=item.namespace,
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-        )
+        return _copy(item)
 
-    def _search(self, op: SearchOp, now: datetime) -> list[SearchItem]:
+    def _search(
+        self, op: SearchOp, now: datetime | None, qvec: list[float] | None
+    ) -> list[tuple[Item, float | None]]:
+        """The page of stored items a search finds (``now``: ``None`` when no item has a TTL)."""
         prefix, size = op.namespace_prefix, len(op.namespace_prefix)
-        qvec = self._embedded.queries.get(op.query) if self._embedded and op.query else None
-        ranked = qvec is not None
-        stop = op.offset + op.limit if min(op.offset, op.limit) >= 0 and not ranked else None
+        stop = op.offset + op.limit if min(op.offset, op.limit) >= 0 and qvec is None else None
+        test: Test | None = matcher(op.filter) if op.filter else None
         hits: list[Item] = []
         for namespace, items in self._data.items():
             if namespace[:size] != prefix:
                 continue
-            hits.extend(item for item in items.values() if not op.filter or matches(item.value, op.filter))
+            found = items.values() if test is None else (i for i in items.values() if test(i.value))
+            hits.extend(found if stop is None else islice(found, stop - len(hits)))
             if stop is not None and len(hits) >= stop:
                 break
-        scored = self._rank(hits, qvec) if qvec is not None else [(item, None) for item in hits]
+        scored: list[tuple[Item, float | None]] = (
+            self._rank(hits, qvec) if qvec is not None else [(item, None) for item in hits]
+        )
         scored = scored[op.offset : op.offset + op.limit]
-        if op.refresh_ttl:
+        if op.refresh_ttl and now is not None:
             for item, _ in scored:
                 self._refresh_expiry(item.namespace, item.key, now)
-        return [
-            SearchItem(item.namespace, item.key, dict(item.value), item.created_at, item.updated_at, score)
-            for item, score in scored
-        ]
+        return scored
 
     def _rank(self, hits: list[Item], query: list[float]) -> list[tuple[Item, float | None]]:
         """Items with vectors by their best cosine score, then the others in storage order."""
@@ -246,30 +388,33 @@ class InMemoryStore(BaseStore):
                 items.pop(key, None)
                 if not items:
                     del self._data[namespace]
+                    self._sorted = None
             self._expiry.pop((namespace, key), None)
             self._vectors.pop((namespace, key), None)
             return
-        old = items.get(key) if items is not None else None
-        self._data.setdefault(namespace, {})[key] = Item(
-            value=dict(op.value),
-            key=key,
-            namespace=namespace,
-            created_at=old.created_at if old is not None else now,
-            updated_at=now,
-        )
+        if items is None:
+            items = self._data[namespace] = {}
+            self._sorted = None
+        old = items.get(key)
+        item: Item = _new(Item)
+        item.value, item.key, item.namespace, item.updated_at = dict(op.value), key, namespace, now
+        item.created_at = now if old is None else old.created_at
+        items[key] = item
         if op.ttl is None:
-            self._expiry.pop((namespace, key), None)
+            if self._expiry:
+                self._expiry.pop((namespace, key), None)
         else:
             self._set_expiry(namespace, key, op.ttl, now)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
-        conditions = op.match_conditions or ()
-        found: Iterable[Namespace] = [
-            ns for ns in self._data if all(_namespace_matches(cond, ns) for cond in conditions)
-        ]
+        if self._sorted is None:
+            self._sorted = sorted(self._data)
+        found = self._sorted
+        for condition in op.match_conditions or ():
+            found = [ns for ns in found if _namespace_matches(condition, ns)]
         if op.max_depth is not None:
-            found = {ns[: op.max_depth] for ns in found}
-        return sorted(found)[op.offset : op.offset + op.limit]
+            found = sorted({ns[: op.max_depth] for ns in found})
+        return found[op.offset : op.offset + op.limit]
 
     # ------------------------------------------------------------------ TTL
 
@@ -319,4 +464,28 @@ def _namespace_matches(condition: MatchCondition, namespace: Namespace) -> bool:
         if condition.match_type == "prefix"
         else namespace[len(namespace) - len(path) :]
     )
-    return all(want in ("*", got) for want, got in zip(path, part, strict=True))
+    return part == path or (
+        "*" in path and all(want in ("*", got) for want, got in zip(path, part, strict=True))
+    )
+
+
+_new = object.__new__
+
+
+def _copy(item: Item) -> Item:
+    """A copy of a stored item for a caller: its own (shallow) copy of the value."""
+    copy: Item = _new(Item)
+    copy.value, copy.key, copy.namespace = dict(item.value), item.key, item.namespace
+    copy.created_at, copy.updated_at = item.created_at, item.updated_at
+    return copy
+
+
+def _hits(found: list[tuple[Item, float | None]]) -> list[SearchItem]:
+    """Search results for a caller, each with its own (shallow) copy of the value."""
+    hits: list[SearchItem] = []
+    for item, score in found:
+        hit: SearchItem = _new(SearchItem)
+        hit.value, hit.key, hit.namespace = dict(item.value), item.key, item.namespace
+        hit.created_at, hit.updated_at, hit.score = item.created_at, item.updated_at, score
+        hits.append(hit)
+    return hits
