@@ -31,7 +31,6 @@ from plait.server._config import Settings, load_http_app
 from plait.server._custom import UserRoutes
 from plait.server._guard import Guard
 from plait.server._http import CatchErrors, error_response, json_response
-from plait.server._mcp import McpEndpoint
 from plait.server._state import open_state, state_of
 from plait.server._wire import ApiError
 from plait.server._worker import Worker
@@ -73,6 +72,7 @@ def _documented() -> list[Api]:
         _threads.api,
         _thread_state.api,
         _thread_stream.api,
+        _store.api,
     ]
 
 
@@ -81,7 +81,6 @@ def create_app(settings: Settings) -> Starlette:
     and runs the lifespan of the config's ``http.app``, whose routes come before the API's)."""
     user_app = load_http_app(settings.http_app, settings.config_path) if settings.http_app else None
     metrics = _metrics.Metrics()
-    mcp = None if "mcp" in settings.disabled else McpEndpoint(settings.max_body)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None, None]:
@@ -95,8 +94,6 @@ def create_app(settings: Settings) -> Starlette:
             async with AsyncExitStack() as stack:
                 if user_app is not None:
                     await stack.enter_async_context(user_app.router.lifespan_context(user_app))
-                if mcp is not None:
-                    await stack.enter_async_context(mcp.running())
                 yield
         finally:
             await state.worker.stop(drain=settings.lease_ttl)
@@ -105,7 +102,7 @@ def create_app(settings: Settings) -> Starlette:
     routes: list[Any] = [
         *([UserRoutes(user_app)] if user_app is not None else []),
         *_system.routes(),
-        *_openapi.docs_api([*_documented(), *([mcp.api] if mcp is not None else [])]).routes(),
+        *_openapi.docs_api(_documented()).routes(),
         *_assistants.routes,
         *_threads.routes,
         *_thread_state.routes,
@@ -115,7 +112,6 @@ def create_app(settings: Settings) -> Starlette:
         *_store.routes,
         *_ui.routes,
         *_metrics.routes,
-        *(mcp.routes if mcp is not None else []),
     ]
     middleware = [
         Middleware(_metrics.RecordRequests, metrics=metrics, routes=routes),

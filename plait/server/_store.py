@@ -13,17 +13,17 @@ expire by the config's ``store.ttl`` (:mod:`plait.server._ttl`), and the worker'
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
+from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
+from plait.server._api import Api, Body, Query
 from plait.server._db import Database, PostgresDatabase
-from plait.server._http import body, json_response, query_flag
-from plait.server._ttl import item_ttl
-from plait.server._wire import ApiError, as_list
-from plait.store._sqlstore import SqlStore
+from plait.server._http import json_response
+from plait.server._ttl import MAX_MINUTES
+from plait.server._wire import ApiError
 from plait.store.base import (
     NOT_PROVIDED,
     IndexConfig,
@@ -45,7 +45,7 @@ try:
 except ImportError:  # pragma: no cover - without the 'postgres' extra only SQLite is served
     _pg_store = None
 
-__all__ = ["ServerStore", "close_store", "open_store", "routes"]
+__all__ = ["ServerStore", "api", "close_store", "open_store", "routes"]
 
 ServerStore: TypeAlias = "AsyncSqliteStore | AsyncPostgresStore"
 """The server's store: SQLite's or PostgreSQL's async store."""
@@ -81,6 +81,95 @@ async def close_store(store: ServerStore) -> None:
         await asyncio.to_thread(store.conn.close)
 
 
+# -- request and response models -------------------------------------------------------------
+
+Label = Annotated[str, Field(min_length=1, pattern=r"^[^.]+$", description="A namespace label: no '.'.")]
+Namespace = Annotated[list[Label], Field(description="The labels of a namespace, outermost first.")]
+Count = Annotated[int, Field(ge=0)]
+Minutes = Annotated[float, Field(gt=0, le=MAX_MINUTES, description="Minutes (at most a hundred years).")]
+
+
+class StorePut(Body):
+    """An item to create or replace."""
+
+    namespace: Annotated[list[Label], Field(min_length=1)]
+    key: Annotated[str, Field(min_length=1)]
+    value: dict[str, Any]
+    index: Literal[False] | list[str] | None = Field(
+        None, description="The fields to embed: null for the config's, false for none."
+    )
+    ttl: Minutes | None = Field(None, description="Minutes until it expires; null: the config's default_ttl.")
+
+
+class StoreDelete(Body):
+    """The item to delete."""
+
+    namespace: Namespace
+    key: Annotated[str, Field(min_length=1)]
+
+
+class StoreGetQuery(Query):
+    """Which item to read."""
+
+    namespace: str = Field("", description="The namespace's labels joined by '.'.")
+    key: Annotated[str, Field(min_length=1)]
+    refresh_ttl: bool | None = Field(None, description="Restart its time to live (null: the config's).")
+
+
+class StoreSearch(Body):
+    """Items under a namespace prefix: filtered, or ranked by ``query``."""
+
+    namespace_prefix: Namespace | None = None
+    filter: dict[str, Any] | None = None
+    limit: Count | None = 10
+    offset: Count | None = 0
+    query: str | None = None
+    refresh_ttl: bool | None = None
+
+
+class StoreNamespaces(Body):
+    """The namespaces in use, matched by prefix and suffix (``*``: any label), cut at ``max_depth``."""
+
+    prefix: Namespace | None = None
+    suffix: Namespace | None = None
+    max_depth: Annotated[int, Field(ge=1)] | None = None
+    limit: Count | None = 100
+    offset: Count | None = 0
+
+
+class StoreItem(BaseModel):
+    """A stored item."""
+
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: str
+    updated_at: str
+
+
+class StoreSearchItem(StoreItem):
+    """A search result; ``score`` when ranked by a query."""
+
+    score: float | None = None
+
+
+class StoreSearchResponse(BaseModel):
+    """Search results."""
+
+    items: list[StoreSearchItem]
+
+
+class StoreNamespacesResponse(BaseModel):
+    """Namespaces in use."""
+
+    namespaces: list[list[str]]
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+api = Api("Store", "Long-term memory shared by the graphs: items under namespaces, searched and ranked.")
+
+
 def _wire_item(item: Item, score: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = item.dict()
     if score:
@@ -88,87 +177,50 @@ def _wire_item(item: Item, score: bool = False) -> dict[str, Any]:
     return out
 
 
-def _namespace(raw: Any, field: str = "namespace") -> tuple[str, ...]:
-    if isinstance(raw, str):
-        raw = raw.split(".") if raw else []
-    labels = as_list(raw)
-    if not isinstance(raw, list) or not all(isinstance(x, str) and x and "." not in x for x in labels):
-        raise ApiError(422, f"{field} must be a list of non-empty strings without '.', got {raw!r}")
-    return tuple(str(x) for x in labels)
-
-
-def _store(request: Request) -> SqlStore:
-    store: SqlStore = request.app.state.server.store
+def _store(request: Request) -> ServerStore:
+    store: ServerStore = request.app.state.server.store
     return store
 
 
-async def put_item(request: Request) -> Response:
-    """``PUT /store/items``: create or replace an item."""
-    data = await body(request)
-    namespace = _namespace(data.get("namespace"))
-    if not namespace:
-        raise ApiError(422, "namespace must not be empty")
-    key, value = data.get("key"), data.get("value")
-    if not isinstance(key, str) or not key:
-        raise ApiError(422, "key must be a non-empty string")
-    if not isinstance(value, dict):
-        raise ApiError(422, "value must be a JSON object")
-    ttl = item_ttl(data.get("ttl"))  # null (the SDK's default): the config's default_ttl, else never
-    index = data.get("index")  # null: the config's fields; false: not embedded; or the fields to embed
-    if index not in (None, False) and not (
-        isinstance(index, list) and all(isinstance(f, str) for f in as_list(index))
-    ):
-        raise ApiError(422, f"index must be false, null or a list of field paths, got {index!r}")
+@api.put("/store/items", "Put Item", body=StorePut, body_required=True, status=204)
+async def put_item(request: Request, body: StorePut) -> Response:
+    """Create or replace an item (its fields embedded when the config has ``store.index``)."""
     try:
         await _store(request).aput(
-            namespace,
-            key,
-            cast("dict[str, Any]", value),
-            index=cast("Literal[False] | list[str] | None", index),
-            ttl=NOT_PROVIDED if ttl is None else ttl,
+            tuple(body.namespace),
+            body.key,
+            body.value,
+            index=body.index,
+            ttl=NOT_PROVIDED if body.ttl is None else body.ttl,  # null: the config's default_ttl, else never
         )
     except _BAD_INPUT as exc:
         raise ApiError(422, str(exc)) from None
     return Response(status_code=204)
 
 
-async def get_item(request: Request) -> Response:
-    """``GET /store/items?namespace=a.b&key=k``: one item, ``null`` when missing (as LangGraph's server)."""
-    namespace = _namespace(request.query_params.get("namespace", ""))
-    key = request.query_params.get("key")
-    if not key:
-        raise ApiError(422, "the 'key' query parameter is required")
-    refresh = query_flag(request, "refresh_ttl")  # null: the config's refresh_on_read, else true
-    item = await _store(request).aget(namespace, key, refresh_ttl=refresh)
+@api.get("/store/items", "Get Item", query=StoreGetQuery, response=StoreItem | None)
+async def get_item(request: Request, query: StoreGetQuery) -> Response:
+    """One item, ``null`` when there is none (as LangGraph's server answers)."""
+    namespace = tuple(query.namespace.split(".")) if query.namespace else ()
+    try:
+        item = await _store(request).aget(namespace, query.key, refresh_ttl=query.refresh_ttl)
+    except _BAD_INPUT as exc:
+        raise ApiError(422, str(exc)) from None
     return json_response(None if item is None else _wire_item(item))
 
 
-async def delete_item(request: Request) -> Response:
-    """``DELETE /store/items``: delete an item (absent items are fine)."""
-    data = await body(request)
-    namespace = _namespace(data.get("namespace"))
-    key = data.get("key")
-    if not isinstance(key, str) or not key:
-        raise ApiError(422, "key must be a non-empty string")
-    await _store(request).adelete(namespace, key)
+@api.delete("/store/items", "Delete Item", body=StoreDelete, body_required=True, status=204)
+async def delete_item(request: Request, body: StoreDelete) -> Response:
+    """Delete an item (an absent one is fine)."""
+    await _store(request).adelete(tuple(body.namespace), body.key)
     return Response(status_code=204)
 
 
-async def search_items(request: Request) -> Response:
-    """``POST /store/items/search``: items under a namespace prefix, filtered, or ranked by ``query``."""
-    data = await body(request)
-    prefix = _namespace(data.get("namespace_prefix") or [], "namespace_prefix")
-    flt = data.get("filter")
-    if flt is not None and not isinstance(flt, dict):
-        raise ApiError(422, "filter must be a JSON object")
-    query = data.get("query")
-    if query is not None and not isinstance(query, str):
-        raise ApiError(422, f"query must be a string, got {query!r:.80}")
-    refresh = data.get("refresh_ttl")
-    if refresh is not None and not isinstance(refresh, bool):
-        raise ApiError(422, f"refresh_ttl must be true, false or null, got {refresh!r}")
+@api.post("/store/items/search", "Search Items", body=StoreSearch, response=StoreSearchResponse)
+async def search_items(request: Request, body: StoreSearch) -> Response:
+    """Items under a namespace prefix, filtered; ranked by similarity with ``query`` (needs ``store.index``)."""
     store = _store(request)
-    if query and store.index_config is None:
+    if body.query and store.index_config is None:
         raise ApiError(
             422,
             "store search by 'query' needs a semantic index: set store.index in the config "
@@ -176,48 +228,29 @@ async def search_items(request: Request) -> Response:
         )
     try:
         items = await store.asearch(
-            prefix,
-            query=query,
-            filter=cast("dict[str, Any] | None", flt),
-            limit=_int(data, "limit", 10),
-            offset=_int(data, "offset", 0),
-            refresh_ttl=refresh,
+            tuple(body.namespace_prefix or ()),
+            query=body.query,
+            filter=body.filter,
+            limit=10 if body.limit is None else body.limit,
+            offset=body.offset or 0,
+            refresh_ttl=body.refresh_ttl,
         )
     except _BAD_INPUT as exc:
         raise ApiError(422, str(exc)) from None
     return json_response({"items": [_wire_item(i, True) for i in items]})
 
 
-async def list_namespaces(request: Request) -> Response:
-    """``POST /store/namespaces``: the namespaces in use, by prefix/suffix, cut at ``max_depth``."""
-    data = await body(request)
-    prefix, suffix = (_namespace(data[k], k) if data.get(k) else None for k in ("prefix", "suffix"))
-    depth = data.get("max_depth")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
-        raise ApiError(422, "max_depth must be a positive integer")
+@api.post("/store/namespaces", "List Namespaces", body=StoreNamespaces, response=StoreNamespacesResponse)
+async def list_namespaces(request: Request, body: StoreNamespaces) -> Response:
+    """The namespaces in use, by prefix and suffix, cut at ``max_depth``."""
     found = await _store(request).alist_namespaces(
-        prefix=prefix,
-        suffix=suffix,
-        max_depth=depth,
-        limit=_int(data, "limit", 100),
-        offset=_int(data, "offset", 0),
+        prefix=tuple(body.prefix) if body.prefix else None,
+        suffix=tuple(body.suffix) if body.suffix else None,
+        max_depth=body.max_depth,
+        limit=100 if body.limit is None else body.limit,
+        offset=body.offset or 0,
     )
     return json_response({"namespaces": [list(ns) for ns in found]})
 
 
-def _int(data: dict[str, Any], key: str, default: int) -> int:
-    value = data.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ApiError(422, f"{key} must be a non-negative integer, got {value!r}")
-    return value
-
-
-routes = [
-    Route("/store/items", put_item, methods=["PUT"]),
-    Route("/store/items", get_item, methods=["GET"]),
-    Route("/store/items", delete_item, methods=["DELETE"]),
-    Route("/store/items/search", search_items, methods=["POST"]),
-    Route("/store/namespaces", list_namespaces, methods=["POST"]),
-]
+routes = api.routes()
