@@ -8,6 +8,8 @@ import click
 
 try:
     from plait.server import ConfigError, Settings
+    from plait.server._auth import load_auth
+    from plait.server._auth_config import auth_config
     from plait.server._config import load_config, load_graph, load_http_app
     from plait.server._guard import is_loopback
     from plait.server._serve import serve as run_server
@@ -110,12 +112,19 @@ def serve(  # noqa: PLR0913 - one parameter per option
         raise click.ClickException(
             f"plait serve needs the 'serve' extra ({_missing}): pip install 'plait[serve]'"
         )
-    _check_exposure(host, port, auth_token, insecure_no_auth)
     path = _config_path(config)
     try:
         graphs, env, webhooks, cors_config, thread_ttl, store_ttl, store_index, http_app, disabled = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
     except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
         raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
+    auth = auth_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
+    if auth and auth_token:
+        raise click.BadParameter(
+            'the config has custom auth ("auth"), which reads the Authorization header: drop --auth-token '
+            "(or PLAIT_AUTH_TOKEN), or the config's auth section",
+            param_hint="--auth-token",
+        )
+    _check_exposure(host, port, auth_token or ("custom auth" if auth else None), insecure_no_auth)
     target = db or default_db(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
     settings = Settings(  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
         config_path=str(Path(path).resolve()),
@@ -135,6 +144,7 @@ def serve(  # noqa: PLR0913 - one parameter per option
         allowed_hosts=allowed_hosts,
         http_app=http_app,
         disabled=disabled,
+        auth=auth,
     )
     if workers > 1 and not settings.is_postgres:
         raise click.BadParameter(
@@ -145,6 +155,8 @@ def serve(  # noqa: PLR0913 - one parameter per option
             load_graph(spec, settings.config_path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
         if http_app:
             load_http_app(http_app, settings.config_path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
+        if auth:
+            load_auth(auth, settings.config_path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above
     except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
         raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
     click.echo(
@@ -154,13 +166,15 @@ def serve(  # noqa: PLR0913 - one parameter per option
 
 
 def _check_exposure(host: str, port: int, token: str | None, insecure: bool) -> None:
-    """Refuse a bind beyond loopback with no auth, unless ``--insecure-no-auth`` says so (loudly)."""
+    """Refuse a bind beyond loopback with no auth (``token``: the bearer token, or a config's custom
+    auth), unless ``--insecure-no-auth`` says so (loudly)."""
     if token or is_loopback(host):  # pyright: ignore[reportPossiblyUnboundVariable]  # as in serve()
         return
     if not insecure:
         raise click.ClickException(
             f"--host {host or '(all)'} exposes the server beyond this machine with no auth: set "
-            "--auth-token TOKEN (or PLAIT_AUTH_TOKEN), or pass --insecure-no-auth to serve it open anyway"
+            '--auth-token TOKEN (or PLAIT_AUTH_TOKEN) or the config\'s "auth" (custom auth), or pass '
+            "--insecure-no-auth to serve it open anyway"
         )
     click.secho(
         f"WARNING: --insecure-no-auth: serving on {host or '(all)'}:{port} with NO auth; anyone who can "

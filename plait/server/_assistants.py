@@ -9,6 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from plait.server._auth import authorize
+from plait.server._auth_filter import permits
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt, page_response, query_bool
 from plait.server._schemas import graph_schemas
@@ -101,11 +103,18 @@ async def get_assistant(db: Database, assistant_id: str) -> dict[str, Any] | Non
     return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
 
 
-async def _found(request: Request) -> dict[str, Any]:
+async def _found(
+    request: Request, action: str = "read", value: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The assistant of the path, once the auth allows ``action`` on it (``value``: the action's, else
+    ``{"assistant_id": ...}``); 404 when it does not exist or the auth's filter hides it."""
     state = state_of(request)
     assistant_id = assistant_id_for(request.path_params["assistant_id"], state)
+    value = {} if value is None else value
+    value["assistant_id"] = assistant_id
+    filters = await authorize(request, "assistants", action, value)
     doc = await get_assistant(state.db, assistant_id)
-    if doc is None:
+    if doc is None or not permits(filters, doc.get("metadata")):
         raise ApiError(404, f"Assistant {assistant_id} not found")
     return doc
 
@@ -144,7 +153,20 @@ async def create(request: Request) -> Response:
         )
     config, context, metadata = _checked_config(data)
     assistant_id = check_uuid(opt(data, "assistant_id", str) or str(uuid.uuid4()), "assistant ID")
+    value = {
+        "assistant_id": assistant_id,
+        "graph_id": graph_id,
+        "config": config,
+        "context": context,
+        "metadata": metadata,
+        "if_exists": data.get("if_exists") or "raise",
+        "name": opt(data, "name", str) or "Untitled",
+    }
+    filters = await authorize(request, "assistants", "create", value)
+    metadata = as_dict(value.get("metadata"))
     existing = await get_assistant(state.db, assistant_id)
+    if existing is not None and not permits(filters, existing.get("metadata")):  # another user's
+        raise ApiError(409, f"Assistant {assistant_id} already exists")
     if existing is not None:
         if data.get("if_exists") == "do_nothing":
             return json_response(existing)
@@ -165,8 +187,12 @@ async def get(request: Request) -> Response:
 async def patch(request: Request) -> Response:
     """``PATCH /assistants/{assistant_id}``: a new version with the given fields replaced."""
     state = state_of(request)
-    doc = await _found(request)
     data = await body(request)
+    value = {k: data.get(k) for k in ("graph_id", "config", "context", "name", "version")}
+    value["metadata"] = dict(as_dict(opt(data, "metadata", dict)))
+    doc = await _found(request, "update", value)
+    if as_dict(value.get("metadata")):  # (as the auth's handler left it)
+        data["metadata"] = as_dict(value["metadata"])
     graph_id = opt(data, "graph_id", str)
     if graph_id is not None and graph_id not in state.graphs:
         raise ApiError(404, f"graph_id must name a configured graph {sorted(state.graphs)}, got {graph_id!r}")
@@ -197,7 +223,7 @@ async def patch(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """``DELETE /assistants/{assistant_id}``: with its versions and its crons."""
     state = state_of(request)
-    doc = await _found(request)
+    doc = await _found(request, "delete")
     async with state.db.tx() as tx:
         for table in ("plait_server_assistants", "plait_server_assistant_versions", "plait_server_crons"):
             await tx.run(f"DELETE FROM {table} WHERE assistant_id = ?", (doc["assistant_id"],))
@@ -208,6 +234,10 @@ async def _matching(request: Request, data: dict[str, Any]) -> list[dict[str, An
     state = state_of(request)
     metadata = as_dict(opt(data, "metadata", dict))
     graph_id, name = opt(data, "graph_id", str), opt(data, "name", str)
+    value = {"graph_id": graph_id, "metadata": metadata, "limit": data.get("limit") or 10}
+    value["offset"] = data.get("offset") or 0
+    filters = await authorize(request, "assistants", "search", value)
+    metadata = as_dict(value.get("metadata"))
     rows = await state.db.fetch("SELECT doc FROM plait_server_assistants ORDER BY created_at DESC")
     docs = [loads(r["doc"]) for r in rows]
     return [
@@ -216,6 +246,7 @@ async def _matching(request: Request, data: dict[str, Any]) -> list[dict[str, An
         if (graph_id is None or d["graph_id"] == graph_id)
         and (name is None or name.lower() in d["name"].lower())
         and all(d["metadata"].get(k) == v for k, v in metadata.items())
+        and permits(filters, d["metadata"])
     ]
 
 
@@ -308,8 +339,8 @@ async def versions(request: Request) -> Response:
 async def set_latest(request: Request) -> Response:
     """``POST /assistants/{assistant_id}/latest``: make a stored version the current one."""
     state = state_of(request)
-    doc = await _found(request)
     version = opt(await body(request, required=True), "version", int)
+    doc = await _found(request, "update", {"version": version})
     rows = await state.db.fetch(
         "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? AND version = ?",
         (doc["assistant_id"], version),

@@ -177,6 +177,9 @@ class AuthUser:
     def __repr__(self) -> str:
         return f"AuthUser({self.identity!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (AuthUser, (self._user, self._permissions))
+
 
 def _mapping(value: Any) -> Mapping[str, Any] | None:
     return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from plait.server._assistants import assistant_id_for, get_assistant
+from plait.server._auth_runs import RunAccess
 from plait.server._db import Database, Tx
 from plait.server._execute import STREAM_MODES, merged_config
 from plait.server._http import opt
@@ -119,7 +120,9 @@ async def _new_thread(tx: Tx, thread_id: str, data: dict[str, Any], ttl: ThreadT
         raise ApiError(422, f"if_not_exists must be 'reject' or 'create', got {if_not_exists!r}")
     if if_not_exists == "reject":
         raise ApiError(404, f"Thread {thread_id} not found (pass if_not_exists='create' to create it)")
-    return await create_thread(tx, thread_id, {}, ttl)
+    return await create_thread(
+        tx, thread_id, dict(as_dict(opt(data, "metadata", dict))), ttl
+    )  # (as LangGraph)
 
 
 async def _apply_strategy(
@@ -244,6 +247,8 @@ class _Request:
     invalid: ApiError | None = None
     delay: float = 0.0
     """``after_seconds``: the run waits in the queue that long before a worker may take it."""
+    access: RunAccess | None = None
+    """What the config's auth lets the run's user see (``None``: no custom auth)."""
 
     def doc(self, assistant: dict[str, Any]) -> dict[str, Any]:
         """The new run's API document (pending)."""
@@ -267,11 +272,12 @@ class _Request:
 
     def found(self, assistant: str | dict[str, Any] | None) -> dict[str, Any]:
         """The assistant (its document or JSON), or 404; then the request's own error, if any."""
-        if assistant is None:
+        found = loads(assistant) if isinstance(assistant, str) else assistant
+        if found is None or (self.access is not None and not self.access.assistant_ok(found)):
             raise ApiError(404, f"Assistant {self.data['assistant_id']} not found")
         if self.invalid is not None:
             raise self.invalid
-        return loads(assistant) if isinstance(assistant, str) else assistant
+        return cast("dict[str, Any]", found)
 
 
 def _request(state: ServerState, thread_id: str | None, data: dict[str, Any], wait: bool) -> _Request:
@@ -327,6 +333,8 @@ async def _on_thread(
     ttl = thread_ttl(None, state.settings.thread_ttl)  # a thread a run makes has the config's ttl
     if row["thread"]:
         thread = loads(row["thread"])
+        if req.access is not None and not req.access.thread_ok(thread):  # another user's (as LangGraph)
+            raise ApiError(404, f"Thread {thread_id} not found")
     elif req.thread_id is None:  # a stateless run whose thread is kept (on_completion="keep")
         thread = await create_thread(tx, thread_id, as_dict(opt(req.data, "metadata", dict)), ttl)
     else:
@@ -419,15 +427,19 @@ async def create_run(
     *,
     wait: bool = False,
     follow: bool = False,
+    access: RunAccess | None = None,
 ) -> dict[str, Any]:
     """Queue a run on ``thread_id`` (``None``: a stateless run); its API document.
 
     ``wait``: the client waits for the outcome only (``runs.wait``): the run publishes no other events.
     ``follow``: the caller follows the run's events next (``runs.stream``; implied by ``wait``).
     A run that can start at once, in a worker with a free slot, is stored as running by this
-    process and starts here, without going through the queue.
+    process and starts here, without going through the queue. ``access``: what the config's auth
+    lets the run's user see (:func:`plait.server._auth_runs.run_access`; another user's thread or
+    assistant is a 404).
     """
     req = _request(state, thread_id, data, wait)
+    req.access = access
     if req.invalid is None and req.kwargs.get("webhook"):
         await state.hooks.reachable(req.kwargs["webhook"])
     assistant: dict[str, Any] = {}

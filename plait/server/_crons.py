@@ -17,11 +17,15 @@ from typing import Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from plait.server._assistants import assistant_id_for
+from plait.server._auth import authorize
+from plait.server._auth_filter import Filter, filter_sql, permits, thread_filter_sql
+from plait.server._auth_runs import cron_owner, fired_run_access
 from plait.server._create import check_request, create_run
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt, page_response
@@ -220,11 +224,12 @@ async def create(request: Request) -> Response:
         "created_at": now,
         "updated_at": now,
         "payload": payload,
-        "user_id": None,  # (no user accounts: LangGraph's dev server shows "")
+        "user_id": None,  # (without custom auth: no user; LangGraph's dev server shows "")
         "next_run_date": None,
         "metadata": as_dict(opt(data, "metadata", dict)),
         "enabled": True if enabled is None else enabled,
     }
+    seen = await _authorized_create(request, cron)
     due = _set_next(cron, datetime.now(timezone.utc))
     await _check_run(state, cron)
     share = " FOR SHARE" if state.db.dialect == "postgres" else ""
@@ -232,20 +237,50 @@ async def create(request: Request) -> Response:
         state.db.tx() as tx
     ):  # its thread and assistant are not deleted meanwhile (their crons go with them)
         found = await tx.fetch(
-            f"SELECT 1 FROM plait_server_assistants WHERE assistant_id = ?{share}", (assistant_id,)
+            f"SELECT doc FROM plait_server_assistants WHERE assistant_id = ?{share}", (assistant_id,)
         )
-        if not found:
+        if not found or not seen.assistant(loads(found[0]["doc"])):
             raise ApiError(404, f"Assistant '{raw_assistant}' not found")
         if thread_id is not None:
             found = await tx.fetch(
-                f"SELECT 1 FROM plait_server_threads WHERE thread_id = ?{share}", (thread_id,)
+                f"SELECT doc FROM plait_server_threads WHERE thread_id = ?{share}", (thread_id,)
             )
-            if not found:
+            if not found or not permits(seen.thread, loads(found[0]["doc"]).get("metadata")):
                 raise ApiError(404, f"Thread with ID '{thread_id}' not found")
         await _write(tx, cron, due, insert=True)
     if state.worker is not None:
         state.worker.wake_crons()
     return json_response(cron)
+
+
+class _Seen:
+    """What the request's user may see of a new cron's assistant and thread (the auth's filters)."""
+
+    def __init__(self, assistant: Filter | None, thread: Filter | None) -> None:
+        self.assistant_filter, self.thread = assistant, thread
+
+    def assistant(self, doc: dict[str, Any]) -> bool:
+        """Whether the user sees the assistant (the graphs' own ones, LangGraph's system assistants, always)."""
+        metadata = as_dict(doc.get("metadata"))
+        return metadata.get("created_by") == "system" or permits(self.assistant_filter, metadata)
+
+
+async def _authorized_create(request: Request, cron: dict[str, Any]) -> _Seen:
+    """Ask the auth (crons.create, then reading the cron's assistant and thread); the cron takes the
+    metadata the handler left and its user's identity (its runs are made as that user)."""
+    value = {k: cron[k] for k in ("payload", "schedule", "cron_id", "thread_id", "end_time", "metadata")}
+    owner = cron_owner(request)
+    value["user_id"] = owner and owner["identity"]
+    await authorize(request, "crons", "create", value)
+    cron["metadata"] = as_dict(value.get("metadata"))
+    if owner is not None:
+        cron["user_id"] = owner["identity"]
+        cron["payload"]["config"]["configurable"].update(owner["configurable"])
+    assistant = await authorize(request, "assistants", "read", {"assistant_id": cron["assistant_id"]})
+    thread = None
+    if cron["thread_id"] is not None:
+        thread = await authorize(request, "threads", "read", {"thread_id": cron["thread_id"]})
+    return _Seen(assistant, thread)
 
 
 async def _check_run(state: ServerState, cron: dict[str, Any], webhook: bool = True) -> None:
@@ -257,14 +292,17 @@ async def _check_run(state: ServerState, cron: dict[str, Any], webhook: bool = T
         await state.hooks.reachable(request["webhook"])
 
 
-async def _found(request: Request) -> dict[str, Any]:
+async def _found(request: Request, action: str = "read") -> dict[str, Any]:
+    """The cron of the path, once the auth allows ``action`` (404: none, or the auth's filter hides it)."""
     cron_id = check_uuid(request.path_params["cron_id"], "cron ID")
+    filters = await authorize(request, "crons", action, {"cron_id": cron_id})
     rows = await state_of(request).db.fetch(
         "SELECT doc FROM plait_server_crons WHERE cron_id = ?", (cron_id,)
     )
-    if not rows:
+    cron = cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+    if cron is None or not permits(filters, cron.get("metadata")):
         raise ApiError(404, f"Cron with ID '{cron_id}' not found")
-    return cast("dict[str, Any]", loads(rows[0]["doc"]))
+    return cron
 
 
 async def get(request: Request) -> Response:
@@ -289,12 +327,14 @@ async def patch(request: Request) -> Response:
         raise ApiError(422, "a cron's assistant and thread cannot be changed; delete it and create another")
     if data.get("webhook"):  # (looked up before the cron's row is locked)
         await state.hooks.reachable(state.hooks.checked(data["webhook"]))
+    value = {"cron_id": cron_id, "payload": data, "schedule": data.get("schedule")}
+    filters = await authorize(request, "crons", "update", value)
     lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
     async with state.db.tx() as tx:
         rows = await tx.fetch(f"SELECT doc FROM plait_server_crons WHERE cron_id = ?{lock}", (cron_id,))
-        if not rows:
+        cron: dict[str, Any] = loads(rows[0]["doc"]) if rows else {}
+        if not rows or not permits(filters, cron.get("metadata")):
             raise ApiError(404, f"Cron '{cron_id}' not found")
-        cron: dict[str, Any] = loads(rows[0]["doc"])
         kept = {k: v for k, v in cron["payload"].items() if k not in data}  # (a null clears a key)
         payload = _with_cron_id({**kept, **_payload(data, cron["assistant_id"])}, cron_id)
         moved = _settings(cron, data)
@@ -334,7 +374,7 @@ def _due(cron: dict[str, Any]) -> float | None:
 
 async def delete(request: Request) -> Response:
     """``DELETE /runs/crons/{cron_id}``."""
-    cron = await _found(request)
+    cron = await _found(request, "delete")
     await state_of(request).db.run("DELETE FROM plait_server_crons WHERE cron_id = ?", (cron["cron_id"],))
     return Response(status_code=204)
 
@@ -359,9 +399,41 @@ async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, A
     if enabled is not None:
         where.append("enabled = ?")
         params.append(1 if enabled else 0)
+    for condition, more in await _visible(request, raw_thread, data):
+        where.append(condition)
+        params += more
     sql = "SELECT doc FROM plait_server_crons" + (" WHERE " + " AND ".join(where) if where else "")
     crons = [cast("dict[str, Any]", loads(r["doc"])) for r in await state.db.fetch(sql, params)]
     return [c for c in crons if all(c["metadata"].get(k) == v for k, v in metadata.items())], data
+
+
+async def _visible(
+    request: Request, raw_thread: str | None, data: dict[str, Any]
+) -> list[tuple[str, list[Any]]]:
+    """SQL conditions keeping the crons the auth lets the request's user see: the crons' filter on
+    their metadata, and the threads' (read of the searched thread, else search) on a thread cron's thread."""
+    dialect = state_of(request).db.dialect
+    value = {k: data.get(k) for k in ("assistant_id", "thread_id", "limit", "offset")}
+    filters = await authorize(request, "crons", "search", value)
+    if raw_thread is not None:
+        threads = await authorize(request, "threads", "read", {"thread_id": raw_thread})
+    else:
+        threads = await authorize(request, "threads", "search", {"metadata": {}, "values": {}})
+    found: list[tuple[str, list[Any]]] = []
+    if filters:
+        meta = "((doc::jsonb) -> 'metadata')" if dialect == "postgres" else "json_extract(doc, '$.metadata')"
+        found.append(filter_sql(dialect, filters, meta))
+    if threads:
+        sql, params = thread_filter_sql(dialect, threads)
+        found.append(
+            (
+                "(thread_id IS NULL OR thread_id IN (SELECT thread_id FROM plait_server_threads WHERE "
+                + sql
+                + "))",
+                params,
+            )
+        )
+    return found
 
 
 async def search(request: Request) -> Response:
@@ -450,8 +522,9 @@ async def _fire(state: ServerState, cron: dict[str, Any]) -> None:
     if cron["thread_id"] is None:
         data["on_completion"] = cron["on_run_completed"] or "delete"
     try:
-        await create_run(state, cron["thread_id"], data)
-    except ApiError as exc:
+        access = await fired_run_access(state.auth, cron, data)  # (as the cron's creator)
+        await create_run(state, cron["thread_id"], data, access=access)
+    except (ApiError, HTTPException) as exc:
         _log.warning("cron %s could not start its run: %s", cron["cron_id"], exc.detail)
     except Exception:  # noqa: BLE001 - the next due cron still fires
         _log.exception("cron %s could not start its run", cron["cron_id"])

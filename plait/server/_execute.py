@@ -11,13 +11,14 @@ from typing import Any
 import orjson
 
 from plait.pregel._control import CONFIG_KEY_STRICT_RESUME
+from plait.server._auth import AuthUser
 from plait.server._db import Database, Tx
 from plait.server._messages import MessagesMode, debug_payload
 from plait.server._snapshot import interrupts_by_task, output_interrupts, thread_status
 from plait.server._state import ServerState
 from plait.server._stream import insert_events
 from plait.server._webhook import payload
-from plait.server._wire import as_dict, command_of, dumps, loads, now_iso
+from plait.server._wire import as_dict, as_list, command_of, dumps, loads, now_iso
 
 __all__ = ["STREAM_MODES", "execute_run"]
 
@@ -52,8 +53,14 @@ def merged_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, A
 
 
 def run_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, Any]:
-    """The graph config of a run: :func:`merged_config`, its checkpoint and its metadata."""
+    """The graph config of a run: :func:`merged_config`, its checkpoint and its metadata; the user who
+    made it (custom auth) as ``configurable["langgraph_auth_user"]``, read like LangGraph's
+    (``user.identity``, ``user["identity"]``, ``user.get(...)``)."""
     config = merged_config(doc, assistant)
+    configurable = config["configurable"]
+    if isinstance(configurable.get("langgraph_auth_user"), dict):  # made by a user of the config's auth
+        permissions = [str(p) for p in as_list(configurable.get("langgraph_auth_permissions"))]
+        configurable["langgraph_auth_user"] = AuthUser(configurable["langgraph_auth_user"], permissions)
     if doc["kwargs"].get("checkpoint_id"):
         config["configurable"]["checkpoint_id"] = doc["kwargs"]["checkpoint_id"]
     if doc["kwargs"].get("strict_resume"):

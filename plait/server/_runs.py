@@ -12,6 +12,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from plait.server._auth import authorize
+from plait.server._auth_filter import permits, thread_filter_sql
+from plait.server._auth_runs import run_access
 from plait.server._create import cancel_running, create_run, run_json
 from plait.server._http import body, json_response, opt, query_bool, query_int
 from plait.server._snapshot import output_interrupts
@@ -38,7 +41,9 @@ async def _thread_param(request: Request) -> str | None:
 async def create(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs`` and ``POST /runs``: queue a background run."""
     thread_id = await _thread_param(request)
-    doc = await create_run(state_of(request), thread_id, await body(request, required=True))
+    data = await body(request, required=True)
+    access = await run_access(request, thread_id, data)
+    doc = await create_run(state_of(request), thread_id, data, access=access)
     return json_response(doc, headers=_locations(doc, thread_id is None, ""))
 
 
@@ -52,7 +57,13 @@ async def create_batch(request: Request) -> Response:
     items = as_list(parsed)
     if not isinstance(parsed, list) or not all(isinstance(i, dict) for i in items):
         raise ApiError(422, "the body must be a list of run payloads")
-    return json_response([await create_run(state_of(request), None, as_dict(i)) for i in items])
+    made: list[dict[str, Any]] = []
+    for item in items:
+        data = as_dict(item)
+        made.append(
+            await create_run(state_of(request), None, data, access=await run_access(request, None, data))
+        )
+    return json_response(made)
 
 
 async def _final(state: ServerState, doc: dict[str, Any]) -> Any:
@@ -90,7 +101,9 @@ async def wait(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs/wait`` and ``POST /runs/wait``: run and answer its output."""
     state = state_of(request)
     thread_id = await _thread_param(request)
-    doc = await create_run(state, thread_id, await body(request, required=True), wait=True)
+    data = await body(request, required=True)
+    access = await run_access(request, thread_id, data)
+    doc = await create_run(state, thread_id, data, wait=True, access=access)
     result = await _final(state, doc)
     return json_response(result, headers=_locations(doc, thread_id is None, "/join"))
 
@@ -145,7 +158,8 @@ async def stream(request: Request) -> Response:
     on_disconnect = opt(data, "on_disconnect", str) or "continue"
     if on_disconnect not in ("cancel", "continue"):
         raise ApiError(422, f"on_disconnect must be 'cancel' or 'continue', got {on_disconnect!r}")
-    doc = await create_run(state, thread_id, data, follow=True)
+    access = await run_access(request, thread_id, data)
+    doc = await create_run(state, thread_id, data, follow=True, access=access)
 
     async def cancel() -> None:
         await _cancel(state, doc["run_id"], "interrupt")
@@ -159,10 +173,14 @@ async def stream(request: Request) -> Response:
     )
 
 
-async def _found_run(request: Request) -> dict[str, Any]:
+async def _found_run(
+    request: Request, action: str = "read", value: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The run of the path, once the auth allows ``action`` on its thread (404: no such run, or a
+    thread the auth's filter hides)."""
     state = state_of(request)
-    thread = await found_thread(request)
     run_id = check_uuid(request.path_params["run_id"], "run ID")
+    thread = await found_thread(request, action, {"run_id": run_id, **(value or {})})
     rows = await state.db.fetch(
         "SELECT * FROM plait_server_runs WHERE run_id = ? AND thread_id = ?", (run_id, thread["thread_id"])
     )
@@ -180,6 +198,11 @@ async def list_runs(request: Request) -> Response:
     """``GET /threads/{thread_id}/runs?limit=&offset=&status=``: newest first."""
     state = state_of(request)
     thread = await found_thread(request)
+    filters = await authorize(
+        request, "threads", "search", {"thread_id": thread["thread_id"], "metadata": {}}
+    )
+    if not permits(filters, thread.get("metadata")):  # (as LangGraph's server lists runs)
+        raise ApiError(404, f"Thread {thread['thread_id']} not found")
     sql, params = "SELECT * FROM plait_server_runs WHERE thread_id = ?", [thread["thread_id"]]
     status = request.query_params.get("status")
     if status:
@@ -192,7 +215,7 @@ async def list_runs(request: Request) -> Response:
 async def delete(request: Request) -> Response:
     """``DELETE /threads/{thread_id}/runs/{run_id}`` (a pending or running run: cancel it first)."""
     state = state_of(request)
-    doc = await _found_run(request)
+    doc = await _found_run(request, "delete")
     if doc["status"] in ("pending", "running"):
         raise ApiError(409, f"Run {doc['run_id']} is {doc['status']}: cancel it before deleting it")
     await state.db.run("DELETE FROM plait_server_runs WHERE run_id = ?", (doc["run_id"],))
@@ -221,10 +244,10 @@ async def _cancel(state: ServerState, run_id: str, action: str) -> None:
 async def cancel(request: Request) -> Response:
     """``POST /threads/{thread_id}/runs/{run_id}/cancel?wait=0|1&action=interrupt|rollback``."""
     state = state_of(request)
-    doc = await _found_run(request)
     action = request.query_params.get("action", "interrupt")
     if action not in ("interrupt", "rollback"):
         raise ApiError(422, f"action must be 'interrupt' or 'rollback', got {action!r}")
+    doc = await _found_run(request, "update", {"action": action})
     if doc["status"] not in ("pending", "running"):
         raise ApiError(409, f"Run {doc['run_id']} is already {doc['status']}")
     await _cancel(state, doc["run_id"], action)
@@ -241,6 +264,8 @@ async def cancel_many(request: Request) -> Response:
     data = await body(request, required=True)
     action = request.query_params.get("action", "interrupt")
     status = opt(data, "status", str)
+    value = {"thread_id": opt(data, "thread_id", str), "action": action}
+    filters = await authorize(request, "threads", "update", value)
     if status is not None:
         wanted = ("pending", "running") if status == "all" else (status,)
         rows = await state.db.fetch(
@@ -248,7 +273,18 @@ async def cancel_many(request: Request) -> Response:
         )
         run_ids = [r["run_id"] for r in rows]
     else:
-        run_ids = as_list(opt(data, "run_ids", list))
+        run_ids = [str(r) for r in as_list(opt(data, "run_ids", list))]
+    if filters and run_ids:  # only the runs of threads the auth's filter keeps (as LangGraph's server)
+        sql, params = thread_filter_sql(state.db.dialect, filters)
+        marks = ", ".join("?" for _ in run_ids)
+        rows = await state.db.fetch(
+            f"SELECT run_id FROM plait_server_runs WHERE run_id IN ({marks}) AND thread_id IN "
+            f"(SELECT thread_id FROM plait_server_threads WHERE {sql})",
+            [*run_ids, *params],
+        )
+        run_ids = [r["run_id"] for r in rows]
+        if not run_ids:
+            raise ApiError(404, "No runs found to cancel")
     for run_id in run_ids:
         await _cancel(state, str(run_id), action)
     return Response(status_code=204)

@@ -26,6 +26,7 @@ from plait.store._embed import IndexSpec
 from plait.store.base import EmbeddingDimensionError, IndexConfig, TTLConfig
 
 if TYPE_CHECKING:
+    from plait.server._auth import LoadedAuth
     from plait.server._metrics import Metrics
 
 _pg_saver: Any
@@ -60,6 +61,8 @@ class ServerState:
     worker: Any = None
     metrics: Metrics | None = None
     """The app's Prometheus series (:mod:`plait.server._metrics`), once the app set them."""
+    auth: LoadedAuth | None = None
+    """The config's custom auth (:mod:`plait.server._auth`), once the app set it: crons fire as their user."""
     cancels: dict[str, str] = field(default_factory=lambda: {})
     finishing: set[str] = field(default_factory=lambda: set[str]())
     """Runs recording their end here: a cancel arriving now changes nothing (they end as they are)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from starlette.requests import Request
@@ -12,6 +12,8 @@ from starlette.responses import Response
 
 from plait.errors import CheckpointConflictError, InvalidUpdateError
 from plait.server._api import Api
+from plait.server._auth import authorize
+from plait.server._auth_filter import Filter, permits, thread_filter_sql
 from plait.server._db import Database, Tx
 from plait.server._extract import extract_paths, extracted
 from plait.server._http import json_response
@@ -217,11 +219,18 @@ async def _undo_create(state: ServerState, doc: dict[str, Any]) -> None:
         await state.saver.adelete_thread(doc["thread_id"])
 
 
-async def found_thread(request: Request) -> dict[str, Any]:
-    """The thread of the path, or 404."""
+async def found_thread(
+    request: Request, action: str = "read", value: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The thread of the path, once the auth allows ``action`` on it (``value``: the action's, which
+    the auth's handler may change; it gets the ``thread_id``); 404 when it does not exist or the
+    auth's filter hides it."""
     thread_id = check_uuid(request.path_params["thread_id"], "thread ID")
+    value = {} if value is None else value
+    value["thread_id"] = thread_id
+    filters = await authorize(request, "threads", action, value)
     doc = await get_thread(state_of(request).db, thread_id)
-    if doc is None:
+    if doc is None or not permits(filters, doc.get("metadata")):
         raise ApiError(404, f"Thread {thread_id} not found")
     return doc
 
@@ -234,8 +243,12 @@ async def create(request: Request, body: ThreadCreate) -> Response:
     ttl = ttl_of(body.ttl) or thread_ttl(None, state.settings.thread_ttl)
     steps = _supersteps(body.supersteps or [])
     thread_id = body.thread_id or uuid7()
-    metadata = body.metadata or {}
+    value = {"thread_id": thread_id, "metadata": dict(body.metadata or {}), "if_exists": body.if_exists}
+    filters = await authorize(request, "threads", "create", value)
+    metadata = as_dict(value.get("metadata"))
     existing = await get_thread(state.db, thread_id)
+    if existing is not None and not permits(filters, existing.get("metadata")):  # another user's
+        raise ApiError(409, f"Thread with ID {thread_id} already exists")
     if existing is not None:
         if body.if_exists == "do_nothing":
             return json_response(existing)
@@ -266,11 +279,12 @@ async def get(request: Request, query: ThreadGetQuery) -> Response:
 @api.patch("/threads/{thread_id}", "Patch Thread", body=ThreadPatch, response=Thread)
 async def patch(request: Request, body: ThreadPatch) -> Response:
     """Merge metadata into the thread's; a ``ttl`` counts again from now."""
-    doc = await found_thread(request)
+    value = {"metadata": dict(body.metadata or {})}
+    doc = await found_thread(request, "update", value)
     ttl = ttl_of(body.ttl)
     if ttl is not None:
         await _set_ttl(state_of(request).db, doc["thread_id"], ttl)
-    doc["metadata"] = {**doc["metadata"], **(body.metadata or {})}
+    doc["metadata"] = {**doc["metadata"], **as_dict(value.get("metadata"))}
     doc["updated_at"] = now_iso()
     await write_thread(state_of(request).db, doc)
     return json_response(doc)
@@ -279,7 +293,7 @@ async def patch(request: Request, body: ThreadPatch) -> Response:
 @api.delete("/threads/{thread_id}", "Delete Thread", status=204)
 async def delete(request: Request) -> Response:
     """Delete the thread, its runs, its crons and its checkpoints (its running runs are cancelled)."""
-    doc = await found_thread(request)
+    doc = await found_thread(request, "delete")
     await delete_thread(state_of(request), doc["thread_id"])
     return Response(status_code=204)
 
@@ -319,10 +333,15 @@ async def prune(request: Request, body: ThreadPruneRequest) -> Response:
     namespace (``"keep_latest"``); unknown threads are skipped."""
     state = state_of(request)
     strategy = body.strategy or "delete"
+    ids = list(dict.fromkeys(body.thread_ids))
+    filters = await authorize(request, "threads", "delete", {"thread_ids": ids})
+    found = [await get_thread(state.db, thread_id) for thread_id in ids]
+    for thread_id, doc in zip(ids, found, strict=True):  # (as LangGraph's server: another user's is a 404)
+        if doc is not None and not permits(filters, doc.get("metadata")):
+            raise ApiError(404, f"Thread {thread_id} not found")
     pruned = 0
-    for thread_id in dict.fromkeys(body.thread_ids):
-        found = await state.db.fetch("SELECT 1 FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
-        if not found:
+    for thread_id, doc in zip(ids, found, strict=True):
+        if doc is None:
             continue
         if strategy == "delete":
             await delete_thread(state, thread_id)
@@ -332,15 +351,36 @@ async def prune(request: Request, body: ThreadPruneRequest) -> Response:
     return json_response({"pruned_count": pruned})
 
 
-def _filters(db: Database, wanted: ThreadCountRequest) -> tuple[str, list[Any]]:
-    """`` WHERE ...`` and its parameters for the threads a search or count selects."""
+_Wanted = TypeVar("_Wanted", bound=ThreadCountRequest)
+
+
+def _filters(db: Database, wanted: ThreadCountRequest, auth: Filter | None = None) -> tuple[str, list[Any]]:
+    """`` WHERE ...`` and its parameters for the threads a search or count selects (``auth``: and the
+    auth's filter keeps)."""
     ids = wanted.ids if isinstance(wanted, ThreadSearchRequest) else None
-    return where_sql(db.dialect, wanted.metadata or {}, wanted.values or {}, wanted.status, ids)
+    where, params = where_sql(db.dialect, wanted.metadata or {}, wanted.values or {}, wanted.status, ids)
+    if not auth:
+        return where, params
+    sql, more = thread_filter_sql(db.dialect, auth)
+    return f"{where} AND {sql}" if where else f" WHERE {sql}", [*params, *more]
 
 
-async def find_threads(db: Database, wanted: ThreadSearchRequest) -> tuple[list[dict[str, Any]], int]:
-    """The rows of the page a ``/threads/search`` body asks for, and how many threads match in all."""
-    where, params = _filters(db, wanted)
+async def _searched(request: Request, wanted: _Wanted) -> tuple[_Wanted, Filter | None]:
+    """Ask the auth to search threads: the request (its metadata as the handler left it) and the filter."""
+    value: dict[str, Any] = {"metadata": dict(wanted.metadata or {}), "values": wanted.values or {}}
+    value["status"] = wanted.status
+    if isinstance(wanted, ThreadSearchRequest):
+        value.update(limit=wanted.limit, offset=wanted.offset, ids=wanted.ids)
+    filters = await authorize(request, "threads", "search", value)
+    return wanted.model_copy(update={"metadata": as_dict(value.get("metadata")) or None}), filters
+
+
+async def find_threads(
+    db: Database, wanted: ThreadSearchRequest, auth: Filter | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows of the page a ``/threads/search`` body asks for (``auth``: of those the auth's filter
+    keeps), and how many threads match in all."""
+    where, params = _filters(db, wanted, auth)
     order = order_sql(db.dialect, wanted.sort_by or "created_at", wanted.sort_order or "desc")
     limit, offset = wanted.limit, wanted.offset
     rows = await db.fetch(
@@ -352,9 +392,9 @@ async def find_threads(db: Database, wanted: ThreadSearchRequest) -> tuple[list[
     return rows, total
 
 
-async def count_threads(db: Database, wanted: ThreadCountRequest) -> int:
-    """How many threads a ``/threads/count`` body selects."""
-    return await _count(db, *_filters(db, wanted))
+async def count_threads(db: Database, wanted: ThreadCountRequest, auth: Filter | None = None) -> int:
+    """How many threads a ``/threads/count`` body selects (``auth``: of those the auth's filter keeps)."""
+    return await _count(db, *_filters(db, wanted, auth))
 
 
 async def _count(db: Database, where: str, params: list[Any]) -> int:
@@ -368,7 +408,8 @@ async def search(request: Request, body: ThreadSearchRequest) -> Response:
     ``X-Pagination-Next`` headers)."""
     select = body.select
     paths = extract_paths(body.extract, set(THREAD_FIELDS))
-    rows, total = await find_threads(state_of(request).db, body)
+    wanted, filters = await _searched(request, body)
+    rows, total = await find_threads(state_of(request).db, wanted, filters)
     page = [_doc(row) for row in rows]
     if paths:
         page = [{**doc, "extracted": extracted(doc, paths)} for doc in page]
@@ -385,7 +426,8 @@ async def search(request: Request, body: ThreadSearchRequest) -> Response:
 @api.post("/threads/count", "Count Threads", body=ThreadCountRequest, response=int)
 async def count(request: Request, body: ThreadCountRequest) -> Response:
     """How many threads the filters select."""
-    return json_response(await count_threads(state_of(request).db, body))
+    wanted, filters = await _searched(request, body)
+    return json_response(await count_threads(state_of(request).db, wanted, filters))
 
 
 @api.post("/threads/{thread_id}/copy", "Copy Thread", response=Thread)
@@ -394,6 +436,8 @@ async def copy(request: Request) -> Response:
     state = state_of(request)
     doc = await found_thread(request)
     new_id = uuid7()
+    made = {"thread_id": new_id, "metadata": dict(doc["metadata"])}
+    await authorize(request, "threads", "create", made)  # (as LangGraph's server: the copier may create)
     saver = state.saver
     source = {"configurable": {"thread_id": doc["thread_id"], "checkpoint_ns": ""}}
     saved = [t async for t in saver.alist(source)]
@@ -408,7 +452,8 @@ async def copy(request: Request) -> Response:
             by_task.setdefault(task_id, []).append((channel, value))
         for task_id, writes in by_task.items():
             await saver.aput_writes(written, writes, task_id)
-    new = await create_thread(state.db, new_id, doc["metadata"], thread_ttl(None, state.settings.thread_ttl))
+    ttl = thread_ttl(None, state.settings.thread_ttl)
+    new = await create_thread(state.db, new_id, as_dict(made.get("metadata")), ttl)
     new.update(
         values=doc.get("values"),
         interrupts=doc.get("interrupts") or {},
