@@ -27,6 +27,7 @@ from plait.server import (
     _ui,
 )
 from plait.server._api import Api
+from plait.server._auth import Authenticate, load_auth
 from plait.server._config import Settings, load_http_app
 from plait.server._custom import UserRoutes
 from plait.server._guard import Guard
@@ -81,6 +82,12 @@ def create_app(settings: Settings) -> Starlette:
     and runs the lifespan of the config's ``http.app``, whose routes come before the API's)."""
     user_app = load_http_app(settings.http_app, settings.config_path) if settings.http_app else None
     metrics = _metrics.Metrics()
+    user_routes = UserRoutes(user_app) if user_app is not None else None
+    auth = (
+        load_auth(settings.auth, settings.config_path, settings.auth["custom_routes"])
+        if settings.auth
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncGenerator[None, None]:
@@ -88,6 +95,7 @@ def create_app(settings: Settings) -> Starlette:
         await _assistants.ensure_defaults(state)
         app.state.server = state
         state.metrics = metrics
+        state.auth = auth
         state.worker = Worker(state)
         await state.worker.start()
         try:
@@ -100,7 +108,7 @@ def create_app(settings: Settings) -> Starlette:
             await state.close()
 
     routes: list[Any] = [
-        *([UserRoutes(user_app)] if user_app is not None else []),
+        *([user_routes] if user_routes is not None else []),
         *_system.routes(),
         *_openapi.docs_api(_documented()).routes(),
         *_assistants.routes,
@@ -123,6 +131,9 @@ def create_app(settings: Settings) -> Starlette:
             allowed_hosts=settings.allowed_hosts,
         ),
     ]
+    if auth is not None:  # the config's custom auth (LangGraph's "auth"), after the Host/body checks
+        auth.user_routes = user_routes
+        middleware.append(Middleware(Authenticate, auth=auth))
     if settings.cors_origins or settings.cors:
         options: dict[str, Any] = {
             "allow_methods": ["*"],
