@@ -7,8 +7,13 @@ one holds for longer.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any
+
+from plait.checkpoint._locks import busy, local_lock
 
 if TYPE_CHECKING:
     from plait.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
@@ -20,8 +25,67 @@ def _sync(saver: object) -> Any:
     return saver  # (the saver this is mixed into has the sync methods)
 
 
+class _LoopLease(AbstractAsyncContextManager[None]):
+    """The process-local lease (:func:`~plait.checkpoint._locks.local_lock`) taken from the event loop.
+
+    A free thread is taken at once, on the loop; only a held one is waited for, in a worker thread
+    (the lock is shared with sync runs, whose release cannot wake the loop by itself).
+    """
+
+    __slots__ = ("_held", "_key", "_thread_id", "_timeout", "_wait")
+
+    def __init__(self, key: Any, thread_id: str, wait: bool, timeout: float | None) -> None:
+        self._key, self._thread_id, self._wait, self._timeout = key, thread_id, wait, timeout
+        self._held: tuple[AbstractContextManager[threading.Lock], threading.Lock] | None = None
+
+    async def __aenter__(self) -> None:
+        users = local_lock(self._key)
+        lock = users.__enter__()
+        if lock.acquire(blocking=False):
+            self._held = users, lock
+            return
+        if not self._wait:
+            users.__exit__(None, None, None)
+            raise busy(self._thread_id)
+        limit = -1 if self._timeout is None else self._timeout
+        waiting = asyncio.get_running_loop().run_in_executor(None, lock.acquire, True, limit)
+        try:
+            got = await asyncio.shield(waiting)
+        except asyncio.CancelledError:  # the lock may still be taken by the waiting thread: give it back then
+
+            def settle(done: asyncio.Future[bool]) -> None:
+                if not done.cancelled() and done.exception() is None and done.result():
+                    lock.release()
+                users.__exit__(None, None, None)
+
+            waiting.add_done_callback(settle)
+            raise
+        except BaseException:
+            users.__exit__(None, None, None)
+            raise
+        if not got:
+            users.__exit__(None, None, None)
+            raise busy(self._thread_id)
+        self._held = users, lock
+
+    async def __aexit__(self, *exc: object) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held[1].release()
+            held[0].__exit__(None, None, None)
+
+
 class DirectAsync:
-    """Mixed in before :class:`~plait.checkpoint.base.BaseCheckpointSaver`: ``a*`` methods call the sync ones."""
+    """Mixed in before :class:`~plait.checkpoint.base.BaseCheckpointSaver`: ``a*`` methods call the sync ones.
+
+    For savers that keep the default process-local lease: :meth:`alease` takes it on the loop.
+    """
+
+    async def alease(
+        self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
+    ) -> AbstractAsyncContextManager[None]:
+        """Async :meth:`lease`: a free thread is taken on the loop, with no worker-thread hop."""
+        return _LoopLease(_sync(self).lease_id(thread_id, checkpoint_ns), thread_id, wait, timeout)
 
     async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`, on the loop."""
