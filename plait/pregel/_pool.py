@@ -7,9 +7,10 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import copy_context
+from queue import Empty, SimpleQueue
 from typing import Any
 
-__all__ = ["POOL_SIZE", "on_fresh_thread", "shared_pool", "stack_is_deep"]
+__all__ = ["POOL_SIZE", "on_fresh_thread", "on_runner", "shared_pool", "stack_is_deep"]
 
 POOL_SIZE = 64
 _pool: list[ThreadPoolExecutor] = []
@@ -63,3 +64,49 @@ def on_fresh_thread(fn: Callable[..., Any], *args: Any) -> Any:
     if not ok:
         raise value
     return value
+
+
+_IDLE_FOR = 60.0
+"""Seconds an idle runner thread waits for work before it ends."""
+_idle: list[_Runner] = []
+_idle_lock = threading.Lock()
+
+
+class _Runner:
+    """A long-lived thread that runs one job at a time; it waits in :data:`_idle` between jobs."""
+
+    __slots__ = ("jobs",)
+
+    def __init__(self) -> None:
+        self.jobs: SimpleQueue[tuple[Callable[[], None], Callable[[], None]]] = SimpleQueue()
+        threading.Thread(target=self._serve, name="plait-step", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                job, done = self.jobs.get(timeout=_IDLE_FOR)
+            except Empty:
+                with _idle_lock:
+                    if self in _idle:  # nobody took it meanwhile: it ends
+                        _idle.remove(self)
+                        return
+                continue  # taken just now: its job is on the way
+            try:
+                job()
+            finally:
+                with _idle_lock:
+                    _idle.append(self)  # idle before ``done``: the caller's next step finds it
+                done()
+
+
+def on_runner(job: Callable[[], None], done: Callable[[], None]) -> None:
+    """Run ``job()`` on an idle runner thread (a new one when none is idle), then call ``done()``
+    there; ``job`` must not raise.
+
+    Unlike :func:`shared_pool`, this never queues behind busy threads, so a job may wait for
+    another job (a streamed subgraph inside a streamed step) without starving; and unlike a
+    thread per job, its threads (each with an empty stack) are reused.
+    """
+    with _idle_lock:
+        runner = _idle.pop() if _idle else None
+    (runner or _Runner()).jobs.put((job, done))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
 import time
 from collections import deque
 from collections.abc import Generator, Hashable, Sequence
 from contextvars import copy_context
+from functools import partial
+from queue import Empty, SimpleQueue
 from typing import Any, TypeVar, cast
 
 from plait._context import TASK_CONTEXT
@@ -22,7 +23,7 @@ from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, sav
 from plait.pregel._held import HeldSaves, held_for
 from plait.pregel._loop import Loop
 from plait.pregel._pause import abandoned_saves, task_id
-from plait.pregel._pool import POOL_SIZE, on_fresh_thread, shared_pool, stack_is_deep
+from plait.pregel._pool import POOL_SIZE, on_fresh_thread, on_runner, shared_pool, stack_is_deep
 from plait.pregel._recover import hand_over
 from plait.pregel._router_args import remember
 from plait.pregel._task import Task, collect, from_child
@@ -286,50 +287,46 @@ def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
 def _execute_live(
     loop: Loop, tasks: Sequence[Task], store: Any, context: Any
 ) -> Generator[Event, None, None]:
-    """Run the step on a thread of its own and stream the events its tasks emit as they come.
+    """Run the step on a runner thread (:func:`on_runner`) and stream the events its tasks emit as they come.
 
     Closing the stream mid-step waits for the step's tasks to end (threads cannot be cancelled);
     Ctrl-C (``KeyboardInterrupt``) returns at once and leaves them to finish on their own.
     """
     sink, events = loop.sink, loop.sink.events
-    ready = threading.Condition()
+    bell: SimpleQueue[bool] = SimpleQueue()  # False: an event came; True: the step ended
     failed: list[BaseException] = []
-    done = threading.Event()
-
-    def notify() -> None:
-        with ready:
-            ready.notify()
 
     def work() -> None:
         try:
             _execute(loop, tasks, store, context)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the driver's thread
             failed.append(exc)
-        finally:
-            done.set()
-            notify()
 
-    sink.notify = notify
-    runner = threading.Thread(target=copy_context().run, args=(work,), daemon=True)
-    runner.start()
+    sink.notify = partial(bell.put, False)
+    on_runner(partial(copy_context().run, work), partial(bell.put, True))
+    ended = False
     try:
-        while True:
-            with ready:
-                if not events and not done.is_set():
-                    ready.wait(0.5)
+        while not ended:
+            try:
+                ended = bell.get(timeout=0.5)
+            except Empty:
+                continue
             count = len(events)
             if count:
                 batch = events[:count]
                 del events[:count]  # nodes only append: the events after ``count`` stay
                 yield from batch
-            elif done.is_set():
-                break
+        if events:
+            batch = events[:]
+            del events[:]
+            yield from batch
     except KeyboardInterrupt:  # the caller stops now; the step's thread ends on its own
         sink.notify = None
         raise
     finally:
         if sink.notify is not None:  # finished, failed, or the consumer closed the stream
-            runner.join()
+            while not ended:
+                ended = bell.get()
             sink.notify = None
     if failed:
         raise failed[0]
