@@ -20,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from plait.server._api import Api, Body, Query
+from plait.server._auth import authorize
+from plait.server._auth_store import store_filter, store_namespace
 from plait.server._db import Database, PostgresDatabase
 from plait.server._http import json_response
 from plait.server._ttl import MAX_MINUTES
@@ -185,13 +187,21 @@ def _store(request: Request) -> ServerStore:
 @api.put("/store/items", "Put Item", body=StorePut, body_required=True, status=204)
 async def put_item(request: Request, body: StorePut) -> Response:
     """Create or replace an item (its fields embedded when the config has ``store.index``)."""
+    value: dict[str, Any] = {
+        "namespace": tuple(body.namespace),
+        "key": body.key,
+        "value": body.value,
+        "index": body.index,
+    }
+    value["ttl"] = body.ttl
+    await authorize(request, "store", "put", value)  # (the handler may move the item: read it back)
     try:
         await _store(request).aput(
-            tuple(body.namespace),
-            body.key,
-            body.value,
-            index=body.index,
-            ttl=NOT_PROVIDED if body.ttl is None else body.ttl,  # null: the config's default_ttl, else never
+            store_namespace(value, empty=False),
+            str(value["key"]),
+            value["value"],
+            index=value["index"],
+            ttl=NOT_PROVIDED if value["ttl"] is None else value["ttl"],  # null: the config's default_ttl
         )
     except _BAD_INPUT as exc:
         raise ApiError(422, str(exc)) from None
@@ -202,8 +212,12 @@ async def put_item(request: Request, body: StorePut) -> Response:
 async def get_item(request: Request, query: StoreGetQuery) -> Response:
     """One item, ``null`` when there is none (as LangGraph's server answers)."""
     namespace = tuple(query.namespace.split(".")) if query.namespace else ()
+    value: dict[str, Any] = {"namespace": namespace, "key": query.key, "refresh_ttl": query.refresh_ttl}
+    await authorize(request, "store", "get", value)
     try:
-        item = await _store(request).aget(namespace, query.key, refresh_ttl=query.refresh_ttl)
+        item = await _store(request).aget(
+            store_namespace(value), str(value["key"]), refresh_ttl=value["refresh_ttl"]
+        )
     except _BAD_INPUT as exc:
         raise ApiError(422, str(exc)) from None
     return json_response(None if item is None else _wire_item(item))
@@ -212,7 +226,9 @@ async def get_item(request: Request, query: StoreGetQuery) -> Response:
 @api.delete("/store/items", "Delete Item", body=StoreDelete, body_required=True, status=204)
 async def delete_item(request: Request, body: StoreDelete) -> Response:
     """Delete an item (an absent one is fine)."""
-    await _store(request).adelete(tuple(body.namespace), body.key)
+    value: dict[str, Any] = {"namespace": tuple(body.namespace), "key": body.key}
+    await authorize(request, "store", "delete", value)
+    await _store(request).adelete(store_namespace(value), str(value["key"]))
     return Response(status_code=204)
 
 
@@ -226,14 +242,25 @@ async def search_items(request: Request, body: StoreSearch) -> Response:
             "store search by 'query' needs a semantic index: set store.index in the config "
             '(e.g. {"embed": "openai:text-embedding-3-small", "dims": 1536})',
         )
+    value: dict[str, Any] = {
+        "namespace": tuple(body.namespace_prefix or ()),
+        "filter": body.filter,
+        "query": body.query,
+    }
+    value.update(limit=10 if body.limit is None else body.limit, offset=body.offset or 0)
+    value["refresh_ttl"] = body.refresh_ttl
+    filters = await authorize(request, "store", "search", value)
+    wanted = store_filter(value["filter"], filters)
+    if wanted is False:  # the auth's filter and the request's exclude each other
+        return json_response({"items": []})
     try:
         items = await store.asearch(
-            tuple(body.namespace_prefix or ()),
-            query=body.query,
-            filter=body.filter,
-            limit=10 if body.limit is None else body.limit,
-            offset=body.offset or 0,
-            refresh_ttl=body.refresh_ttl,
+            store_namespace(value),
+            query=value["query"],
+            filter=wanted or None,
+            limit=value["limit"],
+            offset=value["offset"],
+            refresh_ttl=value["refresh_ttl"],
         )
     except _BAD_INPUT as exc:
         raise ApiError(422, str(exc)) from None
@@ -243,12 +270,19 @@ async def search_items(request: Request, body: StoreSearch) -> Response:
 @api.post("/store/namespaces", "List Namespaces", body=StoreNamespaces, response=StoreNamespacesResponse)
 async def list_namespaces(request: Request, body: StoreNamespaces) -> Response:
     """The namespaces in use, by prefix and suffix, cut at ``max_depth``."""
+    value: dict[str, Any] = {
+        "namespace": tuple(body.prefix) if body.prefix else None,
+        "max_depth": body.max_depth,
+    }
+    value.update(suffix=tuple(body.suffix) if body.suffix else None, offset=body.offset or 0)
+    value["limit"] = 100 if body.limit is None else body.limit
+    await authorize(request, "store", "list_namespaces", value)
     found = await _store(request).alist_namespaces(
-        prefix=tuple(body.prefix) if body.prefix else None,
-        suffix=tuple(body.suffix) if body.suffix else None,
-        max_depth=body.max_depth,
-        limit=100 if body.limit is None else body.limit,
-        offset=body.offset or 0,
+        prefix=store_namespace(value) or None,
+        suffix=store_namespace(value, "suffix") or None,
+        max_depth=value["max_depth"],
+        limit=value["limit"],
+        offset=value["offset"],
     )
     return json_response({"namespaces": [list(ns) for ns in found]})
 
