@@ -54,10 +54,22 @@ from starlette.routing import Route
 
 from plait.server._wire import ApiError, loads
 
-__all__ = ["Api", "Body", "Endpoint", "Handler", "Query", "check", "explain", "parse_body", "parse_query"]
+__all__ = [
+    "Api",
+    "Body",
+    "Endpoint",
+    "Handler",
+    "Query",
+    "check",
+    "explain",
+    "parse_body",
+    "parse_query",
+    "validated",
+]
 
 Handler = Callable[..., Awaitable[Response]]
 _H = TypeVar("_H", bound=Handler)
+_T = TypeVar("_T")
 
 
 class Body(BaseModel):
@@ -249,6 +261,20 @@ async def parse_body(request: Request, adapter: TypeAdapter[Any], *, required: b
         return adapter.validate_python(data, strict=True)
     except ValidationError as exc:
         raise ApiError(422, explain(exc.errors(), "the request body")) from None
+
+
+def validated(kind: type[_T], data: Any, whole: str = "the request body") -> _T:
+    """``data`` (a request's JSON, as a handler or the config's auth left it) checked as ``kind``.
+
+    Raises:
+        ApiError: 422, as a bad request body (``whole``: what the entire value is called).
+    """
+    try:
+        if issubclass(kind, BaseModel):
+            return kind.model_validate(data, strict=True)
+        return TypeAdapter(kind).validate_python(data, strict=True)
+    except ValidationError as exc:
+        raise ApiError(422, explain(exc.errors(), whole)) from None
 
 
 def parse_query(request: Request, model: type[Query]) -> Any:

@@ -73,6 +73,8 @@ def _documented() -> list[Api]:
         _threads.api,
         _thread_state.api,
         _thread_stream.api,
+        _runs.api,
+        _runs.stateless,
         _store.api,
     ]
 

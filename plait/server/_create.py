@@ -10,93 +10,53 @@ from typing import Any, cast
 from plait.server._assistants import assistant_id_for, get_assistant
 from plait.server._auth_runs import RunAccess
 from plait.server._db import Database, Tx
-from plait.server._execute import STREAM_MODES, merged_config
-from plait.server._http import opt
+from plait.server._execute import merged_config
+from plait.server._run_models import RunCreate, StreamMode
 from plait.server._state import ServerState
 from plait.server._threads import create_thread
 from plait.server._ttl import ThreadTtl, thread_ttl
 from plait.server._webhook import WebhookPolicy
-from plait.server._wire import (
-    ApiError,
-    as_dict,
-    as_list,
-    check_uuid,
-    command_of,
-    dumps,
-    loads,
-    now_iso,
-    uuid7,
-)
+from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
 
 __all__ = ["check_request", "create_run", "run_json"]
 
-_STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
+
+def _stream_modes(raw: StreamMode | list[StreamMode] | None) -> list[str]:
+    return ["values"] if raw is None else [raw] if isinstance(raw, str) else list(raw)
 
 
-def _delay(raw: Any) -> float:
-    if raw is None:
-        return 0.0
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 366 * 86400:
-        raise ApiError(422, f"after_seconds must be a number of seconds from 0 to a year, got {raw!r}")
-    return float(raw)
-
-
-def _stream_modes(raw: Any) -> list[str]:
-    modes: Any = ["values"] if raw is None else [raw] if isinstance(raw, str) else raw
-    if not isinstance(modes, list) or not modes:
-        raise ApiError(422, f"stream_mode must be a mode or a list of modes, got {raw!r}")
-    for mode in as_list(modes):
-        if mode not in STREAM_MODES:
-            raise ApiError(422, f"unknown stream_mode {mode!r}; choose from {sorted(STREAM_MODES)}")
-    return cast("list[str]", modes)
-
-
-def _kwargs(data: dict[str, Any], temporary: bool, hooks: WebhookPolicy) -> dict[str, Any]:
-    command = opt(data, "command", dict)
-    if command is not None and not set(command) <= {"resume", "update", "goto"}:
-        raise ApiError(422, f"command takes resume, update and goto, got {sorted(command)}")
-    if command is not None:
-        command_of(command)  # a goto Send without its node: 422 now, not an error of the run later
-    checkpoint = as_dict(opt(data, "checkpoint", dict))
-    for key in ("interrupt_before", "interrupt_after"):
-        value = data.get(key)
-        if value is not None and value != "*" and not isinstance(value, list):
-            raise ApiError(422, f"{key} must be '*' or a list of node names, got {value!r}")
-    if data.get("input") is not None and not isinstance(data["input"], (dict, list)):
-        raise ApiError(422, f"input must be a JSON object, got {data['input']!r}")
+def _kwargs(data: RunCreate, temporary: bool, hooks: WebhookPolicy) -> dict[str, Any]:
+    """The run's ``kwargs`` (as its document shows them) from its request (checked by its model)."""
     kwargs: dict[str, Any] = {
-        "input": data.get("input"),
-        "command": command,
-        "config": as_dict(opt(data, "config", dict)),
-        "context": as_dict(opt(data, "context", dict)),
-        "stream_mode": _stream_modes(data.get("stream_mode")),
-        "interrupt_before": data.get("interrupt_before"),
-        "interrupt_after": data.get("interrupt_after"),
+        "input": data.input,
+        "command": None if data.command is None else data.command.model_dump(exclude_unset=True),
+        "config": data.config or {},
+        "context": data.context or {},
+        "stream_mode": _stream_modes(data.stream_mode),
+        "interrupt_before": data.interrupt_before,
+        "interrupt_after": data.interrupt_after,
         "temporary": temporary,
-        "subgraphs": bool(data.get("stream_subgraphs")),
-        "resumable": bool(data.get("stream_resumable")),
+        "subgraphs": bool(data.stream_subgraphs),
+        "resumable": bool(data.stream_resumable),
         "durability": _durability(data),
         # as LangGraph's server lists them (feedback keys are LangSmith's)
-        "checkpoint_during": data.get("checkpoint_during", True),
-        "feedback_keys": data.get("feedback_keys"),
-        "webhook": hooks.checked(data["webhook"]) if data.get("webhook") else None,
+        "checkpoint_during": True if data.checkpoint_during is None else data.checkpoint_during,
+        "feedback_keys": data.feedback_keys,
+        "webhook": hooks.checked(data.webhook) if data.webhook else None,
     }
-    checkpoint_id = opt(data, "checkpoint_id", str) or checkpoint.get("checkpoint_id")
+    checkpoint_id = data.checkpoint_id or (data.checkpoint and data.checkpoint.checkpoint_id)
     if checkpoint_id:  # (read by plait's execution; LangGraph's server lists no such key)
         kwargs["checkpoint_id"] = checkpoint_id
-    if opt(data, "strict_resume", bool):  # a resume answering no pending interrupt fails the run
+    if data.strict_resume:  # a resume answering no pending interrupt fails the run
         kwargs["strict_resume"] = True
     return kwargs
 
 
-def _durability(data: dict[str, Any]) -> str:
+def _durability(data: RunCreate) -> str:
     """The run's ``durability``; without one, ``checkpoint_during=False`` means ``"exit"`` (as LangGraph)."""
-    given: str | None = opt(data, "durability", str)
-    if given is None:
-        return "async" if data.get("checkpoint_during") in (None, True) else "exit"
-    if given not in ("sync", "async", "exit"):
-        raise ApiError(422, f"durability must be 'sync', 'async' or 'exit', got {given!r}")
-    return given
+    if data.durability is None:
+        return "async" if data.checkpoint_during in (None, True) else "exit"
+    return data.durability
 
 
 def run_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -113,16 +73,11 @@ async def _inflight(tx: Tx, thread_id: str) -> list[dict[str, Any]]:
     )
 
 
-async def _new_thread(tx: Tx, thread_id: str, data: dict[str, Any], ttl: ThreadTtl | None) -> dict[str, Any]:
+async def _new_thread(tx: Tx, thread_id: str, data: RunCreate, ttl: ThreadTtl | None) -> dict[str, Any]:
     """The thread a run names does not exist: create it, or refuse (``if_not_exists``)."""
-    if_not_exists = opt(data, "if_not_exists", str) or "reject"
-    if if_not_exists not in ("reject", "create"):
-        raise ApiError(422, f"if_not_exists must be 'reject' or 'create', got {if_not_exists!r}")
-    if if_not_exists == "reject":
+    if (data.if_not_exists or "reject") == "reject":
         raise ApiError(404, f"Thread {thread_id} not found (pass if_not_exists='create' to create it)")
-    return await create_thread(
-        tx, thread_id, dict(as_dict(opt(data, "metadata", dict))), ttl
-    )  # (as LangGraph)
+    return await create_thread(tx, thread_id, dict(data.metadata or {}), ttl)  # (as LangGraph)
 
 
 async def _apply_strategy(
@@ -237,10 +192,10 @@ async def cancel_running(state: ServerState, run_id: str, action: str) -> None:
 class _Request:
     """A run request, checked (``invalid``: the error to report once its assistant is found)."""
 
-    data: dict[str, Any]
+    data: RunCreate
     thread_id: str | None
     assistant: str
-    """The assistant's id (``data["assistant_id"]`` names it, or its graph)."""
+    """The assistant's id (``data.assistant_id`` names it, or its graph)."""
     strategy: str = "enqueue"
     temporary: bool = True
     kwargs: dict[str, Any] = field(default_factory=lambda: {})
@@ -252,7 +207,7 @@ class _Request:
 
     def doc(self, assistant: dict[str, Any]) -> dict[str, Any]:
         """The new run's API document (pending)."""
-        metadata = as_dict(opt(self.data, "metadata", dict))
+        metadata = self.data.metadata or {}
         now = now_iso()
         return {
             "run_id": uuid7(),
@@ -274,26 +229,19 @@ class _Request:
         """The assistant (its document or JSON), or 404; then the request's own error, if any."""
         found = loads(assistant) if isinstance(assistant, str) else assistant
         if found is None or (self.access is not None and not self.access.assistant_ok(found)):
-            raise ApiError(404, f"Assistant {self.data['assistant_id']} not found")
+            raise ApiError(404, f"Assistant {self.data.assistant_id} not found")
         if self.invalid is not None:
             raise self.invalid
         return cast("dict[str, Any]", found)
 
 
-def _request(state: ServerState, thread_id: str | None, data: dict[str, Any], wait: bool) -> _Request:
-    raw = data.get("assistant_id")
-    if not isinstance(raw, str):
-        raise ApiError(422, f"assistant_id must be a string (an assistant id or a graph id), got {raw!r}")
-    req = _Request(data, thread_id, assistant_id_for(raw, state))
+def _request(state: ServerState, thread_id: str | None, data: RunCreate, wait: bool) -> _Request:
+    req = _Request(data, thread_id, assistant_id_for(data.assistant_id, state))
+    req.strategy = data.multitask_strategy or "enqueue"
     try:
-        req.strategy = opt(data, "multitask_strategy", str) or "enqueue"
-        if req.strategy not in _STRATEGIES:
-            raise ApiError(
-                422, f"multitask_strategy must be one of {list(_STRATEGIES)}, got {req.strategy!r}"
-            )
-        req.temporary = thread_id is None and (opt(data, "on_completion", str) or "delete") == "delete"
+        req.temporary = thread_id is None and (data.on_completion or "delete") == "delete"
         req.kwargs = _kwargs(data, req.temporary, state.hooks)
-        req.delay = _delay(data.get("after_seconds"))
+        req.delay = float(data.after_seconds or 0)
         if wait:
             req.kwargs["wait"] = True
     except ApiError as exc:  # reported after an unknown assistant (see _Request.found)
@@ -301,7 +249,7 @@ def _request(state: ServerState, thread_id: str | None, data: dict[str, Any], wa
     return req
 
 
-def check_request(state: ServerState, thread_id: str | None, data: dict[str, Any]) -> None:
+def check_request(state: ServerState, thread_id: str | None, data: RunCreate) -> None:
     """Refuse (422) a run request that :func:`create_run` would refuse for its options."""
     invalid = _request(state, thread_id, data, False).invalid
     if invalid is not None:
@@ -336,7 +284,7 @@ async def _on_thread(
         if req.access is not None and not req.access.thread_ok(thread):  # another user's (as LangGraph)
             raise ApiError(404, f"Thread {thread_id} not found")
     elif req.thread_id is None:  # a stateless run whose thread is kept (on_completion="keep")
-        thread = await create_thread(tx, thread_id, as_dict(opt(req.data, "metadata", dict)), ttl)
+        thread = await create_thread(tx, thread_id, dict(req.data.metadata or {}), ttl)
     else:
         thread = await _new_thread(tx, thread_id, req.data, ttl)
     to_cancel: list[tuple[str, str]] = []
@@ -423,7 +371,7 @@ async def _write(
 async def create_run(
     state: ServerState,
     thread_id: str | None,
-    data: dict[str, Any],
+    data: RunCreate,
     *,
     wait: bool = False,
     follow: bool = False,

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from plait.server._api import validated
 from plait.server._assistants import assistant_id_for
 from plait.server._auth import authorize
 from plait.server._auth_filter import Filter, filter_sql, permits, thread_filter_sql
@@ -29,6 +30,7 @@ from plait.server._auth_runs import cron_owner, fired_run_access
 from plait.server._create import check_request, create_run
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt, page_response
+from plait.server._run_models import RunCreate
 from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
 
@@ -287,7 +289,7 @@ async def _check_run(state: ServerState, cron: dict[str, Any], webhook: bool = T
     """Refuse (422) a cron whose runs would be refused for their options (``webhook``: or for an
     unreachable webhook)."""
     request = _run_request(cron["payload"])
-    check_request(state, cron["thread_id"], request)
+    check_request(state, cron["thread_id"], validated(RunCreate, request, "the cron's run request"))
     if webhook and request.get("webhook"):
         await state.hooks.reachable(request["webhook"])
 
@@ -523,7 +525,8 @@ async def _fire(state: ServerState, cron: dict[str, Any]) -> None:
         data["on_completion"] = cron["on_run_completed"] or "delete"
     try:
         access = await fired_run_access(state.auth, cron, data)  # (as the cron's creator)
-        await create_run(state, cron["thread_id"], data, access=access)
+        request = validated(RunCreate, data, "the cron's run request")
+        await create_run(state, cron["thread_id"], request, access=access)
     except (ApiError, HTTPException) as exc:
         _log.warning("cron %s could not start its run: %s", cron["cron_id"], exc.detail)
     except Exception:  # noqa: BLE001 - the next due cron still fires

@@ -10,20 +10,33 @@ import orjson
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
+from plait.server._api import Api, validated
 from plait.server._auth import authorize
 from plait.server._auth_filter import permits, thread_filter_sql
-from plait.server._auth_runs import run_access
+from plait.server._auth_runs import RunAccess, run_access
 from plait.server._create import cancel_running, create_run, run_json
-from plait.server._http import body, json_response, opt, query_bool, query_int
+from plait.server._http import json_response
+from plait.server._run_models import (
+    Run,
+    RunCancelQuery,
+    RunCreate,
+    RunJoinStreamQuery,
+    RunListQuery,
+    RunsCancel,
+    RunsCancelQuery,
+)
 from plait.server._snapshot import output_interrupts
 from plait.server._state import ServerState, state_of
 from plait.server._stream import END, outcome
 from plait.server._threads import found_thread, get_thread
-from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads, now_iso
+from plait.server._wire import ApiError, as_dict, check_uuid, dumps, now_iso
 
-__all__ = ["routes"]
+__all__ = ["api", "routes", "stateless"]
+
+api = Api("Thread Runs", "A run executes an assistant's graph on a thread, adding to the thread's state.")
+stateless = Api("Stateless Runs", "A run on a thread of its own, deleted when the run ends (unless kept).")
+_OUTPUT = {"description": "The run's output: its final values (with ``__interrupt__``), or ``__error__``."}
 
 
 def _locations(doc: dict[str, Any], stateless: bool, suffix: str) -> dict[str, str]:
@@ -38,31 +51,37 @@ async def _thread_param(request: Request) -> str | None:
     return None if raw is None else check_uuid(raw, "thread ID")
 
 
-async def create(request: Request) -> Response:
-    """``POST /threads/{thread_id}/runs`` and ``POST /runs``: queue a background run."""
-    thread_id = await _thread_param(request)
-    data = await body(request, required=True)
+async def _access(
+    request: Request, thread_id: str | None, body: RunCreate
+) -> tuple[RunCreate, RunAccess | None]:
+    """Ask the config's auth about the run (:func:`run_access`, whose handlers may change the
+    request): the request as they left it, checked again, and what the user may see."""
+    data = body.model_dump(exclude_unset=True)
     access = await run_access(request, thread_id, data)
-    doc = await create_run(state_of(request), thread_id, data, access=access)
+    return (body, None) if access is None else (validated(RunCreate, data), access)
+
+
+@api.post(
+    "/threads/{thread_id}/runs", "Create Background Run", body=RunCreate, body_required=True, response=Run
+)
+@stateless.post("/runs", "Create Background Run", body=RunCreate, body_required=True, response=Run)
+async def create(request: Request, body: RunCreate) -> Response:
+    """Queue a run (on the thread of the path, or stateless); its document at once."""
+    thread_id = await _thread_param(request)
+    body, access = await _access(request, thread_id, body)
+    doc = await create_run(state_of(request), thread_id, body, access=access)
     return json_response(doc, headers=_locations(doc, thread_id is None, ""))
 
 
-async def create_batch(request: Request) -> Response:
-    """``POST /runs/batch``: several stateless background runs."""
-    raw = await request.body()
-    try:
-        parsed: Any = loads(raw)
-    except ValueError:
-        raise ApiError(422, "Invalid JSON in request body") from None
-    items = as_list(parsed)
-    if not isinstance(parsed, list) or not all(isinstance(i, dict) for i in items):
-        raise ApiError(422, "the body must be a list of run payloads")
+@stateless.post(
+    "/runs/batch", "Create Run Batch", body=list[RunCreate], body_required=True, response=list[Run]
+)
+async def create_batch(request: Request, body: list[RunCreate]) -> Response:
+    """Several stateless background runs."""
     made: list[dict[str, Any]] = []
-    for item in items:
-        data = as_dict(item)
-        made.append(
-            await create_run(state_of(request), None, data, access=await run_access(request, None, data))
-        )
+    for item in body:
+        item, access = await _access(request, None, item)
+        made.append(await create_run(state_of(request), None, item, access=access))
     return json_response(made)
 
 
@@ -97,13 +116,22 @@ async def _active(state: ServerState, run_id: str) -> bool:
     return bool(rows) and rows[0]["status"] in ("pending", "running")
 
 
-async def wait(request: Request) -> Response:
-    """``POST /threads/{thread_id}/runs/wait`` and ``POST /runs/wait``: run and answer its output."""
+@api.post(
+    "/threads/{thread_id}/runs/wait",
+    "Create Run, Wait for Output",
+    body=RunCreate,
+    body_required=True,
+    response=_OUTPUT,
+)
+@stateless.post(
+    "/runs/wait", "Create Run, Wait for Output", body=RunCreate, body_required=True, response=_OUTPUT
+)
+async def wait(request: Request, body: RunCreate) -> Response:
+    """Run, and answer its output once it ends."""
     state = state_of(request)
     thread_id = await _thread_param(request)
-    data = await body(request, required=True)
-    access = await run_access(request, thread_id, data)
-    doc = await create_run(state, thread_id, data, wait=True, access=access)
+    body, access = await _access(request, thread_id, body)
+    doc = await create_run(state, thread_id, body, wait=True, access=access)
     result = await _final(state, doc)
     return json_response(result, headers=_locations(doc, thread_id is None, "/join"))
 
@@ -150,16 +178,21 @@ def _sse(
     return EventSourceResponse(guarded(), headers={**headers, "Cache-Control": "no-store"}, ping=15)
 
 
-async def stream(request: Request) -> Response:
-    """``POST /threads/{thread_id}/runs/stream`` and ``POST /runs/stream``: run and stream its events."""
+@api.post(
+    "/threads/{thread_id}/runs/stream",
+    "Create Run, Stream Output",
+    body=RunCreate,
+    body_required=True,
+    stream=True,
+)
+@stateless.post("/runs/stream", "Create Run, Stream Output", body=RunCreate, body_required=True, stream=True)
+async def stream(request: Request, body: RunCreate) -> Response:
+    """Run, and stream its events (server-sent events, ``stream_mode``'s) until it ends."""
     state = state_of(request)
     thread_id = await _thread_param(request)
-    data = await body(request, required=True)
-    on_disconnect = opt(data, "on_disconnect", str) or "continue"
-    if on_disconnect not in ("cancel", "continue"):
-        raise ApiError(422, f"on_disconnect must be 'cancel' or 'continue', got {on_disconnect!r}")
-    access = await run_access(request, thread_id, data)
-    doc = await create_run(state, thread_id, data, follow=True, access=access)
+    on_disconnect = body.on_disconnect or "continue"
+    body, access = await _access(request, thread_id, body)
+    doc = await create_run(state, thread_id, body, follow=True, access=access)
 
     async def cancel() -> None:
         await _cancel(state, doc["run_id"], "interrupt")
@@ -189,13 +222,15 @@ async def _found_run(
     return run_json(rows[0])
 
 
+@api.get("/threads/{thread_id}/runs/{run_id}", "Get Run", response=Run)
 async def get(request: Request) -> Response:
-    """``GET /threads/{thread_id}/runs/{run_id}``."""
+    """The run."""
     return json_response(await _found_run(request))
 
 
-async def list_runs(request: Request) -> Response:
-    """``GET /threads/{thread_id}/runs?limit=&offset=&status=``: newest first."""
+@api.get("/threads/{thread_id}/runs", "List Runs", query=RunListQuery, response=list[Run])
+async def list_runs(request: Request, query: RunListQuery) -> Response:
+    """The thread's runs, newest first."""
     state = state_of(request)
     thread = await found_thread(request)
     filters = await authorize(
@@ -204,16 +239,17 @@ async def list_runs(request: Request) -> Response:
     if not permits(filters, thread.get("metadata")):  # (as LangGraph's server lists runs)
         raise ApiError(404, f"Thread {thread['thread_id']} not found")
     sql, params = "SELECT * FROM plait_server_runs WHERE thread_id = ?", [thread["thread_id"]]
-    status = request.query_params.get("status")
+    status = query.status
     if status:
         sql, params = sql + " AND status = ?", [*params, status]
-    limit, offset = query_int(request, "limit", 10), query_int(request, "offset", 0)
+    limit, offset = query.limit, query.offset
     rows = await state.db.fetch(sql + " ORDER BY run_id DESC LIMIT ? OFFSET ?", [*params, limit, offset])
     return json_response([run_json(r) for r in rows])
 
 
+@api.delete("/threads/{thread_id}/runs/{run_id}", "Delete Run", status=204)
 async def delete(request: Request) -> Response:
-    """``DELETE /threads/{thread_id}/runs/{run_id}`` (a pending or running run: cancel it first)."""
+    """Delete the run (a pending or running run: cancel it first, 409)."""
     state = state_of(request)
     doc = await _found_run(request, "delete")
     if doc["status"] in ("pending", "running"):
@@ -241,30 +277,31 @@ async def _cancel(state: ServerState, run_id: str, action: str) -> None:
     await cancel_running(state, run_id, action)
 
 
-async def cancel(request: Request) -> Response:
-    """``POST /threads/{thread_id}/runs/{run_id}/cancel?wait=0|1&action=interrupt|rollback``."""
+@api.post("/threads/{thread_id}/runs/{run_id}/cancel", "Cancel Run", query=RunCancelQuery, status=202)
+async def cancel(request: Request, query: RunCancelQuery) -> Response:
+    """Cancel a pending or running run (``wait``: answer 200 once it has stopped)."""
     state = state_of(request)
-    action = request.query_params.get("action", "interrupt")
-    if action not in ("interrupt", "rollback"):
-        raise ApiError(422, f"action must be 'interrupt' or 'rollback', got {action!r}")
+    action = query.action
     doc = await _found_run(request, "update", {"action": action})
     if doc["status"] not in ("pending", "running"):
         raise ApiError(409, f"Run {doc['run_id']} is already {doc['status']}")
     await _cancel(state, doc["run_id"], action)
-    if query_bool(request, "wait"):
+    if query.wait:
         while await _active(state, doc["run_id"]):
             await asyncio.sleep(0.05)
         return json_response({})  # LangGraph's server: the run's output after the cancel, none
     return Response(status_code=202)
 
 
-async def cancel_many(request: Request) -> Response:
-    """``POST /runs/cancel``: by ``thread_id`` + ``run_ids``, or every run with a ``status``."""
+@api.post(
+    "/runs/cancel", "Cancel Runs", body=RunsCancel, body_required=True, query=RunsCancelQuery, status=204
+)
+async def cancel_many(request: Request, body: RunsCancel, query: RunsCancelQuery) -> Response:
+    """Cancel the runs ``run_ids``, or every run with a ``status``."""
     state = state_of(request)
-    data = await body(request, required=True)
-    action = request.query_params.get("action", "interrupt")
-    status = opt(data, "status", str)
-    value = {"thread_id": opt(data, "thread_id", str), "action": action}
+    action = query.action
+    status = body.status
+    value = {"thread_id": body.thread_id, "action": action}
     filters = await authorize(request, "threads", "update", value)
     if status is not None:
         wanted = ("pending", "running") if status == "all" else (status,)
@@ -273,7 +310,7 @@ async def cancel_many(request: Request) -> Response:
         )
         run_ids = [r["run_id"] for r in rows]
     else:
-        run_ids = [str(r) for r in as_list(opt(data, "run_ids", list))]
+        run_ids = list(body.run_ids or [])
     if filters and run_ids:  # only the runs of threads the auth's filter keeps (as LangGraph's server)
         sql, params = thread_filter_sql(state.db.dialect, filters)
         marks = ", ".join("?" for _ in run_ids)
@@ -290,15 +327,19 @@ async def cancel_many(request: Request) -> Response:
     return Response(status_code=204)
 
 
+@api.get("/threads/{thread_id}/runs/{run_id}/join", "Join Run", response=_OUTPUT)
 async def join(request: Request) -> Response:
-    """``GET /threads/{thread_id}/runs/{run_id}/join``: wait for the run, answer its output."""
+    """Wait for the run to end; its output."""
     doc = await _found_run(request)
     result = await _final(state_of(request), doc)
     return json_response(result, headers=_locations(doc, False, "/join"))
 
 
-async def join_stream(request: Request) -> Response:
-    """``GET /threads/{thread_id}/runs/{run_id}/stream``: follow a run (after ``Last-Event-ID``)."""
+@api.get(
+    "/threads/{thread_id}/runs/{run_id}/stream", "Join Run Stream", query=RunJoinStreamQuery, stream=True
+)
+async def join_stream(request: Request, query: RunJoinStreamQuery) -> Response:
+    """Follow the run's events (those after the ``Last-Event-ID`` header's)."""
     state = state_of(request)
     doc = await _found_run(request)
     last = request.headers.get("last-event-id") or "0"
@@ -306,8 +347,8 @@ async def join_stream(request: Request) -> Response:
         after = int(last.split("-")[0])
     except ValueError:
         raise ApiError(422, f"Last-Event-ID must be an event id this server sent, got {last!r}") from None
-    modes = [m for m in request.query_params.getlist("stream_mode") if m]
-    cancel_on_disconnect = query_bool(request, "cancel_on_disconnect")
+    modes = [m for m in query.stream_mode if m]
+    cancel_on_disconnect = query.cancel_on_disconnect
 
     async def on_disconnect() -> None:
         await _cancel(state, doc["run_id"], "interrupt")
@@ -318,19 +359,4 @@ async def join_stream(request: Request) -> Response:
     )
 
 
-routes = [
-    Route("/threads/{thread_id}/runs", create, methods=["POST"]),
-    Route("/threads/{thread_id}/runs", list_runs, methods=["GET"]),
-    Route("/threads/{thread_id}/runs/stream", stream, methods=["POST"]),
-    Route("/threads/{thread_id}/runs/wait", wait, methods=["POST"]),
-    Route("/threads/{thread_id}/runs/{run_id}", get, methods=["GET"]),
-    Route("/threads/{thread_id}/runs/{run_id}", delete, methods=["DELETE"]),
-    Route("/threads/{thread_id}/runs/{run_id}/cancel", cancel, methods=["POST"]),
-    Route("/threads/{thread_id}/runs/{run_id}/join", join, methods=["GET"]),
-    Route("/threads/{thread_id}/runs/{run_id}/stream", join_stream, methods=["GET"]),
-    Route("/runs", create, methods=["POST"]),
-    Route("/runs/stream", stream, methods=["POST"]),
-    Route("/runs/wait", wait, methods=["POST"]),
-    Route("/runs/batch", create_batch, methods=["POST"]),
-    Route("/runs/cancel", cancel_many, methods=["POST"]),
-]
+routes = [*api.routes(), *stateless.routes()]

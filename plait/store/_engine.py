@@ -103,6 +103,9 @@ class Prepared:
 
     ops: list[Op]
     values: dict[int, str] = field(default_factory=dict[int, str])
+    alone: bool = False
+    """One operation whose statements each stand alone: no transaction is needed around them
+    (a put without an index is one statement; reads only read, or restart TTL clocks)."""
 
 
 class Engine:
@@ -146,6 +149,13 @@ class Engine:
                 for cond in op.match_conditions or ():
                     if cond.match_type not in ("prefix", "suffix"):
                         raise ValueError(f"Unsupported match type: {cond.match_type!r}")
+        if len(prepared.ops) == 1:
+            op = prepared.ops[0]
+            prepared.alone = (
+                self.index is None
+                if isinstance(op, PutOp)
+                else not (isinstance(op, SearchOp) and op.query and self.index is not None)
+            )
         return prepared
 
     def run(self, prepared: Prepared, embedded: Embedded | None, now: float) -> Step:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from plait.store._codec import decode_value
-from plait.store._filter import matches, scalar_terms
+from plait.store._filter import matcher, scalar_terms
 from plait.store._rank import Scorer, cosine, unpack
 from plait.store._statement import Rows, Sql, prefix_condition
 from plait.store.base import SearchItem, SearchOp
@@ -28,7 +28,7 @@ __all__ = ["ORDERS", "Query", "among", "ordered_rank", "run_search", "scan_rank"
 
 Ranked = list[tuple[str, str, float]]
 _NO_VECTORS = "NOT EXISTS (SELECT 1 FROM plait_store_vectors v WHERE v.prefix = s.prefix AND v.key = s.key)"
-_COLUMNS = "s.prefix, s.key, s.value, s.created_at, s.updated_at"
+_COLUMNS = "s.prefix, s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes"
 ORDERS = {
     "updated": "s.updated_at DESC, s.prefix, s.key",
     "written": "s.ns_first, s.prefix, s.created_at, s.key",
@@ -75,17 +75,20 @@ def run_search(
     query = Query(
         " AND ".join(clauses), params, vector or [], op.offset + op.limit, left, scope, scope_params
     )
+    timed: list[tuple[str, str]] = []  # the hits that have a TTL: (prefix, key)
     if vector is not None and engine.index is not None:
-        hits = yield from _ranked(engine, op, query)
+        hits = yield from _ranked(engine, op, query, timed)
     else:
-        hits = yield from _plain(engine, query, op.offset, op.limit, ranked_first=False)
-    if op.refresh_ttl and hits:
-        for refresh in d.refresh([(".".join(h.namespace), h.key) for h in hits], when):
+        hits = yield from _plain(engine, query, op.offset, op.limit, timed, ranked_first=False)
+    if op.refresh_ttl and timed:
+        for refresh in d.refresh(timed, when):
             _ = yield refresh
     return hits
 
 
-def _ranked(engine: Engine, op: SearchOp, query: Query) -> Generator[Any, Rows, list[SearchItem]]:
+def _ranked(
+    engine: Engine, op: SearchOp, query: Query, timed: list[tuple[str, str]]
+) -> Generator[Any, Rows, list[SearchItem]]:
     ranked: Ranked = yield from engine.d.rank(query)
     page = ranked[op.offset : query.want]
     hits: list[SearchItem] = []
@@ -97,16 +100,22 @@ def _ranked(engine: Engine, op: SearchOp, query: Query) -> Generator[Any, Rows, 
         found = {(r[0], r[1]): r for r in rows}
         for prefix, key, score in page:
             if (row := found.get((prefix, key))) is not None:
-                hits.append(_hit(engine, row, score))
+                hits.append(_hit(engine, row, score, timed))
     if len(ranked) < query.want:
         skip = max(0, op.offset - len(ranked))
         count = query.want - max(op.offset, len(ranked))
-        hits += yield from _plain(engine, query, skip, count, ranked_first=True)
+        hits += yield from _plain(engine, query, skip, count, timed, ranked_first=True)
     return hits
 
 
-def _plain(
-    engine: Engine, query: Query, offset: int, limit: int, *, ranked_first: bool
+def _plain(  # noqa: PLR0913 - a page of a search, and where its TTL'd hits go
+    engine: Engine,
+    query: Query,
+    offset: int,
+    limit: int,
+    timed: list[tuple[str, str]],
+    *,
+    ranked_first: bool,
 ) -> Generator[Any, Rows, list[SearchItem]]:
     where = f"{query.where} AND {_NO_VECTORS}" if ranked_first and engine.index is not None else query.where
     source, params = "plait_store s", list(query.params)
@@ -122,8 +131,9 @@ def _plain(
         rows = yield Sql(f"{order} LIMIT {p} OFFSET {p}", [*params, limit, offset])
     else:
         rows = yield Sql(order, params)
-        rows = [r for r in rows if matches(engine.d.value(r[2]), query.filter)][offset : offset + limit]
-    return [_hit(engine, r, None) for r in rows]
+        test = matcher(query.filter)
+        rows = [r for r in rows if test(engine.d.value(r[2]))][offset : offset + limit]
+    return [_hit(engine, r, None, timed) for r in rows]
 
 
 def among(p: str, count: int) -> str:
@@ -131,9 +141,16 @@ def among(p: str, count: int) -> str:
     return f"WITH w(p, k) AS (VALUES {', '.join(f'({p}, {p})' for _ in range(count))})"
 
 
-def _hit(engine: Engine, row: tuple[Any, ...], score: float | None) -> SearchItem:
-    item = engine.item(row)
-    return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score)
+def _hit(
+    engine: Engine, row: tuple[Any, ...], score: float | None, timed: list[tuple[str, str]]
+) -> SearchItem:
+    """A search hit from ``prefix, key, value, created_at, updated_at, ttl_minutes`` (noting a TTL in ``timed``)."""
+    if row[5] is not None:
+        timed.append((row[0], row[1]))
+    d = engine.d
+    return SearchItem(
+        tuple(row[0].split(".")), row[1], d.value(row[2]), d.timestamp(row[3]), d.timestamp(row[4]), score
+    )
 
 
 def _dedupe(rows: Rows, score: Callable[[Any], float]) -> Ranked:
@@ -205,7 +222,8 @@ def scan_rank(
         query.params,
     )
     if query.filter is not None:
-        rows = [r for r in rows if matches(decode_value(r[3]), query.filter)]
+        test = matcher(query.filter)
+        rows = [r for r in rows if test(decode_value(r[3]))]
     vectors = [decode(r[2]) if decode else _parse(r[2]) for r in rows]
     scores = score(query.vector, vectors)
     order = sorted(range(len(rows)), key=lambda i: -scores[i])

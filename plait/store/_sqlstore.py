@@ -74,12 +74,16 @@ class SqlStore(BaseStore):
         self._sweeper = Sweeper(lambda: SqlStore.sweep_ttl(self))
 
     @abstractmethod
-    def _transact(self, make_step: MakeStep) -> Any:
-        """Run ``make_step(now)`` in one transaction and return its result."""
+    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
+        """Run ``make_step(now)`` in one transaction and return its result.
 
-    async def _atransact(self, make_step: MakeStep) -> Any:
+        ``alone``: each of its statements may run on its own, without a transaction
+        around them (see ``Prepared.alone``).
+        """
+
+    async def _atransact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
         """Async :meth:`_transact`; by default it runs in a worker thread."""
-        return await asyncio.to_thread(self._transact, make_step)
+        return await asyncio.to_thread(self._transact, make_step, alone=alone)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run operations in order, in one transaction.
@@ -95,7 +99,10 @@ class SqlStore(BaseStore):
         """
         prepared = self.engine.prepare(list(ops))
         embedded = self.index_spec.embed(prepared.ops) if self.index_spec else None
-        return cast("list[Result]", self._transact(lambda now: self.engine.run(prepared, embedded, now)))
+        return cast(
+            "list[Result]",
+            self._transact(lambda now: self.engine.run(prepared, embedded, now), alone=prepared.alone),
+        )
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch` (embeds with the embedder's async methods).
@@ -109,7 +116,8 @@ class SqlStore(BaseStore):
         prepared = self.engine.prepare(list(ops))
         embedded = await self.index_spec.aembed(prepared.ops) if self.index_spec else None
         return cast(
-            "list[Result]", await self._atransact(lambda now: self.engine.run(prepared, embedded, now))
+            "list[Result]",
+            await self._atransact(lambda now: self.engine.run(prepared, embedded, now), alone=prepared.alone),
         )
 
     def sweep_ttl(self) -> int:

@@ -192,29 +192,31 @@ class PostgresStore(SqlStore):
         with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             yield cur
 
-    def _run(self, make_step: MakeStep, *, setup: bool = False) -> Any:
+    def _run(self, make_step: MakeStep, *, setup: bool = False, alone: bool = False) -> Any:
         for attempt in range(1, RETRIES + 1):
             try:
-                return self._run_once(make_step, setup=setup)
+                return self._run_once(make_step, setup=setup, alone=alone)
             except RETRIED:
                 if attempt == RETRIES:
                     raise
                 time.sleep(random.uniform(0.002, 0.02) * attempt)  # noqa: S311 - jitter, not security
         raise AssertionError("unreachable")
 
-    def _run_once(self, make_step: MakeStep, *, setup: bool) -> Any:
+    def _run_once(self, make_step: MakeStep, *, setup: bool, alone: bool) -> Any:
         with self._connection() as conn:
             if not self.is_setup and not setup:
                 with conn.transaction():
                     drive(self._setup_step(0.0), _executor(conn))
+            if alone and conn.autocommit and not self.pipeline:  # each statement commits itself
+                return drive(make_step(now()), _executor(conn))
             with conn.transaction():
                 if self.pipeline:
                     with conn.pipeline() as pipe:
                         return drive(make_step(now()), _executor(conn, pipe))
                 return drive(make_step(now()), _executor(conn))
 
-    def _transact(self, make_step: MakeStep) -> Any:
-        return self._run(make_step)
+    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
+        return self._run(make_step, alone=alone)
 
 
 def _literal(text: str) -> LiteralString:

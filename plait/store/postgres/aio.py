@@ -80,7 +80,7 @@ class AsyncPostgresStore(SqlStore):
         self.lock = asyncio.Lock()
         self.is_setup = False
         self.loop = asyncio.get_running_loop()
-        self._queued: list[tuple[MakeStep, asyncio.Future[Any]]] = []
+        self._queued: list[tuple[MakeStep, bool, asyncio.Future[Any]]] = []
         self._drainer: asyncio.Task[None] | None = None
         self._async_sweeper = AsyncSweeper(self.sweep_ttl)
 
@@ -151,31 +151,33 @@ class AsyncPostgresStore(SqlStore):
         async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             yield cur
 
-    async def _run(self, make_step: MakeStep, *, setup: bool = False) -> Any:
+    async def _run(self, make_step: MakeStep, *, setup: bool = False, alone: bool = False) -> Any:
         for attempt in range(1, RETRIES + 1):
             try:
-                return await self._run_once(make_step, setup=setup)
+                return await self._run_once(make_step, setup=setup, alone=alone)
             except RETRIED:
                 if attempt == RETRIES:
                     raise
                 await asyncio.sleep(random.uniform(0.002, 0.02) * attempt)  # noqa: S311 - jitter, not security
         raise AssertionError("unreachable")
 
-    async def _run_once(self, make_step: MakeStep, *, setup: bool) -> Any:
+    async def _run_once(self, make_step: MakeStep, *, setup: bool, alone: bool) -> Any:
         async with self._connection() as conn:
             if not self.is_setup and not setup:
                 async with conn.transaction():
                     await adrive(self._setup_step(0.0), _executor(conn))
+            if alone and conn.autocommit and not self.pipeline:  # each statement commits itself
+                return await adrive(make_step(now()), _executor(conn))
             async with conn.transaction():
                 if self.pipeline:
                     async with conn.pipeline() as pipe:
                         return await adrive(make_step(now()), _executor(conn, pipe))
                 return await adrive(make_step(now()), _executor(conn))
 
-    async def _atransact(self, make_step: MakeStep) -> Any:
+    async def _atransact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
         """Run a batch; the batches of concurrent calls made in one tick share one transaction."""
         future: asyncio.Future[Any] = self.loop.create_future()
-        self._queued.append((make_step, future))
+        self._queued.append((make_step, alone, future))
         if self._drainer is None or self._drainer.done():
             self._drainer = self.loop.create_task(self._drain())
         return await future
@@ -183,31 +185,32 @@ class AsyncPostgresStore(SqlStore):
     async def _drain(self) -> None:
         while self._queued:
             group, self._queued = self._queued[:_GROUP], self._queued[_GROUP:]
-            group = [(make, future) for make, future in group if not future.done()]  # cancelled callers
+            group = [entry for entry in group if not entry[2].done()]  # cancelled callers
             if len(group) > 1 and await self._run_shared(group):
                 continue
-            for make, future in group:
+            for make, alone, future in group:
                 try:
-                    _settle(future, await self._run(make))
+                    _settle(future, await self._run(make, alone=alone))
                 except Exception as exc:  # noqa: BLE001 - handed to its caller
                     _settle(future, error=exc)
 
-    async def _run_shared(self, group: list[tuple[MakeStep, asyncio.Future[Any]]]) -> bool:
+    async def _run_shared(self, group: list[tuple[MakeStep, bool, asyncio.Future[Any]]]) -> bool:
         """Run the group's batches in one transaction; ``False``: run each alone, so only a faulty one fails."""
         started: list[int] = []
         try:
-            results = await self._run(functools.partial(_each, [make for make, _ in group], started))
+            results = await self._run(functools.partial(_each, [make for make, _, _ in group], started))
         except Exception as exc:  # noqa: BLE001 - handed to every caller, or each batch re-run alone
             if started:
                 return False
-            for _, future in group:  # no batch ran (no connection, failed setup): each alone would fail so
+            for _, _, future in group:  # no batch ran (no connection, failed setup): each alone would fail so
                 _settle(future, error=exc)
             return True
-        for (_, future), result in zip(group, results, strict=True):
+        for (_, _, future), result in zip(group, results, strict=True):
             _settle(future, result)
         return True
 
-    def _transact(self, make_step: MakeStep) -> Any:
+    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
+        """Run a batch from another thread: on the store's loop, with the batches of concurrent calls."""
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
@@ -217,7 +220,7 @@ class AsyncPostgresStore(SqlStore):
                 "Synchronous calls to AsyncPostgresStore detected in the main event loop; "
                 "use the async methods (aget, aput, asearch, abatch) here"
             )
-        return asyncio.run_coroutine_threadsafe(self._run(make_step), self.loop).result()
+        return asyncio.run_coroutine_threadsafe(self._atransact(make_step, alone=alone), self.loop).result()
 
     async def sweep_ttl(self) -> int:  # type: ignore[override]  # async, as LangGraph's async stores
         """Delete the expired items now; returns how many."""

@@ -197,11 +197,26 @@ class SqliteStore(SqlStore):
             return []
         return self.conn.execute(sql.text, sql.params).fetchall()
 
-    def _transact(self, make_step: MakeStep) -> Any:
+    def _execute_alone(self, sql: Sql) -> Rows:
+        """One statement in its own transaction (several parameter sets: one transaction for all)."""
+        if not sql.many or len(sql.params) < 2:  # noqa: PLR2004 - one run of the statement
+            return self._execute(sql)
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.executemany(sql.text, sql.params)
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+        return []
+
+    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
         with self.lock:
             self._setup()
             if self.conn.in_transaction:
                 self.conn.commit()
+            if alone:  # no write lock taken for reads; a write statement locks only while it runs
+                return drive(make_step(now()), self._execute_alone)
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 result = drive(make_step(now()), self._execute)

@@ -1,0 +1,77 @@
+"""The SQL stores' short paths: one-operation batches without a transaction, TTL refreshes only where needed."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from _pg import private_schema
+
+from plait.store.postgres import PostgresStore
+from plait.store.sqlite import SqliteStore
+
+
+@contextmanager
+def _store(kind: str, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
+    """A store and a function reading one item's ``expires_at`` from its table."""
+    if kind == "sqlite":
+        with SqliteStore.from_conn_string(tmp_path / "s.db") as store:
+            store.setup()
+            yield (
+                store,
+                lambda key: store.conn.execute(
+                    "SELECT expires_at FROM plait_store WHERE key = ?", (key,)
+                ).fetchone()[0],
+            )
+        return
+    with private_schema() as dsn, PostgresStore.from_conn_string(dsn) as pg:
+        pg.setup()
+
+        def expires(key: str) -> Any:
+            with pg._cursor() as cur:
+                cur.execute("SELECT expires_at FROM plait_store WHERE key = %s", (key,))
+                return cur.fetchone()["expires_at"]
+
+        yield pg, expires
+
+
+def _tick() -> None:
+    """Wait until the clock has moved (the stores' timestamps come from it)."""
+    start = time.time()
+    while time.time() == start:
+        pass
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_search_restarts_the_ttl_of_the_hits_that_have_one(kind: str, tmp_path: Path) -> None:
+    with _store(kind, tmp_path) as (store, expires):
+        store.put(("t",), "timed", {"v": 1}, ttl=10)
+        store.put(("t",), "plain", {"v": 2})
+        first = expires("timed")
+        _tick()
+        assert {h.key for h in store.search(("t",), refresh_ttl=False)} == {"timed", "plain"}
+        assert expires("timed") == first
+        assert {h.key for h in store.search(("t",), filter={"v": 1})} == {"timed"}
+        second = expires("timed")
+        assert second > first
+        _tick()
+        assert {h.key for h in store.search(("t",))} == {"timed", "plain"}
+        assert expires("timed") > second
+        assert expires("plain") is None
+
+
+def test_postgres_store_on_a_connection_without_autocommit_still_commits_each_batch() -> None:
+    with private_schema() as dsn:
+        with psycopg.connect(dsn) as conn:  # autocommit off: the store opens transactions itself
+            store = PostgresStore(conn)
+            store.setup()
+            store.put(("a",), "k", {"v": 1})
+            assert store.get(("a",), "k") is not None
+            assert store.list_namespaces() == [("a",)]
+            with psycopg.connect(dsn, autocommit=True) as other:
+                assert other.execute("SELECT count(*) FROM plait_store").fetchone() == (1,)
