@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 
+from plait.server._data import threads
 from plait.server._state import ServerState
 from plait.server._threads import delete_thread
 
@@ -27,18 +28,13 @@ _log = logging.getLogger("plait.server")
 async def _one(state: ServerState, thread_id: str, strategy: str | None, now: float) -> bool:
     """Claim one expired thread (for :data:`RETRY` seconds) and delete or prune it; False: not ours."""
     lease = time.time() + RETRY
-    claimed = await state.db.run(
-        "UPDATE plait_server_threads SET expires_at = ? WHERE thread_id = ? AND expires_at IS NOT NULL AND expires_at <= ?",
-        (lease, thread_id, now),
-    )
-    if not claimed:  # another worker took it, or its ttl was set again meanwhile
+    if not await threads.claim_expired(
+        state.db, thread_id, now, lease
+    ):  # another worker took it, or its ttl was set again meanwhile
         return False
     if strategy == "keep_latest":  # safe beside a run writing the thread
         await state.saver.aprune(thread_id, keep_last=1)
-        await state.db.run(  # pruned once: the thread stays, without a ttl (unless set again meanwhile)
-            "UPDATE plait_server_threads SET expires_at = NULL, ttl_strategy = NULL WHERE thread_id = ? AND expires_at = ?",
-            (thread_id, lease),
-        )
+        await threads.forget_ttl(state.db, thread_id, lease)  # pruned once: the thread stays, without a ttl
     else:
         await delete_thread(state, thread_id)
     return True
@@ -47,11 +43,7 @@ async def _one(state: ServerState, thread_id: str, strategy: str | None, now: fl
 async def _threads(state: ServerState, now: float, limit: int) -> tuple[int, int]:
     """One batch of expired threads: ``(found, acted on)``. A thread that fails is logged and left to
     its lease (tried again after :data:`RETRY` seconds); the others go on."""
-    rows = await state.db.fetch(
-        "SELECT thread_id, ttl_strategy FROM plait_server_threads WHERE expires_at IS NOT NULL AND expires_at <= ? "
-        "ORDER BY expires_at LIMIT ?",
-        (now, limit),
-    )
+    rows = await threads.expired(state.db, now, limit)
     done = 0
     for row in rows:
         try:

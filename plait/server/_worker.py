@@ -22,39 +22,15 @@ import time
 from typing import Any
 
 from plait.server._crons import fire_due
+from plait.server._data import runs
 from plait.server._execute import execute_run
 from plait.server._state import ServerState
 from plait.server._sweep import sweep
 from plait.server._ttl import sweep_seconds
-from plait.server._wire import loads, now_iso
 
 __all__ = ["Worker"]
 
 _log = logging.getLogger("plait.server")
-
-# a pending run's lease_until is when it may start (after_seconds), or NULL; runs of a thread go in order
-_CLAIMABLE = """r.status = 'pending' AND (r.lease_until IS NULL OR r.lease_until <= ?) AND NOT EXISTS (
-  SELECT 1 FROM plait_server_runs o WHERE o.thread_id = r.thread_id
-  AND (o.status = 'running' OR (o.status = 'pending' AND o.run_id < r.run_id)))"""
-
-_CLAIM = f"""SELECT r.*, a.doc AS assistant_doc FROM plait_server_runs r
-LEFT JOIN plait_server_assistants a ON a.assistant_id = r.assistant_id
-WHERE {_CLAIMABLE} ORDER BY r.run_id LIMIT ?"""
-
-# PostgreSQL: pick, mark running, mark the threads busy and read the assistants in one statement. Rows
-# are locked threads before runs everywhere else (create, finish, delete): the claim, which takes runs
-# first, never waits for a thread (SKIP LOCKED; a run whose thread is busy now is claimed next time)
-_PG_CLAIM = f"""WITH c AS (SELECT r.run_id, r.thread_id FROM plait_server_runs r
-  WHERE {_CLAIMABLE} ORDER BY r.run_id LIMIT ? FOR UPDATE OF r SKIP LOCKED),
-tl AS (SELECT t.thread_id FROM plait_server_threads t WHERE t.thread_id IN (SELECT thread_id FROM c)
-  FOR UPDATE OF t SKIP LOCKED),
-ok AS (SELECT c.run_id, c.thread_id FROM c WHERE c.thread_id IN (SELECT thread_id FROM tl)
-  OR NOT EXISTS (SELECT 1 FROM plait_server_threads x WHERE x.thread_id = c.thread_id)),
-u AS (UPDATE plait_server_runs r SET status = 'running', worker = ?, lease_until = ?, attempt = r.attempt + 1,
-  updated_at = ? FROM ok WHERE r.run_id = ok.run_id RETURNING r.*),
-t AS (UPDATE plait_server_threads t SET status = 'busy', updated_at = ? FROM ok WHERE t.thread_id = ok.thread_id)
-SELECT u.*, a.doc AS assistant_doc FROM u LEFT JOIN plait_server_assistants a ON a.assistant_id = u.assistant_id
-ORDER BY u.run_id"""
 
 CRON_POLL = 5.0
 """Seconds between two looks for due crons when none is due sooner."""
@@ -83,10 +59,7 @@ class Worker:
     async def start(self) -> None:
         """Start claiming runs (and, on SQLite, requeue runs left running by a previous process)."""
         if self.state.db.dialect == "sqlite":
-            await self.state.db.run(
-                "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL "
-                "WHERE status = 'running'"
-            )
+            await runs.requeue_all_running(self.state.db)
         self._background = [
             asyncio.create_task(self._loop()),
             asyncio.create_task(self._heartbeat()),
@@ -203,31 +176,7 @@ class Worker:
 
     async def _claim(self, limit: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Up to ``limit`` runs marked running by this worker, each with its assistant."""
-        db = self.state.db
-        now, clock = now_iso(), time.time()
-        lease = clock + self.ttl
-        if db.dialect == "postgres":
-            rows = await db.fetch(_PG_CLAIM, (clock, limit, self.state.worker_id, lease, now, now))
-        else:
-            async with db.tx() as tx:
-                rows = await tx.fetch(_CLAIM, (clock, limit))
-                for row in rows:
-                    row["attempt"] = int(row["attempt"]) + 1
-                    await tx.run(
-                        "UPDATE plait_server_runs SET status = 'running', worker = ?, lease_until = ?, "
-                        "attempt = ?, updated_at = ? WHERE run_id = ?",
-                        (self.state.worker_id, lease, row["attempt"], now, row["run_id"]),
-                    )
-                    await tx.run(
-                        "UPDATE plait_server_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
-                        (now, row["thread_id"]),
-                    )
-        claimed: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        for row in rows:
-            found = row.pop("assistant_doc")
-            assistant = loads(found) if found else {"assistant_id": row["assistant_id"], "graph_id": ""}
-            claimed.append((row, assistant))
-        return claimed
+        return await runs.claim(self.state.db, self.state.worker_id, self.ttl, limit)
 
     async def _run(self, row: dict[str, Any], assistant: dict[str, Any]) -> None:
         run_id = row["run_id"]
@@ -252,27 +201,16 @@ class Worker:
     async def _failed(self, row: dict[str, Any], exc: Exception) -> None:
         """A run that could not be executed (its graph is gone, the database failed…): its row and its
         thread say so, and its followers get its end, unless the run had already ended."""
-        state, run_id, now = self.state, row["run_id"], now_iso()
+        state, run_id = self.state, row["run_id"]
         if state.metrics is not None:
             state.metrics.runs.labels("error").inc()
-        await state.db.run(
-            "UPDATE plait_server_runs SET status = 'error', worker = NULL, updated_at = ? WHERE run_id = ?",
-            (now, run_id),
-        )
-        await state.db.run(
-            "UPDATE plait_server_threads SET status = 'error', updated_at = ? WHERE thread_id = ? AND status = 'busy'",
-            (now, row["thread_id"]),
-        )
+        await runs.fail(state.db, run_id, row["thread_id"])
         with contextlib.suppress(Exception):  # the database failing: the row above said so already
             await state.broker.end_unrun(run_id, "error", {"error": type(exc).__name__, "message": str(exc)})
 
     async def _requeue(self, run_id: str) -> None:
         with contextlib.suppress(Exception):
-            await self.state.db.run(
-                "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL "
-                "WHERE run_id = ? AND worker = ?",
-                (run_id, self.state.worker_id),
-            )
+            await runs.requeue(self.state.db, run_id, self.state.worker_id)
             await self.state.db.notify("plait_server_wake", run_id)
 
     async def _heartbeat(self) -> None:
@@ -281,15 +219,8 @@ class Worker:
             await asyncio.sleep(self.ttl / 3)
             try:
                 if self.tasks:
-                    await db.run(
-                        "UPDATE plait_server_runs SET lease_until = ? WHERE worker = ? AND status = 'running'",
-                        (time.time() + self.ttl, self.state.worker_id),
-                    )
-                taken = await db.run(
-                    "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL "
-                    "WHERE status = 'running' AND lease_until < ?",
-                    (time.time(),),
-                )
+                    await runs.renew_leases(db, self.state.worker_id, time.time() + self.ttl)
+                taken = await runs.take_over_expired(db, time.time())
                 if taken:
                     _log.warning("%d run(s) of a vanished worker went back to the queue", taken)
                     await db.notify("plait_server_wake", "")

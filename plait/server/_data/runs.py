@@ -1,0 +1,112 @@
+"""Runs in ``plait_server_runs``: the queue's claims, leases and ends (see :mod:`plait.server._worker`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from plait.server._db import Database, Row
+from plait.server._wire import loads, now_iso
+
+__all__ = ["claim", "fail", "renew_leases", "requeue", "requeue_all_running", "take_over_expired"]
+
+# a pending run's lease_until is when it may start (after_seconds), or NULL; runs of a thread go in order
+_CLAIMABLE = """r.status = 'pending' AND (r.lease_until IS NULL OR r.lease_until <= ?) AND NOT EXISTS (
+  SELECT 1 FROM plait_server_runs o WHERE o.thread_id = r.thread_id
+  AND (o.status = 'running' OR (o.status = 'pending' AND o.run_id < r.run_id)))"""
+
+_CLAIM = f"""SELECT r.*, a.doc AS assistant_doc FROM plait_server_runs r
+LEFT JOIN plait_server_assistants a ON a.assistant_id = r.assistant_id
+WHERE {_CLAIMABLE} ORDER BY r.run_id LIMIT ?"""
+
+# PostgreSQL: pick, mark running, mark the threads busy and read the assistants in one statement. Rows
+# are locked threads before runs everywhere else (create, finish, delete): the claim, which takes runs
+# first, never waits for a thread (SKIP LOCKED; a run whose thread is busy now is claimed next time)
+_PG_CLAIM = f"""WITH c AS (SELECT r.run_id, r.thread_id FROM plait_server_runs r
+  WHERE {_CLAIMABLE} ORDER BY r.run_id LIMIT ? FOR UPDATE OF r SKIP LOCKED),
+tl AS (SELECT t.thread_id FROM plait_server_threads t WHERE t.thread_id IN (SELECT thread_id FROM c)
+  FOR UPDATE OF t SKIP LOCKED),
+ok AS (SELECT c.run_id, c.thread_id FROM c WHERE c.thread_id IN (SELECT thread_id FROM tl)
+  OR NOT EXISTS (SELECT 1 FROM plait_server_threads x WHERE x.thread_id = c.thread_id)),
+u AS (UPDATE plait_server_runs r SET status = 'running', worker = ?, lease_until = ?, attempt = r.attempt + 1,
+  updated_at = ? FROM ok WHERE r.run_id = ok.run_id RETURNING r.*),
+t AS (UPDATE plait_server_threads t SET status = 'busy', updated_at = ? FROM ok WHERE t.thread_id = ok.thread_id)
+SELECT u.*, a.doc AS assistant_doc FROM u LEFT JOIN plait_server_assistants a ON a.assistant_id = u.assistant_id
+ORDER BY u.run_id"""
+
+
+async def requeue_all_running(db: Database) -> None:
+    """Every run marked running goes back to pending (a SQLite server starting: no other process runs them)."""
+    await db.run(
+        "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL WHERE status = 'running'"
+    )
+
+
+async def claim(
+    db: Database, worker: str, lease_seconds: float, limit: int
+) -> list[tuple[Row, dict[str, Any]]]:
+    """Up to ``limit`` runs marked running by ``worker`` (their threads busy), each with its assistant's
+    document (``{"assistant_id", "graph_id": ""}`` when the assistant is gone)."""
+    now, clock = now_iso(), time.time()
+    lease = clock + lease_seconds
+    if db.dialect == "postgres":
+        rows = await db.fetch(_PG_CLAIM, (clock, limit, worker, lease, now, now))
+    else:
+        async with db.tx() as tx:
+            rows = await tx.fetch(_CLAIM, (clock, limit))
+            for row in rows:
+                row["attempt"] = int(row["attempt"]) + 1
+                await tx.run(
+                    "UPDATE plait_server_runs SET status = 'running', worker = ?, lease_until = ?, "
+                    "attempt = ?, updated_at = ? WHERE run_id = ?",
+                    (worker, lease, row["attempt"], now, row["run_id"]),
+                )
+                await tx.run(
+                    "UPDATE plait_server_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
+                    (now, row["thread_id"]),
+                )
+    claimed: list[tuple[Row, dict[str, Any]]] = []
+    for row in rows:
+        found = row.pop("assistant_doc")
+        assistant = loads(found) if found else {"assistant_id": row["assistant_id"], "graph_id": ""}
+        claimed.append((row, assistant))
+    return claimed
+
+
+async def fail(db: Database, run_id: str, thread_id: str | None) -> None:
+    """A run that could not be executed: it and its thread (if still busy) are marked ``error``."""
+    now = now_iso()
+    await db.run(
+        "UPDATE plait_server_runs SET status = 'error', worker = NULL, updated_at = ? WHERE run_id = ?",
+        (now, run_id),
+    )
+    await db.run(
+        "UPDATE plait_server_threads SET status = 'error', updated_at = ? WHERE thread_id = ? AND status = 'busy'",
+        (now, thread_id),
+    )
+
+
+async def requeue(db: Database, run_id: str, worker: str) -> None:
+    """``worker``'s run goes back to pending (its execution was cut short)."""
+    await db.run(
+        "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL "
+        "WHERE run_id = ? AND worker = ?",
+        (run_id, worker),
+    )
+
+
+async def renew_leases(db: Database, worker: str, until: float) -> None:
+    """The leases of ``worker``'s running runs last until ``until`` (epoch seconds)."""
+    await db.run(
+        "UPDATE plait_server_runs SET lease_until = ? WHERE worker = ? AND status = 'running'",
+        (until, worker),
+    )
+
+
+async def take_over_expired(db: Database, now: float) -> int:
+    """Runs whose lease ran out before ``now`` (their worker vanished) go back to pending: how many."""
+    return await db.run(
+        "UPDATE plait_server_runs SET status = 'pending', worker = NULL, lease_until = NULL "
+        "WHERE status = 'running' AND lease_until < ?",
+        (now,),
+    )
