@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -28,6 +29,7 @@ from plait.server import (
 )
 from plait.server._api import Api
 from plait.server._auth import Authenticate, load_auth
+from plait.server._auth_config import secure_document
 from plait.server._config import Settings, load_http_app
 from plait.server._custom import UserRoutes
 from plait.server._guard import Guard
@@ -84,6 +86,8 @@ def create_app(settings: Settings) -> Starlette:
     and runs the lifespan of the config's ``http.app``, whose routes come before the API's)."""
     user_app = load_http_app(settings.http_app, settings.config_path) if settings.http_app else None
     metrics = _metrics.Metrics()
+    # the auth's security schemes in /openapi.json, as LangGraph's server lists them
+    finish = partial(secure_document, settings.auth["openapi"]) if settings.auth.get("openapi") else None
     user_routes = UserRoutes(user_app) if user_app is not None else None
     auth = (
         load_auth(settings.auth, settings.config_path, settings.auth["custom_routes"])
@@ -112,7 +116,7 @@ def create_app(settings: Settings) -> Starlette:
     routes: list[Any] = [
         *([user_routes] if user_routes is not None else []),
         *_system.routes(),
-        *_openapi.docs_api(_documented()).routes(),
+        *_openapi.docs_api(_documented(), finish).routes(),
         *_assistants.routes,
         *_threads.routes,
         *_thread_state.routes,

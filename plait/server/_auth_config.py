@@ -17,7 +17,7 @@ from typing import Any
 
 from plait.server._wire import as_dict
 
-__all__ = ["AUTH_KEYS", "OPENAPI_KEYS", "auth_config", "auth_section"]
+__all__ = ["AUTH_KEYS", "OPENAPI_KEYS", "auth_config", "auth_section", "secure_document"]
 
 AUTH_KEYS = frozenset({"path", "disable_studio_auth", "openapi", "allow_langsmith_api_keys", "cache"})
 """The keys of LangGraph's ``auth`` section."""
@@ -76,3 +76,21 @@ def auth_config(path: str | Path) -> dict[str, Any]:
     """The ``auth`` section of the config file ``path``, once ``load_config`` accepted the file."""
     data = as_dict(json.loads(Path(path).read_text()))
     return auth_section(data.get("auth"), as_dict(data.get("http")))
+
+
+def secure_document(openapi: dict[str, Any], doc: dict[str, Any]) -> None:
+    """Put ``auth.openapi``'s security into the OpenAPI document ``doc``, as LangGraph's server does:
+    its ``securitySchemes`` (or ``security_schemes``) as the components' schemes, its ``security`` as
+    the document's, and each of its ``paths`` entries (``{path: {METHOD: security}}``) on that
+    operation when the document has it."""
+    schemes = openapi.get("securitySchemes", openapi.get("security_schemes"))
+    if schemes is not None:
+        doc.setdefault("components", {})["securitySchemes"] = schemes
+    if "security" in openapi:
+        doc["security"] = openapi["security"]
+    paths = as_dict(doc.get("paths"))
+    for path, methods in as_dict(openapi.get("paths")).items():
+        for method, security in as_dict(methods).items():
+            operation = as_dict(paths.get(path)).get(str(method).lower())
+            if isinstance(operation, dict):
+                as_dict(operation)["security"] = security

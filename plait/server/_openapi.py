@@ -8,7 +8,7 @@ summary, path and query parameters, request body and responses; the models' JSON
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
 
@@ -166,14 +166,17 @@ def document(apis: Sequence[Api]) -> dict[str, Any]:
     }
 
 
-def docs_api(apis: Sequence[Api]) -> Api:
-    """``GET /openapi.json`` and ``GET /docs`` for ``apis`` (and themselves)."""
+def docs_api(apis: Sequence[Api], finish: Callable[[dict[str, Any]], None] | None = None) -> Api:
+    """``GET /openapi.json`` and ``GET /docs`` for ``apis`` (and themselves); ``finish`` completes
+    the document (the config's auth adds its security schemes)."""
     api = Api("System")
     built: dict[str, bytes] = {}
 
     def raw() -> dict[str, bytes]:
         if not built:
             doc = document([*apis, api])
+            if finish is not None:
+                finish(doc)
             built["json"], built["html"] = dumps(doc), render_page(doc).encode()
         return built
 
