@@ -12,11 +12,10 @@ import orjson
 
 from plait.pregel._control import CONFIG_KEY_STRICT_RESUME
 from plait.server._auth import AuthUser
-from plait.server._db import Database, Tx
+from plait.server._data import runs
 from plait.server._messages import MessagesMode, debug_payload
 from plait.server._snapshot import interrupts_by_task, output_interrupts, thread_status
 from plait.server._state import ServerState
-from plait.server._stream import insert_events
 from plait.server._webhook import payload
 from plait.server._wire import as_dict, as_list, command_of, dumps, loads, now_iso
 
@@ -310,49 +309,30 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
     (A thread created again under that id before the run ended keeps that work; one created in
     the instant between this commit and that deletion loses what was written to it then.)
 
-    Whether a pending run waits on the thread; on PostgreSQL the other workers are then woken
-    (``NOTIFY plait_server_wake``, in the same commit). The thread's row is locked first, so a
-    run queued on it meanwhile is either seen here or sees this run ended (no lost wake-up).
+    Whether a pending run waits on the thread (see :func:`plait.server._data.runs.finish`).
     """
-    now = now_iso()
     run_id, thread_id = doc["run_id"], doc["thread_id"]
-    writes: list[tuple[str, list[Any]]] = [
-        ("DELETE FROM plait_server_runs WHERE run_id = ?", [run_id])
-        if delete
-        else (
-            "UPDATE plait_server_runs SET status = ?, updated_at = ?, worker = NULL WHERE run_id = ?",
-            [status, now, run_id],
-        )
-    ]
     events = state.broker.end(run_id, end)
-    if not thread and state.db.dialect == "postgres":  # a stateless run: one statement
-        return await _pg_finish(state, state.db, run_id, thread_id, events, writes)
-    gone = False
-    async with state.db.tx() as tx:
-        if thread:
-            lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
-            rows = await tx.fetch(
-                "SELECT doc FROM plait_server_threads WHERE thread_id = ?" + lock, (thread_id,)
-            )
-            gone = not rows
-            if rows:
-                tdoc = loads(rows[0]["doc"])
-                tdoc.update(interrupts=thread["interrupts"], error=thread["error"])
-                tdoc["state_updated_at"] = now
-                vals = None if thread["values"] is None else values_json.decode()
-                writes.append(
-                    (
-                        "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ?, vals = ? "
-                        "WHERE thread_id = ?",
-                        [thread["status"], now, dumps(tdoc).decode(), vals, thread_id],
-                    )
-                )
-        if state.db.dialect == "postgres":
-            waiting = await _pg_finish(state, tx, run_id, thread_id, events, writes)
-        else:
-            for sql, params in writes:
-                await tx.run(sql, params)
-            waiting = bool(await tx.fetch(_WAITING, (thread_id,)))
+    ending = (
+        runs.ThreadEnd(
+            thread["status"],
+            thread["interrupts"],
+            thread["error"],
+            None if thread["values"] is None else values_json.decode(),
+        )
+        if thread
+        else None
+    )
+    waiting, gone = await runs.finish(
+        state.db,
+        run_id,
+        thread_id,
+        status,
+        delete=delete,
+        thread=ending,
+        events=events,
+        worker=state.worker_id,
+    )
     if gone:  # deleted while the run ran: what the run saved as it stopped came after its checkpoints went
         try:
             await state.saver.adelete_thread(thread_id)
@@ -361,29 +341,3 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
                 "thread %s was deleted while a run ran; deleting its checkpoints again failed", thread_id
             )
     return waiting
-
-
-_WAITING = "SELECT 1 FROM plait_server_runs WHERE thread_id = ? AND status = 'pending' LIMIT 1"
-
-
-async def _pg_finish(  # noqa: PLR0913
-    state: ServerState,
-    db: Database | Tx,
-    run_id: str,
-    thread_id: str,
-    events: list[tuple[int, str, bytes]],
-    writes: list[tuple[str, list[Any]]],
-) -> bool:
-    """A run's end on PostgreSQL: its events, its writes and the notifications in one statement."""
-    parts: list[str] = []
-    params: list[Any] = []
-    for n, (sql, args) in enumerate([insert_events(run_id, events), *writes]):
-        parts.append(f"w{n} AS ({sql})")
-        params += args
-    found = await db.fetch(
-        f"WITH {', '.join(parts)}, p AS (SELECT EXISTS ({_WAITING}) AS waiting) "
-        "SELECT p.waiting, pg_notify('plait_server_event', ?) AS e, "
-        "CASE WHEN p.waiting THEN pg_notify('plait_server_wake', ?) END AS w FROM p",
-        [*params, thread_id, run_id, state.worker_id],
-    )
-    return bool(found[0]["waiting"])

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from plait.server._db import Database, Row
-from plait.server._wire import loads, now_iso
+from plait.server._db import Database, Row, Tx
+from plait.server._stream import insert_events
+from plait.server._wire import dumps, loads, now_iso
 
-__all__ = ["claim", "fail", "renew_leases", "requeue", "requeue_all_running", "take_over_expired"]
+__all__ = [
+    "ThreadEnd",
+    "claim",
+    "fail",
+    "finish",
+    "renew_leases",
+    "requeue",
+    "requeue_all_running",
+    "take_over_expired",
+]
 
 # a pending run's lease_until is when it may start (after_seconds), or NULL; runs of a thread go in order
 _CLAIMABLE = """r.status = 'pending' AND (r.lease_until IS NULL OR r.lease_until <= ?) AND NOT EXISTS (
@@ -110,3 +121,97 @@ async def take_over_expired(db: Database, now: float) -> int:
         "WHERE status = 'running' AND lease_until < ?",
         (now,),
     )
+
+
+@dataclass(frozen=True)
+class ThreadEnd:
+    """What a run's end leaves on its thread."""
+
+    status: str
+    interrupts: Any
+    error: Any
+    values: str | None
+    """The thread's values as JSON text (``None``: none)."""
+
+
+_WAITING = "SELECT 1 FROM plait_server_runs WHERE thread_id = ? AND status = 'pending' LIMIT 1"
+
+
+async def finish(  # noqa: PLR0913 - the parts of a run's end
+    db: Database,
+    run_id: str,
+    thread_id: str | None,
+    status: str,
+    *,
+    delete: bool,
+    thread: ThreadEnd | None,
+    events: list[tuple[int, str, bytes]],
+    worker: str,
+) -> tuple[bool, bool]:
+    """Store a run's end at once: its status (or, with ``delete``, no row), its last ``events``
+    (PostgreSQL; SQLite's broker wrote them) and its thread's status, values, interrupts and error.
+
+    Returns ``(waiting, gone)``: whether a pending run waits on the thread (on PostgreSQL the other
+    workers are then woken by ``NOTIFY plait_server_wake``, in the same commit; ``worker`` is the
+    payload), and whether the thread was deleted while the run ran. The thread's row is locked first,
+    so a run queued on it meanwhile is either seen here or sees this run ended (no lost wake-up).
+    """
+    now = now_iso()
+    writes: list[tuple[str, list[Any]]] = [
+        ("DELETE FROM plait_server_runs WHERE run_id = ?", [run_id])
+        if delete
+        else (
+            "UPDATE plait_server_runs SET status = ?, updated_at = ?, worker = NULL WHERE run_id = ?",
+            [status, now, run_id],
+        )
+    ]
+    if thread is None and db.dialect == "postgres":  # a stateless run: one statement
+        return await _pg_finish(db, run_id, thread_id, events, writes, worker), False
+    gone = False
+    async with db.tx() as tx:
+        if thread is not None:
+            lock = " FOR UPDATE" if db.dialect == "postgres" else ""
+            rows = await tx.fetch(
+                "SELECT doc FROM plait_server_threads WHERE thread_id = ?" + lock, (thread_id,)
+            )
+            gone = not rows
+            if rows:
+                tdoc = loads(rows[0]["doc"])
+                tdoc.update(interrupts=thread.interrupts, error=thread.error)
+                tdoc["state_updated_at"] = now
+                writes.append(
+                    (
+                        "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ?, vals = ? WHERE thread_id = ?",
+                        [thread.status, now, dumps(tdoc).decode(), thread.values, thread_id],
+                    )
+                )
+        if db.dialect == "postgres":
+            waiting = await _pg_finish(tx, run_id, thread_id, events, writes, worker)
+        else:
+            for sql, params in writes:
+                await tx.run(sql, params)
+            waiting = bool(await tx.fetch(_WAITING, (thread_id,)))
+    return waiting, gone
+
+
+async def _pg_finish(  # noqa: PLR0913
+    db: Database | Tx,
+    run_id: str,
+    thread_id: str | None,
+    events: list[tuple[int, str, bytes]],
+    writes: list[tuple[str, list[Any]]],
+    worker: str,
+) -> bool:
+    """A run's end on PostgreSQL: its events, its writes and the notifications in one statement."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for n, (sql, args) in enumerate([insert_events(run_id, events), *writes]):
+        parts.append(f"w{n} AS ({sql})")
+        params += args
+    found = await db.fetch(
+        f"WITH {', '.join(parts)}, p AS (SELECT EXISTS ({_WAITING}) AS waiting) "
+        "SELECT p.waiting, pg_notify('plait_server_event', ?) AS e, "
+        "CASE WHEN p.waiting THEN pg_notify('plait_server_wake', ?) END AS w FROM p",
+        [*params, thread_id, run_id, worker],
+    )
+    return bool(found[0]["waiting"])
