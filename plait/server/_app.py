@@ -72,6 +72,7 @@ def _documented() -> list[Api]:
     """The declared endpoints ``/openapi.json`` and ``/docs`` list, by resource."""
     return [
         _system,
+        _assistants.api,
         _threads.api,
         _thread_state.api,
         _thread_stream.api,

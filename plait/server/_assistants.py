@@ -7,19 +7,33 @@ from typing import Any, cast
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
+from plait.server._api import Api
+from plait.server._assistant_models import (
+    Assistant,
+    AssistantCountRequest,
+    AssistantCreate,
+    AssistantGraphQuery,
+    AssistantPatch,
+    AssistantSearchRequest,
+    AssistantSubgraphsQuery,
+    AssistantVersionChange,
+    AssistantVersionsSearchRequest,
+    xray_depth,
+)
 from plait.server._auth import authorize
 from plait.server._auth_filter import permits
 from plait.server._db import Database, Tx
-from plait.server._http import body, json_response, opt, page_response, query_bool
+from plait.server._http import json_response, page_response
 from plait.server._schemas import graph_schemas
 from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso
 
-__all__ = ["assistant_id_for", "ensure_defaults", "get_assistant", "routes"]
+__all__ = ["api", "assistant_id_for", "ensure_defaults", "get_assistant", "routes"]
 
 _NAMESPACE_GRAPH = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+
+api = Api("Assistants", "An assistant is a graph with its own config, context and metadata, versioned.")
 
 
 def assistant_id_for(value: str, state: ServerState) -> str:
@@ -119,13 +133,13 @@ async def _found(
     return doc
 
 
-def _config_context(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _config_context(data: AssistantPatch | AssistantCreate) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The body's config and context kept in step like LangGraph's: each mirrors the other.
 
     ``config.configurable`` and ``context`` together are a 400; either one alone sets both.
     """
-    config = dict(as_dict(opt(data, "config", dict)))
-    context: dict[str, Any] | None = opt(data, "context", dict)
+    config = dict(data.config or {})
+    context = data.context
     if config.get("configurable") and context:
         raise ApiError(400, "Cannot specify both configurable and context. Prefer setting context alone.")
     if config.get("configurable"):
@@ -135,32 +149,27 @@ def _config_context(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     return config, context
 
 
-def _checked_config(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    config, context = _config_context(data)
-    metadata = as_dict(opt(data, "metadata", dict))
-    return config, context or {}, metadata
-
-
-async def create(request: Request) -> Response:
-    """``POST /assistants``."""
+@api.post("/assistants", "Create Assistant", body=AssistantCreate, response=Assistant)
+async def create(request: Request, body: AssistantCreate) -> Response:
+    """A new assistant of a configured graph (``if_exists``: when its id is taken)."""
     state = state_of(request)
-    data = await body(request)
-    graph_id = opt(data, "graph_id", str)
+    graph_id = body.graph_id
     if graph_id not in state.graphs:
         raise ApiError(
             404 if graph_id else 422,
             f"graph_id must name a configured graph {sorted(state.graphs)}, got {graph_id!r}",
         )
-    config, context, metadata = _checked_config(data)
-    assistant_id = check_uuid(opt(data, "assistant_id", str) or str(uuid.uuid4()), "assistant ID")
+    config, context = _config_context(body)
+    context, metadata = context or {}, body.metadata or {}
+    assistant_id = body.assistant_id or str(uuid.uuid4())
     value = {
         "assistant_id": assistant_id,
         "graph_id": graph_id,
         "config": config,
         "context": context,
         "metadata": metadata,
-        "if_exists": data.get("if_exists") or "raise",
-        "name": opt(data, "name", str) or "Untitled",
+        "if_exists": body.if_exists or "raise",
+        "name": body.name or "Untitled",
     }
     filters = await authorize(request, "assistants", "create", value)
     metadata = as_dict(value.get("metadata"))
@@ -168,48 +177,43 @@ async def create(request: Request) -> Response:
     if existing is not None and not permits(filters, existing.get("metadata")):  # another user's
         raise ApiError(409, f"Assistant {assistant_id} already exists")
     if existing is not None:
-        if data.get("if_exists") == "do_nothing":
+        if body.if_exists == "do_nothing":
             return json_response(existing)
         raise ApiError(409, f"Assistant {assistant_id} already exists")
-    name = opt(data, "name", str) or "Untitled"
-    doc = _doc(
-        assistant_id, graph_id, config, context, metadata, name, opt(data, "description", str), now_iso()
-    )
+    name = body.name or "Untitled"
+    doc = _doc(assistant_id, graph_id, config, context, metadata, name, body.description, now_iso())
     await _write(state.db, doc, insert=True)
     return json_response(doc)
 
 
+@api.get("/assistants/{assistant_id}", "Get Assistant", response=Assistant)
 async def get(request: Request) -> Response:
-    """``GET /assistants/{assistant_id}``."""
+    """The assistant (by its id, or a graph's id for the graph's default assistant)."""
     return json_response(await _found(request))
 
 
-async def patch(request: Request) -> Response:
-    """``PATCH /assistants/{assistant_id}``: a new version with the given fields replaced."""
+@api.patch("/assistants/{assistant_id}", "Patch Assistant", body=AssistantPatch, response=Assistant)
+async def patch(request: Request, body: AssistantPatch) -> Response:
+    """A new version of the assistant with the given fields replaced (metadata merged in)."""
     state = state_of(request)
-    data = await body(request)
-    value = {k: data.get(k) for k in ("graph_id", "config", "context", "name", "version")}
-    value["metadata"] = dict(as_dict(opt(data, "metadata", dict)))
+    value: dict[str, Any] = {"graph_id": body.graph_id, "config": body.config, "context": body.context}
+    value.update(name=body.name, version=None, metadata=dict(body.metadata or {}))
     doc = await _found(request, "update", value)
-    if as_dict(value.get("metadata")):  # (as the auth's handler left it)
-        data["metadata"] = as_dict(value["metadata"])
-    graph_id = opt(data, "graph_id", str)
+    # (the metadata as the auth's handler left it)
+    metadata = as_dict(value.get("metadata")) or (None if body.metadata is None else body.metadata)
+    graph_id = body.graph_id
     if graph_id is not None and graph_id not in state.graphs:
         raise ApiError(404, f"graph_id must name a configured graph {sorted(state.graphs)}, got {graph_id!r}")
-    config, context = _config_context(data)
+    config, context = _config_context(body)
     if config:
         doc["config"] = config
     if context is not None:
         doc["context"] = context
-    for key, kind in (
-        ("name", str),
-        ("description", str),
-        ("graph_id", str),
-    ):
-        if data.get(key) is not None:
-            doc[key] = opt(data, key, kind)
-    if data.get("metadata") is not None:
-        doc["metadata"] = {**doc["metadata"], **opt(data, "metadata", dict)}
+    for key, given in (("name", body.name), ("description", body.description), ("graph_id", graph_id)):
+        if given is not None:
+            doc[key] = given
+    if metadata is not None:
+        doc["metadata"] = {**doc["metadata"], **metadata}
     rows = await state.db.fetch(
         "SELECT MAX(version) AS v FROM plait_server_assistant_versions WHERE assistant_id = ?",
         (doc["assistant_id"],),
@@ -220,8 +224,9 @@ async def patch(request: Request) -> Response:
     return json_response(doc)
 
 
+@api.delete("/assistants/{assistant_id}", "Delete Assistant", status=204)
 async def delete(request: Request) -> Response:
-    """``DELETE /assistants/{assistant_id}``: with its versions and its crons."""
+    """Delete the assistant, its versions and its crons."""
     state = state_of(request)
     doc = await _found(request, "delete")
     async with state.db.tx() as tx:
@@ -230,12 +235,12 @@ async def delete(request: Request) -> Response:
     return Response(status_code=204)
 
 
-async def _matching(request: Request, data: dict[str, Any]) -> list[dict[str, Any]]:
+async def _matching(request: Request, data: AssistantCountRequest) -> list[dict[str, Any]]:
     state = state_of(request)
-    metadata = as_dict(opt(data, "metadata", dict))
-    graph_id, name = opt(data, "graph_id", str), opt(data, "name", str)
-    value = {"graph_id": graph_id, "metadata": metadata, "limit": data.get("limit") or 10}
-    value["offset"] = data.get("offset") or 0
+    metadata = data.metadata or {}
+    graph_id, name = data.graph_id, data.name
+    limit, offset = (data.limit, data.offset) if isinstance(data, AssistantSearchRequest) else (10, 0)
+    value = {"graph_id": graph_id, "metadata": metadata, "limit": limit, "offset": offset}
     filters = await authorize(request, "assistants", "search", value)
     metadata = as_dict(value.get("metadata"))
     rows = await state.db.fetch("SELECT doc FROM plait_server_assistants ORDER BY created_at DESC")
@@ -250,45 +255,36 @@ async def _matching(request: Request, data: dict[str, Any]) -> list[dict[str, An
     ]
 
 
-async def search(request: Request) -> Response:
-    """``POST /assistants/search``."""
-    data = await body(request)
-    docs = await _matching(request, data)
-    sort_by = opt(data, "sort_by", str) or "created_at"
-    if sort_by not in ("assistant_id", "graph_id", "name", "created_at", "updated_at"):
-        raise ApiError(
-            422, f"sort_by must be assistant_id, graph_id, name, created_at or updated_at, got {sort_by!r}"
-        )
-    docs.sort(key=lambda d: d[sort_by], reverse=(opt(data, "sort_order", str) or "desc") == "desc")
-    limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
-    return page_response(docs, offset, limit, opt(data, "select", list))
+@api.post("/assistants/search", "Search Assistants", body=AssistantSearchRequest, response=list[Assistant])
+async def search(request: Request, body: AssistantSearchRequest) -> Response:
+    """Assistants by graph, name and metadata; sorted and paged (``X-Pagination-Total``)."""
+    docs = await _matching(request, body)
+    sort_by = body.sort_by or "created_at"
+    docs.sort(key=lambda d: d[sort_by], reverse=(body.sort_order or "desc") == "desc")
+    return page_response(docs, body.offset, body.limit, body.select)
 
 
-async def count(request: Request) -> Response:
-    """``POST /assistants/count``."""
-    return json_response(len(await _matching(request, await body(request))))
+@api.post("/assistants/count", "Count Assistants", body=AssistantCountRequest, response=int)
+async def count(request: Request, body: AssistantCountRequest) -> Response:
+    """How many assistants the filters select."""
+    return json_response(len(await _matching(request, body)))
 
 
-def _xray(raw: str | None) -> bool | int:
-    """The ``xray`` query parameter: true/false or a depth >= 1 (422 otherwise)."""
-    if not raw or raw in ("false", "False"):
-        return False
-    if raw in ("true", "True"):
-        return True
-    try:
-        depth = int(raw)
-    except ValueError:
-        depth = 0
-    if depth <= 0:
-        raise ApiError(422, "Invalid xray value")
-    return depth
+_GRAPH = {"type": "object", "description": "The graph's drawing: ``nodes`` and ``edges``."}
+_SCHEMAS = {
+    "type": "object",
+    "description": "The graph's input, output, state, config and context JSON schemas.",
+}
 
 
-async def graph(request: Request) -> Response:
-    """``GET /assistants/{assistant_id}/graph``: nodes and edges."""
+@api.get(
+    "/assistants/{assistant_id}/graph", "Get Assistant Graph", query=AssistantGraphQuery, response=_GRAPH
+)
+async def graph(request: Request, query: AssistantGraphQuery) -> Response:
+    """The assistant's graph: nodes and edges (``xray``: subgraphs drawn inside, that deep)."""
     doc = await _found(request)
     compiled: Any = state_of(request).graphs[doc["graph_id"]]  # a CompiledStateGraph
-    drawable = compiled.get_graph(xray=_xray(request.query_params.get("xray")))
+    drawable = compiled.get_graph(xray=xray_depth(query.xray))
     nodes = [
         {"id": n}
         if n == "__end__"
@@ -303,18 +299,31 @@ async def graph(request: Request) -> Response:
     return json_response({"nodes": nodes, "edges": edges})
 
 
+@api.get("/assistants/{assistant_id}/schemas", "Get Assistant Schemas", response=_SCHEMAS)
 async def schemas(request: Request) -> Response:
-    """``GET /assistants/{assistant_id}/schemas``: input, output, state, config and context JSON schemas."""
+    """The graph's input, output, state, config and context JSON schemas."""
     doc = await _found(request)
     compiled = state_of(request).graphs[doc["graph_id"]]
     return json_response({"graph_id": doc["graph_id"], **graph_schemas(compiled, doc["graph_id"])})
 
 
-async def subgraphs(request: Request) -> Response:
-    """``GET /assistants/{assistant_id}/subgraphs[/{namespace}]?recurse=``: each subgraph's schemas by path."""
+@api.get(
+    "/assistants/{assistant_id}/subgraphs",
+    "Get Assistant Subgraphs",
+    query=AssistantSubgraphsQuery,
+    response=_SCHEMAS,
+)
+@api.get(
+    "/assistants/{assistant_id}/subgraphs/{namespace}",
+    "Get Assistant Subgraphs by Namespace",
+    query=AssistantSubgraphsQuery,
+    response=_SCHEMAS,
+)
+async def subgraphs(request: Request, query: AssistantSubgraphsQuery) -> Response:
+    """Each subgraph's schemas, by namespace (of the path's namespace only; ``recurse``: nested too)."""
     doc = await _found(request)
     compiled: Any = state_of(request).graphs[doc["graph_id"]]
-    recurse = query_bool(request, "recurse")
+    recurse = query.recurse
     namespace = request.path_params.get("namespace")
     found = {
         ns: graph_schemas(sub, None)
@@ -323,23 +332,34 @@ async def subgraphs(request: Request) -> Response:
     return json_response(found)
 
 
-async def versions(request: Request) -> Response:
-    """``POST /assistants/{assistant_id}/versions``: every stored version, newest first."""
+@api.post(
+    "/assistants/{assistant_id}/versions",
+    "Get Assistant Versions",
+    body=AssistantVersionsSearchRequest,
+    response=list[Assistant],
+)
+async def versions(request: Request, body: AssistantVersionsSearchRequest) -> Response:
+    """The assistant's stored versions, newest first."""
     doc = await _found(request)
-    data = await body(request)
     rows = await state_of(request).db.fetch(
         "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? ORDER BY version DESC",
         (doc["assistant_id"],),
     )
     found = [{k: v for k, v in loads(r["doc"]).items() if k != "updated_at"} for r in rows]
-    limit, offset = opt(data, "limit", int) or 10, opt(data, "offset", int) or 0
-    return json_response(found[offset : offset + limit])
+    return json_response(found[body.offset : body.offset + body.limit])
 
 
-async def set_latest(request: Request) -> Response:
-    """``POST /assistants/{assistant_id}/latest``: make a stored version the current one."""
+@api.post(
+    "/assistants/{assistant_id}/latest",
+    "Set Latest Assistant Version",
+    body=AssistantVersionChange,
+    body_required=True,
+    response=Assistant,
+)
+async def set_latest(request: Request, body: AssistantVersionChange) -> Response:
+    """Make a stored version the current one."""
     state = state_of(request)
-    version = opt(await body(request, required=True), "version", int)
+    version = body.version
     doc = await _found(request, "update", {"version": version})
     rows = await state.db.fetch(
         "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? AND version = ?",
@@ -353,17 +373,4 @@ async def set_latest(request: Request) -> Response:
     return json_response(chosen)
 
 
-routes = [
-    Route("/assistants", create, methods=["POST"]),
-    Route("/assistants/search", search, methods=["POST"]),
-    Route("/assistants/count", count, methods=["POST"]),
-    Route("/assistants/{assistant_id}", get, methods=["GET"]),
-    Route("/assistants/{assistant_id}", patch, methods=["PATCH"]),
-    Route("/assistants/{assistant_id}", delete, methods=["DELETE"]),
-    Route("/assistants/{assistant_id}/graph", graph, methods=["GET"]),
-    Route("/assistants/{assistant_id}/schemas", schemas, methods=["GET"]),
-    Route("/assistants/{assistant_id}/subgraphs", subgraphs, methods=["GET"]),
-    Route("/assistants/{assistant_id}/subgraphs/{namespace}", subgraphs, methods=["GET"]),
-    Route("/assistants/{assistant_id}/versions", versions, methods=["POST"]),
-    Route("/assistants/{assistant_id}/latest", set_latest, methods=["POST"]),
-]
+routes = api.routes()
