@@ -12,6 +12,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar, cast
 from uuid import UUID, uuid4
+from weakref import ref
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
@@ -45,7 +46,7 @@ class MessageStreamHandler(BaseCallbackHandler):
         subgraphs: bool = True,
     ) -> None:
         self.emit = emit
-        self.owner = owner
+        self._owner = None if owner is None else ref(owner)  # weak: the sink holds this handler
         self.subgraphs = subgraphs
         self._runs: dict[UUID, Meta] = {}
         self._streamed: set[UUID] = set()
@@ -127,7 +128,8 @@ class MessageStreamHandler(BaseCallbackHandler):
         """The event sink of the run whose task makes this model call, when it is not this handler's run."""
         task = running_task()
         sink = None if task is None or task.loop is None else getattr(task.loop, "sink", None)
-        return sink if sink is not None and self.owner is not None and sink is not self.owner else None
+        owner = None if self._owner is None else self._owner()
+        return sink if sink is not None and owner is not None and sink is not owner else None
 
     def _mark(self, message_id: str) -> bool:
         with self._lock:

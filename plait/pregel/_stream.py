@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property, partial
 from typing import Any, cast
+from weakref import WeakMethod
 
 from langchain_core.messages import BaseMessage
 
@@ -46,6 +47,19 @@ class _Recast(tuple[str, ...]):
     show without task ids, as its checkpoint namespace names them."""
 
     __slots__ = ()
+
+
+def _weakly(method: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``method`` (of an event sink) called through a weak reference: the handlers a sink holds do
+    not hold it, so a finished run is freed at once, not by the cyclic garbage collector."""
+    weak = WeakMethod(method)
+
+    def call(item: Any) -> None:
+        bound = weak()
+        if bound is not None:
+            bound(item)
+
+    return call
 
 
 def _update_payload(task: Task) -> Any:
@@ -98,7 +112,7 @@ class EventSink:
         self.subgraphs = subgraphs and bool(modes)
         self.events: list[tuple[Any, ...]] = []
         self.notify: Callable[[], None] | None = None
-        self.state: Callable[[], dict[str, Any]] | None = None  # the run's values (set by the loop)
+        self._state: WeakMethod[Callable[[], dict[str, Any]]] | None = None
         # events can arrive while a step runs: the driver then streams them as they come
         self.live = self.subgraphs or not modes.isdisjoint(_LIVE)
         self.metadata: dict[str, Any] = dict(config.get("metadata") or {})
@@ -108,16 +122,25 @@ class EventSink:
         # a graph run inside a node of a run that streams subgraphs: its messages go there too
         self.mirror: Callable[[tuple[Any, ...]], None] | None = None
         self.messages: MessageStreamHandler | MessageEventHandler | None = None
-        self.tools = ToolEventHandler(self.tool) if "tools" in modes else None
+        self.tools = ToolEventHandler(_weakly(self.tool)) if "tools" in modes else None
         self.tasks_on = "tasks" in modes or "debug" in modes
         self.per_task = self.tasks_on or not modes.isdisjoint(_PER_TASK)
         if "messages" in modes:
             handler = MessageEventHandler if configurable.get(MESSAGE_EVENTS_KEY) else MessageStreamHandler
-            self.messages = handler(self._message, self, self.subgraphs)
+            self.messages = handler(_weakly(self._message), self, self.subgraphs)
             parent = running_task()
             if parent is not None and parent.stream is not None:
                 self.mirror = partial(parent.stream.forward, segment=f"{parent.node}:{parent.task_id}")
         self.lc_child = self.messages is not None or self.tools is not None or bool(config.get("callbacks"))
+
+    @property
+    def state(self) -> Callable[[], dict[str, Any]] | None:
+        """The run's values (a method of its loop, set by the loop; held weakly: no cycle to collect)."""
+        return None if self._state is None else self._state()
+
+    @state.setter
+    def state(self, method: Callable[[], dict[str, Any]] | None) -> None:
+        self._state = None if method is None else WeakMethod(method)
 
     @cached_property
     def _user_configurable(self) -> dict[str, Any]:
@@ -344,8 +367,9 @@ class EventSink:
             return
         if "updates" in self.modes:
             self.events.append(("updates", {INTERRUPT: real}))
-        if "values" in self.modes and self.state is not None:
-            self.events.append(("values", {**self.state(), INTERRUPT: real}))
+        state = self.state
+        if "values" in self.modes and state is not None:
+            self.events.append(("values", {**state(), INTERRUPT: real}))
 
     def interrupted(self, interrupts: Sequence[Any]) -> None:
         """The run paused (``updates`` mode reports it). A subgraph's breakpoint is reported by
