@@ -25,8 +25,9 @@ from starlette.routing import Route
 from plait.server._api import validated
 from plait.server._assistants import assistant_id_for
 from plait.server._auth import authorize
-from plait.server._auth_filter import Filter, filter_sql, permits, thread_filter_sql
-from plait.server._auth_runs import cron_owner, fired_run_access
+from plait.server._auth_crons import cron_access, visible_crons
+from plait.server._auth_filter import permits
+from plait.server._auth_runs import fired_run_access
 from plait.server._create import check_request, create_run
 from plait.server._db import Database, Tx
 from plait.server._http import body, json_response, opt, page_response
@@ -231,7 +232,7 @@ async def create(request: Request) -> Response:
         "metadata": as_dict(opt(data, "metadata", dict)),
         "enabled": True if enabled is None else enabled,
     }
-    seen = await _authorized_create(request, cron)
+    seen = await cron_access(request, cron)
     due = _set_next(cron, datetime.now(timezone.utc))
     await _check_run(state, cron)
     share = " FOR SHARE" if state.db.dialect == "postgres" else ""
@@ -247,42 +248,12 @@ async def create(request: Request) -> Response:
             found = await tx.fetch(
                 f"SELECT doc FROM plait_server_threads WHERE thread_id = ?{share}", (thread_id,)
             )
-            if not found or not permits(seen.thread, loads(found[0]["doc"]).get("metadata")):
+            if not found or not seen.thread(loads(found[0]["doc"])):
                 raise ApiError(404, f"Thread with ID '{thread_id}' not found")
         await _write(tx, cron, due, insert=True)
     if state.worker is not None:
         state.worker.wake_crons()
     return json_response(cron)
-
-
-class _Seen:
-    """What the request's user may see of a new cron's assistant and thread (the auth's filters)."""
-
-    def __init__(self, assistant: Filter | None, thread: Filter | None) -> None:
-        self.assistant_filter, self.thread = assistant, thread
-
-    def assistant(self, doc: dict[str, Any]) -> bool:
-        """Whether the user sees the assistant (the graphs' own ones, LangGraph's system assistants, always)."""
-        metadata = as_dict(doc.get("metadata"))
-        return metadata.get("created_by") == "system" or permits(self.assistant_filter, metadata)
-
-
-async def _authorized_create(request: Request, cron: dict[str, Any]) -> _Seen:
-    """Ask the auth (crons.create, then reading the cron's assistant and thread); the cron takes the
-    metadata the handler left and its user's identity (its runs are made as that user)."""
-    value = {k: cron[k] for k in ("payload", "schedule", "cron_id", "thread_id", "end_time", "metadata")}
-    owner = cron_owner(request)
-    value["user_id"] = owner and owner["identity"]
-    await authorize(request, "crons", "create", value)
-    cron["metadata"] = as_dict(value.get("metadata"))
-    if owner is not None:
-        cron["user_id"] = owner["identity"]
-        cron["payload"]["config"]["configurable"].update(owner["configurable"])
-    assistant = await authorize(request, "assistants", "read", {"assistant_id": cron["assistant_id"]})
-    thread = None
-    if cron["thread_id"] is not None:
-        thread = await authorize(request, "threads", "read", {"thread_id": cron["thread_id"]})
-    return _Seen(assistant, thread)
 
 
 async def _check_run(state: ServerState, cron: dict[str, Any], webhook: bool = True) -> None:
@@ -401,41 +372,12 @@ async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, A
     if enabled is not None:
         where.append("enabled = ?")
         params.append(1 if enabled else 0)
-    for condition, more in await _visible(request, raw_thread, data):
+    for condition, more in await visible_crons(request, raw_thread, data):
         where.append(condition)
         params += more
     sql = "SELECT doc FROM plait_server_crons" + (" WHERE " + " AND ".join(where) if where else "")
     crons = [cast("dict[str, Any]", loads(r["doc"])) for r in await state.db.fetch(sql, params)]
     return [c for c in crons if all(c["metadata"].get(k) == v for k, v in metadata.items())], data
-
-
-async def _visible(
-    request: Request, raw_thread: str | None, data: dict[str, Any]
-) -> list[tuple[str, list[Any]]]:
-    """SQL conditions keeping the crons the auth lets the request's user see: the crons' filter on
-    their metadata, and the threads' (read of the searched thread, else search) on a thread cron's thread."""
-    dialect = state_of(request).db.dialect
-    value = {k: data.get(k) for k in ("assistant_id", "thread_id", "limit", "offset")}
-    filters = await authorize(request, "crons", "search", value)
-    if raw_thread is not None:
-        threads = await authorize(request, "threads", "read", {"thread_id": raw_thread})
-    else:
-        threads = await authorize(request, "threads", "search", {"metadata": {}, "values": {}})
-    found: list[tuple[str, list[Any]]] = []
-    if filters:
-        meta = "((doc::jsonb) -> 'metadata')" if dialect == "postgres" else "json_extract(doc, '$.metadata')"
-        found.append(filter_sql(dialect, filters, meta))
-    if threads:
-        sql, params = thread_filter_sql(dialect, threads)
-        found.append(
-            (
-                "(thread_id IS NULL OR thread_id IN (SELECT thread_id FROM plait_server_threads WHERE "
-                + sql
-                + "))",
-                params,
-            )
-        )
-    return found
 
 
 async def search(request: Request) -> Response:

@@ -1,0 +1,78 @@
+"""Custom auth for crons: what creating one asks (``crons.create``, then reading its assistant and its
+thread), who it runs as (its creator: ``user_id`` and the run identity keys in its payload's
+``configurable``), and which crons a search shows (the crons' filter on their metadata; for a
+thread's cron, the threads' filter on that thread).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+
+from plait.server._auth import authorize
+from plait.server._auth_filter import Filter, filter_sql, permits, thread_filter_sql
+from plait.server._auth_runs import cron_owner
+from plait.server._state import state_of
+from plait.server._wire import as_dict
+
+__all__ = ["CronAccess", "cron_access", "visible_crons"]
+
+
+class CronAccess:
+    """What the request's user may see of a new cron's assistant and thread (the auth's filters)."""
+
+    def __init__(self, assistant: Filter | None, thread: Filter | None) -> None:
+        self.assistant_filter, self.thread_filter = assistant, thread
+
+    def assistant(self, doc: dict[str, Any]) -> bool:
+        """Whether the user sees the assistant (the graphs' own ones, LangGraph's system assistants, always)."""
+        metadata = as_dict(doc.get("metadata"))
+        return metadata.get("created_by") == "system" or permits(self.assistant_filter, metadata)
+
+    def thread(self, doc: dict[str, Any]) -> bool:
+        """Whether the user sees the cron's thread."""
+        return permits(self.thread_filter, doc.get("metadata"))
+
+
+async def cron_access(request: Request, cron: dict[str, Any]) -> CronAccess:
+    """Ask the auth (``crons.create``, then reading the cron's assistant and thread); the cron takes
+    the metadata the handler left and its user's identity (its runs are made as that user)."""
+    value = {k: cron[k] for k in ("payload", "schedule", "cron_id", "thread_id", "end_time", "metadata")}
+    owner = cron_owner(request)
+    value["user_id"] = owner and owner["identity"]
+    await authorize(request, "crons", "create", value)
+    cron["metadata"] = as_dict(value.get("metadata"))
+    if owner is not None:
+        cron["user_id"] = owner["identity"]
+        cron["payload"]["config"]["configurable"].update(owner["configurable"])
+    assistant = await authorize(request, "assistants", "read", {"assistant_id": cron["assistant_id"]})
+    thread = None
+    if cron["thread_id"] is not None:
+        thread = await authorize(request, "threads", "read", {"thread_id": cron["thread_id"]})
+    return CronAccess(assistant, thread)
+
+
+async def visible_crons(
+    request: Request, thread_id: str | None, data: dict[str, Any]
+) -> list[tuple[str, list[Any]]]:
+    """SQL conditions (with their parameters) on ``plait_server_crons`` keeping the crons the auth
+    lets the request's user see (``thread_id``: the searched thread; ``data``: the search)."""
+    dialect = state_of(request).db.dialect
+    value = {k: data.get(k) for k in ("assistant_id", "thread_id", "limit", "offset")}
+    filters = await authorize(request, "crons", "search", value)
+    if thread_id is not None:
+        threads = await authorize(request, "threads", "read", {"thread_id": thread_id})
+    else:
+        threads = await authorize(request, "threads", "search", {"metadata": {}, "values": {}})
+    found: list[tuple[str, list[Any]]] = []
+    if filters:
+        meta = "((doc::jsonb) -> 'metadata')" if dialect == "postgres" else "json_extract(doc, '$.metadata')"
+        found.append(filter_sql(dialect, filters, meta))
+    if threads:
+        sql, params = thread_filter_sql(dialect, threads)
+        within = (
+            f"(thread_id IS NULL OR thread_id IN (SELECT thread_id FROM plait_server_threads WHERE {sql}))"
+        )
+        found.append((within, params))
+    return found
