@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from plait.server import (
+    _a2a,
     _assistants,
     _crons,
     _metrics,
@@ -34,6 +35,7 @@ from plait.server._config import Settings, load_http_app
 from plait.server._custom import UserRoutes
 from plait.server._guard import Guard
 from plait.server._http import CatchErrors, error_response, json_response
+from plait.server._mcp import McpEndpoint
 from plait.server._state import open_state, state_of
 from plait.server._wire import ApiError
 from plait.server._worker import Worker
@@ -82,11 +84,17 @@ def _documented() -> list[Api]:
     ]
 
 
+def _extra_docs(mcp: McpEndpoint | None, settings: Settings) -> list[Api]:
+    """The documented endpoints of ``/mcp`` and ``/a2a`` when they are on (``http.disable_*``)."""
+    return [*([mcp.api] if mcp is not None else []), *([_a2a.api] if "a2a" not in settings.disabled else [])]
+
+
 def create_app(settings: Settings) -> Starlette:
     """The server application for ``settings`` (its lifespan opens the database and starts the worker,
     and runs the lifespan of the config's ``http.app``, whose routes come before the API's)."""
     user_app = load_http_app(settings.http_app, settings.config_path) if settings.http_app else None
     metrics = _metrics.Metrics()
+    mcp = None if "mcp" in settings.disabled else McpEndpoint(settings.max_body)
     # the auth's security schemes in /openapi.json, as LangGraph's server lists them
     finish = partial(secure_document, settings.auth["openapi"]) if settings.auth.get("openapi") else None
     user_routes = UserRoutes(user_app) if user_app is not None else None
@@ -109,6 +117,8 @@ def create_app(settings: Settings) -> Starlette:
             async with AsyncExitStack() as stack:
                 if user_app is not None:
                     await stack.enter_async_context(user_app.router.lifespan_context(user_app))
+                if mcp is not None:
+                    await stack.enter_async_context(mcp.running())
                 yield
         finally:
             await state.worker.stop(drain=settings.lease_ttl)
@@ -117,7 +127,7 @@ def create_app(settings: Settings) -> Starlette:
     routes: list[Any] = [
         *([user_routes] if user_routes is not None else []),
         *_system.routes(),
-        *_openapi.docs_api(_documented(), finish).routes(),
+        *_openapi.docs_api([*_documented(), *_extra_docs(mcp, settings)], finish).routes(),
         *_assistants.routes,
         *_threads.routes,
         *_thread_state.routes,
@@ -127,6 +137,8 @@ def create_app(settings: Settings) -> Starlette:
         *_store.routes,
         *_ui.routes,
         *_metrics.routes,
+        *(mcp.routes if mcp is not None else []),
+        *(_a2a.routes if "a2a" not in settings.disabled else []),
     ]
     middleware = [
         Middleware(_metrics.RecordRequests, metrics=metrics, routes=routes),

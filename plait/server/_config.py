@@ -51,8 +51,10 @@ BUILD_KEYS = frozenset(
 )
 """Keys of ``langgraph.json`` that describe a container build: they change nothing when serving."""
 READ_KEYS = frozenset({"graphs", "env", "webhooks", "http", "checkpointer", "store", "auth"})
-HTTP_KEYS = frozenset({"app", "disable_webhooks", "disable_mcp", "cors", "enable_custom_route_auth"})
-DISABLE_KEYS = ("mcp",)
+HTTP_KEYS = frozenset(
+    {"app", "disable_webhooks", "disable_mcp", "disable_a2a", "cors", "enable_custom_route_auth"}
+)
+DISABLE_KEYS = ("mcp", "a2a")
 """The endpoints ``http.disable_<name>: true`` turns off (``disable_webhooks`` is the webhook policy's)."""
 CORS_KEYS = {
     "allow_origins": list,
@@ -207,7 +209,7 @@ def _read_env(raw: Any, base: Path, where: str) -> dict[str, str]:
 class LoadedConfig(NamedTuple):
     """What a config file says: its graphs, its environment, its webhook policy, its CORS settings and
     the time to live of threads and store items (``checkpointer.ttl``, ``store.ttl``), the
-    custom routes' app (``http.app``) and the endpoints turned off (``http.disable_mcp``)."""
+    custom routes' app (``http.app``) and the endpoints turned off (``http.disable_mcp``, ``disable_a2a``)."""
 
     graphs: tuple[GraphSpec, ...]
     env: dict[str, str]

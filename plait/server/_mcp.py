@@ -26,7 +26,6 @@ from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
 
-import httpx
 import mcp.types as types
 import orjson
 from jsonschema import validators
@@ -40,6 +39,7 @@ from starlette.types import Receive, Scope, Send
 
 from plait.server._api import Api
 from plait.server._http import json_response
+from plait.server._inner import InnerApi, InnerError, detail_of
 from plait.server._wire import as_dict, as_list
 
 __all__ = ["McpEndpoint", "simplified_schema", "tool_name"]
@@ -51,21 +51,6 @@ _MESSAGE_TYPES = frozenset(
     f"{kind}{suffix}"
     for kind in ("AI", "Human", "Chat", "System", "Function", "Tool")
     for suffix in ("Message", "MessageChunk")
-)
-# headers of the MCP request that are not the caller's to pass on to the API
-_NOT_FORWARDED = frozenset(
-    {
-        "host",
-        "content-length",
-        "content-type",
-        "accept",
-        "accept-encoding",
-        "connection",
-        "transfer-encoding",
-        "mcp-session-id",
-        "mcp-protocol-version",
-        "last-event-id",
-    }
 )
 _NO_GET = "Method Not Allowed: this server sends no messages of its own (POST a JSON-RPC request)"
 _ANNOTATIONS = types.ToolAnnotations(
@@ -163,51 +148,6 @@ def _argument_errors(
     return errors
 
 
-class _Api:
-    """Requests into the server's own app on behalf of the MCP request (its auth headers forwarded)."""
-
-    def __init__(self, request: Request) -> None:
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
-        self.client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=request.app),
-            base_url=str(request.base_url),
-            headers=headers,
-            timeout=None,
-        )
-
-    async def __aenter__(self) -> _Api:
-        await self.client.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.client.__aexit__()
-
-    async def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        response = await self.client.request(method, path, json=body)
-        try:
-            return response.status_code, orjson.loads(response.content) if response.content else None
-        except orjson.JSONDecodeError:
-            return response.status_code, response.text
-
-    async def ok(self, method: str, path: str, body: Any = None) -> Any:
-        """The answer's JSON; an API error answers the MCP request as an error naming it."""
-        status, data = await self.call(method, path, body)
-        if status >= 400:
-            raise MCPError(
-                types.INTERNAL_ERROR if status >= 500 else types.INVALID_REQUEST, _detail(data, status)
-            )
-        return data
-
-
-def _detail(data: Any, status: int) -> str:
-    if isinstance(data, dict):
-        found = cast("dict[str, Any]", data)
-        for key in ("detail", "message", "error"):
-            if isinstance(found.get(key), str):
-                return f"{found[key]} (HTTP {status})"
-    return f"{data!r} (HTTP {status})"
-
-
 def _request(ctx: ServerRequestContext[Any, Any]) -> Request:
     request: Any = ctx.request
     if not isinstance(request, Request):  # (the Streamable HTTP transport always attaches it)
@@ -215,13 +155,20 @@ def _request(ctx: ServerRequestContext[Any, Any]) -> Request:
     return cast("Request", request)
 
 
-async def _assistants(api: _Api, offset: int, limit: int) -> list[dict[str, Any]]:
-    found = await api.ok("POST", "/assistants/search", {"limit": limit, "offset": offset})
+async def _assistants(api: InnerApi, offset: int, limit: int) -> list[dict[str, Any]]:
+    try:
+        found = await api.ok("POST", "/assistants/search", {"limit": limit, "offset": offset})
+    except InnerError as exc:  # (an auth refusal, say): the MCP request's error, naming it
+        raise MCPError(
+            types.INTERNAL_ERROR if exc.status >= 500 else types.INVALID_REQUEST, exc.detail
+        ) from None
     return [as_dict(a) for a in as_list(found) if isinstance(a, dict)]
 
 
-async def _tool_schema(api: _Api, assistant: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]] | None:
-    status, schemas = await api.call("GET", f"/assistants/{assistant['assistant_id']}/schemas")
+async def _tool_schema(
+    api: InnerApi, assistant: dict[str, Any]
+) -> tuple[dict[str, Any], frozenset[str]] | None:
+    status, schemas, _ = await api.call("GET", f"/assistants/{assistant['assistant_id']}/schemas")
     raw: Any = as_dict(schemas).get("input_schema") if status == 200 else None
     return simplified_schema(as_dict(raw)) if isinstance(raw, dict) else None
 
@@ -233,7 +180,7 @@ async def _list_tools(
     offset = int(cursor) if cursor is not None and cursor.isdigit() else 0
     tools: list[types.Tool] = []
     seen: set[str] = set()
-    async with _Api(_request(ctx)) as api:
+    async with InnerApi(_request(ctx)) as api:
         page = await _assistants(api, offset, PAGE)
         for assistant in page:
             name = tool_name(str(assistant.get("name") or assistant["graph_id"]))
@@ -257,7 +204,7 @@ async def _list_tools(
     return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
 
-async def _find(api: _Api, name: str) -> dict[str, Any]:
+async def _find(api: InnerApi, name: str) -> dict[str, Any]:
     offset = 0
     while True:
         page = await _assistants(api, offset, PAGE)
@@ -277,7 +224,7 @@ async def _call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     arguments: dict[str, Any] = dict(params.arguments or {})
-    async with _Api(_request(ctx)) as api:
+    async with InnerApi(_request(ctx)) as api:
         assistant = await _find(api, params.name)
         found = await _tool_schema(api, assistant)
         if found is not None:
@@ -288,9 +235,9 @@ async def _call_tool(
         extra: dict[str, Any] = params.model_extra or {}
         if isinstance(extra.get("context"), dict):  # (LangGraph's server reads a call's context here too)
             run["context"] = extra["context"]
-        status, output = await api.call("POST", "/runs/wait", run)
+        status, output, _ = await api.call("POST", "/runs/wait", run)
     if status >= 400:
-        return _error_result(f"The run of {params.name!r} was refused: {_detail(output, status)}")
+        return _error_result(f"The run of {params.name!r} was refused: {detail_of(output, status)}")
     if "__error__" in as_dict(output):
         error: Any = as_dict(output)["__error__"]
         if isinstance(error, dict):
