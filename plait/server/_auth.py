@@ -39,16 +39,18 @@ from plait.server._http import json_response
 from plait.server._wire import as_list
 
 __all__ = [
+    "ACTIONS",
     "AUTH_SCOPE",
     "AuthUser",
     "Authenticate",
+    "Identity",
     "LoadedAuth",
+    "USER_KEYS",
     "authorize",
     "authorize_as",
     "load_auth",
     "read_auth",
     "request_identity",
-    "run_identity",
 ]
 
 _log = logging.getLogger("plait.server")
@@ -454,13 +456,5 @@ async def authorize_as(
 
 
 USER_KEYS = ("langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions")
-"""What a run's ``configurable`` says of the user who made it (as LangGraph's server)."""
-
-
-def run_identity(request: Request) -> dict[str, Any]:
-    """The ``configurable`` keys naming the request's user to its run (``{}`` without custom auth)."""
-    found = request_identity(request)
-    if found is None:
-        return {}
-    who = found[1]
-    return dict(zip(USER_KEYS, (who.user.dict(), who.user.identity, list(who.permissions)), strict=True))
+"""What a run's ``configurable`` says of the user who made it (as LangGraph's server; see
+:mod:`plait.server._auth_runs`)."""
