@@ -114,7 +114,8 @@ def serve(  # noqa: PLR0913 - one parameter per option
         )
     path = _config_path(config)
     try:
-        graphs, env, webhooks, cors_config, thread_ttl, store_ttl, store_index, http_app, disabled = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
+        loaded = load_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # _missing is None here
+        graphs, env, webhooks, cors_config, thread_ttl, store_ttl, store_index, http_app, disabled = loaded
     except ConfigError as exc:  # pyright: ignore[reportPossiblyUnboundVariable, reportUnknownVariableType]  # as above
         raise click.ClickException(str(exc)) from None  # pyright: ignore[reportUnknownArgumentType]  # as above
     auth = auth_config(path)  # pyright: ignore[reportPossiblyUnboundVariable]  # as above

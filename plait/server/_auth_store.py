@@ -25,7 +25,8 @@ def store_namespace(value: dict[str, Any], key: str = "namespace", *, empty: boo
             when ``empty`` is false).
     """
     raw = value.get(key)
-    labels = list(cast("list[Any] | tuple[Any, ...]", raw)) if isinstance(raw, (list, tuple)) else None
+    sequence = isinstance(raw, (list, tuple))
+    labels = list(cast("list[Any] | tuple[Any, ...]", raw)) if sequence else None
     if raw is not None and labels is None:
         raise ApiError(
             422, f"{key} must be a list of labels, got {raw!r:.80} (from the auth's store handler?)"
