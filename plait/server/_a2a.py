@@ -104,7 +104,7 @@ def _error(code: int, message: str, rpc_id: Any = None) -> Response:
 async def _assistant(api: InnerApi, assistant_id: str) -> dict[str, Any]:
     status, found, _ = await api.call("GET", f"/assistants/{assistant_id}")
     if status in (404, 422):  # (422: neither an assistant id nor a graph id)
-        raise Fail(INVALID_PARAMS, f"Assistant {assistant_id} not found (an assistant id or a graph id)")
+        raise Fail(INVALID_PARAMS, f"Assistant {assistant_id} not found (an assistant id or a graph id)", 404)
     if status >= 400:
         raise Fail(
             INTERNAL_ERROR if status >= 500 else INVALID_REQUEST, str(as_dict(found).get("detail", found))
@@ -368,7 +368,7 @@ async def _rpc(request: Request) -> Response:
             async with api:
                 assistant = await _assistant(api, request.path_params["assistant_id"])
         except Fail as exc:
-            return json_response(exc.response(rpc_id))
+            return json_response(exc.response(rpc_id), exc.http)
         return EventSourceResponse(_stream(InnerApi(request), assistant, params, rpc_id, legacy))
     handler = {"SendMessage": _send, "GetTask": _get, "CancelTask": _cancel}[name]
     try:
@@ -376,7 +376,7 @@ async def _rpc(request: Request) -> Response:
             assistant = await _assistant(api, request.path_params["assistant_id"])
             result = await handler(api, assistant, params)
     except Fail as exc:
-        return json_response(exc.response(rpc_id))
+        return json_response(exc.response(rpc_id), exc.http)
     except InnerError as exc:
         return json_response(_refused(exc).response(rpc_id))
     wire = to_wire(result, legacy) if legacy or name == "SendMessage" else result  # (1.0: a Task as is)
@@ -448,12 +448,6 @@ async def _root_card(request: Request, query: _CardQuery) -> Response:
         message = "Missing required query parameter: assistant_id (or ask /a2a/{assistant_id}/.well-known/agent-card.json)"
         return json_response({"error": {"code": INVALID_PARAMS, "message": message}}, 400)
     return await _card(request, assistant_id)
-
-
-@api.delete("/a2a/{assistant_id}", "A2A Session End (405: there are none)", response={"type": "object"})
-async def _no_session(request: Request) -> Response:
-    """405: A2A over JSON-RPC has no session."""
-    return json_response({"error": "Method Not Allowed: A2A over JSON-RPC has no session to end"}, 405)
 
 
 routes = api.routes()

@@ -59,11 +59,12 @@ _WRAP = {
 
 
 class Fail(Exception):
-    """A JSON-RPC error answer: its code and message."""
+    """A JSON-RPC error answer: its code and message (``http``: the HTTP status it goes with: 200 but
+    for an agent URL that names no assistant, 404)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, http: int = 200) -> None:
         super().__init__(message)
-        self.code, self.message = code, message
+        self.code, self.message, self.http = code, message, http
 
     def response(self, rpc_id: Any) -> dict[str, Any]:
         """The JSON-RPC response carrying it."""

@@ -114,12 +114,12 @@ def test_errors_name_what_is_wrong(server: Server) -> None:
     assert "contextId must be a UUID" in bad_context["error"]["message"]
     assert _rpc(url, "tasks/list", {})["error"]["code"] == -32601
     assert "not implemented" in _rpc(url, "ListTasks", {})["error"]["message"]
-    assert (
-        _rpc(server.url + "/a2a/no-such-assistant", "message/send", {"message": _message("hi")})["error"][
-            "code"
-        ]
-        == -32602
+    body = {"jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": _message("hi")}}
+    nobody = httpx.post(
+        server.url + "/a2a/no-such-assistant", json=body, headers={"Accept": "application/json"}
     )
+    assert nobody.status_code == 404 and nobody.json()["error"]["code"] == -32602  # (an agent URL of no one)
+    assert httpx.delete(url, timeout=60).status_code == 405
     refused = httpx.post(
         url,
         json={"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": _message("x")}},
@@ -207,3 +207,42 @@ def test_http_disable_a2a_turns_the_routes_off(no_a2a: Server) -> None:
     assert httpx.post(no_a2a.url + "/mcp", json={}, timeout=60).status_code != 404  # (MCP stays)
     paths = httpx.get(no_a2a.url + "/openapi.json", timeout=60).json()["paths"]
     assert "/a2a/{assistant_id}" not in paths and "/mcp" in paths
+
+
+@pytest.fixture(scope="module")
+def with_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp: pathlib.Path = tmp_path_factory.mktemp("a2a-auth")
+    app = pathlib.Path(__file__).parent / "app_auth"  # (LangGraph's resource-ownership example)
+    with running(str(tmp / "db.sqlite"), tmp, app=app, config="langgraph.json") as srv:
+        yield srv
+
+
+def _as(user: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {user}-token", "Accept": "application/json"}
+
+
+def test_the_configs_auth_applies_to_a2a(with_auth: Server) -> None:
+    def agent_of(user: str) -> str:  # (under the ownership rules each user runs assistants of their own)
+        made = httpx.post(with_auth.url + "/assistants", json={"graph_id": "agent"}, headers=_as(user))
+        return f"{with_auth.url}/a2a/{made.json()['assistant_id']}"
+
+    alices, bobs = agent_of("alice"), agent_of("bob")
+
+    def send(user: str, url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer = httpx.post(url, json=body, headers=_as(user), timeout=120)
+        assert answer.status_code == 200, answer.text
+        found: dict[str, Any] = answer.json()
+        return found
+
+    data = {"messageId": "a1", "role": "user", "parts": [{"kind": "data", "data": {"text": "secret"}}]}
+    task = send("alice", alices, "message/send", {"message": data})["result"]
+    assert json.loads(task["artifacts"][0]["parts"][0]["text"])["who"]["identity"] == "alice"  # (her run)
+    into_hers = send("bob", bobs, "message/send", {"message": {**data, "contextId": task["contextId"]}})
+    assert "error" in into_hers and "secret" not in json.dumps(into_hers)
+    assert send("bob", bobs, "tasks/get", {"id": task["id"]})["error"]["code"] == -32001
+    assert send("alice", alices, "tasks/get", {"id": task["id"]})["result"]["status"]["state"] == "completed"
+    assert httpx.get(alices, headers=_as("bob"), timeout=60).status_code == 404  # (her agent's card)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": task["id"]}}
+    assert httpx.post(alices, json=body, headers=_as("bob"), timeout=60).status_code == 404
+    assert httpx.post(alices, json=body, timeout=60).status_code == 401

@@ -101,10 +101,49 @@ CASES: dict[tuple[str, str], Case] = {
     ("DELETE", "/store/items"): ({"namespace": ["users", "alice"], "key": "profile"}, {}),
     ("POST", "/store/items/search"): ({"namespace_prefix": ["users", "alice"]}, {}),
     ("POST", "/store/namespaces"): ({"prefix": ["users"]}, {}),
-    # MCP: the tools bob sees, and a call of alice's assistant's tool
+    # A2A: alice's assistant as an agent (its card, a message into her thread)
+    ("POST", "/a2a/{assistant_id}"): (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {
+                "message": {
+                    "messageId": "b1",
+                    "role": "user",
+                    "parts": [{"kind": "data", "data": {"text": "bob"}}],
+                    "contextId": "{thread_id}",
+                }
+            },
+        },
+        {},
+    ),
+    ("GET", "/a2a/{assistant_id}"): (None, {}),
+    ("GET", "/a2a/{assistant_id}/.well-known/agent-card.json"): (None, {}),
+    ("GET", "/a2a/{assistant_id}/.well-known/agent.json"): (None, {}),
+    ("GET", "/.well-known/agent-card.json"): (None, {"assistant_id": "{assistant_id}"}),
+    # MCP: the tools bob sees, and (EXTRA) a call of alice's assistant's tool; A2A (EXTRA): alice's task
     ("POST", "/mcp"): ({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, {}),
 }
-MCP_CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "{tool}", "arguments": {}}}
+EXTRA: list[tuple[str, str, Any]] = [
+    (
+        "POST",
+        "/mcp",
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "{tool}", "arguments": {}}},
+    ),
+    (
+        "POST",
+        "/a2a/{assistant_id}",
+        {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": "{thread_id}:{run_id}"}},
+    ),
+    (
+        "POST",
+        "/a2a/{assistant_id}",
+        {"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"id": "{thread_id}:{run_id}"}},
+    ),
+]
+IN_BAND = {"POST /mcp", "POST /a2a/{assistant_id}"}
+"""JSON-RPC routes: a refusal is an error inside a 200 answer."""
 
 
 @pytest.fixture(scope="module")
@@ -198,8 +237,7 @@ def test_bob_reads_and_writes_nothing_of_alices_on_any_route(server: Server) -> 
     statuses: dict[str, int] = {}
     with httpx.Client(base_url=server.url, headers=_headers("bob-token"), timeout=60) as http:
         calls = [(m, p, *CASES[(m, p)]) for m, p in routes]
-        if ("POST", "/mcp") in routes:
-            calls.append(("POST", "/mcp", MCP_CALL, {}))
+        calls += [(m, p, body, {}) for m, p, body in EXTRA if (m, p) in routes]
         # reads before writes, deletes last: a write that got through shows in what comes after too
         order = {"GET": 0, "POST": 1, "PUT": 1, "PATCH": 2, "DELETE": 3}
         for method, template, body, query in sorted(calls, key=lambda c: order[c[0]]):
@@ -217,5 +255,5 @@ def test_bob_reads_and_writes_nothing_of_alices_on_any_route(server: Server) -> 
     assert after == before, "bob changed alice's data"
     # what reaches alice's resources by id is refused as another user's; nothing was a 5xx
     assert all(status < 500 for status in statuses.values()), statuses
-    by_id = [k for k in statuses if "{" in k]
+    by_id = [k for k in statuses if "{" in k and k not in IN_BAND]
     assert all(statuses[k] in (403, 404, 409) for k in by_id), {k: statuses[k] for k in by_id}
