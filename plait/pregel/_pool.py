@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sized
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import copy_context
 from queue import Empty, SimpleQueue
 from typing import Any
 
-__all__ = ["POOL_SIZE", "on_fresh_thread", "on_runner", "shared_pool", "stack_is_deep"]
+__all__ = ["POOL_SIZE", "on_fresh_thread", "on_runner", "shared_pool", "stack_is_deep", "with_helpers"]
 
 POOL_SIZE = 64
 _pool: list[ThreadPoolExecutor] = []
@@ -24,6 +24,44 @@ def shared_pool() -> ThreadPoolExecutor:
             if not _pool:
                 _pool.append(ThreadPoolExecutor(max_workers=POOL_SIZE, thread_name_prefix="plait-node"))
     return _pool[0]
+
+
+def with_helpers(work: Callable[[], None], queue: Sized, most: int, deep: bool = False) -> None:
+    """Run ``work`` (which takes items from ``queue`` until it is empty) on this thread and on up to
+    ``most`` helpers of the :func:`shared_pool`, in copies of this thread's context.
+
+    Helpers start one by one: each (this thread first) asks for the next as it starts, while
+    ``queue`` holds items. Quick items are all done by this thread (its helper finds the queue
+    empty, or is cancelled before it starts), and blocking ones still all run at once. Helpers
+    that have not started when the queue runs dry are cancelled, so work running inside a pool
+    thread never waits on a starved pool. ``deep``: this thread's part runs on a fresh thread.
+    """
+    pool, context = shared_pool(), copy_context()
+    tickets: list[None] = [None] * most  # (list.pop is atomic)
+    helpers: list[Future[None]] = []
+
+    def spawn() -> None:
+        if queue and tickets:
+            try:
+                tickets.pop()
+            except IndexError:  # another thread took the last one
+                return
+            helpers.append(pool.submit(context.copy().run, helper))
+
+    def helper() -> None:
+        spawn()
+        work()
+
+    spawn()
+    if deep:
+        on_fresh_thread(work)
+    else:
+        work()
+    done = 0
+    while done < len(helpers):  # a helper that started appended the one it asked for before working
+        if not helpers[done].cancel():
+            helpers[done].result()
+        done += 1
 
 
 _DEEP = 1000

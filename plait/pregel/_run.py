@@ -23,7 +23,7 @@ from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, sav
 from plait.pregel._held import HeldSaves, held_for
 from plait.pregel._loop import Loop
 from plait.pregel._pause import abandoned_saves, task_id
-from plait.pregel._pool import POOL_SIZE, on_fresh_thread, on_runner, shared_pool, stack_is_deep
+from plait.pregel._pool import POOL_SIZE, on_fresh_thread, on_runner, stack_is_deep, with_helpers
 from plait.pregel._recover import hand_over
 from plait.pregel._router_args import remember
 from plait.pregel._task import Task, collect, from_child
@@ -133,10 +133,9 @@ def _settle(loop: Loop, task: Task, ctx: TaskContext, store: Any, context: Any) 
 
 
 def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool = False) -> None:
-    """Run the step's tasks: the calling thread works the queue together with pool helpers.
+    """Run the step's tasks: the calling thread works the queue together with pool helpers
+    (:func:`with_helpers`: they start one by one, as long as tasks are left).
 
-    Helpers that have not started when the queue runs dry are cancelled, so a
-    subgraph running inside a pool thread can never wait on a starved pool.
     ``deep`` (see :func:`stack_is_deep`): this thread's part of the work runs on a new thread.
     """
     todo = tasks if len(tasks) == 1 and not tasks[0].done else [t for t in tasks if not t.done]
@@ -157,16 +156,8 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: 
                 return
             _settle(loop, task, ctx, store, context)
 
-    pool = shared_pool()
     limit = max_concurrency(loop.config) or POOL_SIZE + 1  # this thread works too: one less helper
-    helpers = [pool.submit(copy_context().run, work) for _ in range(min(len(todo), POOL_SIZE + 1, limit) - 1)]
-    if deep:
-        on_fresh_thread(work)
-    else:
-        work()
-    for helper in helpers:
-        if not helper.cancel():
-            helper.result()
+    with_helpers(work, queue, min(len(todo), POOL_SIZE + 1, limit) - 1, deep)
 
 
 def claim(loop: Loop) -> None:

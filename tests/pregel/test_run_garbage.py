@@ -26,18 +26,25 @@ def _quiet_collector() -> Iterator[None]:
 
 
 def _cyclic_garbage(run: Callable[[], Any]) -> Counter[str]:
-    """The types of what ``run()`` leaves in reference cycles (after two runs that warm caches up)."""
+    """The types of what ``run()`` leaves in reference cycles (after two runs that warm caches up).
+
+    The fewest of three tries: what other tests left behind (a pool thread letting go of its last
+    task) may turn to garbage during one of them, never during all three.
+    """
     run()
     run()
-    gc.collect()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        run()
+    tries: list[Counter[str]] = []
+    for _ in range(3):
         gc.collect()
-        return Counter(type(o).__qualname__ for o in gc.garbage)
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            run()
+            gc.collect()
+            tries.append(Counter(type(o).__qualname__ for o in gc.garbage))
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    return min(tries, key=lambda found: found.total())
 
 
 def _chat_graph(checkpointer: Any = None, sync: bool = True) -> Any:
@@ -67,15 +74,18 @@ async def _acyclic_garbage(run: Callable[[], Awaitable[Any]]) -> Counter[str]:
     """:func:`_cyclic_garbage` of an async run, on the running event loop."""
     await run()
     await run()
-    gc.collect()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        await run()
+    tries: list[Counter[str]] = []
+    for _ in range(3):
         gc.collect()
-        return Counter(type(o).__qualname__ for o in gc.garbage)
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            await run()
+            gc.collect()
+            tries.append(Counter(type(o).__qualname__ for o in gc.garbage))
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+    return min(tries, key=lambda found: found.total())
 
 
 @pytest.mark.parametrize("mode", [None, "values", "updates", "messages"])
