@@ -124,6 +124,8 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/.well-known/agent-card.json"): (None, {"assistant_id": "{assistant_id}"}),
     # MCP: the tools bob sees, and (EXTRA) a call of alice's assistant's tool; A2A (EXTRA): alice's task
     ("POST", "/mcp"): ({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, {}),
+    ("GET", "/mcp"): (None, {}),
+    ("DELETE", "/mcp"): (None, {}),
 }
 EXTRA: list[tuple[str, str, Any]] = [
     (
