@@ -15,8 +15,9 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, cast
 
-from plait.store._embed import IndexSpec
-from plait.store._engine import Dialect, Engine
+from plait.store._embed import Embedded, IndexSpec
+from plait.store._engine import Dialect, Engine, Prepared
+from plait.store._group import Groups
 from plait.store._search import ORDERS
 from plait.store._statement import Step
 from plait.store._ttl import Sweeper, checked_ttl, interval_seconds
@@ -42,6 +43,8 @@ class SqlStore(BaseStore):
     """
 
     supports_ttl = True
+    shares_transactions = False
+    """Whether concurrent async calls share transactions (the async stores; see :mod:`plait.store._group`)."""
     distances: tuple[str, ...] = ("cosine",)
     """The ``index["distance_type"]`` values the store ranks by."""
 
@@ -72,6 +75,11 @@ class SqlStore(BaseStore):
         self.ttl_config = checked_ttl(ttl)
         self.engine = Engine(dialect, self.index_spec, search_order)
         self._sweeper = Sweeper(lambda: SqlStore.sweep_ttl(self))
+        self._groups = (
+            Groups(self.engine, lambda make_step, alone: self._atransact(make_step, alone=alone))
+            if self.shares_transactions
+            else None
+        )
 
     @abstractmethod
     def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
@@ -99,6 +107,10 @@ class SqlStore(BaseStore):
         """
         prepared = self.engine.prepare(list(ops))
         embedded = self.index_spec.embed(prepared.ops) if self.index_spec else None
+        return self._run_prepared(prepared, embedded)
+
+    def _run_prepared(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
+        """Run a checked batch whose vectors are computed (sync :meth:`batch`)."""
         return cast(
             "list[Result]",
             self._transact(lambda now: self.engine.run(prepared, embedded, now), alone=prepared.alone),
@@ -115,6 +127,8 @@ class SqlStore(BaseStore):
         """
         prepared = self.engine.prepare(list(ops))
         embedded = await self.index_spec.aembed(prepared.ops) if self.index_spec else None
+        if self._groups is not None:
+            return await self._groups.run(prepared, embedded)
         return cast(
             "list[Result]",
             await self._atransact(lambda now: self.engine.run(prepared, embedded, now), alone=prepared.alone),

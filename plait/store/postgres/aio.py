@@ -2,17 +2,17 @@
 
 Batches run natively on the event loop (``AsyncConnection`` or
 ``AsyncConnectionPool``, yours or one opened by :meth:`AsyncPostgresStore.from_conn_string`).
-The batches of concurrent calls (``asyncio.gather`` of many ``aput``/``aget``)
-share transactions, a few hundred at a time, in the order they were made; if such
-a shared transaction fails, each batch is run again alone, so only a faulty one
-fails. The sync methods work from other threads (e.g. sync nodes of a graph run
-with ``ainvoke``): they hand the batch to the store's loop and wait.
+The batches of concurrent calls (``asyncio.gather`` of many ``aput``/``aget``,
+or sync calls from several threads) share transactions, a few hundred at a time,
+in the order they were made (see :mod:`plait.store._group`); if such a shared
+transaction fails, each batch is run again alone, so only a faulty one fails. The
+sync methods work from other threads (e.g. sync nodes of a graph run with
+``ainvoke``): they hand the batch to the store's loop and wait.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import random
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
@@ -23,16 +23,16 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 from typing_extensions import LiteralString
 
+from plait.store._embed import Embedded
+from plait.store._engine import Prepared
 from plait.store._sqlstore import MakeStep, SearchOrder, SqlStore, now
 from plait.store._statement import Rows, Sql, Step, adrive
 from plait.store._ttl import AsyncSweeper, interval_seconds
-from plait.store.base import IndexConfig, TTLConfig
+from plait.store.base import IndexConfig, Result, TTLConfig
 from plait.store.postgres._sql import MIGRATIONS, PostgresDialect, setup_step
 from plait.store.postgres._store import RETRIED, RETRIES, ann_settings, check_options, pool_args
 
 __all__ = ["AsyncPostgresStore"]
-
-_GROUP = 256  # most batches of concurrent calls run in one transaction
 
 
 class AsyncPostgresStore(SqlStore):
@@ -51,6 +51,7 @@ class AsyncPostgresStore(SqlStore):
     MIGRATIONS: Sequence[str] = MIGRATIONS
     """The DDL of the items' table that :meth:`setup` runs (each statement idempotent)."""
     distances = ("cosine", "l2", "inner_product")
+    shares_transactions = True
 
     def __init__(
         self,
@@ -80,8 +81,6 @@ class AsyncPostgresStore(SqlStore):
         self.lock = asyncio.Lock()
         self.is_setup = False
         self.loop = asyncio.get_running_loop()
-        self._queued: list[tuple[MakeStep, bool, asyncio.Future[Any]]] = []
-        self._drainer: asyncio.Task[None] | None = None
         self._async_sweeper = AsyncSweeper(self.sweep_ttl)
 
     @classmethod
@@ -175,42 +174,11 @@ class AsyncPostgresStore(SqlStore):
                 return await adrive(make_step(now()), _executor(conn))
 
     async def _atransact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
-        """Run a batch; the batches of concurrent calls made in one tick share one transaction."""
-        future: asyncio.Future[Any] = self.loop.create_future()
-        self._queued.append((make_step, alone, future))
-        if self._drainer is None or self._drainer.done():
-            self._drainer = self.loop.create_task(self._drain())
-        return await future
+        """Run a step on this loop (batches reach it through the store's call groups)."""
+        return await self._run(make_step, alone=alone)
 
-    async def _drain(self) -> None:
-        while self._queued:
-            group, self._queued = self._queued[:_GROUP], self._queued[_GROUP:]
-            group = [entry for entry in group if not entry[2].done()]  # cancelled callers
-            if len(group) > 1 and await self._run_shared(group):
-                continue
-            for make, alone, future in group:
-                try:
-                    _settle(future, await self._run(make, alone=alone))
-                except Exception as exc:  # noqa: BLE001 - handed to its caller
-                    _settle(future, error=exc)
-
-    async def _run_shared(self, group: list[tuple[MakeStep, bool, asyncio.Future[Any]]]) -> bool:
-        """Run the group's batches in one transaction; ``False``: run each alone, so only a faulty one fails."""
-        started: list[int] = []
-        try:
-            results = await self._run(functools.partial(_each, [make for make, _, _ in group], started))
-        except Exception as exc:  # noqa: BLE001 - handed to every caller, or each batch re-run alone
-            if started:
-                return False
-            for _, _, future in group:  # no batch ran (no connection, failed setup): each alone would fail so
-                _settle(future, error=exc)
-            return True
-        for (_, _, future), result in zip(group, results, strict=True):
-            _settle(future, result)
-        return True
-
-    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
-        """Run a batch from another thread: on the store's loop, with the batches of concurrent calls."""
+    def _on_loop(self) -> asyncio.AbstractEventLoop:
+        """The store's loop, for a sync call from another thread (refused on that loop: it would block it)."""
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
@@ -220,7 +188,18 @@ class AsyncPostgresStore(SqlStore):
                 "Synchronous calls to AsyncPostgresStore detected in the main event loop; "
                 "use the async methods (aget, aput, asearch, abatch) here"
             )
-        return asyncio.run_coroutine_threadsafe(self._atransact(make_step, alone=alone), self.loop).result()
+        return self.loop
+
+    def _run_prepared(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
+        """A sync batch from another thread: on the store's loop, with the batches of concurrent calls."""
+        loop = self._on_loop()
+        assert self._groups is not None  # noqa: S101 - set in __init__
+        return asyncio.run_coroutine_threadsafe(self._groups.run(prepared, embedded), loop).result()
+
+    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
+        """Run a step from another thread (e.g. the sweeper's), on the store's loop."""
+        loop = self._on_loop()
+        return asyncio.run_coroutine_threadsafe(self._run(make_step, alone=alone), loop).result()
 
     async def sweep_ttl(self) -> int:  # type: ignore[override]  # async, as LangGraph's async stores
         """Delete the expired items now; returns how many."""
@@ -243,24 +222,6 @@ class AsyncPostgresStore(SqlStore):
     async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
         """Stop the sweeper task; ``True`` when it ended within ``timeout`` seconds."""
         return await self._async_sweeper.stop(timeout)
-
-
-def _settle(future: asyncio.Future[Any], result: Any = None, error: Exception | None = None) -> None:
-    """Hand a caller its result or error, unless it stopped waiting (cancelled)."""
-    if not future.done():
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-
-
-def _each(makes: list[MakeStep], started: list[int], now: float) -> Step:
-    """Several batches one after the other, in one transaction: their results (``started`` counts them)."""
-    results: list[Any] = []
-    for make in makes:
-        started.append(len(results))
-        results.append((yield from make(now)))
-    return results
 
 
 def _literal(text: str) -> LiteralString:

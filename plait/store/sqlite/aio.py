@@ -1,7 +1,8 @@
 """``AsyncSqliteStore``: :class:`~plait.store.sqlite.SqliteStore` for asyncio code.
 
 It uses the standard library's ``sqlite3``: each batch runs in a worker thread
-(embeddings are awaited first, on the event loop), so the loop never blocks.
+(embeddings are awaited first, on the event loop), so the loop never blocks. The
+batches of concurrent async calls share transactions (see :mod:`plait.store._group`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class AsyncSqliteStore(SqliteStore):
     of code; called from a coroutine they raise ``asyncio.InvalidStateError``, as
     they would block the event loop (use the ``a``-methods there).
     """
+
+    shares_transactions = True
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`SqliteStore.batch`, refused on a running event loop (see the class docstring)."""

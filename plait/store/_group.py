@@ -1,0 +1,203 @@
+"""Concurrent async calls of one SQL store share a transaction.
+
+An async store hands each prepared batch to :meth:`Groups.run`. A task on the
+caller's event loop takes every batch queued meanwhile (up to 256) and runs them,
+in the order they were made, as one batch in one transaction: consecutive puts of
+different callers are written by one statement, and a read equal to an earlier
+read of the group, with no write between them, runs once (each caller gets its
+own copy of the result). If that transaction fails once it has begun, every batch
+runs again on its own, so only a faulty one fails; if it never began (no
+connection), every caller gets the error at once. A batch with nobody else to
+share with runs by itself (a one-operation batch then needs no transaction).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from plait.store._embed import Embedded
+from plait.store._engine import Engine, Prepared
+from plait.store._statement import Step
+from plait.store.base import Item, Op, PutOp, Result
+
+__all__ = ["Groups"]
+
+_GROUP = 256  # most batches of concurrent calls run in one transaction
+
+Run = Callable[[Callable[[float], Step], bool], Awaitable[Any]]
+"""How a store runs a step: ``run(make_step, alone)`` (see ``SqlStore._transact``)."""
+
+
+@dataclass
+class _Call:
+    prepared: Prepared
+    embedded: Embedded | None
+    future: asyncio.Future[list[Result]]
+
+
+@dataclass
+class _Queue:
+    calls: list[_Call]
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Merged:
+    """The batches of a group as one: operations, encoded values, vectors, and where each caller's results are."""
+
+    prepared: Prepared = field(default_factory=lambda: Prepared([]))
+    docs: dict[int, Any] = field(default_factory=dict[int, Any])
+    queries: dict[str, Any] = field(default_factory=dict[str, Any])
+    slots: list[tuple[int, int, bool]] = field(default_factory=list[tuple[int, int, bool]])
+    """Per call: its results' span in the merged results, and whether it shares them with an earlier call."""
+
+
+class Groups:
+    """The queues of one store's concurrent async calls, one per event loop."""
+
+    def __init__(self, engine: Engine, run: Run) -> None:
+        """Bind the store's engine and how it runs a step.
+
+        Args:
+            engine: The store's engine.
+            run: Runs a step in a transaction (``alone``: none needed), on the calling loop.
+        """
+        self.engine = engine
+        self.run_step = run
+        self._queues: dict[asyncio.AbstractEventLoop, _Queue] = {}
+
+    async def run(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
+        """Run a batch with the other batches queued on this loop meanwhile; returns its results."""
+        loop = asyncio.get_running_loop()
+        call = _Call(prepared, embedded, loop.create_future())
+        queue = self._queues.get(loop)
+        if queue is None:
+            queue = self._queues[loop] = _Queue([call])
+            queue.task = loop.create_task(self._drain(loop, queue))
+        else:
+            queue.calls.append(call)
+        return await call.future
+
+    async def _drain(self, loop: asyncio.AbstractEventLoop, queue: _Queue) -> None:
+        group: list[_Call] = []
+        try:
+            while queue.calls:
+                group, queue.calls = queue.calls[:_GROUP], queue.calls[_GROUP:]
+                group = [call for call in group if not call.future.done()]  # cancelled callers
+                try:
+                    if len(group) == 1:
+                        await self._alone(group[0])
+                    elif group:
+                        await self._shared(group)
+                except Exception as exc:  # noqa: BLE001 - a fault here: the callers must not wait for ever
+                    for call in group:
+                        _settle(call.future, error=exc)
+        finally:
+            del self._queues[loop]
+            for call in group + queue.calls:  # cancelled (the loop is closing): nobody runs these now
+                call.future.cancel()
+
+    async def _alone(self, call: _Call) -> None:
+        prepared, embedded = call.prepared, call.embedded
+        try:
+            result = await self.run_step(lambda now: self.engine.run(prepared, embedded, now), prepared.alone)
+        except Exception as exc:  # noqa: BLE001 - handed to its caller
+            _settle(call.future, error=exc)
+        else:
+            _settle(call.future, result)
+
+    async def _shared(self, group: list[_Call]) -> None:
+        merged = _merge(group)
+        embedded = Embedded(merged.docs, merged.queries) if merged.docs or merged.queries else None
+        started: list[bool] = []
+        try:
+            results = await self.run_step(
+                lambda now: _noting_start(self.engine.run(merged.prepared, embedded, now), started), False
+            )
+        except Exception as exc:  # noqa: BLE001 - handed to every caller, or each batch run again alone
+            if started:
+                for call in group:
+                    await self._alone(call)
+                return
+            for call in group:  # it never began (no connection, failed setup): alone each would fail so
+                _settle(call.future, error=exc)
+            return
+        for call, (start, end, shared) in zip(group, merged.slots, strict=True):
+            part: list[Result] = results[start:end]
+            _settle(call.future, [_fresh(r) for r in part] if shared else part)
+
+
+def _merge(group: list[_Call]) -> _Merged:
+    merged = _Merged()
+    ops = merged.prepared.ops
+    reads = _Reads()  # since the last write
+    for call in group:
+        batch = call.prepared.ops
+        read = batch[0] if len(batch) == 1 and not isinstance(batch[0], PutOp) else None
+        if read is not None:
+            at = reads.find(read)
+            if at is not None:
+                merged.slots.append((at, at + 1, True))
+                continue
+        else:  # a write, or several operations: later reads must see its effects
+            reads = _Reads()
+        base = len(ops)
+        ops.extend(batch)
+        merged.prepared.values.update({base + i: v for i, v in call.prepared.values.items()})
+        if call.embedded is not None:
+            merged.docs.update({base + i: d for i, d in call.embedded.docs.items()})
+            merged.queries.update(call.embedded.queries)
+        if read is not None:
+            reads.add(read, base)
+        merged.slots.append((base, base + len(batch), False))
+    return merged
+
+
+class _Reads:
+    """Read operations and where they are in a merged batch (a search with a filter is not hashable)."""
+
+    def __init__(self) -> None:
+        self.hashed: dict[Op, int] = {}
+        self.others: list[tuple[Op, int]] = []
+
+    def find(self, op: Op) -> int | None:
+        try:
+            return self.hashed.get(op)
+        except TypeError:
+            return next((i for other, i in self.others if other == op), None)
+
+    def add(self, op: Op, at: int) -> None:
+        try:
+            self.hashed[op] = at
+        except TypeError:
+            self.others.append((op, at))
+
+
+def _noting_start(step: Step, started: list[bool]) -> Step:
+    """``step``, noting in ``started`` that it began (its transaction had a connection)."""
+    started.append(True)
+    return (yield from step)
+
+
+def _fresh(result: object) -> Any:
+    """A caller's own copy of a result another caller also gets (namespaces are tuples: shared)."""
+    if isinstance(result, list):
+        return [_fresh(r) for r in cast("list[object]", result)]
+    if isinstance(result, Item):
+        own = copy.copy(result)
+        own.value = copy.deepcopy(result.value)
+        return own
+    return result
+
+
+def _settle(future: asyncio.Future[Any], result: Any = None, error: BaseException | None = None) -> None:
+    """Hand a caller its result or error, unless it stopped waiting (cancelled)."""
+    if not future.done():
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)

@@ -1,0 +1,107 @@
+"""Concurrent calls of the async SQL stores share transactions; equal reads run once, each caller gets its own copy."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pg import private_schema
+
+from plait.store.postgres import AsyncPostgresStore
+from plait.store.sqlite.aio import AsyncSqliteStore
+
+
+@asynccontextmanager
+async def _store(kind: str, tmp_path: Path, dsn: str) -> AsyncIterator[Any]:
+    if kind == "sqlite":
+        async with AsyncSqliteStore.from_conn_string(tmp_path / "s.db") as store:
+            await store.setup()
+            yield store
+    else:
+        async with AsyncPostgresStore.from_conn_string(dsn) as pg:
+            await pg.setup()
+            yield pg
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_equal_concurrent_reads_give_each_caller_its_own_result(kind: str, tmp_path: Path) -> None:
+    async def main(dsn: str) -> None:
+        async with _store(kind, tmp_path, dsn) as store:
+            await store.aput(("a",), "k", {"v": 1, "nested": {"n": [1]}})
+            await store.aput(("a", "b"), "j", {"v": 2})
+            gets = [store.aget(("a",), "k") for _ in range(5)]
+            searches = [store.asearch(("a",), filter={"v": 1}) for _ in range(5)]
+            lists = [store.alist_namespaces(prefix=("a",)) for _ in range(5)]
+            found = await asyncio.gather(*gets, *searches, *lists)
+            items, hits, spaces = found[:5], found[5:10], found[10:]
+            assert all(item.value == {"v": 1, "nested": {"n": [1]}} for item in items)
+            assert all([h.key for h in hit] == ["k"] for hit in hits)
+            assert all(space == [("a",), ("a", "b")] for space in spaces)
+            items[0].value["nested"]["n"].append(2)
+            hits[0][0].value["v"] = 3
+            spaces[0].append(("x",))
+            assert items[1].value == {"v": 1, "nested": {"n": [1]}}
+            assert hits[1][0].value["v"] == 1
+            assert spaces[1] == [("a",), ("a", "b")]
+
+    with private_schema() as dsn:
+        asyncio.run(main(dsn))
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_read_after_a_concurrent_write_sees_it(kind: str, tmp_path: Path) -> None:
+    async def main(dsn: str) -> None:
+        async with _store(kind, tmp_path, dsn) as store:
+            await store.aput(("a",), "k", {"v": 1})
+            before, _, after, _, gone = await asyncio.gather(
+                store.aget(("a",), "k"),
+                store.aput(("a",), "k", {"v": 2}),
+                store.aget(("a",), "k"),
+                store.adelete(("a",), "k"),
+                store.aget(("a",), "k"),
+            )
+            assert (before.value, after.value, gone) == ({"v": 1}, {"v": 2}, None)
+
+    with private_schema() as dsn:
+        asyncio.run(main(dsn))
+
+
+def test_sync_calls_from_threads_share_the_async_postgres_stores_transactions() -> None:
+    threads_n = 8
+
+    async def main(dsn: str) -> None:
+        async with AsyncPostgresStore.from_conn_string(dsn, pool_config={"max_size": 1}) as store:
+            await store.setup()
+            pool = store.conn
+            loop = asyncio.get_running_loop()
+            groups = store._groups
+            assert groups is not None
+
+            async def queued(
+                count: int,
+            ) -> None:  # until exactly ``count`` calls wait behind the one in flight
+                while (queue := groups._queues.get(loop)) is None or len(queue.calls) != count:
+                    await asyncio.sleep(0.01)
+
+            workers = [
+                threading.Thread(target=store.put, args=(("t",), f"k{i}", {"v": i})) for i in range(threads_n)
+            ]
+            async with pool.connection():  # the only connection is busy: the calls queue up
+                workers[0].start()
+                await asyncio.wait_for(queued(0), 60)
+                for worker in workers[1:]:
+                    worker.start()
+                await asyncio.wait_for(queued(threads_n - 1), 60)
+            await asyncio.to_thread(lambda: [worker.join(60) for worker in workers])
+            async with store._cursor() as cur:
+                await cur.execute("SELECT count(*) AS n, count(DISTINCT xmin::text) AS tx FROM plait_store")
+                row = await cur.fetchone()
+            assert row == {"n": threads_n, "tx": 2}  # the first call alone, then all the others at once
+
+    with private_schema() as dsn:
+        asyncio.run(main(dsn))
