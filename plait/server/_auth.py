@@ -29,9 +29,10 @@ from typing import Any, cast
 from starlette.authentication import AuthCredentials
 from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from plait.server._auth_filter import Filter, check_filter
 from plait.server._config import ConfigError, import_object
@@ -323,7 +324,7 @@ def _arguments(auth: LoadedAuth, scope: Scope) -> dict[str, Any]:
     found: dict[str, Any] = {
         "scope": scope,
         "path": scope["path"],
-        "method": scope.get("method", "GET"),
+        "method": scope.get("method", "GET"),  # (a WebSocket's handshake is a GET)
         "headers": dict(headers),
         "query_params": QueryParams(scope.get("query_string", b"")),
         "path_params": scope.get("path_params", {}),
@@ -334,6 +335,12 @@ def _arguments(auth: LoadedAuth, scope: Scope) -> dict[str, Any]:
         raw = dict((k.lower(), v) for k, v in headers).get(b"authorization")
         found["authorization"] = None if raw is None else raw.decode("latin-1")
     if "request" in auth.wants:
+        if scope["type"] != "http":  # (as LangGraph's server: a Request is not made of a WebSocket)
+            raise _Refused(
+                403,
+                "the @auth.authenticate handler takes `request`, which a WebSocket does not give: "
+                "take `headers`, `authorization` or `scope` instead",
+            )
         found["request"] = Request(scope)
     return {name: found[name] for name in auth.wants}
 
@@ -353,8 +360,10 @@ async def _authenticate(auth: LoadedAuth, scope: Scope) -> tuple[AuthUser, list[
 
 
 class Authenticate:
-    """ASGI middleware: every request but the open ones is authenticated (a refusal is answered
-    with its status and ``{"detail": ...}``); the user and permissions go into the scope
+    """ASGI middleware: every request but the open ones (and every WebSocket handshake) is
+    authenticated (a refusal is answered with its status and ``{"detail": ...}``; a handshake is
+    denied with it, or closed with code 4000 + status where the server cannot); the user and
+    permissions go into the scope
     (``scope["user"]``, ``scope["auth"]``), and the auth itself (``scope[AUTH_SCOPE]``) for
     :func:`authorize`."""
 
@@ -371,7 +380,7 @@ class Authenticate:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         scope[AUTH_SCOPE] = self.auth
@@ -379,7 +388,15 @@ class Authenticate:
             try:
                 user, permissions = await _authenticate(self.auth, scope)
             except _Refused as exc:
-                await json_response({"detail": exc.detail}, exc.status, exc.headers)(scope, receive, send)
+                answer = json_response({"detail": exc.detail}, exc.status, exc.headers)
+                if scope["type"] == "http":
+                    await answer(scope, receive, send)
+                    return
+                socket = WebSocket(scope, receive, send)  # a handshake refused with the status
+                if "websocket.http.response" in scope.get("extensions", {}):
+                    await socket.send_denial_response(answer)
+                else:
+                    await socket.close(code=4000 + exc.status, reason=exc.detail[:120])
                 return
             scope["user"], scope["auth"] = user, AuthCredentials(permissions)
         await self.app(scope, receive, send)
@@ -393,7 +410,7 @@ class Identity:
     permissions: list[str]
 
 
-def request_identity(request: Request) -> tuple[LoadedAuth, Identity] | None:
+def request_identity(request: HTTPConnection) -> tuple[LoadedAuth, Identity] | None:
     """The server's auth and the request's user, or ``None`` when the server has no custom auth.
 
     Raises:
@@ -410,7 +427,9 @@ def request_identity(request: Request) -> tuple[LoadedAuth, Identity] | None:
     return auth, Identity(user, scopes)
 
 
-async def authorize(request: Request, resource: str, action: str, value: dict[str, Any]) -> Filter | None:
+async def authorize(
+    request: HTTPConnection, resource: str, action: str, value: dict[str, Any]
+) -> Filter | None:
     """Ask the server's handlers whether the request's user may do ``action`` on ``resource``.
 
     ``value`` (the action's ``Auth.types`` dict) is handed to the handler, which may change it: read

@@ -17,7 +17,9 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.testclient import TestClient, WebSocketDenialResponse
+from starlette.websockets import WebSocket
 
 from plait.server._auth import Authenticate, AuthUser, read_auth
 from plait.server._custom import UserRoutes
@@ -131,6 +133,32 @@ async def test_custom_routes_are_open_unless_the_config_authenticates_them() -> 
     assert (await _get(guarded, "/custom")).status_code == 401
     answer = await _get(guarded, "/custom", headers={"Authorization": "Bearer good"})
     assert answer.status_code == 200 and "dave" in answer.json()["user"]
+
+
+def test_a_websocket_handshake_is_authenticated_too() -> None:
+    auth = Auth()
+
+    @auth.authenticate
+    async def authenticate(authorization: str | None) -> str:
+        if authorization != "Bearer good":
+            raise Auth.exceptions.HTTPException(status_code=401, detail="bad token")
+        return "erin"
+
+    async def echo(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await websocket.send_json({"identity": websocket.scope["user"].identity})
+        await websocket.close()
+
+    app = Starlette(
+        routes=[WebSocketRoute("/ws", echo)],
+        middleware=[Middleware(Authenticate, auth=read_auth(auth, "test"))],
+    )
+    with TestClient(app) as client:
+        with pytest.raises(WebSocketDenialResponse) as denied, client.websocket_connect("/ws"):
+            pass
+        assert denied.value.status_code == 401 and denied.value.json() == {"detail": "bad token"}
+        with client.websocket_connect("/ws", headers={"Authorization": "Bearer good"}) as socket:
+            assert socket.receive_json() == {"identity": "erin"}
 
 
 def _serve(*args: str, tmp: pathlib.Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
