@@ -256,6 +256,11 @@ def load_auth(spec: Mapping[str, Any], config_path: str, custom_routes: bool = F
             ``@auth.authenticate`` handler, or that handler names a parameter plait does not pass.
     """
     target = str(spec["path"])
+    if target.rpartition(":")[0].endswith((".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")):
+        raise ConfigError(
+            f"auth.path: {target} is a JavaScript auth, which plait serve does not run: "
+            "write it in Python (from langgraph_sdk import Auth)"
+        )
     return read_auth(import_object("auth.path", target, config_path), target, custom_routes)
 
 

@@ -404,8 +404,8 @@ def import_object(what: str, target: str, config_path: str) -> Any:
         sys.path.insert(0, str(base))
     try:
         return _import_target(GraphSpec(what, target), base)
-    except ConfigError as exc:
-        raise ConfigError(f"{what}: {exc}") from None
+    except ConfigError as exc:  # (its message names a graph: name ``what`` instead)
+        raise ConfigError(f"{what}: {str(exc).removeprefix(f'graph {what!r}: ')}") from None
 
 
 def load_http_app(target: str, config_path: str) -> Starlette:

@@ -285,3 +285,19 @@ def test_an_unusable_auth_object_is_refused_at_load(tmp_path: pathlib.Path, sour
     path = _project(tmp_path, {"path": "./auth.py:auth"}, source)
     with pytest.raises(ConfigError, match=says.replace("[", r"\[").replace("]", r"\]")):
         load_auth({"path": "./auth.py:auth"}, str(path))
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        ("./missing.py:auth", r"^auth.path: .*missing.py does not exist$"),
+        ("./auth.py:nope", r"^auth.path: ./auth.py has no variable 'nope'$"),
+        ("./auth.ts:auth", "JavaScript auth, which plait serve does not run"),
+    ],
+)
+def test_an_auth_path_that_names_nothing_usable_says_so(
+    tmp_path: pathlib.Path, target: str, says: str
+) -> None:
+    path = _project(tmp_path, {"path": target})
+    with pytest.raises(ConfigError, match=says):
+        load_auth({"path": target}, str(path))
