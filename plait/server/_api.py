@@ -323,7 +323,7 @@ _EXPECTED = {
     "none_required": "null",
     "uuid_type": "a UUID",
     "uuid_parsing": "a UUID",
-    "missing": "a value (it is required)",
+    "missing": "a value (required)",
 }
 _BOUNDS = {
     "greater_than": "a number > {gt}",

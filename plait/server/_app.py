@@ -74,12 +74,14 @@ def _documented() -> list[Api]:
     """The declared endpoints ``/openapi.json`` and ``/docs`` list, by resource."""
     return [
         _system,
+        _metrics.api,
         _assistants.api,
         _threads.api,
         _thread_state.api,
         _thread_stream.api,
         _runs.api,
         _runs.stateless,
+        _crons.api,
         _store.api,
     ]
 

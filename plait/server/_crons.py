@@ -14,113 +14,43 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timezone
 from typing import Any, cast
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
-from plait.server._api import validated
+from plait.server._api import Api, validated
 from plait.server._assistants import assistant_id_for
 from plait.server._auth import authorize
 from plait.server._auth_crons import cron_access, visible_crons
 from plait.server._auth_filter import permits
 from plait.server._auth_runs import fired_run_access
 from plait.server._create import check_request, create_run
+from plait.server._cron_models import (
+    RUN_KEYS,
+    Cron,
+    CronCountRequest,
+    CronCreate,
+    CronPatch,
+    CronSearch,
+    when,
+)
 from plait.server._db import Database, Tx
-from plait.server._http import body, json_response, opt, page_response
+from plait.server._http import json_response, page_response
 from plait.server._run_models import RunCreate
 from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
 
-__all__ = ["fire_due", "routes"]
+__all__ = ["api", "fire_due", "routes"]
 
 _log = logging.getLogger("plait.server")
 
-_RUN_KEYS = (
-    "input",
-    "config",
-    "context",
-    "metadata",
-    "checkpoint_during",
-    "interrupt_before",
-    "interrupt_after",
-    "webhook",
-    "multitask_strategy",
-    "stream_mode",
-    "stream_subgraphs",
-    "stream_resumable",
-    "durability",
-)
-"""What a cron's request may say about the runs it makes (kept in its ``payload``)."""
-_CRON_KEYS = ("schedule", "assistant_id", "on_run_completed", "end_time", "enabled", "timezone")
-_FIELDS = (
-    "cron_id",
-    "assistant_id",
-    "thread_id",
-    "on_run_completed",
-    "end_time",
-    "schedule",
-    "timezone",
-    "created_at",
-    "updated_at",
-    "payload",
-    "user_id",
-    "next_run_date",
-    "metadata",
-    "enabled",
-)
-"""The fields of a cron, in the order LangGraph's server sends them."""
-_SORT = ("cron_id", "assistant_id", "thread_id", "next_run_date", "end_time", "created_at", "updated_at")
 BATCH = 20
 """Most due crons one worker takes at a time."""
 
-
-def _schedule(raw: Any) -> str:
-    if not isinstance(raw, str) or not croniter.is_valid(raw):
-        raise ApiError(
-            422,
-            f"Invalid cron schedule: {raw!r}. Use the standard cron format (minute hour day_of_month "
-            "month day_of_week), for example '*/5 * * * *' for every 5 minutes.",
-        )
-    return raw
-
-
-def _timezone(raw: Any) -> str | None:
-    if raw is None:
-        return None
-    try:
-        ZoneInfo(raw)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise ApiError(
-            422, f"Invalid timezone: {raw!r}. Use an IANA time zone name (e.g. 'America/New_York')."
-        ) from None
-    return cast("str", raw)
-
-
-def _end_time(raw: Any) -> str | None:
-    """``raw`` as given (LangGraph's server echoes it), once it is known to be a date and time."""
-    if raw is None:
-        return None
-    if isinstance(raw, str):
-        try:
-            _when(raw)
-            return raw
-        except (ValueError, OverflowError):
-            pass
-    raise ApiError(
-        422, f"end_time must be an ISO 8601 date and time (UTC unless it has an offset), got {raw!r}"
-    )
-
-
-def _when(text: str) -> datetime:
-    return _utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
-
-
-def _utc(when: datetime) -> datetime:
-    return (when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+api = Api("Crons", "A cron makes runs on a schedule: each on a new thread, or all on one thread.")
 
 
 def next_time(cron: dict[str, Any], after: datetime) -> datetime | None:
@@ -131,7 +61,7 @@ def next_time(cron: dict[str, Any], after: datetime) -> datetime | None:
     # types-croniter 6.2.4.20261122 leaves a parameter of get_next partly unknown
     found = schedule.get_next(datetime).astimezone(timezone.utc)  # pyright: ignore[reportUnknownMemberType]
     end = cron.get("end_time")
-    if end is not None and found > _when(end):
+    if end is not None and found > when(end):
         return None
     return found
 
@@ -170,14 +100,10 @@ async def _write(db: Database | Tx, cron: dict[str, Any], due: float | None, *, 
         )
 
 
-def _payload(data: dict[str, Any], assistant_id: str) -> dict[str, Any]:
+def _payload(data: CronCreate | CronPatch, assistant_id: str) -> dict[str, Any]:
     """The request as the cron keeps it (as LangGraph's server: the whole body, nulls left out),
     its assistant resolved."""
-    unknown = sorted(set(data) - {*_RUN_KEYS, *_CRON_KEYS})
-    if unknown:
-        raise ApiError(422, f"a cron does not take {unknown}; it takes {sorted({*_RUN_KEYS, *_CRON_KEYS})}")
-    opt(data, "config", dict)
-    return {**{k: v for k, v in data.items() if v is not None}, "assistant_id": assistant_id}
+    return {**data.model_dump(exclude_none=True), "assistant_id": assistant_id}
 
 
 def _with_cron_id(payload: dict[str, Any], cron_id: str) -> dict[str, Any]:
@@ -187,49 +113,43 @@ def _with_cron_id(payload: dict[str, Any], cron_id: str) -> dict[str, Any]:
     return {**payload, "config": {**config, "configurable": configurable}}
 
 
-def _on_completed(data: dict[str, Any]) -> str | None:
-    value: str | None = opt(data, "on_run_completed", str)
-    if value not in (None, "delete", "keep"):
-        raise ApiError(422, f"on_run_completed must be 'delete' or 'keep', got {value!r}")
-    return value
-
-
 def _run_request(payload: dict[str, Any]) -> dict[str, Any]:
     """The run request of a cron's ``payload`` (its schedule and other cron settings left out)."""
-    return {k: v for k, v in payload.items() if k in _RUN_KEYS or k == "assistant_id"}
+    return {k: v for k, v in payload.items() if k in RUN_KEYS or k == "assistant_id"}
 
 
-async def create(request: Request) -> Response:
-    """``POST /runs/crons`` (a new thread per run) and ``POST /threads/{thread_id}/runs/crons``."""
+@api.post("/runs/crons", "Create Cron", body=CronCreate, body_required=True, response=Cron)
+@api.post(
+    "/threads/{thread_id}/runs/crons",
+    "Create Thread Cron",
+    body=CronCreate,
+    body_required=True,
+    response=Cron,
+)
+async def create(request: Request, body: CronCreate) -> Response:
+    """A cron of an assistant: each run on a new thread, or on the thread of the path."""
     state = state_of(request)
-    data = await body(request, required=True)
     raw_thread = request.path_params.get("thread_id")
     thread_id = None if raw_thread is None else check_uuid(raw_thread, "thread ID")
-    raw_assistant = data.get("assistant_id")
-    if not isinstance(raw_assistant, str):
-        raise ApiError(
-            422, f"assistant_id must be a string (an assistant id or a graph id), got {raw_assistant!r}"
-        )
-    schedule = _schedule(data.get("schedule"))
+    raw_assistant = body.assistant_id
     assistant_id = assistant_id_for(raw_assistant, state)
-    on_completed = _on_completed(data)
     cron_id, now = uuid7(), now_iso()
-    payload = _with_cron_id(_payload(data, assistant_id), cron_id)
-    enabled = opt(data, "enabled", bool)
+    payload = _with_cron_id(_payload(body, assistant_id), cron_id)
+    enabled = body.enabled
     cron: dict[str, Any] = {
         "cron_id": cron_id,
         "assistant_id": assistant_id,
         "thread_id": thread_id,
-        "on_run_completed": None if thread_id is not None else on_completed or "delete",
-        "end_time": _end_time(data.get("end_time")),
-        "schedule": schedule,
-        "timezone": _timezone(data.get("timezone")),
+        "on_run_completed": None if thread_id is not None else body.on_run_completed or "delete",
+        "end_time": body.end_time,
+        "schedule": body.schedule,
+        "timezone": body.timezone,
         "created_at": now,
         "updated_at": now,
         "payload": payload,
         "user_id": None,  # (without custom auth: no user; LangGraph's dev server shows "")
         "next_run_date": None,
-        "metadata": as_dict(opt(data, "metadata", dict)),
+        "metadata": body.metadata or {},
         "enabled": True if enabled is None else enabled,
     }
     seen = await cron_access(request, cron)
@@ -278,13 +198,15 @@ async def _found(request: Request, action: str = "read") -> dict[str, Any]:
     return cron
 
 
+@api.get("/runs/crons/{cron_id}", "Get Cron", response=Cron)
 async def get(request: Request) -> Response:
-    """``GET /runs/crons/{cron_id}``."""
+    """The cron."""
     return json_response(await _found(request))
 
 
-async def patch(request: Request) -> Response:
-    """``PATCH /runs/crons/{cron_id}``, as LangGraph's server: the body is merged into the cron's
+@api.patch("/runs/crons/{cron_id}", "Update Cron", body=CronPatch, body_required=True, response=Cron)
+async def patch(request: Request, body: CronPatch) -> Response:
+    """As LangGraph's server: the body is merged into the cron's
     ``payload``; ``metadata`` into its metadata; a new schedule, time zone or end time moves its
     next run (re-enabling a cron whose time passed meanwhile runs it at once).
 
@@ -292,15 +214,16 @@ async def patch(request: Request) -> Response:
     waits (or skips it), so an update never puts back a time that was already run.
     """
     state = state_of(request)
-    data = await body(request, required=True)
-    if not data:
+    given = body.model_fields_set
+    if not given:
         raise ApiError(400, "Request body cannot be empty")
     cron_id = check_uuid(request.path_params["cron_id"], "cron ID")
-    if "assistant_id" in data or "thread_id" in data:
-        raise ApiError(422, "a cron's assistant and thread cannot be changed; delete it and create another")
-    if data.get("webhook"):  # (looked up before the cron's row is locked)
-        await state.hooks.reachable(state.hooks.checked(data["webhook"]))
-    value = {"cron_id": cron_id, "payload": data, "schedule": data.get("schedule")}
+    if "schedule" in given and body.schedule is None:
+        raise ApiError(422, "schedule: a cron needs a schedule; null cannot clear it")
+    if body.webhook:  # (looked up before the cron's row is locked)
+        await state.hooks.reachable(state.hooks.checked(body.webhook))
+    data = body.model_dump(exclude_unset=True)
+    value = {"cron_id": cron_id, "payload": data, "schedule": body.schedule}
     filters = await authorize(request, "crons", "update", value)
     lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
     async with state.db.tx() as tx:
@@ -309,9 +232,9 @@ async def patch(request: Request) -> Response:
         if not rows or not permits(filters, cron.get("metadata")):
             raise ApiError(404, f"Cron '{cron_id}' not found")
         kept = {k: v for k, v in cron["payload"].items() if k not in data}  # (a null clears a key)
-        payload = _with_cron_id({**kept, **_payload(data, cron["assistant_id"])}, cron_id)
-        moved = _settings(cron, data)
-        cron["metadata"] = {**cron["metadata"], **as_dict(opt(data, "metadata", dict))}
+        payload = _with_cron_id({**kept, **_payload(body, cron["assistant_id"])}, cron_id)
+        moved = _settings(cron, body)
+        cron["metadata"] = {**cron["metadata"], **(body.metadata or {})}
         cron["payload"], cron["updated_at"] = payload, now_iso()
         due = _set_next(cron, datetime.now(timezone.utc)) if moved else _due(cron)
         await _check_run(state, cron, webhook=False)
@@ -321,46 +244,41 @@ async def patch(request: Request) -> Response:
     return json_response(cron)
 
 
-def _settings(cron: dict[str, Any], data: dict[str, Any]) -> bool:
+def _settings(cron: dict[str, Any], data: CronPatch) -> bool:
     """Apply the cron's own settings in ``data``; whether its next run has to be found again."""
-    moved = False
-    if "schedule" in data:
-        cron["schedule"], moved = _schedule(data["schedule"]), True
-    if "timezone" in data:
-        cron["timezone"], moved = _timezone(data["timezone"]), True
-    if "end_time" in data:  # null clears it
-        cron["end_time"], moved = _end_time(data["end_time"]), True
-    enabled = opt(data, "enabled", bool)
-    if enabled is not None:
-        cron["enabled"] = enabled
-    on_completed = _on_completed(data)
+    given = data.model_fields_set
+    for key in ("schedule", "timezone", "end_time"):  # (a null time zone or end time clears it)
+        if key in given:
+            cron[key] = getattr(data, key)
+    if data.enabled is not None:
+        cron["enabled"] = data.enabled
+    on_completed = data.on_run_completed
     if on_completed is not None and cron["thread_id"] is None:  # (a thread's cron: nothing to delete)
         cron["on_run_completed"] = on_completed
-    return moved
+    return bool(given & {"schedule", "timezone", "end_time"})
 
 
 def _due(cron: dict[str, Any]) -> float | None:
     """The cron's stored next run (epoch seconds)."""
     found = cron["next_run_date"]
-    return None if found is None else _when(found).timestamp()
+    return None if found is None else when(found).timestamp()
 
 
+@api.delete("/runs/crons/{cron_id}", "Delete Cron", status=204)
 async def delete(request: Request) -> Response:
-    """``DELETE /runs/crons/{cron_id}``."""
+    """Delete the cron."""
     cron = await _found(request, "delete")
     await state_of(request).db.run("DELETE FROM plait_server_crons WHERE cron_id = ?", (cron["cron_id"],))
     return Response(status_code=204)
 
 
-async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The crons the search's filters select (all of them checked first: a bad one is a 422);
-    assistant, thread and enabled are columns of the table, metadata is read from each document."""
+async def _matching(request: Request, wanted: CronCountRequest) -> list[dict[str, Any]]:
+    """The crons the search's filters select; assistant, thread and enabled are columns of the
+    table, metadata is read from each document."""
     state = state_of(request)
-    data = await body(request)
-    raw_assistant = opt(data, "assistant_id", str)
-    raw_thread = opt(data, "thread_id", str)
-    enabled = opt(data, "enabled", bool)
-    metadata = as_dict(opt(data, "metadata", dict))
+    data = wanted.model_dump()  # (as the auth is asked)
+    raw_assistant, raw_thread, enabled = wanted.assistant_id, wanted.thread_id, wanted.enabled
+    metadata = wanted.metadata or {}
     where: list[str] = []
     params: list[Any] = []
     if raw_assistant is not None:
@@ -368,7 +286,7 @@ async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, A
         params.append(assistant_id_for(raw_assistant, state))
     if raw_thread is not None:
         where.append("thread_id = ?")
-        params.append(check_uuid(raw_thread, "thread ID"))
+        params.append(raw_thread)
     if enabled is not None:
         where.append("enabled = ?")
         params.append(1 if enabled else 0)
@@ -377,40 +295,29 @@ async def _matching(request: Request) -> tuple[list[dict[str, Any]], dict[str, A
         params += more
     sql = "SELECT doc FROM plait_server_crons" + (" WHERE " + " AND ".join(where) if where else "")
     crons = [cast("dict[str, Any]", loads(r["doc"])) for r in await state.db.fetch(sql, params)]
-    return [c for c in crons if all(c["metadata"].get(k) == v for k, v in metadata.items())], data
+    return [c for c in crons if all(c["metadata"].get(k) == v for k, v in metadata.items())]
 
 
-async def search(request: Request) -> Response:
-    """``POST /runs/crons/search``: by assistant, thread, enabled and metadata; sorted and paged."""
-    crons, data = await _matching(request)
-    sort_by = opt(data, "sort_by", str) or "created_at"
-    if sort_by not in _SORT:
-        raise ApiError(422, f"sort_by must be one of {list(_SORT)}, got {sort_by!r}")
-    order = opt(data, "sort_order", str) or "desc"
-    if order not in ("asc", "desc"):
-        raise ApiError(422, f"sort_order must be 'asc' or 'desc', got {order!r}")
-    limit, offset = opt(data, "limit", int), opt(data, "offset", int) or 0
-    limit = 10 if limit is None else limit
-    if not 1 <= limit <= 1000 or offset < 0:
-        raise ApiError(422, f"limit must be 1 to 1000 and offset 0 or more, got {limit} and {offset}")
-    select = opt(data, "select", list)
-    if select is not None and (not select or not all(isinstance(k, str) and k in _FIELDS for k in select)):
-        raise ApiError(422, f"select must name fields of a cron ({list(_FIELDS)}), got {select!r}")
+@api.post("/runs/crons/search", "Search Crons", body=CronSearch, response=list[Cron])
+async def search(request: Request, body: CronSearch) -> Response:
+    """Crons by assistant, thread, enabled and metadata; sorted and paged (``X-Pagination-Total``)."""
+    crons = await _matching(request, body)
+    sort_by, order = body.sort_by or "created_at", body.sort_order or "desc"
 
     def key(cron: dict[str, Any]) -> tuple[bool, Any]:
         value = cron.get(sort_by)
         if value is not None and sort_by in ("end_time", "next_run_date"):
-            value = _when(value)  # (an end time keeps the offset it was given with)
+            value = when(value)  # (an end time keeps the offset it was given with)
         return value is not None, value if value is not None else ""
 
     crons.sort(key=key, reverse=order == "desc")
-    return page_response(crons, offset, limit, select)
+    return page_response(crons, body.offset, body.limit, list(body.select or []))
 
 
-async def count(request: Request) -> Response:
-    """``POST /runs/crons/count``."""
-    crons, _ = await _matching(request)
-    return json_response(len(crons))
+@api.post("/runs/crons/count", "Count Crons", body=CronCountRequest, response=int)
+async def count(request: Request, body: CronCountRequest) -> Response:
+    """How many crons the filters select."""
+    return json_response(len(await _matching(request, body)))
 
 
 # -- firing -------------------------------------------------------------------------------
@@ -475,12 +382,4 @@ async def _fire(state: ServerState, cron: dict[str, Any]) -> None:
         _log.exception("cron %s could not start its run", cron["cron_id"])
 
 
-routes = [
-    Route("/runs/crons", create, methods=["POST"]),
-    Route("/runs/crons/search", search, methods=["POST"]),
-    Route("/runs/crons/count", count, methods=["POST"]),
-    Route("/runs/crons/{cron_id}", get, methods=["GET"]),
-    Route("/runs/crons/{cron_id}", patch, methods=["PATCH"]),
-    Route("/runs/crons/{cron_id}", delete, methods=["DELETE"]),
-    Route("/threads/{thread_id}/runs/crons", create, methods=["POST"]),
-]
+routes = api.routes()

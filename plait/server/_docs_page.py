@@ -29,7 +29,7 @@ code,.path{font-family:ui-monospace,monospace;font-size:13px}.path{font-weight:6
 table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:13px}
 th,td{text-align:left;border-bottom:1px solid #e6e9ee;padding:4px 8px;vertical-align:top}
 th{background:#f1f3f6}.req{color:#c8453a;font-size:11px}.desc{white-space:pre-wrap}
-h4{margin:10px 0 2px;font-size:13px;text-transform:uppercase;color:#5a6475}
+h4{margin:10px 0 2px;font-size:13px;text-transform:uppercase;color:#5a6475}h4 a{text-transform:none}
 section.schema{background:#fff;border:1px solid #dde1e7;border-radius:6px;margin:10px 0;padding:8px 16px}
 """
 

@@ -298,6 +298,19 @@ class McpEndpoint:
             ),
         )
 
+        for method, summary, why in (
+            ("GET", "MCP Get", "this stateless server opens no stream of its own"),
+            ("DELETE", "Terminate Session", "this stateless server has no session to end"),
+        ):  # (routed as the transport has them; answered 405)
+            self.api.describe(
+                method,
+                "/mcp",
+                summary,
+                status=405,
+                response={"type": "object", "description": f"A JSON-RPC error: {why}."},
+                description=f"Answered 405 (a JSON-RPC error): {why}; POST JSON-RPC requests.",
+            )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one request to ``/mcp``."""
         if scope["method"] == "GET":  # a stateless server has nothing to push: no stream to open

@@ -20,12 +20,13 @@ from prometheus_client import (
 )
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match, Route
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from plait.server._api import Api
 from plait.server._state import state_of
 
-__all__ = ["Metrics", "RecordRequests", "routes"]
+__all__ = ["Metrics", "RecordRequests", "api", "routes"]
 
 _DURATIONS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 """Buckets of the run duration histogram, in seconds."""
@@ -66,7 +67,17 @@ class Metrics:
 _COUNTS = "SELECT status, COUNT(*) AS n FROM plait_server_runs WHERE status IN ('pending', 'running') GROUP BY status"
 
 
+api = Api("System")
+
+
+@api.get(
+    "/metrics",
+    "System Metrics",
+    response={"type": "string", "description": "Prometheus text exposition format."},
+    media="text/plain",
+)
 async def _metrics(request: Request) -> Response:
+    """The server's Prometheus series: runs by status, run durations, the run queue, HTTP requests."""
     state = state_of(request)
     metrics: Metrics = request.app.state.metrics
     counts = {row["status"]: int(row["n"]) for row in await state.db.fetch(_COUNTS, ())}
@@ -76,7 +87,7 @@ async def _metrics(request: Request) -> Response:
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-routes = [Route("/metrics", _metrics, methods=["GET"])]
+routes = api.routes()
 
 
 class RecordRequests:

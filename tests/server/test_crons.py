@@ -151,9 +151,9 @@ def test_bad_requests_are_refused_with_their_reason(server: Server) -> None:
     cron = client.crons.create("agent", schedule="0 0 * * *", input=_say("x"))
     cases: list[tuple[str, str, Any, int, str]] = [
         ("post", "/runs/crons", {"assistant_id": "agent", "schedule": "not a cron"}, 422, "Invalid cron schedule"),
-        ("post", "/runs/crons", {"assistant_id": "agent"}, 422, "Invalid cron schedule"),
-        ("post", "/runs/crons", {"assistant_id": "agent", "schedule": 5}, 422, "Invalid cron schedule"),
-        ("post", "/runs/crons", {"schedule": "0 0 * * *"}, 422, "assistant_id must be a string"),
+        ("post", "/runs/crons", {"assistant_id": "agent"}, 422, "schedule: expected a value (required), got nothing"),
+        ("post", "/runs/crons", {"assistant_id": "agent", "schedule": 5}, 422, "schedule: expected a string, got 5"),
+        ("post", "/runs/crons", {"schedule": "0 0 * * *"}, 422, "assistant_id: expected a value (required), got nothing"),
         ("post", "/runs/crons", {"assistant_id": "nope", "schedule": "0 0 * * *"}, 422, "assistant ID"),
         ("post", "/runs/crons", {"assistant_id": str(uuid.uuid4()), "schedule": "0 0 * * *"}, 404, "not found"),
         ("post", "/runs/crons", {"assistant_id": "agent", "schedule": "0 0 * * *", "timezone": "Nope/Nope"}, 422, "timezone"),
