@@ -32,9 +32,16 @@ Declaring a resource's endpoints (in the resource's module)::
 * A bad body or query string is a 422 whose ``detail`` names each field's path, what it takes
   and what it got (``supersteps[0].updates[0].as_node: expected a string, got 7``).
 * :meth:`Api.describe` lists in the document a route routed elsewhere (no handler here).
+* A field's own rule: ``Annotated[str, check(fn)]`` (``fn`` raises ``ValueError`` or
+  :class:`ApiError` with its message, reported at the field's path).
+* Checking JSON that did not come as a body (a stored request, one an auth handler changed):
+  :func:`validated` (``validated(RunCreate, data)``: the model, or a 422 explained alike).
+* The app lists each module's ``api`` in ``plait.server._app._documented()``; a test
+  (tests/server/test_openapi.py) fails on a route served but not listed, or listed but not served.
 
 Handlers stay plain ``async def (request, body=..., query=...) -> Response`` functions, callable
-directly; the decorator returns them unchanged.
+directly; the decorator returns them unchanged. Path parameters stay in ``request.path_params``
+(their documented types come from their names: ``thread_id``, ``run_id``, ``cron_id`` are UUIDs).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Request bodies and JSON responses shared by the endpoints."""
+"""JSON responses, query integers and the one error handler shared by the endpoints (request bodies:
+:mod:`plait.server._api`)."""
 
 from __future__ import annotations
 
@@ -6,64 +7,26 @@ import logging
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from plait.server._wire import ApiError, dumps, loads
+from plait.server._wire import ApiError, dumps
 
 _log = logging.getLogger("plait.server")
 
 __all__ = [
     "RETRY_AFTER",
     "CatchErrors",
-    "body",
     "database_down",
     "error_response",
     "json_response",
-    "opt",
     "page_response",
-    "query_bool",
-    "query_flag",
     "query_int",
 ]
-
-
-async def body(request: Request, *, required: bool = False) -> dict[str, Any]:
-    """The request's JSON object (``{}`` when empty); 422 when it is not a JSON object."""
-    raw = await request.body()
-    if not raw.strip():
-        if required:
-            raise ApiError(422, "a JSON request body is required")
-        return {}
-    try:
-        data = loads(raw)
-    except ValueError:
-        raise ApiError(422, "Invalid JSON in request body") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ApiError(422, f"the request body must be a JSON object, got {type(data).__name__}")
-    return cast("dict[str, Any]", data)
-
-
-def opt(data: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str = "") -> Any:
-    """``data[key]`` if absent/``None`` or of type ``kind``; 422 otherwise."""
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
-        raise ApiError(422, f"{key} must be {what or _names(kind)}, got {value!r}")
-    return value
-
-
-def _names(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "a boolean"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
 def query_int(request: Request, key: str, default: int) -> int:
@@ -78,25 +41,6 @@ def query_int(request: Request, key: str, default: int) -> int:
     if value < 0:
         raise ApiError(422, f"query parameter {key} must be >= 0")
     return value
-
-
-def query_bool(request: Request, key: str) -> bool:
-    """A true/false query parameter (``1``, ``true`` or ``True`` is true; anything else false)."""
-    return request.query_params.get(key) in ("1", "true", "True")
-
-
-def query_flag(request: Request, key: str) -> bool | None:
-    """A query parameter that must be ``true`` or ``false`` (``1``/``0`` too), ``None`` when absent.
-
-    Raises:
-        ApiError: 422, any other value.
-    """
-    raw = request.query_params.get(key)
-    if raw is None:
-        return None
-    if raw.lower() not in ("true", "false", "1", "0"):
-        raise ApiError(422, f"{key} must be true or false, got {raw!r}")
-    return raw.lower() in ("true", "1")
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
