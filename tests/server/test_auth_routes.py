@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _pg import private_schema
 from _serve_proc import Server, running
 from langgraph_sdk import get_sync_client
 
@@ -148,10 +149,17 @@ IN_BAND = {"POST /mcp", "POST /a2a/{assistant_id}"}
 """JSON-RPC routes: a refusal is an error inside a 200 answer."""
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("auth_routes")
-    with running(str(tmp / "server.sqlite"), tmp, app=APP, config="langgraph.json") as srv:
+    if request.param == "sqlite":
+        with running(str(tmp / "server.sqlite"), tmp, app=APP, config="langgraph.json") as srv:
+            yield srv
+        return
+    with (
+        private_schema("plait_auth_routes") as dsn,
+        running(dsn, tmp, app=APP, config="langgraph.json") as srv,
+    ):
         yield srv
 
 
