@@ -197,8 +197,6 @@ TYPING_CYCLES_LEFT: set[str] = {
     "plait.pregel._stream",
     "plait.pregel._subgraphs",
     "plait.pregel._travel",
-    "plait.server._metrics",
-    "plait.server._state",
     "plait.store._engine",
     "plait.store._search",
 }

@@ -17,6 +17,7 @@ from plait.checkpoint.sqlite import SqliteSaver
 from plait.pregel import Pregel
 from plait.server._config import ConfigError, Settings, apply_env, load_embed, load_graph
 from plait.server._db import Database, SqliteDatabase, open_database
+from plait.server._series import Metrics
 from plait.server._store import ServerStore, close_store, open_store
 from plait.server._stream import Broker
 from plait.server._wal import keep_wal
@@ -27,7 +28,6 @@ from plait.store.base import EmbeddingDimensionError, IndexConfig, TTLConfig
 
 if TYPE_CHECKING:
     from plait.server._auth import LoadedAuth
-    from plait.server._metrics import Metrics
 
 _pg_saver: Any
 try:
