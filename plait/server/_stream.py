@@ -17,10 +17,12 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
+from plait.server._data import events as stored_events
+from plait.server._data import runs
 from plait.server._db import Database
 from plait.server._wire import dumps, loads
 
-__all__ = ["END", "Broker", "RunLog", "insert_events"]
+__all__ = ["END", "Broker", "RunLog"]
 
 END = "__end__"
 """The internal last event of every run log (its data: status, values, error)."""
@@ -140,10 +142,7 @@ class Broker:
         """Where attempt ``attempt`` of a run continues its numbering (the first starts at 1)."""
         if not self.shared or attempt <= 1:
             return 1
-        rows = await self.db.fetch(
-            "SELECT MAX(seq) AS m FROM plait_server_events WHERE run_id = ?", (run_id,)
-        )
-        return int(rows[0]["m"] or 0) + 1
+        return await stored_events.last_seq(self.db, run_id) + 1
 
     def publish(self, run_id: str, event: str, data: Any) -> None:
         """Record an event of a run executing here (``flush`` shares it with other workers)."""
@@ -155,10 +154,7 @@ class Broker:
         if not self.shared or log is None or not log.unflushed:
             return
         rows = list(log.unflushed)
-        insert, params = insert_events(run_id, rows)
-        await self.db.run(
-            f"WITH e AS ({insert}) SELECT pg_notify('plait_server_event', ?)", [*params, run_id]
-        )
+        await stored_events.write(self.db, run_id, rows)
         del log.unflushed[: len(rows)]
 
     async def keep_flushing(self, run_id: str, done: asyncio.Event, every: float = 0.05) -> None:
@@ -263,12 +259,7 @@ class Broker:
                     return
                 if not fresh:
                     wake.clear()
-                    rows = await self.db.fetch(
-                        "SELECT seq, event, data FROM plait_server_events WHERE run_id = ? AND seq > ? "
-                        "ORDER BY seq",
-                        (run_id, after),
-                    )
-                    for row in rows:
+                    for row in await stored_events.after(self.db, run_id, after):
                         after = int(row["seq"])
                         yield after, row["event"], str(row["data"]).encode()
                         if row["event"] == END:
@@ -289,21 +280,7 @@ class Broker:
             self._discard(run_id, wake)
 
     async def _gone(self, run_id: str) -> bool:
-        rows = await self.db.fetch("SELECT status FROM plait_server_runs WHERE run_id = ?", (run_id,))
-        return not rows or rows[0]["status"] not in ("pending", "running")
-
-
-def insert_events(run_id: str, rows: list[tuple[int, str, bytes]]) -> tuple[str, list[Any]]:
-    """One ``INSERT`` of a run's events (a retried write keeps the rows already there), and its parameters."""
-    values = ", ".join("(?, ?, ?, ?)" for _ in rows)
-    params: list[Any] = []
-    for seq, event, data in rows:
-        params += (run_id, seq, event, data.decode())
-    return (
-        f"INSERT INTO plait_server_events (run_id, seq, event, data) VALUES {values} "
-        "ON CONFLICT (run_id, seq) DO NOTHING",
-        params,
-    )
+        return await runs.status(self.db, run_id) not in ("pending", "running")
 
 
 def outcome(data: bytes) -> dict[str, Any]:

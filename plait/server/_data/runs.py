@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from plait.server._data.events import insert_events
 from plait.server._db import Database, Row, Tx
-from plait.server._stream import insert_events
 from plait.server._wire import dumps, loads, now_iso
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "renew_leases",
     "requeue",
     "requeue_all_running",
+    "status",
     "take_over_expired",
 ]
 
@@ -44,6 +45,12 @@ u AS (UPDATE plait_server_runs r SET status = 'running', worker = ?, lease_until
 t AS (UPDATE plait_server_threads t SET status = 'busy', updated_at = ? FROM ok WHERE t.thread_id = ok.thread_id)
 SELECT u.*, a.doc AS assistant_doc FROM u LEFT JOIN plait_server_assistants a ON a.assistant_id = u.assistant_id
 ORDER BY u.run_id"""
+
+
+async def status(db: Database | Tx, run_id: str) -> str | None:
+    """The run's status (``None``: no such run)."""
+    rows = await db.fetch("SELECT status FROM plait_server_runs WHERE run_id = ?", (run_id,))
+    return str(rows[0]["status"]) if rows else None
 
 
 async def requeue_all_running(db: Database) -> None:
