@@ -14,6 +14,7 @@ from plait.pregel._control import CONFIG_KEY_STRICT_RESUME
 from plait.server._auth import AuthUser
 from plait.server._data import runs
 from plait.server._messages import MessagesMode, debug_payload
+from plait.server._protocol_run import PROTOCOL_KEY, stream_protocol
 from plait.server._snapshot import interrupts_by_task, output_interrupts, thread_status
 from plait.server._state import ServerState
 from plait.server._webhook import payload
@@ -131,6 +132,10 @@ async def _stream(
             options[key] = kwargs[key]
     modes, context = emitter.plait_modes(), kwargs.get("context") or None
     subgraphs = bool(kwargs.get("subgraphs"))
+    if config["configurable"].get(PROTOCOL_KEY):  # a run of the thread event protocol
+        options["context"] = context
+        emitter.values = await stream_protocol(state.broker, emitter.run_id, graph, value, config, options)
+        return
     if "events" in emitter.wanted:
         await _stream_events(graph, emitter, value, config, context, subgraphs, options)
         return
