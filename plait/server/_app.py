@@ -23,6 +23,7 @@ from plait.server import (
     _openapi,
     _runs,
     _store,
+    _thread_events,
     _thread_state,
     _thread_stream,
     _threads,
@@ -82,6 +83,7 @@ def _documented() -> list[Api]:
         _runs.api,
         _runs.stateless,
         _crons.api,
+        _thread_events.api,
         _store.api,
     ]
 
@@ -134,6 +136,7 @@ def create_app(settings: Settings) -> Starlette:
         *_threads.routes,
         *_thread_state.routes,
         *_thread_stream.routes,
+        *_thread_events.routes,
         *_crons.routes,
         *_runs.routes,
         *_store.routes,
@@ -150,6 +153,7 @@ def create_app(settings: Settings) -> Starlette:
             token=settings.auth_token,
             max_body=settings.max_body,
             allowed_hosts=settings.allowed_hosts,
+            origins=(*settings.cors_origins, *settings.cors.get("allow_origins", ())),
         ),
     ]
     if auth is not None:  # the config's custom auth (LangGraph's "auth"), after the Host/body checks

@@ -4,7 +4,9 @@ bearer token, a JSON content type for bodies that change state, and the body siz
 On loopback a browser page of another site can still reach the server: through DNS rebinding (its
 own name pointed at 127.0.0.1, so the Host header names that site: refused with 400) or with a
 "simple" cross-site request (``text/plain`` or a form, sent without a CORS preflight: refused with
-415, since every body the API reads is JSON).
+415, since every body the API reads is JSON). A WebSocket handshake passes the Host and token
+checks too, and one a page of another site opens (its ``Origin``) is refused with 403 unless CORS
+allows that origin.
 """
 
 from __future__ import annotations
@@ -51,22 +53,34 @@ class Guard:
     """The checks of the module docstring, in that order, as ASGI middleware."""
 
     def __init__(
-        self, app: ASGIApp, token: str | None, max_body: int, allowed_hosts: tuple[str, ...] = ()
+        self,
+        app: ASGIApp,
+        token: str | None,
+        max_body: int,
+        allowed_hosts: tuple[str, ...] = (),
+        origins: tuple[str, ...] = (),
     ) -> None:
         self.app, self.token, self.max_body = app, token, max_body
         self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
+        self.origins = frozenset(origins)
+        """Origins whose pages may open a WebSocket (CORS's; ``*``: any)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         refusal = self._host_refused(scope, headers.get("host")) or self._auth_refused(scope, headers)
-        if refusal is None:
+        if refusal is None and scope["type"] == "websocket":
+            refusal = self._origin_refused(headers)
+        elif refusal is None:
             refusal = self._type_refused(scope, headers)
-        if refusal is not None:
+        if refusal is not None:  # (a WebSocket handshake is answered with the status too)
             status, detail, extra = refusal
             await json_response({"detail": detail}, status, extra)(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await self.app(scope, receive, send)
             return
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
@@ -93,7 +107,7 @@ class Guard:
 
     def _auth_refused(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str, dict[str, str]] | None:
         """401 without the bearer token (or ``x-api-key``), when one is set."""
-        if not self.token or scope["method"] == "OPTIONS" or scope["path"] in _OPEN_PATHS:
+        if not self.token or scope.get("method") == "OPTIONS" or scope["path"] in _OPEN_PATHS:
             return None
         given = headers.get("authorization", "")
         if hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
@@ -101,6 +115,20 @@ class Guard:
         if hmac.compare_digest(headers.get("x-api-key", "").encode(), self.token.encode()):
             return None
         return 401, "Missing or invalid bearer token", {"WWW-Authenticate": "Bearer"}
+
+    def _origin_refused(self, headers: dict[str, str]) -> tuple[int, str, dict[str, str]] | None:
+        """403 for a WebSocket a page of another site opens (browsers send its ``Origin``; a
+        WebSocket is not held back by CORS): allowed are pages of this server and CORS's origins."""
+        origin = headers.get("origin")
+        if origin is None or "*" in self.origins or origin in self.origins:
+            return None
+        if origin.partition("://")[2].lower() == headers.get("host", "").lower():
+            return None
+        detail = (
+            f"a WebSocket opened by a page of {origin} is refused (another site); "
+            "allow the origin with --cors-origin or the config's http.cors.allow_origins"
+        )
+        return 403, detail, {}
 
     @staticmethod
     def _type_refused(scope: Scope, headers: dict[str, str]) -> tuple[int, str, dict[str, str]] | None:

@@ -107,8 +107,6 @@ SQL_LEFT = {
     "_crons.py",
     "_metrics.py",
     "_runs.py",
-    "_thread_commands.py",
-    "_thread_events.py",
     "_thread_search.py",
     "_thread_storage.py",
     "_thread_stream.py",
