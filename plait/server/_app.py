@@ -25,6 +25,7 @@ from plait.server import (
     _store,
     _thread_events,
     _thread_state,
+    _thread_storage,
     _thread_stream,
     _threads,
     _ui,
@@ -84,6 +85,7 @@ def _documented() -> list[Api]:
         _runs.stateless,
         _crons.api,
         _thread_events.api,
+        _thread_storage.api,
         _store.api,
     ]
 
@@ -137,6 +139,7 @@ def create_app(settings: Settings) -> Starlette:
         *_thread_state.routes,
         *_thread_stream.routes,
         *_thread_events.routes,
+        *_thread_storage.routes,
         *_crons.routes,
         *_runs.routes,
         *_store.routes,

@@ -108,7 +108,6 @@ SQL_LEFT = {
     "_metrics.py",
     "_runs.py",
     "_thread_search.py",
-    "_thread_storage.py",
     "_thread_stream.py",
     "_threads.py",
 }
