@@ -11,8 +11,9 @@ from typing import Any
 from starlette.requests import Request
 
 from plait.server._auth import authorize
-from plait.server._auth_filter import Filter, filter_sql, permits, thread_filter_sql
+from plait.server._auth_filter import Filter, permits
 from plait.server._auth_runs import cron_owner
+from plait.server._data.filters import filter_sql, thread_filter_sql
 from plait.server._state import state_of
 from plait.server._wire import as_dict
 

@@ -9,10 +9,9 @@ A filter is a dict, every entry of which must hold (LangGraph's ``Auth.types.Fil
   groups nest two levels deep at most.
 
 :func:`check_filter` refuses anything else (a 500 naming the handler's mistake: an unknown operator
-would otherwise match everything). :func:`permits` applies a filter to a metadata dict in Python,
-:func:`filter_sql` and :func:`thread_filter_sql` as a SQL condition (SQLite through the
-``plait_auth_match`` function, PostgreSQL through ``jsonb`` containment and equality, which its
-GIN index on threads' metadata serves).
+would otherwise match everything). :func:`permits` applies a filter to a metadata dict in Python;
+the data layer turns one into a SQL condition (:mod:`plait.server._data.filters`; SQLite calls
+:func:`auth_match` there).
 """
 
 from __future__ import annotations
@@ -20,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from plait.server._wire import ApiError, as_dict, as_list, dumps, loads
+from plait.server._wire import ApiError, as_dict, as_list, loads
 
-__all__ = ["Filter", "auth_match", "check_filter", "filter_sql", "permits", "thread_filter_sql"]
+__all__ = ["Filter", "auth_match", "check_filter", "permits"]
 
 Filter = dict[str, Any]
 """A checked filter (see the module docstring)."""
@@ -101,86 +100,3 @@ def permits(filters: Filter | None, metadata: Any) -> bool:
 def auth_match(metadata: str | None, filters: str) -> bool:
     """SQLite's ``plait_auth_match(metadata_json, filter_json)``: :func:`permits` on JSON text."""
     return permits(loads(filters), loads(metadata) if metadata else {})
-
-
-def _json(value: Any) -> str:
-    return dumps(value).decode()
-
-
-def _pg(meta: str, filters: Filter) -> tuple[str, list[Any]]:
-    """PostgreSQL: each entry as ``jsonb`` containment (the GIN index's operator) and equality."""
-    parts: list[str] = []
-    params: list[Any] = []
-    for key, value in filters.items():
-        if key in _GROUPS:
-            subs = [_pg(meta, group) for group in value]
-            joiner = " OR " if key == "$or" else " AND "
-            parts.append("(" + joiner.join(s[0] for s in subs) + ")")
-            params += [p for s in subs for p in s[1]]
-            continue
-        ops = as_dict(value) if isinstance(value, dict) else {"$eq": value}
-        for op, wanted in ops.items():
-            if op == "$eq":  # (equal values contain one another: @> narrows, = decides)
-                parts.append(f"{meta} @> CAST(? AS jsonb) AND {meta} -> CAST(? AS text) = CAST(? AS jsonb)")
-                params += [_json({key: wanted}), key, _json(wanted)]
-            else:
-                items = as_list(wanted) if isinstance(wanted, list) else [wanted]
-                parts.append(f"{meta} @> CAST(? AS jsonb)")
-                params.append(_json({key: items}))
-    return "(" + " AND ".join(parts) + ")", params
-
-
-def filter_sql(dialect: str, filters: Filter, meta: str) -> tuple[str, list[Any]]:
-    """A SQL condition (and its parameters) true for the rows whose metadata passes ``filters``.
-
-    Args:
-        dialect: ``"sqlite"`` or ``"postgres"``.
-        filters: A filter :func:`check_filter` accepted (not empty).
-        meta: The SQL expression of a row's metadata: JSON text on SQLite
-            (``json_extract(doc, '$.metadata')``), ``jsonb`` on PostgreSQL (``(doc::jsonb) -> 'metadata'``).
-    """
-    if dialect == "postgres":
-        return _pg(meta, filters)
-    return f"plait_auth_match({meta}, ?)", [_json(filters)]
-
-
-_THREAD_META_SQLITE = "json_extract(doc, '$.metadata')"
-_THREAD_META_PG = "((doc::jsonb) -> 'metadata')"
-_PICK = "thread_id IN (SELECT thread_id FROM plait_server_thread_meta WHERE key = ? AND "
-
-
-def _side_table(key: str, value: Any) -> tuple[str, list[Any]] | None:
-    """SQLite: ``key == value`` through the threads' (key, value) side table (indexed), for a scalar."""
-    if value is None:
-        return _PICK + "value IS NULL AND type = 'null')", [key]
-    if isinstance(value, bool):
-        return _PICK + "value = ? AND type = ?)", [key, int(value), "true" if value else "false"]
-    if isinstance(value, int | float):
-        return _PICK + "value = ? AND type IN ('integer', 'real'))", [key, value]
-    if isinstance(value, str):
-        return _PICK + "value = ? AND type = 'text')", [key, value]
-    return None
-
-
-def thread_filter_sql(dialect: str, filters: Filter) -> tuple[str, list[Any]]:
-    """:func:`filter_sql` on ``plait_server_threads`` rows, served by their metadata index (the GIN
-    index on PostgreSQL; on SQLite the side table for each top-level equality with a scalar)."""
-    if dialect == "postgres":
-        return filter_sql(dialect, filters, _THREAD_META_PG)
-    parts: list[str] = []
-    params: list[Any] = []
-    rest: Filter = {}
-    for key, value in filters.items():
-        wanted = as_dict(value).get("$eq") if isinstance(value, dict) else value
-        plain = not isinstance(value, dict) or set(as_dict(value)) == {"$eq"}
-        found = _side_table(key, wanted) if plain and key not in _GROUPS else None
-        if found is None:
-            rest[key] = value
-        else:
-            parts.append(found[0])
-            params += found[1]
-    if rest:
-        sql, more = filter_sql(dialect, rest, _THREAD_META_SQLITE)
-        parts.append(sql)
-        params += more
-    return "(" + " AND ".join(parts) + ")", params

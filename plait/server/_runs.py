@@ -13,9 +13,10 @@ from starlette.responses import Response
 
 from plait.server._api import Api, validated
 from plait.server._auth import authorize
-from plait.server._auth_filter import permits, thread_filter_sql
+from plait.server._auth_filter import permits
 from plait.server._auth_runs import RunAccess, run_access
 from plait.server._create import cancel_running, create_run, run_json
+from plait.server._data import runs
 from plait.server._http import json_response
 from plait.server._run_models import (
     Run,
@@ -30,7 +31,7 @@ from plait.server._snapshot import output_interrupts
 from plait.server._state import ServerState, state_of
 from plait.server._stream import END, outcome
 from plait.server._threads import found_thread, get_thread
-from plait.server._wire import ApiError, as_dict, check_uuid, dumps, now_iso
+from plait.server._wire import ApiError, as_dict, check_uuid, dumps
 
 __all__ = ["api", "routes", "stateless"]
 
@@ -112,8 +113,7 @@ async def _final(state: ServerState, doc: dict[str, Any]) -> Any:
 
 
 async def _active(state: ServerState, run_id: str) -> bool:
-    rows = await state.db.fetch("SELECT status FROM plait_server_runs WHERE run_id = ?", (run_id,))
-    return bool(rows) and rows[0]["status"] in ("pending", "running")
+    return await runs.status(state.db, run_id) in ("pending", "running")
 
 
 @api.post(
@@ -214,12 +214,10 @@ async def _found_run(
     state = state_of(request)
     run_id = check_uuid(request.path_params["run_id"], "run ID")
     thread = await found_thread(request, action, {"run_id": run_id, **(value or {})})
-    rows = await state.db.fetch(
-        "SELECT * FROM plait_server_runs WHERE run_id = ? AND thread_id = ?", (run_id, thread["thread_id"])
-    )
-    if not rows:
+    row = await runs.get_on_thread(state.db, run_id, thread["thread_id"])
+    if row is None:
         raise ApiError(404, f"Run {run_id} not found in thread {thread['thread_id']}")
-    return run_json(rows[0])
+    return run_json(row)
 
 
 @api.get("/threads/{thread_id}/runs/{run_id}", "Get Run", response=Run)
@@ -238,12 +236,7 @@ async def list_runs(request: Request, query: RunListQuery) -> Response:
     )
     if not permits(filters, thread.get("metadata")):  # (as LangGraph's server lists runs)
         raise ApiError(404, f"Thread {thread['thread_id']} not found")
-    sql, params = "SELECT * FROM plait_server_runs WHERE thread_id = ?", [thread["thread_id"]]
-    status = query.status
-    if status:
-        sql, params = sql + " AND status = ?", [*params, status]
-    limit, offset = query.limit, query.offset
-    rows = await state.db.fetch(sql + " ORDER BY run_id DESC LIMIT ? OFFSET ?", [*params, limit, offset])
+    rows = await runs.list_on_thread(state.db, thread["thread_id"], query.status, query.limit, query.offset)
     return json_response([run_json(r) for r in rows])
 
 
@@ -254,22 +247,18 @@ async def delete(request: Request) -> Response:
     doc = await _found_run(request, "delete")
     if doc["status"] in ("pending", "running"):
         raise ApiError(409, f"Run {doc['run_id']} is {doc['status']}: cancel it before deleting it")
-    await state.db.run("DELETE FROM plait_server_runs WHERE run_id = ?", (doc["run_id"],))
+    await runs.delete(state.db, doc["run_id"])
     return Response(status_code=204)
 
 
 async def _cancel(state: ServerState, run_id: str, action: str) -> None:
-    rows = await state.db.fetch("SELECT status FROM plait_server_runs WHERE run_id = ?", (run_id,))
-    if not rows or rows[0]["status"] not in ("pending", "running"):
+    status = await runs.status(state.db, run_id)
+    if status not in ("pending", "running"):
         return
-    if rows[0]["status"] == "pending":
-        changed = await state.db.run(
-            "UPDATE plait_server_runs SET status = 'interrupted', updated_at = ? WHERE run_id = ? AND status = 'pending'",
-            (now_iso(), run_id),
-        )
-        if changed:
+    if status == "pending":
+        if await runs.interrupt_pending(state.db, run_id):
             if action == "rollback":
-                await state.db.run("DELETE FROM plait_server_runs WHERE run_id = ?", (run_id,))
+                await runs.delete(state.db, run_id)
             await state.broker.end_unrun(run_id, "interrupted")
             if state.worker is not None:  # a run queued behind it may start now
                 state.worker.wake()
@@ -305,21 +294,11 @@ async def cancel_many(request: Request, body: RunsCancel, query: RunsCancelQuery
     filters = await authorize(request, "threads", "update", value)
     if status is not None:
         wanted = ("pending", "running") if status == "all" else (status,)
-        rows = await state.db.fetch(
-            f"SELECT run_id FROM plait_server_runs WHERE status IN ({', '.join('?' for _ in wanted)})", wanted
-        )
-        run_ids = [r["run_id"] for r in rows]
+        run_ids = await runs.ids_with_status(state.db, wanted)
     else:
         run_ids = list(body.run_ids or [])
     if filters and run_ids:  # only the runs of threads the auth's filter keeps (as LangGraph's server)
-        sql, params = thread_filter_sql(state.db.dialect, filters)
-        marks = ", ".join("?" for _ in run_ids)
-        rows = await state.db.fetch(
-            f"SELECT run_id FROM plait_server_runs WHERE run_id IN ({marks}) AND thread_id IN "
-            f"(SELECT thread_id FROM plait_server_threads WHERE {sql})",
-            [*run_ids, *params],
-        )
-        run_ids = [r["run_id"] for r in rows]
+        run_ids = await runs.ids_on_visible_threads(state.db, run_ids, filters)
         if not run_ids:
             raise ApiError(404, "No runs found to cancel")
     for run_id in run_ids:

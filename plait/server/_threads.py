@@ -13,7 +13,8 @@ from starlette.responses import Response
 from plait.errors import CheckpointConflictError, InvalidUpdateError
 from plait.server._api import Api
 from plait.server._auth import authorize
-from plait.server._auth_filter import Filter, permits, thread_filter_sql
+from plait.server._auth_filter import Filter, permits
+from plait.server._data.filters import thread_filter_sql
 from plait.server._db import Database, Tx
 from plait.server._extract import extract_paths, extracted
 from plait.server._http import json_response

@@ -15,8 +15,9 @@ from langgraph_sdk import Auth
 from starlette.exceptions import HTTPException
 
 from plait.server._auth import AuthUser, Identity, LoadedAuth, authorize_as, load_auth, read_auth
-from plait.server._auth_filter import check_filter, filter_sql, permits, thread_filter_sql
+from plait.server._auth_filter import check_filter, permits
 from plait.server._config import ConfigError, load_config
+from plait.server._data.filters import filter_sql, thread_filter_sql
 from plait.server._db import Database, open_database
 from plait.server._threads import create_thread
 from plait.server._wire import ApiError

@@ -102,11 +102,9 @@ def _outside_data_layer() -> list[pathlib.Path]:
 SQL_LEFT = {
     "_assistants.py",
     "_auth_crons.py",
-    "_auth_filter.py",
     "_create.py",
     "_crons.py",
     "_metrics.py",
-    "_runs.py",
     "_thread_search.py",
     "_thread_stream.py",
     "_threads.py",

@@ -6,15 +6,23 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from plait.server._auth_filter import Filter
 from plait.server._data.events import insert_events
+from plait.server._data.filters import thread_filter_sql
 from plait.server._db import Database, Row, Tx
 from plait.server._wire import dumps, loads, now_iso
 
 __all__ = [
     "ThreadEnd",
     "claim",
+    "delete",
     "fail",
     "finish",
+    "get_on_thread",
+    "ids_on_visible_threads",
+    "ids_with_status",
+    "interrupt_pending",
+    "list_on_thread",
     "renew_leases",
     "requeue",
     "requeue_all_running",
@@ -51,6 +59,59 @@ async def status(db: Database | Tx, run_id: str) -> str | None:
     """The run's status (``None``: no such run)."""
     rows = await db.fetch("SELECT status FROM plait_server_runs WHERE run_id = ?", (run_id,))
     return str(rows[0]["status"]) if rows else None
+
+
+async def get_on_thread(db: Database, run_id: str, thread_id: str) -> Row | None:
+    """The run's row, if it is ``thread_id``'s."""
+    rows = await db.fetch(
+        "SELECT * FROM plait_server_runs WHERE run_id = ? AND thread_id = ?", (run_id, thread_id)
+    )
+    return rows[0] if rows else None
+
+
+async def list_on_thread(
+    db: Database, thread_id: str, status: str | None, limit: int, offset: int
+) -> list[Row]:
+    """A page of the thread's runs (with ``status`` only, when given), the newest first."""
+    sql, params = "SELECT * FROM plait_server_runs WHERE thread_id = ?", [thread_id]
+    if status:
+        sql, params = sql + " AND status = ?", [*params, status]
+    return await db.fetch(sql + " ORDER BY run_id DESC LIMIT ? OFFSET ?", [*params, limit, offset])
+
+
+async def delete(db: Database | Tx, run_id: str) -> None:
+    """Delete the run's row."""
+    await db.run("DELETE FROM plait_server_runs WHERE run_id = ?", (run_id,))
+
+
+async def interrupt_pending(db: Database, run_id: str) -> bool:
+    """Mark the run ``interrupted`` if it is still pending; False: it was not (any more)."""
+    return bool(
+        await db.run(
+            "UPDATE plait_server_runs SET status = 'interrupted', updated_at = ? WHERE run_id = ? AND status = 'pending'",
+            (now_iso(), run_id),
+        )
+    )
+
+
+async def ids_with_status(db: Database, statuses: tuple[str, ...]) -> list[str]:
+    """The ids of every run in one of ``statuses``."""
+    rows = await db.fetch(
+        f"SELECT run_id FROM plait_server_runs WHERE status IN ({', '.join('?' for _ in statuses)})", statuses
+    )
+    return [r["run_id"] for r in rows]
+
+
+async def ids_on_visible_threads(db: Database, run_ids: list[str], threads: Filter) -> list[str]:
+    """Those of ``run_ids`` (not empty) whose thread passes the auth's filter ``threads``."""
+    sql, params = thread_filter_sql(db.dialect, threads)
+    marks = ", ".join("?" for _ in run_ids)
+    rows = await db.fetch(
+        f"SELECT run_id FROM plait_server_runs WHERE run_id IN ({marks}) AND thread_id IN "
+        f"(SELECT thread_id FROM plait_server_threads WHERE {sql})",
+        [*run_ids, *params],
+    )
+    return [r["run_id"] for r in rows]
 
 
 async def requeue_all_running(db: Database) -> None:
