@@ -12,6 +12,8 @@ import psycopg
 import pytest
 from _pg import private_schema
 
+from plait.store._engine import SEEKS
+from plait.store.base import PutOp
 from plait.store.postgres import PostgresStore
 from plait.store.sqlite import SqliteStore
 
@@ -75,3 +77,22 @@ def test_postgres_store_on_a_connection_without_autocommit_still_commits_each_ba
             assert store.list_namespaces() == [("a",)]
             with psycopg.connect(dsn, autocommit=True) as other:
                 assert other.execute("SELECT count(*) FROM plait_store").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_list_namespaces_by_seeks_or_by_a_scan_finds_the_same(kind: str, tmp_path: Path) -> None:
+    with _store(kind, tmp_path) as (store, _):
+        for ns in [("a",), ("a", "x"), ("a-b",), ("ab",), ("a", "y", "z")]:
+            store.put(ns, "k", {"v": 1})
+        store.put(("gone",), "k", {"v": 1}, ttl=0.0001)  # expires 6 ms after it is written
+        deadline = time.time() + 0.01
+        while time.time() < deadline:  # until it has expired
+            pass
+        assert store.list_namespaces(prefix=("a",)) == [("a",), ("a", "x"), ("a", "y", "z")]
+        assert store.list_namespaces(max_depth=1) == [("a",), ("a-b",), ("ab",)]
+        assert store.list_namespaces(prefix=("a", "*"), max_depth=2) == [("a", "x"), ("a", "y")]
+        many = [("n", f"{i:03}") for i in range(SEEKS + 6)]
+        store.batch([PutOp(ns, "k", {"v": 1}) for ns in many])
+        assert store.list_namespaces(prefix=("n",), limit=1000) == many
+        assert store.list_namespaces(limit=1000, offset=2) == [("a", "y", "z"), ("a-b",), ("ab",), *many]
+        assert store.list_namespaces(suffix=("005",)) == [("n", "005")]
