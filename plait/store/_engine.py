@@ -151,14 +151,27 @@ class Engine:
                 for cond in op.match_conditions or ():
                     if cond.match_type not in ("prefix", "suffix"):
                         raise ValueError(f"Unsupported match type: {cond.match_type!r}")
-        if len(prepared.ops) == 1:
-            op = prepared.ops[0]
-            prepared.alone = (
-                self.index is None
-                if isinstance(op, PutOp)
-                else not (isinstance(op, SearchOp) and op.query and self.index is not None)
-            )
+        prepared.alone = self.alone(prepared.ops)
         return prepared
+
+    def alone(self, ops: Sequence[Op], *, shared: bool = False) -> bool:
+        """Whether a batch needs no transaction around its statements (each commits by itself).
+
+        So it is for one operation, unless it is a put with an index (several statements) or a
+        ranked search (several reads of one snapshot), and for puts that all write a value
+        without an index (one statement). ``shared``: the operations are the one-operation
+        batches of several callers, whose reads need no common snapshot: reads only need none.
+        """
+        if self.index is None and all(isinstance(op, PutOp) and op.value is not None for op in ops):
+            return True
+        reads = all(
+            not isinstance(op, PutOp)
+            and not (isinstance(op, SearchOp) and op.query and self.index is not None)
+            for op in ops
+        )
+        if len(ops) == 1:
+            return reads or self.index is None
+        return shared and reads
 
     def run(self, prepared: Prepared, embedded: Embedded | None, now: float) -> Step:
         """Execute a prepared batch; returns one result per operation."""

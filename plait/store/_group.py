@@ -114,9 +114,12 @@ class Groups:
         merged = _merge(group)
         embedded = Embedded(merged.docs, merged.queries) if merged.docs or merged.queries else None
         started: list[bool] = []
+        alone = all(call.prepared.alone for call in group) and self.engine.alone(
+            merged.prepared.ops, shared=True
+        )
         try:
             results = await self.run_step(
-                lambda now: _noting_start(self.engine.run(merged.prepared, embedded, now), started), False
+                lambda now: _noting_start(self.engine.run(merged.prepared, embedded, now), started), alone
             )
         except Exception as exc:  # noqa: BLE001 - handed to every caller, or each batch run again alone
             if started:

@@ -105,3 +105,21 @@ def test_sync_calls_from_threads_share_the_async_postgres_stores_transactions() 
 
     with private_schema() as dsn:
         asyncio.run(main(dsn))
+
+
+def test_concurrent_puts_share_one_statement_and_a_bad_one_fails_alone() -> None:
+    from plait.store.base import PutOp
+
+    async def main(dsn: str) -> None:
+        async with _store("postgres", Path(), dsn) as store:
+            puts = [store.aput(("p",), f"k{i}", {"v": i}) for i in range(10)]
+            puts.insert(4, store.aput(("p",), "bad", {"v": "nul\x00"}))  # jsonb refuses \u0000
+            results = await asyncio.gather(*puts, return_exceptions=True)
+            assert [i for i, r in enumerate(results) if isinstance(r, Exception)] == [4]
+            assert len(await store.asearch(("p",), limit=100)) == 10
+            with pytest.raises(Exception, match="u0000"):  # one batch of puts: all or nothing
+                await store.abatch([PutOp(("q",), "ok", {"v": 1}), PutOp(("q",), "bad", {"v": "\x00"})])
+            assert await store.aget(("q",), "ok") is None
+
+    with private_schema() as dsn:
+        asyncio.run(main(dsn))
