@@ -28,7 +28,8 @@ __all__ = ["CHANNELS", "Filter", "RunEvents", "check_channel", "is_prefix"]
 CHANNELS = ("values", "updates", "messages", "tools", "lifecycle", "input", "checkpoints", "tasks", "custom")
 """The channels a subscription names (and ``custom:<name>``: the ``custom`` events of that name)."""
 
-_TERMINAL = {"success": "completed", "error": "failed", "interrupted": "interrupted"}
+_TERMINAL = {"success": "completed", "interrupted": "interrupted"}
+"""A run's status -> the root's last lifecycle status (any other: ``failed``)."""
 _STATUSES = ("running", "completed", "failed", "interrupted")
 
 
@@ -293,8 +294,12 @@ class RunEvents:
         for space in sorted(open_spaces, key=lambda s: -len(s.namespace)):
             out += self._status(space.namespace, "completed", None)
         error = as_dict(outcome.get("error"))
-        extra = {"error": str(error.get("message") or error.get("error"))} if status == "error" else None
-        return out + self._status([], _TERMINAL.get(status, "completed"), self.graph_name, extra)
+        extra = (
+            None
+            if status in _TERMINAL
+            else {"error": str(error.get("message") or error.get("error") or status)}
+        )
+        return out + self._status([], _TERMINAL.get(status, "failed"), self.graph_name, extra)
 
     def tree(self) -> dict[str, Any]:
         """The run's graph and subgraphs with their status (the ``agent.getTree`` result)."""

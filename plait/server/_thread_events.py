@@ -183,7 +183,7 @@ class Resubscribe(EventStreamRequest):
     """``subscription.reconnect``'s params: a subscription again, with the events after ``since``."""
 
     since: Annotated[int, Field(ge=0)] | None = None
-    """(Required: :meth:`check` says so.)"""
+    """Required here (the command says so when it is missing)."""
     subscription_id: str | None = None
 
 

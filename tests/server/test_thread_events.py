@@ -219,3 +219,33 @@ async def test_a_namespace_filter_keeps_to_its_subgraph(server: Server) -> None:
         )
     assert events and all(e["params"]["namespace"][0].startswith("inner:") for e in events)
     assert [e["method"] for e in events] == ["values", "lifecycle", "values", "lifecycle"]
+
+
+async def test_runs_of_the_other_routes_are_in_the_stream(server: Server) -> None:
+    """Runs made by ``runs.stream`` / ``runs.wait`` on the thread show as what they logged."""
+    client = get_client(url=server.url)
+    thread_id = (await client.threads.create())["thread_id"]
+    async with asyncio.timeout(GUARD):
+        async for _ in client.runs.stream(
+            thread_id, "agent", input=_say("one"), stream_mode=["values", "updates"]
+        ):
+            pass
+        await client.runs.wait(thread_id, "agent", input=_say("two"))  # (it logs only its end)
+        transport = ProtocolSseTransport(client=client.http.client, thread_id=thread_id)
+        try:
+            handle = transport.open_event_stream({"channels": ["values", "updates", "lifecycle"]})
+            first = await _until(handle.events, _ended)
+            second = await _until(handle.events, _ended)
+            await handle.close()
+        finally:
+            await transport.close()
+    shown = [(e["method"], e["params"].get("node") or e["params"]["data"].get("event")) for e in first]
+    assert shown == [
+        ("lifecycle", "running"),
+        ("values", None),
+        ("updates", "chat"),
+        ("values", None),
+        ("lifecycle", "completed"),
+    ]
+    assert first[2]["params"]["data"]["turns"] == 1
+    assert [e["params"]["data"]["event"] for e in second] == ["running", "completed"]
