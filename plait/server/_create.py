@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from plait.server._assistants import assistant_id_for, get_assistant
 from plait.server._auth_runs import RunAccess
+from plait.server._data import runs
 from plait.server._db import Database, Tx
 from plait.server._execute import merged_config
 from plait.server._run_models import RunCreate, StreamMode
@@ -66,13 +67,6 @@ def run_json(row: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-async def _inflight(tx: Tx, thread_id: str) -> list[dict[str, Any]]:
-    return await tx.fetch(
-        "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
-        (thread_id,),
-    )
-
-
 async def _new_thread(tx: Tx, thread_id: str, data: RunCreate, ttl: ThreadTtl | None) -> dict[str, Any]:
     """The thread a run names does not exist: create it, or refuse (``if_not_exists``)."""
     if (data.if_not_exists or "reject") == "reject":
@@ -86,7 +80,7 @@ async def _apply_strategy(
     """Deal with the thread's pending/running runs: what to do after commit (the running ones to
     cancel; the pending ones removed, ``"unrun"``: their followers get their end), and whether the
     new run has to wait for others."""
-    inflight = await _inflight(tx, thread_id)
+    inflight = await runs.inflight(tx, thread_id)
     if not inflight or strategy == "enqueue":
         return [], bool(inflight)
     if strategy == "reject":
@@ -97,41 +91,13 @@ async def _apply_strategy(
     for row in inflight:
         if row["status"] == "pending":
             if strategy == "rollback":
-                await tx.run("DELETE FROM plait_server_runs WHERE run_id = ?", (row["run_id"],))
+                await runs.delete(tx, row["run_id"])
             else:
-                await tx.run(
-                    "UPDATE plait_server_runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?",
-                    (now_iso(), row["run_id"]),
-                )
+                await runs.mark_interrupted(tx, row["run_id"])
             to_cancel.append((row["run_id"], "unrun"))
         else:
             to_cancel.append((row["run_id"], strategy))
     return to_cancel, any(action != "unrun" for _, action in to_cancel)
-
-
-_INSERT = (
-    "INSERT INTO plait_server_runs (run_id, thread_id, assistant_id, status, created_at, updated_at, "
-    "worker, lease_until, attempt, doc)"
-)
-
-# PostgreSQL: the run (running here unless it has to wait), its thread, a durable commit (what
-# a client is told is stored waits for the disk; the server's other bookkeeping does not, see
-# Database.tx) and, for a run left in the queue that could start, the wake-up of the workers (a
-# run queued behind others of its thread is woken by their end), in one statement.
-_PG_STORE = """WITH b AS (SELECT ?::boolean{inflight} AS behind),
-q AS (SELECT b.behind, b.behind OR NOT ?::boolean AS queued FROM b),
-r AS ({insert} SELECT ?, ?, ?, CASE WHEN q.queued THEN 'pending' ELSE 'running' END, ?, ?,
-  CASE WHEN q.queued THEN NULL ELSE ? END,
-  CASE WHEN q.queued THEN ?::double precision ELSE ?::double precision END,
-  CASE WHEN q.queued THEN 0 ELSE 1 END, ? FROM q){thread}
-SELECT q.queued, q.behind, set_config('synchronous_commit', 'on', true) AS durable,
-  CASE WHEN q.queued AND NOT q.behind THEN pg_notify('plait_server_wake', ?) END AS wake FROM q"""
-_PG_INFLIGHT = (
-    " OR EXISTS (SELECT 1 FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running'))"
-)
-_PG_THREAD = """,
-t AS (UPDATE plait_server_threads SET status = CASE WHEN (SELECT queued FROM q) THEN status ELSE 'busy' END,
-  doc = ?, updated_at = ? WHERE thread_id = ?)"""
 
 
 async def _store(  # noqa: PLR0913 - the parts of a new run
@@ -152,33 +118,11 @@ async def _store(  # noqa: PLR0913 - the parts of a new run
     whether it waits in the queue for a slot only (a worker may claim it now). A run kept
     pending until ``not_before`` (``time.time()`` seconds) holds it in ``lease_until``.
     """
-    run_id, thread_id, now, text = doc["run_id"], doc["thread_id"], doc["created_at"], dumps(doc).decode()
+    text = dumps(doc).decode()
     lease = time.time() + state.settings.lease_ttl
-    if state.db.dialect == "postgres":
-        sql = _PG_STORE.format(
-            inflight=_PG_INFLIGHT if check else "", insert=_INSERT, thread=_PG_THREAD if thread_doc else ""
-        )
-        params: list[Any] = [behind, *([thread_id] if check else []), reserved]
-        params += [run_id, thread_id, doc["assistant_id"], now, now, state.worker_id, not_before, lease, text]
-        params += [thread_doc, now, thread_id] if thread_doc else []
-        row = (await db.fetch(sql, [*params, state.worker_id]))[0]
-        return text, not row["queued"], bool(row["queued"] and not row["behind"])
-    if check and not behind:
-        behind = bool(await _inflight(db, thread_id))
-    start = reserved and not behind
-    owner = (state.worker_id, lease, 1) if start else (None, not_before, 0)
-    status = "running" if start else "pending"
-    await db.run(
-        _INSERT + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (run_id, thread_id, doc["assistant_id"], status, now, now, *owner, text),
-    )
-    if thread_doc is not None:
-        busy = "status = 'busy', " if start else ""
-        await db.run(
-            f"UPDATE plait_server_threads SET {busy}doc = ?, updated_at = ? WHERE thread_id = ?",
-            (thread_doc, now, thread_id),
-        )
-    return text, start, not start and not behind
+    run = runs.NewRun(doc, text, thread_doc, state.worker_id, lease, not_before)
+    start, claimable = await runs.insert(db, state.db.dialect, run, reserved, behind, check)
+    return text, start, claimable
 
 
 async def cancel_running(state: ServerState, run_id: str, action: str) -> None:
@@ -266,15 +210,7 @@ async def _on_thread(
     after commit, and whether the run has to wait for others (``None``: not checked yet, the
     strategy is ``enqueue``: :func:`_store` checks it).
     """
-    lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
-    row = (
-        await tx.fetch(
-            "SELECT (SELECT doc FROM plait_server_assistants WHERE assistant_id = ?) AS assistant, "
-            f"(SELECT doc FROM plait_server_threads WHERE thread_id = ?{lock}) AS thread, "
-            "(SELECT status FROM plait_server_threads WHERE thread_id = ?) AS status",
-            (req.assistant, req.thread_id, req.thread_id),
-        )
-    )[0]
+    row = await runs.read_for_run(tx, state.db.dialect, req.assistant, req.thread_id)
     assistant = req.found(row["assistant"])
     doc = req.doc(assistant)
     thread_id = check_uuid(doc["thread_id"], "thread ID")

@@ -102,7 +102,6 @@ def _outside_data_layer() -> list[pathlib.Path]:
 SQL_LEFT = {
     "_assistants.py",
     "_auth_crons.py",
-    "_create.py",
     "_crons.py",
     "_metrics.py",
     "_thread_search.py",

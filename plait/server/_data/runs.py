@@ -21,8 +21,12 @@ __all__ = [
     "get_on_thread",
     "ids_on_visible_threads",
     "ids_with_status",
+    "inflight",
+    "insert",
     "interrupt_pending",
     "list_on_thread",
+    "mark_interrupted",
+    "read_for_run",
     "renew_leases",
     "requeue",
     "requeue_all_running",
@@ -112,6 +116,121 @@ async def ids_on_visible_threads(db: Database, run_ids: list[str], threads: Filt
         [*run_ids, *params],
     )
     return [r["run_id"] for r in rows]
+
+
+async def inflight(db: Database | Tx, thread_id: str) -> list[Row]:
+    """The thread's pending and running runs: ``run_id`` and ``status`` of each."""
+    return await db.fetch(
+        "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
+        (thread_id,),
+    )
+
+
+async def mark_interrupted(db: Database | Tx, run_id: str) -> None:
+    """Mark the run ``interrupted`` (a pending run a new run's multitask strategy removes)."""
+    await db.run(
+        "UPDATE plait_server_runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?",
+        (now_iso(), run_id),
+    )
+
+
+async def read_for_run(tx: Tx, dialect: str, assistant_id: str, thread_id: str | None) -> Row:
+    """What a new run on a thread reads first, in one statement: its ``assistant``'s document, its
+    ``thread``'s document (the thread's row locked on PostgreSQL) and the thread's ``status``
+    (each ``None`` when missing)."""
+    lock = " FOR UPDATE" if dialect == "postgres" else ""
+    return (
+        await tx.fetch(
+            "SELECT (SELECT doc FROM plait_server_assistants WHERE assistant_id = ?) AS assistant, "
+            f"(SELECT doc FROM plait_server_threads WHERE thread_id = ?{lock}) AS thread, "
+            "(SELECT status FROM plait_server_threads WHERE thread_id = ?) AS status",
+            (assistant_id, thread_id, thread_id),
+        )
+    )[0]
+
+
+_INSERT = (
+    "INSERT INTO plait_server_runs (run_id, thread_id, assistant_id, status, created_at, updated_at, "
+    "worker, lease_until, attempt, doc)"
+)
+
+# PostgreSQL: the run (running here unless it has to wait), its thread, a durable commit (what
+# a client is told is stored waits for the disk; the server's other bookkeeping does not, see
+# Database.tx) and, for a run left in the queue that could start, the wake-up of the workers (a
+# run queued behind others of its thread is woken by their end), in one statement.
+_PG_STORE = """WITH b AS (SELECT ?::boolean{inflight} AS behind),
+q AS (SELECT b.behind, b.behind OR NOT ?::boolean AS queued FROM b),
+r AS ({insert} SELECT ?, ?, ?, CASE WHEN q.queued THEN 'pending' ELSE 'running' END, ?, ?,
+  CASE WHEN q.queued THEN NULL ELSE ? END,
+  CASE WHEN q.queued THEN ?::double precision ELSE ?::double precision END,
+  CASE WHEN q.queued THEN 0 ELSE 1 END, ? FROM q){thread}
+SELECT q.queued, q.behind, set_config('synchronous_commit', 'on', true) AS durable,
+  CASE WHEN q.queued AND NOT q.behind THEN pg_notify('plait_server_wake', ?) END AS wake FROM q"""
+_PG_INFLIGHT = (
+    " OR EXISTS (SELECT 1 FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running'))"
+)
+_PG_THREAD = """,
+t AS (UPDATE plait_server_threads SET status = CASE WHEN (SELECT queued FROM q) THEN status ELSE 'busy' END,
+  doc = ?, updated_at = ? WHERE thread_id = ?)"""
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run to insert: its document and stored JSON, its thread's new document, who would run it."""
+
+    doc: dict[str, Any]
+    """The run's document (``run_id``, ``thread_id``, ``assistant_id``, ``created_at`` are read)."""
+    text: str
+    """``doc`` as stored (JSON)."""
+    thread_doc: str | None
+    """The thread's new document (JSON), or ``None``: the thread's row is not written."""
+    worker: str
+    """This worker's id: the run's worker when it starts here, the wake-up's payload otherwise."""
+    lease: float
+    """Until when (``time.time()`` seconds) a run starting here is leased to ``worker``."""
+    not_before: float | None
+    """A run kept pending until then (``time.time()`` seconds) holds it in ``lease_until``."""
+
+
+async def insert(  # noqa: PLR0913 - what decides a new run's start
+    db: Database | Tx, dialect: str, run: NewRun, reserved: bool, behind: bool, check: bool
+) -> tuple[bool, bool]:
+    """Insert the run and write its thread's document (see :class:`NewRun`).
+
+    The run is stored as running by ``run.worker`` when it ``reserved`` a slot and the run is not
+    ``behind`` others of its thread (with ``check``, that is checked here too: on PostgreSQL in
+    the same statement), else as pending. Whether it starts here, and whether it waits in the
+    queue for a slot only (a worker may claim it now).
+    """
+    doc = run.doc
+    run_id, thread_id, now = doc["run_id"], doc["thread_id"], doc["created_at"]
+    if dialect == "postgres":
+        sql = _PG_STORE.format(
+            inflight=_PG_INFLIGHT if check else "",
+            insert=_INSERT,
+            thread=_PG_THREAD if run.thread_doc else "",
+        )
+        params: list[Any] = [behind, *([thread_id] if check else []), reserved]
+        params += [run_id, thread_id, doc["assistant_id"], now, now, run.worker, run.not_before, run.lease]
+        params += [run.text, *([run.thread_doc, now, thread_id] if run.thread_doc else [])]
+        row = (await db.fetch(sql, [*params, run.worker]))[0]
+        return not row["queued"], bool(row["queued"] and not row["behind"])
+    if check and not behind:
+        behind = bool(await inflight(db, thread_id))
+    start = reserved and not behind
+    owner = (run.worker, run.lease, 1) if start else (None, run.not_before, 0)
+    status = "running" if start else "pending"
+    await db.run(
+        _INSERT + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, thread_id, doc["assistant_id"], status, now, now, *owner, run.text),
+    )
+    if run.thread_doc is not None:
+        busy = "status = 'busy', " if start else ""
+        await db.run(
+            f"UPDATE plait_server_threads SET {busy}doc = ?, updated_at = ? WHERE thread_id = ?",
+            (run.thread_doc, now, thread_id),
+        )
+    return start, not start and not behind
 
 
 async def requeue_all_running(db: Database) -> None:
