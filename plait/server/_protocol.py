@@ -171,8 +171,10 @@ class RunEvents:
             return [_event("custom", namespace, {"name": method[7:], "payload": data}, self._id(), timestamp)]
         if method == "custom":
             return [_event("custom", namespace, {"payload": data}, self._id(), timestamp)]
-        if method not in CHANNELS:
-            return []  # (debug, ...: no channel carries them)
+        if method not in CHANNELS or (
+            method == "messages" and not isinstance(as_dict(data).get("event"), str)
+        ):
+            return []  # (debug, ...: no channel carries them; messages are content-block events only)
         event = _event(method, namespace, data, self._id(), timestamp)
         if method == "tools" and isinstance(data, dict):
             node = cast("dict[str, Any]", data).pop("__node", None)
@@ -269,9 +271,11 @@ class RunEvents:
         """``lifecycle`` ``status`` of a namespace, unless it has it already."""
         key = _key(namespace)
         space = self.spaces.get(key)
-        if space is None:  # (a namespace's parents are registered with it)
+        if space is None and namespace:  # (its parents are registered with it; its name guessed)
             self._register(namespace)
-            space = self.spaces[key] = _Space(namespace, "", graph_name or self.graph_name)
+            space = self.spaces[key]
+        elif space is None:
+            space = self.spaces[key] = _Space([], "", self.graph_name)
         name = graph_name or space.graph_name
         if space.status == status and space.graph_name == name and not extra:
             return []
