@@ -56,10 +56,7 @@ CREATE TABLE IF NOT EXISTS plait_store_vectors (
     PRIMARY KEY (prefix, key, field),
     FOREIGN KEY (prefix, key) REFERENCES plait_store (prefix, key) ON DELETE CASCADE
 )"""
-_UPSERT = """
-INSERT INTO plait_store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes)
-SELECT u.p, u.k, u.v::jsonb, %s, %s, u.e, u.t
-FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::float8[]) AS u(p, k, v, e, t)
+_ON_CONFLICT = """
 ON CONFLICT (prefix, key) DO UPDATE SET
     value = excluded.value,
     created_at = CASE WHEN plait_store.expires_at IS NOT NULL AND plait_store.expires_at <= excluded.updated_at
@@ -68,6 +65,16 @@ ON CONFLICT (prefix, key) DO UPDATE SET
     expires_at = excluded.expires_at,
     ttl_minutes = excluded.ttl_minutes
 """
+_UPSERT = (
+    "INSERT INTO plait_store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+    "SELECT u.p, u.k, u.v::jsonb, %s, %s, u.e, u.t "
+    "FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::float8[]) AS u(p, k, v, e, t)"
+    + _ON_CONFLICT
+)
+_UPSERT_ONE = (  # one row: plain values cost the server (and the client) less than arrays
+    "INSERT INTO plait_store (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+    "VALUES (%s, %s, %s::jsonb, %s, %s, %s::timestamptz, %s::float8)" + _ON_CONFLICT
+)
 
 
 _OPS = {"cosine": ("<=>", "cosine_ops"), "l2": ("<->", "l2_ops"), "inner_product": ("<#>", "ip_ops")}
@@ -221,9 +228,12 @@ class PostgresDialect:
         return " AND ".join(sql for sql, _ in parts), [x for _, params in parts for x in params]
 
     def put_rows(self, rows: list[tuple[Any, ...]]) -> list[Sql]:
-        """One ``unnest`` upsert."""
+        """One upsert: plain values for one row, ``unnest`` arrays for more."""
         if not rows:
             return []
+        if len(rows) == 1:
+            prefix, key, value, now, expires, ttl = rows[0]
+            return [Sql(_UPSERT_ONE, [prefix, key, value, now, now, expires, ttl])]
         now = rows[0][3]
         columns = list(zip(*[(p, k, v, e, t) for p, k, v, _, e, t in rows], strict=True))
         return [Sql(_UPSERT, [now, now, *[list(c) for c in columns]])]
