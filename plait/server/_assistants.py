@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, cast
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -23,13 +23,13 @@ from plait.server._assistant_models import (
 )
 from plait.server._auth import authorize
 from plait.server._auth_filter import permits
-from plait.server._db import Database, Tx
+from plait.server._data import assistants
 from plait.server._http import json_response, page_response
 from plait.server._schemas import graph_schemas
 from plait.server._state import ServerState, state_of
-from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso
+from plait.server._wire import ApiError, as_dict, check_uuid, now_iso
 
-__all__ = ["api", "assistant_id_for", "ensure_defaults", "get_assistant", "routes"]
+__all__ = ["api", "assistant_id_for", "ensure_defaults", "routes"]
 
 _NAMESPACE_GRAPH = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 
@@ -43,47 +43,18 @@ def assistant_id_for(value: str, state: ServerState) -> str:
     return check_uuid(value, "assistant ID")
 
 
-async def _write(db: Database | Tx, doc: dict[str, Any], *, insert: bool) -> None:
-    text = dumps(doc).decode()
-    if insert:
-        await db.run(
-            "INSERT INTO plait_server_assistants (assistant_id, graph_id, name, created_at, updated_at, version, doc) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                doc["assistant_id"],
-                doc["graph_id"],
-                doc["name"],
-                doc["created_at"],
-                doc["updated_at"],
-                doc["version"],
-                text,
-            ),
-        )
-    else:
-        await db.run(
-            "UPDATE plait_server_assistants SET graph_id = ?, name = ?, updated_at = ?, version = ?, doc = ? "
-            "WHERE assistant_id = ?",
-            (doc["graph_id"], doc["name"], doc["updated_at"], doc["version"], text, doc["assistant_id"]),
-        )
-    await db.run(
-        "INSERT INTO plait_server_assistant_versions (assistant_id, version, doc) VALUES (?, ?, ?) "
-        "ON CONFLICT (assistant_id, version) DO NOTHING",
-        (doc["assistant_id"], doc["version"], text),
-    )
-
-
 async def ensure_defaults(state: ServerState) -> None:
     """Create the default assistant of every configured graph (once; idempotent across workers)."""
     for graph_id in state.graphs:
         assistant_id = str(uuid.uuid5(_NAMESPACE_GRAPH, graph_id))
-        if await get_assistant(state.db, assistant_id) is not None:
+        if await assistants.get(state.db, assistant_id) is not None:
             continue
         now = now_iso()
         doc = _doc(assistant_id, graph_id, {}, {}, {"created_by": "system"}, graph_id, None, now)
         try:
-            await _write(state.db, doc, insert=True)
+            await assistants.write(state.db, doc, insert=True)
         except Exception:  # noqa: BLE001 - another worker created it first
-            if await get_assistant(state.db, assistant_id) is None:
+            if await assistants.get(state.db, assistant_id) is None:
                 raise
 
 
@@ -111,12 +82,6 @@ def _doc(  # noqa: PLR0913 - the fields of an assistant
     }
 
 
-async def get_assistant(db: Database, assistant_id: str) -> dict[str, Any] | None:
-    """The assistant's document, or ``None``."""
-    rows = await db.fetch("SELECT doc FROM plait_server_assistants WHERE assistant_id = ?", (assistant_id,))
-    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
-
-
 async def _found(
     request: Request, action: str = "read", value: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -127,7 +92,7 @@ async def _found(
     value = {} if value is None else value
     value["assistant_id"] = assistant_id
     filters = await authorize(request, "assistants", action, value)
-    doc = await get_assistant(state.db, assistant_id)
+    doc = await assistants.get(state.db, assistant_id)
     if doc is None or not permits(filters, doc.get("metadata")):
         raise ApiError(404, f"Assistant {assistant_id} not found")
     return doc
@@ -173,7 +138,7 @@ async def create(request: Request, body: AssistantCreate) -> Response:
     }
     filters = await authorize(request, "assistants", "create", value)
     metadata = as_dict(value.get("metadata"))
-    existing = await get_assistant(state.db, assistant_id)
+    existing = await assistants.get(state.db, assistant_id)
     if existing is not None and not permits(filters, existing.get("metadata")):  # another user's
         raise ApiError(409, f"Assistant {assistant_id} already exists")
     if existing is not None:
@@ -182,7 +147,7 @@ async def create(request: Request, body: AssistantCreate) -> Response:
         raise ApiError(409, f"Assistant {assistant_id} already exists")
     name = body.name or "Untitled"
     doc = _doc(assistant_id, graph_id, config, context, metadata, name, body.description, now_iso())
-    await _write(state.db, doc, insert=True)
+    await assistants.write(state.db, doc, insert=True)
     return json_response(doc)
 
 
@@ -214,13 +179,10 @@ async def patch(request: Request, body: AssistantPatch) -> Response:
             doc[key] = given
     if metadata is not None:
         doc["metadata"] = {**doc["metadata"], **metadata}
-    rows = await state.db.fetch(
-        "SELECT MAX(version) AS v FROM plait_server_assistant_versions WHERE assistant_id = ?",
-        (doc["assistant_id"],),
-    )
-    doc["version"] = int(rows[0]["v"] or doc["version"]) + 1
+    latest = await assistants.latest_version(state.db, doc["assistant_id"])
+    doc["version"] = int(latest or doc["version"]) + 1
     doc["updated_at"] = now_iso()
-    await _write(state.db, doc, insert=False)
+    await assistants.write(state.db, doc, insert=False)
     return json_response(doc)
 
 
@@ -229,9 +191,7 @@ async def delete(request: Request) -> Response:
     """Delete the assistant, its versions and its crons."""
     state = state_of(request)
     doc = await _found(request, "delete")
-    async with state.db.tx() as tx:
-        for table in ("plait_server_assistants", "plait_server_assistant_versions", "plait_server_crons"):
-            await tx.run(f"DELETE FROM {table} WHERE assistant_id = ?", (doc["assistant_id"],))
+    await assistants.delete(state.db, doc["assistant_id"])
     return Response(status_code=204)
 
 
@@ -243,8 +203,7 @@ async def _matching(request: Request, data: AssistantCountRequest) -> list[dict[
     value = {"graph_id": graph_id, "metadata": metadata, "limit": limit, "offset": offset}
     filters = await authorize(request, "assistants", "search", value)
     metadata = as_dict(value.get("metadata"))
-    rows = await state.db.fetch("SELECT doc FROM plait_server_assistants ORDER BY created_at DESC")
-    docs = [loads(r["doc"]) for r in rows]
+    docs = await assistants.newest_first(state.db)
     return [
         d
         for d in docs
@@ -341,11 +300,8 @@ async def subgraphs(request: Request, query: AssistantSubgraphsQuery) -> Respons
 async def versions(request: Request, body: AssistantVersionsSearchRequest) -> Response:
     """The assistant's stored versions, newest first."""
     doc = await _found(request)
-    rows = await state_of(request).db.fetch(
-        "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? ORDER BY version DESC",
-        (doc["assistant_id"],),
-    )
-    found = [{k: v for k, v in loads(r["doc"]).items() if k != "updated_at"} for r in rows]
+    stored = await assistants.versions(state_of(request).db, doc["assistant_id"])
+    found = [{k: v for k, v in d.items() if k != "updated_at"} for d in stored]
     return json_response(found[body.offset : body.offset + body.limit])
 
 
@@ -361,15 +317,11 @@ async def set_latest(request: Request, body: AssistantVersionChange) -> Response
     state = state_of(request)
     version = body.version
     doc = await _found(request, "update", {"version": version})
-    rows = await state.db.fetch(
-        "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? AND version = ?",
-        (doc["assistant_id"], version),
-    )
-    if not rows:
+    chosen = await assistants.version(state.db, doc["assistant_id"], version)
+    if chosen is None:
         raise ApiError(404, f"Assistant {doc['assistant_id']} has no version {version}")
-    chosen = loads(rows[0]["doc"])
     chosen["updated_at"] = now_iso()
-    await _write(state.db, chosen, insert=False)
+    await assistants.write(state.db, chosen, insert=False)
     return json_response(chosen)
 
 

@@ -7,9 +7,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from plait.server._assistants import assistant_id_for, get_assistant
+from plait.server._assistants import assistant_id_for
 from plait.server._auth_runs import RunAccess
-from plait.server._data import runs
+from plait.server._data import assistants, runs
 from plait.server._db import Database, Tx
 from plait.server._execute import merged_config
 from plait.server._run_models import RunCreate, StreamMode
@@ -328,7 +328,7 @@ async def create_run(
         await state.hooks.reachable(req.kwargs["webhook"])
     assistant: dict[str, Any] = {}
     if req.temporary:  # (a thread's run reads its assistant with its thread)
-        assistant = req.found(await get_assistant(state.db, req.assistant))
+        assistant = req.found(await assistants.get(state.db, req.assistant))
     worker = state.worker
     reserved = worker is not None and not req.delay and worker.reserve()
     try:

@@ -100,7 +100,6 @@ def _outside_data_layer() -> list[pathlib.Path]:
 
 
 SQL_LEFT = {
-    "_assistants.py",
     "_auth_crons.py",
     "_crons.py",
     "_metrics.py",

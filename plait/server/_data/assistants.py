@@ -1,0 +1,89 @@
+"""Assistants in ``plait_server_assistants`` and their versions in ``plait_server_assistant_versions``
+(see :mod:`plait.server._assistants`)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from plait.server._db import Database, Tx
+from plait.server._wire import dumps, loads
+
+__all__ = ["delete", "get", "latest_version", "newest_first", "version", "versions", "write"]
+
+
+async def get(db: Database | Tx, assistant_id: str) -> dict[str, Any] | None:
+    """The assistant's document, or ``None``."""
+    rows = await db.fetch("SELECT doc FROM plait_server_assistants WHERE assistant_id = ?", (assistant_id,))
+    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+
+
+async def write(db: Database | Tx, doc: dict[str, Any], *, insert: bool) -> None:
+    """Store the assistant's document ``doc`` (``insert``: a new assistant, else its current version
+    changes) and keep its version (a version stored already stays as it was)."""
+    text = dumps(doc).decode()
+    if insert:
+        await db.run(
+            "INSERT INTO plait_server_assistants (assistant_id, graph_id, name, created_at, updated_at, version, doc) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                doc["assistant_id"],
+                doc["graph_id"],
+                doc["name"],
+                doc["created_at"],
+                doc["updated_at"],
+                doc["version"],
+                text,
+            ),
+        )
+    else:
+        await db.run(
+            "UPDATE plait_server_assistants SET graph_id = ?, name = ?, updated_at = ?, version = ?, doc = ? "
+            "WHERE assistant_id = ?",
+            (doc["graph_id"], doc["name"], doc["updated_at"], doc["version"], text, doc["assistant_id"]),
+        )
+    await db.run(
+        "INSERT INTO plait_server_assistant_versions (assistant_id, version, doc) VALUES (?, ?, ?) "
+        "ON CONFLICT (assistant_id, version) DO NOTHING",
+        (doc["assistant_id"], doc["version"], text),
+    )
+
+
+async def latest_version(db: Database, assistant_id: str) -> int | None:
+    """The assistant's highest stored version (``None``: none stored)."""
+    rows = await db.fetch(
+        "SELECT MAX(version) AS v FROM plait_server_assistant_versions WHERE assistant_id = ?",
+        (assistant_id,),
+    )
+    found = rows[0]["v"]
+    return None if found is None else int(found)
+
+
+async def delete(db: Database, assistant_id: str) -> None:
+    """Delete the assistant, its versions and its crons, in one transaction."""
+    async with db.tx() as tx:
+        for table in ("plait_server_assistants", "plait_server_assistant_versions", "plait_server_crons"):
+            await tx.run(f"DELETE FROM {table} WHERE assistant_id = ?", (assistant_id,))
+
+
+async def newest_first(db: Database) -> list[dict[str, Any]]:
+    """Every assistant's document, the newest first."""
+    rows = await db.fetch("SELECT doc FROM plait_server_assistants ORDER BY created_at DESC")
+    return [loads(r["doc"]) for r in rows]
+
+
+async def versions(db: Database, assistant_id: str) -> list[dict[str, Any]]:
+    """The documents of the assistant's stored versions, the newest first."""
+    rows = await db.fetch(
+        "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? ORDER BY version DESC",
+        (assistant_id,),
+    )
+    return [loads(r["doc"]) for r in rows]
+
+
+async def version(db: Database, assistant_id: str, number: int) -> dict[str, Any] | None:
+    """The document of the assistant's version ``number``, or ``None``."""
+    rows = await db.fetch(
+        "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? AND version = ?",
+        (assistant_id, number),
+    )
+    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
