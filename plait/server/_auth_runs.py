@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 
 from plait.server._auth import USER_KEYS, AuthUser, Identity, LoadedAuth, authorize_as, request_identity
 from plait.server._auth_filter import Filter, permits
@@ -66,9 +66,11 @@ async def _access(auth: LoadedAuth, who: Identity, thread_id: str | None, data: 
     return RunAccess(thread, assistant)
 
 
-async def run_access(request: Request, thread_id: str | None, data: dict[str, Any]) -> RunAccess | None:
-    """Ask the auth whether the request's user may create the run ``data`` asks for on ``thread_id``
-    (``None``: a stateless run), and mark the run as theirs.
+async def run_access(
+    request: HTTPConnection, thread_id: str | None, data: dict[str, Any]
+) -> RunAccess | None:
+    """Ask the auth whether the request's user (of a request or a WebSocket) may create the run
+    ``data`` asks for on ``thread_id`` (``None``: a stateless run), and mark the run as theirs.
 
     ``data`` (the run request) takes the metadata the handler left and the user's keys in
     ``config.configurable``; a handler may change the request itself through ``value["kwargs"]``.

@@ -16,8 +16,9 @@ A command is ``{"id": n, "method": ..., "params": {...}}``; its answer ``{"type"
 ``subscription.*`` are the WebSocket's own (:mod:`plait.server._thread_events`); ``state.*`` and
 ``input.inject`` are answered ``not_supported`` (the REST routes of thread state do that work).
 Over HTTP a command that is not one, or whose params are not what it takes, is a 422 naming the
-field; a thread that does not exist is a 404 (``run.start`` creates it); what the thread's state
-refuses (``no_such_interrupt``...) is an error answer, as the protocol has it.
+field; a thread that does not exist (or that the config's auth hides from the user) is a 404
+(``run.start`` creates it); what the thread's state refuses (``no_such_interrupt``...) is an
+error answer, as the protocol has it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
-from starlette.requests import Request
+from starlette.exceptions import HTTPException
+from starlette.requests import HTTPConnection
 
 from plait.server._api import Body, explain
+from plait.server._auth import authorize
+from plait.server._auth_filter import permits
 from plait.server._auth_runs import run_access
 from plait.server._create import create_run
 from plait.server._data import events, thread_runs
@@ -39,10 +43,19 @@ from plait.server._protocol_run import PROTOCOL_KEY, is_protocol_run
 from plait.server._run_models import RunCreate
 from plait.server._state import ServerState
 from plait.server._stream import END
-from plait.server._threads import found_thread, get_thread
+from plait.server._threads import get_thread
 from plait.server._wire import ApiError, as_dict, as_list, check_uuid, loads
 
-__all__ = ["Command", "Refusal", "answer", "graph_name", "params_of", "run_command", "success"]
+__all__ = [
+    "Command",
+    "Refusal",
+    "answer",
+    "graph_name",
+    "params_of",
+    "run_command",
+    "success",
+    "visible_thread",
+]
 
 SETTLE = 10.0
 """Seconds ``input.respond`` waits for the thread's running run to record its interrupts."""
@@ -118,10 +131,12 @@ def success(command_id: int, result: dict[str, Any], seq: int = 0) -> dict[str, 
     return {"type": "success", "id": command_id, "result": result, "meta": {"applied_through_seq": seq}}
 
 
-def answer(command_id: int | None, exc: Refusal | ApiError) -> dict[str, Any]:
-    """The protocol error answer of a refusal (an :class:`ApiError`: by its status)."""
+def answer(command_id: int | None, exc: Refusal | ApiError | HTTPException) -> dict[str, Any]:
+    """The protocol error answer of a refusal (an :class:`ApiError` or the auth's refusal: by its status)."""
     if isinstance(exc, Refusal):
         return {"type": "error", "id": command_id, "error": exc.code, "message": exc.message}
+    if isinstance(exc, HTTPException):
+        exc = ApiError(exc.status_code, str(exc.detail))
     code = {401: "permission_denied", 403: "permission_denied"}.get(exc.status, "invalid_argument")
     return {
         "type": "error",
@@ -149,42 +164,53 @@ def graph_name(doc: dict[str, Any]) -> str:
     return str(configurable.get("graph_id") or doc.get("assistant_id"))
 
 
+async def visible_thread(
+    state: ServerState, connection: HTTPConnection, thread_id: str, action: str = "read"
+) -> dict[str, Any]:
+    """The thread, once the config's auth allows ``action`` on it to the connection's user.
+
+    Raises:
+        ApiError: 404, the thread does not exist or the auth's filter hides it.
+        HTTPException: 403 (or the handler's status), the auth refuses.
+    """
+    filters = await authorize(connection, "threads", action, {"thread_id": thread_id})
+    found = await get_thread(state.db, thread_id)
+    if found is None or not permits(filters, found.get("metadata")):
+        raise ApiError(404, f"Thread {thread_id} not found")
+    return found
+
+
 @dataclass
 class _Context:
     state: ServerState
     thread_id: str
-    request: Request | None
-    """The HTTP request (for the config's auth); ``None`` on the WebSocket."""
+    connection: HTTPConnection
+    """The HTTP request or the WebSocket the command came in (for the config's auth)."""
 
     async def thread(self, action: str = "read") -> dict[str, Any]:
-        """The thread (404 when it does not exist, or the auth hides it)."""
-        if self.request is not None:
-            return await found_thread(self.request, action)
-        found = await get_thread(self.state.db, self.thread_id)
-        if found is None:
-            raise ApiError(404, f"Thread {self.thread_id} not found")
-        return found
+        """The thread (see :func:`visible_thread`)."""
+        return await visible_thread(self.state, self.connection, self.thread_id, action)
 
     async def create(self, data: dict[str, Any]) -> dict[str, Any]:
         """A run of the protocol on the thread (``data``: the run request, as ``runs.create``'s body;
         the config's auth may change it)."""
         data["config"] = config = dict(as_dict(data.get("config")))
         config["configurable"] = {**as_dict(config.get("configurable")), PROTOCOL_KEY: True}
-        access = None if self.request is None else await run_access(self.request, self.thread_id, data)
+        access = await run_access(self.connection, self.thread_id, data)
         body = params_of(RunCreate, {k: v for k, v in data.items() if v is not None})
         return await create_run(self.state, self.thread_id, body, access=access)
 
 
 async def run_command(
-    state: ServerState, thread_id: str, command: Command, request: Request | None = None
+    state: ServerState, thread_id: str, command: Command, connection: HTTPConnection
 ) -> dict[str, Any]:
-    """The result of ``command`` on the thread (``request``: the HTTP request it came in).
+    """The result of ``command`` on the thread (``connection``: the HTTP request or WebSocket it came in).
 
     Raises:
         Refusal: the command is refused (its code, and its HTTP status).
         ApiError: the thread does not exist (404), the run is refused (its status).
     """
-    context = _Context(state, check_uuid(thread_id, "thread ID"), request)
+    context = _Context(state, check_uuid(thread_id, "thread ID"), connection)
     params = command.params or {}
     method = command.method
     if method == "run.start":

@@ -26,6 +26,7 @@ from uuid import uuid4
 
 from pydantic import Field, ValidationError
 from sse_starlette.sse import EventSourceResponse
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import WebSocketRoute
@@ -46,8 +47,9 @@ from plait.server._thread_commands import (
     params_of,
     run_command,
     success,
+    visible_thread,
 )
-from plait.server._threads import found_thread, get_thread
+from plait.server._threads import found_thread
 from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads
 
 __all__ = ["EventStreamRequest", "ThreadFeed", "api", "routes"]
@@ -243,7 +245,7 @@ class _Socket:
             if self.subscriptions.pop(sub_id, None) is None:
                 raise Refusal("no_such_subscription", f"no subscription {sub_id} on this connection")
             return {}
-        return await run_command(self.state, self.thread_id, command)
+        return await run_command(self.state, self.thread_id, command, self.websocket)
 
     async def handle(self, raw: str | bytes) -> None:
         """Answer one frame (a command)."""
@@ -262,7 +264,7 @@ class _Socket:
             return
         try:
             await self.send(success(command.id, await self.run(command), self.feed.seq))
-        except (Refusal, ApiError) as exc:
+        except (Refusal, ApiError, HTTPException) as exc:
             await self.send(answer(command.id, exc))
 
     async def receive(self) -> None:
@@ -290,18 +292,19 @@ async def _refuse(websocket: WebSocket, status: int, detail: str) -> None:
 async def thread_socket(websocket: WebSocket) -> None:
     """WebSocket ``/threads/{thread_id}/stream/events``: commands in, answers and events out."""
     state: ServerState = websocket.app.state.server
-    if state.settings.auth:
-        detail = "the WebSocket transport does not run the config's custom auth; use the SSE transport"
-        await _refuse(websocket, 501, detail)
-        return
     try:
         thread_id = check_uuid(websocket.path_params["thread_id"], "thread ID")
     except ApiError as exc:
         await _refuse(websocket, exc.status, exc.detail)
         return
     await websocket.accept()
-    if await get_thread(state.db, thread_id) is None:
-        await websocket.close(code=4404, reason=f"Thread {thread_id} not found")
+    try:  # (after the handshake: a browser cannot read a refused one's status, the close code says it)
+        await visible_thread(state, websocket, thread_id)
+    except (ApiError, HTTPException) as exc:
+        status, detail = (
+            (exc.status, exc.detail) if isinstance(exc, ApiError) else (exc.status_code, exc.detail)
+        )
+        await websocket.close(code=4000 + status, reason=detail[:120])
         return
     socket = _Socket(websocket, state, thread_id)
     tasks = {asyncio.create_task(socket.pump()), asyncio.create_task(socket.receive())}

@@ -238,3 +238,42 @@ def test_websocket_handshake_needs_the_token(tmp_path: pathlib.Path) -> None:
 
     with running(str(tmp_path / "server.sqlite"), tmp_path, token="s3cret") as server:
         asyncio.run(asyncio.wait_for(check(server), GUARD))
+
+
+@pytest.mark.parametrize("transport", ["sse", "websocket"])
+def test_under_custom_auth_each_user_streams_only_their_threads(
+    tmp_path: pathlib.Path, transport: str
+) -> None:
+    """The config's auth (tests/server/app_auth: LangGraph's resource-ownership example) on both transports."""
+    alice, bob = ({"Authorization": f"Bearer {who}-token"} for who in ("alice", "bob"))
+    app = pathlib.Path(__file__).with_name("app_auth")
+
+    async def check(server: Server) -> None:
+        client = get_client(url=server.url, headers=alice)
+        async with client.threads.stream(assistant_id="agent", transport=transport, headers=alice) as thread:
+            await thread.run.start(input={"text": "hi"})
+            output = await thread.output
+        assert output["who"]["identity"] == "alice"
+        assert (await client.threads.get(thread.thread_id))["metadata"]["owner"] == "alice"
+        as_bob = get_client(url=server.url, headers=bob)
+        async with as_bob.threads.stream(
+            thread.thread_id, assistant_id="agent", transport=transport, headers=bob
+        ) as other:
+            with pytest.raises((httpx.HTTPStatusError, ConnectionClosedError)) as refused:
+                async for _ in other.subscribe(["values"]):
+                    pass
+            with pytest.raises(httpx.HTTPStatusError) as started:
+                await other.run.start(input={"text": "bob"})
+        assert started.value.response.status_code == 404
+        error = refused.value  # (SSE: the 404 of the stream's request; WebSocket: closed with 4404)
+        if isinstance(error, httpx.HTTPStatusError):
+            assert error.response.status_code == 404
+        else:
+            assert error.rcvd is not None and error.rcvd.code == 4404
+        with pytest.raises(InvalidStatus) as anonymous:
+            async with connect(_ws(server, thread.thread_id)):
+                pass
+        assert anonymous.value.response.status_code == 401
+
+    with running(str(tmp_path / "server.sqlite"), tmp_path, app=app, config="langgraph.json") as server:
+        asyncio.run(asyncio.wait_for(check(server), GUARD))
