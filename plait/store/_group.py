@@ -189,12 +189,14 @@ def _noting_start(step: Step, started: list[bool]) -> Step:
 def _fresh(result: object) -> Any:
     """A caller's own copy of a result another caller also gets (namespaces are tuples: shared)."""
     if isinstance(result, list):
-        return [_fresh(r) for r in cast("list[object]", result)]
-    if isinstance(result, Item):
-        own = copy.copy(result)
-        own.value = copy.deepcopy(result.value)
-        return own
-    return result
+        return [_own(r) if isinstance(r, Item) else r for r in cast("list[object]", result)]
+    return _own(result) if isinstance(result, Item) else result
+
+
+def _own(item: Item) -> Item:
+    own = copy.copy(item)
+    own.value = copy.deepcopy(item.value)
+    return own
 
 
 def _settle(future: asyncio.Future[Any], result: Any = None, error: BaseException | None = None) -> None:
