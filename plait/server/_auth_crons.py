@@ -13,8 +13,7 @@ from starlette.requests import Request
 from plait.server._auth import authorize
 from plait.server._auth_filter import Filter, permits
 from plait.server._auth_runs import cron_owner
-from plait.server._data.filters import filter_sql, thread_filter_sql
-from plait.server._state import state_of
+from plait.server._data.crons import Visible
 from plait.server._wire import as_dict
 
 __all__ = ["CronAccess", "cron_access", "visible_crons"]
@@ -54,26 +53,13 @@ async def cron_access(request: Request, cron: dict[str, Any]) -> CronAccess:
     return CronAccess(assistant, thread)
 
 
-async def visible_crons(
-    request: Request, thread_id: str | None, data: dict[str, Any]
-) -> list[tuple[str, list[Any]]]:
-    """SQL conditions (with their parameters) on ``plait_server_crons`` keeping the crons the auth
-    lets the request's user see (``thread_id``: the searched thread; ``data``: the search)."""
-    dialect = state_of(request).db.dialect
+async def visible_crons(request: Request, thread_id: str | None, data: dict[str, Any]) -> Visible:
+    """The filters keeping the crons the auth lets the request's user see (``thread_id``: the
+    searched thread; ``data``: the search)."""
     value = {k: data.get(k) for k in ("assistant_id", "thread_id", "limit", "offset")}
     filters = await authorize(request, "crons", "search", value)
     if thread_id is not None:
         threads = await authorize(request, "threads", "read", {"thread_id": thread_id})
     else:
         threads = await authorize(request, "threads", "search", {"metadata": {}, "values": {}})
-    found: list[tuple[str, list[Any]]] = []
-    if filters:
-        meta = "((doc::jsonb) -> 'metadata')" if dialect == "postgres" else "json_extract(doc, '$.metadata')"
-        found.append(filter_sql(dialect, filters, meta))
-    if threads:
-        sql, params = thread_filter_sql(dialect, threads)
-        within = (
-            f"(thread_id IS NULL OR thread_id IN (SELECT thread_id FROM plait_server_threads WHERE {sql}))"
-        )
-        found.append((within, params))
-    return found
+    return Visible(filters, threads)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
@@ -37,11 +37,11 @@ from plait.server._cron_models import (
     CronSearch,
     when,
 )
-from plait.server._db import Database, Tx
+from plait.server._data import assistants, crons, threads
 from plait.server._http import json_response, page_response
 from plait.server._run_models import RunCreate
 from plait.server._state import ServerState, state_of
-from plait.server._wire import ApiError, as_dict, check_uuid, dumps, loads, now_iso, uuid7
+from plait.server._wire import ApiError, as_dict, check_uuid, now_iso, uuid7
 
 __all__ = ["api", "fire_due", "routes"]
 
@@ -81,23 +81,6 @@ def _set_next(cron: dict[str, Any], after: datetime) -> float | None:
         ) from None
     cron["next_run_date"] = None if found is None else found.isoformat()
     return None if found is None else found.timestamp()
-
-
-async def _write(db: Database | Tx, cron: dict[str, Any], due: float | None, *, insert: bool) -> None:
-    text = dumps(cron).decode()
-    enabled = 1 if cron["enabled"] else 0
-    if insert:
-        await db.run(
-            "INSERT INTO plait_server_crons (cron_id, assistant_id, thread_id, enabled, next_run, created_at, "
-            "updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (cron["cron_id"], cron["assistant_id"], cron["thread_id"], enabled, due, cron["created_at"],
-             cron["updated_at"], text),
-        )  # fmt: skip
-    else:
-        await db.run(
-            "UPDATE plait_server_crons SET enabled = ?, next_run = ?, updated_at = ?, doc = ? WHERE cron_id = ?",
-            (enabled, due, cron["updated_at"], text, cron["cron_id"]),
-        )
 
 
 def _payload(data: CronCreate | CronPatch, assistant_id: str) -> dict[str, Any]:
@@ -155,22 +138,18 @@ async def create(request: Request, body: CronCreate) -> Response:
     seen = await cron_access(request, cron)
     due = _set_next(cron, datetime.now(timezone.utc))
     await _check_run(state, cron)
-    share = " FOR SHARE" if state.db.dialect == "postgres" else ""
+    dialect = state.db.dialect
     async with (
         state.db.tx() as tx
     ):  # its thread and assistant are not deleted meanwhile (their crons go with them)
-        found = await tx.fetch(
-            f"SELECT doc FROM plait_server_assistants WHERE assistant_id = ?{share}", (assistant_id,)
-        )
-        if not found or not seen.assistant(loads(found[0]["doc"])):
+        found = await assistants.get_shared(tx, dialect, assistant_id)
+        if found is None or not seen.assistant(found):
             raise ApiError(404, f"Assistant '{raw_assistant}' not found")
         if thread_id is not None:
-            found = await tx.fetch(
-                f"SELECT doc FROM plait_server_threads WHERE thread_id = ?{share}", (thread_id,)
-            )
-            if not found or not seen.thread(loads(found[0]["doc"])):
+            found = await threads.get_shared(tx, dialect, thread_id)
+            if found is None or not seen.thread(found):
                 raise ApiError(404, f"Thread with ID '{thread_id}' not found")
-        await _write(tx, cron, due, insert=True)
+        await crons.write(tx, cron, due, insert=True)
     if state.worker is not None:
         state.worker.wake_crons()
     return json_response(cron)
@@ -189,10 +168,7 @@ async def _found(request: Request, action: str = "read") -> dict[str, Any]:
     """The cron of the path, once the auth allows ``action`` (404: none, or the auth's filter hides it)."""
     cron_id = check_uuid(request.path_params["cron_id"], "cron ID")
     filters = await authorize(request, "crons", action, {"cron_id": cron_id})
-    rows = await state_of(request).db.fetch(
-        "SELECT doc FROM plait_server_crons WHERE cron_id = ?", (cron_id,)
-    )
-    cron = cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+    cron = await crons.get(state_of(request).db, cron_id)
     if cron is None or not permits(filters, cron.get("metadata")):
         raise ApiError(404, f"Cron with ID '{cron_id}' not found")
     return cron
@@ -225,11 +201,9 @@ async def patch(request: Request, body: CronPatch) -> Response:
     data = body.model_dump(exclude_unset=True)
     value = {"cron_id": cron_id, "payload": data, "schedule": body.schedule}
     filters = await authorize(request, "crons", "update", value)
-    lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
     async with state.db.tx() as tx:
-        rows = await tx.fetch(f"SELECT doc FROM plait_server_crons WHERE cron_id = ?{lock}", (cron_id,))
-        cron: dict[str, Any] = loads(rows[0]["doc"]) if rows else {}
-        if not rows or not permits(filters, cron.get("metadata")):
+        cron = await crons.get_locked(tx, state.db.dialect, cron_id)
+        if cron is None or not permits(filters, cron.get("metadata")):
             raise ApiError(404, f"Cron '{cron_id}' not found")
         kept = {k: v for k, v in cron["payload"].items() if k not in data}  # (a null clears a key)
         payload = _with_cron_id({**kept, **_payload(body, cron["assistant_id"])}, cron_id)
@@ -238,7 +212,7 @@ async def patch(request: Request, body: CronPatch) -> Response:
         cron["payload"], cron["updated_at"] = payload, now_iso()
         due = _set_next(cron, datetime.now(timezone.utc)) if moved else _due(cron)
         await _check_run(state, cron, webhook=False)
-        await _write(tx, cron, due, insert=False)
+        await crons.write(tx, cron, due, insert=False)
     if state.worker is not None:
         state.worker.wake_crons()
     return json_response(cron)
@@ -268,7 +242,7 @@ def _due(cron: dict[str, Any]) -> float | None:
 async def delete(request: Request) -> Response:
     """Delete the cron."""
     cron = await _found(request, "delete")
-    await state_of(request).db.run("DELETE FROM plait_server_crons WHERE cron_id = ?", (cron["cron_id"],))
+    await crons.delete(state_of(request).db, cron["cron_id"])
     return Response(status_code=204)
 
 
@@ -279,29 +253,16 @@ async def _matching(request: Request, wanted: CronCountRequest) -> list[dict[str
     data = wanted.model_dump()  # (as the auth is asked)
     raw_assistant, raw_thread, enabled = wanted.assistant_id, wanted.thread_id, wanted.enabled
     metadata = wanted.metadata or {}
-    where: list[str] = []
-    params: list[Any] = []
-    if raw_assistant is not None:
-        where.append("assistant_id = ?")
-        params.append(assistant_id_for(raw_assistant, state))
-    if raw_thread is not None:
-        where.append("thread_id = ?")
-        params.append(raw_thread)
-    if enabled is not None:
-        where.append("enabled = ?")
-        params.append(1 if enabled else 0)
-    for condition, more in await visible_crons(request, raw_thread, data):
-        where.append(condition)
-        params += more
-    sql = "SELECT doc FROM plait_server_crons" + (" WHERE " + " AND ".join(where) if where else "")
-    crons = [cast("dict[str, Any]", loads(r["doc"])) for r in await state.db.fetch(sql, params)]
-    return [c for c in crons if all(c["metadata"].get(k) == v for k, v in metadata.items())]
+    assistant_id = None if raw_assistant is None else assistant_id_for(raw_assistant, state)
+    visible = await visible_crons(request, raw_thread, data)
+    found = await crons.search(state.db, assistant_id, raw_thread, enabled, visible)
+    return [c for c in found if all(c["metadata"].get(k) == v for k, v in metadata.items())]
 
 
 @api.post("/runs/crons/search", "Search Crons", body=CronSearch, response=list[Cron])
 async def search(request: Request, body: CronSearch) -> Response:
     """Crons by assistant, thread, enabled and metadata; sorted and paged (``X-Pagination-Total``)."""
-    crons = await _matching(request, body)
+    found = await _matching(request, body)
     sort_by, order = body.sort_by or "created_at", body.sort_order or "desc"
 
     def key(cron: dict[str, Any]) -> tuple[bool, Any]:
@@ -310,8 +271,8 @@ async def search(request: Request, body: CronSearch) -> Response:
             value = when(value)  # (an end time keeps the offset it was given with)
         return value is not None, value if value is not None else ""
 
-    crons.sort(key=key, reverse=order == "desc")
-    return page_response(crons, body.offset, body.limit, list(body.select or []))
+    found.sort(key=key, reverse=order == "desc")
+    return page_response(found, body.offset, body.limit, list(body.select or []))
 
 
 @api.post("/runs/crons/count", "Count Crons", body=CronCountRequest, response=int)
@@ -325,31 +286,22 @@ async def count(request: Request, body: CronCountRequest) -> Response:
 
 async def _take_due(state: ServerState, now: datetime) -> list[dict[str, Any]]:
     """The crons due at ``now``, each moved on to its next time (in one transaction)."""
-    lock = " FOR UPDATE SKIP LOCKED" if state.db.dialect == "postgres" else ""
     taken: list[dict[str, Any]] = []
     async with state.db.tx() as tx:
-        rows = await tx.fetch(
-            "SELECT doc FROM plait_server_crons WHERE enabled = 1 AND next_run <= ? "
-            f"ORDER BY next_run LIMIT {BATCH}{lock}",
-            (now.timestamp(),),
-        )
-        for row in rows:
-            cron: dict[str, Any] = loads(row["doc"])
+        for cron in await crons.due(tx, state.db.dialect, now.timestamp(), BATCH):
             fired = dict(cron)
             try:
                 due = _set_next(cron, now)
             except ApiError as exc:  # its schedule ran out (a year that passed): it has no next time
                 _log.warning("cron %s fires no more: %s", cron["cron_id"], exc.detail)
                 cron["next_run_date"], due = None, None
-            await _write(tx, cron, due, insert=False)
+            await crons.write(tx, cron, due, insert=False)
             taken.append(fired)
     return taken
 
 
 async def _next_due(state: ServerState) -> float | None:
-    rows = await state.db.fetch("SELECT MIN(next_run) AS due FROM plait_server_crons WHERE enabled = 1")
-    due = rows[0]["due"] if rows else None
-    return None if due is None else float(due)
+    return await crons.next_due(state.db)
 
 
 async def fire_due(state: ServerState) -> float | None:

@@ -100,8 +100,6 @@ def _outside_data_layer() -> list[pathlib.Path]:
 
 
 SQL_LEFT = {
-    "_auth_crons.py",
-    "_crons.py",
     "_metrics.py",
     "_thread_search.py",
     "_thread_stream.py",

@@ -8,12 +8,22 @@ from typing import Any, cast
 from plait.server._db import Database, Tx
 from plait.server._wire import dumps, loads
 
-__all__ = ["delete", "get", "latest_version", "newest_first", "version", "versions", "write"]
+__all__ = ["delete", "get", "get_shared", "latest_version", "newest_first", "version", "versions", "write"]
 
 
 async def get(db: Database | Tx, assistant_id: str) -> dict[str, Any] | None:
     """The assistant's document, or ``None``."""
     rows = await db.fetch("SELECT doc FROM plait_server_assistants WHERE assistant_id = ?", (assistant_id,))
+    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+
+
+async def get_shared(tx: Tx, dialect: str, assistant_id: str) -> dict[str, Any] | None:
+    """The assistant's document, or ``None``; on PostgreSQL its row is share-locked until ``tx``
+    ends (it is not deleted meanwhile)."""
+    share = " FOR SHARE" if dialect == "postgres" else ""
+    rows = await tx.fetch(
+        f"SELECT doc FROM plait_server_assistants WHERE assistant_id = ?{share}", (assistant_id,)
+    )
     return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
 
 

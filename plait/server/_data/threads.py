@@ -3,9 +3,20 @@
 
 from __future__ import annotations
 
-from plait.server._db import Database, Row
+from typing import Any, cast
 
-__all__ = ["claim_expired", "expired", "forget_ttl"]
+from plait.server._db import Database, Row, Tx
+from plait.server._wire import loads
+
+__all__ = ["claim_expired", "expired", "forget_ttl", "get_shared"]
+
+
+async def get_shared(tx: Tx, dialect: str, thread_id: str) -> dict[str, Any] | None:
+    """The thread's document, or ``None``; on PostgreSQL its row is share-locked until ``tx`` ends
+    (it is not deleted meanwhile)."""
+    share = " FOR SHARE" if dialect == "postgres" else ""
+    rows = await tx.fetch(f"SELECT doc FROM plait_server_threads WHERE thread_id = ?{share}", (thread_id,))
+    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
 
 
 async def expired(db: Database, now: float, limit: int) -> list[Row]:
