@@ -304,7 +304,14 @@ def _ask(proc: subprocess.Popen[str], mode: str, op: str, seconds: float) -> flo
     return float(json.loads(proc.stdout.readline())["rate"])
 
 
-def measure(pythons: dict[str, str], backends: list[str], rounds: int, seconds: float) -> dict[str, Any]:
+def measure(  # noqa: PLR0913 - what to measure, and how long
+    pythons: dict[str, str],
+    backends: list[str],
+    rounds: int,
+    seconds: float,
+    modes: list[str] | None = None,
+    ops: list[str] | None = None,
+) -> dict[str, Any]:
     """Per backend, interleaved rounds of every cell; returns {backend: {mode: {op: {impl: [rates]}}}}."""
     results: dict[str, Any] = {}
     schemas = _schemas(list(pythons)) if "postgres" in backends else {}
@@ -318,8 +325,8 @@ def measure(pythons: dict[str, str], backends: list[str], rounds: int, seconds: 
                 table: dict[str, Any] = results.setdefault(backend, {})
                 try:
                     for r in range(rounds):
-                        for mode in _modes(backend):
-                            for op in OPS:
+                        for mode in [m for m in _modes(backend) if not modes or m in modes]:
+                            for op in [o for o in OPS if not ops or o in ops]:
                                 order = list(procs) if r % 2 == 0 else list(reversed(procs))
                                 for impl in order:
                                     rate = _ask(procs[impl], mode, op, seconds)
@@ -420,6 +427,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=0.3, help="per cell and round")
     parser.add_argument("--backends", default="memory,sqlite,postgres")
+    parser.add_argument("--modes", help=f"comma-separated subset of {','.join(MODES)}")
+    parser.add_argument("--ops", help=f"comma-separated subset of {','.join(OPS)}")
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--n", type=int, default=500, help="ops per callgrind count")
     parser.add_argument("--json")
@@ -438,7 +447,14 @@ def main() -> None:
         found = callgrind(pythons, backends, args.n)
         print(report_callgrind(found))
     else:
-        found = measure(pythons, backends, args.rounds, args.seconds)
+        found = measure(
+            pythons,
+            backends,
+            args.rounds,
+            args.seconds,
+            args.modes.split(",") if args.modes else None,
+            args.ops.split(",") if args.ops else None,
+        )
         print(report(found, list(pythons)))
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=1))

@@ -12,6 +12,8 @@ from plait.store.base import InvalidValueError
 __all__ = ["check_value", "decode_value", "encode_value"]
 
 _SCALARS = (str, int, bool, type(None))
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Compact JSON text (one encoder: ``json.dumps`` with options builds a new one per call)."""
 
 
 def _problem(value: Any, path: str) -> str | None:
@@ -94,7 +96,7 @@ def encode_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
         InvalidValueError: If the value is not a mapping of JSON values with string keys.
     """
     check_value(namespace, key, value)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODE(value)
 
 
 def decode_value(text: str | bytes | dict[str, Any]) -> dict[str, Any]:

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["Rows", "Sql", "Step", "adrive", "drive", "ns_text", "prefix_condition"]
 
 Rows = list[tuple[Any, ...]]
 
 
-@dataclass(frozen=True)
-class Sql:
+class Sql(NamedTuple):
     """One statement to execute; ``many`` runs it once per parameter tuple."""
 
     text: str

@@ -125,6 +125,7 @@ class PostgresStore(SqlStore):
         self.pipeline = False
         self.lock = threading.Lock()
         self.is_setup = False
+        self._plain: Any = None  # an executor on a cursor of ``conn`` (a Connection), made on first use
 
     @classmethod
     @contextmanager
@@ -203,6 +204,17 @@ class PostgresStore(SqlStore):
         raise AssertionError("unreachable")
 
     def _run_once(self, make_step: MakeStep, *, setup: bool, alone: bool) -> Any:
+        if (
+            alone
+            and self.is_setup
+            and not self.pipeline
+            and isinstance(self.conn, Connection)
+            and self.conn.autocommit
+        ):
+            with self.lock:  # the one connection, each statement committing itself: its own cursor, kept
+                if self._plain is None:
+                    self._plain = _executor(self.conn)
+                return drive(make_step(now()), self._plain)
         with self._connection() as conn:
             if not self.is_setup and not setup:
                 with conn.transaction():
