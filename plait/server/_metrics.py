@@ -17,13 +17,11 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from plait.server._api import Api
+from plait.server._data import runs
 from plait.server._series import Metrics
 from plait.server._state import state_of
 
 __all__ = ["Metrics", "RecordRequests", "api", "routes"]
-
-_COUNTS = "SELECT status, COUNT(*) AS n FROM plait_server_runs WHERE status IN ('pending', 'running') GROUP BY status"
-
 
 api = Api("System")
 
@@ -38,7 +36,7 @@ async def _metrics(request: Request) -> Response:
     """The server's Prometheus series: runs by status, run durations, the run queue, HTTP requests."""
     state = state_of(request)
     metrics: Metrics = request.app.state.metrics
-    counts = {row["status"]: int(row["n"]) for row in await state.db.fetch(_COUNTS, ())}
+    counts = await runs.inflight_counts(state.db)
     metrics.queued.set(counts.get("pending", 0))
     metrics.running.set(counts.get("running", 0))
     metrics.executing.set(len(state.worker.tasks) if state.worker is not None else 0)

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from plait.server._api import Api, Query, check
+from plait.server._data import runs
 from plait.server._state import ServerState, state_of
 from plait.server._stream import END
 from plait.server._threads import found_thread
@@ -63,12 +64,7 @@ def _wanted(modes: set[str], event: str) -> bool:
 
 async def _next_run(state: ServerState, thread_id: str, since: str, seen: set[str]) -> str | None:
     """The thread's oldest run not followed yet that has started (in flight or begun after ``since``)."""
-    rows = await state.db.fetch(
-        "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? "
-        "AND (status IN ('pending', 'running') OR created_at >= ?) ORDER BY created_at, run_id",
-        (thread_id, since),
-    )
-    for row in rows:
+    for row in await runs.since_on_thread(state.db, thread_id, since):
         if row["run_id"] in seen:
             continue
         return None if row["status"] == "pending" else str(row["run_id"])  # in order: wait for it

@@ -14,7 +14,7 @@ from plait.errors import CheckpointConflictError, InvalidUpdateError
 from plait.server._api import Api
 from plait.server._auth import authorize
 from plait.server._auth_filter import Filter, permits
-from plait.server._data.filters import thread_filter_sql
+from plait.server._data import runs, threads
 from plait.server._db import Database, Tx
 from plait.server._extract import extract_paths, extracted
 from plait.server._http import json_response
@@ -33,9 +33,8 @@ from plait.server._thread_models import (
     ThreadSearchRequest,
     ttl_of,
 )
-from plait.server._thread_search import order_sql, where_sql
 from plait.server._ttl import ThreadTtl, expiry, thread_ttl
-from plait.server._wire import ApiError, as_dict, check_uuid, command_of, dumps, loads, now_iso, uuid7
+from plait.server._wire import ApiError, as_dict, check_uuid, command_of, now_iso, uuid7
 from plait.types import StateUpdate
 
 __all__ = [
@@ -54,34 +53,10 @@ __all__ = [
 api = Api("Threads", "A thread holds the state its runs build, checkpoint by checkpoint.")
 
 
-def _doc(row: dict[str, Any], *, values: bool = True) -> dict[str, Any]:
-    """A thread row as the API's document: its values come from their own column."""
-    doc: dict[str, Any] = loads(row["doc"])
-    doc["status"], doc["updated_at"] = row["status"], row["updated_at"]
-    if values:
-        doc["values"] = None if row["vals"] is None else loads(row["vals"])
-    return doc
-
-
-async def get_thread(db: Database | Tx, thread_id: str) -> dict[str, Any] | None:
-    """The thread's document (with its status and values), or ``None``."""
-    rows = await db.fetch(
-        "SELECT status, updated_at, doc, vals FROM plait_server_threads WHERE thread_id = ?", (thread_id,)
-    )
-    return _doc(rows[0]) if rows else None
-
-
-async def write_thread(db: Database | Tx, doc: dict[str, Any]) -> None:
-    """Store a thread's document (status and updated_at as columns too, values in their own)."""
-    rest = {k: v for k, v in doc.items() if k != "values"}
-    await db.run(
-        "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ?, vals = ? WHERE thread_id = ?",
-        (doc["status"], doc["updated_at"], dumps(rest).decode(), _vals(doc.get("values")), doc["thread_id"]),
-    )
-
-
-def _vals(values: Any) -> str | None:
-    return None if values is None else dumps(values).decode()
+get_thread = threads.get
+"""The thread's document (with its status and values), or ``None`` (:func:`plait.server._data.threads.get`)."""
+write_thread = threads.write
+"""Store a thread's document (:func:`plait.server._data.threads.write`)."""
 
 
 async def create_thread(
@@ -98,41 +73,20 @@ async def create_thread(
         "status": "idle",
         "config": {},  # no error / interrupts until a run or a state update sets them (as LangGraph)
     }
-    await db.run(
-        "INSERT INTO plait_server_threads (thread_id, status, created_at, updated_at, doc, expires_at, ttl_strategy) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            thread_id,
-            "idle",
-            now,
-            now,
-            dumps(doc).decode(),
-            expiry(ttl and ttl.minutes),
-            ttl and ttl.strategy,
-        ),
-    )
+    await threads.insert(db, doc, expiry(ttl and ttl.minutes), ttl and ttl.strategy)
     return {**doc, "values": None}
-
-
-async def _set_ttl(db: Database, thread_id: str, ttl: ThreadTtl) -> None:
-    await db.run(
-        "UPDATE plait_server_threads SET expires_at = ?, ttl_strategy = ? WHERE thread_id = ?",
-        (expiry(ttl.minutes), ttl.strategy, thread_id),
-    )
 
 
 async def _with_ttl(db: Database, doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` with its ``ttl`` (``GET /threads/{id}?include=ttl``): ``null``, or strategy, minutes left
     and when it expires."""
-    rows = await db.fetch(
-        "SELECT expires_at, ttl_strategy FROM plait_server_threads WHERE thread_id = ?", (doc["thread_id"],)
-    )
-    at = rows[0]["expires_at"] if rows else None
-    if at is None:
+    found = await threads.ttl(db, doc["thread_id"])
+    if found is None:
         return {**doc, "ttl": None}
-    left = max(0.0, (float(at) - time.time()) / 60)
-    when = datetime.fromtimestamp(float(at), timezone.utc).isoformat()
-    return {**doc, "ttl": {"strategy": rows[0]["ttl_strategy"], "ttl": left, "expires_at": when}}
+    at, strategy = found
+    left = max(0.0, (at - time.time()) / 60)
+    when = datetime.fromtimestamp(at, timezone.utc).isoformat()
+    return {**doc, "ttl": {"strategy": strategy, "ttl": left, "expires_at": when}}
 
 
 def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
@@ -211,12 +165,7 @@ async def _apply_supersteps(
 
 async def _undo_create(state: ServerState, doc: dict[str, Any]) -> None:
     """Delete a thread this request made, unless another request has used it since (a run, an update)."""
-    gone = await state.db.run(
-        "DELETE FROM plait_server_threads WHERE thread_id = ? AND updated_at = ? "
-        "AND NOT EXISTS (SELECT 1 FROM plait_server_runs WHERE thread_id = ?)",
-        (doc["thread_id"], doc["updated_at"], doc["thread_id"]),
-    )
-    if gone:
+    if await threads.delete_unused(state.db, doc["thread_id"], doc["updated_at"]):
         await state.saver.adelete_thread(doc["thread_id"])
 
 
@@ -284,7 +233,7 @@ async def patch(request: Request, body: ThreadPatch) -> Response:
     doc = await found_thread(request, "update", value)
     ttl = ttl_of(body.ttl)
     if ttl is not None:
-        await _set_ttl(state_of(request).db, doc["thread_id"], ttl)
+        await threads.set_ttl(state_of(request).db, doc["thread_id"], expiry(ttl.minutes), ttl.strategy)
     doc["metadata"] = {**doc["metadata"], **as_dict(value.get("metadata"))}
     doc["updated_at"] = now_iso()
     await write_thread(state_of(request).db, doc)
@@ -301,21 +250,13 @@ async def delete(request: Request) -> Response:
 
 async def delete_thread(state: ServerState, thread_id: str) -> None:
     """Cancel the thread's runs, then delete its rows, its runs, its crons and its checkpoints."""
-    inflight = await state.db.fetch(
-        "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
-        (thread_id,),
-    )
+    inflight = await runs.inflight(state.db, thread_id)
     for row in inflight:
         if row["status"] != "running":
             continue
         if state.worker is None or not state.worker.cancel_local(row["run_id"], "interrupt"):
             await state.db.notify("plait_server_cancel", f"{row['run_id']}:interrupt")
-    lock = " FOR UPDATE" if state.db.dialect == "postgres" else ""
-    async with state.db.tx() as tx:  # the thread's row first, then its runs: the order a run's end locks them
-        await tx.fetch(f"SELECT 1 FROM plait_server_threads WHERE thread_id = ?{lock}", (thread_id,))
-        await tx.run("DELETE FROM plait_server_runs WHERE thread_id = ?", (thread_id,))
-        await tx.run("DELETE FROM plait_server_threads WHERE thread_id = ?", (thread_id,))
-        await tx.run("DELETE FROM plait_server_crons WHERE thread_id = ?", (thread_id,))
+    await threads.delete(state.db, thread_id)  # (the thread's row locked first: see its docstring)
     await state.saver.adelete_thread(thread_id)
     for row in inflight:  # queued runs end for their followers (running ones end as they stop)
         if row["status"] == "pending":
@@ -355,15 +296,10 @@ async def prune(request: Request, body: ThreadPruneRequest) -> Response:
 _Wanted = TypeVar("_Wanted", bound=ThreadCountRequest)
 
 
-def _filters(db: Database, wanted: ThreadCountRequest, auth: Filter | None = None) -> tuple[str, list[Any]]:
-    """`` WHERE ...`` and its parameters for the threads a search or count selects (``auth``: and the
-    auth's filter keeps)."""
+def _query(wanted: ThreadCountRequest, auth: Filter | None) -> threads.ThreadQuery:
+    """The threads a search or count selects (``auth``: of those the auth's filter keeps)."""
     ids = wanted.ids if isinstance(wanted, ThreadSearchRequest) else None
-    where, params = where_sql(db.dialect, wanted.metadata or {}, wanted.values or {}, wanted.status, ids)
-    if not auth:
-        return where, params
-    sql, more = thread_filter_sql(db.dialect, auth)
-    return f"{where} AND {sql}" if where else f" WHERE {sql}", [*params, *more]
+    return threads.ThreadQuery(wanted.metadata or {}, wanted.values or {}, wanted.status, ids, auth)
 
 
 async def _searched(request: Request, wanted: _Wanted) -> tuple[_Wanted, Filter | None]:
@@ -381,26 +317,13 @@ async def find_threads(
 ) -> tuple[list[dict[str, Any]], int]:
     """The rows of the page a ``/threads/search`` body asks for (``auth``: of those the auth's filter
     keeps), and how many threads match in all."""
-    where, params = _filters(db, wanted, auth)
-    order = order_sql(db.dialect, wanted.sort_by or "created_at", wanted.sort_order or "desc")
-    limit, offset = wanted.limit, wanted.offset
-    rows = await db.fetch(
-        "SELECT status, updated_at, doc, vals, count(*) OVER () AS total FROM plait_server_threads"
-        f"{where}{order} LIMIT ? OFFSET ?",
-        [*params, max(limit, 0), max(offset, 0)],
-    )
-    total = int(rows[0]["total"]) if rows else await _count(db, where, params) if offset > 0 else 0
-    return rows, total
+    sort_by, sort_order = wanted.sort_by or "created_at", wanted.sort_order or "desc"
+    return await threads.search(db, _query(wanted, auth), sort_by, sort_order, wanted.limit, wanted.offset)
 
 
 async def count_threads(db: Database, wanted: ThreadCountRequest, auth: Filter | None = None) -> int:
     """How many threads a ``/threads/count`` body selects (``auth``: of those the auth's filter keeps)."""
-    return await _count(db, *_filters(db, wanted, auth))
-
-
-async def _count(db: Database, where: str, params: list[Any]) -> int:
-    rows = await db.fetch(f"SELECT count(*) AS n FROM plait_server_threads{where}", params)
-    return int(rows[0]["n"])
+    return await threads.count(db, _query(wanted, auth))
 
 
 @api.post("/threads/search", "Search Threads", body=ThreadSearchRequest, response=list[Thread])
@@ -411,7 +334,7 @@ async def search(request: Request, body: ThreadSearchRequest) -> Response:
     paths = extract_paths(body.extract, set(THREAD_FIELDS))
     wanted, filters = await _searched(request, body)
     rows, total = await find_threads(state_of(request).db, wanted, filters)
-    page = [_doc(row) for row in rows]
+    page = [threads.document(row) for row in rows]
     if paths:
         page = [{**doc, "extracted": extracted(doc, paths)} for doc in page]
     keep = [*select, "extracted"] if select and paths else select

@@ -11,9 +11,9 @@ import pytest
 from _pg import private_schema
 
 from plait.errors import SchemaVersionError
+from plait.server._data.thread_search import where_sql
 from plait.server._db import PostgresDatabase, SqliteDatabase
 from plait.server._schema import SCHEMA_VERSION
-from plait.server._thread_search import where_sql
 from plait.server._threads import get_thread, write_thread
 
 # the threads table as plait 0.x made it: the values inside the document

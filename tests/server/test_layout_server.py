@@ -100,10 +100,6 @@ def _outside_data_layer() -> list[pathlib.Path]:
 
 
 SQL_LEFT = {
-    "_metrics.py",
-    "_thread_search.py",
-    "_thread_stream.py",
-    "_threads.py",
 }
 """Modules whose SQL is still to move into the data layer (to be emptied, never grown)."""
 

@@ -22,6 +22,7 @@ __all__ = [
     "ids_on_visible_threads",
     "ids_with_status",
     "inflight",
+    "inflight_counts",
     "insert",
     "interrupt_pending",
     "list_on_thread",
@@ -30,6 +31,7 @@ __all__ = [
     "renew_leases",
     "requeue",
     "requeue_all_running",
+    "since_on_thread",
     "status",
     "take_over_expired",
 ]
@@ -124,6 +126,24 @@ async def inflight(db: Database | Tx, thread_id: str) -> list[Row]:
         "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? AND status IN ('pending', 'running')",
         (thread_id,),
     )
+
+
+async def since_on_thread(db: Database, thread_id: str, since: str) -> list[Row]:
+    """The thread's runs in flight or created from ``since`` on, the oldest first: ``run_id`` and
+    ``status`` of each."""
+    return await db.fetch(
+        "SELECT run_id, status FROM plait_server_runs WHERE thread_id = ? "
+        "AND (status IN ('pending', 'running') OR created_at >= ?) ORDER BY created_at, run_id",
+        (thread_id, since),
+    )
+
+
+_COUNTS = "SELECT status, COUNT(*) AS n FROM plait_server_runs WHERE status IN ('pending', 'running') GROUP BY status"
+
+
+async def inflight_counts(db: Database) -> dict[str, int]:
+    """How many runs are ``pending`` and ``running``, by status (a status no run has: absent)."""
+    return {row["status"]: int(row["n"]) for row in await db.fetch(_COUNTS, ())}
 
 
 async def mark_interrupted(db: Database | Tx, run_id: str) -> None:
