@@ -14,8 +14,10 @@ share with runs by itself (a one-operation batch then needs no transaction).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -24,7 +26,7 @@ from plait.store._engine import Engine, Prepared
 from plait.store._statement import Step
 from plait.store.base import Item, Op, PutOp, Result
 
-__all__ = ["Groups"]
+__all__ = ["Groups", "ThreadGroups"]
 
 _GROUP = 256  # most batches of concurrent calls run in one transaction
 
@@ -36,7 +38,7 @@ Run = Callable[[Callable[[float], Step], bool], Awaitable[Any]]
 class _Call:
     prepared: Prepared
     embedded: Embedded | None
-    future: asyncio.Future[list[Result]]
+    future: asyncio.Future[list[Result]] | concurrent.futures.Future[list[Result]]
 
 
 @dataclass
@@ -73,14 +75,15 @@ class Groups:
     async def run(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
         """Run a batch with the other batches queued on this loop meanwhile; returns its results."""
         loop = asyncio.get_running_loop()
-        call = _Call(prepared, embedded, loop.create_future())
+        future: asyncio.Future[list[Result]] = loop.create_future()
+        call = _Call(prepared, embedded, future)
         queue = self._queues.get(loop)
         if queue is None:
             queue = self._queues[loop] = _Queue([call])
             queue.task = loop.create_task(self._drain(loop, queue))
         else:
             queue.calls.append(call)
-        return await call.future
+        return await future
 
     async def _drain(self, loop: asyncio.AbstractEventLoop, queue: _Queue) -> None:
         group: list[_Call] = []
@@ -88,11 +91,17 @@ class Groups:
             while queue.calls:
                 group, queue.calls = queue.calls[:_GROUP], queue.calls[_GROUP:]
                 group = [call for call in group if not call.future.done()]  # cancelled callers
+                plan = _settle_group(self.engine, group)
                 try:
-                    if len(group) == 1:
-                        await self._alone(group[0])
-                    elif group:
-                        await self._shared(group)
+                    request = next(plan)
+                    while True:
+                        try:
+                            outcome: _Outcome = (await self.run_step(*request), None)
+                        except Exception as exc:  # noqa: BLE001 - handed to the plan
+                            outcome = (None, exc)
+                        request = plan.send(outcome)
+                except StopIteration:
+                    pass
                 except Exception as exc:  # noqa: BLE001 - a fault here: the callers must not wait for ever
                     for call in group:
                         _settle(call.future, error=exc)
@@ -101,37 +110,102 @@ class Groups:
             for call in group + queue.calls:  # cancelled (the loop is closing): nobody runs these now
                 call.future.cancel()
 
-    async def _alone(self, call: _Call) -> None:
-        prepared, embedded = call.prepared, call.embedded
-        try:
-            result = await self.run_step(lambda now: self.engine.run(prepared, embedded, now), prepared.alone)
-        except Exception as exc:  # noqa: BLE001 - handed to its caller
-            _settle(call.future, error=exc)
-        else:
-            _settle(call.future, result)
 
-    async def _shared(self, group: list[_Call]) -> None:
-        merged = _merge(group)
-        embedded = Embedded(merged.docs, merged.queries) if merged.docs or merged.queries else None
-        started: list[bool] = []
-        alone = all(call.prepared.alone for call in group) and self.engine.alone(
-            merged.prepared.ops, shared=True
-        )
+class ThreadGroups:
+    """Concurrent sync calls of one store from several threads share transactions.
+
+    The first caller runs its batch; the calls made meanwhile queue up, and the
+    next caller to get the turn runs them all as one group (see the module
+    docstring) while the others wait for their results. For stores whose calls
+    are serialised anyway (one connection).
+    """
+
+    def __init__(self, engine: Engine, run: Callable[[Callable[[float], Step], bool], Any]) -> None:
+        """Bind the store's engine and how it runs a step (``run(make_step, alone)``)."""
+        self.engine = engine
+        self.run_step = run
+        self._calls: list[_Call] = []
+        self._queue = threading.Lock()  # guards _calls
+        self._turn = threading.Lock()  # held by the thread running a group
+
+    def run(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
+        """Run a batch, with the batches other threads queue meanwhile; returns its results."""
+        if self._turn.acquire(blocking=False):  # nobody runs a group: run alone, unless calls wait
+            try:
+                with self._queue:
+                    idle = not self._calls
+                if idle:
+                    return self.run_step(lambda now: self.engine.run(prepared, embedded, now), prepared.alone)  # type: ignore[no-any-return]
+            finally:
+                self._turn.release()
+        future: concurrent.futures.Future[list[Result]] = concurrent.futures.Future()
+        call = _Call(prepared, embedded, future)
+        with self._queue:
+            self._calls.append(call)
+        with self._turn:
+            if not future.done():  # nobody took it: run everything queued, this call among them
+                with self._queue:
+                    group, self._calls = self._calls[:_GROUP], self._calls[_GROUP:]
+                try:
+                    self._settle(group)
+                finally:
+                    for other in group:  # interrupted: the other callers must not wait for ever
+                        _settle(other.future, error=RuntimeError("the thread running this batch stopped"))
+        return future.result()
+
+    def _settle(self, group: list[_Call]) -> None:
+        plan = _settle_group(self.engine, group)
         try:
-            results = await self.run_step(
-                lambda now: _noting_start(self.engine.run(merged.prepared, embedded, now), started), alone
-            )
-        except Exception as exc:  # noqa: BLE001 - handed to every caller, or each batch run again alone
-            if started:
-                for call in group:
-                    await self._alone(call)
-                return
-            for call in group:  # it never began (no connection, failed setup): alone each would fail so
+            request = next(plan)
+            while True:
+                try:
+                    outcome: _Outcome = (self.run_step(*request), None)
+                except Exception as exc:  # noqa: BLE001 - handed to the plan
+                    outcome = (None, exc)
+                request = plan.send(outcome)
+        except StopIteration:
+            pass
+        except Exception as exc:  # noqa: BLE001 - a fault here: the callers must not wait for ever
+            for call in group:
                 _settle(call.future, error=exc)
-            return
-        for call, (start, end, shared) in zip(group, merged.slots, strict=True):
-            part: list[Result] = results[start:end]
-            _settle(call.future, [_fresh(r) for r in part] if shared else part)
+
+
+_Outcome = tuple[Any, "Exception | None"]
+"""What running a step gave: its result, or the exception it raised."""
+Plan = Generator[tuple[Callable[[float], Step], bool], _Outcome, None]
+"""How a group is settled: it yields the steps to run (with ``alone``) and is sent their outcomes."""
+
+
+def _settle_group(engine: Engine, group: list[_Call]) -> Plan:
+    """Run a group: one batch by itself, several as one (each again alone if that fails once begun)."""
+    if len(group) <= 1:
+        for call in group:
+            yield from _settle_alone(engine, call)
+        return
+    merged = _merge(group)
+    embedded = Embedded(merged.docs, merged.queries) if merged.docs or merged.queries else None
+    started: list[bool] = []
+    alone = all(call.prepared.alone for call in group) and engine.alone(merged.prepared.ops, shared=True)
+    results, error = yield (
+        lambda now: _noting_start(engine.run(merged.prepared, embedded, now), started),
+        alone,
+    )
+    if error is not None:
+        for call in group:
+            if started:  # each batch again on its own, so that only a faulty one fails
+                yield from _settle_alone(engine, call)
+            else:  # it never began (no connection, failed setup): alone each would fail so
+                _settle(call.future, error=error)
+        return
+    for call, (start, end, shared) in zip(group, merged.slots, strict=True):
+        part: list[Result] = results[start:end]
+        _settle(call.future, [_fresh(r) for r in part] if shared else part)
+
+
+def _settle_alone(engine: Engine, call: _Call) -> Plan:
+    prepared, embedded = call.prepared, call.embedded
+    result, error = yield (lambda now: engine.run(prepared, embedded, now), prepared.alone)
+    _settle(call.future, result, error)
 
 
 def _merge(group: list[_Call]) -> _Merged:
@@ -199,7 +273,7 @@ def _own(item: Item) -> Item:
     return own
 
 
-def _settle(future: asyncio.Future[Any], result: Any = None, error: BaseException | None = None) -> None:
+def _settle(future: Any, result: Any = None, error: BaseException | None = None) -> None:
     """Hand a caller its result or error, unless it stopped waiting (cancelled)."""
     if not future.done():
         if error is not None:

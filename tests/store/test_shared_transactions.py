@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -123,3 +124,40 @@ def test_concurrent_puts_share_one_statement_and_a_bad_one_fails_alone() -> None
 
     with private_schema() as dsn:
         asyncio.run(main(dsn))
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_sync_calls_from_threads_on_one_connection_share_a_run_and_a_bad_one_fails_alone(bad: bool) -> None:
+    from plait.store.postgres import PostgresStore
+
+    threads_n = 8
+    with private_schema() as dsn, PostgresStore.from_conn_string(dsn) as store:
+        store.setup()
+        errors: dict[str, BaseException] = {}
+
+        def put(key: str, value: dict[str, Any]) -> None:
+            try:
+                store.put(("t",), key, value)
+            except Exception as exc:  # noqa: BLE001 - kept for the assertion
+                errors[key] = exc
+
+        values: list[dict[str, Any]] = [{"v": i} for i in range(threads_n)]
+        if bad:
+            values[3] = {"v": "nul\x00"}  # jsonb refuses \u0000
+        workers = [threading.Thread(target=put, args=(f"k{i}", v)) for i, v in enumerate(values)]
+        with store.lock:  # the connection is busy: the first call waits for it, the others queue up
+            workers[0].start()
+            while not store._threads._turn.locked():
+                time.sleep(0.01)
+            for worker in workers[1:]:
+                worker.start()
+            while len(store._threads._calls) < threads_n - 1:
+                time.sleep(0.01)  # until every other thread's call is queued
+        for worker in workers:
+            worker.join(60)
+        assert list(errors) == (["k3"] if bad else [])
+        with store._cursor() as cur:
+            cur.execute("SELECT count(*) AS n, count(DISTINCT xmin::text) AS tx FROM plait_store")
+            row = cur.fetchone()
+        # the first call alone, then the others in one statement (or, one being bad, each alone again)
+        assert row == ({"n": threads_n - 1, "tx": threads_n - 1} if bad else {"n": threads_n, "tx": 2})

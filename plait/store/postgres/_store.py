@@ -14,9 +14,12 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool
 from typing_extensions import LiteralString, Self
 
+from plait.store._embed import Embedded
+from plait.store._engine import Prepared
+from plait.store._group import ThreadGroups
 from plait.store._sqlstore import MakeStep, SearchOrder, SqlStore, now
 from plait.store._statement import Rows, Sql, Step, drive
-from plait.store.base import IndexConfig, TTLConfig
+from plait.store.base import IndexConfig, Result, TTLConfig
 from plait.store.postgres._sql import MIGRATIONS, PostgresDialect, setup_step
 
 RETRIES = 5
@@ -126,6 +129,7 @@ class PostgresStore(SqlStore):
         self.lock = threading.Lock()
         self.is_setup = False
         self._plain: Any = None  # an executor on a cursor of ``conn`` (a Connection), made on first use
+        self._threads = ThreadGroups(self.engine, lambda make_step, alone: self._run(make_step, alone=alone))
 
     @classmethod
     @contextmanager
@@ -229,6 +233,12 @@ class PostgresStore(SqlStore):
 
     def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
         return self._run(make_step, alone=alone)
+
+    def _run_prepared(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
+        """On one connection, whose calls take turns anyway, the calls of threads that wait share a run."""
+        if isinstance(self.conn, Connection):
+            return self._threads.run(prepared, embedded)
+        return super()._run_prepared(prepared, embedded)
 
 
 def _literal(text: str) -> LiteralString:
