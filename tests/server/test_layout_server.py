@@ -99,17 +99,9 @@ def _outside_data_layer() -> list[pathlib.Path]:
     )
 
 
-SQL_LEFT = {
-}
-"""Modules whose SQL is still to move into the data layer (to be emptied, never grown)."""
-
-
 @pytest.mark.parametrize("path", _outside_data_layer(), ids=lambda p: str(p.relative_to(SERVER)))
 def test_no_sql_outside_the_data_layer(path: pathlib.Path) -> None:
     found = sql_strings(path.read_text())
-    if path.name in SQL_LEFT:
-        assert found, f"{path.name} holds no SQL any more: drop it from SQL_LEFT"
-        return
     assert not found, f"{path.relative_to(ROOT)} holds SQL; move it into plait/server/_data/: " + "; ".join(
         f"line {line}: {text[:80]!r}" for line, text in found
     )
