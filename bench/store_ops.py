@@ -22,7 +22,12 @@ has no loop).
 
 Each implementation runs in a long-lived worker process per backend; the
 coordinator asks them for one cell at a time, alternating which goes first, for
-``--rounds`` rounds, and reports per-cell medians. ``--callgrind`` runs each
+``--rounds`` rounds, and reports per-cell medians; the ratio is the median of
+each round's ratio (the two cells of a round ran back to back, under the same
+load: on this shared machine a PostgreSQL commit's fsync alone varies 10x over
+seconds, which per-side medians do not cancel). Beside it: the worker process's
+CPU time per operation (all its threads; for PostgreSQL the client side only),
+a measure the waits for the disk do not blur. ``--callgrind`` runs each
 worker once under ``valgrind --tool=callgrind`` and reports instructions per
 operation of the ``sync`` cells (dumps taken around the timed loop), a measure the
 busy machine does not disturb.
@@ -255,8 +260,10 @@ def serve(impl: str, backend: str, folder: str, dsn: str, count: int) -> None:
         print(json.dumps({"ready": True}), flush=True)
         for line in sys.stdin:
             ask = json.loads(line)
+            cpu, wall = time.process_time(), time.perf_counter()
             rate = worker.cell(ask["mode"], ask["op"], ask["seconds"])
-            print(json.dumps({"rate": rate}), flush=True)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            print(json.dumps({"rate": rate, "cpu_us": cpu / (rate * wall) * 1e6}), flush=True)
     finally:
         worker.close()
 
@@ -297,11 +304,13 @@ def _start(python: str, impl: str, backend: str, folder: str, dsn: str) -> subpr
     return proc
 
 
-def _ask(proc: subprocess.Popen[str], mode: str, op: str, seconds: float) -> float:
+def _ask(proc: subprocess.Popen[str], mode: str, op: str, seconds: float) -> tuple[float, float]:
+    """A cell's ops/s and the worker process's CPU time per op (µs, all its threads)."""
     assert proc.stdin is not None and proc.stdout is not None  # noqa: S101
     proc.stdin.write(json.dumps({"mode": mode, "op": op, "seconds": seconds}) + "\n")
     proc.stdin.flush()
-    return float(json.loads(proc.stdout.readline())["rate"])
+    answer = json.loads(proc.stdout.readline())
+    return float(answer["rate"]), float(answer["cpu_us"])
 
 
 def measure(  # noqa: PLR0913 - what to measure, and how long
@@ -329,10 +338,10 @@ def measure(  # noqa: PLR0913 - what to measure, and how long
                             for op in [o for o in OPS if not ops or o in ops]:
                                 order = list(procs) if r % 2 == 0 else list(reversed(procs))
                                 for impl in order:
-                                    rate = _ask(procs[impl], mode, op, seconds)
-                                    table.setdefault(mode, {}).setdefault(op, {}).setdefault(impl, []).append(
-                                        rate
-                                    )
+                                    rate, cpu = _ask(procs[impl], mode, op, seconds)
+                                    cell = table.setdefault(mode, {}).setdefault(op, {})
+                                    cell.setdefault(impl, []).append(rate)
+                                    cell.setdefault(f"{impl}_cpu", []).append(cpu)
                         print(f"  {backend}: round {r + 1}/{rounds} done", file=sys.stderr)
                 finally:
                     for proc in procs.values():
@@ -393,16 +402,26 @@ def _total(path: str) -> int:
 def report(results: dict[str, Any], impls: list[str]) -> str:
     """A markdown table: medians, and plait ÷ LangGraph."""
     lines = [
-        "| backend | caller | op | plait ops/s | LangGraph ops/s | plait ÷ LangGraph |",
-        "|---|---|---|---|---|---|",
+        "| backend | caller | op | plait ops/s | LangGraph ops/s | plait ÷ LangGraph | CPU µs/op plait / LangGraph |",
+        "|---|---|---|---|---|---|---|",
     ]
     for backend, modes in results.items():
         for mode, ops in modes.items():
             for op, rates in ops.items():
                 med = {impl: statistics.median(rates[impl]) for impl in impls if impl in rates}
-                ratio = med["plait"] / med["langgraph"] if len(med) == 2 else float("nan")
+                ratio = (  # paired: each round's two cells ran back to back, under the same load
+                    statistics.median(
+                        p / lg for p, lg in zip(rates["plait"], rates["langgraph"], strict=True)
+                    )
+                    if len(med) == 2
+                    else float("nan")
+                )
                 cells = " | ".join(f"{med[i]:,.0f}" if i in med else "n/a" for i in ("plait", "langgraph"))
-                lines.append(f"| {backend} | {mode} | {op} | {cells} | {ratio:.2f}× |")
+                cpu = " / ".join(
+                    f"{statistics.median(rates[f'{i}_cpu']):,.0f}" if f"{i}_cpu" in rates else "n/a"
+                    for i in ("plait", "langgraph")
+                )
+                lines.append(f"| {backend} | {mode} | {op} | {cells} | {ratio:.2f}× | {cpu} |")
     return "\n".join(lines)
 
 
