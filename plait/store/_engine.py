@@ -205,8 +205,12 @@ class Engine:
             assert isinstance(op, PutOp)  # noqa: S101 - the caller groups puts
             latest[(ns_text(op.namespace), op.key)] = i
         # in key order, so that concurrent batches lock rows in one order (no deadlocks)
-        deletes = sorted(k for k, i in latest.items() if i not in prepared.values)
-        upserts = sorted((k, i) for k, i in latest.items() if i in prepared.values)
+        if len(latest) == 1:
+            deletes: list[tuple[str, str]] = [k for k, i in latest.items() if i not in prepared.values]
+            upserts = [(k, i) for k, i in latest.items() if i in prepared.values]
+        else:
+            deletes = sorted(k for k, i in latest.items() if i not in prepared.values)
+            upserts = sorted((k, i) for k, i in latest.items() if i in prepared.values)
         p, when = self.d.p, self.d.now(now)
         if deletes and upserts:  # two statements: lock their rows in one order first
             for sql in self.d.lock(sorted(latest)):

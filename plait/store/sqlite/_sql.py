@@ -133,9 +133,12 @@ class SqliteDialect:
         return " AND ".join(sql for sql, _ in parts), [x for _, params in parts for x in params]
 
     def put_rows(self, rows: list[tuple[Any, ...]]) -> list[Sql]:
-        """One bulk upsert."""
+        """One bulk upsert (one row: one plain execution)."""
         if not rows:
             return []
+        if len(rows) == 1:
+            p, k, v, now, exp, ttl = rows[0]
+            return [Sql(_UPSERT, (p, k, v, now, now, exp, ttl))]
         return [Sql(_UPSERT, [(p, k, v, now, now, exp, ttl) for p, k, v, now, exp, ttl in rows], many=True)]
 
     def put_vectors(self, rows: list[tuple[str, str, str, list[float]]]) -> list[Sql]:

@@ -212,7 +212,8 @@ class SqliteStore(SqlStore):
 
     def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
         with self.lock:
-            self._setup()
+            if not self.is_setup:
+                self._setup()
             if self.conn.in_transaction:
                 self.conn.commit()
             if alone:  # no write lock taken for reads; a write statement locks only while it runs
