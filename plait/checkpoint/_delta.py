@@ -398,17 +398,23 @@ EMPTY_FIELDS: dict[str, Any] = {  # the default of every checkpoint field: store
 }
 _FIELDS = ("channel_versions", "updated_channels", "next", "sends", "barriers", "interrupts")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+_PLAIN = frozenset({*EMPTY_FIELDS, "channel_values", "id", "ts"})
+"""The keys of a checkpoint :func:`pack_fields` stores positionally (or leaves out)."""
 
 
 def pack_fields(checkpoint: Mapping[str, Any]) -> list[Any]:
     """The checkpoint fields other than id, ts and values: positional, defaults left out."""
-    out = [checkpoint.get(k, EMPTY_FIELDS[k]) for k in _FIELDS]
-    extra = {
-        k: v
-        for k, v in checkpoint.items()
-        if k not in EMPTY_FIELDS and k not in ("channel_values", "id", "ts") or (k == "v" and v != 1)
-    }
-    if extra:
+    get = checkpoint.get
+    out = [get(k, EMPTY_FIELDS[k]) for k in _FIELDS]
+    if checkpoint.keys() - _PLAIN or get("v", 1) != 1:  # keys of its own, or another format version
+        extra = {
+            k: v
+            for k, v in checkpoint.items()
+            if k not in EMPTY_FIELDS and k not in ("channel_values", "id", "ts") or (k == "v" and v != 1)
+        }
         return [*out, extra]
     while out and out[-1] == EMPTY_FIELDS[_FIELDS[len(out) - 1]]:
         out.pop()
@@ -438,13 +444,27 @@ def unpack_meta(packed: Any) -> dict[str, Any]:
 
 def pack_ts(ts: str) -> Any:
     """A UTC ISO timestamp as microseconds since the epoch, when that gives back the same text."""
+    if (  # the runtime's form (``now_iso``): it reads back the same, no need to format it again
+        len(ts) == 32
+        and ts[26:] == "+00:00"
+        and ts[4] == ts[7] == "-"
+        and ts[10] == "T"
+        and ts[13] == ts[16] == ":"
+        and ts[19] == "."
+        and ts[20:26] != "000000"  # (no fraction is written then)
+        and ts.isascii()
+    ):
+        try:
+            return (datetime.fromisoformat(ts) - _EPOCH) // _MICROSECOND
+        except ValueError:
+            return ts
     try:
         when = datetime.fromisoformat(ts)
     except (TypeError, ValueError):
         return ts
     if when.tzinfo is None:
         return ts
-    micros = (when - _EPOCH) // timedelta(microseconds=1)
+    micros = (when - _EPOCH) // _MICROSECOND
     return micros if unpack_ts(micros) == ts else ts
 
 

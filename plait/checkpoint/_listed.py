@@ -13,13 +13,23 @@ from typing import Any, cast
 
 from plait.checkpoint._delta import Entry
 
-__all__ = ["as_read", "tuples_listed"]
+__all__ = ["as_read", "tuple_counter", "tuples_listed"]
+
+
+def _none() -> int:
+    return 0
+
+
+def tuple_counter(dumps: Callable[[Any], bytes]) -> Callable[[], int]:
+    """What counts the tuples ``dumps`` (a :class:`~plait.checkpoint.serde.Serializer`'s) stored as
+    lists so far: its serializer's ``tuples_listed``, or a function answering 0 for another ``dumps``."""
+    count = cast("Callable[[], int] | None", getattr(getattr(dumps, "__self__", None), "tuples_listed", None))
+    return count if callable(count) else _none
 
 
 def tuples_listed(dumps: Callable[[Any], bytes]) -> int:
     """How many tuples ``dumps`` (a :class:`~plait.checkpoint.serde.Serializer`'s) stored as lists so far."""
-    count = cast("Callable[[], int] | None", getattr(getattr(dumps, "__self__", None), "tuples_listed", None))
-    return count() if callable(count) else 0
+    return tuple_counter(dumps)()
 
 
 def as_read(entry: Entry, dumps: Callable[[Any], bytes], mark: int) -> Entry:

@@ -48,7 +48,7 @@ from plait.checkpoint._delta import (
     unpack_ts,
 )
 from plait.checkpoint._direct_async import DirectAsync
-from plait.checkpoint._listed import as_read, tuples_listed
+from plait.checkpoint._listed import tuple_counter
 from plait.checkpoint._locks import check_head
 from plait.checkpoint._memory_read import Known, Memo, Rows, replay
 from plait.checkpoint._persistent import PersistentDict
@@ -320,6 +320,8 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         loc: dict[str, int] = {}
         rows: dict[str, Any] = {}
         entries: builtins.list[tuple[str, Entry]] = []
+        dumps = self.serde.dumps
+        listed = tuple_counter(dumps)
         for channel, value in values.items():
             base_seq = ploc.get(channel)
             if base_seq is not None and channel in inherit:
@@ -332,9 +334,10 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
                 except SerializationError:
                     base = None
             try:
-                mark = tuples_listed(self.serde.dumps)
-                blob, entry = encode_value(value, base, base_seq, self.serde.dumps, share=True)
-                entry = as_read(entry, self.serde.dumps, mark)
+                mark = listed()
+                blob, entry = encode_value(value, base, base_seq, dumps, share=True)
+                if entry.items is not None and listed() != mark:  # a tuple in it reads back as a list
+                    entry = Entry(None, dumps(entry.items), 0)
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store state key {channel!r}: {exc}", key=channel) from exc
             rows[channel] = blob.data if blob.kind == FULL else [blob.prev, blob.data]
