@@ -162,6 +162,11 @@ class Engine:
         without an index (one statement). ``shared``: the operations are the one-operation
         batches of several callers, whose reads need no common snapshot: reads only need none.
         """
+        if len(ops) == 1:
+            op = ops[0]
+            if isinstance(op, PutOp):
+                return self.index is None
+            return not (isinstance(op, SearchOp) and op.query and self.index is not None)
         if self.index is None and all(isinstance(op, PutOp) and op.value is not None for op in ops):
             return True
         reads = all(
@@ -169,8 +174,6 @@ class Engine:
             and not (isinstance(op, SearchOp) and op.query and self.index is not None)
             for op in ops
         )
-        if len(ops) == 1:
-            return reads or self.index is None
         return shared and reads
 
     def run(self, prepared: Prepared, embedded: Embedded | None, now: float) -> Step:
@@ -205,12 +208,8 @@ class Engine:
             assert isinstance(op, PutOp)  # noqa: S101 - the caller groups puts
             latest[(ns_text(op.namespace), op.key)] = i
         # in key order, so that concurrent batches lock rows in one order (no deadlocks)
-        if len(latest) == 1:
-            deletes: list[tuple[str, str]] = [k for k, i in latest.items() if i not in prepared.values]
-            upserts = [(k, i) for k, i in latest.items() if i in prepared.values]
-        else:
-            deletes = sorted(k for k, i in latest.items() if i not in prepared.values)
-            upserts = sorted((k, i) for k, i in latest.items() if i in prepared.values)
+        deletes = sorted(k for k, i in latest.items() if i not in prepared.values)
+        upserts = sorted((k, i) for k, i in latest.items() if i in prepared.values)
         p, when = self.d.p, self.d.now(now)
         if deletes and upserts:  # two statements: lock their rows in one order first
             for sql in self.d.lock(sorted(latest)):
