@@ -10,13 +10,13 @@ from typing import Any
 
 from starlette.requests import Request
 
-from plait.server._auth import authorize
+from plait.server._auth import USER_KEYS, authorize
 from plait.server._auth_filter import Filter, permits
 from plait.server._auth_runs import cron_owner
 from plait.server._data.crons import Visible
 from plait.server._wire import as_dict
 
-__all__ = ["CronAccess", "cron_access", "visible_crons"]
+__all__ = ["CronAccess", "cron_access", "keep_creator", "visible_crons"]
 
 
 class CronAccess:
@@ -51,6 +51,19 @@ async def cron_access(request: Request, cron: dict[str, Any]) -> CronAccess:
     if cron["thread_id"] is not None:
         thread = await authorize(request, "threads", "read", {"thread_id": cron["thread_id"]})
     return CronAccess(assistant, thread)
+
+
+def keep_creator(cron: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` (the cron's run request as an update leaves it) with the creator's identity keys
+    the cron holds (``langgraph_auth_user`` ...): an update may replace the run's config, never
+    whom its runs are made as. A cron made without custom auth (no ``user_id``) has none to keep."""
+    if not cron.get("user_id"):
+        return payload
+    held = as_dict(as_dict(as_dict(cron.get("payload")).get("config")).get("configurable"))
+    config = as_dict(payload.get("config"))
+    configurable = {k: v for k, v in as_dict(config.get("configurable")).items() if k not in USER_KEYS}
+    configurable.update({k: held[k] for k in USER_KEYS if k in held})
+    return {**payload, "config": {**config, "configurable": configurable}}
 
 
 async def visible_crons(request: Request, thread_id: str | None, data: dict[str, Any]) -> Visible:

@@ -103,7 +103,9 @@ async def fired_run_access(
     if auth is None or not cron.get("user_id"):
         return None
     configurable = as_dict(as_dict(as_dict(cron.get("payload")).get("config")).get("configurable"))
-    stored = as_dict(configurable.get("langgraph_auth_user")) or {"identity": cron["user_id"]}
+    stored = as_dict(configurable.get("langgraph_auth_user"))
     permissions = [str(p) for p in as_list(configurable.get("langgraph_auth_permissions"))]
+    if str(stored.get("identity")) != str(cron["user_id"]):  # not the creator's: only the identity is trusted
+        stored, permissions = {"identity": cron["user_id"]}, []
     who = Identity(AuthUser(stored, permissions), permissions)
     return await _access(auth, who, cron.get("thread_id"), data)

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from plait.server._api import Api, validated
 from plait.server._assistants import assistant_id_for
 from plait.server._auth import authorize
-from plait.server._auth_crons import cron_access, visible_crons
+from plait.server._auth_crons import cron_access, keep_creator, visible_crons
 from plait.server._auth_filter import permits
 from plait.server._auth_runs import fired_run_access
 from plait.server._create import check_request, create_run
@@ -207,6 +207,7 @@ async def patch(request: Request, body: CronPatch) -> Response:
             raise ApiError(404, f"Cron '{cron_id}' not found")
         kept = {k: v for k, v in cron["payload"].items() if k not in data}  # (a null clears a key)
         payload = _with_cron_id({**kept, **_payload(body, cron["assistant_id"])}, cron_id)
+        payload = keep_creator(cron, payload)  # (its runs stay its creator's, whatever the config says)
         moved = _settings(cron, body)
         cron["metadata"] = {**cron["metadata"], **(body.metadata or {})}
         cron["payload"], cron["updated_at"] = payload, now_iso()

@@ -9,6 +9,8 @@ namespace under its user's identity.
 from __future__ import annotations
 
 import pathlib
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,6 +23,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 APP = pathlib.Path(__file__).parent / "app_auth"
 FAR = "0 0 1 1 *"  # a cron that does not fire during the tests
+EVERY_SECOND = "* * * * * */1"  # (croniter's sixth field: seconds)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -223,3 +226,36 @@ def test_a_denied_action_is_403(server: Server, alice_world: dict[str, Any]) -> 
     assert status(lambda: reader.store.put_item(["notes"], "k", {"x": 1})) == 403
     assert reader.threads.search() == []  # reading is allowed: nothing of theirs
     assert status(lambda: reader.threads.get(alice_world["thread"])) == 404
+
+
+def test_a_cron_fires_as_its_creator_whatever_an_update_put_in_its_config(server: Server) -> None:
+    """A cron's update may replace its run config, but not who its runs are made as: bob's cron
+    given alice's identity keys in ``configurable`` still runs as bob, with bob's permissions."""
+    alice, bob, tag = client(server, "alice-token"), client(server, "bob-token"), uuid.uuid4().hex
+    cron = bob.crons.create(
+        "agent",
+        schedule=EVERY_SECOND,
+        input={"text": "tick"},
+        metadata={"tag": tag},
+        on_run_completed="keep",
+        enabled=False,
+    )
+    forged = {
+        "langgraph_auth_user": {"identity": "alice", "org": "acme"},
+        "langgraph_auth_user_id": "alice",
+        "langgraph_auth_permissions": ["read", "write", "admin"],
+    }
+    bob.crons.update(cron["cron_id"], config={"configurable": forged}, enabled=True)
+
+    def fired() -> list[dict[str, Any]]:  # the ended runs' threads, whoever the runs were made as
+        return [t for who in (alice, bob) for t in who.threads.search(metadata={"tag": tag}) if t["values"]]
+
+    deadline = time.monotonic() + 120  # only so a broken server fails the test
+    while not fired():
+        assert time.monotonic() < deadline, "the cron made no run"
+        time.sleep(0.1)
+    bob.crons.delete(cron["cron_id"])
+    for thread in fired():
+        assert thread["metadata"]["owner"] == "bob", thread["metadata"]
+        assert thread["values"]["who"]["identity"] == "bob" and thread["values"]["who"]["user_id"] == "bob"
+        assert thread["values"]["who"]["permissions"] == ["read", "write"]
