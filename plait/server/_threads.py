@@ -102,15 +102,26 @@ def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
 
 
 async def refresh_thread(state: ServerState, doc: dict[str, Any], graph: Any) -> None:
-    """Copy the thread's newest state into its document (values, status, interrupts)."""
+    """Copy the thread's newest state into its document (values, status, interrupts) and its
+    ``graph_id`` into its metadata, on the thread as it is stored now (a run may have started or
+    ended since ``doc`` was read); ``doc`` becomes the stored document."""
     snap = await graph.aget_state(thread_config(doc["thread_id"]))
-    doc["values"] = snap.values
-    if doc["status"] != "busy":
-        doc["status"] = thread_status(snap)
-    doc["interrupts"] = interrupts_by_task(snap)
-    doc["error"] = None
-    doc["updated_at"] = doc["state_updated_at"] = now_iso()
-    await write_thread(state.db, doc)
+    graph_id, now = as_dict(doc.get("metadata")).get("graph_id"), now_iso()
+
+    def refresh(current: dict[str, Any]) -> None:
+        current["values"] = snap.values
+        if current["status"] != "busy":
+            current["status"] = thread_status(snap)
+        current["interrupts"] = interrupts_by_task(snap)
+        current["error"] = None
+        current["updated_at"] = current["state_updated_at"] = now
+        if graph_id is not None:
+            current["metadata"] = {**as_dict(current.get("metadata")), "graph_id": graph_id}
+
+    stored = await threads.modify(state.db, doc["thread_id"], refresh)
+    if stored is not None:
+        doc.clear()
+        doc.update(stored)
 
 
 def _supersteps(steps: list[Superstep]) -> list[list[StateUpdate]]:
@@ -231,13 +242,20 @@ async def patch(request: Request, body: ThreadPatch) -> Response:
     """Merge metadata into the thread's; a ``ttl`` counts again from now."""
     value = {"metadata": dict(body.metadata or {})}
     doc = await found_thread(request, "update", value)
+    db = state_of(request).db
     ttl = ttl_of(body.ttl)
     if ttl is not None:
-        await threads.set_ttl(state_of(request).db, doc["thread_id"], expiry(ttl.minutes), ttl.strategy)
-    doc["metadata"] = {**doc["metadata"], **as_dict(value.get("metadata"))}
-    doc["updated_at"] = now_iso()
-    await write_thread(state_of(request).db, doc)
-    return json_response(doc)
+        await threads.set_ttl(db, doc["thread_id"], expiry(ttl.minutes), ttl.strategy)
+    added, now = as_dict(value.get("metadata")), now_iso()
+
+    def merge(current: dict[str, Any]) -> None:  # (the thread as it is now: a run may have ended since)
+        current["metadata"] = {**as_dict(current.get("metadata")), **added}
+        current["updated_at"] = now
+
+    stored = await threads.modify(db, doc["thread_id"], merge)
+    if stored is None:  # deleted meanwhile
+        raise ApiError(404, f"Thread {doc['thread_id']} not found")
+    return json_response(stored)
 
 
 @api.delete("/threads/{thread_id}", "Delete Thread", status=204)

@@ -5,6 +5,7 @@ status, values (a column of their own) and time to live; searches (their SQL:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ __all__ = [
     "get",
     "get_shared",
     "insert",
+    "modify",
     "search",
     "set_ttl",
     "ttl",
@@ -62,6 +64,27 @@ async def write(db: Database | Tx, doc: dict[str, Any]) -> None:
         "UPDATE plait_server_threads SET status = ?, updated_at = ?, doc = ?, vals = ? WHERE thread_id = ?",
         (doc["status"], doc["updated_at"], dumps(rest).decode(), _vals(doc.get("values")), doc["thread_id"]),
     )
+
+
+async def modify(
+    db: Database, thread_id: str, change: Callable[[dict[str, Any]], None]
+) -> dict[str, Any] | None:
+    """Read the thread's document (with its status and values) with its row locked, let ``change``
+    edit it, and store it, in one transaction: what another writer stored meanwhile (a run's end,
+    another request's change) is what ``change`` sees, never undone. The stored document, or
+    ``None``: there is no such thread."""
+    lock = " FOR UPDATE" if db.dialect == "postgres" else ""
+    async with db.tx() as tx:
+        rows = await tx.fetch(
+            f"SELECT status, updated_at, doc, vals FROM plait_server_threads WHERE thread_id = ?{lock}",
+            (thread_id,),
+        )
+        if not rows:
+            return None
+        doc = document(rows[0])
+        change(doc)
+        await write(tx, doc)
+    return doc
 
 
 async def insert(

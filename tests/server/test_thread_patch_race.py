@@ -1,0 +1,70 @@
+"""A thread's document is read and written under its row's lock: a ``PATCH /threads/{id}`` made
+while a run of the thread records its end keeps that end (status, values) instead of writing back
+the document it had read before (PostgreSQL, where the two really overlap).
+
+The test holds the thread's row from its own connection: the run's end waits for it first, then
+the patch; when the row is let go the run's end is written first, and the patch must not undo it.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import threading
+import time
+from collections.abc import Callable
+
+import httpx
+import psycopg
+from _pg import private_schema
+from _serve_proc import Gate, running
+from langgraph_sdk import get_sync_client
+
+# the sessions waiting for the test's session, directly or behind one that does
+_BLOCKED = """WITH RECURSIVE w(pid) AS (
+  SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))
+  UNION SELECT a.pid FROM pg_stat_activity a JOIN w ON w.pid = ANY(pg_blocking_pids(a.pid)))
+SELECT count(*) FROM w"""
+
+
+def _wait_blocked(conn: psycopg.Connection, holder: int, count: int) -> None:
+    deadline = time.monotonic() + 120  # only so a broken server fails the test
+    while True:
+        with psycopg.connect(conn.info.dsn, autocommit=True) as probe:
+            row = probe.execute(_BLOCKED, (holder,)).fetchone()
+        if row is not None and row[0] >= count:
+            return
+        assert time.monotonic() < deadline, f"never {count} sessions waiting for the test's lock"
+        time.sleep(0.02)
+
+
+def test_a_patch_made_while_a_run_ends_keeps_the_runs_end(
+    tmp_path: pathlib.Path, gates: Callable[[], Gate]
+) -> None:
+    with private_schema("plait_patch") as dsn, running(dsn, tmp_path) as server:
+        client = get_sync_client(url=server.url)
+        tid = client.threads.create(metadata={"kept": 1})["thread_id"]
+        gate = gates()
+        run = client.runs.create(tid, "agent", input=gate.input())
+        gate.started()
+        with psycopg.connect(dsn) as conn:
+            holder = conn.execute("SELECT pg_backend_pid()").fetchone()
+            assert holder is not None
+            conn.execute("SELECT 1 FROM plait_server_threads WHERE thread_id = %s FOR UPDATE", (tid,))
+            gate.open()
+            _wait_blocked(conn, holder[0], 1)  # the run's end waits for the thread's row
+            answers: list[httpx.Response] = []
+            patching = threading.Thread(
+                target=lambda: answers.append(
+                    httpx.patch(f"{server.url}/threads/{tid}", json={"metadata": {"added": 2}}, timeout=120)
+                )
+            )
+            patching.start()
+            _wait_blocked(conn, holder[0], 2)  # ... and so does the patch
+            conn.commit()
+        patching.join()
+        assert answers[0].status_code == 200, answers[0].text
+        client.runs.join(tid, run["run_id"])
+        thread = client.threads.get(tid)
+        assert thread["status"] == "idle", thread
+        assert thread["values"] is not None and thread["values"]["turns"] == 1
+        assert thread["metadata"]["kept"] == 1 and thread["metadata"]["added"] == 2
