@@ -76,7 +76,8 @@ class PostgresStore(SqlStore):
     """Long-term store in PostgreSQL, with semantic search (pgvector, HNSW) and TTL.
 
     Tables ``plait_store`` and ``plait_store_vectors`` are created by :meth:`setup`
-    (also run on first use). Each batch is one transaction. Without pgvector on
+    (also run on first use). Each batch is one transaction (or, being one statement,
+    needs none: see ``docs/store.md``). Without pgvector on
     the server, search still works by an exact scan and warns once.
 
     Example:
