@@ -379,10 +379,8 @@ class Authenticate:
         path, method = scope["path"], scope.get("method")
         if method == "OPTIONS" or path in _OPEN or (method == "GET" and path in _OPEN_GET):
             return True
-        routes = self.auth.user_routes
-        return (
-            routes is not None and not self.auth.custom_routes and routes.matches(scope)[0] is not Match.NONE
-        )
+        routes = self.auth.user_routes  # (open when the config's own routes answer it: a full match)
+        return routes is not None and not self.auth.custom_routes and routes.matches(scope)[0] is Match.FULL
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):

@@ -135,6 +135,33 @@ async def test_custom_routes_are_open_unless_the_config_authenticates_them() -> 
     assert answer.status_code == 200 and "dave" in answer.json()["user"]
 
 
+async def test_an_api_route_beside_a_custom_route_of_its_path_is_authenticated() -> None:
+    """A custom route of the same path with another method leaves the API's route to the API: it
+    is authenticated (it was taken for the custom route, open, and answered 401 to every user)."""
+    auth = Auth()
+
+    @auth.authenticate
+    async def authenticate(authorization: str | None) -> str:
+        if authorization != "Bearer good":
+            raise Auth.exceptions.HTTPException(status_code=401, detail="bad token")
+        return "erin"
+
+    async def who(request: Request) -> Response:
+        user = request.scope.get("user")
+        return JSONResponse({"identity": user.identity if isinstance(user, AuthUser) else None})
+
+    async def remove(request: Request) -> Response:
+        return JSONResponse({"removed": True})
+
+    loaded = read_auth(auth, "test")
+    loaded.user_routes = UserRoutes(Starlette(routes=[Route("/who", remove, methods=["DELETE"])]))
+    routes = [loaded.user_routes, Route("/who", who, methods=["GET"])]
+    app = Starlette(routes=routes, middleware=[Middleware(Authenticate, auth=loaded)])
+    answer = await _get(app, "/who", headers={"Authorization": "Bearer good"})
+    assert answer.status_code == 200 and answer.json() == {"identity": "erin"}
+    assert (await _get(app, "/who")).status_code == 401
+
+
 def test_a_websocket_handshake_is_authenticated_too() -> None:
     auth = Auth()
 
