@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from plait.checkpoint._calls import PutCheckpoint, SaveOp
 from plait.checkpoint._locks import busy, local_lock
 
 if TYPE_CHECKING:
@@ -23,6 +24,22 @@ __all__ = ["DirectAsync"]
 
 def _sync(saver: object) -> Any:
     return saver  # (the saver this is mixed into has the sync methods)
+
+
+_PLAIN: dict[type, bool] = {}
+
+
+def _plain(kind: type) -> bool:
+    """Whether ``kind`` saves with the methods of the class that mixes :class:`DirectAsync` in (a
+    subclass overriding one of them must have it called, with the arguments it accepts)."""
+    known = _PLAIN.get(kind)
+    if known is None:
+        mixer = next(k for k in kind.__mro__ if DirectAsync in k.__bases__)
+        known = _PLAIN[kind] = all(
+            getattr(kind, name) is getattr(mixer, name)
+            for name in ("put", "put_writes", "aput", "aput_writes")
+        )
+    return known
 
 
 class _LoopLease(AbstractAsyncContextManager[None]):
@@ -86,6 +103,30 @@ class DirectAsync:
     ) -> AbstractAsyncContextManager[None]:
         """Async :meth:`lease`: a free thread is taken on the loop, with no worker-thread hop."""
         return _LoopLease(_sync(self).lease_id(thread_id, checkpoint_ns), thread_id, wait, timeout)
+
+    async def _asave_many(self, calls: Sequence[SaveOp], release: object, before: object = None) -> bool:
+        """A step's saves in one go, on the loop (no coroutine per call); ``False`` (nothing done)
+        when a subclass overrides a saving method, whose override must then be called as usual.
+
+        ``release``: an in-process lease is released by its ``alease`` block, nothing to do here.
+        """
+        if before is not None or not _plain(type(self)):
+            return False
+        saver = _sync(self)
+        for call in calls:
+            if type(call) is not PutCheckpoint:
+                saver.put_writes(call.config, call.writes, call.task_id)  # type: ignore[union-attr]
+            elif call.expected_head is ...:
+                saver.put(call.config, call.checkpoint, call.metadata, call.versions)
+            else:
+                saver.put(
+                    call.config,
+                    call.checkpoint,
+                    call.metadata,
+                    call.versions,
+                    expected_head=call.expected_head,
+                )
+        return True
 
     async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`, on the loop."""

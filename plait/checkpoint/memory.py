@@ -376,31 +376,34 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         """
         key, _, _, cid = self._key(config)
         cid = str(cid)
-        new: list[tuple[str, bytes]] = []
+        dumps = self.serde.dumps
+        new: list[list[Any]] = []  # [task_id, channel, bytes], as stored
+        special = False
         for channel, value in writes:
             try:
-                new.append((channel, self.serde.dumps(value)))
+                new.append([task_id, channel, dumps(value)])
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
-        # a special key written twice in one call: the last one
-        last = {channel: i for i, (channel, _) in enumerate(new) if channel in _SPECIAL}
-        new = [w for i, w in enumerate(new) if last.get(w[0], i) == i]
-        written = {channel for channel, _ in new}
+            if channel in _SPECIAL:
+                special = True
+        if special:  # a special key written twice in one call: the last one
+            last = {w[1]: i for i, w in enumerate(new) if w[1] in _SPECIAL}
+            new = [w for i, w in enumerate(new) if last.get(w[1], i) == i]
         with self._lock:
             th = self._threads.get(key)
             seq = None if th is None else th.find(cid)
             old = self._loose.get((key, cid)) if th is None or seq is None else th.writes(seq)
-            kept = (
-                [
+            if old:
+                written = {w[1] for w in new}
+                kept = [
                     w
                     for w in self.serde.loads(old)
                     if w[0] != task_id or (w[1] in _SPECIAL and w[1] not in written)
                 ]
-                if old
-                else []
-            )
-            kept.extend([task_id, ch, data] for ch, data in new)
-            data = self.serde.dumps(kept)
+                kept += new
+            else:
+                kept = new
+            data = dumps(kept)
             if th is None or seq is None:
                 self._loose[(key, cid)] = data
             else:

@@ -1,5 +1,6 @@
 """InMemorySaver's async lease is taken on the event loop; a held thread is still waited for, refused
-or given up exactly as the sync lease is, and a waiter cancelled mid-wait leaves the thread free."""
+or given up exactly as the sync lease is, and a waiter cancelled mid-wait leaves the thread free.
+An async run's saves go straight to put/put_writes, or through a subclass's overrides."""
 
 from __future__ import annotations
 
@@ -137,3 +138,32 @@ async def test_an_async_run_waits_for_a_sync_run_on_another_thread() -> None:
     release.set()
     assert await asyncio.wait_for(waiting, HANG) == {"n": 12}
     sync_run.join(HANG)
+
+
+async def test_async_runs_call_a_subclass_override_of_put_or_aput() -> None:
+    calls: list[str] = []
+
+    class LangGraphStyle(InMemorySaver):  # LangGraph's put signature: no expected_head
+        def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:  # type: ignore[override]
+            calls.append(f"put:{metadata['source']}")
+            return super().put(config, checkpoint, metadata, new_versions)
+
+        def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            calls.append("writes")
+            super().put_writes(config, writes, task_id, task_path)
+
+    class AsyncOwn(InMemorySaver):
+        async def aput(
+            self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any, **kw: Any
+        ) -> Any:
+            calls.append("aput")
+            return await super().aput(config, checkpoint, metadata, new_versions, **kw)
+
+    async def node(state: State) -> State:
+        return {"n": 1}
+
+    for saver in (LangGraphStyle(), AsyncOwn()):
+        graph = StateGraph(State).add_node("a", node).add_edge(START, "a").compile(checkpointer=saver)
+        assert await graph.ainvoke({"n": 0}, _cfg()) == {"n": 1}
+        assert (await graph.aget_state(_cfg())).values == {"n": 1}
+    assert calls == ["put:input", "writes", "put:loop", "writes", "put:loop", "aput", "aput", "aput"]
