@@ -138,12 +138,6 @@ class Database(Protocol):
         ...
 
 
-async def fetch_one(db: Database | Tx, sql: str, params: Sequence[Any] = ()) -> Row | None:
-    """The first row of a query, or ``None``."""
-    rows = await db.fetch(sql, params)
-    return rows[0] if rows else None
-
-
 class SqliteDatabase:
     """The tables in a SQLite file (one server process)."""
 

@@ -27,7 +27,6 @@ __all__ = [
     "MAX_MINUTES",
     "ThreadTtl",
     "expiry",
-    "item_ttl",
     "store_ttl_config",
     "sweep_seconds",
     "thread_ttl",
@@ -58,20 +57,6 @@ def ttl_minutes(value: Any, what: str) -> float:
             f"{what} must be a positive number of minutes (at most {MAX_MINUTES}), got {value!r}"
         )
     return float(value)
-
-
-def item_ttl(value: Any) -> float | None:
-    """A store item's ``ttl`` (``None``: none).
-
-    Raises:
-        ApiError: 422, not a positive number of minutes.
-    """
-    if value is None:
-        return None
-    try:
-        return ttl_minutes(value, "ttl")
-    except ValueError as exc:
-        raise ApiError(422, str(exc)) from None
 
 
 def expiry(minutes: float | None, now: float | None = None) -> float | None:
