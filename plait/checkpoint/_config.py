@@ -146,19 +146,28 @@ def _ok(text: object, limit: int) -> bool:
 
 
 def _plain_key(config: Any) -> tuple[str, str, str | None] | None:
-    """:func:`thread_key` of the configs runs and savers pass around (plain dicts, ASCII ids), or ``None``."""
-    if type(config) is not dict:
+    """:func:`thread_key` of the configs runs and savers pass around (plain dicts, ASCII ids), or ``None``.
+
+    (``x.__class__ is``: exact types, as ``type(x) is`` checks them, without narrowing ``Any``.)
+    """
+    if config.__class__ is not dict:
         return None
-    conf: object = cast("dict[str, object]", config).get("configurable")
-    if type(conf) is not dict:
+    conf = config.get("configurable")
+    if conf.__class__ is not dict:
         return None
-    found = cast("dict[str, object]", conf)
-    thread_id, ns, cid = found.get("thread_id"), found.get("checkpoint_ns") or "", found.get("checkpoint_id")
-    if not _ok(thread_id, MAX_ID_BYTES) or not (ns == "" or _ok(ns, MAX_NS_BYTES)):
+    thread_id, ns, cid = conf.get("thread_id"), conf.get("checkpoint_ns") or "", conf.get("checkpoint_id")
+    if (
+        thread_id.__class__ is not str
+        or not 0 < len(thread_id) <= MAX_ID_BYTES
+        or not thread_id.isascii()
+        or "\x00" in thread_id
+    ):
+        return None
+    if ns != "" and not _ok(ns, MAX_NS_BYTES):
         return None
     if cid is None or cid == "":
-        return cast(str, thread_id), cast(str, ns), None
-    return (cast(str, thread_id), cast(str, ns), cast(str, cid)) if _ok(cid, MAX_ID_BYTES) else None
+        return thread_id, ns, None
+    return (thread_id, ns, cid) if _ok(cid, MAX_ID_BYTES) else None
 
 
 def thread_key(config: Any) -> tuple[str, str, str | None]:
