@@ -170,20 +170,24 @@ async def patch(request: Request, body: AssistantPatch) -> Response:
     if graph_id is not None and graph_id not in state.graphs:
         raise ApiError(404, f"graph_id must name a configured graph {sorted(state.graphs)}, got {graph_id!r}")
     config, context = _config_context(body)
-    if config:
-        doc["config"] = config
-    if context is not None:
-        doc["context"] = context
-    for key, given in (("name", body.name), ("description", body.description), ("graph_id", graph_id)):
-        if given is not None:
-            doc[key] = given
-    if metadata is not None:
-        doc["metadata"] = {**doc["metadata"], **metadata}
-    latest = await assistants.latest_version(state.db, doc["assistant_id"])
-    doc["version"] = int(latest or doc["version"]) + 1
-    doc["updated_at"] = now_iso()
-    await assistants.write(state.db, doc, insert=False)
-    return json_response(doc)
+    now = now_iso()
+
+    def change(current: dict[str, Any]) -> None:  # (as it is now: another update may have come first)
+        if config:
+            current["config"] = config
+        if context is not None:
+            current["context"] = context
+        for key, given in (("name", body.name), ("description", body.description), ("graph_id", graph_id)):
+            if given is not None:
+                current[key] = given
+        if metadata is not None:
+            current["metadata"] = {**as_dict(current.get("metadata")), **metadata}
+        current["updated_at"] = now
+
+    stored = await assistants.modify(state.db, doc["assistant_id"], change)
+    if stored is None:  # deleted meanwhile
+        raise ApiError(404, f"Assistant {doc['assistant_id']} not found")
+    return json_response(stored)
 
 
 @api.delete("/assistants/{assistant_id}", "Delete Assistant", status=204)

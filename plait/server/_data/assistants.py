@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from plait.server._db import Database, Tx
 from plait.server._wire import dumps, loads
 
-__all__ = ["delete", "get", "get_shared", "latest_version", "newest_first", "version", "versions", "write"]
+__all__ = ["delete", "get", "get_shared", "modify", "newest_first", "version", "versions", "write"]
 
 
 async def get(db: Database | Tx, assistant_id: str) -> dict[str, Any] | None:
@@ -58,14 +59,30 @@ async def write(db: Database | Tx, doc: dict[str, Any], *, insert: bool) -> None
     )
 
 
-async def latest_version(db: Database, assistant_id: str) -> int | None:
-    """The assistant's highest stored version (``None``: none stored)."""
-    rows = await db.fetch(
-        "SELECT MAX(version) AS v FROM plait_server_assistant_versions WHERE assistant_id = ?",
-        (assistant_id,),
-    )
-    found = rows[0]["v"]
-    return None if found is None else int(found)
+async def modify(
+    db: Database, assistant_id: str, change: Callable[[dict[str, Any]], None]
+) -> dict[str, Any] | None:
+    """Make the assistant's next version: its current document, read with its row locked and edited
+    by ``change``, stored as the version after its highest one, in one transaction (two updates at
+    once make two versions, the second from the first). The new document, or ``None``: no such
+    assistant."""
+    lock = " FOR UPDATE" if db.dialect == "postgres" else ""
+    async with db.tx() as tx:
+        rows = await tx.fetch(
+            f"SELECT doc FROM plait_server_assistants WHERE assistant_id = ?{lock}", (assistant_id,)
+        )
+        if not rows:
+            return None
+        doc: dict[str, Any] = loads(rows[0]["doc"])
+        top = await tx.fetch(
+            "SELECT MAX(version) AS v FROM plait_server_assistant_versions WHERE assistant_id = ?",
+            (assistant_id,),
+        )
+        change(doc)
+        highest = top[0]["v"]
+        doc["version"] = int(highest if highest is not None else doc["version"]) + 1
+        await write(tx, doc, insert=False)
+    return doc
 
 
 async def delete(db: Database, assistant_id: str) -> None:
