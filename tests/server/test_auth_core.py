@@ -23,7 +23,13 @@ from plait.server._threads import create_thread
 from plait.server._wire import ApiError
 
 METADATA: list[dict[str, Any]] = [
-    {"owner": "alice", "n": 1, "tags": ["a", "b"], "team": {"x": 1}},
+    {
+        "owner": "alice",
+        "n": 1,
+        "tags": ["a", "b"],
+        "team": {"x": 1},
+        "members": [{"id": 1, "role": "a"}, [1, 2]],
+    },
     {"owner": "bob", "n": 1.0, "tags": ["b"], "flag": True},
     {"owner": "alice", "n": 2, "tags": "a", "flag": 1},
     {"owner": None, "tags": [["a"], 3]},
@@ -45,6 +51,10 @@ FILTERS: list[dict[str, Any]] = [
     {"$or": [{"owner": "alice"}, {"owner": "bob"}]},
     {"$or": [{"owner": "bob"}, {"n": 2}], "tags": {"$contains": "b"}},
     {"$and": [{"owner": "alice"}, {"$or": [{"n": 2}, {"flag": True}]}]},
+    {"$or": [{}, {"owner": "bob"}]},  # (an empty filter holds for all)
+    {"members": {"$contains": {"id": 1, "role": "a"}}},
+    {"members": {"$contains": {"id": 1}}},  # (an item is held as is, not a part of one)
+    {"members": {"$contains": [[1]]}},
     {"missing": "x"},
 ]
 

@@ -41,7 +41,19 @@ def _pg(meta: str, filters: Filter) -> tuple[str, list[Any]]:
                 items = as_list(wanted) if isinstance(wanted, list) else [wanted]
                 parts.append(f"{meta} @> CAST(? AS jsonb)")
                 params.append(_json({key: items}))
+                for item in items:  # (@> also takes a part of an object or array: such an item held as is)
+                    if isinstance(item, dict | list):
+                        parts.append(_HOLDS.format(meta=meta))
+                        params += [key, key, _json(item)]
+    if not parts:  # an empty filter holds for every row
+        return "TRUE", []
     return "(" + " AND ".join(parts) + ")", params
+
+
+_HOLDS = (
+    "EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof({meta} -> CAST(? AS text)) = 'array' "
+    "THEN {meta} -> CAST(? AS text) ELSE '[]'::jsonb END) AS e(item) WHERE e.item = CAST(? AS jsonb))"
+)
 
 
 def filter_sql(dialect: str, filters: Filter, meta: str) -> tuple[str, list[Any]]:
