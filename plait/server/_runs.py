@@ -286,17 +286,27 @@ async def cancel(request: Request, query: RunCancelQuery) -> Response:
     "/runs/cancel", "Cancel Runs", body=RunsCancel, body_required=True, query=RunsCancelQuery, status=204
 )
 async def cancel_many(request: Request, body: RunsCancel, query: RunsCancelQuery) -> Response:
-    """Cancel the runs ``run_ids``, or every run with a ``status``."""
+    """Cancel the runs ``run_ids`` of the thread ``thread_id``, or every run with a ``status``."""
     state = state_of(request)
     action = query.action
     status = body.status
+    if status is not None and (body.thread_id is not None or body.run_ids is not None):
+        raise ApiError(
+            422, "Cannot specify 'thread_id' or 'run_ids' with 'status' (it cancels every run with it)"
+        )
+    if status is None and (body.thread_id is None or body.run_ids is None):
+        raise ApiError(422, "Provide either a 'status', or both 'thread_id' and 'run_ids'")
     value = {"thread_id": body.thread_id, "action": action}
     filters = await authorize(request, "threads", "update", value)
     if status is not None:
         wanted = ("pending", "running") if status == "all" else (status,)
         run_ids = await runs.ids_with_status(state.db, wanted)
     else:
-        run_ids = list(body.run_ids or [])
+        thread_id = check_uuid(str(body.thread_id), "thread ID")
+        given = [check_uuid(r, "run ID") for r in body.run_ids or []]
+        run_ids = await runs.ids_on_thread(state.db, given, thread_id) if given else []
+        if not run_ids:
+            raise ApiError(404, f"No runs of thread {thread_id} found to cancel")
     if filters and run_ids:  # only the runs of threads the auth's filter keeps (as LangGraph's server)
         run_ids = await runs.ids_on_visible_threads(state.db, run_ids, filters)
         if not run_ids:

@@ -226,6 +226,34 @@ def test_cancel_and_multitask(server: Server, gates: Callable[[], Gate]) -> None
     assert client.threads.get(tid)["status"] in ("idle", "interrupted")
 
 
+def test_cancel_many_cancels_only_the_runs_it_names_on_their_thread(
+    server: Server, gates: Callable[[], Gate]
+) -> None:
+    client = get_sync_client(url=server.url)
+    mine, other = client.threads.create()["thread_id"], client.threads.create()["thread_id"]
+    mine_gate, other_gate = gates(), gates()
+    ours = client.runs.create(mine, "agent", input=mine_gate.input())
+    theirs = client.runs.create(other, "agent", input=other_gate.input())
+    mine_gate.started()
+    other_gate.started()
+    with pytest.raises(NotFoundError):  # (not a run of that thread)
+        client.runs.cancel_many(thread_id=mine, run_ids=[theirs["run_id"]])
+    for body in (
+        {"status": "running", "thread_id": mine},
+        {"status": "all", "run_ids": [ours["run_id"]]},
+        {},
+    ):
+        answer = httpx.post(f"{server.url}/runs/cancel", json=body)
+        assert answer.status_code == 422 and "status" in answer.json()["detail"], (body, answer.text)
+    assert client.runs.get(other, theirs["run_id"])["status"] == "running"
+    client.runs.cancel_many(thread_id=mine, run_ids=[ours["run_id"]])
+    client.runs.join(mine, ours["run_id"])
+    assert client.runs.get(mine, ours["run_id"])["status"] == "interrupted"
+    other_gate.open()
+    client.runs.join(other, theirs["run_id"])
+    assert client.runs.get(other, theirs["run_id"])["status"] == "success"
+
+
 def test_stateless_runs(server: Server) -> None:
     client = get_sync_client(url=server.url)
     assert _text(client.runs.wait(None, "agent", input=MSG)) == ["hi", "you said: hi"]

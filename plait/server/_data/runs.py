@@ -19,6 +19,7 @@ __all__ = [
     "fail",
     "finish",
     "get_on_thread",
+    "ids_on_thread",
     "ids_on_visible_threads",
     "ids_with_status",
     "inflight",
@@ -104,6 +105,16 @@ async def ids_with_status(db: Database, statuses: tuple[str, ...]) -> list[str]:
     """The ids of every run in one of ``statuses``."""
     rows = await db.fetch(
         f"SELECT run_id FROM plait_server_runs WHERE status IN ({', '.join('?' for _ in statuses)})", statuses
+    )
+    return [r["run_id"] for r in rows]
+
+
+async def ids_on_thread(db: Database, run_ids: list[str], thread_id: str) -> list[str]:
+    """Those of ``run_ids`` (not empty) that are runs of ``thread_id``."""
+    marks = ", ".join("?" for _ in run_ids)
+    rows = await db.fetch(
+        f"SELECT run_id FROM plait_server_runs WHERE run_id IN ({marks}) AND thread_id = ?",
+        [*run_ids, thread_id],
     )
     return [r["run_id"] for r in rows]
 
