@@ -302,10 +302,15 @@ async def subgraphs(request: Request, query: AssistantSubgraphsQuery) -> Respons
     response=list[Assistant],
 )
 async def versions(request: Request, body: AssistantVersionsSearchRequest) -> Response:
-    """The assistant's stored versions, newest first."""
+    """The assistant's stored versions whose metadata holds ``metadata``'s keys and values, newest first."""
     doc = await _found(request)
     stored = await assistants.versions(state_of(request).db, doc["assistant_id"])
-    found = [{k: v for k, v in d.items() if k != "updated_at"} for d in stored]
+    wanted = body.metadata or {}
+    found = [
+        {k: v for k, v in d.items() if k != "updated_at"}
+        for d in stored
+        if all(as_dict(d.get("metadata")).get(key) == value for key, value in wanted.items())
+    ]
     return json_response(found[body.offset : body.offset + body.limit])
 
 

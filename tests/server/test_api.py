@@ -54,6 +54,8 @@ def test_assistants(server: Server) -> None:
     assert [a["assistant_id"] for a in client.assistants.search(metadata={"team": "a"})] == [
         made["assistant_id"]
     ]
+    versions = client.assistants.get_versions(made["assistant_id"], metadata={"team": "a"})
+    assert [v["version"] for v in versions] == [2]  # (version 1 had no team)
     with pytest.raises(NotFoundError):
         client.assistants.get(str(uuid.uuid4()))
     with pytest.raises(UnprocessableEntityError):
