@@ -14,6 +14,7 @@ bulk, the last put of a key winning.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 from plait.store._codec import encode_value
 from plait.store._embed import Embedded, IndexSpec
 from plait.store._filter import Term, check_filter, scalar_terms
-from plait.store._search import Query, run_search
+from plait.store._search import Query, among, run_search
 from plait.store._statement import Rows, Sql, Step, ns_text
 from plait.store.base import (
     GetOp,
@@ -39,6 +40,8 @@ __all__ = ["Dialect", "Engine", "Rows", "Sql", "Step"]
 ITEM_COLUMNS = "s.prefix, s.key, s.value, s.created_at, s.updated_at"
 SEEKS = 64
 """``list_namespaces`` finds up to this many namespaces by an index seek each, then scans instead."""
+GETS = 500
+"""Most consecutive gets of a batch read by one statement."""
 
 
 class Dialect(Protocol):
@@ -192,6 +195,13 @@ class Engine:
                 i = end
                 continue
             if isinstance(op, GetOp):
+                end = i + 1
+                while end < len(ops) and isinstance(ops[end], GetOp) and end - i < GETS:
+                    end += 1
+                if end - i > 1:  # consecutive gets: one statement reads them all
+                    results.extend((yield from self._gets(ops[i:end], now)))  # type: ignore[arg-type]  # all GetOps
+                    i = end
+                    continue
                 results.append((yield from self._get(op, now)))
             elif isinstance(op, SearchOp):
                 qvec = embedded.queries.get(op.query) if embedded and op.query else None
@@ -245,6 +255,37 @@ class Engine:
             for sql in self.d.refresh([(rows[0][0], rows[0][1])], self.d.now(now)):
                 _ = yield sql
         return self.item(rows[0])
+
+    def _gets(self, ops: list[GetOp], now: float) -> Step:
+        """Several gets in one statement (and one TTL refresh for those of them that have a TTL)."""
+        alive, params = self.d.alive(self.d.now(now))
+        keys = list(dict.fromkeys((ns_text(op.namespace), op.key) for op in ops))
+        rows = yield Sql(
+            f"{among(self.d.p, len(keys))} SELECT {ITEM_COLUMNS}, s.ttl_minutes FROM w "
+            f"JOIN plait_store s ON s.prefix = w.p AND s.key = w.k WHERE {alive}",
+            [x for key in keys for x in key] + params,
+        )
+        found = {(row[0], row[1]): row for row in rows}
+        wanted = [found.get((ns_text(op.namespace), op.key)) for op in ops]
+        timed = sorted(
+            {
+                (r[0], r[1])
+                for op, r in zip(ops, wanted, strict=True)
+                if op.refresh_ttl and r and r[5] is not None
+            }
+        )
+        if timed:
+            for sql in self.d.refresh(timed, self.d.now(now)):
+                _ = yield sql
+        items: list[Item | None] = []
+        seen: set[int] = set()
+        for row in wanted:
+            item = None if row is None else self.item(row)
+            if item is not None and id(row) in seen:  # the same item got twice: each its own value
+                item.value = copy.deepcopy(item.value)
+            seen.add(id(row))
+            items.append(item)
+        return items
 
     def item(self, row: tuple[Any, ...]) -> Item:
         """An :class:`Item` from ``prefix, key, value, created_at, updated_at`` columns."""

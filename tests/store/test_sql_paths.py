@@ -96,3 +96,38 @@ def test_list_namespaces_by_seeks_or_by_a_scan_finds_the_same(kind: str, tmp_pat
         assert store.list_namespaces(prefix=("n",), limit=1000) == many
         assert store.list_namespaces(limit=1000, offset=2) == [("a", "y", "z"), ("a-b",), ("ab",), *many]
         assert store.list_namespaces(suffix=("005",)) == [("n", "005")]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_consecutive_gets_read_in_one_statement_answer_each_get(kind: str, tmp_path: Path) -> None:
+    from plait.store.base import GetOp
+
+    with _store(kind, tmp_path) as (store, expires):
+        store.put(("t",), "timed", {"v": 1}, ttl=10)
+        store.put(("t", "x"), "plain", {"v": 2})
+        first = expires("timed")
+        _tick()
+        got = store.batch(
+            [GetOp(("t",), "timed", refresh_ttl=False), GetOp(("t",), "none"), GetOp(("t", "x"), "plain")]
+        )
+        assert [g and g.value for g in got] == [{"v": 1}, None, {"v": 2}]
+        assert expires("timed") == first
+        got = store.batch(
+            [
+                GetOp(("t",), "timed"),
+                GetOp(("t", "x"), "plain"),
+                GetOp(("t",), "timed"),
+                GetOp(("t", "x"), "gone"),
+            ]
+        )
+        assert [g and (g.namespace, g.key) for g in got] == [
+            (("t",), "timed"),
+            (("t", "x"), "plain"),
+            (("t",), "timed"),
+            None,
+        ]
+        assert got[0] is not got[2] and got[0].value is not got[2].value  # type: ignore[union-attr]
+        assert expires("timed") > first
+        store.put(("t",), "timed", {"v": 3}, ttl=10)
+        got = store.batch([GetOp(("t",), "timed"), PutOp(("t",), "timed", None), GetOp(("t",), "timed")])
+        assert [g and g.value for g in got] == [{"v": 3}, None, None]
