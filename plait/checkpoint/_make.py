@@ -20,15 +20,24 @@ _CONTAINERS = ("channel_values", "channel_versions", "barriers")
 _LISTS = ("updated_channels", "next", "sends", "interrupts")
 
 
+_second: tuple[int, str] = (-1, "")  # the last whole second formatted: (seconds since the epoch, its text)
+
+
 def now_iso() -> str:
-    """The current UTC time in ISO-8601 form."""
-    return datetime.now(timezone.utc).isoformat()
+    """The current UTC time in ISO-8601 form (as ``datetime.now(timezone.utc).isoformat()`` writes it)."""
+    global _second  # noqa: PLW0603 - one tuple, replaced atomically
+    seconds, micros = divmod(time.time_ns() // 1000, 1_000_000)
+    known = _second
+    if known[0] != seconds:
+        known = _second = (seconds, datetime.fromtimestamp(seconds, timezone.utc).isoformat()[:19])
+    return f"{known[1]}.{micros:06d}+00:00" if micros else f"{known[1]}+00:00"
 
 
 _lock = threading.Lock()
 _last = [0]
 _node = int.from_bytes(os.urandom(8), "big")
 _counter = itertools.count()
+_made: tuple[str, int] = ("", 0)  # the last id made here and its stamp (the next run step's ``after``)
 
 
 def new_checkpoint_id(after: str | None = None) -> str:
@@ -43,7 +52,9 @@ def new_checkpoint_id(after: str | None = None) -> str:
             whose clock is behind the one that wrote ``after`` still produces
             a greater id, so the thread's order never depends on clock skew.
     """
-    floor = stamp_of(after) if after else 0
+    global _made  # noqa: PLW0603 - one tuple, replaced atomically
+    made = _made
+    floor = (made[1] if after == made[0] else stamp_of(after)) if after else 0
     if floor >= (1 << 60) - 1:  # no greater stamp exists: such an id was not made by a clock
         floor = 0
     with _lock:
@@ -54,7 +65,9 @@ def new_checkpoint_id(after: str | None = None) -> str:
     low = (_node + next(_counter)) & ((1 << 62) - 1)
     value = (stamp << 68) | (0x7 << 64) | (0b10 << 62) | low
     text = f"{value:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    cid = f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    _made = (cid, stamp)
+    return cid
 
 
 def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:

@@ -1,5 +1,6 @@
 """InMemorySaver's compact records: a timestamp is kept as microseconds only when that reads back as
-the very same text, and the checkpoint fields read back as they were given."""
+the very same text, and the checkpoint fields read back as they were given. Checkpoint times are
+written as datetime writes them, and ids sort after the id they follow."""
 
 from __future__ import annotations
 
@@ -83,3 +84,29 @@ def test_fields_read_back_as_given(extra: dict[str, object]) -> None:
     fields = unpack_fields(pack_fields(checkpoint))
     assert fields == {k: v for k, v in checkpoint.items() if k not in ("id", "ts", "channel_values")}
     assert pack_fields({"v": 1}) == []  # every field at its default: nothing stored
+
+
+def test_now_iso_writes_the_time_as_datetime_does() -> None:
+    for _ in range(2000):
+        before = datetime.now(timezone.utc)
+        text = now_iso()
+        after = datetime.now(timezone.utc)
+        when = datetime.fromisoformat(text)
+        assert when.isoformat() == text and text.endswith("+00:00")
+        assert before - timedelta(microseconds=1) <= when <= after
+
+
+def test_checkpoint_ids_sort_after_the_id_they_follow() -> None:
+    from plait.checkpoint._locks import stamp_of
+    from plait.checkpoint._make import new_checkpoint_id
+
+    made = new_checkpoint_id()
+    chained = [made]
+    for _ in range(100):  # after the id made just before (remembered), or an older one (parsed)
+        chained.append(new_checkpoint_id(after=chained[-1]))
+        chained.append(new_checkpoint_id(after=chained[-3 if len(chained) > 2 else -1]))
+    assert chained == sorted(chained) and len(set(chained)) == len(chained)
+    future = "0fffffff-ffff-7fff-bfff-ffffffffffff"  # another process's clock, far ahead
+    ahead = new_checkpoint_id(after=future)
+    assert ahead > future and stamp_of(ahead) == stamp_of(future) + 1
+    assert new_checkpoint_id(after=ahead) > ahead
