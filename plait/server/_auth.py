@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from plait.server._auth_filter import Filter, check_filter
+from plait.server._auth_inner import borrowed
 from plait.server._config import ConfigError, import_object
 from plait.server._http import json_response
 from plait.server._wire import as_list
@@ -387,7 +388,10 @@ class Authenticate:
             await self.app(scope, receive, send)
             return
         scope[AUTH_SCOPE] = self.auth
-        if not self._open(scope):
+        lent = borrowed(scope.get("headers", []))  # (an inner call of /mcp or /a2a: its caller's user)
+        if lent is not None:
+            scope["user"], scope["auth"] = lent
+        elif not self._open(scope):
             try:
                 user, permissions = await _authenticate(self.auth, scope)
             except _Refused as exc:

@@ -3,6 +3,7 @@ go with them, so every check and auth rule of the API routes applies to what tho
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -12,6 +13,7 @@ import orjson
 from starlette.requests import Request
 from starlette.types import Message
 
+from plait.server._auth_inner import HEADER, lend
 from plait.server._wire import as_dict
 
 __all__ = ["InnerApi", "InnerError", "detail_of"]
@@ -29,6 +31,7 @@ _NOT_FORWARDED = frozenset(
         "mcp-session-id",
         "mcp-protocol-version",
         "last-event-id",
+        HEADER,
     }
 )
 
@@ -57,6 +60,8 @@ class InnerApi:
         self.app = request.app
         self.headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
         self.base_url = str(request.base_url)
+        self.user = request.scope.get("user"), request.scope.get("auth")
+        self.lent = contextlib.ExitStack()
         self.client = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=self.app),
             base_url=self.base_url,
@@ -65,11 +70,17 @@ class InnerApi:
         )
 
     async def __aenter__(self) -> InnerApi:
+        if self.user[0] is not None:  # (authenticated once: the inner calls take that user)
+            self.headers[HEADER] = self.lent.enter_context(lend(*self.user))
+            self.client.headers[HEADER] = self.headers[HEADER]
         await self.client.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.client.__aexit__()
+        try:
+            await self.client.__aexit__()
+        finally:
+            self.lent.close()
 
     async def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any, httpx.Headers]:
         """The answer's status, JSON (its text, when it is not JSON) and headers."""

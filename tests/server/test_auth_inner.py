@@ -1,0 +1,101 @@
+"""``/mcp`` and ``/a2a`` call the server's own routes on behalf of their caller: the caller is
+authenticated once per outer request (its user is lent to the inner calls, which authorization still
+checks route by route), and the header that lends it is never taken from outside."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+from collections.abc import Iterator
+
+import httpx
+import httpx2
+import pytest
+from _serve_proc import Server, running
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from plait.server._auth_inner import HEADER
+
+_AUTH = """
+import os
+from langgraph_sdk import Auth
+
+auth = Auth()
+
+
+@auth.authenticate
+async def authenticate(authorization: str | None, method: str, path: str) -> str:
+    with open(os.environ["AUTH_CALLS"], "a") as calls:
+        calls.write(f"{method} {path}\\n")
+    if authorization != "Bearer once":
+        raise Auth.exceptions.HTTPException(status_code=401, detail="who are you?")
+    return "alice"
+
+
+@auth.on
+async def everything(ctx: Auth.types.AuthContext, value: dict) -> dict:
+    if isinstance(value.get("metadata", {}), dict):
+        value.setdefault("metadata", {})["owner"] = ctx.user.identity
+    return {"owner": ctx.user.identity}
+"""
+_HEADERS = {"Authorization": "Bearer once", "Accept": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def counted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, pathlib.Path]]:
+    tmp: pathlib.Path = tmp_path_factory.mktemp("auth-inner")
+    app = pathlib.Path(__file__).parent / "app_auth"
+    shutil.copy(app / "agent.py", tmp / "agent.py")
+    shutil.copy(app / "langgraph.json", tmp / "langgraph.json")
+    (tmp / "auth.py").write_text(_AUTH)
+    calls = tmp / "calls.log"
+    env = {"AUTH_CALLS": str(calls)}
+    with running(str(tmp / "db.sqlite"), tmp, app=tmp, config="langgraph.json", env=env) as srv:
+        yield srv, calls
+
+
+def _calls(path: pathlib.Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_a2a_authenticates_once_per_request(counted: tuple[Server, pathlib.Path]) -> None:
+    server, calls = counted
+    made = httpx.post(server.url + "/assistants", json={"graph_id": "agent"}, headers=_HEADERS, timeout=60)
+    url = f"/a2a/{made.json()['assistant_id']}"
+    calls.write_text("")
+    message = {"messageId": "m1", "role": "user", "parts": [{"kind": "data", "data": {"text": "hi"}}]}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+    sent = httpx.post(server.url + url, json=body, headers=_HEADERS, timeout=120)
+    assert sent.status_code == 200 and "result" in sent.json(), sent.text
+    assert _calls(calls) == [f"POST {url}"]
+    calls.write_text("")
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": sent.json()["result"]["id"]}}
+    got = httpx.post(server.url + url, json=body, headers=_HEADERS, timeout=60)
+    assert got.json()["result"]["status"]["state"] == "completed", got.text
+    assert httpx.get(server.url + url, headers=_HEADERS, timeout=60).status_code == 200  # (the card)
+    assert _calls(calls) == [f"POST {url}", f"GET {url}"]
+
+
+async def test_mcp_authenticates_once_per_request(counted: tuple[Server, pathlib.Path]) -> None:
+    server, calls = counted
+    calls.write_text("")
+    http = httpx2.AsyncClient(headers={"Authorization": "Bearer once"})
+    async with Client(streamable_http_client(server.url + "/mcp", http_client=http), mode="legacy") as client:  # type: ignore[arg-type]
+        tools = (await client.list_tools()).tools
+        assert tools  # (the assistants the user may see)
+        result = await client.call_tool(tools[0].name, {"text": "hi"})
+        assert not result.is_error, result
+    found = _calls(calls)
+    assert found and all(line.endswith(" /mcp") for line in found), found
+
+
+def test_a_forged_inner_header_is_not_taken(counted: tuple[Server, pathlib.Path]) -> None:
+    server, _ = counted
+    for forged in ("x.y", "", "guess." + "A" * 22, "." * 3):
+        answer = httpx.get(server.url + "/assistants/agent", headers={HEADER: forged}, timeout=60)
+        assert answer.status_code == 401, (forged, answer.text)
+        listed = httpx.post(server.url + "/assistants/search", json={}, headers={HEADER: forged}, timeout=60)
+        assert listed.status_code == 401
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}  # (nor passed on by /mcp's inner calls)
+    assert httpx.post(server.url + "/mcp", json=body, headers={HEADER: "x.y"}, timeout=60).status_code == 401
