@@ -157,6 +157,7 @@ def create_app(settings: Settings) -> Starlette:
             max_body=settings.max_body,
             allowed_hosts=settings.allowed_hosts,
             origins=(*settings.cors_origins, *settings.cors.get("allow_origins", ())),
+            user_routes=user_routes,
         ),
     ]
     if auth is not None:  # the config's custom auth (LangGraph's "auth"), after the Host/body checks

@@ -4,7 +4,8 @@ bearer token, a JSON content type for bodies that change state, and the body siz
 On loopback a browser page of another site can still reach the server: through DNS rebinding (its
 own name pointed at 127.0.0.1, so the Host header names that site: refused with 400) or with a
 "simple" cross-site request (``text/plain`` or a form, sent without a CORS preflight: refused with
-415, since every body the API reads is JSON). A WebSocket handshake passes the Host and token
+415, since every body the API reads is JSON; the config's own ``http.app`` routes take any body, as
+LangGraph's server lets them: a webhook posts a form). A WebSocket handshake passes the Host and token
 checks too, and one a page of another site opens (its ``Origin``) is refused with 403 unless CORS
 allows that origin.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from plait.server._http import json_response
@@ -59,8 +61,11 @@ class Guard:
         max_body: int,
         allowed_hosts: tuple[str, ...] = (),
         origins: tuple[str, ...] = (),
+        user_routes: BaseRoute | None = None,
     ) -> None:
         self.app, self.token, self.max_body = app, token, max_body
+        self.user_routes = user_routes
+        """The config's ``http.app`` routes (a request they match fully may send any body)."""
         self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
         self.origins = frozenset(origins)
         """Origins whose pages may open a WebSocket (CORS's; ``*``: any)."""
@@ -130,10 +135,11 @@ class Guard:
         )
         return 403, detail, {}
 
-    @staticmethod
-    def _type_refused(scope: Scope, headers: dict[str, str]) -> tuple[int, str, dict[str, str]] | None:
-        """415 for a body that changes state and is not ``application/json``."""
+    def _type_refused(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str, dict[str, str]] | None:
+        """415 for a body that changes state and is not ``application/json`` (but to the user's routes)."""
         if scope["method"] not in _CHANGES:
+            return None
+        if self.user_routes is not None and self.user_routes.matches(scope)[0] is Match.FULL:
             return None
         length = headers.get("content-length", "")
         if "transfer-encoding" not in headers and (not length.isdigit() or int(length) == 0):

@@ -34,6 +34,11 @@ async def info(request):
     return PlainTextResponse("the user's /info")
 
 
+async def webhook(request):
+    form = await request.form()
+    return JSONResponse({"form": {k: str(v) for k, v in form.items()}, "type": request.headers.get("content-type", "")[:19]})
+
+
 async def item(request):
     return JSONResponse({"item": request.path_params["item_id"]})
 
@@ -43,6 +48,7 @@ app = Starlette(
         Route("/hello", hello, methods=["GET"]),
         Route("/info", info, methods=["GET"]),
         Route("/items/{item_id}", item, methods=["GET"]),
+        Route("/webhook", webhook, methods=["POST"]),
     ],
     lifespan=lifespan,
 )
@@ -105,3 +111,16 @@ def test_a_bad_http_app_stops_the_server_in_one_line(
         start(str(tmp_path / "server.sqlite"), tmp_path, app=project, config="langgraph.json")
     assert message in str(failed.value)
     assert "Traceback" not in str(failed.value)
+
+
+def test_the_users_routes_take_form_and_multipart_bodies(server: Server) -> None:
+    sent = httpx.post(server.url + "/webhook", data={"From": "+100", "Body": "hi"}, timeout=60)
+    assert sent.status_code == 200, sent.text
+    assert sent.json() == {"form": {"From": "+100", "Body": "hi"}, "type": "application/x-www-f"}
+    parts = httpx.post(server.url + "/webhook", data={"a": "1"}, files={"f": ("f.txt", b"x")}, timeout=60)
+    assert parts.status_code == 200 and parts.json()["type"] == "multipart/form-data", parts.text
+    # the API's own routes still take JSON only (a cross-site form is refused)
+    refused = httpx.post(server.url + "/threads", data={"a": "1"}, timeout=60)
+    assert refused.status_code == 415 and "application/json" in refused.json()["detail"]
+    other = httpx.post(server.url + "/hello", data={"a": "1"}, timeout=60)  # (a GET route's path only)
+    assert other.status_code == 415
