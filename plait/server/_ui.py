@@ -14,6 +14,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from plait.server._assistants import assistant_id_for
+from plait.server._auth import authorize
+from plait.server._auth_filter import permits
+from plait.server._data import assistants
 from plait.server._http import json_response, query_int
 from plait.server._snapshot import state_json
 from plait.server._state import state_of
@@ -201,9 +205,17 @@ def svg_of(nodes: list[str], edges: list[tuple[str, str, bool]]) -> str:
 async def drawing(request: Request) -> Response:
     """``GET /ui/api/graphs/{graph_id}``: the graph as Mermaid text and as SVG."""
     graph_id = request.path_params["graph_id"]
-    compiled: Any = state_of(request).graphs.get(graph_id)
+    state = state_of(request)
+    compiled: Any = state.graphs.get(graph_id)
     if compiled is None:
         raise ApiError(404, f"Graph {graph_id!r} not found")
+    # read as its default assistant, which custom auth may refuse (403) or hide (404)
+    assistant_id = assistant_id_for(graph_id, state)
+    filters = await authorize(request, "assistants", "read", {"assistant_id": assistant_id})
+    if filters is not None:
+        doc = await assistants.get(state.db, assistant_id)
+        if doc is None or not permits(filters, doc.get("metadata")):
+            raise ApiError(404, f"Graph {graph_id!r} not found")
     drawn: Any = compiled.get_graph()  # a CompiledStateGraph
     edges = [(e.source, e.target, bool(e.conditional)) for e in drawn.edges]
     nodes = [str(n) for n in drawn.nodes]

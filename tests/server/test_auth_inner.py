@@ -1,4 +1,6 @@
-"""``/mcp`` and ``/a2a`` call the server's own routes on behalf of their caller: the caller is
+"""Custom auth on the server's own inner calls and helper routes.
+
+``/mcp`` and ``/a2a`` call the server's own routes on behalf of their caller: the caller is
 authenticated once per outer request (its user is lent to the inner calls, which authorization still
 checks route by route), and the header that lends it is never taken from outside."""
 
@@ -28,13 +30,16 @@ auth = Auth()
 async def authenticate(authorization: str | None, method: str, path: str) -> str:
     with open(os.environ["AUTH_CALLS"], "a") as calls:
         calls.write(f"{method} {path}\\n")
-    if authorization != "Bearer once":
+    users = {"Bearer once": "alice", "Bearer admin": "admin", "Bearer mallory": "mallory"}
+    if authorization not in users:
         raise Auth.exceptions.HTTPException(status_code=401, detail="who are you?")
-    return "alice"
+    return users[authorization]
 
 
 @auth.on
-async def everything(ctx: Auth.types.AuthContext, value: dict) -> dict:
+async def everything(ctx: Auth.types.AuthContext, value: dict) -> dict | bool:
+    if ctx.user.identity != "alice":
+        return ctx.user.identity == "admin"
     if isinstance(value.get("metadata", {}), dict):
         value.setdefault("metadata", {})["owner"] = ctx.user.identity
     return {"owner": ctx.user.identity}
@@ -99,3 +104,16 @@ def test_a_forged_inner_header_is_not_taken(counted: tuple[Server, pathlib.Path]
         assert listed.status_code == 401
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}  # (nor passed on by /mcp's inner calls)
     assert httpx.post(server.url + "/mcp", json=body, headers={HEADER: "x.y"}, timeout=60).status_code == 401
+
+
+def test_the_ui_graph_drawing_asks_the_assistants_read_handler(counted: tuple[Server, pathlib.Path]) -> None:
+    server, _ = counted
+    url = server.url + "/ui/api/graphs/agent"
+
+    def get(token: str) -> httpx.Response:
+        return httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+    assert get("admin").status_code == 200 and "svg" in get("admin").json()  # (allowed)
+    assert get("mallory").status_code == 403  # (refused)
+    assert get("once").status_code == 404  # (the filter hides the graph's default assistant)
+    assert httpx.get(url, timeout=60).status_code == 401
