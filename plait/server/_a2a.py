@@ -56,7 +56,7 @@ from plait.server._a2a_wire import (
 from plait.server._api import Api, Query
 from plait.server._http import json_response
 from plait.server._inner import InnerApi, InnerError
-from plait.server._wire import as_dict, as_list, dumps, loads
+from plait.server._wire import ApiError, as_dict, as_list, check_uuid, dumps, loads
 
 __all__ = ["api", "routes"]
 
@@ -134,6 +134,11 @@ async def _find_task(api: InnerApi, task_id: Any, assistant_id: str, context: An
         raise Fail(INVALID_PARAMS, "the task id (params.id, or message.taskId) must be a non-empty string")
     thread_id, _, run_id = task_id.rpartition(":")
     thread_id = thread_id or (context if isinstance(context, str) else "")
+    if thread_id:  # (a path segment of the inner calls: a UUID only)
+        try:
+            thread_id = check_uuid(thread_id, "thread id of the task id (taskId is '<thread id>:<run id>')")
+        except ApiError as exc:
+            raise Fail(INVALID_PARAMS, f"{exc.detail}, in task id {task_id!r}") from None
     status, thread, _ = await api.call("GET", f"/threads/{thread_id}") if thread_id else (404, None, None)
     if status >= 400:
         raise Fail(TASK_NOT_FOUND, f"Task not found: {task_id}")
@@ -360,7 +365,7 @@ async def _rpc(request: Request) -> Response:
     accept = request.headers.get("accept", "")
     wanted = "text/event-stream" if name == "SendStreamingMessage" else "application/json"
     if not accepts(accept, wanted):
-        return json_response({"error": f"the Accept header must name {wanted} for {method}"}, 400)
+        return json_response({"detail": f"the Accept header must name {wanted} for {method}"}, 400)
     params = as_dict(message.get("params"))
     api = InnerApi(request)
     if name == "SendStreamingMessage":
@@ -392,10 +397,14 @@ def _plait_version() -> str:
 
 async def _card(request: Request, assistant_id: str) -> Response:
     async with InnerApi(request) as api:
-        try:
-            assistant = await _assistant(api, assistant_id)
-        except Fail as exc:
-            return json_response({"error": {"code": exc.code, "message": exc.message}}, 404)
+        status, found, headers = await api.call("GET", f"/assistants/{assistant_id}")
+        if status not in (404, 422) and status >= 400:  # (403, a database down's 503: as they are)
+            kept = {k: v for k, v in headers.items() if k.lower() in ("retry-after", "www-authenticate")}
+            return json_response(found, status, kept)
+        if status in (404, 422):
+            message = f"Assistant {assistant_id} not found (an assistant id or a graph id)"
+            return json_response({"error": {"code": INVALID_PARAMS, "message": message}}, 404)
+        assistant = as_dict(found)
         keys = await _input_keys(api, str(assistant["assistant_id"]))
     aid, name = str(assistant["assistant_id"]), str(assistant.get("name") or assistant_id)
     description = str(assistant.get("description") or f"{name} assistant")

@@ -125,7 +125,11 @@ def test_errors_name_what_is_wrong(server: Server) -> None:
         json={"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": _message("x")}},
         headers={"Accept": "application/json"},
     )
-    assert refused.status_code == 400 and "text/event-stream" in refused.json()["error"]
+    assert refused.status_code == 400 and "text/event-stream" in refused.json()["detail"]
+    for bad in ("../assistants/agent", "not-a-thread"):  # (the thread part of a task id is a UUID)
+        found = _rpc(url, "tasks/get", {"id": f"{bad}:00000000-0000-0000-0000-000000000000"})["error"]
+        assert found["code"] == -32602 and "thread id of the task id" in found["message"], found
+        assert bad in found["message"]
 
 
 def test_message_stream_sends_the_task_updates_and_the_artifact(server: Server) -> None:

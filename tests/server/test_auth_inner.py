@@ -117,3 +117,11 @@ def test_the_ui_graph_drawing_asks_the_assistants_read_handler(counted: tuple[Se
     assert get("mallory").status_code == 403  # (refused)
     assert get("once").status_code == 404  # (the filter hides the graph's default assistant)
     assert httpx.get(url, timeout=60).status_code == 401
+
+
+def test_an_agent_card_refused_by_auth_is_a_403(counted: tuple[Server, pathlib.Path]) -> None:
+    server, _ = counted
+    refused = httpx.get(server.url + "/a2a/agent", headers={"Authorization": "Bearer mallory"}, timeout=60)
+    assert refused.status_code == 403 and "detail" in refused.json()
+    allowed = httpx.get(server.url + "/a2a/agent", headers={"Authorization": "Bearer admin"}, timeout=60)
+    assert allowed.status_code == 200 and allowed.json()["name"] == "agent"

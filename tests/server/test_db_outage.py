@@ -39,6 +39,7 @@ def _calls(url: str, tid: str) -> Iterator[tuple[str, httpx.Response]]:
         httpx.post(f"{url}/threads/{tid}/runs", json={"assistant_id": "agent", "input": MSG}, timeout=60),
     )
     yield "assistants", httpx.post(f"{url}/assistants/search", json={}, timeout=60)
+    yield "a2a agent card", httpx.get(f"{url}/a2a/agent", timeout=60)
     yield "store", httpx.get(f"{url}/store/items", params={"namespace": "a", "key": "k"}, timeout=60)
 
 
