@@ -1,9 +1,9 @@
 """Custom auth as LangGraph's server does it: ``langgraph.json``'s ``"auth": {"path": "./auth.py:auth"}``
 names a ``langgraph_sdk.Auth`` object.
 
-* Its ``@auth.authenticate`` handler runs for every request but the open ones (``/ok``, ``/info``,
-  ``/metrics``, ``/docs``, ``/openapi.json``, the ``/ui`` page, and the config's own ``http.app`` routes
-  unless ``http.enable_custom_route_auth``): it is called with the parameters it names (``request``,
+* Its ``@auth.authenticate`` handler runs for every request but the open ones (a GET or HEAD of
+  ``/ok``, ``/info``, ``/metrics``, ``/docs``, ``/openapi.json`` or the ``/ui`` page; the config's
+  own ``http.app`` routes unless ``http.enable_custom_route_auth``): it is called with the parameters it names (``request``,
   ``authorization``, ``headers``, ``path``, ``method``, ``query_params``, ``path_params``, ``scope``,
   ``scopes``, ``user``) and returns the user: a string (the identity), a dict with ``identity``, an
   object with an ``identity``, or ``(permissions, user)``. ``Auth.exceptions.HTTPException`` is
@@ -378,7 +378,7 @@ class Authenticate:
 
     def _open(self, scope: Scope) -> bool:
         path, method = scope["path"], scope.get("method")
-        if method == "OPTIONS" or path in _OPEN or (method == "GET" and path in _OPEN_GET):
+        if method == "OPTIONS" or (method in ("GET", "HEAD") and (path in _OPEN or path in _OPEN_GET)):
             return True
         routes = self.auth.user_routes  # (open when the config's own routes answer it: a full match)
         return routes is not None and not self.auth.custom_routes and routes.matches(scope)[0] is Match.FULL

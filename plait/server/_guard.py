@@ -23,7 +23,8 @@ from plait.server._wire import ApiError
 
 __all__ = ["Guard", "is_loopback"]
 
-_OPEN_PATHS = ("/ok", "/info", "/ui", "/ui/", "/docs", "/openapi.json")  # (the API's shape, no data)
+# open to a GET or HEAD without the token (the API's shape, no data)
+_OPEN_PATHS = ("/ok", "/info", "/ui", "/ui/", "/docs", "/openapi.json")
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -112,7 +113,10 @@ class Guard:
 
     def _auth_refused(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str, dict[str, str]] | None:
         """401 without the bearer token (or ``x-api-key``), when one is set."""
-        if not self.token or scope.get("method") == "OPTIONS" or scope["path"] in _OPEN_PATHS:
+        method = scope.get("method")
+        if not self.token or method == "OPTIONS":
+            return None
+        if method in ("GET", "HEAD") and scope["path"] in _OPEN_PATHS:
             return None
         given = headers.get("authorization", "")
         if hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):

@@ -125,3 +125,12 @@ def test_an_agent_card_refused_by_auth_is_a_403(counted: tuple[Server, pathlib.P
     assert refused.status_code == 403 and "detail" in refused.json()
     allowed = httpx.get(server.url + "/a2a/agent", headers={"Authorization": "Bearer admin"}, timeout=60)
     assert allowed.status_code == 200 and allowed.json()["name"] == "agent"
+
+
+def test_the_open_routes_are_open_for_get_and_head_only(counted: tuple[Server, pathlib.Path]) -> None:
+    server, _ = counted
+    for path in ("/ok", "/info", "/metrics", "/openapi.json", "/docs", "/ui"):
+        assert httpx.get(server.url + path, timeout=60).status_code == 200, path
+        assert httpx.head(server.url + path, timeout=60).status_code == 200, path
+        for method in ("POST", "PUT", "DELETE"):  # (through auth like any other request)
+            assert httpx.request(method, server.url + path, timeout=60).status_code == 401, (method, path)

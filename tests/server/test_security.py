@@ -37,6 +37,10 @@ def test_requests_need_the_bearer_token(guarded: Server) -> None:
         get_sync_client(url=guarded.url, api_key="s3cret").threads.get(tid)["thread_id"] == tid
     )  # x-api-key
     assert httpx.get(guarded.url + "/ok").status_code == 200  # health check stays open
+    assert httpx.head(guarded.url + "/info").status_code == 200
+    for method in ("POST", "PUT", "DELETE"):  # (open for GET and HEAD only, as docs/serve.md says)
+        for path in ("/ok", "/info", "/openapi.json", "/docs"):
+            assert httpx.request(method, guarded.url + path).status_code == 401, (method, path)
 
 
 def test_bodies_over_the_limit_are_413(guarded: Server) -> None:
