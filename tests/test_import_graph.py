@@ -197,8 +197,6 @@ TYPING_CYCLES_LEFT: set[str] = {
     "plait.pregel._stream",
     "plait.pregel._subgraphs",
     "plait.pregel._travel",
-    "plait.store._engine",
-    "plait.store._search",
 }
 """Modules still on a cycle once ``TYPE_CHECKING`` imports count (to be emptied, never grown)."""
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from plait.store._codec import encode_value
 from plait.store._embed import Embedded, IndexSpec
 from plait.store._filter import Term, check_filter, scalar_terms
-from plait.store._search import Query, among, run_search
+from plait.store._search import SearchDialect, among, run_search
 from plait.store._statement import Rows, Sql, Step, ns_text
 from plait.store.base import (
     GetOp,
@@ -44,30 +44,11 @@ GETS = 500
 """Most consecutive gets of a batch read by one statement."""
 
 
-class Dialect(Protocol):
-    """What a database contributes: SQL text and value conversions."""
-
-    p: str
-    """The parameter placeholder (``?`` or ``%s``)."""
+class Dialect(SearchDialect, Protocol):
+    """What a database contributes: SQL text and value conversions (a search's share in :class:`SearchDialect`)."""
 
     safe_filter_keys: bool
     """Whether search filter keys must be plain names (LangGraph's SQLite store), see :func:`check_filter`."""
-
-    def now(self, seconds: float) -> Any:
-        """A timestamp parameter."""
-        ...
-
-    def timestamp(self, column: Any) -> Any:
-        """A timestamp column as a ``datetime``."""
-        ...
-
-    def alive(self, now: Any) -> tuple[str, list[Any]]:
-        """The condition "not expired at ``now``" on ``s``."""
-        ...
-
-    def terms(self, terms: list[Term]) -> tuple[str, list[Any]]:
-        """Filter terms as one SQL condition on ``s.value``."""
-        ...
 
     def put_rows(self, rows: list[tuple[Any, ...]]) -> list[Sql]:
         """Upserts of ``(prefix, key, json, now, expires_at, ttl_minutes)``."""
@@ -75,10 +56,6 @@ class Dialect(Protocol):
 
     def put_vectors(self, rows: list[tuple[str, str, str, list[float]]]) -> list[Sql]:
         """Inserts of ``(prefix, key, field, vector)``."""
-        ...
-
-    def refresh(self, keys: list[tuple[str, str]], now: Any) -> list[Sql]:
-        """Restart the TTL clocks of these items."""
         ...
 
     def drop_vectors(self, keys: list[tuple[str, str]]) -> list[Sql]:
@@ -91,14 +68,6 @@ class Dialect(Protocol):
 
     def sweep(self, now: Any) -> Sql:
         """Delete the items expired at ``now``, ``RETURNING 1`` per item."""
-        ...
-
-    def rank(self, query: Query) -> Step:
-        """Rank the items matching ``query`` by similarity: ``[(prefix, key, score)]``, best first."""
-        ...
-
-    def value(self, column: Any) -> dict[str, Any]:
-        """A value column as a dict."""
         ...
 
 

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from plait.store._codec import decode_value
-from plait.store._filter import matcher, scalar_terms
+from plait.store._embed import IndexSpec
+from plait.store._filter import Term, matcher, scalar_terms
 from plait.store._rank import Scorer, cosine, unpack
-from plait.store._statement import Rows, Sql, prefix_condition
+from plait.store._statement import Rows, Sql, Step, prefix_condition
 from plait.store.base import SearchItem, SearchOp
 
-if TYPE_CHECKING:
-    from plait.store._engine import Engine
-
-__all__ = ["ORDERS", "Query", "among", "ordered_rank", "run_search", "scan_rank"]
+__all__ = ["ORDERS", "Query", "SearchDialect", "among", "ordered_rank", "run_search", "scan_rank"]
 
 Ranked = list[tuple[str, str, float]]
 _NO_VECTORS = "NOT EXISTS (SELECT 1 FROM plait_store_vectors v WHERE v.prefix = s.prefix AND v.key = s.key)"
@@ -33,6 +31,56 @@ ORDERS = {
     "updated": "s.updated_at DESC, s.prefix, s.key",
     "written": "s.ns_first, s.prefix, s.created_at, s.key",
 }
+
+
+class SearchDialect(Protocol):
+    """What a search needs of a database's dialect (the rest is the engine's ``Dialect``)."""
+
+    p: str
+    """The parameter placeholder (``?`` or ``%s``)."""
+
+    def now(self, seconds: float) -> Any:
+        """A timestamp parameter."""
+        ...
+
+    def timestamp(self, column: Any) -> Any:
+        """A timestamp column as a ``datetime``."""
+        ...
+
+    def alive(self, now: Any) -> tuple[str, list[Any]]:
+        """The condition "not expired at ``now``" on ``s``."""
+        ...
+
+    def terms(self, terms: list[Term]) -> tuple[str, list[Any]]:
+        """Filter terms as one SQL condition on ``s.value``."""
+        ...
+
+    def refresh(self, keys: list[tuple[str, str]], now: Any) -> list[Sql]:
+        """Restart the TTL clocks of these items."""
+        ...
+
+    def rank(self, query: Query) -> Step:
+        """Rank the items matching ``query`` by similarity: ``[(prefix, key, score)]``, best first."""
+        ...
+
+    def value(self, column: Any) -> dict[str, Any]:
+        """A value column as a dict."""
+        ...
+
+
+class _Engine(Protocol):
+    """What a search needs of the engine running it: its dialect, semantic index and result order."""
+
+    @property
+    def d(self) -> SearchDialect: ...
+
+    @property
+    def index(self) -> IndexSpec | None: ...
+
+    @property
+    def order(self) -> str: ...
+
+
 """The orders of unranked results a store's ``search_order`` picks (see the module docstring)."""
 
 
@@ -57,7 +105,7 @@ class Query:
 
 
 def run_search(
-    engine: Engine, op: SearchOp, vector: list[float] | None, now: float
+    engine: _Engine, op: SearchOp, vector: list[float] | None, now: float
 ) -> Generator[Any, Rows, Any]:
     """Answer one search operation (a step generator)."""
     d = engine.d
@@ -87,7 +135,7 @@ def run_search(
 
 
 def _ranked(
-    engine: Engine, op: SearchOp, query: Query, timed: list[tuple[str, str]]
+    engine: _Engine, op: SearchOp, query: Query, timed: list[tuple[str, str]]
 ) -> Generator[Any, Rows, list[SearchItem]]:
     ranked: Ranked = yield from engine.d.rank(query)
     page = ranked[op.offset : query.want]
@@ -109,7 +157,7 @@ def _ranked(
 
 
 def _plain(  # noqa: PLR0913 - a page of a search, and where its TTL'd hits go
-    engine: Engine,
+    engine: _Engine,
     query: Query,
     offset: int,
     limit: int,
@@ -142,7 +190,7 @@ def among(p: str, count: int) -> str:
 
 
 def _hit(
-    engine: Engine, row: tuple[Any, ...], score: float | None, timed: list[tuple[str, str]]
+    engine: _Engine, row: tuple[Any, ...], score: float | None, timed: list[tuple[str, str]]
 ) -> SearchItem:
     """A search hit from ``prefix, key, value, created_at, updated_at, ttl_minutes`` (noting a TTL in ``timed``)."""
     if row[5] is not None:
