@@ -20,6 +20,7 @@ __all__ = [
     "as_set",
     "durability_of",
     "modes_of",
+    "run_options",
     "seconds_of",
     "shape",
     "version_of",
@@ -155,3 +156,40 @@ class RunOptions:
     control: RunControl | None = None
     server_info: ServerInfo | None = None
     strict_resume: bool = False
+
+
+def run_options(
+    kwargs: Mapping[str, Any], control: RunControl | None, server_info: ServerInfo | None, strict: bool
+) -> RunOptions:
+    """The :class:`RunOptions` of a run's keyword arguments (``control``, ``server_info``, ``strict``:
+    :func:`~plait.pregel._control.run_extras` of its config).
+
+    Raises:
+        TypeError: an unknown option.
+        NotImplementedError: an option plait does not implement.
+        ValueError: a malformed option value.
+    """
+    if not kwargs:  # every option's default
+        return RunOptions(control=control, server_info=server_info, strict_resume=strict)
+    unknown = set(kwargs) - RUN_OPTIONS
+    if unknown:
+        raise TypeError(
+            f"Unexpected run option(s) {sorted(unknown)}; plait's invoke/stream take {sorted(RUN_OPTIONS)}"
+        )
+    for name in UNSUPPORTED:
+        if kwargs.get(name) is not None:
+            raise NotImplementedError(f"{name}= is not implemented by plait")
+    strategy = kwargs.get("multitask_strategy") or "enqueue"
+    if strategy not in ("enqueue", "reject"):
+        raise ValueError(f"multitask_strategy must be 'enqueue' or 'reject', got {strategy!r}")
+    return RunOptions(
+        interrupt_before=as_set(kwargs.get("interrupt_before")),
+        interrupt_after=as_set(kwargs.get("interrupt_after")),
+        multitask=strategy,
+        lease_timeout=seconds_of(kwargs.get("lease_timeout")),
+        subgraphs=bool(kwargs.get("subgraphs")),
+        durability=durability_of(kwargs),
+        control=control,
+        server_info=server_info,
+        strict_resume=strict,
+    )

@@ -21,17 +21,7 @@ from plait.pregel._control import run_extras, run_inputs
 from plait.pregel._history import empty_snapshot, snapshot, supersteps_of
 from plait.pregel._loop import Loop
 from plait.pregel._message_events import plain_messages
-from plait.pregel._options import (
-    RUN_OPTIONS,
-    UNSUPPORTED,
-    RunOptions,
-    as_set,
-    durability_of,
-    modes_of,
-    seconds_of,
-    shape,
-    version_of,
-)
+from plait.pregel._options import modes_of, run_options, shape, version_of
 from plait.pregel._plan import Plan
 from plait.pregel._root import root_snapshot
 from plait.pregel._run import run_sync
@@ -111,39 +101,12 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         # a subgraph run's travel is its parent task's
         travel: Travel | None = kwargs.pop(TRAVEL, None) if kwargs else None
         checked = run_config(config)
-        if not kwargs and travel is None and self.checkpointer is None:  # a plain run: every option's default
-            control, server_info, strict = run_extras(checked, None)
-            options = RunOptions(control=control, server_info=server_info, strict_resume=strict)
-            loop = Loop(self.plan, None, checked, modes, options)
-            if self.step_timeout is not None:
-                loop.step_timeout = self.step_timeout
-            return loop
-        unknown = set(kwargs) - RUN_OPTIONS
-        if unknown:
-            raise TypeError(
-                f"Unexpected run option(s) {sorted(unknown)}; plait's invoke/stream take {sorted(RUN_OPTIONS)}"
-            )
-        for name in UNSUPPORTED:
-            if kwargs.get(name) is not None:
-                raise NotImplementedError(f"{name}= is not implemented by plait")
-        strategy = kwargs.get("multitask_strategy") or "enqueue"
-        if strategy not in ("enqueue", "reject"):
-            raise ValueError(f"multitask_strategy must be 'enqueue' or 'reject', got {strategy!r}")
-        control, server_info, strict = run_extras(config, kwargs.get("control"))
-        options = RunOptions(
-            interrupt_before=as_set(kwargs.get("interrupt_before")),
-            interrupt_after=as_set(kwargs.get("interrupt_after")),
-            multitask=strategy,
-            lease_timeout=seconds_of(kwargs.get("lease_timeout")),
-            subgraphs=bool(kwargs.get("subgraphs")),
-            durability=durability_of(kwargs),
-            control=control,
-            server_info=server_info,
-            strict_resume=strict,
-        )
+        options = run_options(kwargs, *run_extras(checked, kwargs.get("control")))
         if travel is None and self.checkpointer is not None:
-            ThreadRef.from_config(checked)  # a malformed thread is refused before it is re-addressed
-            checked, travel = top_level(checked)
+            addressed, travel = top_level(checked)
+            if addressed is not checked:  # re-addressed: a malformed thread is refused first
+                ThreadRef.from_config(checked)
+            checked = addressed
         loop = Loop(self.plan, self.checkpointer, checked, modes, options)
         loop.travel = travel
         if self.step_timeout is not None:
