@@ -24,7 +24,7 @@ from plait.server._assistant_models import (
 from plait.server._auth import authorize
 from plait.server._auth_filter import permits
 from plait.server._data import assistants
-from plait.server._http import json_response, page_response
+from plait.server._http import json_response, paged_response
 from plait.server._schemas import graph_schemas
 from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, now_iso
@@ -199,38 +199,31 @@ async def delete(request: Request) -> Response:
     return Response(status_code=204)
 
 
-async def _matching(request: Request, data: AssistantCountRequest) -> list[dict[str, Any]]:
-    state = state_of(request)
+async def _query(request: Request, data: AssistantCountRequest) -> assistants.AssistantQuery:
+    """The assistants a search or count body selects, once the auth allows the search (its handler
+    may change the metadata wanted, and its filter narrows the search)."""
     metadata = data.metadata or {}
-    graph_id, name = data.graph_id, data.name
     limit, offset = (data.limit, data.offset) if isinstance(data, AssistantSearchRequest) else (10, 0)
-    value = {"graph_id": graph_id, "metadata": metadata, "limit": limit, "offset": offset}
+    value = {"graph_id": data.graph_id, "metadata": metadata, "limit": limit, "offset": offset}
     filters = await authorize(request, "assistants", "search", value)
     metadata = as_dict(value.get("metadata"))
-    docs = await assistants.newest_first(state.db)
-    return [
-        d
-        for d in docs
-        if (graph_id is None or d["graph_id"] == graph_id)
-        and (name is None or name.lower() in d["name"].lower())
-        and all(d["metadata"].get(k) == v for k, v in metadata.items())
-        and permits(filters, d["metadata"])
-    ]
+    return assistants.AssistantQuery(data.graph_id, data.name, metadata, filters)
 
 
 @api.post("/assistants/search", "Search Assistants", body=AssistantSearchRequest, response=list[Assistant])
 async def search(request: Request, body: AssistantSearchRequest) -> Response:
     """Assistants by graph, name and metadata; sorted and paged (``X-Pagination-Total``)."""
-    docs = await _matching(request, body)
-    sort_by = body.sort_by or "created_at"
-    docs.sort(key=lambda d: d[sort_by], reverse=(body.sort_order or "desc") == "desc")
-    return page_response(docs, body.offset, body.limit, body.select)
+    query = await _query(request, body)
+    sort_by, order = body.sort_by or "created_at", body.sort_order or "desc"
+    db = state_of(request).db
+    page, total = await assistants.search(db, query, sort_by, order, body.limit, body.offset)
+    return paged_response(page, total, body.offset, body.limit, body.select)
 
 
 @api.post("/assistants/count", "Count Assistants", body=AssistantCountRequest, response=int)
 async def count(request: Request, body: AssistantCountRequest) -> Response:
     """How many assistants the filters select."""
-    return json_response(len(await _matching(request, body)))
+    return json_response(await assistants.count(state_of(request).db, await _query(request, body)))
 
 
 _GRAPH = {"type": "object", "description": "The graph's drawing: ``nodes`` and ``edges``."}

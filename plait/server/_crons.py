@@ -38,7 +38,7 @@ from plait.server._cron_models import (
     when,
 )
 from plait.server._data import assistants, crons, threads
-from plait.server._http import json_response, page_response
+from plait.server._http import json_response, page_response, paged_response
 from plait.server._run_models import RunCreate
 from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, now_iso, uuid7
@@ -247,39 +247,43 @@ async def delete(request: Request) -> Response:
     return Response(status_code=204)
 
 
-async def _matching(request: Request, wanted: CronCountRequest) -> list[dict[str, Any]]:
-    """The crons the search's filters select; assistant, thread and enabled are columns of the
-    table, metadata is read from each document."""
+async def _query(request: Request, wanted: CronCountRequest) -> crons.CronQuery:
+    """The crons the search's filters select (and the auth lets the user see)."""
     state = state_of(request)
     data = wanted.model_dump()  # (as the auth is asked)
-    raw_assistant, raw_thread, enabled = wanted.assistant_id, wanted.thread_id, wanted.enabled
-    metadata = wanted.metadata or {}
+    raw_assistant = wanted.assistant_id
     assistant_id = None if raw_assistant is None else assistant_id_for(raw_assistant, state)
-    visible = await visible_crons(request, raw_thread, data)
-    found = await crons.search(state.db, assistant_id, raw_thread, enabled, visible)
-    return [c for c in found if all(c["metadata"].get(k) == v for k, v in metadata.items())]
+    visible = await visible_crons(request, wanted.thread_id, data)
+    metadata = wanted.metadata or {}
+    return crons.CronQuery(assistant_id, wanted.thread_id, wanted.enabled, metadata, visible)
 
 
 @api.post("/runs/crons/search", "Search Crons", body=CronSearch, response=list[Cron])
 async def search(request: Request, body: CronSearch) -> Response:
     """Crons by assistant, thread, enabled and metadata; sorted and paged (``X-Pagination-Total``)."""
-    found = await _matching(request, body)
+    query = await _query(request, body)
+    db = state_of(request).db
     sort_by, order = body.sort_by or "created_at", body.sort_order or "desc"
+    select: list[str] = list(body.select or [])
+    if sort_by in crons.COLUMN_SORTS:  # (sorted and paged by the database)
+        page, total = await crons.search(db, query, sort_by, order, body.limit, body.offset)
+        return paged_response(page, total, body.offset, body.limit, select)
+    found, _ = await crons.search(db, query, None, order, None, 0)
 
     def key(cron: dict[str, Any]) -> tuple[bool, Any]:
         value = cron.get(sort_by)
-        if value is not None and sort_by in ("end_time", "next_run_date"):
+        if value is not None:
             value = when(value)  # (an end time keeps the offset it was given with)
         return value is not None, value if value is not None else ""
 
     found.sort(key=key, reverse=order == "desc")
-    return page_response(found, body.offset, body.limit, list(body.select or []))
+    return page_response(found, body.offset, body.limit, select)
 
 
 @api.post("/runs/crons/count", "Count Crons", body=CronCountRequest, response=int)
 async def count(request: Request, body: CronCountRequest) -> Response:
     """How many crons the filters select."""
-    return json_response(len(await _matching(request, body)))
+    return json_response(await crons.count(state_of(request).db, await _query(request, body)))
 
 
 # -- firing -------------------------------------------------------------------------------

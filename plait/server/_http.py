@@ -25,6 +25,7 @@ __all__ = [
     "error_response",
     "json_response",
     "page_response",
+    "paged_response",
     "query_int",
 ]
 
@@ -58,10 +59,18 @@ def page_response(
     """One page of search results (each made a document by ``show``, if given; ``select`` keeps
     those fields) with LangGraph's pagination headers (``X-Pagination-Total``, ``-Next``)."""
     page = [show(item) if show is not None else item for item in found[offset : offset + limit]]
+    return paged_response(page, len(found), offset, limit, select)
+
+
+def paged_response(
+    page: list[dict[str, Any]], total: int, offset: int, limit: int, select: Sequence[str] | None
+) -> Response:
+    """A page of search results the database paged (``total``: how many the search selects in all;
+    ``select`` keeps those fields) with LangGraph's pagination headers."""
     if select:
         page = [{k: d.get(k) for k in select} for d in page]
-    headers = {"X-Pagination-Total": str(len(found))}
-    if offset + limit < len(found):
+    headers = {"X-Pagination-Total": str(total)}
+    if offset + limit < total:
         headers["X-Pagination-Next"] = str(offset + limit)
     return json_response(page, headers=headers)
 

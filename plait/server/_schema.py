@@ -51,12 +51,42 @@ _PG_V2: list[LiteralString] = [
     """CREATE INDEX IF NOT EXISTS plait_server_threads_metadata ON plait_server_threads
         USING gin (((doc::jsonb) -> 'metadata') jsonb_path_ops) WITH (fastupdate = off)""",
 ]
+# version 4: assistants' and crons' searches filter, sort and page in SQL (each sort column indexed;
+# on PostgreSQL in code point order, as the search sorts, and the metadata under a GIN index)
+_SQLITE_V4: list[LiteralString] = [
+    "CREATE INDEX IF NOT EXISTS plait_server_assistants_created ON plait_server_assistants (created_at)",
+    "CREATE INDEX IF NOT EXISTS plait_server_assistants_updated ON plait_server_assistants (updated_at)",
+    "CREATE INDEX IF NOT EXISTS plait_server_assistants_name ON plait_server_assistants (name)",
+    "CREATE INDEX IF NOT EXISTS plait_server_assistants_graph ON plait_server_assistants (graph_id, created_at)",
+    "CREATE INDEX IF NOT EXISTS plait_server_crons_created ON plait_server_crons (created_at)",
+    "CREATE INDEX IF NOT EXISTS plait_server_crons_updated ON plait_server_crons (updated_at)",
+]
+_PG_V4: list[LiteralString] = [
+    'CREATE INDEX IF NOT EXISTS plait_server_assistants_created ON plait_server_assistants (created_at COLLATE "C")',
+    'CREATE INDEX IF NOT EXISTS plait_server_assistants_updated ON plait_server_assistants (updated_at COLLATE "C")',
+    'CREATE INDEX IF NOT EXISTS plait_server_assistants_name ON plait_server_assistants (name COLLATE "C")',
+    'CREATE INDEX IF NOT EXISTS plait_server_assistants_id ON plait_server_assistants (assistant_id COLLATE "C")',
+    """CREATE INDEX IF NOT EXISTS plait_server_assistants_graph ON plait_server_assistants
+        (graph_id, created_at COLLATE "C")""",
+    """CREATE INDEX IF NOT EXISTS plait_server_assistants_metadata ON plait_server_assistants
+        USING gin (((doc::jsonb) -> 'metadata') jsonb_path_ops) WITH (fastupdate = off)""",
+    'CREATE INDEX IF NOT EXISTS plait_server_crons_created ON plait_server_crons (created_at COLLATE "C")',
+    'CREATE INDEX IF NOT EXISTS plait_server_crons_updated ON plait_server_crons (updated_at COLLATE "C")',
+    """CREATE INDEX IF NOT EXISTS plait_server_crons_metadata ON plait_server_crons
+        USING gin (((doc::jsonb) -> 'metadata') jsonb_path_ops) WITH (fastupdate = off)""",
+]
 _SQLITE_STEPS: list[list[LiteralString] | Callable[[sqlite3.Connection], None]] = [
     [],
     _SQLITE_V2,
     sqlite_move_store,
+    _SQLITE_V4,
 ]
-_PG_STEPS: list[list[LiteralString] | Callable[[Any], Awaitable[None]]] = [[], _PG_V2, pg_move_store]
+_PG_STEPS: list[list[LiteralString] | Callable[[Any], Awaitable[None]]] = [
+    [],
+    _PG_V2,
+    pg_move_store,
+    _PG_V4,
+]
 SCHEMA_VERSION = len(_SQLITE_STEPS)
 """The newest version of the server's tables this plait knows."""
 
@@ -84,9 +114,25 @@ def _json_subset(stored: str | None, wanted: str) -> bool:
     return all(k in have and have[k] == v for k, v in want.items())
 
 
+def _meta_holds(stored: str | None, wanted: str) -> bool:
+    """The stored JSON object has each key of ``wanted`` with an equal value (a null one: absent or null)."""
+    want: dict[str, Any] = loads(wanted)
+    loaded: Any = loads(stored) if stored else None
+    have = cast("dict[str, Any]", loaded) if isinstance(loaded, dict) else {}
+    return all(have.get(k) == v for k, v in want.items())
+
+
+def _icontains(stored: str | None, part: str) -> bool:
+    """``part`` is in ``stored``, letter case aside (as Python's ``str.lower`` folds it)."""
+    return stored is not None and part.lower() in stored.lower()
+
+
 def sqlite_functions(conn: sqlite3.Connection) -> None:
-    """The SQL functions searches use: ``plait_json_equal(stored, wanted)``, ``plait_json_subset(stored, wanted)``
-    and ``plait_auth_match(metadata, filter)`` (an auth handler's filter, see :mod:`plait.server._auth_filter`)."""
+    """The SQL functions searches use: ``plait_json_equal(stored, wanted)``, ``plait_json_subset(stored, wanted)``,
+    ``plait_meta_holds(metadata, wanted)``, ``plait_icontains(text, part)`` and
+    ``plait_auth_match(metadata, filter)`` (an auth handler's filter, see :mod:`plait.server._auth_filter`)."""
+    conn.create_function("plait_meta_holds", 2, _meta_holds, deterministic=True)
+    conn.create_function("plait_icontains", 2, _icontains, deterministic=True)
     conn.create_function("plait_json_equal", 2, _json_equal, deterministic=True)
     conn.create_function("plait_json_subset", 2, _json_subset, deterministic=True)
     conn.create_function("plait_auth_match", 2, auth_match, deterministic=True)

@@ -104,6 +104,9 @@ def test_sqlite_old_database_gets_the_metadata_index(tmp_path: pathlib.Path) -> 
             )
         )
         assert "plait_server_thread_meta_kv" in plan
+        indexes = {r[0] for r in db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {"plait_server_assistants_created", "plait_server_assistants_graph"} <= indexes  # version 4
+        assert {"plait_server_crons_created", "plait_server_crons_updated"} <= indexes
     finally:
         asyncio.run(db.close())
 
@@ -139,6 +142,9 @@ def test_postgres_old_database_gets_the_metadata_index_and_newer_is_refused() ->
                     "SELECT to_regclass('plait_server_threads_metadata') IS NOT NULL AS ok"
                 )
                 assert index == [{"ok": True}]
+                for name in ("plait_server_assistants_metadata", "plait_server_crons_metadata"):  # version 4
+                    found = await db.fetch(f"SELECT to_regclass('{name}') IS NOT NULL AS ok")
+                    assert found == [{"ok": True}]
                 for metadata, ids in (({"a": 1}, ["t1"]), ({"a": 2}, [])):
                     where, params = where_sql(db.dialect, metadata, {}, None, None)
                     rows = await db.fetch(f"SELECT thread_id FROM plait_server_threads{where}", params)

@@ -4,12 +4,30 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, cast
 
+from plait.server._auth_filter import Filter
+from plait.server._data.filters import doc_filter_sql, holds_sql
 from plait.server._db import Database, Tx
-from plait.server._wire import dumps, loads
+from plait.server._wire import ApiError, dumps, loads
 
-__all__ = ["delete", "get", "get_shared", "modify", "newest_first", "version", "versions", "write"]
+__all__ = [
+    "SORTS",
+    "AssistantQuery",
+    "count",
+    "delete",
+    "get",
+    "get_shared",
+    "modify",
+    "search",
+    "version",
+    "versions",
+    "write",
+]
+
+SORTS = ("assistant_id", "graph_id", "name", "created_at", "updated_at")
+"""The columns a search sorts by."""
 
 
 async def get(db: Database | Tx, assistant_id: str) -> dict[str, Any] | None:
@@ -92,10 +110,73 @@ async def delete(db: Database, assistant_id: str) -> None:
             await tx.run(f"DELETE FROM {table} WHERE assistant_id = ?", (assistant_id,))
 
 
-async def newest_first(db: Database) -> list[dict[str, Any]]:
-    """Every assistant's document, the newest first."""
-    rows = await db.fetch("SELECT doc FROM plait_server_assistants ORDER BY created_at DESC")
-    return [loads(r["doc"]) for r in rows]
+@dataclass(frozen=True)
+class AssistantQuery:
+    """Which assistants a search or count selects: of ``graph_id``, whose name holds ``name`` (letter
+    case aside), whose metadata holds ``metadata``'s keys with equal values (each: when given), and
+    what the auth's filter keeps."""
+
+    graph_id: str | None = None
+    name: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    auth: Filter | None = None
+
+
+def _where(dialect: str, query: AssistantQuery) -> tuple[str, list[Any]]:
+    """`` WHERE ...`` (or ``""``) and its parameters for the assistants ``query`` selects."""
+    where: list[str] = []
+    params: list[Any] = []
+    if query.graph_id is not None:
+        where.append("graph_id = ?")
+        params.append(query.graph_id)
+    if query.name is not None:
+        postgres = dialect == "postgres"
+        where.append("strpos(lower(name), lower(?)) > 0" if postgres else "plait_icontains(name, ?)")
+        params.append(query.name)
+    found = [holds_sql(dialect, query.metadata)] if query.metadata else []
+    if query.auth:
+        found.append(doc_filter_sql(dialect, query.auth))
+    for sql, more in found:
+        where.append(sql)
+        params += more
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def _order(dialect: str, sort_by: str, sort_order: str) -> str:
+    """`` ORDER BY ...``: code point order (as Python compares strings), ties the newest first."""
+    if sort_by not in SORTS:
+        raise ApiError(422, f"sort_by must be {', '.join(SORTS[:-1])} or {SORTS[-1]}, got {sort_by!r}")
+    if sort_order not in ("asc", "desc"):
+        raise ApiError(422, f"sort_order must be 'asc' or 'desc', got {sort_order!r}")
+    collate = ' COLLATE "C"' if dialect == "postgres" else ""
+    ties = "" if sort_by == "created_at" else f", created_at{collate} DESC"
+    last = "" if sort_by == "assistant_id" else f", assistant_id{collate}"
+    return f" ORDER BY {sort_by}{collate} {sort_order.upper()}{ties}{last}"
+
+
+async def search(  # noqa: PLR0913 - a query, its order and its page
+    db: Database, query: AssistantQuery, sort_by: str, sort_order: str, limit: int, offset: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The documents of a page of the assistants ``query`` selects, ordered by ``sort_by``
+    (``sort_order``: ``"asc"`` or ``"desc"``; ties the newest first), and how many it selects in all."""
+    where, params = _where(db.dialect, query)
+    order = _order(db.dialect, sort_by, sort_order)
+    rows = await db.fetch(
+        f"SELECT doc, count(*) OVER () AS total FROM plait_server_assistants{where}{order} LIMIT ? OFFSET ?",
+        [*params, max(limit, 0), max(offset, 0)],
+    )
+    total = int(rows[0]["total"]) if rows else await _count(db, where, params) if offset > 0 else 0
+    return [cast("dict[str, Any]", loads(r["doc"])) for r in rows], total
+
+
+async def count(db: Database, query: AssistantQuery) -> int:
+    """How many assistants ``query`` selects."""
+    return await _count(db, *_where(db.dialect, query))
+
+
+async def _count(db: Database, where: str, params: list[Any]) -> int:
+    rows = await db.fetch(f"SELECT count(*) AS n FROM plait_server_assistants{where}", params)
+    return int(rows[0]["n"])
 
 
 async def versions(db: Database, assistant_id: str) -> list[dict[str, Any]]:

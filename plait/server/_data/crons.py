@@ -7,11 +7,27 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from plait.server._auth_filter import Filter
-from plait.server._data.filters import doc_filter_sql, thread_filter_sql
+from plait.server._data.filters import doc_filter_sql, holds_sql, thread_filter_sql
 from plait.server._db import Database, Tx
 from plait.server._wire import dumps, loads
 
-__all__ = ["Visible", "delete", "due", "get", "get_locked", "next_due", "search", "write"]
+__all__ = [
+    "COLUMN_SORTS",
+    "CronQuery",
+    "Visible",
+    "count",
+    "delete",
+    "due",
+    "get",
+    "get_locked",
+    "next_due",
+    "search",
+    "write",
+]
+
+COLUMN_SORTS = ("cron_id", "assistant_id", "thread_id", "created_at", "updated_at")
+"""The fields a search sorts by in SQL (columns of the table); the others (times kept with their
+offset inside the document) are sorted by the caller."""
 
 
 async def write(db: Database | Tx, cron: dict[str, Any], due: float | None, *, insert: bool) -> None:
@@ -74,27 +90,77 @@ def _visible_sql(dialect: str, visible: Visible) -> list[tuple[str, list[Any]]]:
     return found
 
 
-async def search(
-    db: Database, assistant_id: str | None, thread_id: str | None, enabled: bool | None, visible: Visible
-) -> list[dict[str, Any]]:
-    """The documents of the crons of ``assistant_id``, of ``thread_id``, ``enabled`` or not (each:
-    when not ``None``) that ``visible`` lets the user see."""
+@dataclass(frozen=True)
+class CronQuery:
+    """Which crons a search or count selects: of ``assistant_id``, of ``thread_id``, ``enabled`` or
+    not (each: when not ``None``), whose metadata holds ``metadata``'s keys with equal values, and
+    that ``visible`` lets the user see."""
+
+    assistant_id: str | None
+    thread_id: str | None
+    enabled: bool | None
+    metadata: dict[str, Any]
+    visible: Visible
+
+
+def _where(dialect: str, query: CronQuery) -> tuple[str, list[Any]]:
     where: list[str] = []
     params: list[Any] = []
-    if assistant_id is not None:
-        where.append("assistant_id = ?")
-        params.append(assistant_id)
-    if thread_id is not None:
-        where.append("thread_id = ?")
-        params.append(thread_id)
-    if enabled is not None:
+    for column, value in (("assistant_id", query.assistant_id), ("thread_id", query.thread_id)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if query.enabled is not None:
         where.append("enabled = ?")
-        params.append(1 if enabled else 0)
-    for condition, more in _visible_sql(db.dialect, visible):
+        params.append(1 if query.enabled else 0)
+    found = _visible_sql(dialect, query.visible)
+    if query.metadata:
+        found.append(holds_sql(dialect, query.metadata))
+    for condition, more in found:
         where.append(condition)
         params += more
-    sql = "SELECT doc FROM plait_server_crons" + (" WHERE " + " AND ".join(where) if where else "")
-    return [cast("dict[str, Any]", loads(r["doc"])) for r in await db.fetch(sql, params)]
+    return (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def _order(dialect: str, sort_by: str | None, sort_order: str) -> str:
+    """`` ORDER BY ...``: code point order (as Python compares strings), no value first when
+    ascending (last when descending), ties by id; ``sort_by`` ``None``: by id alone."""
+    collate = ' COLLATE "C"' if dialect == "postgres" else ""
+    if sort_by is None or sort_by == "cron_id":
+        return f" ORDER BY cron_id{collate} {'DESC' if sort_by and sort_order == 'desc' else 'ASC'}"
+    if sort_order not in ("asc", "desc"):
+        raise ValueError(f"sort_order must be 'asc' or 'desc', got {sort_order!r}")
+    nulls = (" NULLS FIRST" if sort_order == "asc" else " NULLS LAST") if collate else ""
+    return f" ORDER BY {sort_by}{collate} {sort_order.upper()}{nulls}, cron_id{collate}"
+
+
+async def search(  # noqa: PLR0913 - a query, its order and its page
+    db: Database, query: CronQuery, sort_by: str | None, sort_order: str, limit: int | None, offset: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The documents of a page of the crons ``query`` selects (``limit`` ``None``: all of them),
+    ordered by the column ``sort_by`` (one of :data:`COLUMN_SORTS`, or ``None``: by id), and how many
+    it selects in all."""
+    if sort_by is not None and sort_by not in COLUMN_SORTS:
+        raise ValueError(f"sort_by must be one of {COLUMN_SORTS}, got {sort_by!r}")
+    where, params = _where(db.dialect, query)
+    order = _order(db.dialect, sort_by, sort_order)
+    page = "" if limit is None else " LIMIT ? OFFSET ?"
+    more = [] if limit is None else [max(limit, 0), max(offset, 0)]
+    rows = await db.fetch(
+        f"SELECT doc, count(*) OVER () AS total FROM plait_server_crons{where}{order}{page}", [*params, *more]
+    )
+    total = int(rows[0]["total"]) if rows else await _count(db, where, params) if offset > 0 else 0
+    return [cast("dict[str, Any]", loads(r["doc"])) for r in rows], total
+
+
+async def count(db: Database, query: CronQuery) -> int:
+    """How many crons ``query`` selects."""
+    return await _count(db, *_where(db.dialect, query))
+
+
+async def _count(db: Database, where: str, params: list[Any]) -> int:
+    rows = await db.fetch(f"SELECT count(*) AS n FROM plait_server_crons{where}", params)
+    return int(rows[0]["n"])
 
 
 async def due(tx: Tx, dialect: str, now: float, limit: int) -> list[dict[str, Any]]:

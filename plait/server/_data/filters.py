@@ -12,7 +12,7 @@ from typing import Any
 from plait.server._auth_filter import Filter
 from plait.server._wire import as_dict, as_list, dumps
 
-__all__ = ["doc_filter_sql", "filter_sql", "thread_filter_sql"]
+__all__ = ["doc_filter_sql", "filter_sql", "holds_sql", "thread_filter_sql"]
 
 _GROUPS = ("$or", "$and")
 
@@ -77,6 +77,27 @@ _META_PG = "((doc::jsonb) -> 'metadata')"
 def doc_filter_sql(dialect: str, filters: Filter) -> tuple[str, list[Any]]:
     """:func:`filter_sql` on the metadata inside a row's ``doc`` (threads, crons, assistants)."""
     return filter_sql(dialect, filters, _META_PG if dialect == "postgres" else _META_SQLITE)
+
+
+def holds_sql(dialect: str, metadata: dict[str, Any]) -> tuple[str, list[Any]]:
+    """A SQL condition (and its parameters) true for the rows whose ``doc``'s metadata holds each key
+    of ``metadata`` with an equal value (a ``None`` value: the key absent or null), as
+    ``stored.get(key) == value`` answers in Python; ``("", [])`` when ``metadata`` is empty."""
+    if not metadata:
+        return "", []
+    if dialect != "postgres":
+        return f"plait_meta_holds({_META_SQLITE}, ?)", [_json(metadata)]
+    present = {k: v for k, v in metadata.items() if v is not None}
+    parts = [f"{_META_PG} @> CAST(? AS jsonb)"] if present else []
+    params: list[Any] = [_json(present)] if present else []
+    for key, value in metadata.items():  # (@> also takes a part of a nested value: each equal)
+        if value is None:
+            parts.append(f"COALESCE({_META_PG} -> CAST(? AS text), 'null'::jsonb) = 'null'::jsonb")
+            params.append(str(key))
+        else:
+            parts.append(f"{_META_PG} -> CAST(? AS text) = CAST(? AS jsonb)")
+            params += [str(key), _json(value)]
+    return "(" + " AND ".join(parts) + ")", params
 
 
 _PICK = "thread_id IN (SELECT thread_id FROM plait_server_thread_meta WHERE key = ? AND "
