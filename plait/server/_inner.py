@@ -1,5 +1,7 @@
 """Requests into the server's own app on behalf of a request (``/mcp``, ``/a2a``): the caller's headers
-go with them, so every check and auth rule of the API routes applies to what those endpoints do."""
+go with them, so every check and auth rule of the API routes applies to what those endpoints do; under
+custom auth the user the outer request authenticated is lent to them (:mod:`plait.server._auth_inner`),
+so ``@auth.authenticate`` runs once per outer request."""
 
 from __future__ import annotations
 
