@@ -9,7 +9,7 @@ from typing import Any
 __all__ = ["PutCheckpoint", "PutWrites", "SaveOp"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made several times a run, and a frozen init costs four times as much
 class PutCheckpoint:
     """Store a checkpoint (``saver.put``).
 
@@ -28,7 +28,7 @@ class PutCheckpoint:
     expected_head: Any = ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # (not frozen, as PutCheckpoint)
 class PutWrites:
     """Store the writes of one task of a step that has not completed (``saver.put_writes``).
 

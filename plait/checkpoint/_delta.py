@@ -468,8 +468,20 @@ def pack_ts(ts: str) -> Any:
     return micros if unpack_ts(micros) == ts else ts
 
 
+_second_read: tuple[int | None, str] = (None, "")  # the last whole second unpacked, and its text
+
+
 def unpack_ts(packed: Any) -> str:
-    return packed if type(packed) is str else (_EPOCH + timedelta(microseconds=packed)).isoformat()
+    """The text of a packed timestamp (as ``datetime.isoformat`` writes the UTC time; each second's
+    part is formatted once, a thread's checkpoints mostly share it)."""
+    global _second_read  # noqa: PLW0603 - one tuple, replaced atomically
+    if type(packed) is str:
+        return packed
+    seconds, micros = divmod(packed, 1_000_000)
+    known = _second_read
+    if known[0] != seconds:
+        known = _second_read = (seconds, (_EPOCH + timedelta(seconds=seconds)).isoformat()[:19])
+    return f"{known[1]}.{micros:06d}+00:00" if micros else f"{known[1]}+00:00"
 
 
 class ValueCache(Generic[_V]):

@@ -110,3 +110,13 @@ def test_checkpoint_ids_sort_after_the_id_they_follow() -> None:
     ahead = new_checkpoint_id(after=future)
     assert ahead > future and stamp_of(ahead) == stamp_of(future) + 1
     assert new_checkpoint_id(after=ahead) > ahead
+
+
+def test_a_packed_timestamp_reads_back_as_datetime_writes_it() -> None:
+    rng = random.Random(7)
+    micros = [rng.randrange(-62135596800000000, 253402300799999999) for _ in range(5000)]
+    micros += [0, -1, 1, 10**6, -(10**6), 1_700_000_000_000_000, 1_700_000_000_000_001]
+    for value in micros:
+        expected = (_EPOCH + timedelta(microseconds=value)).isoformat()
+        assert unpack_ts(value) == expected  # (twice: the second read comes from the cached second)
+        assert unpack_ts(value) == expected
