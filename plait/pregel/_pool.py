@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable, Sized
@@ -135,6 +136,17 @@ class _Runner:
                 with _idle_lock:
                     _idle.append(self)  # idle before ``done``: the caller's next step finds it
                 done()
+
+
+def _forked() -> None:
+    """In a forked child: the parent's threads (and any lock they held) are not here."""
+    global _idle_lock, _pool_lock  # noqa: PLW0603 - replaced in the child only
+    _idle.clear()
+    _pool.clear()
+    _idle_lock, _pool_lock = threading.Lock(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def on_runner(job: Callable[[], None], done: Callable[[], None]) -> None:

@@ -1,12 +1,17 @@
 """A sync run's parallel step: its pool helpers start one by one, yet blocking tasks all run at
-once, up to ``max_concurrency``."""
+once, up to ``max_concurrency``; a forked child makes threads of its own."""
 
 from __future__ import annotations
 
 import operator
+import os
+import signal
 import threading
 from typing import Annotated, Any, TypedDict
 
+import pytest
+
+from plait.config import get_stream_writer
 from plait.graph import START, StateGraph
 from plait.types import Send
 
@@ -54,3 +59,32 @@ def test_max_concurrency_blocking_tasks_run_exactly_that_many_at_once() -> None:
 
     out = _fan_out(work).invoke({"items": list(range(20)), "done": []}, {"max_concurrency": 4})
     assert sorted(out["done"]) == list(range(20)) and peak[0] == 4
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_streams_and_fans_out_on_threads_of_its_own() -> None:
+    def quick(arg: dict[str, int]) -> dict[str, list[int]]:
+        get_stream_writer()(arg["n"])
+        return {"done": [arg["n"]]}
+
+    graph = _fan_out(quick)
+    single = StateGraph(Items).add_node("work", lambda s: quick({"n": 7})).add_edge(START, "work").compile()
+
+    def both() -> list[Any]:  # a parallel step (pool helpers) and a live stream (a runner thread)
+        out = graph.invoke({"items": list(range(8)), "done": []})
+        return [sorted(out["done"]), list(single.stream({"items": [], "done": []}, stream_mode="custom"))]
+
+    expected = both()  # the parent has its pool and runner threads now
+    assert expected == [list(range(8)), [7]]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a hang ends it (SIGALRM) instead of the test run
+        signal.alarm(HANG)
+        try:
+            os.write(write, repr(both()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        assert pipe.read() == repr(expected)
+    os.waitpid(pid, 0)
