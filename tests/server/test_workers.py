@@ -116,6 +116,11 @@ def test_killed_worker_run_completes_elsewhere(pair: tuple[Server, Server, pathl
     pid = int(log.read_text().split("second-start ")[1].split()[0])
     victim, survivor = (one, two) if pid == one.proc.pid else (two, one)
     assert pid == victim.proc.pid
+    # durability "async" saves step one's checkpoint while step two runs: kill once it is stored
+    _until(
+        lambda: any(s["next"] == ["second"] for s in client.threads.get_history(tid)),
+        "step one's checkpoint saved",
+    )
     victim.proc.send_signal(signal.SIGKILL)
     victim.proc.wait()
     log.with_suffix(".gate").touch()  # the survivor, taking the run over, goes through
