@@ -34,22 +34,18 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 from plait.checkpoint._config import checkpoint_config, listed_thread
-from plait.checkpoint._delta import (
-    FULL,
-    Entry,
-    ValueCache,
-    encode_value,
+from plait.checkpoint._delta import FULL, Entry, ValueCache, encode_value, rebuild
+from plait.checkpoint._direct_async import DirectAsync
+from plait.checkpoint._listed import tuple_counter
+from plait.checkpoint._locks import check_head
+from plait.checkpoint._memory_fields import (
     pack_fields,
     pack_meta,
     pack_ts,
-    rebuild,
     unpack_fields,
     unpack_meta,
     unpack_ts,
 )
-from plait.checkpoint._direct_async import DirectAsync
-from plait.checkpoint._listed import tuple_counter
-from plait.checkpoint._locks import check_head
 from plait.checkpoint._memory_read import Known, Memo, Rows, replay
 from plait.checkpoint._persistent import PersistentDict
 from plait.checkpoint._records import ThreadLog as _Thread

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from plait.checkpoint._delta import pack_fields, pack_ts, unpack_fields, unpack_ts
 from plait.checkpoint._make import now_iso
+from plait.checkpoint._memory_fields import pack_fields, pack_ts, unpack_fields, unpack_ts
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
