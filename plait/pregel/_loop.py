@@ -1,10 +1,9 @@
 """One run of a graph as a state machine, shared by the sync and async drivers.
 
-:class:`Loop` holds everything that changes during a run. :meth:`Loop.effects`
-is the whole run (apply the input, then superstep after superstep: run the
-tasks, merge, route, checkpoint, stream) written once, as a generator of typed
-effects (:mod:`plait.pregel._effects`). It performs no I/O and calls no user
-code: the driver executes each effect, synchronously (``_run.py``) or on the
+:class:`Loop` holds everything that changes during a run. :meth:`Loop.effects` is the whole run
+(apply the input, then superstep after superstep: run the tasks, merge, route, checkpoint, stream)
+written once, as a generator of typed effects (:mod:`plait.pregel._effects`). It performs no I/O
+and calls no user code: the driver executes each effect, synchronously (``_run.py``) or on the
 caller's event loop (``_arun.py``), and sends back what the effect produced.
 """
 
