@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,3 +48,24 @@ def pg_saver(prefix: str = "plait_t") -> Iterator[Any]:
 
     with private_schema(prefix) as dsn, PostgresSaver.from_conn_string(dsn, pool_size=2) as saver:
         yield saver
+
+
+# the sessions waiting for the test's session, directly or behind one that does
+_BLOCKED = """WITH RECURSIVE w(pid) AS (
+  SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))
+  UNION SELECT a.pid FROM pg_stat_activity a JOIN w ON w.pid = ANY(pg_blocking_pids(a.pid)))
+SELECT count(*) FROM w"""
+
+
+def wait_blocked(conn: Any, holder: int, count: int) -> None:
+    """Poll until ``count`` sessions wait (directly or not) for the lock ``holder``'s session holds."""
+    import psycopg
+
+    deadline = time.monotonic() + 120  # only so a broken server fails the test
+    while True:
+        with psycopg.connect(conn.info.dsn, autocommit=True) as probe:
+            row = probe.execute(_BLOCKED, (holder,)).fetchone()
+        if row is not None and row[0] >= count:
+            return
+        assert time.monotonic() < deadline, f"never {count} sessions waiting for the test's lock"
+        time.sleep(0.02)

@@ -10,33 +10,15 @@ from __future__ import annotations
 
 import pathlib
 import threading
-import time
 from collections.abc import Callable
 
 import httpx
 import psycopg
 import pytest
-from _pg import private_schema
+from _pg import private_schema, wait_blocked
 from _serve_proc import Gate, running
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError
-
-# the sessions waiting for the test's session, directly or behind one that does
-_BLOCKED = """WITH RECURSIVE w(pid) AS (
-  SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))
-  UNION SELECT a.pid FROM pg_stat_activity a JOIN w ON w.pid = ANY(pg_blocking_pids(a.pid)))
-SELECT count(*) FROM w"""
-
-
-def _wait_blocked(conn: psycopg.Connection, holder: int, count: int) -> None:
-    deadline = time.monotonic() + 120  # only so a broken server fails the test
-    while True:
-        with psycopg.connect(conn.info.dsn, autocommit=True) as probe:
-            row = probe.execute(_BLOCKED, (holder,)).fetchone()
-        if row is not None and row[0] >= count:
-            return
-        assert time.monotonic() < deadline, f"never {count} sessions waiting for the test's lock"
-        time.sleep(0.02)
 
 
 def test_deleting_a_thread_while_its_run_ends_does_not_deadlock(
@@ -53,13 +35,13 @@ def test_deleting_a_thread_while_its_run_ends_does_not_deadlock(
             assert holder is not None
             conn.execute("SELECT 1 FROM plait_server_threads WHERE thread_id = %s FOR UPDATE", (tid,))
             gate.open()
-            _wait_blocked(conn, holder[0], 1)  # the run's end waits for the thread's row
+            wait_blocked(conn, holder[0], 1)  # the run's end waits for the thread's row
             answers: list[httpx.Response] = []
             deleting = threading.Thread(
                 target=lambda: answers.append(httpx.delete(f"{server.url}/threads/{tid}", timeout=120))
             )
             deleting.start()
-            _wait_blocked(conn, holder[0], 2)  # ... and so does the delete
+            wait_blocked(conn, holder[0], 2)  # ... and so does the delete
             conn.commit()
         deleting.join()
         assert answers[0].status_code == 204, answers[0].text

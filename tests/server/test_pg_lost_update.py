@@ -10,31 +10,13 @@ from __future__ import annotations
 
 import pathlib
 import threading
-import time
 from collections.abc import Callable
 
 import httpx
 import psycopg
-from _pg import private_schema
+from _pg import private_schema, wait_blocked
 from _serve_proc import Gate, running
 from langgraph_sdk import get_sync_client
-
-# the sessions waiting for the test's session, directly or behind one that does
-_BLOCKED = """WITH RECURSIVE w(pid) AS (
-  SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))
-  UNION SELECT a.pid FROM pg_stat_activity a JOIN w ON w.pid = ANY(pg_blocking_pids(a.pid)))
-SELECT count(*) FROM w"""
-
-
-def _wait_blocked(conn: psycopg.Connection, holder: int, count: int) -> None:
-    deadline = time.monotonic() + 120  # only so a broken server fails the test
-    while True:
-        with psycopg.connect(conn.info.dsn, autocommit=True) as probe:
-            row = probe.execute(_BLOCKED, (holder,)).fetchone()
-        if row is not None and row[0] >= count:
-            return
-        assert time.monotonic() < deadline, f"never {count} sessions waiting for the test's lock"
-        time.sleep(0.02)
 
 
 def test_a_patch_made_while_a_run_ends_keeps_the_runs_end(
@@ -51,7 +33,7 @@ def test_a_patch_made_while_a_run_ends_keeps_the_runs_end(
             assert holder is not None
             conn.execute("SELECT 1 FROM plait_server_threads WHERE thread_id = %s FOR UPDATE", (tid,))
             gate.open()
-            _wait_blocked(conn, holder[0], 1)  # the run's end waits for the thread's row
+            wait_blocked(conn, holder[0], 1)  # the run's end waits for the thread's row
             answers: list[httpx.Response] = []
             patching = threading.Thread(
                 target=lambda: answers.append(
@@ -59,7 +41,7 @@ def test_a_patch_made_while_a_run_ends_keeps_the_runs_end(
                 )
             )
             patching.start()
-            _wait_blocked(conn, holder[0], 2)  # ... and so does the patch
+            wait_blocked(conn, holder[0], 2)  # ... and so does the patch
             conn.commit()
         patching.join()
         assert answers[0].status_code == 200, answers[0].text
@@ -91,9 +73,9 @@ def test_two_updates_of_an_assistant_at_once_make_two_versions(tmp_path: pathlib
             assert holder is not None
             conn.execute("SELECT 1 FROM plait_server_assistants WHERE assistant_id = %s FOR UPDATE", (aid,))
             first = patch("a")
-            _wait_blocked(conn, holder[0], 1)
+            wait_blocked(conn, holder[0], 1)
             second = patch("b")
-            _wait_blocked(conn, holder[0], 2)
+            wait_blocked(conn, holder[0], 2)
             conn.commit()
         first.join()
         second.join()
