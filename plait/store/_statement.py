@@ -43,6 +43,35 @@ def prefix_condition(p: str, prefix: tuple[str, ...]) -> tuple[str, list[Any]]:
     return f"(s.prefix = {p} OR (s.prefix >= {p} AND s.prefix < {p}))", [text, text + ".", text + "/"]
 
 
+# >>> async source
+async def adrive(step: Step, execute: Callable[[Sql], Awaitable[Rows]]) -> Any:
+    """Run a step generator to its result, executing each statement with ``execute``.
+
+    Args:
+        step: The generator.
+        execute: Runs one statement and returns its rows.
+
+    Returns:
+        The generator's result.
+    """
+    answer: Rows | None = None
+    error: Exception | None = None
+    while True:
+        try:
+            sql = step.send(answer) if error is None else step.throw(error)  # type: ignore[arg-type]  # first send: None
+        except StopIteration as stop:
+            return stop.value
+        answer, error = None, None
+        try:
+            answer = await execute(sql)
+        except Exception as exc:  # noqa: BLE001 - handed to the step, which may recover (savepoints) or re-raise
+            error = exc
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def drive(step: Step, execute: Callable[[Sql], Rows]) -> Any:
     """Run a step generator to its result, executing each statement with ``execute``.
 
@@ -67,25 +96,4 @@ def drive(step: Step, execute: Callable[[Sql], Rows]) -> Any:
             error = exc
 
 
-async def adrive(step: Step, execute: Callable[[Sql], Awaitable[Rows]]) -> Any:
-    """Async twin of :func:`drive`: ``execute`` is awaited.
-
-    Args:
-        step: The generator.
-        execute: Runs one statement and returns its rows.
-
-    Returns:
-        The generator's result.
-    """
-    answer: Rows | None = None
-    error: Exception | None = None
-    while True:
-        try:
-            sql = step.send(answer) if error is None else step.throw(error)  # type: ignore[arg-type]  # first send: None
-        except StopIteration as stop:
-            return stop.value
-        answer, error = None, None
-        try:
-            answer = await execute(sql)
-        except Exception as exc:  # noqa: BLE001 - handed to the step, which may recover (savepoints) or re-raise
-            error = exc
+# <<< generated sync

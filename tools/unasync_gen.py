@@ -1,0 +1,230 @@
+"""Generate plait's sync code from its async code: one source for every sync/async pair.
+
+As httpcore does, the async code is the only hand-written copy; the sync code is made from it
+by rewriting tokens with the ``unasync`` library (``async``/``await`` dropped, ``async with`` ->
+``with``, ``AsyncIterator`` -> ``Iterator``, ...) plus plait's own rules below (``aget`` -> ``get``,
+``asyncio.sleep`` -> ``time.sleep``, ...), then formatted with ruff.
+
+Two layouts:
+
+* **Regions** (a class or module that needs both forms, e.g. ``BaseStore.get``/``aget``): the async
+  code sits between the marker comments ``# >>> async source`` and ``# <<< async source``; the sync
+  code is written right after it, between ``# >>> generated sync`` and ``# <<< generated sync``, in the
+  same class and module (so import paths and the public API stay as they were).
+* **Files** (a whole module pair, httpcore's ``_async/`` -> ``_sync/``): :data:`FILES` maps an async
+  module to the sync module made from it.
+
+What the async and sync forms must do differently (the I/O primitives: a lock, a sleep, a thread
+pool against ``asyncio.gather``) stays hand-written, as small named pairs the source calls through
+:data:`NAMES` (httpcore's ``_synchronization.py``); everything else is generated.
+
+Usage::
+
+    .venv/bin/python tools/unasync_gen.py          # rewrite the generated code
+    .venv/bin/python tools/unasync_gen.py --check  # exit 1 if any generated code is stale
+
+``tests/test_generated_sync.py`` runs the check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import tokenize_rt
+import unasync
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+SOURCE_BEGIN = "# >>> async source"
+SOURCE_END = "# <<< async source"
+GENERATED_BEGIN = "# >>> generated sync"
+GENERATED_END = "# <<< generated sync"
+GENERATED_NOTE = "(made by tools/unasync_gen.py from the async source above -- do not edit)"
+
+REGIONS: tuple[str, ...] = ("plait/store/_statement.py",)
+"""Modules holding ``# >>> async source`` regions."""
+
+FILES: dict[str, str] = {}
+"""Whole generated modules: async source module -> sync module."""
+
+NAMES: dict[str, str] = {
+    # the store's API (langgraph.store.base)
+    "abatch": "batch",
+    "aget": "get",
+    "aput": "put",
+    "asearch": "search",
+    "adelete": "delete",
+    "alist_namespaces": "list_namespaces",
+    "_arun_op": "_run_op",
+    "_arun_prepared": "_run_prepared",
+    "adrive": "drive",
+    "aembed": "embed",
+    "aembed_documents": "embed_documents",
+    "aembed_query": "embed_query",
+    "_aembed_texts": "_embed_texts",
+    # LangChain runnables and tools
+    "ainvoke": "invoke",
+    "_aexecute": "_execute",
+    "_arun_one": "_run_one",
+    "_arun_all": "_run_all",
+    "_awrap_tool_call": "_wrap_tool_call",
+    "AsyncToolCallWrapper": "ToolCallWrapper",
+    # create_react_agent
+    "acall_model": "call_model",
+    "astructured": "structured",
+    "_aresolve": "_resolve",
+    "_achoose": "_choose",
+    # checkpoint leases
+    "arun": "run",
+    "ascope": "scope",
+    "arelease": "release",
+    "ahold": "hold",
+    "_aacquire": "_acquire",
+    "_apoll": "_poll",
+    "_aattempt": "_attempt",
+    "_alock": "_lock",
+    # typing and the standard library
+    "AsyncIterator": "Iterator",
+    "AsyncIterable": "Iterable",
+    "AsyncGenerator": "Generator",
+    "asynccontextmanager": "contextmanager",
+}
+"""Names rewritten token by token (on top of unasync's own: ``__aenter__``, ``AsyncIterator``, ...).
+
+A name ``AsyncX`` (``X`` capitalised) not listed here becomes ``X``."""
+
+BEFORE: tuple[tuple[str, str], ...] = (
+    # a release that must finish even if the waiting task is cancelled: the sync code just calls it
+    (r"await asyncio\.shield\((self\.arelease\([^()]*\))\)", r"\1"),
+)
+"""Regular-expression rewrites applied to the async source before the tokens are rewritten."""
+
+AFTER: tuple[tuple[str, str], ...] = (
+    (r"\basyncio\.sleep\b", "time.sleep"),
+    (r"\basyncio\.Lock\b", "threading.Lock"),
+    (r"\bAwaitable\[([^\[\]]+)\]", r"\1"),
+)
+"""Regular-expression rewrites applied to the sync code after the tokens are rewritten."""
+
+
+class _Rule(unasync.Rule):  # type: ignore[misc]  # unasync has no type hints
+    """unasync's token rules, with :data:`NAMES`, and ``AsyncX`` -> ``X`` (not ``SyncX``)."""
+
+    def __init__(self) -> None:
+        super().__init__("/_async/", "/_sync/", additional_replacements=NAMES)
+
+    def _unasync_name(self, name: str) -> str:
+        if name in self.token_replacements:
+            return str(self.token_replacements[name])
+        if len(name) > 5 and name.startswith("Async") and name[5].isupper():
+            return name[5:]
+        return name
+
+
+def unasync_text(source: str) -> str:
+    """The sync form of a piece of async code (not yet formatted)."""
+    for pattern, replacement in BEFORE:
+        source = re.sub(pattern, replacement, source)
+    tokens = tokenize_rt.src_to_tokens(source)
+    text = tokenize_rt.tokens_to_src(list(_Rule()._unasync_tokens(tokens)))
+    for pattern, replacement in AFTER:
+        text = re.sub(pattern, replacement, text)
+    return text
+
+
+def _regions(path: str, text: str) -> str:
+    """``text`` with every generated region made anew from the async source before it."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    i = 0
+    found = False
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        i += 1
+        if line.strip() != SOURCE_BEGIN:
+            continue
+        found = True
+        indent = line[: len(line) - len(line.lstrip())]
+        start = i
+        while i < len(lines) and lines[i].strip() != SOURCE_END:
+            i += 1
+        if i == len(lines):
+            raise SystemExit(f"{path}: {SOURCE_BEGIN!r} without {SOURCE_END!r}")
+        source = textwrap.dedent("".join(lines[start:i]))
+        out.extend(lines[start : i + 1])
+        i += 1
+        # drop the previous generated region (and the blank lines before it)
+        j = i
+        while j < len(lines) and not lines[j].strip():
+            j += 1
+        if j < len(lines) and lines[j].strip().startswith(GENERATED_BEGIN):
+            while j < len(lines) and lines[j].strip() != GENERATED_END:
+                j += 1
+            if j == len(lines):
+                raise SystemExit(f"{path}: {GENERATED_BEGIN!r} without {GENERATED_END!r}")
+            i = j + 1
+        sync = textwrap.indent(unasync_text(source), indent, lambda s: bool(s.strip()))
+        out.append("\n")
+        out.append(f"{indent}{GENERATED_BEGIN} {GENERATED_NOTE}\n")
+        out.append(sync if sync.endswith("\n") else sync + "\n")
+        out.append(f"{indent}{GENERATED_END}\n")
+    if not found:
+        raise SystemExit(f"{path}: no {SOURCE_BEGIN!r} region")
+    return "".join(out)
+
+
+def _format(path: str, text: str) -> str:
+    """``text`` as ruff formats it (with the project's settings)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", path, "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"ruff format failed on the generated {path}:\n{done.stderr}")
+    return done.stdout
+
+
+def expected() -> dict[str, str]:
+    """Every generated module's text as it should be, by path (relative to the repository)."""
+    want: dict[str, str] = {}
+    for path in REGIONS:
+        want[path] = _format(path, _regions(path, (ROOT / path).read_text()))
+    for source, target in FILES.items():
+        header = f"# Generated from {source} by tools/unasync_gen.py -- do not edit.\n"
+        want[target] = _format(target, header + unasync_text((ROOT / source).read_text()))
+    return want
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Regenerate (or, with ``--check``, verify) the sync code; returns the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="report stale generated code, change nothing")
+    args = parser.parse_args(argv)
+    stale: list[str] = []
+    for path, text in expected().items():
+        target = ROOT / path
+        if target.exists() and target.read_text() == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            target.write_text(text)
+    if args.check and stale:
+        print("stale generated sync code (run .venv/bin/python tools/unasync_gen.py):", *stale, sep="\n  ")
+        return 1
+    for path in [] if args.check else stale:
+        print(f"regenerated {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
