@@ -1,18 +1,26 @@
 #!/usr/bin/env python
-"""plait vs LangGraph micro-benchmarks (W1 invoke overhead, W2 fan-out/fan-in, W3 loop, W4 history listing).
+"""plait vs LangGraph micro-benchmarks (W1 invoke overhead, W2 fan-out/fan-in, W3 loop, W4 history listing),
+plus W1 and W3 against the plain-Python floor, Apache Burr and pydantic-graph.
 
 Every (workload, implementation, run) executes ``bench/workloads.py`` in a fresh
-subprocess; runs are interleaved (plait, langgraph, plait, ...) so slow drift on
-a shared machine hits both sides alike.  plait runs under ``--plait-python``
-(default: this interpreter) and must import as ``plait``; LangGraph runs under
-``--langgraph-python`` and is skipped, with a note, when that is not given or
-cannot ``import langgraph.graph``.
+subprocess; runs are interleaved (plait, langgraph, floor, ..., then the next
+run with the order rotated by one) so slow drift on a shared machine hits every
+side alike.  plait runs under ``--plait-python`` (default: this interpreter) and
+must import as ``plait``; the floor (stdlib only) runs under the same
+interpreter.  LangGraph, Burr and pydantic-graph run under
+``--langgraph-python``, ``--burr-python`` and ``--pydantic-graph-python`` and
+are skipped, with a note, when the option is not given or that interpreter
+cannot import the library.  The floor, Burr and pydantic-graph implement W1 and
+W3 only (``bench/rivals.py``).
 
-Output: a markdown table on stdout (median and p90 over all pooled samples,
-min..max of the per-run medians as a noise indicator, and the speed-up of plait
-over LangGraph), then one JSON document (also written to ``--json`` if given).
+Output: markdown tables on stdout (median and p90 over all pooled samples,
+min..max of the per-run medians as a noise indicator, the speed-up of plait
+over LangGraph, and for W1/W3 every implementation's ratio to the floor), then
+one JSON document (also written to ``--json`` if given).
 
     .venv/bin/python bench/run.py --langgraph-python /tmp/lgref/bin/python
+    .venv/bin/python bench/run.py --only W1,W3 --langgraph-python /tmp/lgref/bin/python \
+        --burr-python /tmp/burr/bin/python --pydantic-graph-python /tmp/pgraph/bin/python
     .venv/bin/python bench/run.py --quick --runs 1            # smoke test
 """
 
@@ -40,6 +48,22 @@ UNITS: dict[str, tuple[str, str, float | None]] = {
     "W4": ("InMemorySaver history of 3000 checkpoints", "ms/listing", 1e6),
 }
 W3_STEPS = 500
+# impl -> (label, module its objects must come from, workloads it implements)
+IMPLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "plait": ("plait", "plait.", WORKLOADS),
+    "langgraph": ("LangGraph", "langgraph.", WORKLOADS),
+    "floor": ("plain-Python floor", "rivals", ("W1", "W3")),
+    "burr": ("Burr", "burr.", ("W1", "W3")),
+    "pydantic-graph": ("pydantic-graph", "pydantic_graph.", ("W1", "W3")),
+}
+# impl -> (option naming its interpreter, module to import, distribution) for the probed ones
+PROBED = {
+    "langgraph": ("--langgraph-python", "langgraph.graph", "langgraph"),
+    "burr": ("--burr-python", "burr.core", "apache-burr"),
+    "pydantic-graph": ("--pydantic-graph-python", "pydantic_graph", "pydantic-graph"),
+}
+# issue 31: the most a runtime may cost, as a multiple of the floor
+FLOOR_TARGETS = {"W1": 10.0, "W3": 15.0}
 
 
 def log(*a: Any) -> None:
@@ -60,25 +84,28 @@ def to_unit(workload: str, ns: float) -> float:
     return W3_STEPS / (ns / 1e9) if scale is None else ns / scale
 
 
-def probe_langgraph(python: str | None) -> tuple[bool, str]:
-    """Whether ``python`` can import ``langgraph.graph``; a note when not."""
+def probe(impl: str, python: str | None) -> tuple[bool, str]:
+    """Whether ``python`` can import ``impl``'s library; a note either way."""
+    label = IMPLS[impl][0]
+    option, module, dist = PROBED[impl]
     if not python:
-        return False, "LangGraph skipped: --langgraph-python not given"
+        return False, f"{label} skipped: {option} not given"
     try:
         p = subprocess.run(
-            [python, "-c", "import langgraph.graph, importlib.metadata as m;print(m.version('langgraph'))"],
+            [python, "-c", f"import {module}, importlib.metadata as m;print(m.version({dist!r}))"],
             capture_output=True,
             text=True,
             timeout=120,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"LangGraph skipped: cannot run {python}: {exc}"
+        return False, f"{label} skipped: cannot run {python}: {exc}"
     if p.returncode != 0:
         return (
             False,
-            f"LangGraph skipped: {python} cannot import langgraph ({(p.stderr.strip().splitlines() or ['?'])[-1][:200]})",
+            f"{label} skipped: {python} cannot import {module} "
+            f"({(p.stderr.strip().splitlines() or ['?'])[-1][:200]})",
         )
-    return True, f"LangGraph {p.stdout.strip()} via {python}"
+    return True, f"{label} {p.stdout.strip()} via {python}"
 
 
 def plait_env() -> dict[str, str]:
@@ -100,7 +127,7 @@ def run_worker(python: str, workload: str, impl: str, extra: list[str], timeout:
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed (rc={p.returncode}):\n{p.stderr[-2000:]}")
     rec = json.loads(p.stdout.strip().splitlines()[-1])
-    if not str(rec.get("impl_module", "")).startswith(impl + "."):
+    if not str(rec.get("impl_module", "")).startswith(IMPLS[impl][1]):
         raise RuntimeError(f"{impl} run imported {rec.get('impl_module')!r}")
     return rec
 
@@ -122,7 +149,39 @@ def summarize(workload: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "impl_version": runs[0].get("impl_version"),
         "impl_file": runs[0].get("impl_file"),
         "executable": runs[0].get("executable"),
+        "timer_overhead_ns": pct([float(r.get("timer_overhead_ns", 0)) for r in runs], 50),
     }
+
+
+def per_work_us(workload: str, ns: float) -> float:
+    """W1: µs per invoke; W3: µs per node step (the invoke's time over its 500 steps)."""
+    return ns / 1e3 / (W3_STEPS if workload == "W3" else 1)
+
+
+def versus_floor(workload: str, runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each implementation's time per unit of work (µs) and its ratio to the plain-Python floor.
+
+    The ratio is of the pooled medians; ``ratio_runs`` pairs run i of the
+    implementation with run i of the floor (the same interleaved round).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    floor_runs = [pct([float(x) for x in r["samples_ns"]], 50) for r in runs["floor"]]
+    floor_med = pct([float(x) for r in runs["floor"] for x in r["samples_ns"]], 50)
+    for impl, recs in runs.items():
+        pooled = [float(x) for r in recs for x in r["samples_ns"]]
+        meds = [pct([float(x) for x in r["samples_ns"]], 50) for r in recs]
+        med = pct(pooled, 50)
+        target = FLOOR_TARGETS.get(workload) if impl == "plait" else None
+        out[impl] = {
+            "us": per_work_us(workload, med),
+            "p90_us": per_work_us(workload, pct(pooled, 90)),
+            "run_medians_us": [per_work_us(workload, m) for m in meds],
+            "ratio": med / floor_med,
+            "ratio_runs": [m / f for m, f in zip(meds, floor_runs, strict=True)],
+            "target": target,
+            "target_met": None if target is None else med / floor_med <= target,
+        }
+    return out
 
 
 def speedup(workload: str, plait: dict[str, Any], lg: dict[str, Any] | None) -> float | None:
@@ -160,7 +219,39 @@ def markdown(results: dict[str, dict[str, Any]], notes: list[str]) -> str:
             f"| {w} {label} | {unit} | {cells[0]} | {cells[1]} | "
             f"{'-' if ratio is None else f'{ratio:.1f}x'} |"
         )
+    lines += floor_markdown(results)
     return "\n".join(lines + [""] + [f"- {n}" for n in notes])
+
+
+def floor_markdown(results: dict[str, dict[str, Any]]) -> list[str]:
+    """The W1/W3 table against the plain-Python floor (nothing when the floor did not run)."""
+    rows = [(w, res["vs_floor"]) for w, res in results.items() if res.get("vs_floor")]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "| workload | implementation | µs median (p90) [run medians min..max] | "
+        "x floor [per-run min..max] | issue 31 target |",
+        "|---|---|---|---|---|",
+    ]
+    for w, vf in rows:
+        unit = "µs/invoke" if w == "W1" else "µs/step"
+        for impl in IMPLS:
+            v = vf.get(impl)
+            if v is None:
+                lines.append(f"| {w} | {IMPLS[impl][0]} | skipped | - | - |")
+                continue
+            rm, rr = v["run_medians_us"], v["ratio_runs"]
+            target = (
+                "-"
+                if v["target"] is None
+                else f"<= {v['target']:.0f}x: {'met' if v['target_met'] else 'NOT met'}"
+            )
+            lines.append(
+                f"| {w} | {IMPLS[impl][0]} | {fmt(v['us'])} {unit} (p90 {fmt(v['p90_us'])}) "
+                f"[{fmt(min(rm))}..{fmt(max(rm))}] | {v['ratio']:.1f}x [{min(rr):.1f}..{max(rr):.1f}] | {target} |"
+            )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,7 +262,17 @@ def main(argv: list[str] | None = None) -> int:
         help="interpreter with LangGraph installed (default: skip LangGraph)",
     )
     ap.add_argument(
-        "--plait-python", default=sys.executable, help="interpreter for plait (default: this one)"
+        "--plait-python",
+        default=sys.executable,
+        help="interpreter for plait and the plain-Python floor (default: this one)",
+    )
+    ap.add_argument(
+        "--burr-python", default=None, help="interpreter with apache-burr installed (W1, W3; default: skip)"
+    )
+    ap.add_argument(
+        "--pydantic-graph-python",
+        default=None,
+        help="interpreter with pydantic-graph installed (W1, W3; default: skip)",
     )
     ap.add_argument("--only", default=",".join(WORKLOADS), help="comma list, e.g. W1,W3")
     ap.add_argument("--runs", type=int, default=3, help="subprocess runs per workload and implementation")
@@ -185,16 +286,36 @@ def main(argv: list[str] | None = None) -> int:
     bad = [w for w in only if w not in WORKLOADS]
     if bad:
         ap.error(f"unknown workload(s) {bad}; choose from {WORKLOADS}")
-    lg_ok, lg_note = probe_langgraph(a.langgraph_python)
-    notes = [lg_note]
-    impls = [("plait", a.plait_python)] + ([("langgraph", a.langgraph_python)] if lg_ok else [])
+    notes: list[str] = []
+    impls = [("plait", a.plait_python)]
+    pythons = {
+        "langgraph": a.langgraph_python,
+        "floor": a.plait_python,  # stdlib only
+        "burr": a.burr_python,
+        "pydantic-graph": a.pydantic_graph_python,
+    }
+    for impl, python in pythons.items():
+        label, _, implemented = IMPLS[impl]
+        if not set(implemented) & set(only):
+            notes.append(f"{label} not run: it implements {', '.join(implemented)} only")
+            continue
+        ok, note = (
+            (True, f"{label} (stdlib, bench/rivals.py) via {python}")
+            if impl == "floor"
+            else probe(impl, python)
+        )
+        notes.append(note)
+        if ok:
+            impls.append((impl, python))
     extra = (["--quick"] if a.quick else []) + (["--invokes", str(a.invokes)] if a.invokes else [])
     started = dt.datetime.now(dt.timezone.utc)
     load_before = os.getloadavg()
     raw: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for w in only:
+        todo = [(impl, python) for impl, python in impls if w in IMPLS[impl][2]]
         for r in range(a.runs):
-            for impl, python in impls:
+            k = r % len(todo)  # rotate the order each run: nobody always goes first
+            for impl, python in todo[k:] + todo[:k]:
                 log(f"[{w} {impl} run {r + 1}/{a.runs}]")
                 rec = run_worker(python, w, impl, extra, a.timeout)
                 raw.setdefault(w, {}).setdefault(impl, []).append(rec)
@@ -207,7 +328,16 @@ def main(argv: list[str] | None = None) -> int:
         res: dict[str, Any] = {impl: summarize(w, runs) for impl, runs in raw[w].items()}
         res["speedup"] = speedup(w, res["plait"], res.get("langgraph"))
         res["unit"] = UNITS[w][1]
+        if "floor" in raw[w]:
+            res["vs_floor"] = versus_floor(w, raw[w])
         results[w] = res
+    overheads = [
+        r.get("timer_overhead_ns", 0) for impls_ in raw.values() for rs in impls_.values() for r in rs
+    ]
+    notes.append(
+        f"timer overhead (a no-op call timed on its own, median over runs): {pct(overheads, 50):.0f} ns per sample, "
+        "included in every sample and not subtracted (it weighs most on the floor's W1)"
+    )
     notes.append(
         f"{started:%Y-%m-%d %H:%M} UTC, {platform.node()}, {platform.platform()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "

@@ -8,7 +8,9 @@ run); usable alone too::
     /path/to/langgraph-venv/bin/python bench/workloads.py W3 --impl langgraph
 
 ``--impl plait`` imports ``plait.graph`` (never an alias); ``--impl langgraph``
-imports ``langgraph.graph``.  Stdlib + the implementation only.
+imports ``langgraph.graph``.  Stdlib + the implementation only.  ``--impl
+floor|burr|pydantic-graph`` runs W1 and W3 from ``bench/rivals.py`` instead
+(plain Python, Apache Burr, pydantic-graph), timed the same way.
 
 Workloads (same shapes as /work/shared/bench w1..w3):
 
@@ -51,6 +53,8 @@ DEFAULTS: dict[str, tuple[int, int, int, int]] = {
     "W4": (10, 1, 2, 1),
 }
 W4_TURNS = 1000  # 3 checkpoints per turn (input, __start__, echo)
+GRAPH_IMPLS = ("plait", "langgraph")  # LangGraph-shaped StateGraph API: every workload
+RIVAL_IMPLS = ("floor", "burr", "pydantic-graph")  # bench/rivals.py: W1 and W3 only
 
 
 class W1State(TypedDict):
@@ -67,7 +71,7 @@ class W3State(TypedDict):
 
 def _graph_api(impl: str) -> Any:
     """The ``graph`` module of the implementation (``plait.graph`` or ``langgraph.graph``)."""
-    if impl not in ("plait", "langgraph"):
+    if impl not in GRAPH_IMPLS:
         raise SystemExit(f"unknown --impl {impl!r}")
     return importlib.import_module(f"{impl}.graph")
 
@@ -197,10 +201,22 @@ def measure(call: Callable[[], Any], invokes: int, warmup: int) -> list[int]:
     return samples
 
 
+def timer_overhead_ns(n: int = 2000) -> int:
+    """Median ns that timing a no-op call on its own adds to every sample (not subtracted)."""
+    pc = time.perf_counter_ns
+    noop: Callable[[], None] = lambda: None  # noqa: E731
+    samples = []
+    for _ in range(n):
+        t0 = pc()
+        noop()
+        samples.append(pc() - t0)
+    return sorted(samples)[n // 2]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("workload", choices=sorted(BUILDERS))
-    ap.add_argument("--impl", default="plait", choices=["plait", "langgraph"])
+    ap.add_argument("--impl", default="plait", choices=[*GRAPH_IMPLS, *RIVAL_IMPLS])
     ap.add_argument("--invokes", type=int, default=None, help="timed invokes (default per workload)")
     ap.add_argument("--warmup", type=int, default=None, help="untimed invokes first (default per workload)")
     ap.add_argument("--quick", action="store_true", help="tiny sample counts (smoke test)")
@@ -210,30 +226,39 @@ def main(argv: list[str] | None = None) -> int:
     invokes = a.invokes if a.invokes is not None else (q_inv if a.quick else d_inv)
     warmup = a.warmup if a.warmup is not None else (q_warm if a.quick else d_warm)
 
-    g = _graph_api(a.impl)
-    call, check = BUILDERS[a.workload](g)
+    if a.impl in GRAPH_IMPLS:
+        g = _graph_api(a.impl)
+        call, check = BUILDERS[a.workload](g)
+        top = sys.modules[a.impl]
+        version = getattr(top, "__version__", None)
+        if version is None:
+            try:
+                version = importlib.metadata.version(a.impl)
+            except Exception:  # noqa: BLE001 - informational only
+                version = None
+        info = {
+            "impl_module": g.StateGraph.__module__,
+            "impl_file": getattr(top, "__file__", None),
+            "impl_version": version,
+        }
+    else:
+        import rivals  # bench/rivals.py: the floor, Burr, pydantic-graph (W1, W3 only)
+
+        call, check, info = rivals.build(a.impl, a.workload)
     check(call())
     samples = measure(call, invokes, warmup)
-    top = sys.modules[a.impl]
-    version = getattr(top, "__version__", None)
-    if version is None:
-        try:
-            version = importlib.metadata.version(a.impl)
-        except Exception:  # noqa: BLE001 - informational only
-            version = None
     print(
         json.dumps(
             {
                 "workload": a.workload,
                 "impl": a.impl,
-                "impl_module": g.StateGraph.__module__,
-                "impl_file": getattr(top, "__file__", None),
-                "impl_version": version,
+                **info,
                 "python": sys.version.split()[0],
                 "executable": sys.executable,
                 "invokes": invokes,
                 "warmup": warmup,
                 "samples_ns": samples,
+                "timer_overhead_ns": timer_overhead_ns(),
                 "loadavg_end": os.getloadavg(),
             }
         )
