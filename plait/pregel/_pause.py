@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Protocol, cast
 
 from plait.checkpoint._task_ids import current_writes
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple
 from plait.errors import InvalidUpdateError, StrictModeError
-from plait.pregel._effects import PutWrites, SaveOp
+from plait.pregel._effects import PutCheckpoint, PutWrites, SaveOp
+from plait.pregel._plan import Plan
 from plait.pregel._recover import failure_writes, with_recoveries
 from plait.pregel._run_state import RunState
 from plait.pregel._task import Task, task_key
 from plait.pregel._writes import apply_writes
 from plait.types import Send
 
-if TYPE_CHECKING:
-    from plait.pregel._loop import Loop
-
 __all__ = [
     "NO_WRITES",
     "NULL_TASK_ID",
+    "PausedRun",
     "abandoned_saves",
     "carry_update",
     "paused_view",
@@ -35,6 +34,48 @@ NO_WRITES = "__no_writes__"
 """Pending write of a task that finished without writing anything (LangGraph's channel name)."""
 
 
+class ValuesSink(Protocol):
+    """Where a run's ``values`` events go (:class:`~plait.pregel._stream.EventSink`)."""
+
+    def values(self, output: Callable[[], dict[str, Any]]) -> None: ...
+
+
+class PausedRun(Protocol):
+    """What the helpers of this module read and write of a run (:class:`~plait.pregel._loop.Loop`).
+
+    Read: the plan, the state, the stream, the checkpoint the step runs from and the saver.
+    Written: the queued saves, the values a paused step shows, the checkpoint held back with
+    ``durability="exit"``, and the pending-write lists (``task_writes``, ``null_writes``).
+    """
+
+    saves: list[SaveOp]
+    shown: dict[str, Any] | None
+    held_back: PutCheckpoint | None
+
+    @property
+    def plan(self) -> Plan: ...
+    @property
+    def run(self) -> RunState: ...
+    @property
+    def modes(self) -> Collection[str]: ...
+    @property
+    def sink(self) -> ValuesSink: ...
+    @property
+    def saver(self) -> object: ...
+    @property
+    def durability(self) -> str: ...
+    @property
+    def checkpoint_id(self) -> str | None: ...
+    @property
+    def checkpoint_config(self) -> dict[str, Any] | None: ...
+    @property
+    def resumes(self) -> dict[str, list[Any]]: ...
+    @property
+    def task_writes(self) -> list[tuple[str, list[tuple[str, Any]]]]: ...
+    @property
+    def null_writes(self) -> list[tuple[str, Any]]: ...
+
+
 def task_id(checkpoint_id: str | None, task: Task) -> str:
     """Deterministic id of a task within the step that follows ``checkpoint_id``.
 
@@ -47,7 +88,7 @@ def task_id(checkpoint_id: str | None, task: Task) -> str:
     return task_key(checkpoint_id, task.name, task.index)
 
 
-def paused_view(loop: Loop, tasks: Sequence[Task]) -> None:
+def paused_view(loop: PausedRun, tasks: Sequence[Task]) -> None:
     """What a paused step shows: the state with the finished tasks' writes (stored as pending
     writes; the checkpoint itself does not move until the step completes)."""
     finished = [(t.name, t.writes) for t in tasks if not t.interrupts and t.error is None]
@@ -63,7 +104,7 @@ def paused_view(loop: Loop, tasks: Sequence[Task]) -> None:
         loop.sink.values(lambda: {k: view.values[k] for k in loop.plan.channels if k in view.values})
 
 
-def _tracked(loop: Loop, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+def _tracked(loop: PausedRun, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """``writes`` without those to ``UntrackedValue`` keys (never stored, as in LangGraph), also inside a
     ``Send``'s argument."""
     untracked = loop.plan.untracked
@@ -81,7 +122,7 @@ def _tracked(loop: Loop, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, A
     return out
 
 
-def save_partial(loop: Loop, tasks: Sequence[Task]) -> None:
+def save_partial(loop: PausedRun, tasks: Sequence[Task]) -> None:
     """Queue the pending writes of a step that stopped: finished tasks' writes, interrupts, errors."""
     config = loop.checkpoint_config
     if loop.saver is None or config is None:
@@ -121,7 +162,7 @@ def stored_writes(saved: CheckpointTuple, head: str | None) -> list[tuple[str, s
     return [w for w in writes if w[0] == NULL_TASK_ID or w[1] in (INTERRUPT, RESUME, ERROR)]
 
 
-def save_results(loop: Loop, tasks: Sequence[Task]) -> None:
+def save_results(loop: PausedRun, tasks: Sequence[Task]) -> None:
     """Queue the writes of a completed step's tasks as pending writes of the checkpoint it ran from,
     as LangGraph keeps them: the thread's history shows them as the tasks' ``result``.
 
@@ -140,7 +181,7 @@ def save_results(loop: Loop, tasks: Sequence[Task]) -> None:
             )
 
 
-def abandoned_saves(loop: Loop, tasks: Sequence[Task]) -> tuple[SaveOp, ...]:
+def abandoned_saves(loop: PausedRun, tasks: Sequence[Task]) -> tuple[SaveOp, ...]:
     """What a run stopped in the middle of a step (cancelled, closed, timed out) still saves: the
     checkpoint ``durability="exit"`` held back, and the pending writes of the step's ``tasks``."""
     held, loop.held_back = loop.held_back, None
@@ -151,7 +192,7 @@ def abandoned_saves(loop: Loop, tasks: Sequence[Task]) -> tuple[SaveOp, ...]:
     return ops
 
 
-def carry_update(loop: Loop, writes: Sequence[tuple[str, Any]]) -> None:
+def carry_update(loop: PausedRun, writes: Sequence[tuple[str, Any]]) -> None:
     """Keep a resume's ``Command(update=...)`` as pending writes of the checkpoint it applies to.
 
     The step that checkpoint starts may pause again: the update is then applied once more when

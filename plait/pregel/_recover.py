@@ -14,20 +14,36 @@ pending writes (:func:`failure_writes`): resuming runs the handler, never the no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from plait.checkpoint.base import ERROR
 from plait.errors import GraphBubbleUp, NodeError, StoredNodeError
 from plait.pregel._plan import Plan
 from plait.pregel._task import Task
 
-if TYPE_CHECKING:
-    from plait.pregel._loop import Loop
-
-__all__ = ["ERROR_SOURCE", "failure_writes", "hand_over", "resume_step", "stopped", "with_recoveries"]
+__all__ = [
+    "ERROR_SOURCE",
+    "ResumedRun",
+    "failure_writes",
+    "hand_over",
+    "resume_step",
+    "stopped",
+    "with_recoveries",
+]
 
 ERROR_SOURCE = "__error_source_node__"
 """Pending-write key marking a failed task whose error handler took over (value: the error, as text)."""
+
+
+class ResumedRun(Protocol):
+    """What :func:`resume_step` reads of a run (:class:`~plait.pregel._loop.Loop`): its plan, the
+    ids of its step's tasks, and the writes of the tasks that finished before the pause (taken out)."""
+
+    @property
+    def plan(self) -> Plan: ...
+    @property
+    def done_writes(self) -> dict[str, list[tuple[str, Any]]]: ...
+    def task_id(self, task: Task) -> str: ...
 
 
 def hand_over(plan: Plan, task: Task) -> Task | None:
@@ -94,7 +110,7 @@ def failure_writes(task: Task) -> list[tuple[str, Any]]:
     return [(ERROR, text), (ERROR_SOURCE, text)]
 
 
-def resume_step(loop: Loop, tasks: list[Task]) -> list[Task]:
+def resume_step(loop: ResumedRun, tasks: list[Task]) -> list[Task]:
     """The tasks of a step resumed after a pause, with what it stored (``loop.done_writes``).
 
     Tasks that finished replay their writes and do not run again. Failed tasks their error

@@ -20,17 +20,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from plait.checkpoint.base import CheckpointTuple
-from plait.pregel._thread import config_with, configurable_of, found
+from plait.pregel._thread import ThreadRef, config_with, configurable_of, found
 from plait.types import Command
-
-if TYPE_CHECKING:
-    from plait.pregel._loop import Loop
 
 __all__ = [
     "CHECKPOINT_MAP",
+    "LoadingRun",
     "TRAVEL",
     "Travel",
     "Voyage",
@@ -170,8 +168,20 @@ def mapped(saved: CheckpointTuple) -> CheckpointTuple:
     return saved if config is saved.config else saved._replace(config=config)
 
 
-def _start(loop: Loop, saved: CheckpointTuple | None, head: CheckpointTuple | None, input: Any) -> None:  # noqa: A002
-    travel: Travel | None = loop.travel
+class LoadingRun(Protocol):
+    """What :func:`load_run` needs of a run (:class:`~plait.pregel._loop.Loop`): the thread and the
+    travel it runs with, and how it starts from a checkpoint."""
+
+    @property
+    def thread(self) -> ThreadRef | None: ...
+    @property
+    def travel(self) -> Travel | None: ...
+    def load(self, saved: CheckpointTuple | None, head: CheckpointTuple | None) -> None: ...
+    def load_past(self, saved: CheckpointTuple | None, head: CheckpointTuple | None) -> None: ...
+
+
+def _start(loop: LoadingRun, saved: CheckpointTuple | None, head: CheckpointTuple | None, input: Any) -> None:  # noqa: A002
+    travel = loop.travel
     thread = loop.thread
     explicit = thread is not None and thread.checkpoint_id is not None
     answers = getattr(input, "resume", None) is not None and isinstance(input, Command)
@@ -185,11 +195,11 @@ def _start(loop: Loop, saved: CheckpointTuple | None, head: CheckpointTuple | No
     loop.load(saved, head)
 
 
-def load_run(loop: Loop, saver: Any, input: Any) -> None:  # noqa: A002
+def load_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
     """Load the checkpoint ``loop`` starts from (the driver holds the thread's lease)."""
     thread = loop.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
-    travel: Travel | None = loop.travel
+    travel = loop.travel
     if travel is not None and travel.before is not None:
         head = saver.get_tuple(thread.config())
         saved = next(iter(saver.list(thread.config(), before=_before(travel.before), limit=1)), None)
@@ -199,11 +209,11 @@ def load_run(loop: Loop, saver: Any, input: Any) -> None:  # noqa: A002
     _start(loop, found(saver.get_tuple(thread.config()), thread), head, input)
 
 
-async def aload_run(loop: Loop, saver: Any, input: Any) -> None:  # noqa: A002
+async def aload_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
     """Async :func:`load_run`."""
     thread = loop.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
-    travel: Travel | None = loop.travel
+    travel = loop.travel
     if travel is not None and travel.before is not None:
         head = await saver.aget_tuple(thread.config())
         saved = None
