@@ -46,7 +46,7 @@ GENERATED_BEGIN = "# >>> generated sync"
 GENERATED_END = "# <<< generated sync"
 GENERATED_NOTE = "(made by tools/unasync_gen.py from the async source above -- do not edit)"
 
-REGIONS: tuple[str, ...] = ("plait/store/_statement.py",)
+REGIONS: tuple[str, ...] = ("plait/store/_statement.py", "plait/store/base/__init__.py", "plait/store/memory.py")
 """Modules holding ``# >>> async source`` regions."""
 
 FILES: dict[str, str] = {}

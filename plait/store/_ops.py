@@ -1,4 +1,4 @@
-"""Records used by long-term stores: items, operations and configuration.
+"""Records used by long-term stores: items, operations, configuration and the namespace checks.
 
 A store executes a batch of immutable operations and answers with items.
 Names, field order and defaults follow ``langgraph.store.base`` so code that
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 from typing_extensions import TypedDict
 
@@ -18,6 +18,7 @@ __all__ = [
     "NOT_PROVIDED",
     "GetOp",
     "IndexConfig",
+    "InvalidNamespaceError",
     "Item",
     "ListNamespacesOp",
     "MatchCondition",
@@ -30,6 +31,9 @@ __all__ = [
     "SearchItem",
     "SearchOp",
     "TTLConfig",
+    "check_writable",
+    "list_op",
+    "validate_op_namespace",
 ]
 
 
@@ -300,3 +304,104 @@ class IndexConfig(TypedDict, total=False):
 for _record in (Item, SearchItem, GetOp, SearchOp, MatchCondition, ListNamespacesOp, PutOp, NotProvided):
     _record.__module__ = "plait.store.base"
 del _record
+
+
+_RESERVED_ROOT = "langgraph"
+
+
+class InvalidNamespaceError(ValueError):
+    """A namespace is empty, not a tuple, or has a bad label."""
+
+
+_VALID: dict[Any, None] = {}
+"""Namespaces found valid lately (a store checks each operation's; most name the same few)."""
+
+
+def _check_labels(namespace: Any) -> None:
+    """Raise :class:`InvalidNamespaceError` unless every label is valid."""
+    try:
+        if namespace in _VALID:
+            return
+    except TypeError:  # unhashable: not a tuple of strings, said below
+        pass
+    if not isinstance(namespace, tuple):
+        raise InvalidNamespaceError(
+            f"Namespace must be a tuple of strings, got {type(namespace).__name__}: {namespace!r}."
+        )
+    for label in cast("tuple[object, ...]", namespace):  # a tuple (checked above) of unchecked labels
+        if type(label) is str and label and "." not in label and "\x00" not in label:
+            continue  # (the common case: no message to build)
+        where = f"Invalid namespace label {label!r} found in {namespace!r}"
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(f"{where}: labels must be strings, not {type(label).__name__}.")
+        if not label:
+            raise InvalidNamespaceError(f"{where}: labels cannot be empty strings.")
+        if "." in label:
+            raise InvalidNamespaceError(f"{where}: labels cannot contain periods ('.').")
+        if "\x00" in label:
+            raise InvalidNamespaceError(f"{where}: labels cannot contain NUL bytes ('\\x00').")
+    if len(_VALID) >= 4096:
+        _VALID.clear()
+    _VALID[namespace] = None
+
+
+def _pattern(path: Any) -> Any:
+    """A namespace pattern as a tuple: a list, or a str (a sequence of one-character labels, as in LangGraph)."""
+    return tuple(cast("list[str] | str", path)) if isinstance(path, (list, str)) else path
+
+
+def check_writable(namespace: Any) -> None:
+    """Validate a namespace that an item is written to."""
+    _check_labels(namespace)
+    if not namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    if namespace[0] == _RESERVED_ROOT:
+        raise InvalidNamespaceError(
+            f'Root label for namespace cannot be "{_RESERVED_ROOT}". Got: {namespace}'
+        )
+
+
+def validate_op_namespace(op: Op) -> None:
+    """Check the namespace (or patterns) an operation carries.
+
+    Stores call this for operations handed straight to ``batch``, which
+    bypass the convenience methods' checks.
+
+    Args:
+        op: The operation to check.
+
+    The reserved root ``"langgraph"`` is refused by :meth:`BaseStore.put` only:
+    a ``PutOp`` handed to ``batch`` may write under it, as in LangGraph.
+
+    Raises:
+        InvalidNamespaceError: If a label is not a non-empty string free of
+            ``.`` and NUL, or a put with a value targets the empty namespace.
+    """
+    if isinstance(op, PutOp):
+        _check_labels(op.namespace)
+        if op.value is not None and not op.namespace:
+            raise InvalidNamespaceError("Namespace cannot be empty.")
+    elif isinstance(op, GetOp):
+        _check_labels(op.namespace)
+    elif isinstance(op, SearchOp):
+        _check_labels(op.namespace_prefix)
+    elif isinstance(op, ListNamespacesOp):  # pyright: ignore[reportUnnecessaryIsInstance]  # runtime guard: batch() callers may pass anything
+        for condition in op.match_conditions or ():
+            _check_labels(_pattern(condition.path))
+
+
+def list_op(
+    prefix: NamespacePath | None, suffix: NamespacePath | None, max_depth: int | None, limit: int, offset: int
+) -> ListNamespacesOp:
+    """The operation of ``list_namespaces``, its patterns checked."""
+    conditions: list[MatchCondition] = []
+    anchors: tuple[tuple[NamespaceMatchType, NamespacePath | None], ...] = (
+        ("prefix", prefix),
+        ("suffix", suffix),
+    )
+    for kind, path in anchors:
+        if path:
+            path = _pattern(path)
+            _check_labels(path)
+            conditions.append(MatchCondition(kind, path))
+    return ListNamespacesOp(tuple(conditions), max_depth, limit, offset)

@@ -30,10 +30,10 @@ import concurrent.futures
 import heapq
 import itertools
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from itertools import islice
-from typing import Any, Literal
+from typing import Any
 
 from plait.store._codec import check_value
 from plait.store._embed import Embedded, IndexSpec
@@ -41,23 +41,18 @@ from plait.store._filter import Test, check_filter, matcher
 from plait.store._rank import cosine
 from plait.store._ttl import Sweeper, checked_ttl, interval_seconds
 from plait.store.base import (
-    NOT_PROVIDED,
     BaseStore,
     GetOp,
     IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
-    NamespacePath,
-    NotProvided,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
     TTLConfig,
-    _check_labels,  # pyright: ignore[reportPrivateUsage]  # the base's argument checks, shared on purpose
-    _list_op,  # pyright: ignore[reportPrivateUsage]
     validate_op_namespace,
 )
 
@@ -65,6 +60,13 @@ __all__ = ["InMemoryStore"]
 
 Namespace = tuple[str, ...]
 _NONE: dict[str, Item] = {}
+
+
+class _Batch:
+    """The answer of ``InMemoryStore._direct_op`` for an operation that needs a batch."""
+
+
+_BATCH = _Batch()
 
 
 def _now() -> datetime:
@@ -108,7 +110,7 @@ class InMemoryStore(BaseStore):
         self._sweeper = Sweeper(self.sweep_ttl)
         self._embedded: Embedded | None = None
         self._sorted: list[Namespace] | None = None  # the namespaces, sorted (None: changed since)
-        # get/put/search/list_namespaces skip building a batch unless a subclass runs batches its own way
+        # the convenience methods skip building a batch unless a subclass runs batches its own way
         self._direct = type(self).batch is InMemoryStore.batch and type(self).abatch is InMemoryStore.abatch
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -147,134 +149,63 @@ class InMemoryStore(BaseStore):
             _validate(op)
         return self._execute(ops, await self.index_spec.aembed(ops) if self.index_spec else None)
 
-    def get(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
-        """:meth:`BaseStore.get`, without building a batch (same checks, same result)."""
-        if not self._direct:
-            return super().get(namespace, key, refresh_ttl=refresh_ttl)
-        _check_labels(namespace)
-        key = key if type(key) is str else str(key)
-        with self._lock:
-            now = self._purge() if self._heap else None
-            item = self._data.get(namespace, _NONE).get(key)
-            if item is not None and now is not None and self._refresh(refresh_ttl):
-                self._refresh_expiry(namespace, key, now)
-        return None if item is None else _copy(item)
+    # >>> async source
+    async def _arun_op(self, op: Op) -> Result:
+        """One operation of a convenience method (``get``, ``put``, ...): without a batch unless it must embed."""
+        result = self._direct_op(op)
+        return await super()._arun_op(op) if isinstance(result, _Batch) else result
 
-    def put(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
-    ) -> None:
-        """:meth:`BaseStore.put`, without building a batch (same checks; embedding stores batch)."""
-        if not self._direct or self.index_spec is not None:
-            return super().put(namespace, key, value, index, ttl=ttl)
-        op = self._put_op(namespace, key, value, index, ttl)
-        check_value(namespace, op.key, value)
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def _run_op(self, op: Op) -> Result:
+        """One operation of a convenience method (``get``, ``put``, ...): without a batch unless it must embed."""
+        result = self._direct_op(op)
+        return super()._run_op(op) if isinstance(result, _Batch) else result
+
+    # <<< generated sync
+
+    def _direct_op(self, op: Op) -> Result | _Batch:
+        """``op`` run without building a batch (same checks, same result as a batch).
+
+        Returns:
+            The result, or ``_BATCH`` when the operation needs a batch: a subclass runs batches
+            its own way, a put or a ranked search must embed, or a put deletes.
+        """
+        if not self._direct:
+            return _BATCH
+        if isinstance(op, GetOp):
+            with self._lock:
+                now = self._purge() if self._heap else None
+                item = self._data.get(op.namespace, _NONE).get(op.key)
+                if item is not None and now is not None and op.refresh_ttl:
+                    self._refresh_expiry(op.namespace, op.key, now)
+            return None if item is None else _copy(item)
+        if isinstance(op, PutOp):
+            return self._direct_put(op)
+        if isinstance(op, SearchOp):
+            if op.query and self.index_spec is not None:
+                return _BATCH
+            if op.filter:
+                check_filter(op.filter)
+            with self._lock:
+                found = self._search(op, self._purge() if self._heap else None, None)
+            return _hits(found)
+        with self._lock:
+            if self._heap:
+                self._purge()
+            return self._list_namespaces(op)  # the one other operation of BaseStore
+
+    def _direct_put(self, op: PutOp) -> _Batch | None:
+        if op.value is None or self.index_spec is not None:
+            return _BATCH
+        check_value(op.namespace, op.key, op.value)
         with self._lock:
             now = _now()
             if self._heap:
                 self._purge_expired(now)
             self._put(op, now)
         return None
-
-    def search(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-    ) -> list[SearchItem]:
-        """:meth:`BaseStore.search`, without building a batch (ranked searches batch)."""
-        op = self._search_op(
-            namespace_prefix, refresh_ttl, filter=filter, limit=limit, offset=offset, query=query
-        )
-        if not self._direct or (query and self.index_spec is not None):
-            return self.batch([op])[0]  # type: ignore[return-value]  # a SearchOp's result
-        if filter:
-            check_filter(filter)
-        with self._lock:
-            found = self._search(op, self._purge() if self._heap else None, None)
-        return _hits(found)
-
-    def list_namespaces(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        *,
-        prefix: NamespacePath | None = None,
-        suffix: NamespacePath | None = None,
-        max_depth: int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[tuple[str, ...]]:
-        """:meth:`BaseStore.list_namespaces`, without building a batch."""
-        op = _list_op(prefix, suffix, max_depth, limit, offset)
-        if not self._direct:
-            return self.batch([op])[0]  # type: ignore[return-value]  # a ListNamespacesOp's result
-        with self._lock:
-            if self._heap:
-                self._purge()
-            return self._list_namespaces(op)
-
-    async def aget(
-        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
-    ) -> Item | None:
-        """:meth:`get` (nothing to wait for)."""
-        if not self._direct:
-            return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
-        return self.get(namespace, key, refresh_ttl=refresh_ttl)
-
-    async def aput(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
-    ) -> None:
-        """:meth:`put`; a store with an index embeds with the embedder's async methods."""
-        if not self._direct or self.index_spec is not None:
-            return await super().aput(namespace, key, value, index, ttl=ttl)
-        return self.put(namespace, key, value, index, ttl=ttl)
-
-    async def asearch(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-    ) -> list[SearchItem]:
-        """:meth:`search`; a ranked search embeds its query with the embedder's async methods."""
-        args: dict[str, Any] = {"query": query, "filter": filter, "limit": limit, "offset": offset}
-        if not self._direct or (query and self.index_spec is not None):
-            return await super().asearch(namespace_prefix, refresh_ttl=refresh_ttl, **args)
-        return self.search(namespace_prefix, refresh_ttl=refresh_ttl, **args)
-
-    async def alist_namespaces(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        *,
-        prefix: NamespacePath | None = None,
-        suffix: NamespacePath | None = None,
-        max_depth: int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[tuple[str, ...]]:
-        """:meth:`list_namespaces` (nothing to wait for)."""
-        args: dict[str, Any] = {"prefix": prefix, "suffix": suffix, "max_depth": max_depth}
-        if not self._direct:
-            return await super().alist_namespaces(limit=limit, offset=offset, **args)
-        return self.list_namespaces(limit=limit, offset=offset, **args)
 
     def _purge(self) -> datetime:
         """Drop the expired items (under the lock); returns the time it used."""

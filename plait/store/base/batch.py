@@ -1,13 +1,13 @@
 """``AsyncBatchedBaseStore``: a base for stores whose concurrent async calls share one ``abatch``.
 
-A subclass implements ``abatch`` (and may implement ``batch``). Each async
-convenience call (``aget``, ``asearch``, ``aput``, ``adelete``,
-``alist_namespaces``) checks its arguments, queues one operation and waits. A
-background task on the event loop the store was created in takes everything
-queued in the same tick, merges equal reads and repeated puts of one item (the
-last put wins), runs a single ``abatch`` and hands each caller its result (or
-the batch's exception). The sync methods, called from another thread, run on
-that loop; called from the loop's own thread they raise
+A subclass implements ``abatch`` (and may implement ``batch``). Each convenience
+call (``aget``, ``asearch``, ``aput``, ``adelete``, ``alist_namespaces`` and their
+sync forms) checks its arguments, queues one operation (:meth:`BaseStore._arun_op`)
+and waits. A background task on the event loop the store was created in takes
+everything queued in the same tick, merges equal reads and repeated puts of one
+item (the last put wins), runs a single ``abatch`` and hands each caller its
+result (or the batch's exception). The sync methods, called from another thread,
+run on that loop; called from the loop's own thread they raise
 ``asyncio.InvalidStateError`` instead of deadlocking.
 """
 
@@ -15,23 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable, Coroutine, Iterable, Mapping
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
 
 from plait.store.base import (
-    NOT_PROVIDED,
     BaseStore,
     GetOp,
-    Item,
     ListNamespacesOp,
-    NamespacePath,
-    NotProvided,
     Op,
     PutOp,
     Result,
-    SearchItem,
     SearchOp,
-    _list_op,  # pyright: ignore[reportPrivateUsage]  # the base's argument checks, shared on purpose
 )
 
 __all__ = ["AsyncBatchedBaseStore"]
@@ -70,56 +64,13 @@ class AsyncBatchedBaseStore(BaseStore):
         self._aqueue.put_nowait((future, op))
         return await future
 
-    async def aget(
-        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
-    ) -> Item | None:
-        """Read one item (queued with the other calls of this tick)."""
-        return await self._enqueue(self._get_op(namespace, key, refresh_ttl))  # type: ignore[return-value]
+    async def _arun_op(self, op: Op) -> Result:
+        """Queue the operation of ``aget``, ``aput``, ... with the other calls of this tick."""
+        return await self._enqueue(op)
 
-    async def asearch(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-    ) -> list[SearchItem]:
-        """Search (queued with the other calls of this tick)."""
-        op = self._search_op(
-            namespace_prefix, refresh_ttl, filter=filter, limit=limit, offset=offset, query=query
-        )
-        return await self._enqueue(op)  # type: ignore[return-value]
-
-    async def aput(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
-    ) -> None:
-        """Write one item (queued with the other calls of this tick)."""
-        await self._enqueue(self._put_op(namespace, key, value, index, ttl))
-
-    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
-        """Delete one item (queued with the other calls of this tick)."""
-        await self._enqueue(self._delete_op(namespace, key))
-
-    async def alist_namespaces(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        *,
-        prefix: NamespacePath | None = None,
-        suffix: NamespacePath | None = None,
-        max_depth: int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[tuple[str, ...]]:
-        """List namespaces (queued with the other calls of this tick)."""
-        return await self._enqueue(_list_op(prefix, suffix, max_depth, limit, offset))  # type: ignore[return-value]
+    def _run_op(self, op: Op) -> Result:
+        """Queue the operation of ``get``, ``put``, ... on the store's loop, from another thread."""
+        return self._on_loop(lambda: self._enqueue(op), _method(op))
 
     def _on_loop(self, make: Callable[[], Coroutine[Any, Any, T]], name: str) -> T:
         try:
@@ -138,67 +89,14 @@ class AsyncBatchedBaseStore(BaseStore):
         ops = list(ops)
         return self._on_loop(lambda: self.abatch(ops), "batch")
 
-    def get(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
-        """Sync :meth:`aget`, from another thread."""
-        return self._on_loop(lambda: self.aget(namespace, key, refresh_ttl=refresh_ttl), "get")
 
-    def search(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        namespace_prefix: tuple[str, ...],
-        /,
-        *,
-        query: str | None = None,
-        filter: dict[str, Any] | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        refresh_ttl: bool | None = None,
-    ) -> list[SearchItem]:
-        """Sync :meth:`asearch`, from another thread."""
-        return self._on_loop(
-            lambda: self.asearch(
-                namespace_prefix,
-                query=query,
-                filter=filter,
-                limit=limit,
-                offset=offset,
-                refresh_ttl=refresh_ttl,
-            ),
-            "search",
-        )
-
-    def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
-    ) -> None:
-        """Sync :meth:`aput`, from another thread."""
-        op = self._put_op(namespace, key, value, index, ttl)
-        self._on_loop(lambda: self._enqueue(op), "put")
-
-    def delete(self, namespace: tuple[str, ...], key: str) -> None:
-        """Sync :meth:`adelete`, from another thread."""
-        self._on_loop(lambda: self.adelete(namespace, key), "delete")
-
-    def list_namespaces(  # noqa: PLR0913 - signature mirrors LangGraph
-        self,
-        *,
-        prefix: NamespacePath | None = None,
-        suffix: NamespacePath | None = None,
-        max_depth: int | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[tuple[str, ...]]:
-        """Sync :meth:`alist_namespaces`, from another thread."""
-        return self._on_loop(
-            lambda: self.alist_namespaces(
-                prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset
-            ),
-            "list_namespaces",
-        )
+def _method(op: Op) -> str:
+    """The convenience method that makes ``op`` (named in the error of a call on the store's loop)."""
+    if isinstance(op, PutOp):
+        return "put" if op.value is not None else "delete"
+    if isinstance(op, GetOp):
+        return "get"
+    return "search" if isinstance(op, SearchOp) else "list_namespaces"
 
 
 def _dedupe_ops(ops: list[Op]) -> tuple[list[int] | None, list[Op]]:
