@@ -14,7 +14,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["TASK_CONTEXT", "RunningTask", "current_task", "running_task"]
+__all__ = ["TASK_CONTEXT", "PendingTask", "RunningTask", "current_task", "running_task"]
 
 
 class RunningTask(Protocol):
@@ -50,13 +50,27 @@ class RunningTask(Protocol):
         ...
 
 
-TASK_CONTEXT: contextvars.ContextVar[RunningTask | None] = contextvars.ContextVar("plait_task", default=None)
+class PendingTask:
+    """A task context made only when the node asks for it (the runtime's fast path sets one, so
+    that a node that never calls ``get_config()``, ``interrupt()``… costs no context)."""
+
+    __slots__ = ()
+
+    def resolve(self) -> RunningTask:
+        """The task context, made on the first call."""
+        raise NotImplementedError
+
+
+TASK_CONTEXT: contextvars.ContextVar[RunningTask | PendingTask | None] = contextvars.ContextVar(
+    "plait_task", default=None
+)
 """The context of the node running in this thread or coroutine (``None`` outside a run)."""
 
 
 def running_task() -> RunningTask | None:
     """The context of the node running here, or ``None`` outside a run."""
-    return TASK_CONTEXT.get()
+    task = TASK_CONTEXT.get()
+    return task.resolve() if isinstance(task, PendingTask) else task
 
 
 def current_task() -> RunningTask:

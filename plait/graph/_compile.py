@@ -123,7 +123,7 @@ def _interrupts(builder: GraphSpec, nodes: Any) -> frozenset[str]:
 def _node_spec(builder: GraphSpec, name: str, state_keys: tuple[str, ...]) -> NodeSpec:
     node = builder.nodes[name]
     is_subgraph = isinstance(node.action, Pregel)
-    call, is_async, acall = make_call(node.action, frozenset(builder.channels), subgraph=is_subgraph)
+    call, is_async, acall, plain = make_call(node.action, frozenset(builder.channels), subgraph=is_subgraph)
     schema = node.input_schema
     reads = _keys(builder, schema) if schema is not None else state_keys
     make_input = _maker(schema if schema is not None else builder.state_schema)
@@ -138,6 +138,7 @@ def _node_spec(builder: GraphSpec, name: str, state_keys: tuple[str, ...]) -> No
         call=call,
         is_async=is_async,
         acall=acall,
+        plain=plain,
         reads=reads,
         defaults=_defaults(builder, reads),
         make_input=make_input,
@@ -206,6 +207,7 @@ def _strict(
         k: replace(
             n,
             call=strict_call(k, n.call, n.is_async),
+            plain=None,  # strict checks wrap the call: no direct call
             acall=None if n.acall is None else strict_call(k, n.acall, True),
         )
         for k, n in nodes.items()

@@ -66,6 +66,7 @@ def _root_node(node: NodeSpec) -> NodeSpec:
     return replace(
         node,
         call=root_call(node.call, node.is_async),
+        plain=None,
         acall=None if node.acall is None else root_call(node.acall, True),
         make_input=root_state,
     )

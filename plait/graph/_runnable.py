@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from plait.graph._jsonschema import config_model, context_jsonschema, schema_model, state_jsonschema
+from plait.pregel._fast import SLOW
 from plait.pregel._thread import run_config
 from plait.pregel._traced import arelease, release, root_manager, streamer, traced_call
 from plait.types import Command
@@ -225,6 +226,8 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         cfg = self._config(config)
         run = None if kwargs.get("stream_mode", "values") != "values" else self._start(cfg, input)
         if run is None:
+            if not kwargs and (out := self._pregel("run_fast")(input, cfg, context)) is not SLOW:
+                return out  # a plain run (pregel/_fast.py)
             return self._pregel("invoke")(input, cfg, context=context, **kwargs)
         try:
             out = self._pregel("invoke")(input, _run_config(cfg, run.get_child()), context=context, **kwargs)

@@ -333,11 +333,14 @@ class NodeCalls(NamedTuple):
         is_async: The node is a coroutine function.
         acall: An async form for the async driver, where the node has one (subgraphs and
             runnables: their own nodes then run on the caller's event loop), else ``None``.
+        plain: The function itself, when it is a sync function called with the state alone
+            (the fast path calls it directly, :mod:`plait.pregel._fast`), else ``None``.
     """
 
     call: Callable[[Any, TaskContext], Any]
     is_async: bool
     acall: Callable[[Any, TaskContext], Awaitable[Any]] | None = None
+    plain: Callable[[Any], Any] | None = None
 
 
 def make_call(fn: Any, keys: frozenset[str] = frozenset(), *, subgraph: bool = False) -> NodeCalls:
@@ -360,7 +363,9 @@ def make_call(fn: Any, keys: frozenset[str] = frozenset(), *, subgraph: bool = F
             return NodeCalls(_runnable_call(fn), False, _runnable_acall(fn))
     method = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
     config_positional, names = _extras(fn)
-    return NodeCalls(_direct_call(fn, config_positional, names), inspect.iscoroutinefunction(method))
+    is_async = inspect.iscoroutinefunction(method)
+    plain = fn if not (is_async or config_positional or names) else None
+    return NodeCalls(_direct_call(fn, config_positional, names), is_async, None, plain)
 
 
 _PLAIN: frozenset[type[object]] = frozenset({dict, str, list, tuple, type(None), int, bool})

@@ -11,7 +11,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from plait._context import TASK_CONTEXT, RunningTask
+from plait._context import TASK_CONTEXT, PendingTask, RunningTask
+from plait._context import running_task as any_task
 from plait._internal._constants import CONFIG_KEY_RUNTIME
 from plait.checkpoint._task_ids import interrupt_key
 from plait.errors import GraphInterrupt
@@ -215,7 +216,7 @@ def current_task() -> TaskContext:
 
 def running_task() -> TaskContext | None:
     """The context of the node running here, or ``None`` outside a run."""
-    return cast("TaskContext | None", TASK_CONTEXT.get())  # only task_scope sets it, to a TaskContext
+    return cast("TaskContext | None", any_task())  # the drivers set TaskContexts (or pending ones)
 
 
 class task_scope:  # noqa: N801 - used like a function
@@ -229,7 +230,7 @@ class task_scope:  # noqa: N801 - used like a function
 
     def __init__(self, ctx: TaskContext) -> None:
         self.ctx = ctx
-        self.token: contextvars.Token[RunningTask | None] | None = None
+        self.token: contextvars.Token[RunningTask | PendingTask | None] | None = None
         self.lc_token: Any = None
 
     def __enter__(self) -> TaskContext:

@@ -27,6 +27,7 @@ __all__ = [
     "run_inputs",
     "server_info_of",
     "strict_resume",
+    "usual_configurable",
 ]
 
 CONFIG_KEY_RUNTIME = "__pregel_runtime"
@@ -80,6 +81,12 @@ def run_extras(config: Mapping[str, Any] | None, given: Any) -> tuple[RunControl
     if given is None and (not configurable or not configurable.keys() & _EXTRA_KEYS):  # the common case
         return RunControl(), None, False
     return control_of(config, given), server_info_of(config), strict_resume(config)
+
+
+def usual_configurable(config: Mapping[str, Any]) -> bool:
+    """The (checked) run config carries none of the keys :func:`run_extras` looks for."""
+    configurable = config.get("configurable")
+    return not configurable or not configurable.keys() & _EXTRA_KEYS
 
 
 _EXTRA_KEYS = frozenset(

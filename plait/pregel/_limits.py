@@ -1,11 +1,16 @@
-"""The error of a run that hit its ``recursion_limit``."""
+"""The ``recursion_limit`` of a run: its default, and the error of a run that hit it."""
 
 from __future__ import annotations
+
+import os
 
 from plait.errors import ErrorCode, GraphRecursionError, add_note, create_error_message
 from plait.pregel._run_state import RunState
 
-__all__ = ["recursion_error"]
+__all__ = ["DEFAULT_RECURSION_LIMIT", "recursion_error"]
+
+DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "10007"))
+"""Supersteps a run may take when the config sets no ``recursion_limit`` (LangGraph's default)."""
 
 
 def recursion_error(run: RunState, limit: int) -> GraphRecursionError:

@@ -9,7 +9,6 @@ caller's event loop (``_arun.py``), and sends back what the effect produced.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Generator, Hashable, Sequence
 from typing import Any, cast
 
@@ -38,7 +37,7 @@ from plait.pregel._effects import (
     blame,
 )
 from plait.pregel._input import check_storable, input_writes
-from plait.pregel._limits import recursion_error
+from plait.pregel._limits import DEFAULT_RECURSION_LIMIT, recursion_error
 from plait.pregel._next import START_TASK as _START
 from plait.pregel._next import keep_pending, start_task
 from plait.pregel._options import RunOptions
@@ -58,8 +57,6 @@ from plait.types import Command, Interrupt
 
 __all__ = ["Loop", "RunOptions"]
 
-DEFAULT_RECURSION_LIMIT = int(os.environ.get("PLAIT_DEFAULT_RECURSION_LIMIT", "10007"))
-"""Supersteps a run may take when the config sets no ``recursion_limit`` (LangGraph's default)."""
 _COMMAND = "__command__"
 Steps = Generator[Effect, Any, None]  # a part of the run, as effects
 
@@ -140,8 +137,6 @@ class Loop:
         """Id of ``task`` in the step that follows the current checkpoint."""
         return task_id(self.checkpoint_id, task)
 
-    # -- start --------------------------------------------------------------
-
     def load(self, saved: CheckpointTuple | None, head: CheckpointTuple | None = None) -> None:
         """Restore the thread's checkpoint (``None``: a new thread).
 
@@ -207,35 +202,23 @@ class Loop:
     def effects(self, input: Any) -> Steps:  # noqa: A002 - LangGraph's name
         """The run after :meth:`load`: apply ``input`` (or resume), then supersteps until it ends.
 
-        Saves are handed over before the events that report them (``pregel/_held.py`` may hold them).
-
         Raises:
             BaseException: the first error of a failed step (after the step's successful writes
                 are saved), ``GraphRecursionError``, or an input error.
         """
         yield from self._begin(input)
+        yield from self.steps()
+
+    def steps(self, ran: list[Task] | None = None) -> Steps:
+        """The supersteps from the current state; ``ran``: the current step's tasks, run already."""
         while True:
-            try:  # before the step's saves go out, so the run's last save is known to be the last
-                tasks = self._tick()
-            except BaseException as exc:  # the previous step's saves still go out
-                if isinstance(exc, GraphRecursionError):
-                    self._release()
-                yield from self._flush()
-                raise
+            tasks = ran if ran is not None else (yield from self._run_next())
+            ran = None
             if tasks is None:
                 break
-            if self.saves or self.events:  # most steps of a run without saver or stream have nothing
-                yield from self._flush()
-            yield RunTasks(tuple(tasks))
             tasks = with_recoveries(tasks)  # error handlers that took over failed tasks
             if stopped(tasks):
-                self._release()
-                error = self._stop_step(tasks)
-                yield from self._flush(last=error is None)
-                if error is not None:
-                    raise error
-                if self.drained is not None:  # a subgraph drained: this run stops with it
-                    raise GraphDrained(self.drained)
+                yield from self._stop_step(tasks)
                 return
             yield from self._finish(tasks)
             if self.interrupts:
@@ -245,6 +228,21 @@ class Loop:
             yield from self._flush(last=True)
         if self.drained is not None:
             raise GraphDrained(self.drained)
+
+    def _run_next(self) -> Generator[Effect, Any, list[Task] | None]:
+        """Have the next superstep's tasks run (``RunTasks``); ``None`` when the run is over."""
+        try:  # before the step's saves go out, so the run's last save is known to be the last
+            tasks = self._tick()
+        except BaseException as exc:  # the previous step's saves still go out
+            if isinstance(exc, GraphRecursionError):
+                self._release()
+            yield from self._flush()
+            raise
+        if tasks is not None:
+            if self.saves or self.events:  # most steps of a run without saver or stream have nothing
+                yield from self._flush()
+            yield RunTasks(tuple(tasks))
+        return tasks
 
     def _release(self, ended: bool = False) -> None:
         """``durability="exit"``: queue the checkpoint held back (none: a subgraph call ``ended``)."""
@@ -327,9 +325,8 @@ class Loop:
         older = self.newest is not None and self.newest != self.checkpoint_id
         ran = bool(self.done_writes or self.resumes or self.interrupted)  # its step ran, in part
         if self.replaying and (older or ran) and (run.next or run.sends) and self.saver is not None:
-            # replaying a past checkpoint (or one whose step ran): its copy (source "fork") starts the
-            # new branch, and the nodes after it run again (the old branch's pending writes and
-            # answers stay with it)
+            # replaying a past checkpoint (or one whose step ran): its copy (source "fork") starts the new
+            # branch, the nodes after it run again (the old branch's pending writes and answers stay with it)
             self.done_writes.clear()
             self.resumes.clear()
             self.interrupted.clear()
@@ -360,8 +357,6 @@ class Loop:
                 pending = keep_pending(task, self.run) if name == _COMMAND else task
                 yield from self._schedule([pending], self.start_step + self.limit)
         self.skip_before = True
-
-    # -- steps --------------------------------------------------------------
 
     def _tick(self) -> list[Task] | None:
         """The tasks of the next superstep, or ``None`` when the run is over.
@@ -421,11 +416,14 @@ class Loop:
             self.interrupts.append(Interrupt(value=None, id="after"))
             self.sink.interrupted(())
 
-    def _stop_step(self, tasks: Sequence[Task]) -> BaseException | None:
+    def _stop_step(self, tasks: Sequence[Task]) -> Steps:
+        """End the run at a step that failed or paused: save what it did, raise its first error."""
+        self._release()
         save_partial(self, tasks)
         failed = next((t.error for t in tasks if t.error is not None), None)
         if failed is not None:
-            return failed
+            yield from self._flush()
+            raise failed
         for t in tasks:
             self.interrupts.extend(t.interrupts)
         self.drained = next((str(i.value) for i in self.interrupts if i.id == DRAINED), None)
@@ -435,9 +433,9 @@ class Loop:
         paused_view(self, tasks)
         if all(i.id in STATIC for i in self.interrupts):
             self.sink.interrupted(tuple(self.interrupts))
-        return None
-
-    # -- checkpoint & output --------------------------------------------------
+        yield from self._flush(last=True)
+        if self.drained is not None:  # a subgraph drained: this run stops with it
+            raise GraphDrained(self.drained)
 
     def _checkpoint(self, source: str, changed: set[str]) -> None:
         if self.carried:  # keys a resume's update changed before this step

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from plait.channels.base import BaseChannel
+from plait.channels.last_value import LastValue
+from plait.constants import START
 from plait.types import CachePolicy, RetryPolicies, TimeoutPolicy
 
 if TYPE_CHECKING:
     from plait.pregel._builder import PregelNode
 
-__all__ = ["Branch", "Join", "NodeSpec", "Plan"]
+__all__ = ["Branch", "FastNode", "FastTables", "Join", "NodeSpec", "Plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,9 @@ class NodeSpec:
     channel_node: PregelNode | None = None
     """A channel graph's node as :class:`~plait.pregel.NodeBuilder` built it (``update_state``
     applies values through its writers)."""
+    plain: Callable[[Any], Any] | None = None
+    """The node's function, when ``call`` only calls it with the state (no config, store or
+    runtime parameters, nothing wrapped around it but tracing): the fast path calls it directly."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +174,99 @@ class Plan:
     """A channel graph's single output channel: the output is its value (not a dict of keys)."""
     untracked: frozenset[str] = field(init=False, default=frozenset())
     """Keys never saved in checkpoints (``UntrackedValue``)."""
+    fast: FastTables | None = field(init=False, default=None, compare=False, repr=False)
+    """The fast path's tables (:mod:`plait.pregel._fast`), when every node and edge allows it."""
 
     def __post_init__(self) -> None:
         channels = self.channels.items()
         object.__setattr__(self, "volatile", tuple(k for k, c in channels if c.volatile))
         object.__setattr__(self, "untracked", frozenset(k for k, c in channels if not c.tracked))
+        object.__setattr__(self, "fast", _fast_tables(self))
+
+
+@dataclass(frozen=True, slots=True)
+class FastNode:
+    """A node as the fast path runs it: its function, what it reads, where control goes after it.
+
+    Attributes:
+        fn: The node's function (``NodeSpec.plain``).
+        spec: The node.
+        shaped: Its input needs defaults or a state class (``NodeSpec.make_input``/``defaults``).
+        after: Its static successors in step order, when it has no conditional edges.
+        branches: Its conditional edges (routed after its writes merge).
+    """
+
+    fn: Callable[[Any], Any]
+    spec: NodeSpec
+    shaped: bool
+    after: tuple[str, ...]
+    branches: tuple[Branch, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FastTables:
+    """A plan the fast path can run: plain sync nodes, static and plain conditional edges, no joins.
+
+    Attributes:
+        nodes: The nodes by name.
+        start: ``START``'s static successors in step order.
+        start_branches: ``START``'s conditional edges.
+        initial: The channels that may hold a value before any write (``BaseChannel.initial``).
+        plain: The keys whose channel keeps the last value written (``LastValue``).
+        plain_state: Routers get the state as the dict of its keys that are set (no defaults,
+            state class or managed values to add).
+    """
+
+    nodes: Mapping[str, FastNode]
+    start: tuple[str, ...]
+    start_branches: tuple[Branch, ...]
+    initial: tuple[tuple[str, BaseChannel], ...]
+    plain: frozenset[str]
+    plain_state: bool
+
+
+def _fast_tables(plan: Plan) -> FastTables | None:
+    """The fast path's tables of ``plan``, or ``None`` when something in it needs the full loop."""
+    if (
+        plan.triggers
+        or plan.input_channel is not None
+        or plan.output_channel is not None
+        or plan.root
+        or plan.strict
+        or plan.deferred
+        or plan.managed
+        or plan.interrupt_before
+        or plan.interrupt_after
+        or plan.volatile
+        or plan.untracked
+        or any(plan.joins.values())
+    ):
+        return None
+    branches = [b for bs in plan.branches.values() for b in bs]
+    if any(b.takes_config or b.extras or b.reads is not None or b.managed for b in branches):
+        return None
+    nodes: dict[str, FastNode] = {}
+    for name, node in plan.nodes.items():
+        if (
+            node.plain is None
+            or node.is_async
+            or node.retry
+            or node.cache_policy is not None
+            or node.error_handler is not None
+            or node.timeout is not None
+            or node.is_subgraph
+            or node.subgraph is not None
+            or node.managed
+        ):
+            return None
+        shaped = node.make_input is not None or bool(node.defaults)
+        nodes[name] = FastNode(node.plain, node, shaped, _after(plan, name), plan.branches.get(name, ()))
+    initial = tuple((k, c) for k, c in plan.channels.items() if type(c).initial is not BaseChannel.initial)
+    plain = frozenset(k for k, c in plan.channels.items() if type(c) is LastValue)
+    plain_state = not plan.defaults and plan.state_make is None
+    return FastTables(nodes, _after(plan, START), plan.branches.get(START, ()), initial, plain, plain_state)
+
+
+def _after(plan: Plan, name: str) -> tuple[str, ...]:
+    targets = plan.edges.get(name, ())
+    return tuple(sorted(set(targets))) if len(targets) > 1 else tuple(targets)

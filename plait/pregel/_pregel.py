@@ -17,7 +17,9 @@ from plait.pregel._batch import abatch, batch
 from plait.pregel._cache import namespaces
 from plait.pregel._callable import arun_nested, nesting_task, run_nested
 from plait.pregel._channel_graph import channel_plan, output_value
+from plait.pregel._context import running_task
 from plait.pregel._control import run_extras, run_inputs
+from plait.pregel._fast import SLOW, Handed, run_fast
 from plait.pregel._history import empty_snapshot, snapshot, supersteps_of
 from plait.pregel._loop import Loop
 from plait.pregel._message_events import plain_messages
@@ -209,12 +211,32 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         """:meth:`invoke` as a graph of its own, even when called inside a running node."""
         if stream_mode != "values":
             return list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
+        if not kwargs and (out := self.run_fast(input, run_config(config), context)) is not SLOW:
+            return out
         v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config, frozenset(), kwargs)
         gen = run_sync(loop, input, *run_inputs(self, config, context))
         for _ in gen:
             pass
         return _output(self, loop, v2)
+
+    def run_fast(
+        self, input: InputT | Command[Any] | None, config: dict[str, Any], context: ContextT | None
+    ) -> Any:  # noqa: A002
+        """The output of a plain run (``config``: checked, no options) on the fast path
+        (:mod:`plait.pregel._fast`), or :data:`~plait.pregel._fast.SLOW` when it needs the loop."""
+        fast = self.plan.fast
+        if (
+            fast is None
+            or self.checkpointer is not None
+            or self.step_timeout is not None
+            or input is None
+            or type(input) is Command
+            or running_task() is not None
+        ):
+            return SLOW
+        out = run_fast(self, fast, input, config, context)
+        return _output(self, out.loop, False) if type(out) is Handed else out
 
     async def astream(
         self,

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import time
 from collections import deque
-from collections.abc import Generator, Hashable, Sequence
+from collections.abc import Callable, Generator, Hashable, Sequence
 from contextvars import copy_context
 from functools import partial
 from queue import Empty, SimpleQueue
@@ -21,7 +21,7 @@ from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, save
 from plait.pregel._held import HeldSaves, held_for
-from plait.pregel._loop import Loop
+from plait.pregel._loop import Loop, Steps
 from plait.pregel._pause import abandoned_saves, task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, on_runner, stack_is_deep, with_helpers
 from plait.pregel._recover import hand_over
@@ -30,7 +30,7 @@ from plait.pregel._task import Task, collect, from_child
 from plait.pregel._timeout import Progress, sync_timeout_error, timed
 from plait.pregel._travel import load_run
 
-__all__ = ["call_routers", "claim", "finish_sync", "make_context", "run_sync", "run_task"]
+__all__ = ["call_routers", "claim", "finish_sync", "go_on", "make_context", "run_sync", "run_task"]
 
 Event = tuple[str, Any]
 T = TypeVar("T")
@@ -57,32 +57,33 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
     )
 
 
-def run_task(task: Task, ctx: TaskContext) -> None:
+def run_task(task: Task, ctx: TaskContext, first: Callable[[], Any] | None = None) -> None:
     """Run one task to completion, recording its result, error or interrupt on it.
 
-    ``ctx`` is fresh (:func:`make_context`): its first attempt needs no reset.
+    ``ctx`` is fresh (:func:`make_context`): its first attempt needs no reset. ``first``: the
+    outcome of a first attempt made already (the fast path's), returned or raised again.
     """
-    if task.node.cache_policy is not None and recall_task(task, ctx):
+    if task.node.cache_policy is not None and first is None and recall_task(task, ctx):
         return
     if ctx.lc_config is not None:  # runnables the node calls get the task's LangChain config too
         with task_scope(ctx):
-            _attempts(task, ctx)
+            _attempts(task, ctx, first)
         return
     token = TASK_CONTEXT.set(ctx)  # task_scope's work, inline: every task of every step
     try:
-        _attempts(task, ctx)
+        _attempts(task, ctx, first)
     finally:
         TASK_CONTEXT.reset(token)
 
 
-def _attempts(task: Task, ctx: TaskContext) -> None:
+def _attempts(task: Task, ctx: TaskContext, first: Callable[[], Any] | None) -> None:
     """Call the node until it settles: a result, an interrupt, or an error its retry policy gives up on."""
     node = task.node
     attempt = 1
     while True:
         try:
             try:
-                value = _call(task, ctx)
+                value = _call(task, ctx) if first is None else first()
             except ParentCommand as exc:  # a subgraph inside this node addressed this graph
                 value = from_child(exc)
             collect(task, value)
@@ -100,7 +101,7 @@ def _attempts(task: Task, ctx: TaskContext) -> None:
         if delay is None:
             return
         time.sleep(delay)
-        attempt += 1
+        attempt, first = attempt + 1, None
         ctx.begin_attempt(attempt)
 
 
@@ -118,10 +119,13 @@ def _call(task: Task, ctx: TaskContext) -> Any:
     return run_coroutine(timed(task.name, value, policy, progress) if inspect.isawaitable(value) else value)
 
 
-def _settle(loop: Loop, task: Task, ctx: TaskContext, store: Any, context: Any) -> None:
+def _settle(  # noqa: PLR0913 - the task, its run, and a first attempt made already (fast path)
+    loop: Loop, task: Task, ctx: TaskContext, store: Any, context: Any, first: Callable[[], Any] | None = None
+) -> None:
     """Run ``task`` and stream how it ended; when its error handler takes over, run the handler."""
     while True:
-        run_task(task, ctx)
+        run_task(task, ctx, first)
+        first = None
         if loop.sink.per_task or task.interrupts:
             loop.sink.settled(task, ctx.task_id, loop.run.step)
         if task.error is None:
@@ -199,7 +203,7 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
     saver = loop.saver
     if saver is None:
         loop.load(None)
-        yield from _drive(loop, input, store, context)
+        yield from _drive(loop, loop.effects(input), store, context)
         return loop
     thread = loop.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
@@ -207,13 +211,30 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
         thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
     ):
         load_run(loop, saver, input)
-        yield from _drive(loop, input, store, context)
+        yield from _drive(loop, loop.effects(input), store, context)
     return loop
 
 
-def _drive(loop: Loop, input: Any, store: Any, context: Any) -> Generator[Event, None, None]:  # noqa: A002
+def go_on(
+    loop: Loop, ran: tuple[Task, TaskContext, Callable[[], Any]] | None, store: Any, context: Any
+) -> None:
+    """Drive a run the fast path began (:mod:`plait.pregel._fast`, no saver, no stream) to its end:
+    from the step it reached, or — ``ran`` — after that step's one task, whose node was called already
+    (``(task, its context, its outcome)``)."""
+    claim(loop)
+    remember(loop, store, context)
+    if ran is None:
+        effects = loop.steps()
+    else:
+        task, ctx, first = ran
+        _settle(loop, task, ctx, store, context, first)
+        effects = loop.steps([task])
+    for _ in _drive(loop, effects, store, context):
+        pass
+
+
+def _drive(loop: Loop, effects: Steps, store: Any, context: Any) -> Generator[Event, None, None]:
     """Execute the loop's effects; an effect's error is thrown back into the loop."""
-    effects = loop.effects(input)
     # every step runs at this depth; only graphs run inside nodes nest deeply (a run's own stack is shallow)
     deep = running_task() is not None and stack_is_deep()
     answer: Any = None

@@ -34,7 +34,7 @@ from plait.pregel._task import Task
 from plait.pregel._traced import start_routes
 from plait.types import Send
 
-__all__ = ["prepare_tasks", "read_state", "routers", "schedule", "scheduled", "send_indices"]
+__all__ = ["prepare_tasks", "read_state", "route", "routers", "schedule", "scheduled", "send_indices"]
 
 
 def read_state(
@@ -182,9 +182,9 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Seque
         for target in plan.edges.get(name, ()):
             pulls[target] = None
         for branch in plan.branches.get(name, ()):
-            _route(plan, name, next(pending), pulls, sends, branch.path_map)
+            route(plan, name, next(pending), pulls, sends, branch.path_map)
         if task.goto:
-            _route(plan, name, task.goto, pulls, sends, None)
+            route(plan, name, task.goto, pulls, sends, None)
         for join in plan.joins.get(name, ()):
             seen = run.barriers.setdefault(join.key, set())
             seen.add(name)
@@ -197,7 +197,7 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Seque
         hold_deferred(plan.deferred, run)
 
 
-def _route(
+def route(
     plan: Plan,
     source: str,
     result: Any,
@@ -205,6 +205,12 @@ def _route(
     sends: list[tuple[str, Any]],
     path_map: Mapping[Any, str] | None,
 ) -> None:
+    """Add what ``source``'s router answered (``result``, mapped through ``path_map``) to the next
+    step: node names to ``pulls``, ``Send`` objects to ``sends``.
+
+    Raises:
+        InvalidUpdateError: an answer names no node of the graph or is not in ``path_map``.
+    """
     # a list of answers (isinstance() leaves the items Unknown) or a single one
     items = cast("Sequence[Any]", result) if isinstance(result, (list, tuple)) else [result]
     for item in items:

@@ -1,0 +1,232 @@
+"""The fast path: a plain run, one node at a time, with none of the loop's machinery.
+
+Most runs of a small graph are a chain of one-task steps. When the plan allows it
+(:class:`~plait.pregel._plan.FastTables`: plain sync nodes, plain routers, no joins…) and the run
+has no saver, stream, callbacks or options, ``invoke`` runs here: each node's dict merges into the
+values through the same :func:`~plait.pregel._writes.apply_writes`, control follows the plan's
+successor tables and routers are called inline, with the loop's step numbers, recursion limit and
+errors. No task, effect, event sink or task context is made.
+
+Whatever this does not handle is handed over to the loop (:func:`~plait.pregel._run.go_on`) at the
+point it arises, and the loop goes on from these values as if it had run the steps so far: a step
+of several tasks or ``Send`` tasks (before it runs), a node that returns something other than a
+dict or ``None``, raises an interrupt or a ``Command`` for its parent, or reaches its task context
+(``get_config()``, ``interrupt()``, a subgraph…) — the context is made then, on the loop the run
+hands over to (:class:`~plait._context.PendingTask`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from plait._context import TASK_CONTEXT, PendingTask
+from plait._schema import MISSING
+from plait.constants import END, START
+from plait.errors import GraphBubbleUp
+from plait.pregel._callable import run_coroutine
+from plait.pregel._control import coerce_context, usual_configurable
+from plait.pregel._input import input_writes
+from plait.pregel._limits import DEFAULT_RECURSION_LIMIT, recursion_error
+from plait.pregel._loop import Loop
+from plait.pregel._plan import Branch, FastTables, NodeSpec, Plan
+from plait.pregel._run import go_on, make_context
+from plait.pregel._run_state import RunState
+from plait.pregel._step import branch_state, read_state, route
+from plait.pregel._task import Task
+from plait.pregel._writes import apply_writes
+from plait.types import Overwrite
+
+if TYPE_CHECKING:
+    from plait.pregel._context import TaskContext
+
+__all__ = ["SLOW", "Handed", "run_fast"]
+
+SLOW: Any = object()
+"""What :func:`run_fast` returns when the run must take the loop from its start."""
+
+
+class Handed:
+    """What :func:`run_fast` returns when the loop took the run over: the loop, run to its end."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self, loop: Loop) -> None:
+        self.loop = loop
+
+
+class _Run(PendingTask):
+    """One fast run: what a hand-over or the running node's task context needs of it."""
+
+    __slots__ = ("config", "context", "ctx", "graph", "input", "loop", "name", "run", "store")
+
+    def __init__(self, graph: Any, config: dict[str, Any], run: RunState, store: Any, context: Any) -> None:
+        self.graph, self.config, self.run, self.store, self.context = graph, config, run, store, context
+        self.loop: Loop | None = None
+        self.ctx: TaskContext | None = None  # the running node's context, once it asked for it
+        self.name = ""
+        self.input: Any = None
+
+    def handed(self) -> Loop:
+        """The loop that takes the run over, made once, on these values and steps."""
+        loop = self.loop
+        if loop is None:
+            self.loop = loop = self.graph._loop(self.config, frozenset(), {})  # noqa: SLF001 - its own graph
+            loop.run = self.run
+            loop.start_step = 0
+        return loop
+
+    def resolve(self) -> TaskContext:
+        """The running node's task context, made on the loop the run is handed over to."""
+        if self.ctx is None:
+            task = Task(self.name, self.graph.plan.nodes[self.name], self.input)
+            self.ctx = make_context(self.handed(), task, self.store, self.context)
+        return self.ctx
+
+
+def run_fast(graph: Any, tables: FastTables, input: Any, config: dict[str, Any], context: Any) -> Any:  # noqa: A002
+    """Run ``graph`` to its end on the fast path (``config``: checked by ``run_config``): its output,
+    :class:`Handed` when the loop took over, or :data:`SLOW` when the config asks for more than this
+    handles (callbacks, a runtime or server keys)."""
+    if config.get("callbacks") or not usual_configurable(config):
+        return SLOW
+    plan: Plan = graph.plan
+    if context is not None:
+        context = coerce_context(getattr(graph, "context_schema", None), context)
+    limit = config.get("recursion_limit")
+    limit = DEFAULT_RECURSION_LIMIT if limit is None else int(limit)
+    writes = input_writes(plan, input)
+    values: dict[str, Any] = {}
+    for key, channel in tables.initial:
+        value = channel.initial()
+        if value is not MISSING:
+            values[key] = value
+    run = RunState(values=values)
+    _merge(plan, run, tables.plain, START, dict(writes))
+    after = tables.start
+    if tables.start_branches:
+        after = _routed(plan, tables, START, after, tables.start_branches, run, (0, limit))
+    run.step = 1
+    return _steps(_Run(graph, config, run, graph.store, context), tables, after, limit)
+
+
+def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -> Any:
+    """The run's steps, from the first: see :func:`run_fast`."""
+    plan, run = fast.graph.plan, fast.run
+    values, nodes, plain = run.values, tables.nodes, tables.plain
+    step = 1
+    while True:
+        if run.sends or len(after) > 1:  # a step of several tasks: the loop runs it
+            run.next = list(after)
+            return _handed(fast, None)
+        if step > limit or not after:  # the limit first: a run that ends just past it fails (LangGraph's)
+            if step <= limit:
+                return {k: values[k] for k in plan.output_keys if k in values}
+            run.next = list(after)
+            raise recursion_error(run, limit)
+        fast.name = name = after[0]
+        node = nodes[name]
+        spec = node.spec
+        if node.shaped:
+            fast.input = task_input = _shaped(spec, values)
+        else:
+            fast.input = task_input = {k: values[k] for k in spec.reads if k in values}
+        token = TASK_CONTEXT.set(fast)
+        try:
+            out = node.fn(task_input)
+        except (GraphBubbleUp, asyncio.CancelledError) as exc:  # interrupts, Command(graph=PARENT)…
+            return _handed(fast, partial(_raise, exc))
+        except Exception as exc:
+            if fast.ctx is None:
+                raise  # a plain failure ends the run with it, as the loop's does without a saver
+            return _handed(fast, partial(_raise, exc))
+        finally:
+            TASK_CONTEXT.reset(token)
+        if fast.ctx is not None or (out is not None and type(out) is not dict):
+            return _handed(fast, partial(_value, out))
+        if out:
+            written: dict[str, Any] = out  # pyright: ignore[reportUnknownVariableType]  # a node's dict
+            _merge(plan, run, plain, name, written)
+        after = node.after
+        if node.branches:
+            after = _routed(plan, tables, name, after, node.branches, run, (step, limit))
+        run.step = step = step + 1
+
+
+def _merge(plan: Plan, run: RunState, plain: frozenset[str], name: str, written: dict[str, Any]) -> None:
+    """Merge a node's dict into the values, as :func:`~plait.pregel._writes.apply_writes` does; inline
+    when every key keeps its last value and no value asks for more (an ``Overwrite``, or a dict,
+    which may be one's wire form)."""
+    if written.keys() <= plain:
+        for value in written.values():
+            if type(value) is dict or isinstance(value, Overwrite):
+                break
+        else:
+            run.values.update(written)
+            return
+    apply_writes(plan, run, ((name, tuple(written.items())),))
+
+
+def _shaped(spec: NodeSpec, values: dict[str, Any]) -> Any:
+    """A node's input with its defaults, as its state class when it has one."""
+    state = read_state(values, spec.reads, spec.defaults)
+    return state if spec.make_input is None else spec.make_input(state)
+
+
+def _routed(  # noqa: PLR0913 - the step, and where it routes from
+    plan: Plan,
+    tables: FastTables,
+    name: str,
+    after: tuple[str, ...],
+    branches: tuple[Branch, ...],
+    run: RunState,
+    steps: tuple[int, int],
+) -> tuple[str, ...]:
+    """The next step's nodes after ``name``: its static successors, then its routers' answers on
+    the state (``steps``: the step and the run's last, for managed values); ``Send`` answers go to
+    ``run.sends``."""
+    values = run.values
+    if tables.plain_state:
+        state: Any = {k: values[k] for k in plan.state_keys if k in values}
+    else:
+        state = branch_state(plan, values, *steps)
+    if len(branches) == 1 and not after:  # the common router: one node's name, or END
+        branch = branches[0]
+        answer = branch.path(state)
+        if type(answer) is str:
+            known = branch.path_map
+            target = answer if known is None else known.get(answer)
+            if target is not None and target in tables.nodes:
+                return (target,)
+            if target == END:
+                return ()
+        answers = [run_coroutine(answer)]
+    else:
+        answers = [run_coroutine(branch.path(state)) for branch in branches]
+    pulls = dict.fromkeys(after)
+    for branch, answer in zip(branches, answers, strict=True):
+        route(plan, name, answer, pulls, run.sends, branch.path_map)
+    return tuple(sorted(pulls)) if len(pulls) > 1 else tuple(pulls)
+
+
+def _handed(fast: _Run, first: Any) -> Handed:
+    """Hand the run over to the loop (``first``: the outcome of the step's node, already called)."""
+    loop = fast.handed()
+    if first is not None:
+        fast.run.next = [fast.name]
+    if first is None:
+        go_on(loop, None, fast.store, fast.context)
+    else:
+        ctx = fast.resolve()
+        assert ctx.task is not None  # noqa: S101 - task_context() makes it with its task
+        go_on(loop, (ctx.task, ctx, first), fast.store, fast.context)
+    return Handed(loop)
+
+
+def _raise(exc: BaseException) -> Any:
+    raise exc
+
+
+def _value(value: Any) -> Any:
+    return value
