@@ -46,10 +46,18 @@ GENERATED_BEGIN = "# >>> generated sync"
 GENERATED_END = "# <<< generated sync"
 GENERATED_NOTE = "(made by tools/unasync_gen.py from the async source above -- do not edit)"
 
-REGIONS: tuple[str, ...] = ("plait/store/_statement.py", "plait/store/base/__init__.py", "plait/store/memory.py")
+REGIONS: tuple[str, ...] = (
+    "plait/store/_statement.py",
+    "plait/store/_embed.py",
+    "plait/store/base/__init__.py",
+    "plait/store/memory.py",
+    "plait/store/_sqlstore.py",
+)
 """Modules holding ``# >>> async source`` regions."""
 
-FILES: dict[str, str] = {}
+FILES: dict[str, str] = {
+    "plait/store/postgres/_async_io.py": "plait/store/postgres/_sync_io.py",
+}
 """Whole generated modules: async source module -> sync module."""
 
 NAMES: dict[str, str] = {
@@ -60,8 +68,10 @@ NAMES: dict[str, str] = {
     "asearch": "search",
     "adelete": "delete",
     "alist_namespaces": "list_namespaces",
+    "_async_sweeper": "_sweeper",
     "_arun_op": "_run_op",
     "_arun_prepared": "_run_prepared",
+    "_atransact": "_transact",
     "adrive": "drive",
     "aembed": "embed",
     "aembed_documents": "embed_documents",
@@ -105,6 +115,7 @@ BEFORE: tuple[tuple[str, str], ...] = (
 """Regular-expression rewrites applied to the async source before the tokens are rewritten."""
 
 AFTER: tuple[tuple[str, str], ...] = (
+    (r"(?m)^import asyncio$", "import threading\nimport time"),  # unused ones are dropped by ruff
     (r"\basyncio\.sleep\b", "time.sleep"),
     (r"\basyncio\.Lock\b", "threading.Lock"),
     (r"\bAwaitable\[([^\[\]]+)\]", r"\1"),
@@ -126,12 +137,31 @@ class _Rule(unasync.Rule):  # type: ignore[misc]  # unasync has no type hints
         return name
 
 
+_FIELD = re.compile(r"\{[^{}]*\}")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _fstring_fields(rule: _Rule, token: tokenize_rt.Token) -> tokenize_rt.Token:
+    """An f-string token with the names inside its ``{...}`` fields rewritten (unasync leaves them)."""
+    prefix = token.src[: len(token.src) - len(token.src.lstrip("rRbBuUfF"))]
+    if token.name != "STRING" or "f" not in prefix.lower():
+        return token
+
+    def field(match: re.Match[str]) -> str:
+        return _NAME.sub(lambda name: rule._unasync_name(name.group()), match.group())
+
+    return token._replace(src=_FIELD.sub(field, token.src))
+
+
 def unasync_text(source: str) -> str:
     """The sync form of a piece of async code (not yet formatted)."""
     for pattern, replacement in BEFORE:
         source = re.sub(pattern, replacement, source)
-    tokens = tokenize_rt.src_to_tokens(source)
-    text = tokenize_rt.tokens_to_src(list(_Rule()._unasync_tokens(tokens)))
+    rule = _Rule()
+    tokens = [
+        _fstring_fields(rule, token) for token in rule._unasync_tokens(tokenize_rt.src_to_tokens(source))
+    ]
+    text = tokenize_rt.tokens_to_src(tokens)
     for pattern, replacement in AFTER:
         text = re.sub(pattern, replacement, text)
     return text
@@ -179,19 +209,26 @@ def _regions(path: str, text: str) -> str:
     return "".join(out)
 
 
-def _format(path: str, text: str) -> str:
-    """``text`` as ruff formats it (with the project's settings)."""
+def _ruff(path: str, text: str, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--stdin-filename", path, "-"],
+        [sys.executable, "-m", "ruff", *args, "--stdin-filename", path, "-"],
         input=text,
         capture_output=True,
         text=True,
         cwd=ROOT,
         check=False,
     )
-    if done.returncode != 0:
-        raise SystemExit(f"ruff format failed on the generated {path}:\n{done.stderr}")
+    if done.returncode != 0 and not done.stdout:
+        raise SystemExit(f"ruff {args[0]} failed on the generated {path}:\n{done.stderr}")
     return done.stdout
+
+
+def _format(path: str, text: str, *, imports: bool = False) -> str:
+    """``text`` as ruff formats it (with the project's settings); with ``imports``, the unused
+    imports dropped and the rest sorted first (a generated module imports what its source did)."""
+    if imports:
+        text = _ruff(path, text, "check", "--fix-only", "--select", "F401,I001", "--exit-zero")
+    return _ruff(path, text, "format")
 
 
 def expected() -> dict[str, str]:
@@ -201,7 +238,7 @@ def expected() -> dict[str, str]:
         want[path] = _format(path, _regions(path, (ROOT / path).read_text()))
     for source, target in FILES.items():
         header = f"# Generated from {source} by tools/unasync_gen.py -- do not edit.\n"
-        want[target] = _format(target, header + unasync_text((ROOT / source).read_text()))
+        want[target] = _format(target, header + unasync_text((ROOT / source).read_text()), imports=True)
     return want
 
 

@@ -200,22 +200,27 @@ class IndexSpec:
         queries = sorted({op.query for op in ops if isinstance(op, SearchOp) and op.query})
         return docs, queries
 
-    def embed(self, ops: Sequence[Any]) -> Embedded:
-        """Embed a batch's documents and queries (sync)."""
-        docs, queries = self.plan(ops)
-        vectors = (
-            self.check(self.embeddings.embed_documents([t for _, _, t in docs]), len(docs)) if docs else []
-        )
-        qvecs = [self.check([self.embeddings.embed_query(q)], 1)[0] for q in queries]
-        return _embedded(docs, vectors, queries, qvecs)
-
+    # >>> async source
     async def aembed(self, ops: Sequence[Any]) -> Embedded:
-        """Embed a batch's documents and queries (async)."""
+        """Embed a batch's documents and queries."""
         docs, queries = self.plan(ops)
         texts = [t for _, _, t in docs]
         vectors = self.check(await self.embeddings.aembed_documents(texts), len(docs)) if docs else []
         qvecs = [self.check([await self.embeddings.aembed_query(q)], 1)[0] for q in queries]
         return _embedded(docs, vectors, queries, qvecs)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def embed(self, ops: Sequence[Any]) -> Embedded:
+        """Embed a batch's documents and queries."""
+        docs, queries = self.plan(ops)
+        texts = [t for _, _, t in docs]
+        vectors = self.check(self.embeddings.embed_documents(texts), len(docs)) if docs else []
+        qvecs = [self.check([self.embeddings.embed_query(q)], 1)[0] for q in queries]
+        return _embedded(docs, vectors, queries, qvecs)
+
+    # <<< generated sync
 
 
 def _fields(index: IndexConfig | Mapping[str, Any]) -> list[str]:

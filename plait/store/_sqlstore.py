@@ -93,6 +93,26 @@ class SqlStore(BaseStore):
         """Async :meth:`_transact`; by default it runs in a worker thread."""
         return await asyncio.to_thread(self._transact, make_step, alone=alone)
 
+    # >>> async source
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run operations in order, in one transaction.
+
+        Every operation is checked, and every embedding computed, before the
+        transaction opens: an invalid batch changes nothing.
+
+        Args:
+            ops: The operations.
+
+        Returns:
+            One result per operation.
+        """
+        prepared = self.engine.prepare(list(ops))
+        embedded = await self.index_spec.aembed(prepared.ops) if self.index_spec else None
+        return await self._arun_prepared(prepared, embedded)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run operations in order, in one transaction.
 
@@ -109,24 +129,18 @@ class SqlStore(BaseStore):
         embedded = self.index_spec.embed(prepared.ops) if self.index_spec else None
         return self._run_prepared(prepared, embedded)
 
+    # <<< generated sync
+
     def _run_prepared(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
-        """Run a checked batch whose vectors are computed (sync :meth:`batch`)."""
+        """Run a checked batch whose vectors are computed, in a transaction."""
         return cast(
             "list[Result]",
             self._transact(lambda now: self.engine.run(prepared, embedded, now), alone=prepared.alone),
         )
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Async twin of :meth:`batch` (embeds with the embedder's async methods).
-
-        Args:
-            ops: The operations.
-
-        Returns:
-            One result per operation.
-        """
-        prepared = self.engine.prepare(list(ops))
-        embedded = await self.index_spec.aembed(prepared.ops) if self.index_spec else None
+    async def _arun_prepared(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
+        """Run a checked batch whose vectors are computed: with the concurrent calls' batches (the
+        async stores), else in a transaction of its own."""
         if self._groups is not None:
             return await self._groups.run(prepared, embedded)
         return cast(

@@ -113,6 +113,32 @@ class InMemoryStore(BaseStore):
         # the convenience methods skip building a batch unless a subclass runs batches its own way
         self._direct = type(self).batch is InMemoryStore.batch and type(self).abatch is InMemoryStore.abatch
 
+    # >>> async source
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run operations in order and return their results.
+
+        Every operation is validated before any runs, so an invalid batch
+        changes nothing.
+
+        Args:
+            ops: The operations to run.
+
+        Returns:
+            One result per operation (see :meth:`BaseStore.batch`).
+
+        Raises:
+            InvalidNamespaceError: If an operation carries a bad namespace.
+            ValueError: On an unknown operation or filter operator.
+            TypeError: If a put's value is not a mapping.
+        """
+        ops = list(ops)
+        for op in ops:
+            _validate(op)
+        return self._execute(ops, await self.index_spec.aembed(ops) if self.index_spec else None)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run operations in order and return their results.
 
@@ -135,19 +161,7 @@ class InMemoryStore(BaseStore):
             _validate(op)
         return self._execute(ops, self.index_spec.embed(ops) if self.index_spec else None)
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Async twin of :meth:`batch` (embeds with the embedder's async methods).
-
-        Args:
-            ops: The operations to run.
-
-        Returns:
-            One result per operation.
-        """
-        ops = list(ops)
-        for op in ops:
-            _validate(op)
-        return self._execute(ops, await self.index_spec.aembed(ops) if self.index_spec else None)
+    # <<< generated sync
 
     # >>> async source
     async def _arun_op(self, op: Op) -> Result:
