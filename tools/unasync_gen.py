@@ -52,6 +52,7 @@ REGIONS: tuple[str, ...] = (
     "plait/store/base/__init__.py",
     "plait/store/memory.py",
     "plait/store/_sqlstore.py",
+    "plait/store/_group.py",
 )
 """Modules holding ``# >>> async source`` regions."""
 
@@ -72,6 +73,7 @@ NAMES: dict[str, str] = {
     "_arun_op": "_run_op",
     "_arun_prepared": "_run_prepared",
     "_atransact": "_transact",
+    "_arun_group": "_run_group",
     "adrive": "drive",
     "aembed": "embed",
     "aembed_documents": "embed_documents",

@@ -91,20 +91,7 @@ class Groups:
             while queue.calls:
                 group, queue.calls = queue.calls[:_GROUP], queue.calls[_GROUP:]
                 group = [call for call in group if not call.future.done()]  # cancelled callers
-                plan = _settle_group(self.engine, group)
-                try:
-                    request = next(plan)
-                    while True:
-                        try:
-                            outcome: _Outcome = (await self.run_step(*request), None)
-                        except Exception as exc:  # noqa: BLE001 - handed to the plan
-                            outcome = (None, exc)
-                        request = plan.send(outcome)
-                except StopIteration:
-                    pass
-                except Exception as exc:  # noqa: BLE001 - a fault here: the callers must not wait for ever
-                    for call in group:
-                        _settle(call.future, error=exc)
+                await _arun_group(self.engine, group, self.run_step)
         finally:
             del self._queues[loop]
             for call in group + queue.calls:  # cancelled (the loop is closing): nobody runs these now
@@ -147,27 +134,11 @@ class ThreadGroups:
                 with self._queue:
                     group, self._calls = self._calls[:_GROUP], self._calls[_GROUP:]
                 try:
-                    self._settle(group)
+                    _run_group(self.engine, group, self.run_step)
                 finally:
                     for other in group:  # interrupted: the other callers must not wait for ever
                         _settle(other.future, error=RuntimeError("the thread running this batch stopped"))
         return future.result()
-
-    def _settle(self, group: list[_Call]) -> None:
-        plan = _settle_group(self.engine, group)
-        try:
-            request = next(plan)
-            while True:
-                try:
-                    outcome: _Outcome = (self.run_step(*request), None)
-                except Exception as exc:  # noqa: BLE001 - handed to the plan
-                    outcome = (None, exc)
-                request = plan.send(outcome)
-        except StopIteration:
-            pass
-        except Exception as exc:  # noqa: BLE001 - a fault here: the callers must not wait for ever
-            for call in group:
-                _settle(call.future, error=exc)
 
 
 _Outcome = tuple[Any, "Exception | None"]
@@ -200,6 +171,54 @@ def _settle_group(engine: Engine, group: list[_Call]) -> Plan:
     for call, (start, end, shared) in zip(group, merged.slots, strict=True):
         part: list[Result] = results[start:end]
         _settle(call.future, [_fresh(r) for r in part] if shared else part)
+
+
+# >>> async source
+async def _arun_group(
+    engine: Engine, group: list[_Call], run_step: Callable[[Callable[[float], Step], bool], Awaitable[Any]]
+) -> None:
+    """Settle a group's calls, running the steps its plan yields with ``run_step``."""
+    plan = _settle_group(engine, group)
+    try:
+        request = next(plan)
+        while True:
+            try:
+                outcome: _Outcome = (await run_step(*request), None)
+            except Exception as exc:  # noqa: BLE001 - handed to the plan
+                outcome = (None, exc)
+            request = plan.send(outcome)
+    except StopIteration:
+        pass
+    except Exception as exc:  # noqa: BLE001 - a fault here: the callers must not wait for ever
+        for call in group:
+            _settle(call.future, error=exc)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+def _run_group(
+    engine: Engine, group: list[_Call], run_step: Callable[[Callable[[float], Step], bool], Any]
+) -> None:
+    """Settle a group's calls, running the steps its plan yields with ``run_step``."""
+    plan = _settle_group(engine, group)
+    try:
+        request = next(plan)
+        while True:
+            try:
+                outcome: _Outcome = (run_step(*request), None)
+            except Exception as exc:  # noqa: BLE001 - handed to the plan
+                outcome = (None, exc)
+            request = plan.send(outcome)
+    except StopIteration:
+        pass
+    except Exception as exc:  # noqa: BLE001 - a fault here: the callers must not wait for ever
+        for call in group:
+            _settle(call.future, error=exc)
+
+
+# <<< generated sync
 
 
 def _settle_alone(engine: Engine, call: _Call) -> Plan:
