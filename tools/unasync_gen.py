@@ -53,6 +53,8 @@ REGIONS: tuple[str, ...] = (
     "plait/store/memory.py",
     "plait/store/_sqlstore.py",
     "plait/store/_group.py",
+    "plait/prebuilt/tool_node.py",
+    "plait/prebuilt/_react.py",
 )
 """Modules holding ``# >>> async source`` regions."""
 

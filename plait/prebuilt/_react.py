@@ -65,17 +65,15 @@ class AgentParts:
 
     # -- the model ----------------------------------------------------------------------------
 
-    def _resolve(self, state: Any) -> Runnable[Any, Any]:
-        if self.dynamic:
-            return cast("Runnable[Any, Any]", prompt_runnable(self.prompt) | self.model(state, _runtime()))
-        return cast("Runnable[Any, Any]", self.model)
+    def _choose(self, state: Any) -> Any:
+        """The model the model function picks for this call (refused for an async function)."""
+        self._refuse_sync()
+        return self.model(state, _runtime())
 
-    async def _aresolve(self, state: Any) -> Runnable[Any, Any]:
-        if self.dynamic_async:
-            return cast(
-                "Runnable[Any, Any]", prompt_runnable(self.prompt) | await self.model(state, _runtime())
-            )
-        return self._resolve(state)
+    async def _achoose(self, state: Any) -> Any:
+        """The model the model function picks for this call (awaited if the function is async)."""
+        chosen = self.model(state, _runtime())
+        return await chosen if self.dynamic_async else chosen
 
     def _refuse_sync(self) -> None:
         if self.dynamic_async:
@@ -120,18 +118,6 @@ class AgentParts:
             return True
         return remaining < 2 and bool(calls)
 
-    def call_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        """The ``agent`` node (sync)."""
-        self._refuse_sync()
-        return self._answer(
-            state, self._resolve(state).invoke(self._model_input(state), model_config(config))
-        )
-
-    async def acall_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        """The ``agent`` node (async)."""
-        model = await self._aresolve(state)
-        return self._answer(state, await model.ainvoke(self._model_input(state), model_config(config)))
-
     # -- structured response --------------------------------------------------------------------
 
     def _structured_input(self, state: Any) -> tuple[list[Any], Any]:
@@ -142,18 +128,43 @@ class AgentParts:
             messages = [SystemMessage(content=system), *messages]
         return messages, schema
 
+    # >>> async source
+    async def _aresolve(self, state: Any) -> Runnable[Any, Any]:
+        if self.dynamic:
+            return cast("Runnable[Any, Any]", prompt_runnable(self.prompt) | await self._achoose(state))
+        return cast("Runnable[Any, Any]", self.model)
+
+    async def acall_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """The ``agent`` node."""
+        model = await self._aresolve(state)
+        return self._answer(state, await model.ainvoke(self._model_input(state), model_config(config)))
+
+    async def astructured(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """The ``generate_structured_response`` node."""
+        messages, schema = self._structured_input(state)
+        model = chat_model(await self._aresolve(state)).with_structured_output(schema)
+        return {"structured_response": await model.ainvoke(messages, model_config(config))}
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def _resolve(self, state: Any) -> Runnable[Any, Any]:
+        if self.dynamic:
+            return cast("Runnable[Any, Any]", prompt_runnable(self.prompt) | self._choose(state))
+        return cast("Runnable[Any, Any]", self.model)
+
+    def call_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """The ``agent`` node."""
+        model = self._resolve(state)
+        return self._answer(state, model.invoke(self._model_input(state), model_config(config)))
+
     def structured(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        """The ``generate_structured_response`` node (sync)."""
-        self._refuse_sync()
+        """The ``generate_structured_response`` node."""
         messages, schema = self._structured_input(state)
         model = chat_model(self._resolve(state)).with_structured_output(schema)
         return {"structured_response": model.invoke(messages, model_config(config))}
 
-    async def astructured(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        """The ``generate_structured_response`` node (async)."""
-        messages, schema = self._structured_input(state)
-        model = chat_model(await self._aresolve(state)).with_structured_output(schema)
-        return {"structured_response": await model.ainvoke(messages, model_config(config))}
+    # <<< generated sync
 
     # -- routing ------------------------------------------------------------------------------
 

@@ -218,33 +218,22 @@ class ToolNode(Runnable[Any, Any]):
 
     # -- entry points -----------------------------------------------------------------------------
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
-        """Run every tool call of the input (in threads when there are several).
-
-        Raises:
-            ValueError: the input holds no ``AIMessage``.
-        """
-        calls, kind = self._parse_input(input)
-        runtimes = self._runtimes(input, calls, ensure_config(config))
+    def _run_all(
+        self, calls: list[ToolCall], kind: InputKind, runtimes: list[ToolRuntime[Any, Any]], config: Any
+    ) -> list[Output]:
+        """The calls' outputs, in order: one call in this thread, several in threads."""
         if len(calls) == 1:
-            outputs = [self._run_one(calls[0], kind, runtimes[0])]
-        else:
-            with get_executor_for_config(config) as executor:
-                outputs = list(executor.map(self._run_one, calls, [kind] * len(calls), runtimes))
-        return combine(outputs, kind, self._messages_key, in_graph=running_task() is not None)
+            return [self._run_one(calls[0], kind, runtimes[0])]
+        with get_executor_for_config(config) as executor:
+            return list(executor.map(self._run_one, calls, [kind] * len(calls), runtimes))
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
-        """Run every tool call of the input concurrently on this event loop.
-
-        Raises:
-            ValueError: the input holds no ``AIMessage``.
-        """
-        calls, kind = self._parse_input(input)
-        runtimes = self._runtimes(input, calls, ensure_config(config))
-        outputs = await asyncio.gather(
-            *(self._arun_one(c, kind, r) for c, r in zip(calls, runtimes, strict=True))
+    async def _arun_all(
+        self, calls: list[ToolCall], kind: InputKind, runtimes: list[ToolRuntime[Any, Any]], config: Any
+    ) -> list[Output]:
+        """The calls' outputs, in order: run concurrently on this event loop."""
+        return list(
+            await asyncio.gather(*(self._arun_one(c, kind, r) for c, r in zip(calls, runtimes, strict=True)))
         )
-        return combine(outputs, kind, self._messages_key, in_graph=running_task() is not None)
 
     # -- input ------------------------------------------------------------------------------------
 
@@ -339,40 +328,19 @@ class ToolNode(Runnable[Any, Any]):
             raise error
         return self._error_message(error, call)
 
-    # -- sync -------------------------------------------------------------------------------------
+    # -- running the calls (the sync code is generated from the async code) ---------------------
 
-    def _execute(self, request: ToolCallRequest, kind: InputKind) -> Output:
-        call = request.tool_call
-        if request.tool is None:
-            return self._unknown(call)
-        tool, args = self._prepared(request)
-        try:
-            try:
-                response = tool.invoke(args, cast("RunnableConfig", request.runtime.config))
-            except ValidationError as exc:
-                if is_invalid_resume(exc):  # an answer to interrupt(), not a bad argument
-                    raise
-                raise self._invocation_error(call, exc) from exc
-            return normalize(response, call, kind, self._messages_key)
-        except _BUBBLE_UP:
-            raise
-        except Exception as exc:  # noqa: BLE001 - handle_tool_errors decides
-            return self._handle(exc, call)
+    # >>> async source
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+        """Run every tool call of the input: concurrently on this event loop (in threads when sync).
 
-    def _run_one(self, call: ToolCall, kind: InputKind, runtime: ToolRuntime[Any, Any]) -> Output:
-        request = ToolCallRequest(call, self._tools_by_name.get(call["name"]), runtime.state, runtime)
-        if self._wrap_tool_call is None:
-            return self._execute(request, kind)
-        try:
-            return self._wrap_tool_call(request, lambda req: self._execute(req, kind))  # type: ignore[no-any-return]
-        except _BUBBLE_UP:
-            raise
-        except Exception as exc:
-            if not self._handle_tool_errors or is_invalid_resume(exc):
-                raise
-            return self._error_message(exc, request.tool_call)
-
-    # -- async ------------------------------------------------------------------------------------
+        Raises:
+            ValueError: the input holds no ``AIMessage``.
+        """
+        calls, kind = self._parse_input(input)
+        runtimes = self._runtimes(input, calls, ensure_config(config))
+        outputs = await self._arun_all(calls, kind, runtimes, config)
+        return combine(outputs, kind, self._messages_key, in_graph=running_task() is not None)
 
     async def _aexecute(self, request: ToolCallRequest, kind: InputKind) -> Output:
         call = request.tool_call
@@ -394,19 +362,73 @@ class ToolNode(Runnable[Any, Any]):
 
     async def _arun_one(self, call: ToolCall, kind: InputKind, runtime: ToolRuntime[Any, Any]) -> Output:
         request = ToolCallRequest(call, self._tools_by_name.get(call["name"]), runtime.state, runtime)
-        if self._awrap_tool_call is None and self._wrap_tool_call is None:
+        wrap = self._awrap_tool_call
+        if wrap is None and self._wrap_tool_call is None:
             return await self._aexecute(request, kind)
         try:
-            if self._awrap_tool_call is not None:
-                return await self._awrap_tool_call(request, lambda req: self._aexecute(req, kind))  # type: ignore[no-any-return]
-            wrap = cast("ToolCallWrapper", self._wrap_tool_call)
-            return wrap(request, lambda req: self._execute(req, kind))  # type: ignore[no-any-return]
+            if wrap is not None:
+                return await wrap(request, lambda req: self._aexecute(req, kind))  # type: ignore[no-any-return]
+            # async, with a sync wrapper only: it wraps the sync call (never reached when sync)
+            sync_wrap = cast("ToolCallWrapper", self._wrap_tool_call)
+            return sync_wrap(request, lambda req: self._execute(req, kind))  # type: ignore[no-any-return]
         except _BUBBLE_UP:
             raise
         except Exception as exc:
             if not self._handle_tool_errors or is_invalid_resume(exc):
                 raise
             return self._error_message(exc, request.tool_call)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+        """Run every tool call of the input: concurrently on this event loop (in threads when sync).
+
+        Raises:
+            ValueError: the input holds no ``AIMessage``.
+        """
+        calls, kind = self._parse_input(input)
+        runtimes = self._runtimes(input, calls, ensure_config(config))
+        outputs = self._run_all(calls, kind, runtimes, config)
+        return combine(outputs, kind, self._messages_key, in_graph=running_task() is not None)
+
+    def _execute(self, request: ToolCallRequest, kind: InputKind) -> Output:
+        call = request.tool_call
+        if request.tool is None:
+            return self._unknown(call)
+        tool, args = self._prepared(request)
+        try:
+            try:
+                response = tool.invoke(args, cast("RunnableConfig", request.runtime.config))
+            except ValidationError as exc:
+                if is_invalid_resume(exc):  # an answer to interrupt(), not a bad argument
+                    raise
+                raise self._invocation_error(call, exc) from exc
+            return normalize(response, call, kind, self._messages_key)
+        except _BUBBLE_UP:
+            raise
+        except Exception as exc:  # noqa: BLE001 - handle_tool_errors decides
+            return self._handle(exc, call)
+
+    def _run_one(self, call: ToolCall, kind: InputKind, runtime: ToolRuntime[Any, Any]) -> Output:
+        request = ToolCallRequest(call, self._tools_by_name.get(call["name"]), runtime.state, runtime)
+        wrap = self._wrap_tool_call
+        if wrap is None and self._wrap_tool_call is None:
+            return self._execute(request, kind)
+        try:
+            if wrap is not None:
+                return wrap(request, lambda req: self._execute(req, kind))  # type: ignore[no-any-return]
+            # async, with a sync wrapper only: it wraps the sync call (never reached when sync)
+            sync_wrap = cast("ToolCallWrapper", self._wrap_tool_call)
+            return sync_wrap(request, lambda req: self._execute(req, kind))  # type: ignore[no-any-return]
+        except _BUBBLE_UP:
+            raise
+        except Exception as exc:
+            if not self._handle_tool_errors or is_invalid_resume(exc):
+                raise
+            return self._error_message(exc, request.tool_call)
+
+    # <<< generated sync
 
 
 def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]:
