@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy as _copy
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing
 from typing import Any, Generic, cast
 
@@ -115,6 +115,8 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
     config: dict[str, Any] | None = None
     """Config applied to every run (``with_config``), under the run's own."""
     builder: Any
+    run_fast: Callable[[Any, dict[str, Any], Any], Any]
+    """``Pregel.run_fast`` (the next class in the MRO): a plain run's output, or ``SLOW``."""
 
     # -- schemas ------------------------------------------------------------------------
 
@@ -179,7 +181,10 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         return merged
 
     def _start(self, config: dict[str, Any], input: Any) -> CallbackManagerForChainRun | None:  # noqa: A002
-        callbacks = _inherited_callbacks(config)
+        callbacks = config.get("callbacks")
+        if callbacks is None:  # _inherited_callbacks, inline: every invoke
+            parent = var_child_runnable_config.get()
+            callbacks = parent.get("callbacks") if parent else None
         if not callbacks and not _tracing():
             return None
         manager = root_manager(CallbackManager, config, callbacks)
@@ -226,7 +231,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         cfg = self._config(config)
         run = None if kwargs.get("stream_mode", "values") != "values" else self._start(cfg, input)
         if run is None:
-            if not kwargs and (out := self._pregel("run_fast")(input, cfg, context)) is not SLOW:
+            if not kwargs and (out := self.run_fast(input, cfg, context)) is not SLOW:
                 return out  # a plain run (pregel/_fast.py)
             return self._pregel("invoke")(input, cfg, context=context, **kwargs)
         try:

@@ -89,21 +89,27 @@ def run_fast(graph: Any, tables: FastTables, input: Any, config: dict[str, Any],
     """Run ``graph`` to its end on the fast path (``config``: checked by ``run_config``): its output,
     :class:`Handed` when the loop took over, or :data:`SLOW` when the config asks for more than this
     handles (callbacks, a runtime or server keys)."""
-    if config.get("callbacks") or not usual_configurable(config):
+    configurable = config.get("configurable")
+    if config.get("callbacks") or (configurable and not usual_configurable(config)):
         return SLOW
     plan: Plan = graph.plan
     if context is not None:
         context = coerce_context(getattr(graph, "context_schema", None), context)
     limit = config.get("recursion_limit")
     limit = DEFAULT_RECURSION_LIMIT if limit is None else int(limit)
-    writes = input_writes(plan, input)
+    keys = plan.input_keys
+    given: dict[str, Any]
+    if type(input) is dict:  # input_writes' common case
+        given = {k: v for k, v in input.items() if k in keys}  # pyright: ignore[reportUnknownVariableType]
+    else:
+        given = dict(input_writes(plan, input))
     values: dict[str, Any] = {}
     for key, channel in tables.initial:
         value = channel.initial()
         if value is not MISSING:
             values[key] = value
     run = RunState(values=values)
-    _merge(plan, run, tables.plain, START, dict(writes))
+    _merge(plan, run, tables.plain, START, given)
     after = tables.start
     if tables.start_branches:
         after = _routed(plan, tables, START, after, tables.start_branches, run, (0, limit))
@@ -111,7 +117,7 @@ def run_fast(graph: Any, tables: FastTables, input: Any, config: dict[str, Any],
     return _steps(_Run(graph, config, run, graph.store, context), tables, after, limit)
 
 
-def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -> Any:
+def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -> Any:  # noqa: C901 - the hot loop, inline
     """The run's steps, from the first: see :func:`run_fast`."""
     plan, run = fast.graph.plan, fast.run
     values, nodes, plain = run.values, tables.nodes, tables.plain
@@ -127,11 +133,10 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
             raise recursion_error(run, limit)
         fast.name = name = after[0]
         node = nodes[name]
-        spec = node.spec
         if node.shaped:
-            fast.input = task_input = _shaped(spec, values)
+            fast.input = task_input = _shaped(node.spec, values)
         else:
-            fast.input = task_input = {k: values[k] for k in spec.reads if k in values}
+            fast.input = task_input = {k: values[k] for k in node.reads if k in values}
         token = TASK_CONTEXT.set(fast)
         try:
             out = node.fn(task_input)
@@ -147,7 +152,15 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
             return _handed(fast, partial(_value, out))
         if out:
             written: dict[str, Any] = out  # pyright: ignore[reportUnknownVariableType]  # a node's dict
-            _merge(plan, run, plain, name, written)
+            if written.keys() <= plain:  # _merge's common case, inline
+                for value in written.values():
+                    if type(value) is dict or isinstance(value, Overwrite):
+                        _merge(plan, run, plain, name, written)
+                        break
+                else:
+                    values.update(written)
+            else:
+                _merge(plan, run, plain, name, written)
         after = node.after
         if node.branches:
             after = _routed(plan, tables, name, after, node.branches, run, (step, limit))

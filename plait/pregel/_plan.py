@@ -190,6 +190,7 @@ class FastNode:
 
     Attributes:
         fn: The node's function (``NodeSpec.plain``).
+        reads: The state keys it receives (``NodeSpec.reads``).
         spec: The node.
         shaped: Its input needs defaults or a state class (``NodeSpec.make_input``/``defaults``).
         after: Its static successors in step order, when it has no conditional edges.
@@ -197,6 +198,7 @@ class FastNode:
     """
 
     fn: Callable[[Any], Any]
+    reads: tuple[str, ...]
     spec: NodeSpec
     shaped: bool
     after: tuple[str, ...]
@@ -260,7 +262,9 @@ def _fast_tables(plan: Plan) -> FastTables | None:
         ):
             return None
         shaped = node.make_input is not None or bool(node.defaults)
-        nodes[name] = FastNode(node.plain, node, shaped, _after(plan, name), plan.branches.get(name, ()))
+        nodes[name] = FastNode(
+            node.plain, node.reads, node, shaped, _after(plan, name), plan.branches.get(name, ())
+        )
     initial = tuple((k, c) for k, c in plan.channels.items() if type(c).initial is not BaseChannel.initial)
     plain = frozenset(k for k, c in plan.channels.items() if type(c) is LastValue)
     plain_state = not plan.defaults and plan.state_make is None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import Self
 
+from plait._context import TASK_CONTEXT
 from plait.checkpoint.base import INTERRUPT, BaseCheckpointSaver, get_checkpoint_id
 from plait.errors import GraphBuildError
 from plait.pregel._arun import run_async
@@ -17,7 +18,6 @@ from plait.pregel._batch import abatch, batch
 from plait.pregel._cache import namespaces
 from plait.pregel._callable import arun_nested, nesting_task, run_nested
 from plait.pregel._channel_graph import channel_plan, output_value
-from plait.pregel._context import running_task
 from plait.pregel._control import run_extras, run_inputs
 from plait.pregel._fast import SLOW, Handed, run_fast
 from plait.pregel._history import empty_snapshot, snapshot, supersteps_of
@@ -232,7 +232,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             or self.step_timeout is not None
             or input is None
             or type(input) is Command
-            or running_task() is not None
+            or TASK_CONTEXT.get() is not None  # inside a node: the loop knows how to nest
         ):
             return SLOW
         out = run_fast(self, fast, input, config, context)

@@ -69,8 +69,10 @@ def run_config(config: Any) -> dict[str, Any]:
     Raises:
         InvalidConfigError: one of these does not hold.
     """
+    if config is None:  # most runs
+        return {}
     configurable_of(config)
-    out = dict(config or {})
+    out = dict(config)
     limit = out.get("recursion_limit")
     if limit is not None:
         if isinstance(limit, bool) or not isinstance(limit, int):
