@@ -47,6 +47,8 @@ GENERATED_END = "# <<< generated sync"
 GENERATED_NOTE = "(made by tools/unasync_gen.py from the async source above -- do not edit)"
 
 REGIONS: tuple[str, ...] = (
+    "plait/pregel/_pregel.py",
+    "plait/pregel/_threads_api.py",
     "plait/store/_statement.py",
     "plait/store/_embed.py",
     "plait/store/base/__init__.py",
@@ -55,6 +57,14 @@ REGIONS: tuple[str, ...] = (
     "plait/store/_group.py",
     "plait/prebuilt/tool_node.py",
     "plait/prebuilt/_react.py",
+    "plait/pregel/remote.py",
+    "plait/pregel/_traced.py",
+    "plait/checkpoint/_lease.py",
+    "plait/checkpoint/_lease_wait.py",
+    "plait/checkpoint/_engine_ops.py",
+    "plait/checkpoint/_engine.py",
+    "plait/checkpoint/_engine_batch.py",
+    "plait/checkpoint/postgres/_shallow.py",
 )
 """Modules holding ``# >>> async source`` regions."""
 
@@ -99,10 +109,57 @@ NAMES: dict[str, str] = {
     "arelease": "release",
     "ahold": "hold",
     "_aacquire": "_acquire",
-    "_apoll": "_poll",
-    "_aattempt": "_attempt",
-    "_alock": "_lock",
+    "apoll": "poll",
+    "aone_attempt": "one_attempt",
+    "atake_local": "take_local",
+    # checkpoint savers (langgraph.checkpoint.base) and their engine
+    "aget_tuple": "get_tuple",
+    "alist": "list",
+    "aput_writes": "put_writes",
+    "adelete_thread": "delete_thread",
+    "alease": "lease",
+    "aprune": "prune",
+    "_areclaim": "_reclaim",
+    "_adrive": "_drive",
+    "_aitems": "_items",
+    "aiterate": "iterate",
+    "arun_session": "run_session",
+    "_ahold_saves": "_hold_saves",
+    "_asave_many": "_save_many",
+    "_APUTS": "_PUTS",
+    # the graph API (langgraph.pregel), RemoteGraph's
+    "aget_graph": "get_graph",
+    "aget_state": "get_state",
+    "aget_state_history": "get_state_history",
+    "aupdate_state": "update_state",
+    "abulk_update_state": "bulk_update_state",
+    "astream": "stream",
+    "_aclient": "_client",
+    "_astate_or_none": "_state_or_none",
+    # traced node runs (pregel/_traced.py)
+    "_atraced": "_traced",
+    "_aroute": "_route",
+    "aend": "end",
+    "afail": "fail",
+    "_atap": "_tap",
+    "_aone": "_one",
+    "tap_output_aiter": "tap_output_iter",
+    # the compiled graph (plait.pregel._pregel) and its drivers
+    "ainvoke_streaming": "invoke_streaming",
+    "ainvoke_here": "invoke_here",
+    "astate_here": "state_here",
+    "aget_subgraphs": "get_subgraphs",
+    "aupdate_here": "update_here",
+    "aclear_cache": "clear_cache",
+    "aclear": "clear",
+    "arun_nested": "run_nested",
+    "run_async": "run_sync",
+    "aclosing": "closing",
+    "aupdate_thread": "update_thread",
+    "awith_task_states": "with_task_states",
+    "aread_snapshot": "read_snapshot",
     # typing and the standard library
+    "AbstractAsyncContextManager": "AbstractContextManager",
     "AsyncIterator": "Iterator",
     "AsyncIterable": "Iterable",
     "AsyncGenerator": "Generator",
@@ -113,8 +170,12 @@ NAMES: dict[str, str] = {
 A name ``AsyncX`` (``X`` capitalised) not listed here becomes ``X``."""
 
 BEFORE: tuple[tuple[str, str], ...] = (
+    # an answer that may be awaitable is awaited; the sync code takes it as it is
+    (r"(?m)^([ \t]*)if inspect\.isawaitable\((\w+)\):\n\1    \2 = await \2\n", ""),
     # a release that must finish even if the waiting task is cancelled: the sync code just calls it
     (r"await asyncio\.shield\((self\.arelease\([^()]*\))\)", r"\1"),
+    # what only the async form does (e.g. a sync backend's hop to a worker thread): dropped
+    (r"(?ms)^[ \t]*# >>> async only\n.*?^[ \t]*# <<< async only[ \t]*\n", ""),
 )
 """Regular-expression rewrites applied to the async source before the tokens are rewritten."""
 
@@ -123,6 +184,8 @@ AFTER: tuple[tuple[str, str], ...] = (
     (r"\basyncio\.sleep\b", "time.sleep"),
     (r"\basyncio\.Lock\b", "threading.Lock"),
     (r"\bAwaitable\[([^\[\]]+)\]", r"\1"),
+    # ``async for x in xs: yield x`` (there is no ``yield from`` in an async generator)
+    (r"(?m)^([ \t]*)for (\w+) in (.+):\n\1    yield \2\n", r"\1yield from \3\n"),
 )
 """Regular-expression rewrites applied to the sync code after the tokens are rewritten."""
 

@@ -35,7 +35,8 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, NamedTuple
 
 from plait.checkpoint._engine_ops import Batch, Ops, Step
-from plait.checkpoint._locks import busy, local_lock
+from plait.checkpoint._lease_wait import MAX_POLL, Key, apoll, atake_local, poll, take_local
+from plait.checkpoint._locks import local_lock
 
 __all__ = ["DEFAULT_TTL", "LeaseSql", "ThreadLeases", "lease_sql"]
 
@@ -43,9 +44,7 @@ DEFAULT_TTL = 30.0
 """Seconds after which the lease of a vanished (killed) holder can be taken over."""
 
 _log = logging.getLogger("plait.checkpoint.lease")
-_Key = tuple[str, str]
-_FIRST_POLL = 0.002
-_MAX_POLL = 0.05
+_Key = Key
 
 
 class _Tokens:
@@ -132,10 +131,6 @@ def lease_sql(dialect: str, table: str = "plait_checkpoint_leases") -> LeaseSql:
     )
 
 
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
 class ThreadLeases:
     """Process-local locks plus database lease rows, with a heartbeat; one per saver.
 
@@ -175,20 +170,6 @@ class ThreadLeases:
         self._held_lock = threading.Lock()
         self._beater: threading.Thread | None = None
 
-    def scope(self) -> tuple[str, bool]:
-        """``(database name, shared)``, computed once."""
-        found = self._scope
-        if found is None:
-            found = self._scope = self.run(self._scope_ops())
-        return found
-
-    async def ascope(self) -> tuple[str, bool]:
-        """Async :meth:`scope`."""
-        found = self._scope
-        if found is None:
-            found = self._scope = await self.arun(self._scope_ops())
-        return found
-
     def holds(self, thread_id: str) -> bool:
         """Whether a run of this process holds ``thread_id`` (any namespace) through this saver."""
         return any(key[0] == thread_id for key in list(self._held.values()))
@@ -213,7 +194,7 @@ class ThreadLeases:
             "me": me,
             "ttl": self.ttl,
             "now": time.time(),
-            "stale": max(1.0, 20 * _MAX_POLL),
+            "stale": max(1.0, 20 * MAX_POLL),
         }
 
     def _try_ops(self, key: _Key, me: str, queue: bool) -> Ops[bool]:
@@ -310,25 +291,6 @@ class ThreadLeases:
             "Could not release the lease of thread %r (%s); it expires in %.0f s", key[0], exc, self.ttl
         )
 
-    def release(self, key: _Key, me: str, *, confirm: bool = False) -> None:
-        """Give the thread back; an unreleased lease expires after ``ttl``.
-
-        Raises:
-            ConnectionError: only with ``confirm`` (the run succeeded), when the release failed after
-                writes that did not wait for the disk: the run's outcome is not known to be durable.
-        """
-        try:
-            self.run(self._release_ops(key, me))
-        except Exception as exc:  # noqa: BLE001 - see _release_failed
-            self._release_failed(key, me, exc, confirm)
-
-    async def arelease(self, key: _Key, me: str, *, confirm: bool = False) -> None:
-        """Async :meth:`release`."""
-        try:
-            await self.arun(self._release_ops(key, me))
-        except Exception as exc:  # noqa: BLE001 - see _release_failed
-            self._release_failed(key, me, exc, confirm)
-
     def _renew_all(self) -> None:
         with self._held_lock:
             items = list(self._held.items())
@@ -369,26 +331,111 @@ class ThreadLeases:
     def _owner_token() -> str:
         return _tokens.next()
 
+    # -- the lease (the sync code is generated from the async code) ----------------------------
+
+    # >>> async source
+    async def ascope(self) -> tuple[str, bool]:
+        """``(database name, shared)``, computed once."""
+        found = self._scope
+        if found is None:
+            found = self._scope = await self.arun(self._scope_ops())
+        return found
+
+    async def arelease(self, key: _Key, me: str, *, confirm: bool = False) -> None:
+        """Give the thread back; an unreleased lease expires after ``ttl``.
+
+        Raises:
+            ConnectionError: only with ``confirm`` (the run succeeded), when the release failed after
+                writes that did not wait for the disk: the run's outcome is not known to be durable.
+        """
+        try:
+            await self.arun(self._release_ops(key, me))
+        except Exception as exc:  # noqa: BLE001 - see _release_failed
+            self._release_failed(key, me, exc, confirm)
+
+    async def _aacquire(self, key: _Key, wait: bool, deadline: float | None) -> str:
+        """Take the thread's lease row, polling while another process holds it; returns the owner token."""
+        me = self._owner_token()
+        await apoll(
+            lambda: self.arun(self._try_ops(key, me, queue=wait)),
+            key,
+            wait,
+            deadline,
+            orphan=lambda: self.arelease(key, me),
+        )
+        return me
+
+    @asynccontextmanager
+    async def ahold(
+        self, thread_id: str, ns: str, wait: bool, timeout: float | None
+    ) -> AsyncGenerator[None, None]:
+        """The lease: local lock, then (for shared databases) the lease row.
+
+        The async form never blocks the event loop, and never leaks a lease on cancellation.
+        """
+        key = (str(thread_id), ns or "")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        name, shared = await self.ascope()
+        with local_lock((name, *key)) as local:
+            await atake_local(local, key, wait, deadline)
+            try:
+                me = await self._aacquire(key, wait, deadline) if shared else None
+                try:
+                    yield
+                except BaseException:
+                    if me is not None and self._still_held(me):
+                        await asyncio.shield(self.arelease(key, me))
+                    raise
+                if me is not None and self._still_held(me):
+                    await asyncio.shield(self.arelease(key, me, confirm=True))
+            finally:
+                local.release()
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def scope(self) -> tuple[str, bool]:
+        """``(database name, shared)``, computed once."""
+        found = self._scope
+        if found is None:
+            found = self._scope = self.run(self._scope_ops())
+        return found
+
+    def release(self, key: _Key, me: str, *, confirm: bool = False) -> None:
+        """Give the thread back; an unreleased lease expires after ``ttl``.
+
+        Raises:
+            ConnectionError: only with ``confirm`` (the run succeeded), when the release failed after
+                writes that did not wait for the disk: the run's outcome is not known to be durable.
+        """
+        try:
+            self.run(self._release_ops(key, me))
+        except Exception as exc:  # noqa: BLE001 - see _release_failed
+            self._release_failed(key, me, exc, confirm)
+
     def _acquire(self, key: _Key, wait: bool, deadline: float | None) -> str:
-        me, delay = self._owner_token(), _FIRST_POLL
-        while not self.run(self._try_ops(key, me, queue=wait)):
-            left = _remaining(deadline)
-            if not wait or left == 0.0:
-                raise busy(key[0])
-            time.sleep(delay if left is None else min(delay, left))
-            delay = min(delay * 1.5, _MAX_POLL)
+        """Take the thread's lease row, polling while another process holds it; returns the owner token."""
+        me = self._owner_token()
+        poll(
+            lambda: self.run(self._try_ops(key, me, queue=wait)),
+            key,
+            wait,
+            deadline,
+            orphan=lambda: self.release(key, me),
+        )
         return me
 
     @contextmanager
-    def hold(self, thread_id: str, ns: str, wait: bool, timeout: float | None) -> Generator[None, None, None]:
-        """The sync lease: local lock, then (for shared databases) the lease row."""
+    def hold(self, thread_id: str, ns: str, wait: bool, timeout: float | None) -> Generator[None, None]:
+        """The lease: local lock, then (for shared databases) the lease row.
+
+        The async form never blocks the event loop, and never leaks a lease on cancellation.
+        """
         key = (str(thread_id), ns or "")
         deadline = None if timeout is None else time.monotonic() + timeout
         name, shared = self.scope()
         with local_lock((name, *key)) as local:
-            left = _remaining(deadline)
-            if not local.acquire(blocking=wait, timeout=-1 if left is None or not wait else left):
-                raise busy(key[0])
+            take_local(local, key, wait, deadline)
             try:
                 me = self._acquire(key, wait, deadline) if shared else None
                 try:
@@ -402,36 +449,7 @@ class ThreadLeases:
             finally:
                 local.release()
 
-    @asynccontextmanager
-    async def ahold(
-        self, thread_id: str, ns: str, wait: bool, timeout: float | None
-    ) -> AsyncGenerator[None, None]:
-        """The async lease: never blocks the event loop, and never leaks a lease on cancellation."""
-        key = (str(thread_id), ns or "")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        name, shared = await self.ascope()
-        with local_lock((name, *key)) as local:
-            await _poll(lambda: _now(local.acquire(blocking=False)), key, wait, deadline)
-            try:
-                me = self._owner_token() if shared else None
-                if me is not None:
-                    await _poll(
-                        lambda: self.arun(self._try_ops(key, me, queue=wait)),
-                        key,
-                        wait,
-                        deadline,
-                        orphan=lambda: self.arelease(key, me),
-                    )
-                try:
-                    yield
-                except BaseException:
-                    if me is not None and self._still_held(me):
-                        await asyncio.shield(self.arelease(key, me))
-                    raise
-                if me is not None and self._still_held(me):
-                    await asyncio.shield(self.arelease(key, me, confirm=True))
-            finally:
-                local.release()
+    # <<< generated sync
 
 
 def _changed(answer: int | list[tuple[int]]) -> bool:
@@ -441,48 +459,3 @@ def _changed(answer: int | list[tuple[int]]) -> bool:
 
 def _batch(*steps: Step, durable: bool = True) -> Ops[Any]:
     return (yield Batch(steps, durable))
-
-
-async def _now(value: bool) -> bool:
-    return value
-
-
-_orphans: set[asyncio.Task[None]] = set()
-
-
-async def _poll(
-    attempt: Callable[[], Awaitable[bool]],
-    key: _Key,
-    wait: bool,
-    deadline: float | None,
-    orphan: Callable[[], Awaitable[None]] | None = None,
-) -> None:
-    """Await ``attempt`` until it succeeds, sleeping with backoff; raise ThreadBusyError on give-up.
-
-    With ``orphan``, an attempt that completes after the caller was cancelled is undone by ``orphan``.
-    """
-    delay = _FIRST_POLL
-    while True:
-        if orphan is not None:
-            job = asyncio.ensure_future(attempt())
-            try:
-                won = await asyncio.shield(job)
-            except asyncio.CancelledError:
-                job.add_done_callback(lambda done: _undo(done, orphan))
-                raise
-        else:
-            won = await attempt()
-        if won:
-            return
-        left = _remaining(deadline)
-        if not wait or left == 0.0:
-            raise busy(key[0])
-        await asyncio.sleep(delay if left is None else min(delay, left))
-        delay = min(delay * 1.5, _MAX_POLL)
-
-
-def _undo(done: asyncio.Future[bool], orphan: Callable[[], Awaitable[None]]) -> None:
-    if not done.cancelled() and done.exception() is None and done.result():
-        task = asyncio.ensure_future(orphan())
-        _orphans.add(task)
-        task.add_done_callback(_orphans.discard)
