@@ -4,6 +4,7 @@ graph it runs in, an interrupt, an error)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -12,10 +13,26 @@ from typing import Any, cast
 from plait._internal._constants import INTERRUPT, NS_SEP
 from plait.errors import GraphInterrupt, ParentCommand
 from plait.pregel._context import running_task
+from plait.pregel._options import version_of
 from plait.pregel._remote_wire import command_body, configurable, interrupt_of
-from plait.types import Command
+from plait.types import Command, GraphOutput
 
-__all__ = ["SKIP", "Caller", "ChunkReader", "Modes", "RemoteException", "caller_of", "run_input"]
+__all__ = [
+    "SKIP",
+    "Caller",
+    "ChunkReader",
+    "Modes",
+    "RemoteException",
+    "answer_interrupt",
+    "caller_of",
+    "may_resume",
+    "missing",
+    "no_bulk_update",
+    "run_input",
+    "run_output",
+]
+
+_log = logging.getLogger("plait.pregel.remote")
 
 SKIP: Any = object()
 """What :meth:`ChunkReader.read` returns for an event the caller did not ask for."""
@@ -179,3 +196,37 @@ class ChunkReader:
         if self.subgraphs:
             return (ns, data) if self.modes.single else (ns, mode, data)
         return data if self.modes.single else chunk
+
+
+def run_output(last: Any, version: Any) -> Any:
+    """What ``invoke`` returns: the run's last ``values`` chunk (a ``GraphOutput`` with ``version="v2"``)."""
+    if last is SKIP:
+        _log.warning("No events received from remote graph")
+        return None
+    if version_of(version):
+        return GraphOutput(value=last["data"], interrupts=tuple(last.get("interrupts", ())))
+    return last
+
+
+def may_resume(caller: Caller, request: Mapping[str, Any]) -> bool:
+    """The run is a resumed task's, on a thread, with plain input: it may answer the remote interrupt."""
+    return caller.nested and bool(caller.resume) and bool(request["thread_id"]) and request["command"] is None
+
+
+def answer_interrupt(request: dict[str, Any], caller: Caller, state: Mapping[str, Any] | None) -> None:
+    """Resume the remote thread with the task's newest answer, when it waits on an interrupt."""
+    tasks = (state or {}).get("tasks") or ()
+    if any(task.get("interrupts") for task in tasks):
+        request["input"] = None
+        request["command"] = {"resume": caller.resume[-1]}
+
+
+def missing(exc: Exception) -> bool:
+    """The server answered 404 (no such thread)."""
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None) == 404
+
+
+def no_bulk_update(method: str, instead: str) -> str:
+    """The error of ``bulk_update_state`` on a remote graph, which has none (as in LangGraph)."""
+    return f"RemoteGraph.{method}: call {instead} once per update"

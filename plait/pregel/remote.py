@@ -8,7 +8,6 @@ this module costs nothing more than plait.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, cast
 
@@ -24,8 +23,13 @@ from plait.pregel._remote_stream import (
     ChunkReader,
     Modes,
     RemoteException,
+    answer_interrupt,
     caller_of,
+    may_resume,
+    missing,
+    no_bulk_update,
     run_input,
+    run_output,
 )
 from plait.pregel._remote_wire import (
     checkpoint_of,
@@ -38,11 +42,9 @@ from plait.pregel._remote_wire import (
     snapshot_of,
     tracing_headers,
 )
-from plait.types import GraphOutput, StateSnapshot
+from plait.types import StateSnapshot
 
 __all__ = ["RemoteException", "RemoteGraph"]
-
-_log = logging.getLogger(__name__)
 
 
 class RemoteGraph(Runnable[Any, Any]):
@@ -119,14 +121,14 @@ class RemoteGraph(Runnable[Any, Any]):
         merged = merge_configs(cast("Mapping[str, Any] | None", self.config), cast("Any", config), kwargs)
         return self.copy({"config": merged})
 
-    def _sync(self) -> Any:
+    def _client(self) -> Any:
         if self.sync_client is None:
             raise ValueError(
                 f"{self!r} has no sync client: pass url= or sync_client= when making it (async methods use client=)"
             )
         return self.sync_client
 
-    def _async(self) -> Any:
+    def _aclient(self) -> Any:
         if self.client is None:
             raise ValueError(
                 f"{self!r} has no async client: pass url= or client= when making it (sync methods use sync_client=)"
@@ -143,73 +145,6 @@ class RemoteGraph(Runnable[Any, Any]):
             )
         return merged, str(thread_id)
 
-    # -- the graph ---------------------------------------------------------------------------------
-
-    def get_graph(
-        self,
-        config: RunnableConfig | None = None,
-        *,
-        xray: int | bool = False,
-        headers: dict[str, str] | None = None,
-        params: Any = None,
-    ) -> Graph:
-        """The graph's nodes and edges (``GET /assistants/{id}/graph``); ``xray`` expands subgraphs
-        (an int: that many levels). ``config`` is not used."""
-        found = self._sync().assistants.get_graph(
-            self.assistant_id, xray=xray, headers=headers, params=params
-        )
-        return drawable(found)
-
-    async def aget_graph(
-        self,
-        config: RunnableConfig | None = None,
-        *,
-        xray: int | bool = False,
-        headers: dict[str, str] | None = None,
-        params: Any = None,
-    ) -> Graph:
-        """Async :meth:`get_graph`."""
-        found = await self._async().assistants.get_graph(
-            self.assistant_id, xray=xray, headers=headers, params=params
-        )
-        return drawable(found)
-
-    # -- state -------------------------------------------------------------------------------------
-
-    def get_state(
-        self,
-        config: RunnableConfig,
-        *,
-        subgraphs: bool = False,
-        headers: dict[str, str] | None = None,
-        params: Any = None,
-    ) -> StateSnapshot:
-        """The thread's state at its newest checkpoint, or at the one ``config`` names.
-
-        Raises:
-            InvalidConfigError: ``config`` names no ``thread_id``.
-        """
-        merged, thread_id = self._thread(config, "get_state")
-        state = self._sync().threads.get_state(
-            thread_id, checkpoint=checkpoint_of(merged), subgraphs=subgraphs, headers=headers, params=params
-        )
-        return snapshot_of(state)
-
-    async def aget_state(
-        self,
-        config: RunnableConfig,
-        *,
-        subgraphs: bool = False,
-        headers: dict[str, str] | None = None,
-        params: Any = None,
-    ) -> StateSnapshot:
-        """Async :meth:`get_state`."""
-        merged, thread_id = self._thread(config, "aget_state")
-        state = await self._async().threads.get_state(
-            thread_id, checkpoint=checkpoint_of(merged), subgraphs=subgraphs, headers=headers, params=params
-        )
-        return snapshot_of(state)
-
     def _history(
         self, config: RunnableConfig, method: str, options: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
@@ -222,95 +157,6 @@ class RemoteGraph(Runnable[Any, Any]):
             **options,
         }
         return thread_id, request
-
-    def get_state_history(
-        self,
-        config: RunnableConfig,
-        *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-        **kwargs: Any,
-    ) -> Iterator[StateSnapshot]:
-        """The thread's checkpoints, newest first: ``limit`` of them (10 by default), those whose
-        metadata match ``filter``, older than ``before``; ``kwargs``: ``headers``, ``params``."""
-        options = {"filter": filter, "before": before, "limit": limit, **kwargs}
-        thread_id, request = self._history(config, "get_state_history", options)
-        for state in self._sync().threads.get_history(thread_id, **request):
-            yield snapshot_of(state)
-
-    async def aget_state_history(
-        self,
-        config: RunnableConfig,
-        *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[StateSnapshot]:
-        """Async :meth:`get_state_history`."""
-        options = {"filter": filter, "before": before, "limit": limit, **kwargs}
-        thread_id, request = self._history(config, "aget_state_history", options)
-        for state in await self._async().threads.get_history(thread_id, **request):
-            yield snapshot_of(state)
-
-    def update_state(
-        self,
-        config: RunnableConfig,
-        values: dict[str, Any] | Any | None,
-        as_node: str | None = None,
-        *,
-        headers: dict[str, str] | None = None,
-        params: Any = None,
-    ) -> RunnableConfig:
-        """Write ``values`` to the thread as if ``as_node`` returned them; returns the new checkpoint's config."""
-        merged, thread_id = self._thread(config, "update_state")
-        found = self._sync().threads.update_state(
-            thread_id,
-            values,
-            as_node=as_node,
-            checkpoint=checkpoint_of(merged),
-            headers=headers,
-            params=params,
-        )
-        return cast("RunnableConfig", config_of(found["checkpoint"]))
-
-    async def aupdate_state(
-        self,
-        config: RunnableConfig,
-        values: dict[str, Any] | Any | None,
-        as_node: str | None = None,
-        *,
-        headers: dict[str, str] | None = None,
-        params: Any = None,
-    ) -> RunnableConfig:
-        """Async :meth:`update_state`."""
-        merged, thread_id = self._thread(config, "aupdate_state")
-        found = await self._async().threads.update_state(
-            thread_id,
-            values,
-            as_node=as_node,
-            checkpoint=checkpoint_of(merged),
-            headers=headers,
-            params=params,
-        )
-        return cast("RunnableConfig", config_of(found["checkpoint"]))
-
-    def bulk_update_state(self, config: RunnableConfig, updates: list[Any]) -> RunnableConfig:
-        """Not available on a remote graph (as in LangGraph).
-
-        Raises:
-            NotImplementedError: always.
-        """
-        raise NotImplementedError("RemoteGraph.bulk_update_state: call update_state once per update")
-
-    async def abulk_update_state(self, config: RunnableConfig, updates: list[Any]) -> RunnableConfig:
-        """Not available on a remote graph (as in LangGraph).
-
-        Raises:
-            NotImplementedError: always.
-        """
-        raise NotImplementedError("RemoteGraph.abulk_update_state: call aupdate_state once per update")
 
     # -- runs --------------------------------------------------------------------------------------
 
@@ -343,6 +189,226 @@ class RemoteGraph(Runnable[Any, Any]):
         }
         return request, ChunkReader(modes, caller, subgraphs, v2)
 
+    # -- the API (the sync methods are generated from the async ones) -----------------------------
+
+    # >>> async source
+    async def aget_graph(
+        self,
+        config: RunnableConfig | None = None,
+        *,
+        xray: int | bool = False,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> Graph:
+        """The graph's nodes and edges (``GET /assistants/{id}/graph``); ``xray`` expands subgraphs
+        (an int: that many levels). ``config`` is not used."""
+        found = await self._aclient().assistants.get_graph(
+            self.assistant_id, xray=xray, headers=headers, params=params
+        )
+        return drawable(found)
+
+    async def aget_state(
+        self,
+        config: RunnableConfig,
+        *,
+        subgraphs: bool = False,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> StateSnapshot:
+        """The thread's state at its newest checkpoint, or at the one ``config`` names.
+
+        Raises:
+            InvalidConfigError: ``config`` names no ``thread_id``.
+        """
+        merged, thread_id = self._thread(config, "aget_state")
+        state = await self._aclient().threads.get_state(
+            thread_id, checkpoint=checkpoint_of(merged), subgraphs=subgraphs, headers=headers, params=params
+        )
+        return snapshot_of(state)
+
+    async def aget_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[StateSnapshot]:
+        """The thread's checkpoints, newest first: ``limit`` of them (10 by default), those whose
+        metadata match ``filter``, older than ``before``; ``kwargs``: ``headers``, ``params``."""
+        options = {"filter": filter, "before": before, "limit": limit, **kwargs}
+        thread_id, request = self._history(config, "aget_state_history", options)
+        for state in await self._aclient().threads.get_history(thread_id, **request):
+            yield snapshot_of(state)
+
+    async def aupdate_state(
+        self,
+        config: RunnableConfig,
+        values: dict[str, Any] | Any | None,
+        as_node: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> RunnableConfig:
+        """Write ``values`` to the thread as if ``as_node`` returned them; returns the new checkpoint's config."""
+        merged, thread_id = self._thread(config, "aupdate_state")
+        found = await self._aclient().threads.update_state(
+            thread_id,
+            values,
+            as_node=as_node,
+            checkpoint=checkpoint_of(merged),
+            headers=headers,
+            params=params,
+        )
+        return cast("RunnableConfig", config_of(found["checkpoint"]))
+
+    async def abulk_update_state(self, config: RunnableConfig, updates: list[Any]) -> RunnableConfig:
+        """Not available on a remote graph (as in LangGraph).
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError(no_bulk_update("abulk_update_state", "aupdate_state"))
+
+    async def astream(
+        self,
+        input: Any,  # noqa: A002 - LangGraph's name
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: Any = None,
+        subgraphs: bool | None = False,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Run the graph on the server (``POST /threads/{id}/runs/stream``, or ``/runs/stream``
+        without a ``thread_id``), yielding its stream as a local graph's ``stream`` does.
+
+        Args:
+            input: The input, or a :class:`~plait.types.Command` (``resume``, ``update``, ``goto``).
+            config: Run config; ``configurable.thread_id`` names the thread (made if missing).
+            stream_mode: A mode (chunks are its payloads) or a list (SDK ``StreamPart`` chunks);
+                default ``"updates"``.
+            subgraphs: Yield the remote subgraphs' events too, as ``(namespace, ...)`` tuples.
+            **kwargs: ``context``, ``interrupt_before``, ``interrupt_after``, ``headers``,
+                ``params``, ``version`` (``"v2"``: typed stream parts), and any other argument
+                of the SDK's ``runs.stream`` (``multitask_strategy``, ``durability``…).
+
+        Raises:
+            RemoteException: the remote run failed.
+            GraphInterrupt: the remote graph paused while it runs inside a graph's task.
+        """
+        client = self._aclient()
+        caller = caller_of(config)
+        request, reader = self._run(
+            input, config, caller, {**kwargs, "stream_mode": stream_mode, "subgraphs": bool(subgraphs)}
+        )
+        if may_resume(caller, request):
+            found = await _astate_or_none(client.threads.get_state, request["thread_id"])
+            answer_interrupt(request, caller, found)
+        async for chunk in client.runs.stream(**request):
+            item = reader.read(chunk)
+            if item is not SKIP:
+                yield item
+
+    async def ainvoke(
+        self,
+        input: Any,  # noqa: A002 - LangGraph's name
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the graph on the server until it ends or pauses; return its last values (an
+        interrupted run's include ``__interrupt__``), or a ``GraphOutput`` with ``version="v2"``.
+
+        ``kwargs`` are :meth:`stream`'s (``context``, ``interrupt_before``, ``headers``…).
+        """
+        last: Any = SKIP
+        options: dict[str, Any] = {**kwargs, "stream_mode": "values"}
+        async for chunk in self.astream(input, config, **options):
+            last = chunk
+        return run_output(last, kwargs.get("version"))
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def get_graph(
+        self,
+        config: RunnableConfig | None = None,
+        *,
+        xray: int | bool = False,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> Graph:
+        """The graph's nodes and edges (``GET /assistants/{id}/graph``); ``xray`` expands subgraphs
+        (an int: that many levels). ``config`` is not used."""
+        found = self._client().assistants.get_graph(
+            self.assistant_id, xray=xray, headers=headers, params=params
+        )
+        return drawable(found)
+
+    def get_state(
+        self,
+        config: RunnableConfig,
+        *,
+        subgraphs: bool = False,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> StateSnapshot:
+        """The thread's state at its newest checkpoint, or at the one ``config`` names.
+
+        Raises:
+            InvalidConfigError: ``config`` names no ``thread_id``.
+        """
+        merged, thread_id = self._thread(config, "get_state")
+        state = self._client().threads.get_state(
+            thread_id, checkpoint=checkpoint_of(merged), subgraphs=subgraphs, headers=headers, params=params
+        )
+        return snapshot_of(state)
+
+    def get_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> Iterator[StateSnapshot]:
+        """The thread's checkpoints, newest first: ``limit`` of them (10 by default), those whose
+        metadata match ``filter``, older than ``before``; ``kwargs``: ``headers``, ``params``."""
+        options = {"filter": filter, "before": before, "limit": limit, **kwargs}
+        thread_id, request = self._history(config, "get_state_history", options)
+        for state in self._client().threads.get_history(thread_id, **request):
+            yield snapshot_of(state)
+
+    def update_state(
+        self,
+        config: RunnableConfig,
+        values: dict[str, Any] | Any | None,
+        as_node: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+    ) -> RunnableConfig:
+        """Write ``values`` to the thread as if ``as_node`` returned them; returns the new checkpoint's config."""
+        merged, thread_id = self._thread(config, "update_state")
+        found = self._client().threads.update_state(
+            thread_id,
+            values,
+            as_node=as_node,
+            checkpoint=checkpoint_of(merged),
+            headers=headers,
+            params=params,
+        )
+        return cast("RunnableConfig", config_of(found["checkpoint"]))
+
+    def bulk_update_state(self, config: RunnableConfig, updates: list[Any]) -> RunnableConfig:
+        """Not available on a remote graph (as in LangGraph).
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError(no_bulk_update("bulk_update_state", "update_state"))
+
     def stream(
         self,
         input: Any,  # noqa: A002 - LangGraph's name
@@ -369,37 +435,15 @@ class RemoteGraph(Runnable[Any, Any]):
             RemoteException: the remote run failed.
             GraphInterrupt: the remote graph paused while it runs inside a graph's task.
         """
-        client = self._sync()
+        client = self._client()
         caller = caller_of(config)
         request, reader = self._run(
             input, config, caller, {**kwargs, "stream_mode": stream_mode, "subgraphs": bool(subgraphs)}
         )
-        if _may_resume(caller, request):
-            _answer(request, caller, _state_or_none(client.threads.get_state, request["thread_id"]))
+        if may_resume(caller, request):
+            found = _state_or_none(client.threads.get_state, request["thread_id"])
+            answer_interrupt(request, caller, found)
         for chunk in client.runs.stream(**request):
-            item = reader.read(chunk)
-            if item is not SKIP:
-                yield item
-
-    async def astream(
-        self,
-        input: Any,  # noqa: A002 - LangGraph's name
-        config: RunnableConfig | None = None,
-        *,
-        stream_mode: Any = None,
-        subgraphs: bool | None = False,
-        **kwargs: Any,
-    ) -> AsyncIterator[Any]:
-        """Async :meth:`stream`."""
-        client = self._async()
-        caller = caller_of(config)
-        request, reader = self._run(
-            input, config, caller, {**kwargs, "stream_mode": stream_mode, "subgraphs": bool(subgraphs)}
-        )
-        if _may_resume(caller, request):
-            found = await _astate_or_none(client.threads.get_state, request["thread_id"])
-            _answer(request, caller, found)
-        async for chunk in client.runs.stream(**request):
             item = reader.read(chunk)
             if item is not SKIP:
                 yield item
@@ -419,62 +463,34 @@ class RemoteGraph(Runnable[Any, Any]):
         options: dict[str, Any] = {**kwargs, "stream_mode": "values"}
         for chunk in self.stream(input, config, **options):
             last = chunk
-        return _output(last, kwargs.get("version"))
+        return run_output(last, kwargs.get("version"))
 
-    async def ainvoke(
-        self,
-        input: Any,  # noqa: A002 - LangGraph's name
-        config: RunnableConfig | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """Async :meth:`invoke`."""
-        last: Any = SKIP
-        options: dict[str, Any] = {**kwargs, "stream_mode": "values"}
-        async for chunk in self.astream(input, config, **options):
-            last = chunk
-        return _output(last, kwargs.get("version"))
+    # <<< generated sync
 
 
-def _output(last: Any, version: Any) -> Any:
-    if last is SKIP:
-        _log.warning("No events received from remote graph")
-        return None
-    if version_of(version):
-        return GraphOutput(value=last["data"], interrupts=tuple(last.get("interrupts", ())))
-    return last
-
-
-def _may_resume(caller: Caller, request: Mapping[str, Any]) -> bool:
-    """The run is a resumed task's, on a thread, with plain input: it may answer the remote interrupt."""
-    return caller.nested and bool(caller.resume) and bool(request["thread_id"]) and request["command"] is None
-
-
-def _answer(request: dict[str, Any], caller: Caller, state: Mapping[str, Any] | None) -> None:
-    """Resume the remote thread with the task's newest answer, when it waits on an interrupt."""
-    tasks = (state or {}).get("tasks") or ()
-    if any(task.get("interrupts") for task in tasks):
-        request["input"] = None
-        request["command"] = {"resume": caller.resume[-1]}
-
-
-def _missing(exc: Exception) -> bool:
-    response = getattr(exc, "response", None)
-    return getattr(response, "status_code", None) == 404
-
-
-def _state_or_none(get_state: Any, thread_id: str) -> Any:
-    try:
-        return get_state(thread_id)
-    except Exception as exc:
-        if _missing(exc):
-            return None
-        raise
-
-
+# >>> async source
 async def _astate_or_none(get_state: Any, thread_id: str) -> Any:
+    """The thread's state, or ``None`` when the server has no such thread (404)."""
     try:
         return await get_state(thread_id)
     except Exception as exc:
-        if _missing(exc):
+        if missing(exc):
             return None
         raise
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+def _state_or_none(get_state: Any, thread_id: str) -> Any:
+    """The thread's state, or ``None`` when the server has no such thread (404)."""
+    try:
+        return get_state(thread_id)
+    except Exception as exc:
+        if missing(exc):
+            return None
+        raise
+
+
+# <<< generated sync
