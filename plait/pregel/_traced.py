@@ -127,24 +127,6 @@ def streamer(run: Any) -> Any:
     return None
 
 
-def _tap(run: Any, output: Any) -> None:
-    found = streamer(run)
-    if found is not None:
-        for _ in cast("Iterator[Any]", found.tap_output_iter(run.run_id, iter([output]))):
-            pass
-
-
-async def _atap(run: Any, output: Any) -> None:
-    found = streamer(run)
-    if found is not None:
-        async for _ in cast("AsyncIterator[Any]", found.tap_output_aiter(run.run_id, _one(output))):
-            pass
-
-
-async def _one(item: Any) -> AsyncIterator[Any]:
-    yield item
-
-
 def route_name(path: Any, in_loop: bool) -> str | None:
     """The name of a router's run, as LangGraph names it: its function's; a lambda's is
     ``RunnableCallable`` in a sync run, none (``Unnamed``) in an async one (``in_loop``)."""
@@ -212,23 +194,19 @@ class HeldRun:
             return lambda state: self._aroute(call, state, own, name, index)
         return lambda state: self._route(call, state, own, name, index)
 
-    def _route(self, call: Callable[[Any], Any], state: Any, own: bool, name: str | None, index: int) -> Any:
-        run: CallbackManagerForChainRun | None = None
-        try:
-            if own:
-                run = self._child(index).on_chain_start(None, state, name=name)
-            answer = call(state)
-        except BaseException as exc:
-            if run is not None:
-                run.on_chain_error(exc)
-            self.fail(exc)
-            raise
-        if run is not None:
-            run.on_chain_end(answer)
-        if index == self.routes - 1:
-            self.end()
-        return answer
+    def _forget(self) -> bool:
+        with _LOCK:
+            held = _OPEN.get(self.run.parent_run_id, [])
+            if self not in held:
+                return False  # already ended
+            held.remove(self)
+            if not held:
+                del _OPEN[self.run.parent_run_id]
+        return True
 
+    # -- the sync methods are generated from the async ones --------------------------------------
+
+    # >>> async source
     async def _aroute(
         self, call: Callable[[Any], Any], state: Any, own: bool, name: str | None, index: int
     ) -> Any:
@@ -250,15 +228,37 @@ class HeldRun:
             await self.aend()
         return answer
 
-    def _forget(self) -> bool:
-        with _LOCK:
-            held = _OPEN.get(self.run.parent_run_id, [])
-            if self not in held:
-                return False  # already ended
-            held.remove(self)
-            if not held:
-                del _OPEN[self.run.parent_run_id]
-        return True
+    async def aend(self) -> None:
+        """Stream the node's output and end its run."""
+        if self._forget():
+            if self.stream:
+                await _atap(self.run, self.out)
+            await self.run.on_chain_end(recorded(self.out, self.policy.process_outputs))
+
+    async def afail(self, exc: BaseException) -> None:
+        """End the node's run with a router's error."""
+        if self._forget():
+            await self.run.on_chain_error(exc)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def _route(self, call: Callable[[Any], Any], state: Any, own: bool, name: str | None, index: int) -> Any:
+        run: CallbackManagerForChainRun | None = None
+        try:
+            if own:
+                run = self._child(index).on_chain_start(None, state, name=name)
+            answer = call(state)
+        except BaseException as exc:
+            if run is not None:
+                run.on_chain_error(exc)
+            self.fail(exc)
+            raise
+        if run is not None:
+            run.on_chain_end(answer)
+        if index == self.routes - 1:
+            self.end()
+        return answer
 
     def end(self) -> None:
         """Stream the node's output and end its run."""
@@ -267,22 +267,12 @@ class HeldRun:
                 _tap(self.run, self.out)
             self.run.on_chain_end(recorded(self.out, self.policy.process_outputs))
 
-    async def aend(self) -> None:
-        """Async :meth:`end`."""
-        if self._forget():
-            if self.stream:
-                await _atap(self.run, self.out)
-            await self.run.on_chain_end(recorded(self.out, self.policy.process_outputs))
-
     def fail(self, exc: BaseException) -> None:
         """End the node's run with a router's error."""
         if self._forget():
             self.run.on_chain_error(exc)
 
-    async def afail(self, exc: BaseException) -> None:
-        """Async :meth:`fail`."""
-        if self._forget():
-            await self.run.on_chain_error(exc)
+    # <<< generated sync
 
 
 def release(parent: Any) -> list[HeldRun]:
@@ -407,6 +397,56 @@ def _held(ctx: Any, run: Any, out: Any, how: tuple[bool, TracePolicy, int]) -> b
     return True
 
 
+# -- reporting a node's run (the sync code is generated from the async code) ---------------------
+
+
+# >>> async source
+async def _atraced(
+    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, how: tuple[bool, TracePolicy, int]
+) -> Any:
+    inner, policy, _ = how
+    lc = ctx.lc_config
+    manager = _manager(AsyncCallbackManager, ctx, lc, inner)
+    run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(
+        None, recorded(state, policy.process_inputs), name=name
+    )
+    saved, token = _enter(ctx, lc, run, None if inner else _NODE_STEP)
+    try:
+        out = await call(state, ctx)
+    except BaseException as exc:
+        if inner:
+            await arelease(run.run_id)
+        await run.on_chain_error(exc)
+        raise
+    finally:
+        ctx.config = saved
+        var_child_runnable_config.reset(token)
+    if inner:
+        await arelease(run.run_id)
+    elif _held(ctx, run, out, how):
+        return out
+    else:
+        await _atap(run, out)
+    await run.on_chain_end(recorded(out, policy.process_outputs))
+    return out
+
+
+async def _atap(run: Any, output: Any) -> None:
+    """Stream ``output`` as ``run``'s (``astream_events``), when a handler streams it."""
+    found = streamer(run)
+    if found is not None:
+        async for _ in cast("AsyncIterator[Any]", found.tap_output_aiter(run.run_id, _aone(output))):
+            pass
+
+
+async def _aone(item: Any) -> AsyncIterator[Any]:
+    yield item
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def _traced(
     call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, how: tuple[bool, TracePolicy, int]
 ) -> Any:
@@ -437,31 +477,16 @@ def _traced(
     return out
 
 
-async def _atraced(
-    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, how: tuple[bool, TracePolicy, int]
-) -> Any:
-    inner, policy, _ = how
-    lc = ctx.lc_config
-    manager = _manager(AsyncCallbackManager, ctx, lc, inner)
-    run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(
-        None, recorded(state, policy.process_inputs), name=name
-    )
-    saved, token = _enter(ctx, lc, run, None if inner else _NODE_STEP)
-    try:
-        out = await cast("Awaitable[Any]", call(state, ctx))
-    except BaseException as exc:
-        if inner:
-            await arelease(run.run_id)
-        await run.on_chain_error(exc)
-        raise
-    finally:
-        ctx.config = saved
-        var_child_runnable_config.reset(token)
-    if inner:
-        await arelease(run.run_id)
-    elif _held(ctx, run, out, how):
-        return out
-    else:
-        await _atap(run, out)
-    await run.on_chain_end(recorded(out, policy.process_outputs))
-    return out
+def _tap(run: Any, output: Any) -> None:
+    """Stream ``output`` as ``run``'s (``astream_events``), when a handler streams it."""
+    found = streamer(run)
+    if found is not None:
+        for _ in cast("Iterator[Any]", found.tap_output_iter(run.run_id, _one(output))):
+            pass
+
+
+def _one(item: Any) -> Iterator[Any]:
+    yield item
+
+
+# <<< generated sync
