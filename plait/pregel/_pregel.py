@@ -5,42 +5,29 @@ from __future__ import annotations
 import copy
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing, closing
-from functools import partial
 from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import Self
 
 from plait._context import TASK_CONTEXT
-from plait.checkpoint.base import INTERRUPT, BaseCheckpointSaver, get_checkpoint_id
+from plait.checkpoint.base import INTERRUPT, BaseCheckpointSaver
 from plait.errors import GraphBuildError
 from plait.pregel._arun import run_async
 from plait.pregel._batch import abatch, batch
-from plait.pregel._cache import namespaces
 from plait.pregel._callable import arun_nested, nesting_task, run_nested
 from plait.pregel._channel_graph import channel_plan, output_value
 from plait.pregel._control import run_extras, run_inputs
 from plait.pregel._fast import SLOW, Handed, run_fast
-from plait.pregel._history import empty_snapshot, snapshot, supersteps_of
 from plait.pregel._loop import Loop
 from plait.pregel._message_events import plain_messages
 from plait.pregel._options import modes_of, run_options, shape, version_of
 from plait.pregel._plan import Plan
-from plait.pregel._root import root_snapshot
 from plait.pregel._run import run_sync
 from plait.pregel._stream import EventSink
-from plait.pregel._subgraphs import (
-    aread_snapshot,
-    awith_task_states,
-    own_namespace,
-    owner_of,
-    read_snapshot,
-    subgraphs_of,
-    with_task_states,
-)
 from plait.pregel._thread import ThreadRef, run_config
-from plait.pregel._travel import TRAVEL, Travel, mapped, top_level
-from plait.pregel._update import aupdate_thread, update_thread
-from plait.types import Command, GraphOutput, StateSnapshot, StateUpdate
+from plait.pregel._threads_api import ThreadAccess
+from plait.pregel._travel import TRAVEL, Travel, top_level
+from plait.types import Command, GraphOutput
 from plait.typing import ContextT, InputT, OutputT, StateT
 
 if TYPE_CHECKING:
@@ -49,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["Pregel"]
 
 
-class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
+class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
     """A runnable graph: the plan plus its checkpointer and store.
 
     Args:
@@ -115,6 +102,137 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
             loop.step_timeout = self.step_timeout
         return loop
 
+    def run_fast(
+        self, input: InputT | Command[Any] | None, config: dict[str, Any], context: ContextT | None
+    ) -> Any:  # noqa: A002
+        """The output of a plain run (``config``: checked, no options) on the fast path
+        (:mod:`plait.pregel._fast`), or :data:`~plait.pregel._fast.SLOW` when it needs the loop."""
+        fast = self.plan.fast
+        if (
+            fast is None
+            or self.checkpointer is not None
+            or self.step_timeout is not None
+            or input is None
+            or type(input) is Command
+            or TASK_CONTEXT.get() is not None  # inside a node: the loop knows how to nest
+        ):
+            return SLOW
+        out = run_fast(self, fast, input, config, context)
+        return _output(self, out.loop, False) if type(out) is Handed else out
+
+    def with_saver(self, saver: Any) -> Self:
+        """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
+        clone = copy.copy(self)
+        clone.checkpointer = saver
+        return clone
+
+    def validate(self) -> Self:
+        """Kept for LangGraph compatibility; plans are validated by ``compile()``."""
+        if not self.plan.nodes:
+            raise GraphBuildError("Graph has no nodes")
+        return self
+
+    # >>> async source
+    async def ainvoke_streaming(
+        self,
+        input: Any,  # noqa: A002
+        config: Mapping[str, Any] | None,
+        modes: frozenset[str],
+        push: Callable[[tuple[Any, ...]], None],
+        *,
+        context: Any = None,
+        outer: EventSink | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run as a streaming subgraph: hand every event to ``push`` (``outer``'s sink receives them)."""
+        kwargs.pop("stream_mode", None)
+        loop = self._loop(config, modes, {**kwargs, "subgraphs": True})
+        loop.sink.nest_in(outer)
+        async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
+            async for event in events:
+                push(event)
+        return _output(self, loop, False)
+
+    async def astream(
+        self,
+        input: InputT | Command[Any] | None,
+        config: RunnableConfig | None = None,
+        *,  # noqa: A002
+        stream_mode: Any = None,
+        context: ContextT | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Run the graph, yielding progress as it happens.
+
+        Args:
+            input: The input state (dict or state object), a ``Command``, or ``None`` to resume.
+            config: Run config: ``configurable.thread_id``, ``recursion_limit``, ``metadata``…
+            stream_mode: One mode (events are payloads) or a list (events are ``(mode, payload)``).
+            context: Run-scoped context object, available as ``runtime.context``.
+            **kwargs: ``interrupt_before``, ``interrupt_after``, ``multitask_strategy``
+                (``"enqueue"``: wait for a busy thread, ``"reject"``: raise ThreadBusyError),
+                ``lease_timeout`` (seconds to wait for a busy thread, then ThreadBusyError),
+                ``durability`` (``"sync"``, ``"async"`` or ``"exit"``), ``subgraphs`` (stream subgraph events
+                with their namespaces), ``version`` (``"v2"``: typed stream parts).
+        """
+        modes, single = modes_of(stream_mode, self.stream_mode)
+        v2 = version_of(kwargs.pop("version", None))
+        loop = self._loop(config if v2 else plain_messages(config), modes, kwargs)
+        subgraphs = loop.sink.subgraphs
+        # closing this generator closes the run at once (releasing its thread), not when collected
+        async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
+            async for event in events:
+                for item in shape(event, modes, single, subgraphs, self.plan.root, v2):
+                    yield item
+
+    async def ainvoke(
+        self,
+        input: InputT | Command[Any] | None,
+        config: RunnableConfig | None = None,
+        *,  # noqa: A002
+        stream_mode: str = "values",
+        context: ContextT | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the graph to completion (or to an interrupt) and return the output state."""
+        if (task := nesting_task(self, config)) is not None:
+            return await arun_nested(self, input, task, stream_mode=stream_mode, given=config, **kwargs)
+        return await self.ainvoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
+
+    async def ainvoke_here(
+        self,
+        input: InputT | Command[Any] | None,
+        config: RunnableConfig | None = None,
+        *,  # noqa: A002
+        stream_mode: str = "values",
+        context: ContextT | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """:meth:`invoke` as a graph of its own, even when called inside a running node."""
+        if stream_mode != "values":
+            return [
+                c
+                async for c in self.astream(input, config, stream_mode=stream_mode, context=context, **kwargs)
+            ]
+        v2 = version_of(kwargs.pop("version", None))
+        loop = self._loop(config, frozenset(), kwargs)
+        async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
+            async for _ in events:
+                pass
+        return _output(self, loop, v2)
+
+    async def abatch(
+        self,
+        inputs: Sequence[Any],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """Invoke once per input (one config for all, or one per input), concurrently."""
+        return await abatch(self, inputs, config, **kwargs)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def invoke_streaming(
         self,
         input: Any,  # noqa: A002
@@ -127,31 +245,11 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         **kwargs: Any,
     ) -> Any:
         """Run as a streaming subgraph: hand every event to ``push`` (``outer``'s sink receives them)."""
-        kwargs.pop("stream_mode", None)  # the parent's modes apply
+        kwargs.pop("stream_mode", None)
         loop = self._loop(config, modes, {**kwargs, "subgraphs": True})
         loop.sink.nest_in(outer)
         with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
             for event in events:
-                push(event)
-        return _output(self, loop, False)
-
-    async def ainvoke_streaming(
-        self,
-        input: Any,  # noqa: A002
-        config: Mapping[str, Any] | None,
-        modes: frozenset[str],
-        push: Callable[[tuple[Any, ...]], None],
-        *,
-        context: Any = None,
-        outer: EventSink | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """Async :meth:`invoke_streaming`."""
-        kwargs.pop("stream_mode", None)
-        loop = self._loop(config, modes, {**kwargs, "subgraphs": True})
-        loop.sink.nest_in(outer)
-        async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
-            async for event in events:
                 push(event)
         return _output(self, loop, False)
 
@@ -181,6 +279,7 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config if v2 else plain_messages(config), modes, kwargs)
         subgraphs = loop.sink.subgraphs
+        # closing this generator closes the run at once (releasing its thread), not when collected
         with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
             for event in events:
                 yield from shape(event, modes, single, subgraphs, self.plan.root, v2)
@@ -210,87 +309,11 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
     ) -> Any:
         """:meth:`invoke` as a graph of its own, even when called inside a running node."""
         if stream_mode != "values":
-            return list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
-        if not kwargs and (out := self.run_fast(input, run_config(config), context)) is not SLOW:
-            return out
+            return [c for c in self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs)]
         v2 = version_of(kwargs.pop("version", None))
         loop = self._loop(config, frozenset(), kwargs)
-        gen = run_sync(loop, input, *run_inputs(self, config, context))
-        for _ in gen:
-            pass
-        return _output(self, loop, v2)
-
-    def run_fast(
-        self, input: InputT | Command[Any] | None, config: dict[str, Any], context: ContextT | None
-    ) -> Any:  # noqa: A002
-        """The output of a plain run (``config``: checked, no options) on the fast path
-        (:mod:`plait.pregel._fast`), or :data:`~plait.pregel._fast.SLOW` when it needs the loop."""
-        fast = self.plan.fast
-        if (
-            fast is None
-            or self.checkpointer is not None
-            or self.step_timeout is not None
-            or input is None
-            or type(input) is Command
-            or TASK_CONTEXT.get() is not None  # inside a node: the loop knows how to nest
-        ):
-            return SLOW
-        out = run_fast(self, fast, input, config, context)
-        return _output(self, out.loop, False) if type(out) is Handed else out
-
-    async def astream(
-        self,
-        input: InputT | Command[Any] | None,
-        config: RunnableConfig | None = None,
-        *,  # noqa: A002
-        stream_mode: Any = None,
-        context: ContextT | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[Any]:
-        """Async :meth:`stream`."""
-        modes, single = modes_of(stream_mode, self.stream_mode)
-        v2 = version_of(kwargs.pop("version", None))
-        loop = self._loop(config if v2 else plain_messages(config), modes, kwargs)
-        subgraphs = loop.sink.subgraphs
-        # closing this generator closes the run at once (releasing its thread), not when collected
-        async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
-            async for event in events:
-                for item in shape(event, modes, single, subgraphs, self.plan.root, v2):
-                    yield item
-
-    async def ainvoke(
-        self,
-        input: InputT | Command[Any] | None,
-        config: RunnableConfig | None = None,
-        *,  # noqa: A002
-        stream_mode: str = "values",
-        context: ContextT | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """Async :meth:`invoke`."""
-        if (task := nesting_task(self, config)) is not None:
-            return await arun_nested(self, input, task, stream_mode=stream_mode, given=config, **kwargs)
-        return await self.ainvoke_here(input, config, stream_mode=stream_mode, context=context, **kwargs)
-
-    async def ainvoke_here(
-        self,
-        input: InputT | Command[Any] | None,
-        config: RunnableConfig | None = None,
-        *,  # noqa: A002
-        stream_mode: str = "values",
-        context: ContextT | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """Async :meth:`invoke_here`."""
-        if stream_mode != "values":
-            return [
-                c
-                async for c in self.astream(input, config, stream_mode=stream_mode, context=context, **kwargs)
-            ]
-        v2 = version_of(kwargs.pop("version", None))
-        loop = self._loop(config, frozenset(), kwargs)
-        async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
-            async for _ in events:
+        with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
+            for _ in events:
                 pass
         return _output(self, loop, v2)
 
@@ -300,178 +323,10 @@ class Pregel(Generic[StateT, ContextT, InputT, OutputT]):
         config: RunnableConfig | Sequence[RunnableConfig] | None = None,
         **kwargs: Any,
     ) -> list[Any]:
-        """Invoke once per input (one config for all, or one per input), in parallel threads."""
+        """Invoke once per input (one config for all, or one per input), concurrently."""
         return batch(self, inputs, config, **kwargs)
 
-    async def abatch(
-        self,
-        inputs: Sequence[Any],
-        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
-        **kwargs: Any,
-    ) -> list[Any]:
-        """Async :meth:`batch`."""
-        return await abatch(self, inputs, config, **kwargs)
-
-    # -- threads ------------------------------------------------------------
-
-    def _saver(self) -> Any:
-        if self.checkpointer is None:
-            raise ValueError("No checkpointer set: compile(checkpointer=...) to use threads and get_state")
-        return self.checkpointer
-
-    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """The thread's newest checkpoint (or the one ``checkpoint_id`` names) as a snapshot.
-
-        Args:
-            config: Names the thread (and perhaps a checkpoint).
-            subgraphs: Fill each subgraph task's ``state`` with the subgraph's own snapshot
-                (else its config).
-        """
-        return owner_of(self, config, self._saver).state_here(config, subgraphs=subgraphs)
-
-    def state_here(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """:meth:`get_state` read with this graph's channels, whatever namespace ``config`` names."""
-        ref = ThreadRef.from_config(own_namespace(self, config))
-        saved = self._saver().get_tuple(ref.config())
-        if saved is None:
-            return empty_snapshot(config)
-        read = partial(read_snapshot, self.checkpointer) if subgraphs else None
-        snap = with_task_states(
-            self.plan, snapshot(self.plan, mapped(saved), ref.checkpoint_id is None), read
-        )
-        return root_snapshot(self.plan, snap)
-
-    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """Async :meth:`get_state`."""
-        return await owner_of(self, config, self._saver).astate_here(config, subgraphs=subgraphs)
-
-    async def astate_here(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """Async :meth:`state_here`."""
-        ref = ThreadRef.from_config(own_namespace(self, config))
-        saved = await self._saver().aget_tuple(ref.config())
-        if saved is None:
-            return empty_snapshot(config)
-        snap = snapshot(self.plan, mapped(saved), ref.checkpoint_id is None)
-        if subgraphs:
-            snap = await awith_task_states(self.plan, snap, partial(aread_snapshot, self.checkpointer))
-        else:
-            snap = with_task_states(self.plan, snap, None)
-        return root_snapshot(self.plan, snap)
-
-    def get_subgraphs(
-        self, *, namespace: str | None = None, recurse: bool = False
-    ) -> Iterator[tuple[str, Any]]:
-        """The graph's subgraph nodes as ``(name, graph)`` pairs (``namespace``: the one at that path)."""
-        yield from subgraphs_of(self.plan, namespace, recurse)
-
-    async def aget_subgraphs(
-        self, *, namespace: str | None = None, recurse: bool = False
-    ) -> AsyncIterator[tuple[str, Any]]:
-        """Async :meth:`get_subgraphs`."""
-        for item in subgraphs_of(self.plan, namespace, recurse):
-            yield item
-
-    def get_state_history(
-        self,
-        config: RunnableConfig,
-        *,
-        filter: dict[str, Any] | None = None,  # noqa: A002
-        before: dict[str, Any] | None = None,
-        limit: int | None = None,
-    ) -> Iterator[StateSnapshot]:
-        """The thread's checkpoints as snapshots, newest first, read lazily."""
-        owner = owner_of(self, config, self._saver)
-        plan, ref = owner.plan, ThreadRef.from_config(own_namespace(owner, config))
-        get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
-        for saved in self._saver().list(ref.config(), filter=filter, before=before, limit=limit):
-            yield root_snapshot(plan, with_task_states(plan, snapshot(plan, saved), None))
-
-    async def aget_state_history(
-        self,
-        config: RunnableConfig,
-        *,
-        filter: dict[str, Any] | None = None,  # noqa: A002
-        before: dict[str, Any] | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[StateSnapshot]:
-        """Async :meth:`get_state_history`."""
-        owner = owner_of(self, config, self._saver)
-        plan, ref = owner.plan, ThreadRef.from_config(own_namespace(owner, config))
-        get_checkpoint_id(before)  # raises InvalidConfigError for a malformed ``before``
-        async for saved in self._saver().alist(ref.config(), filter=filter, before=before, limit=limit):
-            yield root_snapshot(plan, with_task_states(plan, snapshot(plan, saved), None))
-
-    def update_state(
-        self, config: RunnableConfig, values: Any, as_node: str | None = None, task_id: str | None = None
-    ) -> dict[str, Any]:
-        """Write ``values`` to the thread through the reducers, as if ``as_node`` had returned them.
-
-        Returns:
-            The config of the new checkpoint.
-        """
-        return self.bulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
-
-    async def aupdate_state(
-        self, config: RunnableConfig, values: Any, as_node: str | None = None, task_id: str | None = None
-    ) -> dict[str, Any]:
-        """Async :meth:`update_state`."""
-        return await self.abulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
-
-    def bulk_update_state(
-        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
-    ) -> dict[str, Any]:
-        """Apply several supersteps of updates, one checkpoint each; return the last one's config.
-
-        Each superstep is a list of :class:`~plait.types.StateUpdate` (or ``(values, as_node)``)
-        whose writes merge as one step's do.
-        """
-        steps = supersteps_of(supersteps)
-        return owner_of(self, config, self._saver, for_update=True).update_here(config, steps)
-
-    def update_here(self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]) -> dict[str, Any]:
-        """:meth:`bulk_update_state` with this graph's nodes and channels, in any namespace."""
-        self._saver()
-        return update_thread(self, own_namespace(self, config), supersteps)  # type: ignore[no-any-return]
-
-    async def abulk_update_state(
-        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
-    ) -> dict[str, Any]:
-        """Async :meth:`bulk_update_state`."""
-        steps = supersteps_of(supersteps)
-        return await owner_of(self, config, self._saver, for_update=True).aupdate_here(config, steps)
-
-    async def aupdate_here(
-        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
-    ) -> dict[str, Any]:
-        """Async :meth:`update_here`."""
-        self._saver()
-        return await aupdate_thread(self, own_namespace(self, config), supersteps)  # type: ignore[no-any-return]
-
-    def with_saver(self, saver: Any) -> Self:
-        """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
-        clone = copy.copy(self)
-        clone.checkpointer = saver
-        return clone
-
-    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
-        """Delete the cached results of ``nodes`` (``None``: of every node).
-
-        Raises:
-            ValueError: the graph was compiled without a cache.
-        """
-        cache, spaces = namespaces(self.plan, nodes)
-        cache.clear(spaces)
-
-    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
-        """Async :meth:`clear_cache`."""
-        cache, spaces = namespaces(self.plan, nodes)
-        await cache.aclear(spaces)
-
-    def validate(self) -> Self:
-        """Kept for LangGraph compatibility; plans are validated by ``compile()``."""
-        if not self.plan.nodes:
-            raise GraphBuildError("Graph has no nodes")
-        return self
+    # <<< generated sync
 
 
 def _output(graph: Pregel[Any, Any, Any, Any], loop: Loop, v2: bool) -> Any:
