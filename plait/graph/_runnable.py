@@ -18,7 +18,7 @@ import copy as _copy
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from contextlib import aclosing
-from typing import Any, Generic, cast
+from typing import Any, Generic, Literal, cast, overload
 
 from langchain_core.callbacks.manager import (
     AsyncCallbackManager,
@@ -37,7 +37,7 @@ from plait.graph._jsonschema import config_model, context_jsonschema, schema_mod
 from plait.pregel._fast import SLOW
 from plait.pregel._thread import run_config
 from plait.pregel._traced import arelease, release, root_manager, streamer, traced_call
-from plait.types import Command
+from plait.types import Command, GraphOutput
 from plait.typing import ContextT, InputT, OutputT, StateT
 from plait.warnings import LangGraphDeprecatedSinceV10
 
@@ -219,6 +219,30 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
 
     # -- running, with a chain run when callbacks are on ------------------------------
 
+    @overload
+    def invoke(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        stream_mode: Literal["values"] = ...,
+        version: Literal["v2"],
+        **kwargs: Any,
+    ) -> GraphOutput[OutputT]: ...
+
+    @overload
+    def invoke(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        stream_mode: str | Sequence[str] = ...,
+        version: Literal["v1", "v2"] = ...,
+        **kwargs: Any,
+    ) -> dict[str, Any] | Any: ...
+
     def invoke(
         self,
         input: InputT | Command[Any] | None,  # noqa: A002
@@ -227,7 +251,11 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         context: ContextT | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run the graph (see ``Pregel.invoke``); reports a chain run when callbacks are configured."""
+        """Run the graph (see ``Pregel.invoke``); reports a chain run when callbacks are configured.
+
+        Returns ``GraphOutput[Output]`` with ``version="v2"``; with ``"v1"`` (the default) the output
+        dict (``__interrupt__`` included when it paused), or a list of chunks for another ``stream_mode``.
+        """
         cfg = self._config(config)
         run = None if kwargs.get("stream_mode", "values") != "values" else self._start(cfg, input)
         if run is None:
@@ -243,6 +271,30 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         release(run.run_id)  # node runs whose routers never ran (a step stopped by another task)
         run.on_chain_end(out)
         return out
+
+    @overload
+    async def ainvoke(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        stream_mode: Literal["values"] = ...,
+        version: Literal["v2"],
+        **kwargs: Any,
+    ) -> GraphOutput[OutputT]: ...
+
+    @overload
+    async def ainvoke(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        stream_mode: str | Sequence[str] = ...,
+        version: Literal["v1", "v2"] = ...,
+        **kwargs: Any,
+    ) -> dict[str, Any] | Any: ...
 
     async def ainvoke(
         self,

@@ -70,3 +70,45 @@ def test_a_type_checker_sees_the_input_and_context_types(tmp_path: pathlib.Path)
     lines = program.read_text().splitlines()
     wrong = [n for n, text in enumerate(lines, 1) if '"one"' in text or 'context="ada"' in text]
     assert errors == wrong and len(wrong) == 2, proc.stdout
+
+
+def test_a_type_checker_sees_the_output_of_a_v2_invoke(tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("mypy", reason="mypy comes with the 'dev' extra")
+    program = tmp_path / "user_code.py"
+    program.write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+            from typing_extensions import TypedDict
+            from plait.graph import START, StateGraph
+            from plait.types import GraphOutput
+
+            class State(TypedDict):
+                x: int
+
+            class Out(TypedDict):
+                y: str
+
+            graph = StateGraph(State, output_schema=Out).add_node("n", lambda s: {"y": "a"}).add_edge(START, "n").compile()
+            out = graph.invoke({"x": 1}, version="v2")
+            typed: GraphOutput[Out] = out
+            fine: str = out.value["y"]
+            wrong_key = out.value["x"]
+            wrong_type: int = out.value["y"]
+            later = asyncio.run(graph.ainvoke({"x": 1}, version="v2"))
+            also_wrong: int = later.value["y"]
+            old = graph.invoke({"x": 1})
+            anything: int = old["whatever"]
+            """
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(program)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    errors = sorted({int(line.split(":")[1]) for line in proc.stdout.splitlines() if ": error:" in line})
+    lines = program.read_text().splitlines()
+    wrong = [n for n, text in enumerate(lines, 1) if "wrong" in text]
+    assert errors == wrong and len(wrong) == 3, proc.stdout
