@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Protocol, cast
 
 from plait.pregel._concurrency import max_concurrency
@@ -36,34 +37,54 @@ def _configs(config: Any, count: int) -> list[Any]:
     return [config] * count
 
 
-def batch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
-    """``graph.invoke`` once per input, in parallel threads; the results in input order."""
-    configs = _configs(config, len(inputs))
-    if len(inputs) <= 1:
-        return [graph.invoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
-    limit = max_concurrency(configs[0]) or _THREADS
-
-    def invoke_one(ic: tuple[Any, Any]) -> Any:
-        return graph.invoke(ic[0], ic[1], **kwargs)
-
-    with ThreadPoolExecutor(max_workers=min(limit, len(inputs))) as pool:
-        return list(pool.map(invoke_one, zip(inputs, configs, strict=True)))
+def _run_all(calls: Sequence[Callable[[], Any]], config: Any) -> list[Any]:
+    """The calls' results, in order: one call in this thread, several in threads (at most
+    ``config``'s ``max_concurrency`` at once)."""
+    if len(calls) <= 1:
+        return [call() for call in calls]
+    limit = max_concurrency(config) or _THREADS
+    with ThreadPoolExecutor(max_workers=min(limit, len(calls))) as pool:
+        return list(pool.map(_call, calls))
 
 
-async def abatch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
-    """``graph.ainvoke`` once per input, concurrently; the results in input order."""
-    configs = _configs(config, len(inputs))
-    limit = max_concurrency(configs[0]) if configs else None
+def _call(call: Callable[[], Any]) -> Any:
+    return call()
+
+
+async def _arun_all(calls: Sequence[Callable[[], Awaitable[Any]]], config: Any) -> list[Any]:
+    """The calls' results, in order: run concurrently on this event loop (at most ``config``'s
+    ``max_concurrency`` at once)."""
+    limit = max_concurrency(config)
     gate = asyncio.Semaphore(limit) if limit else None
 
-    async def one(run: Awaitable[Any]) -> Any:
+    async def one(call: Callable[[], Awaitable[Any]]) -> Any:
         if gate is None:
-            return await run
+            return await call()
         async with gate:
-            return await run
+            return await call()
 
-    return list(
-        await asyncio.gather(
-            *(one(graph.ainvoke(i, c, **kwargs)) for i, c in zip(inputs, configs, strict=True))
-        )
-    )
+    return list(await asyncio.gather(*(one(call) for call in calls)))
+
+
+# >>> async source
+async def abatch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
+    """One run per input (``invoke``; ``ainvoke`` when async), side by side: in threads, or
+    concurrently on the event loop when async; the results in input order."""
+    configs = _configs(config, len(inputs))
+    calls = [partial(graph.ainvoke, i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
+    return await _arun_all(calls, configs[0] if configs else None)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+def batch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
+    """One run per input (``invoke``; ``ainvoke`` when async), side by side: in threads, or
+    concurrently on the event loop when async; the results in input order."""
+    configs = _configs(config, len(inputs))
+    calls = [partial(graph.invoke, i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
+    return _run_all(calls, configs[0] if configs else None)
+
+
+# <<< generated sync
