@@ -39,16 +39,9 @@ def _legacy(sub: Any, ctx: TaskContext) -> list[dict[str, Any]]:
     ]
 
 
-def resumed_config(sub: Any, config: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
-    """``config``, or an old namespace's when only that one holds the paused subgraph's state."""
-    legacy = _legacy(sub, ctx)
-    if not legacy or sub.checkpointer.get_tuple(config) is not None:
-        return config
-    return next((old for old in legacy if sub.checkpointer.get_tuple(old) is not None), config)
-
-
+# >>> async source
 async def aresumed_config(sub: Any, config: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
-    """Async :func:`resumed_config`."""
+    """``config``, or an old namespace's when only that one holds the paused subgraph's state."""
     legacy = _legacy(sub, ctx)
     if not legacy or await sub.checkpointer.aget_tuple(config) is not None:
         return config
@@ -56,3 +49,21 @@ async def aresumed_config(sub: Any, config: dict[str, Any], ctx: TaskContext) ->
         if await sub.checkpointer.aget_tuple(old) is not None:
             return old
     return config
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+def resumed_config(sub: Any, config: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
+    """``config``, or an old namespace's when only that one holds the paused subgraph's state."""
+    legacy = _legacy(sub, ctx)
+    if not legacy or sub.checkpointer.get_tuple(config) is not None:
+        return config
+    for old in legacy:
+        if sub.checkpointer.get_tuple(old) is not None:
+            return old
+    return config
+
+
+# <<< generated sync
