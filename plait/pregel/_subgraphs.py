@@ -80,6 +80,25 @@ def _places(snap: StateSnapshot, position: int, config: dict[str, Any]) -> Itera
         yield {"configurable": {**config["configurable"], "checkpoint_ns": ns[: -len(own)] + segment}}
 
 
+# >>> async source
+async def awith_task_states(plan: Plan, snap: StateSnapshot, read: AsyncReader | None) -> StateSnapshot:
+    """``snap`` with each subgraph task's ``state``: its config, or (``read`` given) its snapshot
+    (a thread an earlier version paused: found under the namespace that version gave it)."""
+    tasks = list(snap.tasks)
+    for index, sub, config in _targets(plan, snap, read is not None):
+        state: Any = config
+        if read is not None:
+            for place in _places(snap, index, config):
+                if (state := await read(sub, place)) is not None:
+                    break
+        tasks[index] = tasks[index]._replace(state=state)
+    return snap._replace(tasks=tuple(tasks))
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def with_task_states(plan: Plan, snap: StateSnapshot, read: Reader | None) -> StateSnapshot:
     """``snap`` with each subgraph task's ``state``: its config, or (``read`` given) its snapshot
     (a thread an earlier version paused: found under the namespace that version gave it)."""
@@ -94,16 +113,7 @@ def with_task_states(plan: Plan, snap: StateSnapshot, read: Reader | None) -> St
     return snap._replace(tasks=tuple(tasks))
 
 
-async def awith_task_states(plan: Plan, snap: StateSnapshot, read: AsyncReader) -> StateSnapshot:
-    """Async :func:`with_task_states` with a snapshot reader."""
-    tasks = list(snap.tasks)
-    for index, sub, config in _targets(plan, snap, True):
-        state = None
-        for place in _places(snap, index, config):
-            if (state := await read(sub, place)) is not None:
-                break
-        tasks[index] = tasks[index]._replace(state=state)
-    return snap._replace(tasks=tuple(tasks))
+# <<< generated sync
 
 
 def subgraphs_of(plan: Plan, namespace: str | None, recurse: bool) -> Iterator[tuple[str, Any]]:
@@ -170,6 +180,18 @@ def owner_of(graph: G, config: Any, saver: Callable[[], Any], *, for_update: boo
     return graph if sub is None else sub
 
 
+# >>> async source
+async def aread_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
+    """A subgraph's newest snapshot in the parent's thread (its own subgraphs filled in too)."""
+    graph = sub.with_saver(saver)
+    snap: StateSnapshot = await graph.astate_here(config, subgraphs=True)
+    return None if snap.metadata is None else snap
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def read_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
     """A subgraph's newest snapshot in the parent's thread (its own subgraphs filled in too)."""
     graph = sub.with_saver(saver)
@@ -177,7 +199,4 @@ def read_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot
     return None if snap.metadata is None else snap
 
 
-async def aread_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
-    graph = sub.with_saver(saver)
-    snap: StateSnapshot = await graph.astate_here(config, subgraphs=True)
-    return None if snap.metadata is None else snap
+# <<< generated sync
