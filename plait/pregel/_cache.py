@@ -101,6 +101,20 @@ def _replay(task: Task, found: dict[Any, Any], key: FullKey) -> bool:
     return True
 
 
+# >>> async source
+async def arecall_task(task: Task, ctx: TaskContext) -> bool:
+    """Replay ``task``'s writes from the cache; whether it was cached (then it must not run)."""
+    cache = _plan_cache(ctx)
+    if cache is None:
+        return False
+    key = _node_key(task)
+    return _replay(task, await cache.aget([key]), key)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def recall_task(task: Task, ctx: TaskContext) -> bool:
     """Replay ``task``'s writes from the cache; whether it was cached (then it must not run)."""
     cache = _plan_cache(ctx)
@@ -110,13 +124,7 @@ def recall_task(task: Task, ctx: TaskContext) -> bool:
     return _replay(task, cache.get([key]), key)
 
 
-async def arecall_task(task: Task, ctx: TaskContext) -> bool:
-    """Async :func:`recall_task`."""
-    cache = _plan_cache(ctx)
-    if cache is None:
-        return False
-    key = _node_key(task)
-    return _replay(task, await cache.aget([key]), key)
+# <<< generated sync
 
 
 def _entry(task: Task) -> dict[FullKey, tuple[Any, int | None]] | None:
@@ -126,6 +134,19 @@ def _entry(task: Task) -> dict[FullKey, tuple[Any, int | None]] | None:
     return {_node_key(task): (([list(w) for w in task.writes], list(task.goto)), policy.ttl)}
 
 
+# >>> async source
+async def acache_task(task: Task, ctx: TaskContext) -> None:
+    """Store a finished task's writes (nothing for errors, interrupts or replays)."""
+    cache = _plan_cache(ctx)
+    entry = _entry(task) if cache is not None else None
+    if entry and cache is not None:
+        await cache.aset(entry)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def cache_task(task: Task, ctx: TaskContext) -> None:
     """Store a finished task's writes (nothing for errors, interrupts or replays)."""
     cache = _plan_cache(ctx)
@@ -134,12 +155,7 @@ def cache_task(task: Task, ctx: TaskContext) -> None:
         cache.set(entry)
 
 
-async def acache_task(task: Task, ctx: TaskContext) -> None:
-    """Async :func:`cache_task`."""
-    cache = _plan_cache(ctx)
-    entry = _entry(task) if cache is not None else None
-    if entry and cache is not None:
-        await cache.aset(entry)
+# <<< generated sync
 
 
 def namespaces(plan: Any, nodes: Sequence[str] | None) -> tuple[Any, list[tuple[str, ...]]]:
