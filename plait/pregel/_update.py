@@ -130,6 +130,11 @@ class _SaverCall:
     args: tuple[Any, ...]
     kwargs: dict[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
 
+    @property
+    def amethod(self) -> str:
+        """The async form of :attr:`method` (``aget_tuple``...)."""
+        return "a" + self.method
+
 
 def _update_ops(
     graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]
@@ -231,6 +236,27 @@ def _last_ran(saved: CheckpointTuple, *, strict: bool) -> Generator[_SaverCall, 
     )
 
 
+# >>> async source
+async def aupdate_thread(graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
+    """Apply ``supersteps`` to the thread ``config`` names with ``graph``'s nodes and channels."""
+    saver: Any = graph.checkpointer
+    ops = _update_ops(graph, config, supersteps)
+    answer: Any = None
+    while True:
+        try:
+            op = ops.send(answer)
+        except StopIteration as done:
+            return done.value
+        if isinstance(op, _SaverCall):
+            answer = await getattr(saver, op.amethod)(*op.args, **op.kwargs)
+        else:
+            answer = await acall_routers(op)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def update_thread(graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
     """Apply ``supersteps`` to the thread ``config`` names with ``graph``'s nodes and channels."""
     saver: Any = graph.checkpointer
@@ -247,17 +273,4 @@ def update_thread(graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]
             answer = call_routers(op)
 
 
-async def aupdate_thread(graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
-    """Async :func:`update_thread`."""
-    saver: Any = graph.checkpointer
-    ops = _update_ops(graph, config, supersteps)
-    answer: Any = None
-    while True:
-        try:
-            op = ops.send(answer)
-        except StopIteration as done:
-            return done.value
-        if isinstance(op, _SaverCall):
-            answer = await getattr(saver, "a" + op.method)(*op.args, **op.kwargs)
-        else:
-            answer = await acall_routers(op)
+# <<< generated sync
