@@ -266,36 +266,6 @@ async def awaited(ctx: TaskContext) -> list[Interrupt]:
     return _interrupts_of([r if isinstance(r, BaseException) else None for r in results])
 
 
-def finish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
-    """``body()``, then wait for the calls it made; an interrupt of any of them pauses the caller.
-
-    Raises:
-        GraphInterrupt: ``body`` or one of its calls paused (all their interrupts, once each).
-    """
-    try:
-        value = body()
-    except GraphInterrupt as exc:
-        raise GraphInterrupt(_merge(exc.interrupts, settled(ctx))) from None
-    except BaseException:
-        settled(ctx)
-        raise
-    settled(ctx)
-    return value
-
-
-async def afinish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
-    """Async :func:`finish` (``body()`` returns an awaitable)."""
-    try:
-        value = await body()
-    except GraphInterrupt as exc:
-        raise GraphInterrupt(_merge(exc.interrupts, await awaited(ctx))) from None
-    except BaseException:
-        await awaited(ctx)
-        raise
-    await awaited(ctx)
-    return value
-
-
 def fold_calls(by_task: dict[str, dict[str, Any]], roots: Sequence[str]) -> list[Any] | None:
     """For a snapshot: move the pending interrupts of task calls onto the node that made them.
 
@@ -380,7 +350,7 @@ def _fresh(call: _Call) -> TaskContext:
 
 
 def _start(call: _Call) -> TaskFuture:
-    future = TaskFuture(lambda: _run(call))
+    future = TaskFuture(lambda: _run_call(call))
     shared_pool().submit(copy_context().run, future.run)
     return future
 
@@ -400,7 +370,105 @@ def _timed(call: _Call, body: Awaitable[Any], progress: Progress) -> Awaitable[A
     return body if policy is None else timed(call.spec.name, body, policy, progress)
 
 
-def _run(call: _Call) -> Any:
+def _attempt_call(call: _Call, ctx: TaskContext) -> Any:
+    """One attempt at the call, in this thread (its own calls sync)."""
+    start_calls(ctx, False)
+    with task_scope(ctx):
+        return finish(ctx, lambda: _body(call, ctx))
+
+
+# -- running on the event loop ----------------------------------------------------------------------
+
+
+def _astart(call: _Call) -> asyncio.Task[Any]:
+    return asyncio.ensure_future(_arun_call(call))
+
+
+async def _aattempt_call(call: _Call, ctx: TaskContext) -> Any:
+    """One attempt at the call, on the event loop (a plain function: in a worker thread)."""
+    if not call.spec.is_async:
+        return await asyncio.to_thread(_attempt_call, call, ctx)
+    start_calls(ctx, True)
+    if call.spec.timeout is not None:
+        ctx.progress = Progress(call.spec.timeout)
+    with task_scope(ctx):
+        return await afinish(ctx, lambda: _acall(call, ctx))
+
+
+def _acall(call: _Call, ctx: TaskContext) -> Awaitable[Any]:
+    body = call.spec.fn(*call.args, **call.kwargs)
+    return body if ctx.progress is None else _timed(call, body, ctx.progress)
+
+
+# >>> async source
+async def afinish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
+    """``body()`` (awaited when async), then wait for the calls it made; an interrupt of any of
+    them pauses the caller.
+
+    Raises:
+        GraphInterrupt: ``body`` or one of its calls paused (all their interrupts, once each).
+    """
+    try:
+        value = await body()
+    except GraphInterrupt as exc:
+        raise GraphInterrupt(_merge(exc.interrupts, await awaited(ctx))) from None
+    except BaseException:
+        await awaited(ctx)
+        raise
+    await awaited(ctx)
+    return value
+
+
+async def _arun_call(call: _Call) -> Any:
+    cache = _cache_of(call)
+    if cache is not None and call.key is not None:
+        found = await cache.aget([call.key])
+        if call.key in found:
+            _returned(call, found[call.key], cached=True)
+            return found[call.key]
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            value = await _aattempt_call(call, _fresh(call))
+        except GraphInterrupt as exc:
+            _paused(call, exc)
+            raise
+        except Exception as exc:
+            delay = _retry_delay(call.spec, exc, attempt)
+            if delay is None:
+                raise
+            await asyncio.sleep(delay)
+            continue
+        _returned(call, value)
+        if cache is not None and call.key is not None and call.spec.cache_policy is not None:
+            await cache.aset({call.key: (value, call.spec.cache_policy.ttl)})
+        return value
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+def finish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
+    """``body()`` (awaited when async), then wait for the calls it made; an interrupt of any of
+    them pauses the caller.
+
+    Raises:
+        GraphInterrupt: ``body`` or one of its calls paused (all their interrupts, once each).
+    """
+    try:
+        value = body()
+    except GraphInterrupt as exc:
+        raise GraphInterrupt(_merge(exc.interrupts, settled(ctx))) from None
+    except BaseException:
+        settled(ctx)
+        raise
+    settled(ctx)
+    return value
+
+
+def _run_call(call: _Call) -> Any:
     cache = _cache_of(call)
     if cache is not None and call.key is not None:
         found = cache.get([call.key])
@@ -410,11 +478,8 @@ def _run(call: _Call) -> Any:
     attempt = 0
     while True:
         attempt += 1
-        ctx = _fresh(call)
-        start_calls(ctx, False)
         try:
-            with task_scope(ctx):
-                value = finish(ctx, lambda: _body(call, ctx))  # noqa: B023 - called at once
+            value = _attempt_call(call, _fresh(call))
         except GraphInterrupt as exc:
             _paused(call, exc)
             raise
@@ -430,56 +495,4 @@ def _run(call: _Call) -> Any:
         return value
 
 
-# -- running on the event loop ----------------------------------------------------------------------
-
-
-def _astart(call: _Call) -> asyncio.Task[Any]:
-    return asyncio.ensure_future(_arun(call))
-
-
-def _threaded(call: _Call, ctx: TaskContext) -> Any:
-    with task_scope(ctx):
-        return finish(ctx, lambda: _body(call, ctx))
-
-
-async def _attempt(call: _Call, ctx: TaskContext) -> Any:
-    if not call.spec.is_async:  # a plain function: in a worker thread, its own calls sync
-        start_calls(ctx, False)
-        return await asyncio.to_thread(_threaded, call, ctx)
-    start_calls(ctx, True)
-    if call.spec.timeout is not None:
-        ctx.progress = Progress(call.spec.timeout)
-    with task_scope(ctx):
-        return await afinish(ctx, lambda: _acall(call, ctx))
-
-
-def _acall(call: _Call, ctx: TaskContext) -> Awaitable[Any]:
-    body = call.spec.fn(*call.args, **call.kwargs)
-    return body if ctx.progress is None else _timed(call, body, ctx.progress)
-
-
-async def _arun(call: _Call) -> Any:
-    cache = _cache_of(call)
-    if cache is not None and call.key is not None:
-        found = await cache.aget([call.key])
-        if call.key in found:
-            _returned(call, found[call.key], cached=True)
-            return found[call.key]
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            value = await _attempt(call, _fresh(call))
-        except GraphInterrupt as exc:
-            _paused(call, exc)
-            raise
-        except Exception as exc:
-            delay = _retry_delay(call.spec, exc, attempt)
-            if delay is None:
-                raise
-            await asyncio.sleep(delay)
-            continue
-        _returned(call, value)
-        if cache is not None and call.key is not None and call.spec.cache_policy is not None:
-            await cache.aset({call.key: (value, call.spec.cache_policy.ttl)})
-        return value
+# <<< generated sync
