@@ -242,6 +242,66 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
 
     # -- running --------------------------------------------------------------------------------------
 
+    # >>> async source
+    async def astream(
+        self,
+        input: Any,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: Any = None,
+        context: Any = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Run the workflow, yielding task results (``updates``), ``custom`` events, ``values``…"""
+        modes, single = _requested(stream_mode, self.stream_mode)
+        shape = _Events(self.node, frozenset(modes))
+        subgraphs = bool(kwargs.get("subgraphs"))
+        inner = sorted({*modes, "updates"})
+        async for item in super().astream(_wrap(input), config, stream_mode=inner, context=context, **kwargs):
+            out = _reshape(shape, item, single, subgraphs)
+            if out is not None:
+                yield out[0]
+
+    async def ainvoke_here(
+        self,
+        input: Any,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: str = "values",
+        context: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run to the end (or an interrupt); the function's return value."""
+        if stream_mode != "values":
+            return [
+                c
+                async for c in self.astream(input, config, stream_mode=stream_mode, context=context, **kwargs)
+            ]
+        return _output(await super().ainvoke_here(_wrap(input), config, context=context, **kwargs))
+
+    async def ainvoke_streaming(self, input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        """Run as a subgraph that streams into its parent; the function's return value."""
+        return _output(await super().ainvoke_streaming(_wrap(input), *args, **kwargs))
+
+    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's newest checkpoint; ``values`` is the last return value."""
+        return _snapshot(await super().aget_state(config, subgraphs=subgraphs))
+
+    async def aget_state_history(self, config: RunnableConfig, **kwargs: Any) -> AsyncIterator[StateSnapshot]:
+        """The thread's checkpoints, newest first; ``values`` are return values."""
+        async for snap in super().aget_state_history(config, **kwargs):
+            yield _snapshot(snap)
+
+    async def aupdate_state(
+        self, config: RunnableConfig, values: Any, as_node: str | None = None, *args: Any, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Store ``values`` as the thread's last return value (the next run's ``previous``)."""
+        wrapped = {RETURN: values, PREVIOUS: values}
+        return await super().aupdate_state(config, wrapped, as_node or self.node, *args, **kwargs)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def stream(
         self,
         input: Any,  # noqa: A002
@@ -261,25 +321,6 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
             if out is not None:
                 yield out[0]
 
-    async def astream(
-        self,
-        input: Any,  # noqa: A002
-        config: RunnableConfig | None = None,
-        *,
-        stream_mode: Any = None,
-        context: Any = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[Any]:
-        """Async :meth:`stream`."""
-        modes, single = _requested(stream_mode, self.stream_mode)
-        shape = _Events(self.node, frozenset(modes))
-        subgraphs = bool(kwargs.get("subgraphs"))
-        inner = sorted({*modes, "updates"})
-        async for item in super().astream(_wrap(input), config, stream_mode=inner, context=context, **kwargs):
-            out = _reshape(shape, item, single, subgraphs)
-            if out is not None:
-                yield out[0]
-
     def invoke_here(
         self,
         input: Any,  # noqa: A002
@@ -291,52 +332,20 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
     ) -> Any:
         """Run to the end (or an interrupt); the function's return value."""
         if stream_mode != "values":
-            return list(self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs))
+            return [c for c in self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs)]
         return _output(super().invoke_here(_wrap(input), config, context=context, **kwargs))
-
-    async def ainvoke_here(
-        self,
-        input: Any,  # noqa: A002
-        config: RunnableConfig | None = None,
-        *,
-        stream_mode: str = "values",
-        context: Any = None,
-        **kwargs: Any,
-    ) -> Any:
-        """Async :meth:`invoke_here`."""
-        if stream_mode != "values":
-            return [
-                c
-                async for c in self.astream(input, config, stream_mode=stream_mode, context=context, **kwargs)
-            ]
-        return _output(await super().ainvoke_here(_wrap(input), config, context=context, **kwargs))
 
     def invoke_streaming(self, input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
         """Run as a subgraph that streams into its parent; the function's return value."""
         return _output(super().invoke_streaming(_wrap(input), *args, **kwargs))
 
-    async def ainvoke_streaming(self, input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        """Async :meth:`invoke_streaming`."""
-        return _output(await super().ainvoke_streaming(_wrap(input), *args, **kwargs))
-
-    # -- threads --------------------------------------------------------------------------------------
-
     def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's newest checkpoint; ``values`` is the last return value."""
         return _snapshot(super().get_state(config, subgraphs=subgraphs))
 
-    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """Async :meth:`get_state`."""
-        return _snapshot(await super().aget_state(config, subgraphs=subgraphs))
-
     def get_state_history(self, config: RunnableConfig, **kwargs: Any) -> Iterator[StateSnapshot]:
         """The thread's checkpoints, newest first; ``values`` are return values."""
         for snap in super().get_state_history(config, **kwargs):
-            yield _snapshot(snap)
-
-    async def aget_state_history(self, config: RunnableConfig, **kwargs: Any) -> AsyncIterator[StateSnapshot]:
-        """Async :meth:`get_state_history`."""
-        async for snap in super().aget_state_history(config, **kwargs):
             yield _snapshot(snap)
 
     def update_state(
@@ -346,12 +355,7 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
         wrapped = {RETURN: values, PREVIOUS: values}
         return super().update_state(config, wrapped, as_node or self.node, *args, **kwargs)
 
-    async def aupdate_state(
-        self, config: RunnableConfig, values: Any, as_node: str | None = None, *args: Any, **kwargs: Any
-    ) -> dict[str, Any]:
-        """Async :meth:`update_state`."""
-        wrapped = {RETURN: values, PREVIOUS: values}
-        return await super().aupdate_state(config, wrapped, as_node or self.node, *args, **kwargs)
+    # <<< generated sync
 
     # -- schemas --------------------------------------------------------------------------------------
 
