@@ -167,6 +167,8 @@ class Serializer:
         self._writable: set[type] = set()
         # pydantic classes checked already: the record's kind and the names before its fields
         self._models: dict[type, tuple[int, list[object]]] = {}
+        # dataclasses checked already: the record's kind, the names before its fields, its init fields
+        self._dataclasses: dict[type, tuple[int, list[object], tuple[str, ...]]] = {}
         self._version = _allow.VERSION[0]
 
     # -- encoding -------------------------------------------------------------
@@ -230,6 +232,9 @@ class Serializer:
         model = self._models.get(kind)
         if model is not None:  # a message, most often
             return self._pack_model(model, obj, kind)
+        checked = self._dataclasses.get(kind)
+        if checked is not None:  # a dataclass checked already (plait's Interrupt, most often)
+            return self._pack(checked[0], [*checked[1], {name: getattr(obj, name) for name in checked[2]}])
         if kind is Pairs:
             return self._pack(PAIRS, obj.items)
         if kind is tuple:  # a list when read, as with LangGraph (MessagePack has no tuple)
@@ -257,11 +262,12 @@ class Serializer:
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             if kind not in self._writable:
                 self._check(DATACLASS, kind)
-            fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
+            init = tuple(f.name for f in dataclasses.fields(obj) if f.init)
             known = KNOWN_INDEX.get((kind.__module__, kind.__qualname__))
-            if known is not None:
-                return self._pack(KNOWN_DATACLASS, [known, fields])
-            return self._pack(DATACLASS, [kind.__module__, kind.__qualname__, fields])
+            head: list[object] = [known] if known is not None else [kind.__module__, kind.__qualname__]
+            code = KNOWN_DATACLASS if known is not None else DATACLASS
+            self._dataclasses[kind] = (code, head, init)
+            return self._pack(code, [*head, {name: getattr(obj, name) for name in init}])
         if hasattr(kind, "__pydantic_fields__") and hasattr(obj, "model_dump"):
             if kind not in self._writable:
                 self._check(PYDANTIC, kind)
