@@ -155,7 +155,8 @@ def _plain_key(config: Any) -> tuple[str, str, str | None] | None:
     conf = config.get("configurable")
     if conf.__class__ is not dict:
         return None
-    thread_id, ns, cid = conf.get("thread_id"), conf.get("checkpoint_ns") or "", conf.get("checkpoint_id")
+    get = conf.get
+    thread_id, ns, cid = get("thread_id"), get("checkpoint_ns"), get("checkpoint_id")
     if (
         thread_id.__class__ is not str
         or not 0 < len(thread_id) <= MAX_ID_BYTES
@@ -163,10 +164,14 @@ def _plain_key(config: Any) -> tuple[str, str, str | None] | None:
         or "\x00" in thread_id
     ):
         return None
-    if ns != "" and not _ok(ns, MAX_NS_BYTES):
+    if not ns:
+        ns = ""
+    elif not _ok(ns, MAX_NS_BYTES):
         return None
     if cid is None or cid == "":
         return thread_id, ns, None
+    if cid.__class__ is str and len(cid) == 36 and cid.isascii() and "\x00" not in cid:  # the runtime's ids
+        return thread_id, ns, cid
     return (thread_id, ns, cid) if _ok(cid, MAX_ID_BYTES) else None
 
 

@@ -420,11 +420,14 @@ class ValueCache(Generic[_V]):
         """Remember ``entry``, evicting the least recently used beyond ``maxsize``."""
         if self.maxsize <= 0:
             return
+        data = self._data
         with self._lock:
-            self._data[key] = entry
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
+            size = len(data)
+            data[key] = entry
+            if len(data) == size:  # it was there: now the most recently used
+                data.move_to_end(key)
+            while len(data) > self.maxsize:
+                data.popitem(last=False)
 
     def drop_thread(self, thread_id: str) -> None:
         """Forget every value of ``thread_id``."""

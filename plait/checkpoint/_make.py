@@ -21,16 +21,22 @@ _LISTS = ("updated_channels", "next", "sends", "interrupts")
 
 
 _second: tuple[int, str] = (-1, "")  # the last whole second formatted: (seconds since the epoch, its text)
+stamp: tuple[str, int] = ("", 0)
+"""The last time :func:`now_iso` wrote, and it as microseconds since the epoch (a saver packing
+that text reads the number here instead of parsing it)."""
 
 
 def now_iso() -> str:
     """The current UTC time in ISO-8601 form (as ``datetime.now(timezone.utc).isoformat()`` writes it)."""
-    global _second  # noqa: PLW0603 - one tuple, replaced atomically
-    seconds, micros = divmod(time.time_ns() // 1000, 1_000_000)
+    global _second, stamp  # noqa: PLW0603 - tuples, replaced atomically
+    total = time.time_ns() // 1000
+    seconds, micros = divmod(total, 1_000_000)
     known = _second
     if known[0] != seconds:
         known = _second = (seconds, datetime.fromtimestamp(seconds, timezone.utc).isoformat()[:19])
-    return f"{known[1]}.{micros:06d}+00:00" if micros else f"{known[1]}+00:00"
+    text = f"{known[1]}.{micros:06d}+00:00" if micros else f"{known[1]}+00:00"
+    stamp = (text, total)
+    return text
 
 
 _lock = threading.Lock()

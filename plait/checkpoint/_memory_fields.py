@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
+from plait.checkpoint import _make
 from plait.checkpoint._delta import EMPTY_FIELDS
 
 __all__ = ["pack_fields", "pack_meta", "pack_ts", "unpack_fields", "unpack_meta", "unpack_ts"]
@@ -22,33 +23,54 @@ _MICROSECOND = timedelta(microseconds=1)
 
 _PLAIN = frozenset({*EMPTY_FIELDS, "channel_values", "id", "ts"})
 """The keys of a checkpoint :func:`pack_fields` stores positionally (or leaves out)."""
+_DEFAULTS = tuple(EMPTY_FIELDS[k] for k in _FIELDS)
+_EMPTY_TAIL = list(_DEFAULTS[3:])
 
 
 def pack_fields(checkpoint: Mapping[str, Any]) -> list[Any]:
     """The checkpoint fields other than id, ts and values: positional, defaults left out."""
+    if checkpoint.keys() <= _PLAIN and checkpoint.get("v", 1) == 1:  # the runtime's checkpoints
+        out = list(map(checkpoint.get, _FIELDS, _DEFAULTS))
+        if out[3:] == _EMPTY_TAIL:  # no sends, barriers nor interrupts (most checkpoints)
+            del out[3:]
+        n = len(out)
+        while n and out[n - 1] == _DEFAULTS[n - 1]:
+            n -= 1
+        del out[n:]
+        return out
     get = checkpoint.get
-    out = [get(k, EMPTY_FIELDS[k]) for k in _FIELDS]
-    if checkpoint.keys() - _PLAIN or get("v", 1) != 1:  # keys of its own, or another format version
-        extra = {
-            k: v
-            for k, v in checkpoint.items()
-            if k not in EMPTY_FIELDS and k not in ("channel_values", "id", "ts") or (k == "v" and v != 1)
-        }
-        return [*out, extra]
-    while out and out[-1] == EMPTY_FIELDS[_FIELDS[len(out) - 1]]:
-        out.pop()
-    return out
+    extra = {
+        k: v
+        for k, v in checkpoint.items()
+        if k not in EMPTY_FIELDS and k not in ("channel_values", "id", "ts") or (k == "v" and v != 1)
+    }
+    return [*(get(k, EMPTY_FIELDS[k]) for k in _FIELDS), extra]
 
 
 def unpack_fields(packed: list[Any]) -> dict[str, Any]:
-    fields = {**EMPTY_FIELDS, **dict(zip(_FIELDS, packed[: len(_FIELDS)], strict=False))}
-    if len(packed) > len(_FIELDS):
+    """The fields :func:`pack_fields` packed; a field left out is a new empty map or list."""
+    n = len(packed)
+    if n == 3:  # the most common: versions, updated channels, next
+        return {
+            "v": 1,
+            "channel_versions": packed[0],
+            "updated_channels": packed[1],
+            "next": packed[2],
+            "sends": [],
+            "barriers": {},
+            "interrupts": [],
+        }
+    fields = {k: v.copy() if type(v) is not int else v for k, v in EMPTY_FIELDS.items()}
+    fields.update(zip(_FIELDS, packed[: len(_FIELDS)], strict=False))
+    if n > len(_FIELDS):
         fields.update(packed[-1])
     return fields
 
 
 def pack_meta(meta: Mapping[str, Any]) -> Any:
     """Metadata as ``[source, step, rest]`` when it has the runtime's shape, else as a map."""
+    if len(meta) == 3 and meta.get("parents") == {} and "source" in meta and "step" in meta:
+        return [meta["source"], meta["step"]]  # the runtime's own: nothing else to keep
     if "source" in meta and "step" in meta and meta.get("parents") == {}:
         rest = {k: v for k, v in meta.items() if k not in ("source", "step", "parents")}
         return [meta["source"], meta["step"], rest] if rest else [meta["source"], meta["step"]]
@@ -63,6 +85,20 @@ def unpack_meta(packed: Any) -> dict[str, Any]:
 
 def pack_ts(ts: str) -> Any:
     """A UTC ISO timestamp as microseconds since the epoch, when that gives back the same text."""
+    made = _make.stamp
+    if ts == made[0]:  # the time now_iso() wrote last (a checkpoint's, most often)
+        return made[1]
+    known = _second_read
+    if (  # the runtime's form (``now_iso``) in the second last read or written: no parsing
+        len(ts) == 32
+        and ts[:19] == known[1]
+        and ts[19] == "."
+        and ts[26:] == "+00:00"
+        and known[0] is not None
+    ):
+        fraction = ts[20:26]
+        if fraction.isdigit() and fraction.isascii() and fraction != "000000":
+            return known[0] * 1_000_000 + int(fraction)
     if (  # the runtime's form (``now_iso``): it reads back the same, no need to format it again
         len(ts) == 32
         and ts[26:] == "+00:00"
@@ -74,9 +110,11 @@ def pack_ts(ts: str) -> Any:
         and ts.isascii()
     ):
         try:
-            return (datetime.fromisoformat(ts) - _EPOCH) // _MICROSECOND
+            micros = (datetime.fromisoformat(ts) - _EPOCH) // _MICROSECOND
         except ValueError:
             return ts
+        _remember(micros // 1_000_000)
+        return micros
     try:
         when = datetime.fromisoformat(ts)
     except (TypeError, ValueError):
@@ -87,17 +125,23 @@ def pack_ts(ts: str) -> Any:
     return micros if unpack_ts(micros) == ts else ts
 
 
-_second_read: tuple[int | None, str] = (None, "")  # the last whole second unpacked, and its text
+_second_read: tuple[int | None, str] = (None, "")  # the last whole second packed or unpacked, and its text
+
+
+def _remember(seconds: int) -> tuple[int | None, str]:
+    """Make ``seconds`` the second :func:`pack_ts` and :func:`unpack_ts` know (its text formatted once)."""
+    global _second_read  # noqa: PLW0603 - one tuple, replaced atomically
+    known = _second_read = (seconds, (_EPOCH + timedelta(seconds=seconds)).isoformat()[:19])
+    return known
 
 
 def unpack_ts(packed: Any) -> str:
     """The text of a packed timestamp (as ``datetime.isoformat`` writes the UTC time; each second's
     part is formatted once, a thread's checkpoints mostly share it)."""
-    global _second_read  # noqa: PLW0603 - one tuple, replaced atomically
     if type(packed) is str:
         return packed
     seconds, micros = divmod(packed, 1_000_000)
     known = _second_read
     if known[0] != seconds:
-        known = _second_read = (seconds, (_EPOCH + timedelta(seconds=seconds)).isoformat()[:19])
+        known = _remember(seconds)
     return f"{known[1]}.{micros:06d}+00:00" if micros else f"{known[1]}+00:00"

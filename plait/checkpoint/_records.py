@@ -29,12 +29,20 @@ __all__ = ["ThreadLog"]
 _uids = itertools.count()
 _COMPACT_MIN = 4096  # dead bytes tolerated whatever the buffer size
 _memo: tuple[str, bytes] = ("", b"")  # the last id converted: a put converts its parent's id again
+_memo2: tuple[str, bytes] = ("", b"")  # the one before (a read converts the parent's id between two writes)
+
+
+def _remember(cid: str, raw: bytes) -> None:
+    global _memo, _memo2  # noqa: PLW0603 - tuples, replaced atomically
+    _memo2, _memo = _memo, (cid, raw)
 
 
 def pack_id(cid: str) -> bytes | None:
     """16 raw bytes for a canonical (lowercase, dashed) UUID text; ``None`` for any other id."""
-    global _memo  # noqa: PLW0603 - one tuple, replaced atomically
     memo = _memo
+    if cid == memo[0]:
+        return memo[1]
+    memo = _memo2
     if cid == memo[0]:
         return memo[1]
     if (
@@ -47,24 +55,26 @@ def pack_id(cid: str) -> bytes | None:
     ):
         return None
     try:
-        raw = bytes.fromhex(cid[:8] + cid[9:13] + cid[14:18] + cid[19:23] + cid[24:])
+        raw = bytes.fromhex(cid.replace("-", ""))  # (a dash elsewhere leaves an odd or short hex text)
     except ValueError:
         return None
     if len(raw) != 16:  # whitespace (skipped by fromhex) leaves fewer bytes
         return None
-    _memo = (cid, raw)
+    _remember(cid, raw)
     return raw
 
 
 def unpack_id(raw: bytes | bytearray) -> str:
     """The UUID text of 16 raw bytes."""
-    global _memo  # noqa: PLW0603 - one tuple, replaced atomically
     memo = _memo
+    if raw == memo[1]:
+        return memo[0]
+    memo = _memo2
     if raw == memo[1]:
         return memo[0]
     h = raw.hex()
     cid = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-    _memo = (cid, bytes(raw))
+    _remember(cid, bytes(raw))
     return cid
 
 
@@ -144,26 +154,42 @@ class ThreadLog:
 
     def add(self, cid: str, record: bytes | bytearray, writes: bytes | bytearray | None = None) -> int:
         """Append a checkpoint record (and its pending writes); return its seq."""
-        seq = len(self)
+        seq = len(self.idx) >> 2
         ids = self.ids
-        raw = None if isinstance(ids, list) else pack_id(cid)
-        if raw is None and not isinstance(
-            ids, list
-        ):  # not a canonical UUID: keep every id as text from now on
-            ids = self.ids = [self.cid(i) for i in range(seq)]
-        if isinstance(ids, list):
-            newer = self.last < 0 or cid > ids[self.last]
-            ids.append(cid)
-        else:
-            assert raw is not None  # noqa: S101 - set above whenever ids stay raw bytes
-            newer = self.last < 0 or raw > ids[self.last << 4 : (self.last + 1) << 4]
-            ids += raw
-        if newer:
+        last = self.last
+        if not isinstance(ids, list):
+            raw = pack_id(cid)
+            if raw is None:  # not a canonical UUID: keep every id as text from now on
+                ids = self.ids = [self.cid(i) for i in range(seq)]
+            else:
+                if last < 0 or raw > ids[last << 4 : (last + 1) << 4]:
+                    self.last = seq
+                else:
+                    self.ordered = False
+                ids += raw
+                self._add_offsets(record, writes)
+                return seq
+        if last < 0 or cid > ids[last]:
             self.last = seq
         else:
             self.ordered = False
-        self._index(*self._append(record), *self._append(writes))
+        ids.append(cid)
+        self._add_offsets(record, writes)
         return seq
+
+    def _add_offsets(self, record: bytes | bytearray, writes: bytes | bytearray | None) -> None:
+        buf = self.buf
+        start = len(buf)
+        buf += record
+        end = len(buf)
+        if writes:
+            buf += writes
+        offsets = (start if record else 0, end - start, end if writes else 0, len(buf) - end)
+        try:
+            self.idx.extend(offsets)
+        except OverflowError:  # a thread beyond 4 GiB
+            self.idx = array("Q", self.idx)
+            self.idx.extend(offsets)
 
     def _append(self, data: bytes | bytearray | None) -> tuple[int, int]:
         if not data:
@@ -171,13 +197,6 @@ class ThreadLog:
         start = len(self.buf)
         self.buf += data
         return start, len(data)
-
-    def _index(self, *offsets: int) -> None:
-        try:
-            self.idx.extend(offsets)
-        except OverflowError:  # a thread beyond 4 GiB
-            self.idx = array("Q", self.idx)
-            self.idx.extend(offsets)
 
     def _slice(self, pos: int) -> bytes | None:
         idx = self.idx
