@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager, ExitStack
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from plait.checkpoint._config import checkpoint_config, listed_thread
+from plait.checkpoint._config import checkpoint_config, listed_thread, thread_key
 from plait.checkpoint._delta import FULL, Entry, ValueCache, encode_value, rebuild
 from plait.checkpoint._direct_async import DirectAsync
 from plait.checkpoint._listed import tuple_counter
@@ -47,11 +47,10 @@ from plait.checkpoint._memory_fields import (
     unpack_ts,
 )
 from plait.checkpoint._memory_read import Known, Memo, Rows, replay
+from plait.checkpoint._memory_writes import DECODE, RecentWrites, encode_writes, kept_writes, read_writes
 from plait.checkpoint._persistent import PersistentDict
 from plait.checkpoint._records import ThreadLog as _Thread
 from plait.checkpoint.base import (
-    INTERRUPT,
-    RESUME,
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
@@ -61,7 +60,6 @@ from plait.checkpoint.base import (
     get_checkpoint_id,
     now_iso,
     recorded_metadata,
-    thread_key,
 )
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -70,7 +68,8 @@ from plait.errors import SerializationError
 __all__ = ["InMemorySaver", "MemorySaver", "PersistentDict"]
 
 _Key = str | tuple[str, str]  # thread id (str) when the namespace is "", else (thread id, namespace)
-_SPECIAL = (INTERRUPT, RESUME)
+_SHARING = (Serializer, JsonPlusSerializer)  # serializers whose round trip gives back what read() shares
+_NO_WRITES = RecentWrites(None, -1, [], [])
 
 
 class InMemorySaver(DirectAsync, BaseCheckpointSaver):
@@ -104,11 +103,7 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         self._loose: dict[tuple[_Key, str], bytes] = {}  # writes put before their checkpoint
         self._cache: ValueCache[Entry] = ValueCache(cache_size)
         self._recent: tuple[_Thread | None, int, dict[str, int]] = (None, -1, {})  # the last put's loc
-
-    @staticmethod
-    def _key(config: Mapping[str, Any]) -> tuple[_Key, str, str, str | None]:
-        thread, ns, cid = thread_key(config)
-        return (thread if not ns else (thread, ns)), thread, ns, cid
+        self._writes = _NO_WRITES  # the pending writes stored last
 
     def _listed(self, config: Mapping[str, Any]) -> builtins.list[_Key]:
         """The keys ``list(config)`` reads (under the lock)."""
@@ -172,11 +167,11 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         thread, ns = (key, "") if isinstance(key, str) else key
         if record is None:
             record = self._record(th, seq)
-        parent, ts, fields, metadata, _, _ = record
-        values = {
-            ch: self._entry(thread, th, ch, rseq, memo).value(self.serde.loads)
-            for ch, rseq in self._loc(th, seq, record).items()
-        }
+        parent, ts, fields, metadata, loc, rows = record
+        loads = self.serde.loads
+        values = {ch: self._entry(thread, th, ch, rseq, memo).value(loads) for ch, rseq in loc.items()}
+        for ch in rows:
+            values[ch] = self._entry(thread, th, ch, seq, memo).value(loads)
         if memo is not None:  # a listing builds each checkpoint once: its record is not needed again
             memo.records.get(th.uid, {}).pop(seq, None)
         cid = th.cid(seq)
@@ -186,11 +181,10 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         )
         if type(parent) is int:
             parent = th.cid(parent)
-        parent_config = None if parent is None else _config(thread, ns, parent)
-        data = th.writes(seq)
-        writes = self._read_writes(data) if data else []
+        parent_config = None if parent is None else checkpoint_config(thread, ns, parent)
+        writes = read_writes(self._writes, th, seq, self.serde.loads)
         meta = cast(CheckpointMetadata, unpack_meta(metadata))  # as put() received it
-        return CheckpointTuple(_config(thread, ns, cid), checkpoint, meta, parent_config, writes)
+        return CheckpointTuple(checkpoint_config(thread, ns, cid), checkpoint, meta, parent_config, writes)
 
     def __enter__(self) -> InMemorySaver:
         self.stack.__enter__()
@@ -201,7 +195,8 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
 
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The addressed checkpoint, or the thread's newest."""
-        key, _, _, cid = self._key(config)
+        thread, ns, cid = thread_key(config)
+        key: _Key = thread if not ns else (thread, ns)
         with self._lock:
             th = self._threads.get(key)
             if th is None or th.last < 0:
@@ -271,26 +266,26 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
             SerializationError: A value cannot be stored (the error names the state key).
         """
         metadata = recorded_metadata(config, metadata)
-        key, thread, ns, parent = self._key(config)
+        thread, ns, parent = thread_key(config)
+        key: _Key = thread if not ns else (thread, ns)
         cid = checkpoint["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]  # the runtime always sets "id"; a KeyError is the right failure otherwise
         with self._lock:
             th = self._threads.get(key)
+            head = None if th is None else th.head
             if expected_head is not ...:
-                check_head(thread, cid, expected_head, th.head if th else None)
-            th = th or _Thread()
-            pseq = None if parent is None else th.find(parent)
+                check_head(thread, cid, expected_head, head)
+            if th is None:
+                th, pseq = _Thread(), None
+            else:
+                pseq = None if parent is None else th.last if parent == head else th.find(parent)
             recent = self._recent
-            ploc = (
-                {}
-                if pseq is None
-                else recent[2]
-                if recent[0] is th and recent[1] == pseq
-                else self._loc(th, pseq)
-            )
-            inherit = {ch for ch in ploc if ch not in new_versions}
-            loc, rows, entries = self._encode(
-                thread, th, checkpoint.get("channel_values") or {}, ploc, inherit
-            )
+            ploc = {} if pseq is None else recent[2] if recent[:2] == (th, pseq) else self._loc(th, pseq)
+            values = checkpoint.get("channel_values")
+            if values:
+                inherit: set[str] = {ch for ch in ploc if ch not in new_versions} if ploc else set()
+                loc, rows, entries = self._encode(thread, th, values, ploc, inherit)
+            else:
+                loc, rows, entries = {}, {}, []
             try:
                 ts = pack_ts(checkpoint.get("ts") or now_iso())
                 record = self.serde.dumps(
@@ -305,9 +300,11 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
                 )
             except SerializationError as exc:
                 raise SerializationError(f"Cannot store checkpoint {cid}: {exc}") from exc
-            seq = self._store(key, th, cid, record, entries)
-            self._recent = (th, seq, {**loc, **dict.fromkeys(rows, seq)})
-        return _config(thread, ns, cid)
+            seq = self._store(key, th, cid, record, entries, head is None or cid > head)
+            if rows:
+                loc = {**loc, **dict.fromkeys(rows, seq)}
+            self._recent = (th, seq, loc)
+        return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
     def _encode(
         self, thread: str, th: _Thread, values: Mapping[str, Any], ploc: Mapping[str, int], inherit: set[str]
@@ -317,18 +314,30 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         rows: dict[str, Any] = {}
         entries: builtins.list[tuple[str, Entry]] = []
         dumps = self.serde.dumps
-        listed = tuple_counter(dumps)
+        listed: Callable[[], int] | None = None
         for channel, value in values.items():
             base_seq = ploc.get(channel)
             if base_seq is not None and channel in inherit:
                 loc[channel] = base_seq
                 continue
+            if not isinstance(value, list):  # stored whole: no delta, no tuple to watch for
+                try:
+                    data = dumps(value)
+                except SerializationError as exc:
+                    raise SerializationError(
+                        f"Cannot store state key {channel!r}: {exc}", key=channel
+                    ) from exc
+                rows[channel] = data
+                entries.append((channel, Entry(None, data, 0)))
+                continue
             base = None
-            if base_seq is not None and isinstance(value, list):
+            if base_seq is not None:
                 try:
                     base = self._entry(thread, th, channel, base_seq)
                 except SerializationError:
                     base = None
+            if listed is None:
+                listed = tuple_counter(dumps)
             try:
                 mark = listed()
                 blob, entry = encode_value(value, base, base_seq, dumps, share=True)
@@ -340,11 +349,12 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
             entries.append((channel, entry))
         return loc, rows, entries
 
-    def _store(
-        self, key: _Key, th: _Thread, cid: str, record: bytes, entries: Sequence[tuple[str, Entry]]
+    def _store(  # noqa: PLR0913
+        self, key: _Key, th: _Thread, cid: str, record: bytes, entries: Sequence[tuple[str, Entry]], new: bool
     ) -> int:
+        """Add (or replace) the record of ``cid``; ``new``: ``cid`` sorts after the head, so it is not stored yet."""
         loose = self._loose.pop((key, cid), None) if self._loose else None
-        seq = th.find(cid)
+        seq = None if new or th.last < 0 else th.find(cid)
         if seq is None:
             seq = th.add(cid, record, loose)
         else:  # the same id again: replace the record, keep its pending writes
@@ -354,9 +364,11 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
             self._threads[key] = th
             if type(key) is tuple:
                 self._namespaces.setdefault(key[0], set()).add(key[1])
-        thread = key if type(key) is str else key[0]
-        for channel, entry in entries:
-            self._cache.put((thread, th.uid, channel, seq), entry)
+        if entries:
+            thread = key if type(key) is str else key[0]
+            uid, put = th.uid, self._cache.put
+            for channel, entry in entries:
+                put((thread, uid, channel, seq), entry)
         return seq
 
     def put_writes(
@@ -370,44 +382,28 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         Raises:
             SerializationError: A value cannot be stored (the error names the key).
         """
-        key, _, _, cid = self._key(config)
+        thread, ns, cid = thread_key(config)
+        key: _Key = thread if not ns else (thread, ns)
         cid = str(cid)
         dumps = self.serde.dumps
-        new: list[list[Any]] = []  # [task_id, channel, bytes], as stored
-        special = False
-        for channel, value in writes:
-            try:
-                new.append([task_id, channel, dumps(value)])
-            except SerializationError as exc:
-                raise SerializationError(f"Cannot store write to {channel!r}: {exc}", key=channel) from exc
-            if channel in _SPECIAL:
-                special = True
-        if special:  # a special key written twice in one call: the last one
-            last = {w[1]: i for i, w in enumerate(new) if w[1] in _SPECIAL}
-            new = [w for i, w in enumerate(new) if last.get(w[1], i) == i]
+        new, shares = encode_writes(dumps, writes, task_id, type(self.serde) in _SHARING)
         with self._lock:
             th = self._threads.get(key)
             seq = None if th is None else th.find(cid)
-            old = self._loose.get((key, cid)) if th is None or seq is None else th.writes(seq)
-            if old:
-                written = {w[1] for w in new}
-                kept = [
-                    w
-                    for w in self.serde.loads(old)
-                    if w[0] != task_id or (w[1] in _SPECIAL and w[1] not in written)
-                ]
-                kept += new
+            recent = self._writes
+            if th is not None and recent.th is th and recent.seq == seq:
+                new, shares = kept_writes(recent.rows, recent.shares, task_id, new, shares)
             else:
-                kept = new
-            data = dumps(kept)
+                old = self._loose.get((key, cid)) if th is None or seq is None else th.writes(seq)
+                if old:
+                    rows: list[list[Any]] = self.serde.loads(old)
+                    new, shares = kept_writes(rows, [DECODE] * len(rows), task_id, new, shares)
+            data = dumps(new)
             if th is None or seq is None:
                 self._loose[(key, cid)] = data
             else:
                 th.set_writes(seq, data)
-
-    def _read_writes(self, data: bytes) -> builtins.list[tuple[str, str, Any]]:
-        loads = self.serde.loads
-        return [(task, channel, loads(value)) for task, channel, value in loads(data)]
+                self._writes = RecentWrites(th, seq, new, shares)
 
     def delete_thread(self, thread_id: str) -> None:
         """Forget every checkpoint and pending write of the thread, in every namespace."""
@@ -419,6 +415,7 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
             for loose in [k for k in self._loose if (k[0] if type(k[0]) is str else k[0][0]) == thread_id]:
                 del self._loose[loose]
             self._recent = (None, -1, {})
+            self._writes = _NO_WRITES
         self._cache.drop_thread(thread_id)
 
     # -- pruning ------------------------------------------------------------------
@@ -457,7 +454,7 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
                 }
                 if doomed:
                     self._threads[key] = self._copy(thread_id, th, doomed)
-                    self._recent = (None, -1, {})
+                    self._recent, self._writes = (None, -1, {}), _NO_WRITES
                     deleted += len(doomed)
         if deleted:
             self._cache.drop_thread(thread_id)
@@ -491,10 +488,6 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
             for channel, entry in entries:
                 self._cache.put((thread, new.uid, channel, seqs[seq]), entry)
         return new
-
-
-def _config(thread: str, ns: str, cid: str) -> dict[str, Any]:
-    return checkpoint_config(thread, ns, cid)
 
 
 MemorySaver = InMemorySaver  # LangGraph's name
