@@ -17,11 +17,15 @@ Two layouts:
 What the async and sync forms must do differently (the I/O primitives: a lock, a sleep, a thread
 pool against ``asyncio.gather``) stays hand-written, as small named pairs the source calls through
 :data:`NAMES` (httpcore's ``_synchronization.py``); everything else is generated.
+A few lines only the async form has (a sync backend's async method handing the whole call to a
+worker thread, which in the sync form would call itself) sit between ``# >>> async only`` and
+``# <<< async only`` inside the source; the sync form leaves them out.
 
 Usage::
 
     .venv/bin/python tools/unasync_gen.py          # rewrite the generated code
     .venv/bin/python tools/unasync_gen.py --check  # exit 1 if any generated code is stale
+    .venv/bin/python tools/unasync_gen.py --twins plait/store  # the sync/async pairs still hand-written
 
 ``tests/test_generated_sync.py`` runs the check.
 """
@@ -29,6 +33,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ast
 import pathlib
 import re
 import subprocess
@@ -49,6 +54,10 @@ GENERATED_NOTE = "(made by tools/unasync_gen.py from the async source above -- d
 REGIONS: tuple[str, ...] = (
     "plait/pregel/_pregel.py",
     "plait/pregel/_threads_api.py",
+    "plait/pregel/_entrypoint.py",
+    "plait/pregel/_callable.py",
+    "plait/pregel/_effects.py",
+    "plait/pregel/_travel.py",
     "plait/store/_statement.py",
     "plait/store/_embed.py",
     "plait/store/base/__init__.py",
@@ -59,12 +68,19 @@ REGIONS: tuple[str, ...] = (
     "plait/prebuilt/_react.py",
     "plait/pregel/remote.py",
     "plait/pregel/_traced.py",
+    "plait/pregel/_batch.py",
+    "plait/pregel/_legacy_ns.py",
+    "plait/pregel/_subgraphs.py",
+    "plait/pregel/_cache.py",
+    "plait/pregel/_update.py",
+    "plait/pregel/_func_tasks.py",
     "plait/checkpoint/_lease.py",
     "plait/checkpoint/_lease_wait.py",
     "plait/checkpoint/_engine_ops.py",
     "plait/checkpoint/_engine.py",
     "plait/checkpoint/_engine_batch.py",
     "plait/checkpoint/postgres/_shallow.py",
+    "plait/checkpoint/base.py",
 )
 """Modules holding ``# >>> async source`` regions."""
 
@@ -86,11 +102,12 @@ NAMES: dict[str, str] = {
     "_arun_prepared": "_run_prepared",
     "_atransact": "_transact",
     "_arun_group": "_run_group",
+    "_groups": "_threads",  # SqlStore: async call groups (Groups) -> those of threads (ThreadGroups)
     "adrive": "drive",
     "aembed": "embed",
     "aembed_documents": "embed_documents",
     "aembed_query": "embed_query",
-    "_aembed_texts": "_embed_texts",
+    "_acall": "_call",
     # LangChain runnables and tools
     "ainvoke": "invoke",
     "_aexecute": "_execute",
@@ -144,10 +161,22 @@ NAMES: dict[str, str] = {
     "_atap": "_tap",
     "_aone": "_one",
     "tap_output_aiter": "tap_output_iter",
-    # the compiled graph (plait.pregel._pregel) and its drivers
+    # subgraph state, node caches and state updates (pregel/_legacy_ns.py, _subgraphs.py, _cache.py, _update.py)
+    # (awith_task_states, aread_snapshot, astate_here, aupdate_thread: with the compiled graph's below)
+    "aresumed_config": "resumed_config",
+    "arecall_task": "recall_task",
+    "acache_task": "cache_task",
+    "aset": "set",
+    "amethod": "method",
+    # functional-API task calls (pregel/_func_tasks.py)
+    "afinish": "finish",
+    "awaited": "settled",
+    "_arun_call": "_run_call",
+    "_aattempt_call": "_attempt_call",
+    "acall_routers": "call_routers",
+    # the compiled graph (plait.pregel._pregel, _threads_api) and its drivers
     "ainvoke_streaming": "invoke_streaming",
     "ainvoke_here": "invoke_here",
-    "astate_here": "state_here",
     "aget_subgraphs": "get_subgraphs",
     "aupdate_here": "update_here",
     "aclear_cache": "clear_cache",
@@ -155,9 +184,12 @@ NAMES: dict[str, str] = {
     "arun_nested": "run_nested",
     "run_async": "run_sync",
     "aclosing": "closing",
-    "aupdate_thread": "update_thread",
+    "asave": "save",
+    "aload_run": "load_run",
+    "astate_here": "state_here",
     "awith_task_states": "with_task_states",
     "aread_snapshot": "read_snapshot",
+    "aupdate_thread": "update_thread",
     # typing and the standard library
     "AbstractAsyncContextManager": "AbstractContextManager",
     "AsyncIterator": "Iterator",
@@ -309,11 +341,77 @@ def expected() -> dict[str, str]:
     return want
 
 
+def _generated_lines(text: str) -> set[int]:
+    """The line numbers (1-based) inside the generated regions of a module."""
+    lines: set[int] = set()
+    inside = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith(GENERATED_BEGIN):
+            inside = True
+        elif line.strip() == GENERATED_END:
+            inside = False
+        elif inside:
+            lines.add(number)
+    return lines
+
+
+def _sync_names(name: str) -> list[str]:
+    """The names the sync twin of async function ``name`` may have."""
+    found = [NAMES[name]] if name in NAMES else []
+    found += [
+        name[1:],
+        name.replace("_a", "_", 1),
+        name.replace("async_", "", 1),
+        name.replace("_async", "", 1),
+    ]
+    return [n for n in found if n != name]
+
+
+def twins(roots: tuple[str, ...] = ("plait",)) -> list[str]:
+    """The hand-written sync/async twin pairs: a function ``x`` (more than 3 lines, not generated) and an
+    async function ``ax`` (``_ax``, ``x_async``, or per :data:`NAMES`) in the same module or class."""
+    generated_files = set(FILES.values())
+    found: list[str] = []
+    for root in roots:
+        for path in sorted((ROOT / root).rglob("*.py")) if (ROOT / root).is_dir() else [ROOT / root]:
+            rel = str(path.relative_to(ROOT))
+            if rel in generated_files:
+                continue
+            text = path.read_text()
+            skip = _generated_lines(text)
+            found += _scan(rel, ast.parse(text).body, "", skip)
+    return found
+
+
+def _scan(rel: str, body: list[ast.stmt], where: str, skip: set[int]) -> list[str]:
+    found: list[str] = []
+    defs = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for name, node in defs.items():
+        if not isinstance(node, ast.AsyncFunctionDef):
+            continue
+        for candidate in _sync_names(name):
+            sync = defs.get(candidate)
+            if isinstance(sync, ast.FunctionDef):
+                size = (sync.end_lineno or sync.lineno) - sync.lineno + 1
+                if size > 3 and sync.lineno not in skip:
+                    found.append(f"{rel}:{where}{candidate}/{name} ({size} lines)")
+                break
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            found += _scan(rel, node.body, f"{where}{node.name}.", skip)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     """Regenerate (or, with ``--check``, verify) the sync code; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report stale generated code, change nothing")
+    parser.add_argument("--twins", nargs="*", metavar="PATH", help="list the hand-written sync/async pairs")
     args = parser.parse_args(argv)
+    if args.twins is not None:
+        pairs = twins(tuple(args.twins) or ("plait",))
+        print(*pairs, f"{len(pairs)} hand-written sync/async pairs", sep="\n")
+        return 0
     stale: list[str] = []
     for path, text in expected().items():
         target = ROOT / path

@@ -48,28 +48,43 @@ class EmbeddingsLambda(Embeddings):
             getattr(func, "__call__", None)  # noqa: B004 - async callable objects count too
         )
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed texts with the sync function."""
+    def _call(self, texts: list[str]) -> Any:
+        """The function's answer (refused for an async function: only the async store methods can await it)."""
         if self.is_async:
             raise TypeError(
                 "the store's `embed` is an async function, so only the async store methods "
                 "(aput, asearch, abatch) can embed; pass a sync function or an Embeddings object"
             )
-        return cast("list[list[float]]", self.func(texts))
+        return self.func(texts)
+
+    async def _acall(self, texts: list[str]) -> Any:
+        """The function's answer (awaited if the function is async)."""
+        answer = self.func(texts)
+        return await cast("Awaitable[Any]", answer) if self.is_async else answer
+
+    # >>> async source
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts."""
+        return cast("list[list[float]]", await self._acall(texts))
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Embed one query text."""
+        vectors = await self.aembed_documents([text])
+        return vectors[0]
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts."""
+        return cast("list[list[float]]", self._call(texts))
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query text."""
-        return self.embed_documents([text])[0]
+        vectors = self.embed_documents([text])
+        return vectors[0]
 
-    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed texts, awaiting an async function or calling a sync one."""
-        if self.is_async:
-            return cast("list[list[float]]", await cast("Awaitable[Any]", self.func(texts)))
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text: str) -> list[float]:
-        """Embed one query text (async)."""
-        return (await self.aembed_documents([text]))[0]
+    # <<< generated sync
 
 
 def ensure_embeddings(embed: Any) -> Embeddings:

@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 
 from plait.store._embed import Embedded, IndexSpec
 from plait.store._engine import Dialect, Engine, Prepared
-from plait.store._group import Groups
+from plait.store._group import Groups, ThreadGroups
 from plait.store._search import ORDERS
 from plait.store._statement import Step
 from plait.store._ttl import Sweeper, checked_ttl, interval_seconds
@@ -80,6 +80,7 @@ class SqlStore(BaseStore):
             if self.shares_transactions
             else None
         )
+        self._threads: ThreadGroups | None = None  # the sync form of _groups: the calls of waiting threads
 
     @abstractmethod
     def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
@@ -110,6 +111,16 @@ class SqlStore(BaseStore):
         embedded = await self.index_spec.aembed(prepared.ops) if self.index_spec else None
         return await self._arun_prepared(prepared, embedded)
 
+    async def _arun_prepared(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
+        """Run a checked batch whose vectors are computed: with the batches of concurrent calls (a
+        store whose calls share transactions), else in a transaction of its own."""
+        if self._groups is not None:
+            return await self._groups.run(prepared, embedded)
+        return cast(
+            "list[Result]",
+            await self._atransact(lambda now: self.engine.run(prepared, embedded, now), alone=prepared.alone),
+        )
+
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
@@ -129,24 +140,17 @@ class SqlStore(BaseStore):
         embedded = self.index_spec.embed(prepared.ops) if self.index_spec else None
         return self._run_prepared(prepared, embedded)
 
-    # <<< generated sync
-
     def _run_prepared(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
-        """Run a checked batch whose vectors are computed, in a transaction."""
+        """Run a checked batch whose vectors are computed: with the batches of concurrent calls (a
+        store whose calls share transactions), else in a transaction of its own."""
+        if self._threads is not None:
+            return self._threads.run(prepared, embedded)
         return cast(
             "list[Result]",
             self._transact(lambda now: self.engine.run(prepared, embedded, now), alone=prepared.alone),
         )
 
-    async def _arun_prepared(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
-        """Run a checked batch whose vectors are computed: with the concurrent calls' batches (the
-        async stores), else in a transaction of its own."""
-        if self._groups is not None:
-            return await self._groups.run(prepared, embedded)
-        return cast(
-            "list[Result]",
-            await self._atransact(lambda now: self.engine.run(prepared, embedded, now), alone=prepared.alone),
-        )
+    # <<< generated sync
 
     def sweep_ttl(self) -> int:
         """Delete the expired items now.

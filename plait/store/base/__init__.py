@@ -114,6 +114,22 @@ class BaseStore(ABC):
     supports_ttl: bool = False
     ttl_config: TTLConfig | None = None
 
+    # >>> async source
+    @abstractmethod
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute operations and return one result per operation, in order.
+
+        Args:
+            ops: The operations to run.
+
+        Returns:
+            ``GetOp`` gives an item or ``None``; ``SearchOp`` a list of search
+            items; ``ListNamespacesOp`` a list of namespaces; ``PutOp`` ``None``.
+        """
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     @abstractmethod
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute operations and return one result per operation, in order.
@@ -126,16 +142,7 @@ class BaseStore(ABC):
             items; ``ListNamespacesOp`` a list of namespaces; ``PutOp`` ``None``.
         """
 
-    @abstractmethod
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Async twin of :meth:`batch`.
-
-        Args:
-            ops: The operations to run.
-
-        Returns:
-            One result per operation, in order.
-        """
+    # <<< generated sync
 
     def _refresh(self, refresh_ttl: bool | None) -> bool:
         if refresh_ttl is not None:

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from psycopg import Connection
 
-from plait.store._embed import Embedded
-from plait.store._engine import Prepared
 from plait.store._group import ThreadGroups
-from plait.store.base import Result
 from plait.store.postgres._settings import ann_settings, check_options, pool_args
 from plait.store.postgres._sync_io import PostgresIO
 
@@ -42,10 +39,8 @@ class PostgresStore(PostgresIO):
     conn_hint = "; async ones go to plait.store.postgres.aio.AsyncPostgresStore"
 
     def _start(self) -> None:
-        self._threads = ThreadGroups(self.engine, lambda make_step, alone: self._run(make_step, alone=alone))
-
-    def _run_prepared(self, prepared: Prepared, embedded: Embedded | None) -> list[Result]:
-        """On one connection, whose calls take turns anyway, the calls of threads that wait share a run."""
+        # one connection, whose calls take turns anyway: the calls of waiting threads share a run
         if isinstance(self.conn, Connection):
-            return self._threads.run(prepared, embedded)
-        return super()._run_prepared(prepared, embedded)
+            self._threads = ThreadGroups(
+                self.engine, lambda make_step, alone: self._run(make_step, alone=alone)
+            )
