@@ -12,7 +12,8 @@ from the database and receive the answer (the model of the runtime's effects):
 * :class:`Item`: not an operation: one result of a listing, handed to the caller.
 
 A sync backend performs them with :func:`drive` / :func:`iterate`, an async one
-with :func:`adrive` / :func:`aiterate`, so the two cannot drift apart.
+with :func:`adrive` / :func:`aiterate`; the sync drivers are generated from the
+async ones (``tools/unasync_gen.py``), so the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -91,6 +92,51 @@ Ops = Generator[Op | Item, Any, _T]
 """An engine operation: yields ops (and listing items), returns its result."""
 
 
+# >>> async source
+async def adrive(ops: Ops[_T], perform: Callable[[Op], Awaitable[Any]]) -> _T:
+    """Run ``ops`` to completion, performing each op with ``perform``."""
+    answer: Any = None
+    while True:
+        try:
+            op = ops.send(answer)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]  # the generator's declared return type
+        answer = None if isinstance(op, Item) else await perform(op)
+
+
+async def aiterate(ops: Ops[None], perform: Callable[[Op], Awaitable[Any]]) -> AsyncIterator[Any]:
+    """The items of a listing, performing its ops with ``perform`` as they come."""
+    answer: Any = None
+    try:
+        while True:
+            try:
+                op = ops.send(answer)
+            except StopIteration:
+                return
+            if isinstance(op, Item):
+                answer = None
+                yield op.value
+            else:
+                answer = await perform(op)
+    finally:
+        ops.close()
+
+
+async def arun_session(body: Generator[Step, Any, _T], execute: Callable[[Step], Awaitable[Any]]) -> _T:
+    """Drive a :class:`Session` body with ``execute`` (one statement, inside the open transaction)."""
+    answer: Any = None
+    while True:
+        try:
+            step = body.send(answer)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]  # the generator's declared return type
+        answer = await execute(step)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def drive(ops: Ops[_T], perform: Callable[[Op], Any]) -> _T:
     """Run ``ops`` to completion, performing each op with ``perform``."""
     answer: Any = None
@@ -100,17 +146,6 @@ def drive(ops: Ops[_T], perform: Callable[[Op], Any]) -> _T:
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]  # the generator's declared return type
         answer = None if isinstance(op, Item) else perform(op)
-
-
-async def adrive(ops: Ops[_T], perform: Callable[[Op], Awaitable[Any]]) -> _T:
-    """Async :func:`drive`."""
-    answer: Any = None
-    while True:
-        try:
-            op = ops.send(answer)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]  # the generator's declared return type
-        answer = None if isinstance(op, Item) else await perform(op)
 
 
 def iterate(ops: Ops[None], perform: Callable[[Op], Any]) -> Iterator[Any]:
@@ -131,24 +166,6 @@ def iterate(ops: Ops[None], perform: Callable[[Op], Any]) -> Iterator[Any]:
         ops.close()
 
 
-async def aiterate(ops: Ops[None], perform: Callable[[Op], Awaitable[Any]]) -> AsyncIterator[Any]:
-    """Async :func:`iterate`."""
-    answer: Any = None
-    try:
-        while True:
-            try:
-                op = ops.send(answer)
-            except StopIteration:
-                return
-            if isinstance(op, Item):
-                answer = None
-                yield op.value
-            else:
-                answer = await perform(op)
-    finally:
-        ops.close()
-
-
 def run_session(body: Generator[Step, Any, _T], execute: Callable[[Step], Any]) -> _T:
     """Drive a :class:`Session` body with ``execute`` (one statement, inside the open transaction)."""
     answer: Any = None
@@ -160,12 +177,4 @@ def run_session(body: Generator[Step, Any, _T], execute: Callable[[Step], Any]) 
         answer = execute(step)
 
 
-async def arun_session(body: Generator[Step, Any, _T], execute: Callable[[Step], Awaitable[Any]]) -> _T:
-    """Async :func:`run_session`."""
-    answer: Any = None
-    while True:
-        try:
-            step = body.send(answer)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]  # the generator's declared return type
-        answer = await execute(step)
+# <<< generated sync
