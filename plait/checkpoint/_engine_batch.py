@@ -26,6 +26,10 @@ __all__ = ["BatchedSaves", "Held", "batched", "own_methods"]
 
 _T = TypeVar("_T")
 
+_APUTS = ("aput", "aput_writes")
+_PUTS = ("put", "put_writes")
+"""The saver methods :meth:`BatchedSaves._asave_many` (and its sync form) stand in for."""
+
 
 REFUSED = "plait_put refused"
 """In the error a batch's put statement raises when the put may not be written (see ``_sql._strict``)."""
@@ -142,7 +146,11 @@ def _after(before: Held | None, calls: Sequence[SaveOp]) -> tuple[SaveOp, ...]:
 
 
 class BatchedSaves:
-    """:meth:`_save_many` / :meth:`_asave_many` of the SQL saver engine (mixed into ``SqlSaverBase``)."""
+    """:meth:`_save_many` / :meth:`_asave_many` of the SQL saver engine (mixed into ``SqlSaverBase``).
+
+    Their sync forms are generated from the async ones (``tools/unasync_gen.py``); only the async
+    forms of a sync backend differ: they make the whole call in one worker-thread hop.
+    """
 
     sql: Any
     _leases: ThreadLeases
@@ -183,6 +191,73 @@ class BatchedSaves:
         names = ("put", "put_writes", "aput", "aput_writes")
         return getattr(self.sql, "STRICT", None) is not None and own_methods(type(self), names)
 
+    # >>> async source
+    async def _ahold_saves(self, calls: Sequence[SaveOp], before: Held | None) -> Held | None:
+        """Serialize ``calls`` (after ``before``) into their statements now, to be sent later.
+
+        Needs :meth:`_can_hold`. The statements go out with the next :meth:`_save_many` (its
+        ``before``), in its transaction. ``None``: nothing is held (the calls needed a read
+        first, and what came before it was sent). Raises as :meth:`_save_many`.
+        """
+        # >>> async only
+        if not isinstance(self, NativeAsync):  # a sync backend: all of it in one worker-thread hop
+            return await self._off_loop(self._hold_saves, calls, before)
+        # <<< async only
+        everything, state = _after(before, calls), _Progress()
+        try:
+            return await self._adrive(
+                batched(self.sql, self._call_ops, everything, (), state, before, send=False)
+            )
+        except BaseException as exc:
+            await self._adrive(self._replay(everything, state, exc))
+            return None
+
+    async def _asave_many(
+        self, calls: Sequence[SaveOp], release: tuple[str, str] | None, before: Held | None = None
+    ) -> bool:
+        """Make ``calls`` in order, in one transaction where the backend can (PostgreSQL: one round trip).
+
+        With ``release`` (``(thread_id, checkpoint_ns)`` whose lease this process holds), the lease
+        is given back in that same durable commit (a backend without one-statement batches: in a
+        commit of its own right after, in the same call), and the ``lease()`` block then releases
+        nothing. ``before``: calls held back by :meth:`_hold_saves`, sent first.
+        Answers ``False``, having done nothing, when a subclass overrides ``put`` or ``put_writes``
+        (async: ``aput`` or ``aput_writes``): the caller then makes the calls through them.
+
+        Raises:
+            CheckpointConflictError, SerializationError: as :meth:`put` and :meth:`put_writes` would,
+                for the first call that fails; the calls before it are stored.
+        """
+        if not own_methods(type(self), _APUTS):
+            return False
+        # >>> async only
+        if not isinstance(self, NativeAsync):  # a sync backend: all of it in one worker-thread hop
+            return await self._off_loop(self._save_many, calls, release, before)
+        # <<< async only
+        everything = _after(before, calls)
+        tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
+        if getattr(self.sql, "STRICT", None) is None or not (len(everything) > 1 or tail or before):
+            for call in everything:
+                await self._adrive(self._call_ops(call))
+            if release is not None and holder is not None:  # no one-statement batch here: right after
+                try:
+                    await self._leases.arelease(release, holder, confirm=True)
+                finally:
+                    self._leases.released(holder)  # tried once: the lease block does not try again
+            return True
+        state = _Progress()
+        try:
+            await self._adrive(batched(self.sql, self._call_ops, everything, tail, state, before))
+        except BaseException as exc:
+            await self._adrive(self._replay(everything, state, exc))
+            return True
+        if holder is not None:
+            self._leases.released(holder)
+        return True
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def _hold_saves(self, calls: Sequence[SaveOp], before: Held | None) -> Held | None:
         """Serialize ``calls`` (after ``before``) into their statements now, to be sent later.
 
@@ -197,19 +272,6 @@ class BatchedSaves:
             self._drive(self._replay(everything, state, exc))
             return None
 
-    async def _ahold_saves(self, calls: Sequence[SaveOp], before: Held | None) -> Held | None:
-        """Async :meth:`_hold_saves`."""
-        if not isinstance(self, NativeAsync):
-            return await self._off_loop(self._hold_saves, calls, before)
-        everything, state = _after(before, calls), _Progress()
-        try:
-            return await self._adrive(
-                batched(self.sql, self._call_ops, everything, (), state, before, send=False)
-            )
-        except BaseException as exc:
-            await self._adrive(self._replay(everything, state, exc))
-            return None
-
     def _save_many(
         self, calls: Sequence[SaveOp], release: tuple[str, str] | None, before: Held | None = None
     ) -> bool:
@@ -219,14 +281,14 @@ class BatchedSaves:
         is given back in that same durable commit (a backend without one-statement batches: in a
         commit of its own right after, in the same call), and the ``lease()`` block then releases
         nothing. ``before``: calls held back by :meth:`_hold_saves`, sent first.
-        Answers ``False``, having done nothing, when a subclass overrides ``put`` or ``put_writes``:
-        the caller then makes the calls through them.
+        Answers ``False``, having done nothing, when a subclass overrides ``put`` or ``put_writes``
+        (async: ``aput`` or ``aput_writes``): the caller then makes the calls through them.
 
         Raises:
             CheckpointConflictError, SerializationError: as :meth:`put` and :meth:`put_writes` would,
                 for the first call that fails; the calls before it are stored.
         """
-        if not own_methods(type(self), ("put", "put_writes")):
+        if not own_methods(type(self), _PUTS):
             return False
         everything = _after(before, calls)
         tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
@@ -249,34 +311,7 @@ class BatchedSaves:
             self._leases.released(holder)
         return True
 
-    async def _asave_many(
-        self, calls: Sequence[SaveOp], release: tuple[str, str] | None, before: Held | None = None
-    ) -> bool:
-        """Async :meth:`_save_many` (``False`` when a subclass overrides ``aput`` or ``aput_writes``)."""
-        if not own_methods(type(self), ("aput", "aput_writes")):
-            return False
-        if not isinstance(self, NativeAsync):  # a sync backend: all of it in one worker-thread hop
-            return await self._off_loop(self._save_many, calls, release, before)
-        everything = _after(before, calls)
-        tail, holder = self._leases.release_steps(release) if release is not None else ((), None)
-        if getattr(self.sql, "STRICT", None) is None or not (len(everything) > 1 or tail or before):
-            for call in everything:
-                await self._adrive(self._call_ops(call))
-            if release is not None and holder is not None:
-                try:
-                    await self._leases.arelease(release, holder, confirm=True)
-                finally:
-                    self._leases.released(holder)
-            return True
-        state = _Progress()
-        try:
-            await self._adrive(batched(self.sql, self._call_ops, everything, tail, state, before))
-        except BaseException as exc:
-            await self._adrive(self._replay(everything, state, exc))
-            return True
-        if holder is not None:
-            self._leases.released(holder)
-        return True
+    # <<< generated sync
 
     def _replay(self, calls: Sequence[SaveOp], state: _Progress, exc: BaseException) -> Ops[None]:
         """After a batch of ``calls`` failed with ``exc``: forget what was assumed, then make the
