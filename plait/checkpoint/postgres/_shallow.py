@@ -45,7 +45,11 @@ def deprecated(name: str) -> None:
 
 
 class ShallowSaver(SqlSaverBase):
-    """Mixed in before a SQL saver: prune the namespace to its head after every ``put``."""
+    """Mixed in before a SQL saver: prune the namespace to its head after every ``put``.
+
+    ``put`` and ``aput`` stay hand-written (two lines each): their signatures differ as LangGraph's do
+    (``aput`` takes ``expected_head`` in ``**kwargs``); the reads' sync forms are generated.
+    """
 
     def put(
         self,
@@ -74,13 +78,29 @@ class ShallowSaver(SqlSaverBase):
         await self.aprune(saved["configurable"]["thread_id"], keep_last=1)
         return saved
 
+    # >>> async source
+    async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
+        """The newest checkpoint of the namespace (a ``checkpoint_id`` is ignored), without parent."""
+        return _alone(await super().aget_tuple(_newest(config)))
+
+    async def alist(
+        self,
+        config: dict[str, Any] | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
+        before: dict[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """The newest checkpoint of each namespace (the only ones kept), without parents."""
+        async for item in super().alist(config, filter=filter, before=before, limit=limit):
+            yield item._replace(parent_config=None)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The newest checkpoint of the namespace (a ``checkpoint_id`` is ignored), without parent."""
         return _alone(super().get_tuple(_newest(config)))
-
-    async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple`."""
-        return _alone(await super().aget_tuple(_newest(config)))
 
     def list(
         self,
@@ -94,17 +114,7 @@ class ShallowSaver(SqlSaverBase):
         for item in super().list(config, filter=filter, before=before, limit=limit):
             yield item._replace(parent_config=None)
 
-    async def alist(
-        self,
-        config: dict[str, Any] | None,
-        *,
-        filter: dict[str, Any] | None = None,  # noqa: A002 - LangGraph's name
-        before: dict[str, Any] | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        """Async :meth:`list`."""
-        async for item in super().alist(config, filter=filter, before=before, limit=limit):
-            yield item._replace(parent_config=None)
+    # <<< generated sync
 
 
 class ShallowPostgresSaver(ShallowSaver, PostgresSaver):
