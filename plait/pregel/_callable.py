@@ -185,6 +185,51 @@ def _with_given(config: dict[str, Any], given: Mapping[str, Any] | None, ctx: Ta
     return {**config, "metadata": {**(config.get("metadata") or {}), **metadata}}
 
 
+# >>> async source
+async def arun_nested(
+    graph: Any,
+    state: Any,
+    ctx: TaskContext,
+    *,
+    parent_keys: frozenset[str] = frozenset(),
+    given: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Run ``graph`` inside the running task ``ctx``: it saves into the parent's thread and
+    its interrupts pause the parent task (resuming resumes the subgraph); the async form runs the
+    subgraph's nodes and routers on this event loop.
+
+    Args:
+        graph: The subgraph.
+        state: Its input.
+        ctx: The running task.
+        parent_keys: The parent's state keys, when ``graph`` is the node itself: its other
+            output keys are dropped (the subgraph's own keys are not the parent's business).
+        given: The config ``graph`` was invoked with (its metadata is kept).
+        **kwargs: For ``invoke``.
+
+    Raises:
+        GraphInterrupt: the subgraph paused.
+    """
+    sub, config, segment = _subgraph_config(graph, ctx)
+    config = await aresumed_config(sub, _with_given(config, given, ctx), ctx)
+    config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
+    kwargs.setdefault("durability", ctx.durability)
+    kwargs.setdefault("control", ctx.control)
+    if ctx.stream is not None:
+        sink = ctx.stream
+        out = await sub.ainvoke_streaming(
+            given, config, sink.modes, _push(graph, ctx, segment), context=ctx.context, outer=sink, **kwargs
+        )
+    else:
+        out = await sub.ainvoke_here(given, config, context=ctx.context, **kwargs)
+    return _nested_output(out, parent_keys)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def run_nested(
     graph: Any,
     state: Any,
@@ -195,7 +240,8 @@ def run_nested(
     **kwargs: Any,
 ) -> Any:
     """Run ``graph`` inside the running task ``ctx``: it saves into the parent's thread and
-    its interrupts pause the parent task (resuming resumes the subgraph).
+    its interrupts pause the parent task (resuming resumes the subgraph); the async form runs the
+    subgraph's nodes and routers on this event loop.
 
     Args:
         graph: The subgraph.
@@ -224,29 +270,7 @@ def run_nested(
     return _nested_output(out, parent_keys)
 
 
-async def arun_nested(
-    graph: Any,
-    state: Any,
-    ctx: TaskContext,
-    *,
-    parent_keys: frozenset[str] = frozenset(),
-    given: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> Any:
-    """Async :func:`run_nested`: the subgraph's nodes and routers run on this event loop."""
-    sub, config, segment = _subgraph_config(graph, ctx)
-    config = await aresumed_config(sub, _with_given(config, given, ctx), ctx)
-    config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
-    kwargs.setdefault("durability", ctx.durability)
-    kwargs.setdefault("control", ctx.control)
-    if ctx.stream is not None:
-        sink = ctx.stream
-        out = await sub.ainvoke_streaming(
-            given, config, sink.modes, _push(graph, ctx, segment), context=ctx.context, outer=sink, **kwargs
-        )
-    else:
-        out = await sub.ainvoke_here(given, config, context=ctx.context, **kwargs)
-    return _nested_output(out, parent_keys)
+# <<< generated sync
 
 
 def _travel(

@@ -81,7 +81,8 @@ Effect = Save | Emit | RunTasks | CallRouters
 """Everything :meth:`~plait.pregel._loop.Loop.effects` yields."""
 
 
-def save(saver: Any, effect: Save, thread: tuple[str, str] | None, before: object = None) -> None:
+# >>> async source
+async def asave(saver: Any, effect: Save, thread: tuple[str, str] | None, before: object = None) -> None:
     """Make the saver calls of ``effect``; plait's SQL savers batch them (``_save_many``).
 
     ``thread``: the ``(thread_id, checkpoint_ns)`` whose lease the run holds, released with the
@@ -89,23 +90,6 @@ def save(saver: Any, effect: Save, thread: tuple[str, str] | None, before: objec
     to another saver has its own ``put`` called. ``before``: calls the saver held back, sent first
     (its ``Held``, see :mod:`plait.pregel._held`).
     """
-    many = getattr(cast("type[object]", type(saver)), "_save_many", None)
-    release = thread if effect.last else None
-    if before is not None:  # (only plait's savers hold calls back, see _held.holds_saves)
-        if many is None or not many(saver, effect.ops, release, before):
-            raise RuntimeError(f"{type(saver).__name__} held saves back but cannot send them")
-        return
-    if many is not None and many(saver, effect.ops, release):
-        return
-    for op in effect.ops:
-        if isinstance(op, PutCheckpoint):
-            saver.put(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
-        else:
-            saver.put_writes(op.config, op.writes, op.task_id)
-
-
-async def asave(saver: Any, effect: Save, thread: tuple[str, str] | None, before: object = None) -> None:
-    """Async :func:`save`."""
     many = getattr(cast("type[object]", type(saver)), "_asave_many", None)
     release = thread if effect.last else None
     if before is not None:
@@ -119,6 +103,36 @@ async def asave(saver: Any, effect: Save, thread: tuple[str, str] | None, before
             await saver.aput(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
         else:
             await saver.aput_writes(op.config, op.writes, op.task_id)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+def save(saver: Any, effect: Save, thread: tuple[str, str] | None, before: object = None) -> None:
+    """Make the saver calls of ``effect``; plait's SQL savers batch them (``_save_many``).
+
+    ``thread``: the ``(thread_id, checkpoint_ns)`` whose lease the run holds, released with the
+    run's last save where the saver can. Looked up on the class: a wrapper forwarding attributes
+    to another saver has its own ``put`` called. ``before``: calls the saver held back, sent first
+    (its ``Held``, see :mod:`plait.pregel._held`).
+    """
+    many = getattr(cast("type[object]", type(saver)), "_save_many", None)
+    release = thread if effect.last else None
+    if before is not None:
+        if many is None or not many(saver, effect.ops, release, before):
+            raise RuntimeError(f"{type(saver).__name__} held saves back but cannot send them")
+        return
+    if many is not None and many(saver, effect.ops, release):
+        return
+    for op in effect.ops:
+        if isinstance(op, PutCheckpoint):
+            saver.put(op.config, op.checkpoint, op.metadata, op.versions, **put_kwargs(saver, op))
+        else:
+            saver.put_writes(op.config, op.writes, op.task_id)
+
+
+# <<< generated sync
 
 
 def put_kwargs(saver: Any, op: PutCheckpoint) -> dict[str, Any]:

@@ -195,22 +195,9 @@ def _start(loop: LoadingRun, saved: CheckpointTuple | None, head: CheckpointTupl
     loop.load(saved, head)
 
 
-def load_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
-    """Load the checkpoint ``loop`` starts from (the driver holds the thread's lease)."""
-    thread = loop.thread
-    assert thread is not None  # noqa: S101 - set whenever there is a saver
-    travel = loop.travel
-    if travel is not None and travel.before is not None:
-        head = saver.get_tuple(thread.config())
-        saved = next(iter(saver.list(thread.config(), before=_before(travel.before), limit=1)), None)
-        loop.load_past(saved, head)
-        return
-    head = saver.get_tuple(thread.head().config()) if thread.checkpoint_id is not None else None
-    _start(loop, found(saver.get_tuple(thread.config()), thread), head, input)
-
-
+# >>> async source
 async def aload_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
-    """Async :func:`load_run`."""
+    """Load the checkpoint ``loop`` starts from (the driver holds the thread's lease)."""
     thread = loop.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
     travel = loop.travel
@@ -224,6 +211,30 @@ async def aload_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: 
         return
     head = await saver.aget_tuple(thread.head().config()) if thread.checkpoint_id is not None else None
     _start(loop, found(await saver.aget_tuple(thread.config()), thread), head, input)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+def load_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
+    """Load the checkpoint ``loop`` starts from (the driver holds the thread's lease)."""
+    thread = loop.thread
+    assert thread is not None  # noqa: S101 - set whenever there is a saver
+    travel = loop.travel
+    if travel is not None and travel.before is not None:
+        head = saver.get_tuple(thread.config())
+        saved = None
+        for item in saver.list(thread.config(), before=_before(travel.before), limit=1):
+            saved = item
+            break
+        loop.load_past(saved, head)
+        return
+    head = saver.get_tuple(thread.head().config()) if thread.checkpoint_id is not None else None
+    _start(loop, found(saver.get_tuple(thread.config()), thread), head, input)
+
+
+# <<< generated sync
 
 
 def _before(checkpoint_id: str) -> dict[str, Any]:
