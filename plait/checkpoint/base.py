@@ -332,6 +332,9 @@ class BaseCheckpointSaver(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} does not support prune()")
 
+    # -- the async defaults: the sync method, run in a worker thread (a saver may implement only the
+    # sync API, LangGraph's contract); one source each, so nothing here is generated ------------
+
     async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
         return await asyncio.to_thread(self.get_tuple, config)
@@ -373,15 +376,21 @@ class BaseCheckpointSaver(ABC):
         """Async :meth:`delete_thread`."""
         await asyncio.to_thread(self.delete_thread, thread_id)
 
+    # >>> async source
+    async def aget(self, config: dict[str, Any]) -> Checkpoint | None:
+        """The checkpoint ``config`` addresses, without its metadata."""
+        found = await self.aget_tuple(config)
+        return None if found is None else found.checkpoint
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def get(self, config: dict[str, Any]) -> Checkpoint | None:
         """The checkpoint ``config`` addresses, without its metadata."""
         found = self.get_tuple(config)
         return None if found is None else found.checkpoint
 
-    async def aget(self, config: dict[str, Any]) -> Checkpoint | None:
-        """Async :meth:`get`."""
-        found = await self.aget_tuple(config)
-        return None if found is None else found.checkpoint
+    # <<< generated sync
 
 
 @contextmanager
