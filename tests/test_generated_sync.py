@@ -7,7 +7,20 @@ from types import ModuleType
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-CONVERTED = ("plait/store", "plait/prebuilt", "plait/checkpoint/_lease.py", "plait/checkpoint/_lease_wait.py")
+CONVERTED = (
+    "plait/store",
+    "plait/prebuilt",
+    "plait/checkpoint/_lease.py",
+    "plait/checkpoint/_lease_wait.py",
+    "plait/pregel/remote.py",
+    "plait/pregel/_traced.py",
+    "plait/pregel/_batch.py",
+    "plait/pregel/_legacy_ns.py",
+    "plait/pregel/_subgraphs.py",
+    "plait/pregel/_cache.py",
+    "plait/pregel/_update.py",
+    "plait/pregel/_func_tasks.py",
+)
 """Where every sync/async pair is generated, but for the I/O primitives below."""
 
 PRIMITIVES = {
@@ -16,6 +29,10 @@ PRIMITIVES = {
     "plait/prebuilt/_react.py:AgentParts._choose/_achoose",  # a model function is refused / awaited
     "plait/prebuilt/tool_node.py:ToolNode._run_all/_arun_all",  # tool calls in threads / as tasks
     "plait/checkpoint/_lease_wait.py:take_local/atake_local",  # the local lock: blocking / polled
+    "plait/pregel/_batch.py:_run_all/_arun_all",  # a batch's runs in threads / gathered on the loop
+    "plait/pregel/_func_tasks.py:settled/awaited",  # a task's calls run here / gathered
+    "plait/pregel/_func_tasks.py:_attempt_call/_aattempt_call",  # in this thread / on the loop
+    "plait/pregel/_traced.py:release/arelease",  # async node runs: handed back / awaited (arelease calls release)
 }
 """Pairs that differ in what they do, not only in ``await`` (httpcore's ``_synchronization.py``)."""
 
