@@ -44,6 +44,8 @@ _last = [0]
 _node = int.from_bytes(os.urandom(8), "big")
 _counter = itertools.count()
 _made: tuple[str, int] = ("", 0)  # the last id made here and its stamp (the next run step's ``after``)
+made_raw: tuple[str, bytes] = ("", b"")
+"""The last id :func:`new_checkpoint_id` made and its 16 bytes (a saver storing ids as bytes reads them here)."""
 
 
 def new_checkpoint_id(after: str | None = None) -> str:
@@ -58,7 +60,7 @@ def new_checkpoint_id(after: str | None = None) -> str:
             whose clock is behind the one that wrote ``after`` still produces
             a greater id, so the thread's order never depends on clock skew.
     """
-    global _made  # noqa: PLW0603 - one tuple, replaced atomically
+    global _made, made_raw  # noqa: PLW0603 - tuples, replaced atomically
     made = _made
     floor = (made[1] if after == made[0] else stamp_of(after)) if after else 0
     if floor >= (1 << 60) - 1:  # no greater stamp exists: such an id was not made by a clock
@@ -73,6 +75,7 @@ def new_checkpoint_id(after: str | None = None) -> str:
     text = f"{value:032x}"
     cid = f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
     _made = (cid, stamp)
+    made_raw = (cid, value.to_bytes(16, "big"))
     return cid
 
 

@@ -24,6 +24,8 @@ import itertools
 from array import array
 from bisect import bisect_left
 
+from plait.checkpoint import _make
+
 __all__ = ["ThreadLog"]
 
 _uids = itertools.count()
@@ -44,6 +46,10 @@ def pack_id(cid: str) -> bytes | None:
         return memo[1]
     memo = _memo2
     if cid == memo[0]:
+        return memo[1]
+    memo = _make.made_raw
+    if cid == memo[0]:  # the id made last (a new checkpoint's)
+        _remember(cid, memo[1])
         return memo[1]
     if (
         len(cid) != 36
