@@ -53,6 +53,7 @@ from plait.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    _check_labels,  # pyright: ignore[reportPrivateUsage]  # the base's namespace check, shared on purpose
     validate_op_namespace,
 )
 
@@ -179,6 +180,21 @@ class InMemoryStore(BaseStore):
 
     # <<< generated sync
 
+    def get(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
+        """:meth:`BaseStore.get` without an operation object (same checks, same result): the hot path."""
+        if not self._direct:
+            return super().get(namespace, key, refresh_ttl=refresh_ttl)
+        _check_labels(namespace)
+        return self._read(namespace, key if type(key) is str else str(key), refresh_ttl)
+
+    def _read(self, namespace: Namespace, key: str, refresh_ttl: bool | None) -> Item | None:
+        with self._lock:
+            now = self._purge() if self._heap else None
+            item = self._data.get(namespace, _NONE).get(key)
+            if item is not None and now is not None and self._refresh(refresh_ttl):
+                self._refresh_expiry(namespace, key, now)
+        return None if item is None else _copy(item)
+
     def _direct_op(self, op: Op) -> Result | _Batch:
         """``op`` run without building a batch (same checks, same result as a batch).
 
@@ -189,12 +205,7 @@ class InMemoryStore(BaseStore):
         if not self._direct:
             return _BATCH
         if isinstance(op, GetOp):
-            with self._lock:
-                now = self._purge() if self._heap else None
-                item = self._data.get(op.namespace, _NONE).get(op.key)
-                if item is not None and now is not None and op.refresh_ttl:
-                    self._refresh_expiry(op.namespace, op.key, now)
-            return None if item is None else _copy(item)
+            return self._read(op.namespace, op.key, op.refresh_ttl)
         if isinstance(op, PutOp):
             return self._direct_put(op)
         if isinstance(op, SearchOp):
