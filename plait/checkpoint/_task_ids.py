@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from functools import lru_cache
+from hashlib import sha1
 from typing import Any
 
 from xxhash import xxh3_128_hexdigest
@@ -22,13 +23,23 @@ _SPACE = uuid.UUID("6f1e2a8c-4b7d-5e90-8a3c-2d1f0b9e7c64")
 """plait's UUID namespace for task ids (any fixed UUID; changing it orphans stored pending writes)."""
 
 
+_SPACE_BYTES = _SPACE.bytes
+
+
 @lru_cache(maxsize=4096)
 def task_key(checkpoint_id: str | None, name: str, index: int) -> str:
     """The id of the ``index``-th task of node ``name`` in the step after ``checkpoint_id``.
 
-    Stored with every pending write, so the recipe is fixed (``run`` stands for no checkpoint).
+    Stored with every pending write, so the recipe is fixed (``run`` stands for no checkpoint):
+    ``str(uuid.uuid5(_SPACE, legacy_task_key(...)))``, computed here without building a ``UUID``.
     """
-    return str(uuid.uuid5(_SPACE, legacy_task_key(checkpoint_id, name, index)))
+    digest = bytearray(
+        sha1(_SPACE_BYTES + legacy_task_key(checkpoint_id, name, index).encode()).digest()[:16]
+    )
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def legacy_task_key(checkpoint_id: str | None, name: str, index: int) -> str:

@@ -187,3 +187,15 @@ def test_interrupt_and_resume_pairs_keep_their_history() -> None:
         history = list(graph.get_state_history(config))
         assert [h.values for h in history] == [{"name": f"ada{i}"}, {"name": ""}, {}]
         assert [h.next for h in history] == [(), ("ask",), ("__start__",)]
+
+
+def test_task_ids_are_the_uuid5_of_their_recipe() -> None:
+    import uuid
+
+    from plait.checkpoint._task_ids import _SPACE, legacy_task_key, task_key
+
+    rng = random.Random(5)
+    for i in range(3000):
+        cid = rng.choice([None, str(uuid.uuid4()), "x" * rng.randint(1, 40), f"é☃{i}"])
+        name, index = rng.choice(["ask", "n", "__start__", "ünï", "a:b"]), rng.randint(0, 99)
+        assert task_key(cid, name, index) == str(uuid.uuid5(_SPACE, legacy_task_key(cid, name, index)))
