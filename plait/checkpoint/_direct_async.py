@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from plait.checkpoint._calls import PutCheckpoint, SaveOp
-from plait.checkpoint._locks import busy, local_lock
+from plait.checkpoint._locks import LocalLease, busy, local_lock
 
 if TYPE_CHECKING:
     from plait.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
@@ -97,6 +97,12 @@ class DirectAsync:
 
     For savers that keep the default process-local lease: :meth:`alease` takes it on the loop.
     """
+
+    def lease(
+        self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
+    ) -> AbstractContextManager[None]:
+        """The default lease (a lock in this process), as one object: see ``BaseCheckpointSaver.lease``."""
+        return LocalLease(_sync(self).lease_id(thread_id, checkpoint_ns), thread_id, wait, timeout)
 
     async def alease(
         self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Hashable
-from contextlib import contextmanager
+from collections.abc import Hashable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from plait.errors import CheckpointConflictError, ThreadBusyError
 
-__all__ = ["busy", "check_head", "local_lock", "reentered", "stamp_of"]
+__all__ = ["LocalLease", "busy", "check_head", "local_lock", "reentered", "stamp_of"]
 
 
 def stamp_of(cid: str) -> int:
@@ -46,23 +46,78 @@ def reentered(thread_id: str) -> ThreadBusyError:
     )
 
 
-@contextmanager
-def local_lock(name: Hashable) -> Generator[threading.Lock, None, None]:
+def local_lock(name: Hashable) -> AbstractContextManager[threading.Lock]:
     """The process-wide lock named ``name`` (a lease id), listed only while someone holds or waits for it.
 
     Entries are ``[lock, users]``, so the table stays as small as the number of threads in
-    use, however many threads a long-lived process has run.
+    use, however many threads a long-lived process has run. (A class, not a generator: a run
+    takes one per lease.)
     """
-    with _locks_lock:
-        entry = _locks.setdefault(name, [threading.Lock(), 0])
-        entry[1] += 1
-    try:
-        yield entry[0]
-    finally:
+    return _Users(name)
+
+
+class _Users(AbstractContextManager[threading.Lock]):
+    """Counts a user of the lock named ``name`` while the ``with`` block runs; enters as the lock."""
+
+    __slots__ = ("_entry", "_name")
+
+    def __init__(self, name: Hashable) -> None:
+        self._name = name
+        self._entry: list[Any] | None = None
+
+    def __enter__(self) -> threading.Lock:
+        with _locks_lock:
+            entry = _locks.get(self._name)
+            if entry is None:
+                entry = _locks[self._name] = [threading.Lock(), 0]
+            entry[1] += 1
+        self._entry = entry
+        lock: threading.Lock = entry[0]
+        return lock
+
+    def __exit__(self, *exc_info: object) -> None:
+        entry, self._entry = self._entry, None
+        if entry is None:
+            return
         with _locks_lock:
             entry[1] -= 1
-            if entry[1] == 0 and _locks.get(name) is entry:
-                del _locks[name]
+            if entry[1] == 0 and _locks.get(self._name) is entry:
+                del _locks[self._name]
+
+
+class LocalLease(AbstractContextManager[None]):
+    """The default lease of a thread (a saver's :meth:`~plait.checkpoint.base.BaseCheckpointSaver.lease`):
+    the process-wide lock of its lease id, held while the ``with`` block runs.
+
+    Raises:
+        ThreadBusyError: (entering) the thread is held and ``wait`` is false or ``timeout`` passed.
+    """
+
+    __slots__ = ("_lock", "_thread_id", "_timeout", "_users", "_wait")
+
+    def __init__(self, name: Hashable, thread_id: str, wait: bool, timeout: float | None) -> None:
+        self._users = _Users(name)
+        self._thread_id, self._wait, self._timeout = thread_id, wait, timeout
+        self._lock: threading.Lock | None = None
+
+    def __enter__(self) -> None:
+        users = self._users
+        lock = users.__enter__()
+        try:
+            got = lock.acquire(self._wait, -1 if self._timeout is None else self._timeout)
+        except BaseException:
+            users.__exit__(None, None, None)
+            raise
+        if not got:
+            users.__exit__(None, None, None)
+            raise busy(self._thread_id)
+        self._lock = lock
+
+    def __exit__(self, *exc_info: object) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
+            self._users.__exit__(None, None, None)
 
 
 def check_head(thread_id: str, cid: str, expected: str | None, head: str | None) -> None:

@@ -199,3 +199,40 @@ def test_task_ids_are_the_uuid5_of_their_recipe() -> None:
         cid = rng.choice([None, str(uuid.uuid4()), "x" * rng.randint(1, 40), f"é☃{i}"])
         name, index = rng.choice(["ask", "n", "__start__", "ünï", "a:b"]), rng.randint(0, 99)
         assert task_key(cid, name, index) == str(uuid.uuid5(_SPACE, legacy_task_key(cid, name, index)))
+
+
+def test_the_in_memory_lease_holds_refuses_and_lets_go() -> None:
+    import threading
+
+    import pytest
+
+    from plait.checkpoint import _locks
+    from plait.errors import ThreadBusyError
+
+    saver = InMemorySaver()
+    name = saver.lease_id("held")
+    with saver.lease("held"):
+        assert name in _locks._locks
+        with pytest.raises(ThreadBusyError, match="busy"), saver.lease("held", wait=False):
+            pass
+        failed = threading.Event()
+
+        def other() -> None:
+            try:
+                with saver.lease("held", timeout=0.01):
+                    pass
+            except ThreadBusyError:
+                failed.set()
+
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+        assert failed.is_set()
+        with saver.lease("free", wait=False):  # another thread is free
+            pass
+    assert name not in _locks._locks  # no one holds or waits: the entry is gone
+    with saver.lease("held", wait=False):  # and it can be taken again
+        pass
+    with pytest.raises(RuntimeError), saver.lease("held"):
+        raise RuntimeError("the block fails: the lease is let go")
+    assert name not in _locks._locks
