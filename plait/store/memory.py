@@ -38,6 +38,7 @@ from typing import Any
 from plait.store._codec import check_value
 from plait.store._embed import Embedded, IndexSpec
 from plait.store._filter import Test, check_filter, matcher
+from plait.store._ops import _check_labels  # pyright: ignore[reportPrivateUsage]  # the namespace check, shared on purpose
 from plait.store._rank import cosine
 from plait.store._ttl import Sweeper, checked_ttl, interval_seconds
 from plait.store.base import (
@@ -53,7 +54,6 @@ from plait.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
-    _check_labels,  # pyright: ignore[reportPrivateUsage]  # the base's namespace check, shared on purpose
     validate_op_namespace,
 )
 
