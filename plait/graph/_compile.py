@@ -253,5 +253,6 @@ def build_plan(builder: GraphSpec, interrupt_before: Any, interrupt_after: Any, 
         strict=bool(strict),
         input_make=_to_dict(builder.input_schema),
         state_make=_maker(builder.state_schema),
+        output_make=_maker(builder.output_schema),
         deferred=frozenset(name for name, spec in builder.nodes.items() if spec.defer),
     )

@@ -94,5 +94,6 @@ def finish_plan(builder: GraphSpec, plan: Plan) -> Plan:
         root=root,
         input_make=root_value if root else plan.input_make,
         state_make=root_state if root else plan.state_make,
+        output_make=None if root else plan.output_make,
         managed=managed_of(builder, builder.state_schema) if builder.managed else (),
     )

@@ -54,14 +54,6 @@ def _tracing() -> bool:
     return get_env_var("TRACING_V2", get_env_var("TRACING", "")) == "true"
 
 
-def _inherited_callbacks(config: dict[str, Any]) -> Any:
-    callbacks = config.get("callbacks")
-    if callbacks is None:  # invoked inside a runnable (or a node) that carries callbacks
-        parent = var_child_runnable_config.get()
-        callbacks = parent.get("callbacks") if parent else None
-    return callbacks
-
-
 def _run_config(config: dict[str, Any], child: Any) -> dict[str, Any]:
     """The config the runtime gets: the graph run's child callbacks, without run id and name."""
     out = {k: v for k, v in config.items() if k not in _RUN_KEYS}
@@ -178,11 +170,11 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         merged = cast("dict[str, Any]", merge_configs(cast("Any", self.config), cast("Any", given)))
         own: dict[str, Any] = {**(self.config.get("metadata") or {}), **(given.get("metadata") or {})}
         merged["metadata"] = {**(merged.get("metadata") or {}), **own}  # over the caller's context (a node's)
-        return merged
+        return run_config(merged)  # what with_config() set is checked too
 
     def _start(self, config: dict[str, Any], input: Any) -> CallbackManagerForChainRun | None:  # noqa: A002
         callbacks = config.get("callbacks")
-        if callbacks is None:  # _inherited_callbacks, inline: every invoke
+        if callbacks is None:  # invoked inside a runnable (or a node) that carries callbacks
             parent = var_child_runnable_config.get()
             callbacks = parent.get("callbacks") if parent else None
         if not callbacks and not _tracing():
@@ -195,7 +187,10 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         return run
 
     async def _astart(self, config: dict[str, Any], input: Any) -> AsyncCallbackManagerForChainRun | None:  # noqa: A002
-        callbacks = _inherited_callbacks(config)
+        callbacks = config.get("callbacks")
+        if callbacks is None:  # invoked inside a runnable (or a node) that carries callbacks
+            parent = var_child_runnable_config.get()
+            callbacks = parent.get("callbacks") if parent else None
         if not callbacks and not _tracing():
             return None
         manager = root_manager(AsyncCallbackManager, config, callbacks)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -63,8 +63,10 @@ def shape(  # noqa: PLR0913 - the output forms
     subgraphs: bool,
     root: bool = False,
     v2: bool = False,
+    output_make: Callable[[dict[str, Any]], Any] | None = None,
 ) -> list[Any]:
-    """Turn an internal event into what ``stream`` yields for the requested modes."""
+    """Turn an internal event into what ``stream`` yields for the requested modes; ``output_make``
+    (``version="v2"``): the graph's own ``values`` as its output schema's class."""
     mode, payload = event[0], event[1]
     if mode not in modes:
         return []
@@ -77,6 +79,8 @@ def shape(  # noqa: PLR0913 - the output forms
             state = cast("dict[str, Any]", payload)
             interrupts = tuple(state[INTERRUPT])
             payload = {k: v for k, v in state.items() if k != INTERRUPT}
+        if output_make is not None and mode == "values" and not ns and isinstance(payload, dict):
+            payload = output_make(cast("dict[str, Any]", payload))
         part: dict[str, Any] = {"type": mode, "ns": ns, "data": payload}
         if mode == "values":
             part["interrupts"] = interrupts

@@ -153,6 +153,9 @@ class Plan:
     strict: bool = False
     input_make: Callable[[Any], dict[str, Any]] | None = None
     state_make: Callable[[dict[str, Any]], Any] | None = None
+    output_make: Callable[[dict[str, Any]], Any] | None = None
+    """Turns the output dict into the output schema's class (dataclass / pydantic): what
+    ``version="v2"`` outputs and ``values`` stream parts carry, as LangGraph's do."""
     cache: Any = None
     """The ``BaseCache`` of nodes with a ``cache_policy`` (``compile(cache=)``), or ``None``."""
     root: bool = False
