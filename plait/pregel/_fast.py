@@ -18,6 +18,7 @@ hands over to (:class:`~plait._context.PendingTask`).
 from __future__ import annotations
 
 import asyncio
+import threading
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -56,20 +57,18 @@ class Handed:
         self.loop = loop
 
 
-class _Run(PendingTask):
-    """One fast run: what a hand-over or the running node's task context needs of it."""
+class _Run:
+    """One fast run: what a hand-over or a node's task context needs of it."""
 
-    __slots__ = ("config", "context", "ctx", "graph", "input", "loop", "name", "run", "store")
+    __slots__ = ("config", "context", "graph", "loop", "run", "store")
 
     def __init__(self, graph: Any, config: dict[str, Any], run: RunState, store: Any, context: Any) -> None:
         self.graph, self.config, self.run, self.store, self.context = graph, config, run, store, context
         self.loop: Loop | None = None
-        self.ctx: TaskContext | None = None  # the running node's context, once it asked for it
-        self.name = ""
-        self.input: Any = None
 
     def handed(self) -> Loop:
-        """The loop that takes the run over, made once, on these values and steps."""
+        """The loop that takes the run over (or makes a node's task context), made once, on these
+        values and steps."""
         loop = self.loop
         if loop is None:
             self.loop = loop = self.graph._loop(self.config, frozenset(), {})  # noqa: SLF001 - its own graph
@@ -77,12 +76,32 @@ class _Run(PendingTask):
             loop.start_step = 0
         return loop
 
+
+_RESOLVING = threading.Lock()
+"""Held while a task context is made: two threads of one node never make two."""
+
+
+class _Call(PendingTask):
+    """One node call of a fast run: its task context, made when the node (or a thread it started,
+    even after it returned) asks for it; made while it runs, the run goes on in the loop."""
+
+    __slots__ = ("ctx", "fast", "input", "name")
+
+    def __init__(self, fast: _Run, name: str, input: Any) -> None:  # noqa: A002
+        self.fast, self.name, self.input = fast, name, input
+        self.ctx: TaskContext | None = None
+
     def resolve(self) -> TaskContext:
-        """The running node's task context, made on the loop the run is handed over to."""
-        if self.ctx is None:
-            task = Task(self.name, self.graph.plan.nodes[self.name], self.input)
-            self.ctx = make_context(self.handed(), task, self.store, self.context)
-        return self.ctx
+        """This call's task context, made once, on the loop the run is handed over to."""
+        ctx = self.ctx
+        if ctx is None:
+            with _RESOLVING:
+                ctx = self.ctx
+                if ctx is None:
+                    fast = self.fast
+                    task = Task(self.name, fast.graph.plan.nodes[self.name], self.input)
+                    self.ctx = ctx = make_context(fast.handed(), task, fast.store, fast.context)
+        return ctx
 
 
 def run_fast(graph: Any, tables: FastTables, input: Any, config: dict[str, Any], context: Any) -> Any:  # noqa: A002
@@ -114,7 +133,10 @@ def run_fast(graph: Any, tables: FastTables, input: Any, config: dict[str, Any],
     if tables.start_branches:
         after = _routed(plan, tables, START, after, tables.start_branches, run, (0, limit))
     run.step = 1
-    return _steps(_Run(graph, config, run, graph.store, context), tables, after, limit)
+    try:
+        return _steps(_Run(graph, config, run, graph.store, context), tables, after, limit)
+    except StopIteration as exc:  # what the loop's generators make of it (PEP 479)
+        raise RuntimeError("generator raised StopIteration") from exc
 
 
 def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -> Any:  # noqa: C901 - the hot loop, inline
@@ -125,31 +147,36 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
     while True:
         if run.sends or len(after) > 1:  # a step of several tasks: the loop runs it
             run.next = list(after)
-            return _handed(fast, None)
+            return _handed(fast, None, None)
         if step > limit or not after:  # the limit first: a run that ends just past it fails (LangGraph's)
             if step <= limit:
                 return {k: values[k] for k in plan.output_keys if k in values}
             run.next = list(after)
             raise recursion_error(run, limit)
-        fast.name = name = after[0]
+        name = after[0]
         node = nodes[name]
         if node.shaped:
-            fast.input = task_input = _shaped(node.spec, values)
+            task_input = _shaped(node.spec, values)
         else:
-            fast.input = task_input = {k: values[k] for k in node.reads if k in values}
-        token = TASK_CONTEXT.set(fast)
+            task_input = {k: values[k] for k in node.reads if k in values}
+        call = _Call(fast, name, task_input)
+        out: Any = None
+        failed: BaseException | None = None
+        token = TASK_CONTEXT.set(call)
         try:
             out = node.fn(task_input)
         except (GraphBubbleUp, asyncio.CancelledError) as exc:  # interrupts, Command(graph=PARENT)…
-            return _handed(fast, partial(_raise, exc))
+            failed = exc
         except Exception as exc:
-            if fast.ctx is None:
+            if call.ctx is None:
                 raise  # a plain failure ends the run with it, as the loop's does without a saver
-            return _handed(fast, partial(_raise, exc))
+            failed = exc
         finally:
             TASK_CONTEXT.reset(token)
-        if fast.ctx is not None or (out is not None and type(out) is not dict):
-            return _handed(fast, partial(_value, out))
+        if failed is not None:  # handed over outside the except clause: nothing chains to it
+            return _handed(fast, call, partial(_raise, failed))
+        if call.ctx is not None or (out is not None and type(out) is not dict):
+            return _handed(fast, call, partial(_value, out))
         if out:
             written: dict[str, Any] = out  # pyright: ignore[reportUnknownVariableType]  # a node's dict
             if written.keys() <= plain:  # _merge's common case, inline
@@ -223,16 +250,16 @@ def _routed(  # noqa: PLR0913 - the step, and where it routes from
     return tuple(sorted(pulls)) if len(pulls) > 1 else tuple(pulls)
 
 
-def _handed(fast: _Run, first: Any) -> Handed:
-    """Hand the run over to the loop (``first``: the outcome of the step's node, already called)."""
+def _handed(fast: _Run, call: _Call | None, first: Any) -> Handed:
+    """Hand the run over to the loop: at the step it reached, or after ``call``, whose node was
+    called already (``first``: its outcome, returned or raised again)."""
     loop = fast.handed()
-    if first is not None:
-        fast.run.next = [fast.name]
-    if first is None:
+    if call is None:
         go_on(loop, None, fast.store, fast.context)
     else:
-        ctx = fast.resolve()
-        assert ctx.task is not None  # noqa: S101 - task_context() makes it with its task
+        fast.run.next = [call.name]
+        ctx = call.resolve()
+        assert ctx.task is not None  # noqa: S101 - resolve() makes it with its task
         go_on(loop, (ctx.task, ctx, first), fast.store, fast.context)
     return Handed(loop)
 

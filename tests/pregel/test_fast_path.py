@@ -7,7 +7,9 @@ the loop). Outputs, errors and what nodes saw must be the same.
 
 from __future__ import annotations
 
+import contextvars
 import operator
+import threading
 import warnings
 from typing import Annotated, Any, TypedDict
 
@@ -17,8 +19,9 @@ from hypothesis import strategies as st
 from langchain_core.callbacks import BaseCallbackHandler
 from pydantic import BaseModel
 
+from plait._context import TASK_CONTEXT
 from plait.config import get_config
-from plait.errors import GraphRecursionError, InvalidUpdateError, UndeclaredKeyWarning
+from plait.errors import GraphRecursionError, InvalidConfigError, InvalidUpdateError, UndeclaredKeyWarning
 from plait.graph import END, START, StateGraph
 from plait.pregel._fast import SLOW
 from plait.pregel._thread import run_config
@@ -277,3 +280,99 @@ def test_plans_with_what_it_does_not_run_have_no_fast_tables() -> None:
     joined.add_edge(START, "b")
     joined.add_edge(["a", "b"], "c")
     assert joined.compile().plan.fast is None
+
+
+def test_a_context_reached_from_another_thread_after_its_node_is_that_nodes() -> None:
+    box: dict[str, Any] = {"routed": False}
+    seen: list[str] = []
+
+    def n1(state: State) -> dict[str, Any]:
+        box["go"], box["done"] = threading.Event(), threading.Event()
+
+        def later() -> None:
+            box["go"].wait()
+            seen.append(get_config()["metadata"]["langgraph_node"])
+            box["done"].set()
+
+        threading.Thread(target=contextvars.copy_context().run, args=(later,), daemon=True).start()
+        return {"log": ["n1"]}
+
+    def route(state: State) -> str:
+        if box["routed"]:
+            return END
+        box["routed"] = True
+        box["go"].set()  # n1 has returned: the thread reaches n1's context now
+        box["done"].wait()
+        return "n2"
+
+    def build() -> Any:
+        builder = StateGraph(State)
+        builder.add_node("n1", n1)
+        builder.add_node("n2", _node("n2", 2))
+        builder.add_node("n3", _node("n3", 3))
+        builder.add_edge(START, "n1")
+        builder.add_conditional_edges("n1", route, ["n2", END])
+        builder.add_edge("n2", "n3")
+        return builder.compile()
+
+    fast = build().invoke({"count": 0})
+    box["routed"] = False
+    slow = build().invoke({"count": 0}, interrupt_before=None)
+    assert fast == slow == {"count": 5, "log": ["n1", "n2", "n3"], "last": "n3"}
+    assert seen == ["n1", "n1"]
+
+
+def test_after_a_hand_over_no_task_context_is_left_and_errors_are_not_chained() -> None:
+    seen: list[Any] = []
+
+    def route(state: State) -> str:
+        seen.append(TASK_CONTEXT.get())
+        return END
+
+    def fail(state: State) -> dict[str, Any]:
+        raise ValueError("late")
+
+    def build(last: Any) -> Any:
+        builder = StateGraph(State)
+        builder.add_node("n1", lambda s: Command(goto="n2", update={"count": 1}))
+        builder.add_node("n2", last)
+        builder.add_edge(START, "n1")
+        builder.add_conditional_edges("n2", route, [END])
+        return builder.compile()
+
+    assert build(_node("n2", 1)).invoke({"count": 0})["count"] == 2
+    assert seen == [None]  # the router runs outside any task, as in the loop
+    for graph in (build(fail), build(fail)):
+        with pytest.raises(ValueError, match="late") as info:
+            graph.invoke({"count": 0})
+        assert info.value.__context__ is None
+
+
+def test_stop_iteration_from_a_node_or_router_is_the_loops_runtime_error() -> None:
+    def stop(state: State) -> dict[str, Any]:
+        raise StopIteration("node")
+
+    builder = StateGraph(State)
+    builder.add_node("stop", stop)
+    builder.add_edge(START, "stop")
+    fast, slow = _both(builder.compile(), {"count": 0})
+    assert fast == slow == (RuntimeError, "generator raised StopIteration")
+
+    routed = StateGraph(State)
+    routed.add_node("a", _node("a", 1))
+    routed.add_edge(START, "a")
+    routed.add_conditional_edges("a", lambda s: next(iter(())), [END])
+    fast, slow = _both(routed.compile(), {"count": 0})
+    assert fast == slow == (RuntimeError, "generator raised StopIteration")
+
+
+@pytest.mark.parametrize("limit", ["3", True, 2.0, 0, -1])
+def test_a_recursion_limit_set_with_with_config_is_checked(limit: Any) -> None:
+    builder = StateGraph(State)
+    builder.add_node("a", _node("a", 1))
+    builder.add_edge(START, "a")
+    graph = builder.compile().with_config(recursion_limit=limit)
+    with pytest.raises(InvalidConfigError):
+        graph.invoke({"count": 0})
+    with pytest.raises(InvalidConfigError):
+        graph.invoke({"count": 0}, interrupt_before=None)
