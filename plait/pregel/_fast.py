@@ -224,8 +224,8 @@ def _routed(  # noqa: PLR0913 - the step, and where it routes from
     steps: tuple[int, int],
 ) -> tuple[str, ...]:
     """The next step's nodes after ``name``: its static successors, then its routers' answers on
-    the state (``steps``: the step and the run's last, for managed values); ``Send`` answers go to
-    ``run.sends``."""
+    the state (``steps``: the step and the run's last, as ``branch_state`` takes them); ``Send``
+    answers go to ``run.sends``."""
     values = run.values
     if tables.plain_state:
         state: Any = {k: values[k] for k in plan.state_keys if k in values}

@@ -196,7 +196,7 @@ class FastNode:
         reads: The state keys it receives (``NodeSpec.reads``).
         spec: The node.
         shaped: Its input needs defaults or a state class (``NodeSpec.make_input``/``defaults``).
-        after: Its static successors in step order, when it has no conditional edges.
+        after: Its static successors in step order (its routers' answers join them).
         branches: Its conditional edges (routed after its writes merge).
     """
 
