@@ -18,7 +18,7 @@ def graph_state() -> Any:
     loop = getattr(task, "loop", None)
     if loop is None:
         return None
-    node = loop.plan.nodes.get(task.node)
+    node = loop.settings.plan.nodes.get(task.node)
     if node is None:
         return dict(loop.run.values)
     values = read_state(loop.run.values, node.reads, node.defaults)

@@ -86,7 +86,7 @@ async def _one(loop: Loop, task: Task | None, store: Any, context: Any) -> bool:
         else:
             await asyncio.to_thread(run_task, task, ctx)
         loop.sink.settled(task, ctx.task_id, loop.run.step)
-        recovery = hand_over(loop.plan, task)
+        recovery = hand_over(loop.settings.plan, task)
         if recovery is None:
             error = task.error
             return error is not None and not isinstance(error, GraphBubbleUp) and not is_invalid_resume(error)
@@ -98,16 +98,16 @@ async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, 
     """Run the step's tasks: one is awaited here, several run concurrently (:func:`run_concurrently`);
     a step that times out saves what its finished tasks wrote (:func:`_abandon`)."""
     todo = [t for t in tasks if not t.done]
-    timeout = loop.step_timeout
+    settings = loop.settings
+    timeout = settings.step_timeout
     if len(todo) == 1 and timeout is None:
         one = _one(loop, todo[0], store, context)
         # deeply nested subgraphs: a new asyncio task starts on the event loop's short stack
         await (asyncio.ensure_future(one) if deep else one)
     elif todo:
+        limit = max_concurrency(settings.config)
         try:
-            await run_concurrently(
-                todo, partial(_one, loop, store=store, context=context), max_concurrency(loop.config), timeout
-            )
+            await run_concurrently(todo, partial(_one, loop, store=store, context=context), limit, timeout)
         except asyncio.TimeoutError:  # step_timeout (a node's own errors are recorded on its task)
             await _abandon(loop, tasks)
             raise
@@ -139,18 +139,18 @@ async def run_async(
     """Drive ``loop`` to the end, yielding its stream events."""
     claim(loop)
     remember(loop, store, context)  # for routers that declare them
-    saver = loop.saver
+    settings = loop.settings
+    saver = settings.saver
     if saver is None:
         loop.load(None)
         async with aclosing(_drive(loop, input, store, context)) as events:
             async for event in events:
                 yield event
         return
-    thread = loop.thread
+    thread = settings.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
-    async with await saver.alease(
-        thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
-    ):
+    wait, timeout = settings.multitask != "reject", settings.lease_timeout
+    async with await saver.alease(thread.thread_id, thread.checkpoint_ns, wait=wait, timeout=timeout):
         await aload_run(loop, saver, input)
         async with aclosing(_drive(loop, input, store, context)) as events:  # closed before the lease
             async for event in events:
@@ -224,12 +224,13 @@ async def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
             await loop.holding.finish_quietly()  # first: the checkpoint the writes belong to
         except asyncio.CancelledError:  # cancelled again (anyio does): the writes still go out below
             pass
-    ops = abandoned_saves(loop, tasks) if loop.saver is not None else ()
+    settings = loop.settings
+    ops = abandoned_saves(loop, tasks) if settings.saver is not None else ()
     if not ops:
         return
-    thread = loop.thread
+    thread = settings.thread
     saving = asave(
-        loop.saver, Save(ops), None if thread is None else (thread.thread_id, thread.checkpoint_ns)
+        settings.saver, Save(ops), None if thread is None else (thread.thread_id, thread.checkpoint_ns)
     )
     await asyncio.shield(saving)
 
@@ -281,10 +282,11 @@ async def _perform(loop: Loop, effect: Effect) -> Any:
     if kind is Save and loop.holding is not None:
         await loop.holding.save(cast(Save, effect))
     elif kind is Save:
-        thread = loop.thread
+        settings = loop.settings
+        thread = settings.thread
         # kind is Save (type() held in a local does not narrow)
         await asave(
-            loop.saver,
+            settings.saver,
             cast(Save, effect),
             None if thread is None else (thread.thread_id, thread.checkpoint_ns),
         )

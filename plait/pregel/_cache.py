@@ -82,7 +82,7 @@ def cache_key(policy: CachePolicy[Any], *args: Any, **kwargs: Any) -> str:
 
 def _plan_cache(ctx: TaskContext) -> Any:
     loop = ctx.loop
-    return None if loop is None else loop.plan.cache
+    return None if loop is None else loop.settings.plan.cache
 
 
 def _node_key(task: Task) -> FullKey:

@@ -280,7 +280,7 @@ def _travel(
     if sub.checkpointer is None:
         return config, given
     loop = ctx.loop
-    parent = loop.travel if loop is not None else None
+    parent = loop.settings.travel if loop is not None else None
     parent_id = loop.checkpoint_id if loop is not None else None
     config, travel, continues = nested_travel(parent, ctx.checkpoint_ns, parent_id, config)
     kwargs[TRAVEL] = travel

@@ -33,8 +33,8 @@ def _drop(_: Any) -> None:
 class TaskContext:
     """What one task may reach while it runs.
 
-    What is the same for every task of a run (saver, stream, durability…) is read from
-    ``loop``, so a task's context is cheap to make.
+    What is the same for every task of a run (saver, durability…) is read from ``loop.settings``
+    (the stream from ``loop``), so a task's context is cheap to make.
 
     Attributes:
         config: The run config (``configurable`` included).
@@ -100,12 +100,12 @@ class TaskContext:
     @property
     def saver(self) -> Any:
         """The run's checkpointer (subgraphs save into it), or ``None``."""
-        return None if self.loop is None else self.loop.saver
+        return None if self.loop is None else self.loop.settings.saver
 
     @property
     def checkpoint_ns(self) -> str:
         """The namespace of the running graph within the thread."""
-        thread = None if self.loop is None else self.loop.thread
+        thread = None if self.loop is None else self.loop.settings.thread
         return "" if thread is None else thread.checkpoint_ns
 
     @property
@@ -123,17 +123,17 @@ class TaskContext:
     @property
     def durability(self) -> str:
         """The run's durability mode; subgraphs inherit it."""
-        return "sync" if self.loop is None else self.loop.durability
+        return "sync" if self.loop is None else self.loop.settings.durability
 
     @property
     def control(self) -> Any:
         """The run's :class:`~plait.runtime.RunControl`."""
-        return None if self.loop is None else self.loop.control
+        return None if self.loop is None else self.loop.settings.control
 
     @property
     def server_info(self) -> Any:
         """The run's :class:`~plait.runtime.ServerInfo`, or ``None``."""
-        return None if self.loop is None else self.loop.server_info
+        return None if self.loop is None else self.loop.settings.server_info
 
     def begin_attempt(self, attempt: int) -> None:
         """A (re)try of the node starts: its ``interrupt()`` calls take the answers from the first."""

@@ -299,7 +299,7 @@ def fold_calls(by_task: dict[str, dict[str, Any]], roots: Sequence[str]) -> list
 
 def _record(call: _Call, writes: list[tuple[str, Any]]) -> None:
     loop = call.ctx.loop
-    if loop is not None and loop.saver is not None:
+    if loop is not None and loop.settings.saver is not None:
         loop.task_writes.append((call.ctx.task_id, writes))
 
 
@@ -332,7 +332,7 @@ def _paused(call: _Call, exc: GraphInterrupt) -> None:
 def _cache_of(call: _Call) -> Any:
     policy = call.spec.cache_policy
     loop = call.ctx.loop
-    cache = loop.plan.cache if loop is not None and policy is not None else None
+    cache = loop.settings.plan.cache if loop is not None and policy is not None else None
     if cache is not None and policy is not None and call.key is None:
         call.key = (call.spec.cache_ns, cache_key(policy, *call.args, **call.kwargs))
     return cache

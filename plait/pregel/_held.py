@@ -45,12 +45,13 @@ def _holds(loop: Loop) -> tuple[str, str] | None:
     """The thread whose saves ``loop``'s run holds back: ``durability="async"``, a root graph's
     thread, a saver class that can (looked up on the class, as :func:`~plait.pregel._effects.save`
     does: a wrapper forwarding attributes has its own ``put`` called); else ``None``."""
-    thread = loop.thread
-    if loop.durability != "async" or thread is None or thread.checkpoint_ns != "":
+    settings = loop.settings
+    thread = settings.thread
+    if settings.durability != "async" or thread is None or thread.checkpoint_ns != "":
         return None
-    kind: Any = type(cast(object, loop.saver))
+    kind: Any = type(cast(object, settings.saver))
     can = getattr(kind, "_can_hold", None)
-    return (thread.thread_id, "") if can is not None and can(loop.saver) else None
+    return (thread.thread_id, "") if can is not None and can(settings.saver) else None
 
 
 class _Timers:
@@ -269,7 +270,7 @@ def held_for(loop: Loop, kind: type[_H]) -> None:
     """Set ``loop.holding``: the holder of the saves ``loop``'s run holds back (a step cut short
     sends them before its writes), or ``None`` when its saves go out at once."""
     thread = _holds(loop)
-    loop.holding = None if thread is None else kind(loop.saver, thread)
+    loop.holding = None if thread is None else kind(loop.settings.saver, thread)
 
 
 async def _complete(step: Awaitable[_T]) -> _T:

@@ -21,6 +21,7 @@ from plait.pregel._pause import NULL_TASK_ID
 from plait.pregel._plan import Plan
 from plait.pregel._recover import ERROR_SOURCE
 from plait.pregel._run_state import RunState
+from plait.pregel._settings import run_settings
 from plait.pregel._step import routers, schedule, scheduled
 from plait.pregel._stream import STATIC
 from plait.pregel._task import Task, collect, task_key, task_path
@@ -235,7 +236,7 @@ def prepare_update(
             )
     if saved is None:  # a new thread: an update is its input, and the graph starts from it
         updates = [(values, START if as_node is None else as_node) for values, as_node in updates]
-    loop = Loop(plan, None, {}, frozenset())
+    loop = Loop(run_settings(plan, None, {}, frozenset()))
     loop.load(saved)
     run: RunState = loop.run
     tasks: list[Task] = []

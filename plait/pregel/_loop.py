@@ -1,10 +1,12 @@
 """One run of a graph as a state machine, shared by the sync and async drivers.
 
-:class:`Loop` holds everything that changes during a run. :meth:`Loop.effects` is the whole run
-(apply the input, then superstep after superstep: run the tasks, merge, route, checkpoint, stream)
-written once, as a generator of typed effects (:mod:`plait.pregel._effects`). It performs no I/O
-and calls no user code: the driver executes each effect, synchronously (``_run.py``) or on the
-caller's event loop (``_arun.py``), and sends back what the effect produced.
+:class:`Loop` holds everything that changes during a run; what the run is given and never
+changes is its :class:`~plait.pregel._settings.RunSettings` (``loop.settings``).
+:meth:`Loop.effects` is the whole run (apply the input, then superstep after superstep: run the
+tasks, merge, route, checkpoint, stream) written once, as a generator of typed effects
+(:mod:`plait.pregel._effects`). It performs no I/O and calls no user code: the driver executes
+each effect, synchronously (``_run.py``) or on the caller's event loop (``_arun.py``), and sends
+back what the effect produced.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from plait.checkpoint.base import (
     RESUME,
     BaseCheckpointSaver,
     CheckpointTuple,
-    config_metadata,
     new_checkpoint_id,
 )
 from plait.constants import START
@@ -37,39 +38,33 @@ from plait.pregel._effects import (
     blame,
 )
 from plait.pregel._input import check_storable, input_writes
-from plait.pregel._limits import DEFAULT_RECURSION_LIMIT, recursion_error
+from plait.pregel._limits import recursion_error
 from plait.pregel._next import START_TASK as _START
 from plait.pregel._next import keep_pending, start_task
-from plait.pregel._options import RunOptions
 from plait.pregel._pause import NO_WRITES, NULL_TASK_ID, carry_update, paused_view, save_partial, task_id
 from plait.pregel._pause import save_results as _save_results
 from plait.pregel._pause import stored_writes as _stored_writes
-from plait.pregel._plan import Plan
 from plait.pregel._recover import resume_step, stopped, with_recoveries
 from plait.pregel._resume import SpareAnswer, queue_resume
 from plait.pregel._run_state import RunState
+from plait.pregel._settings import RunSettings
 from plait.pregel._step import branch_state, prepare_tasks, routers, schedule
 from plait.pregel._stream import STATIC, EventSink, next_tasks
 from plait.pregel._task import DRAINED, Task, collect
-from plait.pregel._thread import ThreadRef
 from plait.pregel._writes import apply_writes, router_snapshot, router_views
 from plait.types import Command, Interrupt
 
-__all__ = ["Loop", "RunOptions"]
+__all__ = ["Loop"]
 
 _COMMAND = "__command__"
 Steps = Generator[Effect, Any, None]  # a part of the run, as effects
 
 
 class Loop:
-    """The mutable part of one run.
+    """The mutable part of one run; what it is given and never changes is ``settings``.
 
     Args:
-        plan: The compiled plan.
-        saver: The checkpointer, or ``None``.
-        config: The run config.
-        modes: Stream modes to produce events for.
-        options: Per-run overrides (interrupts, multitask strategy).
+        settings: The run's fixed settings (plan, saver, config, stream modes, options…).
     """
 
     # what every run starts with: set on the instance when they change
@@ -86,41 +81,17 @@ class Loop:
     shown: dict[str, Any] | None = None  # a paused step's values with its finished writes
     held_back: PutCheckpoint | None = None  # durability="exit": the checkpoint saved at the end
     holding: Any = None  # the driver's held saves (pregel/_held.py), sent before a cut-short step's writes
-    travel: Any = None  # this run's part in a time travel (pregel/_travel.py), set by the graph
-    step_timeout: float | None = None  # seconds a step may take (the graph's ``step_timeout``; async runs)
 
-    def __init__(
-        self,
-        plan: Plan,
-        saver: Any,
-        config: dict[str, Any],
-        modes: frozenset[str],
-        options: RunOptions | None = None,
-    ) -> None:
-        options = options or RunOptions()
-        interrupt_before, interrupt_after = options.interrupt_before, options.interrupt_after
-        self.plan = plan
-        self.saver = saver
-        self.config = config
-        self.thread = ThreadRef.from_config(config) if saver is not None else None
-        self.modes = modes
-        self.multitask = options.multitask
-        self.lease_timeout = options.lease_timeout
+    def __init__(self, settings: RunSettings) -> None:
+        self.settings = settings
+        saver = settings.saver
         self.held: frozenset[Hashable] = frozenset()  # leases held by this run and the runs around it
         self.run = RunState(values={})
         own: Any = None if saver is None else getattr(type(cast("object", saver)), "get_next_version", None)
         if own is not None and own is not BaseCheckpointSaver.get_next_version:
             self.run.bump = cast(Any, saver).get_next_version  # the saver versions keys its own way
-        limit = config.get("recursion_limit")  # checked by run_config: None or an int >= 1
-        self.limit = DEFAULT_RECURSION_LIMIT if limit is None else int(limit)
-        self.before = plan.interrupt_before if interrupt_before is None else interrupt_before
-        self.after = plan.interrupt_after if interrupt_after is None else interrupt_after
-        self.sink = EventSink(modes, config, options.subgraphs)
+        self.sink = EventSink(settings.modes, settings.config, settings.subgraphs)
         self.sink.state = self.state_values
-        self.durability = options.durability
-        self.control = options.control
-        self.server_info = options.server_info
-        self.strict_resume = options.strict_resume
         self.null_writes: list[tuple[str, Any]] = []  # resume updates pending on the checkpoint
         self.carried: set[str] = set()  # keys they changed, not checkpointed yet
         self.events = self.sink.events
@@ -131,7 +102,6 @@ class Loop:
         self.interrupted: dict[str, list[Interrupt]] = {}
         # writes of functional-API tasks settled in this step (pregel/_func_tasks.py): saved if it stops
         self.task_writes: list[tuple[str, list[tuple[str, Any]]]] = []
-        self._metadata = config_metadata(self.sink.config)
 
     def task_id(self, task: Task) -> str:
         """Id of ``task`` in the step that follows the current checkpoint."""
@@ -146,10 +116,10 @@ class Loop:
                 the run's new checkpoint ids then sort after it too, whatever this process's clock says.
         """
         self.newest = head.checkpoint["id"] if head is not None else None  # pyright: ignore[reportTypedDictNotRequiredAccess]  # a stored checkpoint has an id
-        run = self.run
+        run, settings = self.run, self.settings
         if saved is not None:
             run.restore(saved.checkpoint, int((saved.metadata or {}).get("step", -1)) + 1)
-        for key, channel in self.plan.channels.items():
+        for key, channel in settings.plan.channels.items():
             if key not in run.values:
                 value = channel.initial()
                 if value is not MISSING:
@@ -161,7 +131,8 @@ class Loop:
         # a stored checkpoint always has an id (Checkpoint is total=False only for building one)
         self.checkpoint_id = cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
         self.checkpoint_config = saved.config
-        self.replaying = explicit = self.thread is not None and self.thread.checkpoint_id is not None
+        thread = settings.thread
+        self.replaying = explicit = thread is not None and thread.checkpoint_id is not None
         # time travel: the first write forks on purpose
         self.expect_head = ... if explicit else cp["id"]  # pyright: ignore[reportTypedDictNotRequiredAccess]
         self._load_writes(_stored_writes(saved, self.newest))
@@ -197,7 +168,7 @@ class Loop:
         for tid in self.done_writes if self.interrupted else ():  # answered, then finished: not pending
             self.interrupted.pop(tid, None)
         if self.null_writes:
-            self.carried |= apply_writes(self.plan, run, [(START, self.null_writes)])
+            self.carried |= apply_writes(self.settings.plan, run, [(START, self.null_writes)])
 
     def effects(self, input: Any) -> Steps:  # noqa: A002 - LangGraph's name
         """The run after :meth:`load`: apply ``input`` (or resume), then supersteps until it ends.
@@ -246,8 +217,8 @@ class Loop:
 
     def _release(self, ended: bool = False) -> None:
         """``durability="exit"``: queue the checkpoint held back (none: a subgraph call ``ended``)."""
-        held, self.held_back = self.held_back, None
-        if held is not None and not (ended and self.thread is not None and ":" in self.thread.checkpoint_ns):
+        held, self.held_back, thread = self.held_back, None, self.settings.thread
+        if held is not None and not (ended and thread is not None and ":" in thread.checkpoint_ns):
             self.saves.insert(0, held)
 
     def _flush(self, *, last: bool = False) -> Steps:
@@ -265,9 +236,10 @@ class Loop:
 
     def _schedule(self, finished: Sequence[Task], stop: int) -> Steps:
         """Route from ``finished`` (``stop``: the run's last step, for managed values), then choose the next step."""
-        calls = routers(self.plan, finished, self.config, self.run.values, (self.run.step, stop), loop=self)
+        plan, run = self.settings.plan, self.run
+        calls = routers(plan, finished, self.settings.config, run.values, (run.step, stop), loop=self)
         answers = (yield CallRouters(calls, self.branch_input(stop))) if calls else ()
-        schedule(self.plan, self.run, finished, answers)
+        schedule(plan, run, finished, answers)
 
     def _begin(self, input: Any) -> Steps:  # noqa: A002
         self.start_step = self.run.step
@@ -281,34 +253,35 @@ class Loop:
             if self.checkpoint_id is not None:
                 self.sink.values(self.state_values)
         else:
-            writes = input_writes(self.plan, input)
-            run = self.run
-            if self.plan.triggers:  # a channel graph: its input checkpoint holds the input, no START step
+            settings, run = self.settings, self.run
+            writes = input_writes(settings.plan, input)
+            if settings.plan.triggers:  # a channel graph: its input checkpoint holds the input, no START step
                 yield from self._start_with(writes, "input")
                 return
-            if self.saver is not None:
-                if self.durability != "exit":
-                    check_storable(self.saver, writes, run.step)
+            if settings.saver is not None:
+                if settings.durability != "exit":
+                    check_storable(settings.saver, writes, run.step)
                 run.next, run.sends = [START], []
                 self._checkpoint("input", set())
-                if self.durability != "exit":  # the input checkpoint is not stored: nor are its writes
+                if settings.durability != "exit":  # the input checkpoint is not stored: nor are its writes
                     input_task = task_id(self.checkpoint_id, _START)
                     self.saves.append(PutWrites(self.checkpoint_config or {}, writes, input_task))
             run.step += 1
             yield from self._start_with(writes)
 
     def _start_with(self, writes: list[tuple[str, Any]], source: str = "loop") -> Steps:
-        run = self.run
-        changed = apply_writes(self.plan, run, [(START, writes)])
+        run, settings = self.run, self.settings
+        plan = settings.plan
+        changed = apply_writes(plan, run, [(START, writes)])
         run.barriers.clear()
-        started = start_task(self.plan, writes)
-        if self.plan.branches.get(started.name):  # conditional edges from START (its step starts the run)
-            yield from self._schedule([started], run.step + self.limit)
+        started = start_task(plan, writes)
+        if plan.branches.get(started.name):  # conditional edges from START (its step starts the run)
+            yield from self._schedule([started], run.step + settings.limit)
         else:
-            schedule(self.plan, run, (started,))
+            schedule(plan, run, (started,))
         if changed and source == "loop":  # an input that sets nothing is not a state worth streaming
             self.sink.values(self.state_values)
-        if self.saver is not None:
+        if settings.saver is not None:
             self._checkpoint(source, changed)
         run.step += 1
         self.start_step = run.step - 1
@@ -324,7 +297,7 @@ class Loop:
             return True
         older = self.newest is not None and self.newest != self.checkpoint_id
         ran = bool(self.done_writes or self.resumes or self.interrupted)  # its step ran, in part
-        if self.replaying and (older or ran) and (run.next or run.sends) and self.saver is not None:
+        if self.replaying and (older or ran) and (run.next or run.sends) and self.settings.saver is not None:
             # replaying a past checkpoint (or one whose step ran): its copy (source "fork") starts the new
             # branch, the nodes after it run again (the old branch's pending writes and answers stay with it)
             self.done_writes.clear()
@@ -337,10 +310,12 @@ class Loop:
         return False
 
     def _begin_command(self, cmd: Command[object]) -> Steps:
+        settings = self.settings
         if cmd.resume is not None:
-            nested = self.thread is not None and bool(self.thread.checkpoint_ns)  # the parent checked it
+            thread = settings.thread
+            nested = thread is not None and bool(thread.checkpoint_ns)  # the parent checked it
             superseded = self.newest is not None and self.newest != self.checkpoint_id  # an older checkpoint
-            strict = self.strict_resume and not nested and not superseded
+            strict = settings.strict_resume and not nested and not superseded
             asked = {*self.interrupted, *self.resumes, *self.done_writes}
             self.spare = queue_resume(self.interrupted, self.resumes, cmd.resume, strict=strict, tasks=asked)
         if cmd.update is not None or cmd.goto:
@@ -349,13 +324,13 @@ class Loop:
             name = START if self.checkpoint_id is None else _COMMAND
             task = Task(name, None, None)  # type: ignore[arg-type]
             collect(task, Command(update=cmd.update, goto=cmd.goto))
-            changed = apply_writes(self.plan, self.run, [(START, task.writes)])
+            changed = apply_writes(settings.plan, self.run, [(START, task.writes)])
             if name == _COMMAND:  # kept with the checkpoint until a step completes on it
                 self.carried |= changed
                 carry_update(self, task.writes)
             if cmd.goto:  # on an existing thread, added to the step that was pending
                 pending = keep_pending(task, self.run) if name == _COMMAND else task
-                yield from self._schedule([pending], self.start_step + self.limit)
+                yield from self._schedule([pending], self.start_step + settings.limit)
         self.skip_before = True
 
     def _tick(self) -> list[Task] | None:
@@ -364,22 +339,23 @@ class Loop:
         Raises:
             GraphRecursionError: ``recursion_limit`` supersteps ran without finishing.
         """
-        run = self.run
-        if run.step > self.start_step + self.limit:
-            raise recursion_error(run, self.limit)
+        run, settings = self.run, self.settings
+        if run.step > self.start_step + settings.limit:
+            raise recursion_error(run, settings.limit)
         if not run.next and not run.sends:
             return None
-        before = None if self.skip_before else self.before  # breakpoints stop Send tasks too
+        before = None if self.skip_before else settings.before  # breakpoints stop Send tasks too
         if before and ("*" in before or any(n in before for n in (*run.next, *(n for n, _ in run.sends)))):
             self.interrupts.append(Interrupt(value=None, id="before"))
             self.sink.interrupted(())
             return None
         self.skip_before = False
-        control = self.control
+        control = settings.control
         if control is not None and control.drain_requested:  # after the breakpoint: a resume would skip it
             self.drained = drain_reason(control)
             return None
-        tasks = prepare_tasks(self.plan, run, self.start_step + self.limit)  # stop: for managed values
+        stop = self.start_step + settings.limit  # the run's last step: for managed values
+        tasks = prepare_tasks(settings.plan, run, stop)
         if self.done_writes:  # the step ran in part before a pause
             tasks = resume_step(self, tasks)
         if self.sink.messages is not None or self.sink.tasks_on:
@@ -391,27 +367,29 @@ class Loop:
 
     def _finish(self, tasks: Sequence[Task]) -> Steps:
         """Merge a completed step, route, queue its checkpoint; pause when ``interrupt_after`` says so."""
-        run = self.run
+        run, settings = self.run, self.settings
         self.last_tasks = tasks
         self.task_writes.clear()  # the step completed: its functional tasks need no replay
-        plan, one = self.plan, len(tasks) == 1 and tasks[0].handled is None  # one: the common step
+        plan, one = settings.plan, len(tasks) == 1 and tasks[0].handled is None  # one: the common step
         routed = tasks if one else [t for t in tasks if t.handled is None]  # failed: its handler routes
         before = None if one else router_snapshot(plan, routed, tasks, run.values)
         changed = apply_writes(
             plan, run, ((tasks[0].name, tasks[0].writes),) if one else [(t.name, t.writes) for t in tasks]
         )
-        steps = (run.step, self.start_step + self.limit)  # for managed values, as the step's tasks saw them
+        # for managed values, as the step's tasks saw them
+        steps = (run.step, self.start_step + settings.limit)
         views = None if before is None else router_views(plan, routed, before)
-        calls = routers(plan, routed, self.config, run.values, steps, views, self) if plan.branches else ()
+        config = settings.config
+        calls = routers(plan, routed, config, run.values, steps, views, self) if plan.branches else ()
         schedule(plan, run, routed, (yield CallRouters(calls, self.branch_input(steps[1]))) if calls else ())
-        if self.modes:
+        if settings.modes:
             self.sink.finished(tasks, self.task_id, run.step)
             self.sink.values(self.state_values)
-        if self.saver is not None:
+        if settings.saver is not None:
             _save_results(self, tasks)  # the tasks' results, kept with the checkpoint the step ran from
             self._checkpoint("loop", changed)
         run.step += 1
-        after = self.after
+        after = settings.after
         if after and ("*" in after or any(t.name in after for t in tasks)) and (run.next or run.sends):
             self.interrupts.append(Interrupt(value=None, id="after"))
             self.sink.interrupted(())
@@ -440,18 +418,19 @@ class Loop:
     def _checkpoint(self, source: str, changed: set[str]) -> None:
         if self.carried:  # keys a resume's update changed before this step
             changed, self.carried = changed | self.carried, set()
-        run = self.run
+        run, settings = self.run, self.settings
         newest = self.newest
         after = self.checkpoint_id if newest is None or (self.checkpoint_id or "") > newest else newest
         cid = new_checkpoint_id(after=after)
         checkpoint, versions = run.checkpoint(cid, changed)
-        parents = dict(self.travel.parents) if self.travel is not None else {}
+        travel, thread, durability = settings.travel, settings.thread, settings.durability
+        parents = dict(travel.parents) if travel is not None else {}
         own = {"source": source, "step": run.step, "parents": parents}  # events show it; the saver's has more
-        metadata: dict[str, Any] = {**self._metadata, **own}
-        assert self.thread is not None  # noqa: S101 - guarded by saver is not None
-        parent = self.thread.config(self.checkpoint_id) if self.checkpoint_id else self.thread.config()
+        metadata: dict[str, Any] = {**settings.metadata, **own}
+        assert thread is not None  # noqa: S101 - guarded by saver is not None
+        parent = thread.config(self.checkpoint_id) if self.checkpoint_id else thread.config()
         op = PutCheckpoint(parent, dict(checkpoint), metadata, versions, self.expect_head)
-        if self.durability != "exit":
+        if durability != "exit":
             self.saves.append(op)
         else:  # one checkpoint when the run ends, on the parent this run started from
             held = self.held_back
@@ -462,9 +441,9 @@ class Loop:
             self.held_back = op
         self.expect_head = cid
         self.checkpoint_id = cid
-        self.checkpoint_config = self.thread.config(cid)
+        self.checkpoint_config = thread.config(cid)
         located = self.checkpoint_config["configurable"]
-        stored = "checkpoint_id" in parent["configurable"] and self.durability != "exit"  # exit: none yet
+        stored = "checkpoint_id" in parent["configurable"] and durability != "exit"  # exit: none yet
         self.sink.checkpoint(
             lambda: {
                 "config": self.sink.run_config(located),
@@ -472,7 +451,7 @@ class Loop:
                 "values": self.state_values(),
                 "metadata": own,
                 "next": list(run.next),
-                "tasks": next_tasks(cid, run.next, run.sends, self.plan, located),
+                "tasks": next_tasks(cid, run.next, run.sends, settings.plan, located),
             },
             run.step,
         )
@@ -481,17 +460,17 @@ class Loop:
         """The state as conditional-edge functions receive it; managed values count down to ``stop``, the
         run's last step (``None``: an update outside a run, routed as if two steps were left, as LangGraph does)."""
         step = self.run.step
-        return branch_state(self.plan, self.run.values, step, step + 2 if stop is None else stop)
+        return branch_state(self.settings.plan, self.run.values, step, step + 2 if stop is None else stop)
 
     def state_values(self) -> dict[str, Any]:
         """Every key that is set, private ones included (what ``stream_mode="values"`` shows)."""
         values = self.run.values
-        return {k: values[k] for k in self.plan.channels if k in values}
+        return {k: values[k] for k in self.settings.plan.channels if k in values}
 
     def final(self) -> Any:
         """What ``invoke`` returns: the output keys that are set, plus ``__interrupt__`` when paused."""
         values = self.run.values if self.shown is None else self.shown
-        out: dict[str, Any] = {k: values[k] for k in self.plan.output_keys if k in values}
+        out: dict[str, Any] = {k: values[k] for k in self.settings.plan.output_keys if k in values}
         real = [i for i in self.interrupts if i.id not in STATIC] if self.interrupts else None
         if real:
             out[INTERRUPT] = real

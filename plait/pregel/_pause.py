@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
 from plait.checkpoint._task_ids import current_writes
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple
 from plait.errors import InvalidUpdateError, StrictModeError
 from plait.pregel._effects import PutCheckpoint, PutWrites, SaveOp
-from plait.pregel._plan import Plan
 from plait.pregel._recover import failure_writes, with_recoveries
 from plait.pregel._run_state import RunState
+from plait.pregel._settings import RunSettings
 from plait.pregel._task import Task, task_key
 from plait.pregel._writes import apply_writes
 from plait.types import Send
@@ -43,7 +43,8 @@ class ValuesSink(Protocol):
 class PausedRun(Protocol):
     """What the helpers of this module read and write of a run (:class:`~plait.pregel._loop.Loop`).
 
-    Read: the plan, the state, the stream, the checkpoint the step runs from and the saver.
+    Read: the settings (plan, stream modes, saver, durability), the state, the stream and the
+    checkpoint the step runs from.
     Written: the queued saves, the values a paused step shows, the checkpoint held back with
     ``durability="exit"``, and the pending-write lists (``task_writes``, ``null_writes``).
     """
@@ -53,17 +54,11 @@ class PausedRun(Protocol):
     held_back: PutCheckpoint | None
 
     @property
-    def plan(self) -> Plan: ...
+    def settings(self) -> RunSettings: ...
     @property
     def run(self) -> RunState: ...
     @property
-    def modes(self) -> Collection[str]: ...
-    @property
     def sink(self) -> ValuesSink: ...
-    @property
-    def saver(self) -> object: ...
-    @property
-    def durability(self) -> str: ...
     @property
     def checkpoint_id(self) -> str | None: ...
     @property
@@ -95,19 +90,20 @@ def paused_view(loop: PausedRun, tasks: Sequence[Task]) -> None:
     if not finished:
         return
     view = RunState(values=dict(loop.run.values), versions=dict(loop.run.versions))
+    plan = loop.settings.plan
     try:
-        apply_writes(loop.plan, view, finished)
+        apply_writes(plan, view, finished)
     except (InvalidUpdateError, StrictModeError):  # reported when the step completes
         return
     loop.shown = view.values
-    if "values" in loop.modes:
-        loop.sink.values(lambda: {k: view.values[k] for k in loop.plan.channels if k in view.values})
+    if "values" in loop.settings.modes:
+        loop.sink.values(lambda: {k: view.values[k] for k in plan.channels if k in view.values})
 
 
 def _tracked(loop: PausedRun, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """``writes`` without those to ``UntrackedValue`` keys (never stored, as in LangGraph), also inside a
     ``Send``'s argument."""
-    untracked = loop.plan.untracked
+    untracked = loop.settings.plan.untracked
     if not untracked:
         return list(writes)
     out: list[tuple[str, Any]] = []
@@ -125,7 +121,7 @@ def _tracked(loop: PausedRun, writes: Sequence[tuple[str, Any]]) -> list[tuple[s
 def save_partial(loop: PausedRun, tasks: Sequence[Task]) -> None:
     """Queue the pending writes of a step that stopped: finished tasks' writes, interrupts, errors."""
     config = loop.checkpoint_config
-    if loop.saver is None or config is None:
+    if loop.settings.saver is None or config is None:
         return
     for tid, writes in loop.task_writes:  # functional-API tasks: replayed, not re-run, on resume
         loop.saves.append(PutWrites(config, writes, tid))
@@ -170,7 +166,8 @@ def save_results(loop: PausedRun, tasks: Sequence[Task]) -> None:
     error handler took over (their handler's writes are its own task's).
     """
     config = loop.checkpoint_config
-    if loop.saver is None or config is None or loop.durability == "exit":
+    settings = loop.settings
+    if settings.saver is None or config is None or settings.durability == "exit":
         return
     for t in tasks:
         if t.error is None and t.handled is None:
@@ -198,7 +195,7 @@ def carry_update(loop: PausedRun, writes: Sequence[tuple[str, Any]]) -> None:
     The step that checkpoint starts may pause again: the update is then applied once more when
     the run resumes (the savers keep one set of writes per task: earlier updates are re-sent).
     """
-    if loop.saver is None or loop.checkpoint_config is None or not writes:
+    if loop.settings.saver is None or loop.checkpoint_config is None or not writes:
         return
     loop.null_writes.extend(writes)
     loop.saves.append(PutWrites(loop.checkpoint_config, list(loop.null_writes), NULL_TASK_ID))

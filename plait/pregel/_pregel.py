@@ -23,6 +23,7 @@ from plait.pregel._message_events import plain_messages
 from plait.pregel._options import modes_of, run_options, shape, version_of
 from plait.pregel._plan import Plan
 from plait.pregel._run import run_sync
+from plait.pregel._settings import run_settings
 from plait.pregel._stream import EventSink
 from plait.pregel._thread import ThreadRef, run_config
 from plait.pregel._threads_api import ThreadAccess
@@ -96,11 +97,9 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
             if addressed is not checked:  # re-addressed: a malformed thread is refused first
                 ThreadRef.from_config(checked)
             checked = addressed
-        loop = Loop(self.plan, self.checkpointer, checked, modes, options)
-        loop.travel = travel
-        if self.step_timeout is not None:
-            loop.step_timeout = self.step_timeout
-        return loop
+        return Loop(
+            run_settings(self.plan, self.checkpointer, checked, modes, options, travel, self.step_timeout)
+        )
 
     def run_fast(
         self, input: InputT | Command[Any] | None, config: dict[str, Any], context: ContextT | None
@@ -332,7 +331,8 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
 def _output(graph: Pregel[Any, Any, Any, Any], loop: Loop, v2: bool) -> Any:
     """What ``invoke`` returns: the output (``__interrupt__`` included), or a ``GraphOutput``."""
     final = loop.final()
-    if loop.interrupts and INTERRUPT not in final and loop.thread is not None and loop.thread.checkpoint_ns:
+    thread = loop.settings.thread
+    if loop.interrupts and INTERRUPT not in final and thread is not None and thread.checkpoint_ns:
         # a subgraph stopped at a breakpoint: its parent task pauses too (and continues it later)
         final[INTERRUPT] = list(loop.interrupts)
     interrupts = tuple(final.pop(INTERRUPT, ())) if v2 else ()

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from plait.checkpoint.base import ERROR
 from plait.errors import GraphBubbleUp, NodeError, StoredNodeError
 from plait.pregel._plan import Plan
+from plait.pregel._settings import RunSettings
 from plait.pregel._task import Task
 
 __all__ = [
@@ -36,11 +37,12 @@ ERROR_SOURCE = "__error_source_node__"
 
 
 class ResumedRun(Protocol):
-    """What :func:`resume_step` reads of a run (:class:`~plait.pregel._loop.Loop`): its plan, the
-    ids of its step's tasks, and the writes of the tasks that finished before the pause (taken out)."""
+    """What :func:`resume_step` reads of a run (:class:`~plait.pregel._loop.Loop`): its settings (the
+    plan), the ids of its step's tasks, and the writes of the tasks that finished before the pause
+    (taken out)."""
 
     @property
-    def plan(self) -> Plan: ...
+    def settings(self) -> RunSettings: ...
     @property
     def done_writes(self) -> dict[str, list[tuple[str, Any]]]: ...
     def task_id(self, task: Task) -> str: ...
@@ -131,7 +133,7 @@ def resume_step(loop: ResumedRun, tasks: list[Task]) -> list[Task]:
         if task.node.error_handler is None:  # no handler any more: the node runs again
             task.writes, task.done, task.cached = [], False, False
             continue
-        recovery = _take_over(loop.plan, task, StoredNodeError(str(stored)))
+        recovery = _take_over(loop.settings.plan, task, StoredNodeError(str(stored)))
         task.reported = True  # its failure was streamed when it happened
         done = done_writes.pop(loop.task_id(recovery), None)
         if done is not None:  # the handler finished before the pause

@@ -42,7 +42,7 @@ def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContex
     resume = loop.resumes.get(tid) if loop.resumes else None
     sink = loop.sink
     return TaskContext(
-        loop.config,
+        loop.settings.config,
         store,
         context,
         loop,
@@ -130,7 +130,7 @@ def _settle(  # noqa: PLR0913 - the task, its run, and a first attempt made alre
             loop.sink.settled(task, ctx.task_id, loop.run.step)
         if task.error is None:
             return
-        recovery = hand_over(loop.plan, task)
+        recovery = hand_over(loop.settings.plan, task)
         if recovery is None:
             return
         task, ctx = recovery, make_context(loop, recovery, store, context)
@@ -160,7 +160,7 @@ def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: 
                 return
             _settle(loop, task, ctx, store, context)
 
-    limit = max_concurrency(loop.config) or POOL_SIZE + 1  # this thread works too: one less helper
+    limit = max_concurrency(loop.settings.config) or POOL_SIZE + 1  # this thread works too: one less helper
     with_helpers(work, queue, min(len(todo), POOL_SIZE + 1, limit) - 1, deep)
 
 
@@ -172,10 +172,11 @@ def claim(loop: Loop) -> None:
     """
     outer = running_task()
     held: frozenset[Hashable] = outer.held if outer is not None else frozenset()
-    if loop.saver is not None and loop.thread is not None:
-        key = loop.saver.lease_id(loop.thread.thread_id, loop.thread.checkpoint_ns)
+    saver, thread = loop.settings.saver, loop.settings.thread
+    if saver is not None and thread is not None:
+        key = saver.lease_id(thread.thread_id, thread.checkpoint_ns)
         if key in held:
-            raise reentered(loop.thread.thread_id)
+            raise reentered(thread.thread_id)
         held = held | {key}
     loop.held = held
 
@@ -200,16 +201,16 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
     """Drive ``loop`` to the end, yielding its stream events; return the loop."""
     claim(loop)
     remember(loop, store, context)  # for routers that declare them
-    saver = loop.saver
+    settings = loop.settings
+    saver = settings.saver
     if saver is None:
         loop.load(None)
         yield from _drive(loop, loop.effects(input), store, context)
         return loop
-    thread = loop.thread
+    thread = settings.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
-    with saver.lease(
-        thread.thread_id, thread.checkpoint_ns, wait=loop.multitask != "reject", timeout=loop.lease_timeout
-    ):
+    wait, timeout = settings.multitask != "reject", settings.lease_timeout
+    with saver.lease(thread.thread_id, thread.checkpoint_ns, wait=wait, timeout=timeout):
         load_run(loop, saver, input)
         yield from _drive(loop, loop.effects(input), store, context)
     return loop
@@ -240,6 +241,7 @@ def _drive(loop: Loop, effects: Steps, store: Any, context: Any) -> Generator[Ev
     answer: Any = None
     error: Exception | None = None
     running: Sequence[Task] = ()  # the tasks of the step under way
+    step_timeout = loop.settings.step_timeout
     held_for(loop, HeldSaves)
     try:
         while True:
@@ -262,10 +264,10 @@ def _drive(loop: Loop, effects: Steps, store: Any, context: Any) -> Generator[Ev
                         yield from _execute_live(loop, running, store, context)
                     else:
                         _execute(loop, running, store, context, deep)
-                    if loop.step_timeout is not None and time.monotonic() - started > loop.step_timeout:
+                    if step_timeout is not None and time.monotonic() - started > step_timeout:
                         _abandon(loop, running)
                         raise TimeoutError(
-                            f"Step {loop.run.step} ran longer than step_timeout ({loop.step_timeout} s)"
+                            f"Step {loop.run.step} ran longer than step_timeout ({step_timeout} s)"
                         )
                     running = ()
             except Exception as exc:  # noqa: BLE001 - the loop decides what it means
@@ -290,10 +292,11 @@ def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
     """
     if loop.holding is not None:  # first: the checkpoint the writes belong to
         loop.holding.finish_quietly()
-    ops = abandoned_saves(loop, tasks) if loop.saver is not None else ()
+    settings = loop.settings
+    ops = abandoned_saves(loop, tasks) if settings.saver is not None else ()
     if ops:
-        thread = loop.thread
-        save(loop.saver, Save(ops), None if thread is None else (thread.thread_id, thread.checkpoint_ns))
+        thread = settings.thread
+        save(settings.saver, Save(ops), None if thread is None else (thread.thread_id, thread.checkpoint_ns))
 
 
 def _execute_live(
@@ -353,10 +356,11 @@ def _perform(loop: Loop, effect: Effect) -> Any:
     if kind is Save and loop.holding is not None:
         loop.holding.save(cast(Save, effect))
     elif kind is Save:
-        thread = loop.thread
+        settings = loop.settings
+        thread = settings.thread
         # kind is Save (type() held in a local does not narrow)
         save(
-            loop.saver,
+            settings.saver,
             cast(Save, effect),
             None if thread is None else (thread.thread_id, thread.checkpoint_ns),
         )

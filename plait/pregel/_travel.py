@@ -31,6 +31,7 @@ __all__ = [
     "LoadingRun",
     "TRAVEL",
     "Travel",
+    "TravelSettings",
     "Voyage",
     "aload_run",
     "checkpoint_map",
@@ -168,21 +169,29 @@ def mapped(saved: CheckpointTuple) -> CheckpointTuple:
     return saved if config is saved.config else saved._replace(config=config)
 
 
-class LoadingRun(Protocol):
-    """What :func:`load_run` needs of a run (:class:`~plait.pregel._loop.Loop`): the thread and the
-    travel it runs with, and how it starts from a checkpoint."""
+class TravelSettings(Protocol):
+    """What :func:`load_run` reads of a run's settings (:class:`~plait.pregel._settings.RunSettings`):
+    the thread and the travel it runs with."""
 
     @property
     def thread(self) -> ThreadRef | None: ...
     @property
     def travel(self) -> Travel | None: ...
+
+
+class LoadingRun(Protocol):
+    """What :func:`load_run` needs of a run (:class:`~plait.pregel._loop.Loop`): its thread and travel
+    (in its settings), and how it starts from a checkpoint."""
+
+    @property
+    def settings(self) -> TravelSettings: ...
     def load(self, saved: CheckpointTuple | None, head: CheckpointTuple | None) -> None: ...
     def load_past(self, saved: CheckpointTuple | None, head: CheckpointTuple | None) -> None: ...
 
 
 def _start(loop: LoadingRun, saved: CheckpointTuple | None, head: CheckpointTuple | None, input: Any) -> None:  # noqa: A002
-    travel = loop.travel
-    thread = loop.thread
+    travel = loop.settings.travel
+    thread = loop.settings.thread
     explicit = thread is not None and thread.checkpoint_id is not None
     answers = getattr(input, "resume", None) is not None and isinstance(input, Command)
     if travel is not None and travel.root and explicit and saved is not None and not answers:
@@ -198,9 +207,9 @@ def _start(loop: LoadingRun, saved: CheckpointTuple | None, head: CheckpointTupl
 # >>> async source
 async def aload_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
     """Load the checkpoint ``loop`` starts from (the driver holds the thread's lease)."""
-    thread = loop.thread
+    thread = loop.settings.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
-    travel = loop.travel
+    travel = loop.settings.travel
     if travel is not None and travel.before is not None:
         head = await saver.aget_tuple(thread.config())
         saved = None
@@ -219,9 +228,9 @@ async def aload_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: 
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def load_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
     """Load the checkpoint ``loop`` starts from (the driver holds the thread's lease)."""
-    thread = loop.thread
+    thread = loop.settings.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
-    travel = loop.travel
+    travel = loop.settings.travel
     if travel is not None and travel.before is not None:
         head = saver.get_tuple(thread.config())
         saved = None

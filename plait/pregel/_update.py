@@ -24,6 +24,7 @@ from plait.pregel._loop import Loop
 from plait.pregel._plan import Plan
 from plait.pregel._root import root_value
 from plait.pregel._run import call_routers
+from plait.pregel._settings import run_settings
 from plait.pregel._step import scheduled
 from plait.pregel._task import Task, collect, task_key
 from plait.pregel._thread import ThreadRef, found
@@ -77,7 +78,7 @@ def _prepare_input(
     if values is None:
         raise InvalidUpdateError(f"Received no input writes for {list(plan.input_keys)}", node=INPUT)
     writes = input_writes(plan, values, INPUT)
-    loop = Loop(plan, None, {}, frozenset())
+    loop = Loop(run_settings(plan, None, {}, frozenset()))
     loop.load(saved)
     run = loop.run
     run.next, run.sends = [START], []
