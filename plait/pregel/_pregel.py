@@ -181,7 +181,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         # closing this generator closes the run at once (releasing its thread), not when collected
         async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
             async for event in events:
-                for item in shape(event, modes, single, subgraphs, self.plan.root, v2):
+                for item in shape(event, modes, single, subgraphs, self.plan.root, v2, self.plan.output_make):
                     yield item
 
     async def ainvoke(
@@ -281,7 +281,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         # closing this generator closes the run at once (releasing its thread), not when collected
         with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
             for event in events:
-                yield from shape(event, modes, single, subgraphs, self.plan.root, v2)
+                yield from shape(event, modes, single, subgraphs, self.plan.root, v2, self.plan.output_make)
 
     def invoke(
         self,
@@ -335,6 +335,10 @@ def _output(graph: Pregel[Any, Any, Any, Any], loop: Loop, v2: bool) -> Any:
     if loop.interrupts and INTERRUPT not in final and thread is not None and thread.checkpoint_ns:
         # a subgraph stopped at a breakpoint: its parent task pauses too (and continues it later)
         final[INTERRUPT] = list(loop.interrupts)
-    interrupts = tuple(final.pop(INTERRUPT, ())) if v2 else ()
-    final = output_value(graph.plan, final)
-    return GraphOutput(value=final, interrupts=interrupts) if v2 else final
+    if not v2:
+        return output_value(graph.plan, final)
+    interrupts = tuple(final.pop(INTERRUPT, ()))
+    make = graph.plan.output_make  # version 2: the output schema's class (dataclass, pydantic)
+    return GraphOutput(
+        value=output_value(graph.plan, final) if make is None else make(final), interrupts=interrupts
+    )

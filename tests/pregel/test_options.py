@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pytest
+from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from plait.checkpoint.memory import InMemorySaver
@@ -166,3 +168,24 @@ def test_a_paused_step_shows_its_finished_writes_without_moving_the_checkpoint(d
     assert values[1]["x"] == ["in"] and "__interrupt__" in values[1]
     assert values[2] == {"x": ["in", "b"]}
     assert driver.invoke(graph, Command(resume="a"), config) == {"x": ["in", "a", "b"]}
+
+
+class _Model(BaseModel):
+    name: str = "ada"
+    n: int = 0
+
+
+@dataclass
+class _Data:
+    name: str = "ada"
+    n: int = 0
+
+
+@pytest.mark.parametrize("schema", [_Model, _Data])
+def test_v2_outputs_are_the_output_schemas_class(driver: Any, schema: Any) -> None:
+    graph = StateGraph(schema).add_node("a", lambda s: {"n": s.n + 1}).add_edge(START, "a").compile()
+    out = driver.invoke(graph, {"n": 1}, version="v2")
+    assert out.value == schema(n=2) and out.interrupts == ()
+    parts = driver.stream(graph, {"n": 1}, stream_mode="values", version="v2")
+    assert [p["data"] for p in parts] == [schema(n=1), schema(n=2)]
+    assert driver.invoke(graph, {"n": 1}) == {"n": 2}  # version 1: the dict of keys set, as LangGraph's
