@@ -103,7 +103,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
 
     def run_fast(
         self, input: InputT | Command[Any] | None, config: dict[str, Any], context: ContextT | None
-    ) -> Any:  # noqa: A002
+    ) -> Any:
         """The output of a plain run (``config``: checked, no options) on the fast path
         (:mod:`plait.pregel._fast`), or :data:`~plait.pregel._fast.SLOW` when it needs the loop."""
         fast = self.plan.fast

@@ -119,7 +119,7 @@ def _call(task: Task, ctx: TaskContext) -> Any:
     return run_coroutine(timed(task.name, value, policy, progress) if inspect.isawaitable(value) else value)
 
 
-def _settle(  # noqa: PLR0913 - the task, its run, and a first attempt made already (fast path)
+def _settle(
     loop: Loop, task: Task, ctx: TaskContext, store: Any, context: Any, first: Callable[[], Any] | None = None
 ) -> None:
     """Run ``task`` and stream how it ended; when its error handler takes over, run the handler."""
