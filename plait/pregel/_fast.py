@@ -77,6 +77,7 @@ class _Run:
         return loop
 
 
+_new = object.__new__
 _RESOLVING = threading.Lock()
 """Held while a task context is made: two threads of one node never make two."""
 
@@ -86,10 +87,11 @@ class _Call(PendingTask):
     even after it returned) asks for it; made while it runs, the run goes on in the loop."""
 
     __slots__ = ("ctx", "fast", "input", "name")
-
-    def __init__(self, fast: _Run, name: str, input: Any) -> None:  # noqa: A002
-        self.fast, self.name, self.input = fast, name, input
-        self.ctx: TaskContext | None = None
+    # set by _steps on an instance made without __init__ (one per node call: the hot loop)
+    fast: _Run
+    name: str
+    input: Any
+    ctx: TaskContext | None
 
     def resolve(self) -> TaskContext:
         """This call's task context, made once, on the loop the run is handed over to."""
@@ -159,7 +161,11 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
             task_input = _shaped(node.spec, values)
         else:
             task_input = {k: values[k] for k in node.reads if k in values}
-        call = _Call(fast, name, task_input)
+        call = _new(_Call)  # _Call's fields, set here: no __init__ call per node
+        call.fast = fast
+        call.name = name
+        call.input = task_input
+        call.ctx = None
         out: Any = None
         failed: BaseException | None = None
         token = TASK_CONTEXT.set(call)
