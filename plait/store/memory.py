@@ -188,6 +188,9 @@ class InMemoryStore(BaseStore):
         return self._read(namespace, key if type(key) is str else str(key), refresh_ttl)
 
     def _read(self, namespace: Namespace, key: str, refresh_ttl: bool | None) -> Item | None:
+        if not self._heap:  # nothing expires: one dict lookup (atomic under the GIL; puts replace items)
+            item = self._data.get(namespace, _NONE).get(key)
+            return None if item is None else _copy(item)
         with self._lock:
             now = self._purge() if self._heap else None
             item = self._data.get(namespace, _NONE).get(key)
