@@ -7,8 +7,7 @@ helpers read from it what they need.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from plait.checkpoint.base import config_metadata
 from plait.pregel._limits import DEFAULT_RECURSION_LIMIT
@@ -21,9 +20,9 @@ from plait.runtime import RunControl, ServerInfo
 __all__ = ["RunSettings", "run_settings"]
 
 
-@dataclass(frozen=True, slots=True)
-class RunSettings:
-    """The fixed part of one run.
+class RunSettings(NamedTuple):
+    """The fixed part of one run (immutable; a named tuple, which is cheaper to make than a frozen
+    dataclass: one is made per run).
 
     Attributes:
         plan: The compiled plan.
