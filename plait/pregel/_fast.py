@@ -185,15 +185,15 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
             return _handed(fast, call, partial(_value, out))
         if out:
             written: dict[str, Any] = out  # pyright: ignore[reportUnknownVariableType]  # a node's dict
-            if written.keys() <= plain:  # _merge's common case, inline
+            if written.keys() <= plain:  # _merge, inline (every node of every step)
                 for value in written.values():
                     if type(value) is dict or isinstance(value, Overwrite):
-                        _merge(plan, run, plain, name, written)
+                        apply_writes(plan, run, ((name, tuple(written.items())),))
                         break
                 else:
                     values.update(written)
             else:
-                _merge(plan, run, plain, name, written)
+                apply_writes(plan, run, ((name, tuple(written.items())),))
         after = node.after
         if node.branches:
             after = _routed(plan, tables, name, after, node.branches, run, (step, limit))
