@@ -57,6 +57,15 @@ _BLOCKED = """WITH RECURSIVE w(pid) AS (
 SELECT count(*) FROM w"""
 
 
+def lock_rows(conn: Any, sql: str, params: tuple[Any, ...]) -> int:
+    """Lock the rows ``sql`` selects (``... FOR UPDATE``) in ``conn``'s open transaction; return the
+    session's backend pid, which :func:`wait_blocked` takes."""
+    row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    conn.execute(sql, params)
+    return int(row[0])
+
+
 def wait_blocked(conn: Any, holder: int, count: int) -> None:
     """Poll until ``count`` sessions wait (directly or not) for the lock ``holder``'s session holds."""
     import psycopg

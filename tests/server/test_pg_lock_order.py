@@ -15,7 +15,7 @@ from collections.abc import Callable
 import httpx
 import psycopg
 import pytest
-from _pg import private_schema, wait_blocked
+from _pg import lock_rows, private_schema, wait_blocked
 from _serve_proc import Gate, running
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError
@@ -31,17 +31,17 @@ def test_deleting_a_thread_while_its_run_ends_does_not_deadlock(
         client.runs.create(tid, "agent", input=gate.input())
         gate.started()
         with psycopg.connect(dsn) as conn:
-            holder = conn.execute("SELECT pg_backend_pid()").fetchone()
-            assert holder is not None
-            conn.execute("SELECT 1 FROM plait_server_threads WHERE thread_id = %s FOR UPDATE", (tid,))
+            holder = lock_rows(
+                conn, "SELECT 1 FROM plait_server_threads WHERE thread_id = %s FOR UPDATE", (tid,)
+            )
             gate.open()
-            wait_blocked(conn, holder[0], 1)  # the run's end waits for the thread's row
+            wait_blocked(conn, holder, 1)  # the run's end waits for the thread's row
             answers: list[httpx.Response] = []
             deleting = threading.Thread(
                 target=lambda: answers.append(httpx.delete(f"{server.url}/threads/{tid}", timeout=120))
             )
             deleting.start()
-            wait_blocked(conn, holder[0], 2)  # ... and so does the delete
+            wait_blocked(conn, holder, 2)  # ... and so does the delete
             conn.commit()
         deleting.join()
         assert answers[0].status_code == 204, answers[0].text

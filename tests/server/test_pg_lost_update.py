@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import httpx
 import psycopg
-from _pg import private_schema, wait_blocked
+from _pg import lock_rows, private_schema, wait_blocked
 from _serve_proc import Gate, running
 from langgraph_sdk import get_sync_client
 
@@ -29,11 +29,11 @@ def test_a_patch_made_while_a_run_ends_keeps_the_runs_end(
         run = client.runs.create(tid, "agent", input=gate.input())
         gate.started()
         with psycopg.connect(dsn) as conn:
-            holder = conn.execute("SELECT pg_backend_pid()").fetchone()
-            assert holder is not None
-            conn.execute("SELECT 1 FROM plait_server_threads WHERE thread_id = %s FOR UPDATE", (tid,))
+            holder = lock_rows(
+                conn, "SELECT 1 FROM plait_server_threads WHERE thread_id = %s FOR UPDATE", (tid,)
+            )
             gate.open()
-            wait_blocked(conn, holder[0], 1)  # the run's end waits for the thread's row
+            wait_blocked(conn, holder, 1)  # the run's end waits for the thread's row
             answers: list[httpx.Response] = []
             patching = threading.Thread(
                 target=lambda: answers.append(
@@ -41,7 +41,7 @@ def test_a_patch_made_while_a_run_ends_keeps_the_runs_end(
                 )
             )
             patching.start()
-            wait_blocked(conn, holder[0], 2)  # ... and so does the patch
+            wait_blocked(conn, holder, 2)  # ... and so does the patch
             conn.commit()
         patching.join()
         assert answers[0].status_code == 200, answers[0].text
@@ -69,13 +69,13 @@ def test_two_updates_of_an_assistant_at_once_make_two_versions(tmp_path: pathlib
             return call
 
         with psycopg.connect(dsn) as conn:
-            holder = conn.execute("SELECT pg_backend_pid()").fetchone()
-            assert holder is not None
-            conn.execute("SELECT 1 FROM plait_server_assistants WHERE assistant_id = %s FOR UPDATE", (aid,))
+            holder = lock_rows(
+                conn, "SELECT 1 FROM plait_server_assistants WHERE assistant_id = %s FOR UPDATE", (aid,)
+            )
             first = patch("a")
-            wait_blocked(conn, holder[0], 1)
+            wait_blocked(conn, holder, 1)
             second = patch("b")
-            wait_blocked(conn, holder[0], 2)
+            wait_blocked(conn, holder, 2)
             conn.commit()
         first.join()
         second.join()
