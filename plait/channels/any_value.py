@@ -1,17 +1,16 @@
-"""Any one of the values written in a step (for writers known to agree)."""
+"""object one of the values written in a step (for writers known to agree)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from plait._schema import MISSING
-from plait.channels.base import BaseChannel
+from plait.channels.base import BaseChannel, Value
 
 __all__ = ["AnyValue"]
 
 
-class AnyValue(BaseChannel):
+class AnyValue(BaseChannel[Value, Value]):
     """Holds the last value written in the last step; a step that writes none clears it.
 
     Unlike ``LastValue``, several writes in one step are allowed: they are assumed equal.
@@ -23,7 +22,7 @@ class AnyValue(BaseChannel):
 
     __slots__ = ()
 
-    def __init__(self, typ: Any = None, key: str = "") -> None:
+    def __init__(self, typ: object = None, key: str = "") -> None:
         super().__init__(key, typ)
 
     @property
@@ -36,6 +35,6 @@ class AnyValue(BaseChannel):
 
     __hash__ = BaseChannel.__hash__
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: Value, values: Sequence[Value], nodes: Sequence[str]) -> Value:
         """The last of ``values``; ``MISSING`` when there are none."""
         return values[-1] if values else MISSING

@@ -15,17 +15,22 @@ from __future__ import annotations
 import copy as _copy
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Generic
 
-from typing_extensions import Self
+from typing_extensions import Self, TypeVar
 
 from plait._schema import MISSING
 from plait.errors import EmptyChannelError
 
 __all__ = ["BaseChannel"]
 
+Value = TypeVar("Value", default=object)
+"""The value a channel holds."""
+Update = TypeVar("Update", default=Value)
+"""One write to a channel."""
 
-class BaseChannel(ABC):
+
+class BaseChannel(ABC, Generic[Value, Update]):
     """Merges the writes a key receives in one superstep.
 
     ``MISSING`` stands for "never written" (or "cleared").
@@ -41,10 +46,10 @@ class BaseChannel(ABC):
     state_field: ClassVar[bool] = True
     """The channel can serve a state key (barriers and after-finish channels cannot)."""
 
-    def __init__(self, key: str = "", typ: Any = None) -> None:
+    def __init__(self, key: str = "", typ: object = None) -> None:
         self.key = key
         self.typ = typ
-        self.value: Any = MISSING
+        self.value: Value = MISSING
 
     @property
     def volatile(self) -> bool:
@@ -56,12 +61,13 @@ class BaseChannel(ABC):
         """The value is saved in checkpoints."""
         return True
 
-    def initial(self) -> Any:
+    def initial(self) -> Value:
         """The value the key holds before any write (``MISSING`` if none)."""
-        return MISSING
+        empty: Value = MISSING  # the sentinel stands in for a value of any type
+        return empty
 
     @abstractmethod
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: Value, values: Sequence[Update], nodes: Sequence[str]) -> Value:
         """Return the new value after ``values`` were written by ``nodes``, in that order.
 
         Args:
@@ -71,7 +77,7 @@ class BaseChannel(ABC):
             nodes: The writer of each value (for error messages).
         """
 
-    def bind(self, key: str, typ: Any = None) -> Self:
+    def bind(self, key: str, typ: object = None) -> Self:
         """A fresh, empty copy of this channel serving ``key`` (a schema's prototype stays untouched)."""
         clone = _copy.copy(self)
         clone.key = key
@@ -83,16 +89,16 @@ class BaseChannel(ABC):
     # -- LangGraph's stateful API ------------------------------------------------
 
     @property
-    def ValueType(self) -> Any:  # noqa: N802 - LangGraph's name
+    def ValueType(self) -> object:  # noqa: N802 - LangGraph's name
         """The type of the value the channel holds."""
         return self.typ
 
     @property
-    def UpdateType(self) -> Any:  # noqa: N802 - LangGraph's name
+    def UpdateType(self) -> object:  # noqa: N802 - LangGraph's name
         """The type of one write."""
         return self.typ
 
-    def update(self, values: Sequence[Any]) -> bool:
+    def update(self, values: Sequence[Update]) -> bool:
         """Merge one step's writes (``[]``: a step that wrote nothing) into the held value.
 
         Returns:
@@ -107,7 +113,7 @@ class BaseChannel(ABC):
         self.value = self.merge(before, values, ())
         return bool(values) or self.value is not before
 
-    def get(self) -> Any:
+    def get(self) -> Value:
         """The held value.
 
         Raises:
@@ -121,11 +127,11 @@ class BaseChannel(ABC):
         """Whether :meth:`get` would return a value."""
         return self.value is not MISSING
 
-    def checkpoint(self) -> Any:
+    def checkpoint(self) -> object:
         """What a checkpoint stores for this channel (``MISSING`` when empty)."""
         return self.value
 
-    def from_checkpoint(self, checkpoint: Any) -> Self:
+    def from_checkpoint(self, checkpoint: Any) -> Self:  # stored data, read back as the channel's value
         """A new channel like this one, holding ``checkpoint`` (``MISSING``: empty)."""
         clone = self.bind(self.key)
         if checkpoint is not MISSING:
@@ -136,7 +142,8 @@ class BaseChannel(ABC):
         """A copy holding the same value."""
         clone = _copy.copy(self)
         value = self.value
-        clone.value = _copy.copy(cast("Any", value)) if isinstance(value, (list, set, dict)) else value
+        if isinstance(value, (list, set, dict)):
+            clone.value = _copy.copy(self.value)
         return clone
 
     def consume(self) -> bool:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TypeVar, cast
 
 from plait._schema import MISSING, zero_factory
-from plait.channels.base import BaseChannel
+from plait.channels.base import BaseChannel, Value
 from plait.errors import ErrorCode, InvalidUpdateError, create_error_message
 from plait.types import Overwrite
 
@@ -17,21 +17,23 @@ class _Zero:
     __slots__ = ()
 
 
+_W = TypeVar("_W")
+
 ZERO = _Zero()
 """Default ``factory``: the zero value of ``typ`` (``list()``, ``int()``…), if it has one."""
 
 
-def as_overwrite(value: object) -> object:
+def as_overwrite(value: _W) -> _W | Overwrite:
     """``value``, or the ``Overwrite`` its JSON form ``{"__overwrite__": x}`` stands for (from an API client)."""
-    if type(value) is not dict:
-        return value
-    pairs = cast("dict[str, object]", value)
-    if len(pairs) == 1 and Overwrite.type in pairs:
-        return Overwrite(pairs[Overwrite.type])
-    return pairs
+    checked: object = value
+    if type(checked) is dict:
+        pairs = cast("dict[str, object]", checked)
+        if len(pairs) == 1 and Overwrite.type in pairs:
+            return Overwrite(pairs[Overwrite.type])
+    return value
 
 
-class BinaryOperatorAggregate(BaseChannel):
+class BinaryOperatorAggregate(BaseChannel[Value, Value]):
     """Folds writes into the value with a reducer, starting from a zero value.
 
     ``BinaryOperatorAggregate(int, operator.add)`` (LangGraph's form) starts from
@@ -51,23 +53,24 @@ class BinaryOperatorAggregate(BaseChannel):
 
     def __init__(
         self,
-        typ: Any,
-        reducer: Callable[[Any, Any], Any],
-        factory: Callable[[], Any] | None | _Zero = ZERO,
+        typ: object,
+        reducer: Callable[[Value, Value], Value],
+        factory: Callable[[], Value] | None | _Zero = ZERO,
     ) -> None:
         key = ""
         if isinstance(typ, str):  # plait's own form: (key, reducer, factory)
-            typ, key = None, typ
+            key = typ
+            typ = None
         super().__init__(key, typ)
         self.reducer = reducer
         self.factory = zero_factory(typ) if isinstance(factory, _Zero) else factory
         self.value = self.initial()
 
-    def initial(self) -> Any:
+    def initial(self) -> Value:
         """A fresh zero value (or declared default), or ``MISSING``."""
         return MISSING if self.factory is None else self.factory()
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: Value, values: Sequence[Value], nodes: Sequence[str]) -> Value:
         """Fold ``values`` into ``current``.
 
         An ``Overwrite`` among the values wins the step: the other writes are ignored.
@@ -76,19 +79,20 @@ class BinaryOperatorAggregate(BaseChannel):
             InvalidUpdateError: two ``Overwrite`` values in one step.
         """
         reducer = self.reducer
-        overwrite = MISSING
-        for value in values:
-            value = as_overwrite(value)  # noqa: PLW2901 - the JSON form becomes an Overwrite
+        overwrite: Overwrite | None = None
+        for written in values:
+            value = as_overwrite(written)  # the JSON form becomes an Overwrite
             if isinstance(value, Overwrite):
-                if overwrite is not MISSING:
+                if overwrite is not None:
                     message = create_error_message(
                         message="Can receive only one Overwrite value per super-step.",
                         error_code=ErrorCode.INVALID_CONCURRENT_GRAPH_UPDATE,
                     )
                     raise InvalidUpdateError(message, key=self.key, value=value, nodes=tuple(nodes))
                 overwrite = value
-        if overwrite is not MISSING:  # an Overwrite wins the whole step
-            return overwrite.value
+        if overwrite is not None:  # an Overwrite wins the whole step
+            new: Value = overwrite.value  # the caller's value, taken as it is
+            return new
         for value in values:
             current = value if current is MISSING else reducer(current, value)
         return current

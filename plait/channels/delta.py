@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import copy as _copy
 from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence, Set
-from typing import Any, get_origin
+from typing import Any, TypeGuard, get_origin
 
 from plait._schema import MISSING
-from plait.channels.base import BaseChannel
+from plait.channels.base import BaseChannel, Update, Value
 from plait.channels.binop import as_overwrite
 from plait.errors import ErrorCode, InvalidUpdateError, create_error_message
 from plait.types import Overwrite
 
 __all__ = ["DeltaChannel"]
 
-_ABSTRACT: dict[Any, type] = {
+_ABSTRACT: dict[object, type] = {
     Sequence: list,
     MutableSequence: list,
     Set: set,
@@ -30,7 +30,11 @@ _ABSTRACT: dict[Any, type] = {
 }
 
 
-class DeltaChannel(BaseChannel):
+def _is_delta(value: object) -> TypeGuard[DeltaChannel[object, object]]:
+    return isinstance(value, DeltaChannel)
+
+
+class DeltaChannel(BaseChannel[Value, Update]):
     """Folds the writes of a step into the value with ``reducer(value, [write, ...])``.
 
     The value starts as ``typ()`` (an empty list by default). ``Overwrite(x)`` sets the value to ``x`` (``None``: ``typ()``) and the step's
@@ -49,7 +53,11 @@ class DeltaChannel(BaseChannel):
     __slots__ = ("reducer", "snapshot_frequency")
 
     def __init__(
-        self, reducer: Callable[[Any, Sequence[Any]], Any], typ: Any = None, *, snapshot_frequency: int = 100
+        self,
+        reducer: Callable[[Value, Sequence[Update]], Value],
+        typ: object = None,
+        *,
+        snapshot_frequency: int = 100,
     ) -> None:
         if snapshot_frequency <= 0:
             raise ValueError(f"snapshot_frequency must be a positive int, got {snapshot_frequency!r}")
@@ -59,23 +67,25 @@ class DeltaChannel(BaseChannel):
 
     def __eq__(self, other: object) -> bool:
         return (
-            isinstance(other, DeltaChannel)
+            _is_delta(other)
             and other.reducer == self.reducer
             and other.snapshot_frequency == self.snapshot_frequency
         )
 
     __hash__ = BaseChannel.__hash__
 
-    def _empty(self) -> Any:
+    def _empty(self) -> Value:
         typ = get_origin(self.typ) or self.typ
         typ = _ABSTRACT.get(typ, typ)
-        return typ() if isinstance(typ, type) else []
+        cls: type[Any] = typ if isinstance(typ, type) else list
+        empty: Value = cls()  # an empty instance of the declared type
+        return empty
 
-    def initial(self) -> Any:
+    def initial(self) -> Value:
         """An empty value of ``typ``."""
         return self._empty()
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: Value, values: Sequence[Update], nodes: Sequence[str]) -> Value:
         """``reducer(current, values)`` (``current`` empty: ``typ()``); an ``Overwrite`` wins.
 
         Raises:
@@ -91,6 +101,6 @@ class DeltaChannel(BaseChannel):
             )
             raise InvalidUpdateError(message, key=self.key, value=found[1], nodes=tuple(nodes))
         if found:
-            value = found[0].value
+            value: Value | None = found[0].value  # the caller's value, taken as it is
             return self._empty() if value is None else _copy.copy(value)
         return self.reducer(self._empty() if current is MISSING else current, list(values))

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from plait._schema import MISSING
-from plait.channels.base import BaseChannel
+from plait.channels.base import BaseChannel, Value
 from plait.errors import InvalidUpdateError
 
 __all__ = ["EphemeralValue"]
 
 
-class EphemeralValue(BaseChannel):
+class EphemeralValue(BaseChannel[Value, Value]):
     """Holds the value written in the previous step; a step that does not write it clears it.
 
     As a state field: ``Annotated[str, EphemeralValue(str)]`` (or ``Annotated[str, EphemeralValue]``).
@@ -24,7 +23,7 @@ class EphemeralValue(BaseChannel):
 
     __slots__ = ("guard",)
 
-    def __init__(self, typ: Any = None, guard: bool = True) -> None:
+    def __init__(self, typ: object = None, guard: bool = True) -> None:
         super().__init__("", typ)
         self.guard = guard
 
@@ -38,14 +37,15 @@ class EphemeralValue(BaseChannel):
 
     __hash__ = BaseChannel.__hash__
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: Value, values: Sequence[Value], nodes: Sequence[str]) -> Value:
         """The value written this step; ``MISSING`` when none was.
 
         Raises:
             InvalidUpdateError: several writes in one step with ``guard=True``.
         """
         if not values:
-            return MISSING
+            empty: Value = MISSING
+            return empty
         if len(values) != 1 and self.guard:
             raise InvalidUpdateError(
                 f"At key '{self.key}': EphemeralValue(guard=True) can receive only one value per step. "

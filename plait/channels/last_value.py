@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from typing_extensions import Self
+
 from plait._schema import MISSING
-from plait.channels.base import BaseChannel
+from plait.channels.base import BaseChannel, Value
 from plait.channels.binop import as_overwrite
 from plait.errors import EmptyChannelError, ErrorCode, InvalidUpdateError, create_error_message
 from plait.types import Overwrite
@@ -14,7 +16,7 @@ from plait.types import Overwrite
 __all__ = ["LastValue", "LastValueAfterFinish"]
 
 
-class LastValue(BaseChannel):
+class LastValue(BaseChannel[Value, Value]):
     """Stores the value written in a step; two writes in one step are an error.
 
     Args:
@@ -24,12 +26,13 @@ class LastValue(BaseChannel):
 
     __slots__ = ()
 
-    def __init__(self, typ: Any = None, key: str = "") -> None:
+    def __init__(self, typ: object = None, key: str = "") -> None:
         if isinstance(typ, str) and not key:  # plait's own LastValue(key)
-            typ, key = None, typ
+            key = typ
+            typ = None
         super().__init__(key, typ)
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: Value, values: Sequence[Value], nodes: Sequence[str]) -> Value:
         """Return the single written value.
 
         Raises:
@@ -43,10 +46,13 @@ class LastValue(BaseChannel):
             )
             raise InvalidUpdateError(message, key=self.key, value=list(values), nodes=tuple(nodes))
         value = as_overwrite(values[0])
-        return value.value if isinstance(value, Overwrite) else value
+        if isinstance(value, Overwrite):
+            written: Value = value.value  # the caller's value, taken as it is
+            return written
+        return value
 
 
-class LastValueAfterFinish(BaseChannel):
+class LastValueAfterFinish(BaseChannel[Value, Value]):
     """Stores the last value written, readable only once the run finishes; reading consumes it.
 
     The runtime uses this for deferred nodes; it cannot serve a state key.
@@ -55,15 +61,15 @@ class LastValueAfterFinish(BaseChannel):
     __slots__ = ("finished",)
     state_field = False
 
-    def __init__(self, typ: Any = None, key: str = "") -> None:
+    def __init__(self, typ: object = None, key: str = "") -> None:
         super().__init__(key, typ)
         self.finished = False
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: Value, values: Sequence[Value], nodes: Sequence[str]) -> Value:
         """The last written value (unchanged when nothing was written)."""
         return values[-1] if values else current
 
-    def update(self, values: Sequence[Any]) -> bool:
+    def update(self, values: Sequence[Value]) -> bool:
         """Keep the last of ``values``; it is not readable until :meth:`finish`."""
         if not values:
             return False
@@ -71,7 +77,7 @@ class LastValueAfterFinish(BaseChannel):
         self.value = values[-1]
         return True
 
-    def get(self) -> Any:
+    def get(self) -> Value:
         """The value, once finished.
 
         Raises:
@@ -85,11 +91,11 @@ class LastValueAfterFinish(BaseChannel):
         """Whether a value was written and the run has finished."""
         return self.finished and self.value is not MISSING
 
-    def checkpoint(self) -> Any:
+    def checkpoint(self) -> object:
         """``(value, finished)``, or ``MISSING`` when empty."""
         return MISSING if self.value is MISSING else (self.value, self.finished)
 
-    def from_checkpoint(self, checkpoint: Any) -> LastValueAfterFinish:
+    def from_checkpoint(self, checkpoint: Any) -> Self:
         """A new channel holding ``checkpoint`` (``(value, finished)``)."""
         clone = self.bind(self.key)
         clone.finished = False

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from typing_extensions import Self
+
 from plait._schema import MISSING
 from plait.channels.base import BaseChannel
 from plait.errors import EmptyChannelError, InvalidUpdateError
@@ -12,7 +14,7 @@ from plait.errors import EmptyChannelError, InvalidUpdateError
 __all__ = ["NamedBarrierValue", "NamedBarrierValueAfterFinish"]
 
 
-class NamedBarrierValue(BaseChannel):
+class NamedBarrierValue(BaseChannel[Any, object]):  # holds the names seen; get() answers None
     """Available once each of ``names`` has been written; reading it (``consume``) resets it.
 
     Writes are names; the value is ``None``. It cannot serve a state key.
@@ -25,27 +27,27 @@ class NamedBarrierValue(BaseChannel):
     __slots__ = ("names",)
     state_field = False
 
-    def __init__(self, typ: Any, names: set[Any]) -> None:
+    def __init__(self, typ: object, names: set[object]) -> None:
         super().__init__("", typ)
         self.names = set(names)
-        self.value = set[Any]()
+        self.value = set[object]()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, NamedBarrierValue) and other.names == self.names
 
     __hash__ = BaseChannel.__hash__
 
-    def initial(self) -> Any:
+    def initial(self) -> set[object]:
         """No name seen yet."""
-        return set[Any]()
+        return set[object]()
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: set[object], values: Sequence[object], nodes: Sequence[str]) -> set[object]:
         """The names seen so far, ``values`` included.
 
         Raises:
             InvalidUpdateError: a value is not one of ``names``.
         """
-        seen = set[Any]() if current is MISSING else set(current)
+        seen = set[object]() if current is MISSING else set(current)
         for value in values:
             if value not in self.names:
                 raise InvalidUpdateError(
@@ -54,13 +56,13 @@ class NamedBarrierValue(BaseChannel):
             seen.add(value)
         return seen
 
-    def update(self, values: Sequence[Any]) -> bool:
+    def update(self, values: Sequence[object]) -> bool:
         """Record the names written; return whether a new one was seen."""
         before = len(self.value)
         self.value = self.merge(self.value, values, ())
         return len(self.value) != before
 
-    def get(self) -> Any:
+    def get(self) -> None:
         """``None`` once every name was seen.
 
         Raises:
@@ -76,20 +78,20 @@ class NamedBarrierValue(BaseChannel):
         """Whether every name was seen."""
         return bool(self.value == self.names)
 
-    def checkpoint(self) -> Any:
+    def checkpoint(self) -> object:
         """The names seen."""
         return self.value
 
-    def from_checkpoint(self, checkpoint: Any) -> NamedBarrierValue:
+    def from_checkpoint(self, checkpoint: Any) -> Self:
         """A new barrier that has seen the stored names."""
         clone = self.bind(self.key)
-        clone.value = set[Any]() if checkpoint is MISSING else set(checkpoint)
+        clone.value = set[object]() if checkpoint is MISSING else set(checkpoint)
         return clone
 
     def consume(self) -> bool:
         """Reset once the waiting task ran."""
         if self.is_available():
-            self.value = set[Any]()
+            self.value = set[object]()
             return True
         return False
 
@@ -99,7 +101,7 @@ class NamedBarrierValueAfterFinish(NamedBarrierValue):
 
     __slots__ = ("finished",)
 
-    def __init__(self, typ: Any, names: set[Any]) -> None:
+    def __init__(self, typ: object, names: set[object]) -> None:
         super().__init__(typ, names)
         self.finished = False
 
@@ -112,22 +114,22 @@ class NamedBarrierValueAfterFinish(NamedBarrierValue):
         """Whether every name was seen and the run is finishing."""
         return self.finished and super().is_available()
 
-    def checkpoint(self) -> Any:
+    def checkpoint(self) -> object:
         """``(names seen, finished)``."""
         return (self.value, self.finished)
 
-    def from_checkpoint(self, checkpoint: Any) -> NamedBarrierValueAfterFinish:
+    def from_checkpoint(self, checkpoint: Any) -> Self:
         """A new barrier in the stored state."""
         clone = self.bind(self.key)
         clone.value, clone.finished = (
-            (set[Any](), False) if checkpoint is MISSING else (set(checkpoint[0]), checkpoint[1])
+            (set[object](), False) if checkpoint is MISSING else (set(checkpoint[0]), checkpoint[1])
         )
         return clone
 
     def consume(self) -> bool:
         """Reset once the deferred task ran."""
         if self.is_available():
-            self.value, self.finished = set[Any](), False
+            self.value, self.finished = set[object](), False
             return True
         return False
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from typing_extensions import Self
+
 from plait._schema import MISSING
 from plait.channels.base import BaseChannel
 
 __all__ = ["Topic"]
 
 
-def _flatten(values: Sequence[Any]) -> Iterator[Any]:
+def _flatten(values: Sequence[object]) -> Iterator[object]:
     for value in values:
         if isinstance(value, list):
             yield from value  # pyright: ignore[reportUnknownArgumentType]  # the items are user values
@@ -19,7 +21,7 @@ def _flatten(values: Sequence[Any]) -> Iterator[Any]:
             yield value
 
 
-class Topic(BaseChannel):
+class Topic(BaseChannel[list[object], object]):
     """Collects the values written to a key as a list.
 
     As a state field: ``Annotated[list[str], Topic(str, accumulate=True)]``.
@@ -32,7 +34,7 @@ class Topic(BaseChannel):
 
     __slots__ = ("accumulate",)
 
-    def __init__(self, typ: Any = None, accumulate: bool = False) -> None:
+    def __init__(self, typ: object = None, accumulate: bool = False) -> None:
         super().__init__("", typ)
         self.accumulate = accumulate
 
@@ -47,23 +49,23 @@ class Topic(BaseChannel):
     __hash__ = BaseChannel.__hash__
 
     @property
-    def ValueType(self) -> Any:  # noqa: N802 - LangGraph's name
+    def ValueType(self) -> object:  # noqa: N802 - LangGraph's name
         """``Sequence[typ]``."""
         return Sequence[self.typ]  # type: ignore[name-defined]  # a runtime type expression
 
     @property
-    def UpdateType(self) -> Any:  # noqa: N802 - LangGraph's name
+    def UpdateType(self) -> object:  # noqa: N802 - LangGraph's name
         """``typ | list[typ]``."""
         return self.typ | list[self.typ]  # type: ignore[name-defined]  # a runtime type expression
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: list[object], values: Sequence[object], nodes: Sequence[str]) -> list[object]:
         """The items of ``values`` appended to ``current`` (or alone, without ``accumulate``)."""
         new = list(_flatten(values))
         if self.accumulate and current is not MISSING:
             return [*current, *new] if new else current
         return new if new else MISSING
 
-    def get(self) -> Any:
+    def get(self) -> list[object]:
         """A copy of the items.
 
         Raises:
@@ -71,11 +73,11 @@ class Topic(BaseChannel):
         """
         return list(super().get())
 
-    def checkpoint(self) -> Any:
+    def checkpoint(self) -> object:
         """The items (an empty list when there are none)."""
         return [] if self.value is MISSING else self.value
 
-    def from_checkpoint(self, checkpoint: Any) -> Topic:
+    def from_checkpoint(self, checkpoint: Any) -> Self:
         """A new topic holding the stored items."""
         clone = self.bind(self.key)
         if checkpoint is not MISSING and checkpoint:

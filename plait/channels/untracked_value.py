@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from typing_extensions import Self
+
 from plait._schema import MISSING
-from plait.channels.base import BaseChannel
+from plait.channels.base import BaseChannel, Value
 from plait.errors import InvalidUpdateError
 
 __all__ = ["UntrackedValue"]
 
 
-class UntrackedValue(BaseChannel):
+class UntrackedValue(BaseChannel[Value, Value]):
     """Holds the last value written, and is left out of every checkpoint.
 
     For run-scoped resources (a connection, a lock) that cannot or should not be
@@ -26,7 +28,7 @@ class UntrackedValue(BaseChannel):
 
     __slots__ = ("guard",)
 
-    def __init__(self, typ: Any = None, guard: bool = True) -> None:
+    def __init__(self, typ: object = None, guard: bool = True) -> None:
         super().__init__("", typ)
         self.guard = guard
 
@@ -40,7 +42,7 @@ class UntrackedValue(BaseChannel):
 
     __hash__ = BaseChannel.__hash__
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: Value, values: Sequence[Value], nodes: Sequence[str]) -> Value:
         """The last value written.
 
         Raises:
@@ -56,10 +58,10 @@ class UntrackedValue(BaseChannel):
             )
         return values[-1] if values else current
 
-    def checkpoint(self) -> Any:
+    def checkpoint(self) -> object:
         """Always ``MISSING``: the value is never saved."""
         return MISSING
 
-    def from_checkpoint(self, checkpoint: Any) -> UntrackedValue:
+    def from_checkpoint(self, checkpoint: Any) -> Self:
         """A new, empty channel (whatever ``checkpoint`` holds)."""
         return self.bind(self.key)
