@@ -195,6 +195,7 @@ _EXACT = {
     "plait._trace": CORE,
     "plait._internal": CORE,  # the package itself imports nothing
     "plait._internal._constants": CORE,
+    "plait._internal._narrow": CORE,  # type guards, imports nothing
     "plait._internal._runnable": TOP,  # LangGraph's RunnableCallable, for code written on LangGraph
     "plait.types": CORE,
     "plait.runtime": CORE,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy as _copy
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Generic, Literal, cast, overload
 
@@ -54,7 +54,7 @@ def _tracing() -> bool:
     return get_env_var("TRACING_V2", get_env_var("TRACING", "")) == "true"
 
 
-def _run_config(config: dict[str, Any], child: Any) -> dict[str, Any]:
+def _run_config(config: Mapping[str, object], child: object) -> dict[str, object]:
     """The config the runtime gets: the graph run's child callbacks, without run id and name."""
     out = {k: v for k, v in config.items() if k not in _RUN_KEYS}
     out["callbacks"] = child
@@ -67,16 +67,16 @@ def _run_config(config: dict[str, Any], child: Any) -> dict[str, Any]:
 class _Modes:
     """The stream modes a traced ``stream`` asks for: the caller's plus ``values`` (for the run's output)."""
 
-    def __init__(self, requested: Any, kwargs: dict[str, Any]) -> None:
+    def __init__(self, requested: str | Sequence[str], kwargs: Mapping[str, object]) -> None:
         self.single = isinstance(requested, str)
-        self.requested = [requested] if self.single else list(requested)
+        self.requested = [requested] if isinstance(requested, str) else list(requested)
         self.subgraphs = bool(kwargs.get("subgraphs"))
         self.plain = kwargs.get("version") == "v2"  # typed stream parts: passed through as they are
         self.extra = "values" not in self.requested and not self.plain
-        self.asked: Any = [*self.requested, "values"] if self.extra else requested
-        self.output: Any = None
+        self.asked: str | Sequence[str] = [*self.requested, "values"] if self.extra else requested
+        self.output: object = None
 
-    def shape(self, event: Any) -> list[Any]:
+    def shape(self, event: Any) -> list[object]:  # a tuple or a payload, as the flags above say
         """What the caller gets for ``event`` (``[]`` for the added ``values`` events)."""
         if self.plain:
             return [event]
@@ -104,10 +104,10 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
     LangChain's ``Runnable`` last), so ``invoke``/``stream`` here wrap the runtime's.
     """
 
-    config: dict[str, Any] | None = None
+    config: RunnableConfig | None = None
     """Config applied to every run (``with_config``), under the run's own."""
-    builder: Any
-    run_fast: Callable[[Any, dict[str, Any], Any], Any]
+    builder: Any  # the StateGraph (plait.graph.state imports this module)
+    run_fast: Callable[[InputT | Command[Any] | None, dict[str, Any], ContextT | None], object]
     """``Pregel.run_fast`` (the next class in the MRO): a plain run's output, or ``SLOW``."""
 
     # -- schemas ------------------------------------------------------------------------
@@ -163,16 +163,16 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         )
         return config_model(self.builder.context_schema).model_json_schema()
 
-    def _config(self, config: Any) -> dict[str, Any]:
+    def _config(self, config: object) -> dict[str, Any]:
         given = run_config(config)  # a malformed config fails here, before any callback runs
         if not self.config:
             return given
-        merged = cast("dict[str, Any]", merge_configs(cast("Any", self.config), cast("Any", given)))
-        own: dict[str, Any] = {**(self.config.get("metadata") or {}), **(given.get("metadata") or {})}
+        merged = merge_configs(self.config, cast("RunnableConfig", given))  # run_config checked its shape
+        own: dict[str, object] = {**(self.config.get("metadata") or {}), **(given.get("metadata") or {})}
         merged["metadata"] = {**(merged.get("metadata") or {}), **own}  # over the caller's context (a node's)
         return run_config(merged)  # what with_config() set is checked too
 
-    def _start(self, config: dict[str, Any], input: Any) -> CallbackManagerForChainRun | None:  # noqa: A002
+    def _start(self, config: dict[str, Any], input: object) -> CallbackManagerForChainRun | None:  # noqa: A002
         callbacks = config.get("callbacks")
         if callbacks is None:  # invoked inside a runnable (or a node) that carries callbacks
             parent = var_child_runnable_config.get()
@@ -186,7 +186,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         )
         return run
 
-    async def _astart(self, config: dict[str, Any], input: Any) -> AsyncCallbackManagerForChainRun | None:  # noqa: A002
+    async def _astart(self, config: dict[str, Any], input: object) -> AsyncCallbackManagerForChainRun | None:  # noqa: A002
         callbacks = config.get("callbacks")
         if callbacks is None:  # invoked inside a runnable (or a node) that carries callbacks
             parent = var_child_runnable_config.get()
@@ -200,12 +200,12 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         )
         return run
 
-    def with_config(self, config: Any = None, **kwargs: Any) -> Self:
+    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Self:
         """A copy of this graph whose runs use ``config`` (and ``kwargs``) under their own config."""
-        merged = merge_configs(cast("Any", self.config), cast("Any", {**(config or {}), **kwargs}))
+        merged = merge_configs(self.config, config, cast("RunnableConfig", kwargs))  # kwargs: config keys
         return self.copy({"config": merged})
 
-    def copy(self, update: dict[str, Any] | None = None) -> Self:
+    def copy(self, update: Mapping[str, object] | None = None) -> Self:
         """A shallow copy of this graph, with the attributes in ``update`` replaced."""
         clone = _copy.copy(self)
         for key, value in (update or {}).items():
@@ -244,8 +244,8 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         config: RunnableConfig | None = None,
         *,
         context: ContextT | None = None,
-        **kwargs: Any,
-    ) -> Any:
+        **kwargs: object,
+    ) -> object:
         """Run the graph (see ``Pregel.invoke``); reports a chain run when callbacks are configured.
 
         Returns ``GraphOutput[Output]`` with ``version="v2"``; with ``"v1"`` (the default) the output
@@ -297,8 +297,8 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         config: RunnableConfig | None = None,
         *,
         context: ContextT | None = None,
-        **kwargs: Any,
-    ) -> Any:
+        **kwargs: object,
+    ) -> object:
         """Async :meth:`invoke`."""
         cfg = self._config(config)
         run = None if kwargs.get("stream_mode", "values") != "values" else await self._astart(cfg, input)
@@ -366,10 +366,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
             input, _run_config(cfg, run.get_child()), stream_mode=modes.asked, context=context, **kwargs
         )
         try:
-            async with (
-                aclosing(cast("AsyncGenerator[Any, None]", events)),
-                aclosing(cast("AsyncGenerator[Any, None]", _atapped(run, _ashaped(modes, events)))) as items,
-            ):
+            async with aclosing(events), aclosing(_atapped(run, _ashaped(modes, events))) as items:
                 async for item in items:
                     yield item
         except BaseException as exc:
@@ -380,17 +377,25 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         await run.on_chain_end(modes.output)
 
 
-async def _ashaped(modes: _Modes, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+async def _ashaped(modes: _Modes, events: AsyncIterator[object]) -> AsyncGenerator[object, None]:
     async for event in events:
         for item in modes.shape(event):
             yield item
 
 
-def _tapped(run: Any, events: Iterator[Any]) -> Iterator[Any]:
+def _tapped(run: CallbackManagerForChainRun, events: Iterator[object]) -> Iterator[object]:
     found = streamer(run)
-    return events if found is None else cast("Iterator[Any]", found.tap_output_iter(run.run_id, events))
+    if found is None:
+        return events
+    tapped: Iterator[object] = found.tap_output_iter(run.run_id, events)  # the same items, passed through
+    return tapped
 
 
-def _atapped(run: Any, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+def _atapped(
+    run: AsyncCallbackManagerForChainRun, events: AsyncGenerator[object, None]
+) -> AsyncGenerator[object, None]:
     found = streamer(run)
-    return events if found is None else cast("AsyncIterator[Any]", found.tap_output_aiter(run.run_id, events))
+    if found is None:
+        return events
+    tapped: AsyncGenerator[object, None] = found.tap_output_aiter(run.run_id, events)  # passed through
+    return tapped

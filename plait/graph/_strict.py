@@ -18,6 +18,7 @@ from typing import Annotated, Any, Union, cast, get_args, get_origin
 
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
 
+from plait._internal._narrow import is_list, is_sequence, is_str_dict
 from plait._schema import MISSING, FieldSpec
 from plait.channels import BaseChannel
 from plait.errors import StrictModeError
@@ -31,7 +32,7 @@ class StrictModeWarning(UserWarning):
     """A pattern that is usually a bug, reported by strict mode without stopping the run."""
 
 
-def _message_types(tp: Any) -> bool:
+def _message_types(tp: object) -> bool:
     origin = get_origin(tp)
     if origin is Annotated:
         return _message_types(get_args(tp)[0])
@@ -40,26 +41,25 @@ def _message_types(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseMessage)
 
 
-def _is_message_list(annotation: Any) -> bool:
+def _is_message_list(annotation: object) -> bool:
     if get_origin(annotation) not in (list, Sequence, collections.abc.Sequence):
         return False
     args = get_args(annotation)
     return bool(args) and _message_types(args[0])
 
 
-def _safe_copy(value: Any) -> Any:
+def _safe_copy(value: object) -> object:
     try:
         return copy.deepcopy(value)
     except Exception:  # noqa: BLE001 - uncopyable values simply skip the mutation check
         return MISSING
 
 
-def _as_list(value: Any) -> list[Any]:
-    # cast: isinstance() narrows Any to list[Unknown] | tuple[Unknown, ...]; the items are anything
-    return list(cast("Sequence[Any]", value)) if isinstance(value, (list, tuple)) else [value]
+def _as_list(value: object) -> list[object]:
+    return list(value) if is_sequence(value) else [value]
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -80,11 +80,11 @@ class StrictChannel(BaseChannel):
         self.plain_list = spec.reducer is not None and not self.is_add_messages and not self.message_list
         self.reducer_name = getattr(spec.reducer, "__name__", repr(spec.reducer))
 
-    def initial(self) -> Any:
+    def initial(self) -> object:
         """Delegates to the wrapped channel."""
         return self.inner.initial()
 
-    def merge(self, current: Any, values: Sequence[Any], nodes: Sequence[str]) -> Any:
+    def merge(self, current: object, values: Sequence[object], nodes: Sequence[str]) -> object:
         """Check the writes, merge them with the wrapped channel, check the result.
 
         Raises:
@@ -109,17 +109,13 @@ class StrictChannel(BaseChannel):
                 value=values[0],
                 nodes=tuple(nodes),
             )
-        if self.is_add_messages and isinstance(merged, list):
-            messages = cast("Sequence[Any]", merged)  # isinstance() narrows Any to list[Unknown]
-            self._check_groups(messages, nodes)
-            return messages
-        if self.plain_list and isinstance(merged, list):
-            items = cast("Sequence[Any]", merged)  # isinstance() narrows Any to list[Unknown]
-            self._check_mixed(current, items, values, nodes)
-            return items
+        if self.is_add_messages and is_list(merged):
+            self._check_groups(merged, nodes)
+        elif self.plain_list and is_list(merged):
+            self._check_mixed(current, merged, values, nodes)
         return merged
 
-    def _check_messages(self, value: Any, node: str) -> None:
+    def _check_messages(self, value: object, node: str) -> None:
         for item in _as_list(value):
             if not isinstance(item, BaseMessage):
                 raise StrictModeError(
@@ -133,7 +129,7 @@ class StrictChannel(BaseChannel):
                 )
 
     def _check_mixed(
-        self, current: Any, merged: Sequence[Any], values: Sequence[Any], nodes: Sequence[str]
+        self, current: object, merged: Sequence[object], values: Sequence[object], nodes: Sequence[str]
     ) -> None:
         """A raw ``str`` beside message objects in any list: it stays a str, and ``m.content`` fails later."""
         if not any(isinstance(item, BaseMessage) for item in merged):
@@ -148,7 +144,7 @@ class StrictChannel(BaseChannel):
             None,
         )
         if culprit is None:  # a str stored earlier, now joined by messages: name the update that did it
-            old = _as_list(current) if isinstance(current, (list, tuple)) else []
+            old = _as_list(current) if is_sequence(current) else []
             text = next((item for item in old if isinstance(item, str)), None)
             if text is None:
                 return
@@ -165,7 +161,7 @@ class StrictChannel(BaseChannel):
             nodes=tuple(nodes),
         )
 
-    def _check_update(self, current: Any, value: Any, node: str) -> None:
+    def _check_update(self, current: object, value: object, node: str) -> None:
         items = _as_list(value)
         seen_new = False
         for item in items:
@@ -180,10 +176,10 @@ class StrictChannel(BaseChannel):
                 )
             if not isinstance(item, RemoveMessage):
                 seen_new = True
-        if isinstance(current, list) and current:
-            _warn_edit_without_id(self.key, node, cast("Sequence[Any]", current), items)
+        if is_list(current) and current:
+            _warn_edit_without_id(self.key, node, current, items)
 
-    def _check_groups(self, messages: Sequence[Any], nodes: Sequence[str]) -> None:
+    def _check_groups(self, messages: Sequence[object], nodes: Sequence[str]) -> None:
         problems = broken_tool_groups(messages)
         if problems:
             raise StrictModeError(
@@ -200,14 +196,14 @@ def _writer(node: str) -> str:
     return "the graph input" if node == "__start__" else f"the update of node {node!r}"
 
 
-def _changed(before: Any, after: Any) -> bool:
+def _changed(before: object, after: object) -> bool:
     try:
         return bool(before != after)
     except Exception:  # noqa: BLE001 - incomparable values: assume unchanged
         return False
 
 
-def _warn_edit_without_id(key: str, node: str, current: Sequence[Any], items: list[Any]) -> None:
+def _warn_edit_without_id(key: str, node: str, current: Sequence[object], items: list[object]) -> None:
     """Warn when an id-less message looks like an edit of the last message (seed 000 §6.4).
 
     Only the newest message is a candidate, and only when the new text is the same
@@ -235,7 +231,7 @@ def _warn_edit_without_id(key: str, node: str, current: Sequence[Any], items: li
             return
 
 
-def broken_tool_groups(messages: Sequence[Any]) -> list[str]:
+def broken_tool_groups(messages: Sequence[object]) -> list[str]:
     """Tool-call problems in a history, ignoring calls still in flight at its end."""
     problems: list[str] = []
     pending: dict[str, int] = {}
@@ -261,27 +257,30 @@ def broken_tool_groups(messages: Sequence[Any]) -> list[str]:
     return problems
 
 
-def _state_fields(state: Any) -> dict[str, Any] | None:
+def _state_fields(state: object) -> dict[str, object] | None:
     """The keys of a state: the mapping itself, or an object's ``__dict__`` (``None`` without one)."""
-    if isinstance(state, dict):
-        return cast("dict[str, Any]", state)  # isinstance() narrows Any to dict[Unknown, Unknown]
+    if is_str_dict(state):
+        return state
     fields = getattr(state, "__dict__", None)
-    return cast("dict[str, Any]", fields) if isinstance(fields, dict) else None
+    return fields if is_str_dict(fields) else None
 
 
-def _fingerprint(state: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _fingerprint(state: object) -> tuple[dict[str, object], dict[str, object]] | None:
     fields = _state_fields(state)
     if fields is None:
         return None
     return dict(fields), {k: _safe_copy(v) for k, v in fields.items()}
 
 
-def _check_input(name: str, state: Any, print_: tuple[dict[str, Any], dict[str, Any]] | None) -> None:
+def _check_input(
+    name: str, state: object, print_: tuple[dict[str, object], dict[str, object]] | None
+) -> None:
     if print_ is None:
         return
     shallow, deep = print_
-    # a state mapping or an object's __dict__ (_fingerprint() found one): str keys
-    fields = cast("dict[str, Any]", state if isinstance(state, dict) else state.__dict__)
+    fields = _state_fields(state)  # found by _fingerprint() already
+    if fields is None:
+        return
     for key in set(shallow) | set(fields):
         if key not in fields or key not in shallow or fields[key] is not shallow[key]:
             raise StrictModeError(
