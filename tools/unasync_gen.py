@@ -14,9 +14,12 @@ Two layouts:
 * **Files** (a whole module pair, httpcore's ``_async/`` -> ``_sync/``): :data:`FILES` maps an async
   module to the sync module made from it.
 
-What the async and sync forms must do differently (the I/O primitives: a lock, a sleep, a thread
-pool against ``asyncio.gather``) stays hand-written, as small named pairs the source calls through
-:data:`NAMES` (httpcore's ``_synchronization.py``); everything else is generated.
+What the async and sync forms must do differently (the I/O primitives: a lock wait, a thread pool
+against ``asyncio.gather``, an async user function refused or awaited) stays hand-written, as small
+named pairs in one module, :data:`PRIMITIVES` (httpcore's ``_synchronization.py``), which the async
+source calls through :data:`NAMES` (``asyncio.sleep`` -> ``time.sleep`` is a rewrite below); everything
+else is generated. An async method that only hands the call to its sync twin (LangGraph's default
+``aput``: ``put`` in a worker thread) is delegation, not a second copy.
 A few lines only the async form has (a sync backend's async method handing the whole call to a
 worker thread, which in the sync form would call itself) sit between ``# >>> async only`` and
 ``# <<< async only`` inside the source; the sync form leaves them out.
@@ -81,8 +84,15 @@ REGIONS: tuple[str, ...] = (
     "plait/checkpoint/_engine_batch.py",
     "plait/checkpoint/postgres/_shallow.py",
     "plait/checkpoint/base.py",
+    "plait/checkpoint/_direct_async.py",
 )
 """Modules holding ``# >>> async source`` regions."""
+
+PRIMITIVES = "plait/_internal/_io_primitives.py"
+"""The I/O primitives: what the two forms must do differently (threads / ``asyncio.gather``, a blocking
+lock wait / a polled one, an async user function refused / awaited, ...), as small hand-written pairs
+that the async sources call through :data:`NAMES`. The one module where a sync/async pair is not
+generated (:func:`twins` leaves it out)."""
 
 FILES: dict[str, str] = {
     "plait/store/postgres/_async_io.py": "plait/store/postgres/_sync_io.py",
@@ -90,6 +100,12 @@ FILES: dict[str, str] = {
 """Whole generated modules: async source module -> sync module."""
 
 NAMES: dict[str, str] = {
+    # the I/O primitives (plait/_internal/_io_primitives.py: the hand-written pairs)
+    "arun_all": "run_all",
+    "asettle_all": "settle_all",
+    "acall_maybe_async": "call_maybe_async",
+    "atake_lock": "take_lock",
+    "aone_attempt": "one_attempt",
     # the store's API (langgraph.store.base)
     "abatch": "batch",
     "aget": "get",
@@ -112,7 +128,6 @@ NAMES: dict[str, str] = {
     "ainvoke": "invoke",
     "_aexecute": "_execute",
     "_arun_one": "_run_one",
-    "_arun_all": "_run_all",
     "_awrap_tool_call": "_wrap_tool_call",
     "AsyncToolCallWrapper": "ToolCallWrapper",
     # create_react_agent
@@ -127,8 +142,8 @@ NAMES: dict[str, str] = {
     "ahold": "hold",
     "_aacquire": "_acquire",
     "apoll": "poll",
-    "aone_attempt": "one_attempt",
     "atake_local": "take_local",
+    "_LoopLease": "LocalLease",  # DirectAsync's process-local lease: taken on the loop / blocking
     # checkpoint savers (langgraph.checkpoint.base) and their engine
     "aget_tuple": "get_tuple",
     "alist": "list",
@@ -173,6 +188,7 @@ NAMES: dict[str, str] = {
     "awaited": "settled",
     "_arun_call": "_run_call",
     "_aattempt_call": "_attempt_call",
+    "_ON_LOOP": "_IN_THREAD",  # start_calls' is_async: True / False
     "acall_routers": "call_routers",
     # the compiled graph (plait.pregel._pregel, _threads_api) and its drivers
     "ainvoke_streaming": "invoke_streaming",
@@ -369,18 +385,40 @@ def _sync_names(name: str) -> list[str]:
 
 def twins(roots: tuple[str, ...] = ("plait",)) -> list[str]:
     """The hand-written sync/async twin pairs: a function ``x`` (more than 3 lines, not generated) and an
-    async function ``ax`` (``_ax``, ``x_async``, or per :data:`NAMES`) in the same module or class."""
+    async function ``ax`` (``_ax``, ``x_async``, or per :data:`NAMES`) in the same module or class.
+
+    Not counted: the pairs of :data:`PRIMITIVES` (the one module where they belong), and an async
+    function that delegates to its twin (its body calls ``x``: LangGraph's default ``aput`` running
+    ``put`` in a worker thread, say), which holds no second copy of what ``x`` does."""
     generated_files = set(FILES.values())
     found: list[str] = []
     for root in roots:
         for path in sorted((ROOT / root).rglob("*.py")) if (ROOT / root).is_dir() else [ROOT / root]:
             rel = str(path.relative_to(ROOT))
-            if rel in generated_files:
+            if rel in generated_files or rel == PRIMITIVES:
                 continue
             text = path.read_text()
             skip = _generated_lines(text)
             found += _scan(rel, ast.parse(text).body, "", skip)
     return found
+
+
+def _delegates(node: ast.AsyncFunctionDef, sync_name: str) -> bool:
+    """Whether the async function ``node`` only hands the work to its sync twin ``sync_name``: at most
+    two statements (its docstring aside), which call ``sync_name(...)``, ``self.sync_name(...)`` or
+    ``asyncio.to_thread(self.sync_name, ...)``. A longer body that also calls the twin (a fallback,
+    say) still has its own copy of the work: a twin."""
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) > 2:
+        return False
+    for inner in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(inner, ast.Name) and inner.id == sync_name:
+            return True
+        if isinstance(inner, ast.Attribute) and inner.attr == sync_name:
+            return True
+    return False
 
 
 def _scan(rel: str, body: list[ast.stmt], where: str, skip: set[int]) -> list[str]:
@@ -393,7 +431,7 @@ def _scan(rel: str, body: list[ast.stmt], where: str, skip: set[int]) -> list[st
             sync = defs.get(candidate)
             if isinstance(sync, ast.FunctionDef):
                 size = (sync.end_lineno or sync.lineno) - sync.lineno + 1
-                if size > 3 and sync.lineno not in skip:
+                if size > 3 and sync.lineno not in skip and not _delegates(node, candidate):
                     found.append(f"{rel}:{where}{candidate}/{name} ({size} lines)")
                 break
     for node in body:

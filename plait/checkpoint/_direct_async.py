@@ -98,17 +98,25 @@ class DirectAsync:
     For savers that keep the default process-local lease: :meth:`alease` takes it on the loop.
     """
 
-    def lease(
-        self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
-    ) -> AbstractContextManager[None]:
-        """The default lease (a lock in this process), as one object: see ``BaseCheckpointSaver.lease``."""
-        return LocalLease(_sync(self).lease_id(thread_id, checkpoint_ns), thread_id, wait, timeout)
-
+    # >>> async source
     async def alease(
         self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
     ) -> AbstractAsyncContextManager[None]:
-        """Async :meth:`lease`: a free thread is taken on the loop, with no worker-thread hop."""
+        """The default lease (a lock in this process), as one object: see ``BaseCheckpointSaver.lease``
+        (async: a free thread is taken on the loop, with no worker-thread hop)."""
         return _LoopLease(_sync(self).lease_id(thread_id, checkpoint_ns), thread_id, wait, timeout)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def lease(
+        self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
+    ) -> AbstractContextManager[None]:
+        """The default lease (a lock in this process), as one object: see ``BaseCheckpointSaver.lease``
+        (async: a free thread is taken on the loop, with no worker-thread hop)."""
+        return LocalLease(_sync(self).lease_id(thread_id, checkpoint_ns), thread_id, wait, timeout)
+
+    # <<< generated sync
 
     async def _asave_many(self, calls: Sequence[SaveOp], release: object, before: object = None) -> bool:
         """A step's saves in one go, on the loop (no coroutine per call); ``False`` (nothing done)

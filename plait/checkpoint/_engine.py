@@ -140,7 +140,10 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
         """Every thread of the root namespace, newest first, in one query."""
         yield from self._drive(self._threads())
 
-    def put(
+    # -- the public API (the sync forms are generated from the async ones) ------------------------
+
+    # >>> async source
+    async def aput(
         self,
         config: dict[str, Any],
         checkpoint: Checkpoint,
@@ -148,6 +151,9 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
         new_versions: Mapping[str, int],
         *,
         expected_head: Any = ...,
+        # >>> async only
+        **kwargs: Any,  # LangGraph's aput signature (its put has none): any other keyword is refused
+        # <<< async only
     ) -> dict[str, Any]:
         """Store a checkpoint in one transaction (PostgreSQL: one round trip); unchanged keys point at earlier rows.
 
@@ -162,31 +168,14 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
                 checkpoint, or the new id does not sort after it (clock skew).
             SerializationError: A value cannot be stored (the error names the state key).
         """
-        return self._drive(self._put_recorded(config, checkpoint, metadata, new_versions, expected_head))
-
-    async def aput(
-        self,
-        config: dict[str, Any],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: Mapping[str, int],
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        """Async :meth:`put` (the one keyword argument is ``expected_head``).
-
-        Its signature is LangGraph's ``aput`` (``put``'s keyword-only ``expected_head`` in
-        ``kwargs``), so the two stay hand-written; what they do is one operation, :meth:`_put_recorded`.
-        """
-        expected_head = kwargs.pop("expected_head", ...)
+        # >>> async only
         if kwargs:
             raise TypeError(f"aput() got unexpected keyword arguments: {sorted(kwargs)}")
+        # <<< async only
         return await self._adrive(
             self._put_recorded(config, checkpoint, metadata, new_versions, expected_head)
         )
 
-    # -- the rest of the public API (the sync forms are generated from the async ones) -----
-
-    # >>> async source
     async def alease(
         self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
     ) -> AbstractAsyncContextManager[None]:
@@ -253,6 +242,30 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def put(
+        self,
+        config: dict[str, Any],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, int],
+        *,
+        expected_head: Any = ...,
+    ) -> dict[str, Any]:
+        """Store a checkpoint in one transaction (PostgreSQL: one round trip); unchanged keys point at earlier rows.
+
+        What the new rows build on (the parent checkpoint and its value rows) is
+        checked inside the write transaction, so a concurrent :meth:`prune` in
+        another thread or process can never leave the new checkpoint pointing
+        at deleted rows: if it removed the parent meanwhile, the values are
+        stored again in full.
+
+        Raises:
+            CheckpointConflictError: ``expected_head`` is given and is not the thread's newest
+                checkpoint, or the new id does not sort after it (clock skew).
+            SerializationError: A value cannot be stored (the error names the state key).
+        """
+        return self._drive(self._put_recorded(config, checkpoint, metadata, new_versions, expected_head))
+
     def lease(
         self, thread_id: str, checkpoint_ns: str = "", *, wait: bool = True, timeout: float | None = None
     ) -> AbstractContextManager[None]:

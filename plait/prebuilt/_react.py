@@ -12,6 +12,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
 from plait._context import running_task
+from plait._internal._io_primitives import acall_maybe_async, call_maybe_async
 from plait.constants import END
 from plait.prebuilt._agent_model import chat_model, prompt_runnable, state_value, validate_chat_history
 from plait.runtime import Runtime
@@ -30,6 +31,13 @@ def model_config(config: Any) -> Any:
     if lc is not None:
         return lc
     return None if var_child_runnable_config.get() is not None else config
+
+
+def _sync_call_refused() -> RuntimeError:
+    return RuntimeError(
+        "Async model callable provided but agent invoked synchronously. Use agent.ainvoke() or "
+        "agent.astream(), or provide a sync model callable."
+    )
 
 
 def _runtime() -> Runtime[Any]:
@@ -65,22 +73,21 @@ class AgentParts:
 
     # -- the model ----------------------------------------------------------------------------
 
-    def _choose(self, state: Any) -> Any:
-        """The model the model function picks for this call (refused for an async function)."""
-        self._refuse_sync()
-        return self.model(state, _runtime())
-
+    # >>> async source
     async def _achoose(self, state: Any) -> Any:
-        """The model the model function picks for this call (awaited if the function is async)."""
-        chosen = self.model(state, _runtime())
-        return await chosen if self.dynamic_async else chosen
+        """The model the model function picks for this call (awaited if the function is async; the
+        sync form refuses an async one)."""
+        return await acall_maybe_async(self.model, self.dynamic_async, _sync_call_refused, state, _runtime())
 
-    def _refuse_sync(self) -> None:
-        if self.dynamic_async:
-            raise RuntimeError(
-                "Async model callable provided but agent invoked synchronously. Use agent.ainvoke() or "
-                "agent.astream(), or provide a sync model callable."
-            )
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def _choose(self, state: Any) -> Any:
+        """The model the model function picks for this call (awaited if the function is async; the
+        sync form refuses an async one)."""
+        return call_maybe_async(self.model, self.dynamic_async, _sync_call_refused, state, _runtime())
+
+    # <<< generated sync
 
     def _model_input(self, state: Any) -> Any:
         """The state the prompt sees: ``llm_input_messages`` (from a pre-model hook) or ``messages``.

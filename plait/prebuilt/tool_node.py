@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal, TypedDict, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
@@ -23,6 +23,7 @@ from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 from pydantic import ValidationError
 
 from plait._context import running_task
+from plait._internal._io_primitives import arun_all, run_all
 from plait.errors import GraphBubbleUp, is_invalid_resume
 from plait.prebuilt._graph_state import execution_info, graph_state
 from plait.prebuilt._injection import (
@@ -216,25 +217,6 @@ class ToolNode(Runnable[Any, Any]):
         """The node's tools by name."""
         return self._tools_by_name
 
-    # -- entry points -----------------------------------------------------------------------------
-
-    def _run_all(
-        self, calls: list[ToolCall], kind: InputKind, runtimes: list[ToolRuntime[Any, Any]], config: Any
-    ) -> list[Output]:
-        """The calls' outputs, in order: one call in this thread, several in threads."""
-        if len(calls) == 1:
-            return [self._run_one(calls[0], kind, runtimes[0])]
-        with get_executor_for_config(config) as executor:
-            return list(executor.map(self._run_one, calls, [kind] * len(calls), runtimes))
-
-    async def _arun_all(
-        self, calls: list[ToolCall], kind: InputKind, runtimes: list[ToolRuntime[Any, Any]], config: Any
-    ) -> list[Output]:
-        """The calls' outputs, in order: run concurrently on this event loop."""
-        return list(
-            await asyncio.gather(*(self._arun_one(c, kind, r) for c, r in zip(calls, runtimes, strict=True)))
-        )
-
     # -- input ------------------------------------------------------------------------------------
 
     def _parse_input(self, input: Any) -> tuple[list[ToolCall], InputKind]:  # noqa: A002
@@ -339,7 +321,9 @@ class ToolNode(Runnable[Any, Any]):
         """
         calls, kind = self._parse_input(input)
         runtimes = self._runtimes(input, calls, ensure_config(config))
-        outputs = await self._arun_all(calls, kind, runtimes, config)
+        jobs = [partial(self._arun_one, c, kind, r) for c, r in zip(calls, runtimes, strict=True)]
+        # one call in this thread, several in langchain's threads (sync) or on this event loop
+        outputs = await arun_all(jobs, None, lambda _: get_executor_for_config(config))
         return combine(outputs, kind, self._messages_key, in_graph=running_task() is not None)
 
     async def _aexecute(self, request: ToolCallRequest, kind: InputKind) -> Output:
@@ -389,7 +373,9 @@ class ToolNode(Runnable[Any, Any]):
         """
         calls, kind = self._parse_input(input)
         runtimes = self._runtimes(input, calls, ensure_config(config))
-        outputs = self._run_all(calls, kind, runtimes, config)
+        jobs = [partial(self._run_one, c, kind, r) for c, r in zip(calls, runtimes, strict=True)]
+        # one call in this thread, several in langchain's threads (sync) or on this event loop
+        outputs = run_all(jobs, None, lambda _: get_executor_for_config(config))
         return combine(outputs, kind, self._messages_key, in_graph=running_task() is not None)
 
     def _execute(self, request: ToolCallRequest, kind: InputKind) -> Output:

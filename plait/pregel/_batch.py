@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Protocol, cast
 
+from plait._internal._io_primitives import arun_all, run_all
 from plait.pregel._concurrency import max_concurrency
 
 __all__ = ["abatch", "batch"]
@@ -23,10 +22,6 @@ class _Runs(Protocol):
     def ainvoke(self) -> Callable[..., Awaitable[Any]]: ...
 
 
-_THREADS = 16
-"""Runs a sync batch keeps going at once when the config sets no ``max_concurrency``."""
-
-
 def _configs(config: Any, count: int) -> list[Any]:
     """One config per input: the list given, or the one config repeated."""
     if isinstance(config, (list, tuple)):
@@ -37,42 +32,13 @@ def _configs(config: Any, count: int) -> list[Any]:
     return [config] * count
 
 
-def _run_all(calls: Sequence[Callable[[], Any]], config: Any) -> list[Any]:
-    """The calls' results, in order: one call in this thread, several in threads (at most
-    ``config``'s ``max_concurrency`` at once)."""
-    if len(calls) <= 1:
-        return [call() for call in calls]
-    limit = max_concurrency(config) or _THREADS
-    with ThreadPoolExecutor(max_workers=min(limit, len(calls))) as pool:
-        return list(pool.map(_call, calls))
-
-
-def _call(call: Callable[[], Any]) -> Any:
-    return call()
-
-
-async def _arun_all(calls: Sequence[Callable[[], Awaitable[Any]]], config: Any) -> list[Any]:
-    """The calls' results, in order: run concurrently on this event loop (at most ``config``'s
-    ``max_concurrency`` at once)."""
-    limit = max_concurrency(config)
-    gate = asyncio.Semaphore(limit) if limit else None
-
-    async def one(call: Callable[[], Awaitable[Any]]) -> Any:
-        if gate is None:
-            return await call()
-        async with gate:
-            return await call()
-
-    return list(await asyncio.gather(*(one(call) for call in calls)))
-
-
 # >>> async source
 async def abatch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
     """One run per input (``invoke``; ``ainvoke`` when async), side by side: in threads, or
     concurrently on the event loop when async; the results in input order."""
     configs = _configs(config, len(inputs))
     calls = [partial(graph.ainvoke, i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
-    return await _arun_all(calls, configs[0] if configs else None)
+    return await arun_all(calls, max_concurrency(configs[0] if configs else None))
 
 
 # <<< async source
@@ -84,7 +50,7 @@ def batch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> li
     concurrently on the event loop when async; the results in input order."""
     configs = _configs(config, len(inputs))
     calls = [partial(graph.invoke, i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
-    return _run_all(calls, configs[0] if configs else None)
+    return run_all(calls, max_concurrency(configs[0] if configs else None))
 
 
 # <<< generated sync

@@ -26,6 +26,7 @@ from contextvars import copy_context
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from plait._internal._io_primitives import asettle_all, settle_all
 from plait.checkpoint.base import INTERRUPT, RESUME
 from plait.errors import GraphInterrupt
 from plait.pregel._cache import cache_key
@@ -52,6 +53,8 @@ __all__ = [
 
 RETURN = "__return__"
 """The saved write that holds what a task call returned."""
+_ON_LOOP = True  # start_calls' is_async in the async code (its calls return asyncio futures) ...
+_IN_THREAD = False  # ... and in the sync code made from it (tools/unasync_gen.py maps the name)
 _EXTRAS = ("config", "runtime", "store", "writer")
 
 
@@ -245,27 +248,6 @@ def _interrupts_of(outcomes: Sequence[BaseException | None]) -> list[Interrupt]:
     return found
 
 
-def settled(ctx: TaskContext) -> list[Interrupt]:
-    """Wait for every call ``ctx``'s task made; the interrupts they paused on."""
-    calls = cast("Calls | None", ctx.calls)
-    if calls is None or not calls.started:
-        return []
-    outcomes: list[BaseException | None] = []
-    for future in calls.started:
-        future.run()
-        outcomes.append(future.exception())
-    return _interrupts_of(outcomes)
-
-
-async def awaited(ctx: TaskContext) -> list[Interrupt]:
-    """Async :func:`settled`."""
-    calls = cast("Calls | None", ctx.calls)
-    if calls is None or not calls.started:
-        return []
-    results = await asyncio.gather(*calls.started, return_exceptions=True)
-    return _interrupts_of([r if isinstance(r, BaseException) else None for r in results])
-
-
 def fold_calls(by_task: dict[str, dict[str, Any]], roots: Sequence[str]) -> list[Any] | None:
     """For a snapshot: move the pending interrupts of task calls onto the node that made them.
 
@@ -338,10 +320,6 @@ def _cache_of(call: _Call) -> Any:
     return cache
 
 
-def _retry_delay(spec: TaskSpec, exc: Exception, attempt: int) -> float | None:
-    return retry_delay(spec.retry, exc, attempt)
-
-
 def _fresh(call: _Call) -> TaskContext:
     return dataclasses.replace(call.ctx, calls=None, subgraph_calls=0, _calls=0)
 
@@ -355,7 +333,8 @@ def _start(call: _Call) -> TaskFuture:
     return future
 
 
-def _body(call: _Call, ctx: TaskContext) -> Any:
+def _call(call: _Call, ctx: TaskContext) -> Any:
+    """The task function's answer, in this thread (an async function's is run to its end here)."""
     policy = call.spec.timeout
     if policy is not None:
         ctx.progress = Progress(policy)
@@ -370,13 +349,6 @@ def _timed(call: _Call, body: Awaitable[Any], progress: Progress) -> Awaitable[A
     return body if policy is None else timed(call.spec.name, body, policy, progress)
 
 
-def _attempt_call(call: _Call, ctx: TaskContext) -> Any:
-    """One attempt at the call, in this thread (its own calls sync)."""
-    start_calls(ctx, False)
-    with task_scope(ctx):
-        return finish(ctx, lambda: _body(call, ctx))
-
-
 # -- running on the event loop ----------------------------------------------------------------------
 
 
@@ -384,23 +356,35 @@ def _astart(call: _Call) -> asyncio.Task[Any]:
     return asyncio.ensure_future(_arun_call(call))
 
 
-async def _aattempt_call(call: _Call, ctx: TaskContext) -> Any:
-    """One attempt at the call, on the event loop (a plain function: in a worker thread)."""
-    if not call.spec.is_async:
-        return await asyncio.to_thread(_attempt_call, call, ctx)
-    start_calls(ctx, True)
+def _acall(call: _Call, ctx: TaskContext) -> Awaitable[Any]:
+    """The task function's answer, to await on the event loop."""
     if call.spec.timeout is not None:
         ctx.progress = Progress(call.spec.timeout)
-    with task_scope(ctx):
-        return await afinish(ctx, lambda: _acall(call, ctx))
-
-
-def _acall(call: _Call, ctx: TaskContext) -> Awaitable[Any]:
     body = call.spec.fn(*call.args, **call.kwargs)
     return body if ctx.progress is None else _timed(call, body, ctx.progress)
 
 
 # >>> async source
+async def awaited(ctx: TaskContext) -> list[Interrupt]:
+    """Wait for every call ``ctx``'s task made; the interrupts they paused on."""
+    calls = cast("Calls | None", ctx.calls)
+    if calls is None or not calls.started:
+        return []
+    return _interrupts_of(await asettle_all(calls.started))
+
+
+async def _aattempt_call(call: _Call, ctx: TaskContext) -> Any:
+    """One attempt at the call, its own calls made like it: sync, in this thread; async, on the
+    event loop (a plain function: in a worker thread)."""
+    # >>> async only
+    if not call.spec.is_async:
+        return await asyncio.to_thread(_attempt_call, call, ctx)
+    # <<< async only
+    start_calls(ctx, _ON_LOOP)
+    with task_scope(ctx):
+        return await afinish(ctx, lambda: _acall(call, ctx))
+
+
 async def afinish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
     """``body()`` (awaited when async), then wait for the calls it made; an interrupt of any of
     them pauses the caller.
@@ -435,7 +419,7 @@ async def _arun_call(call: _Call) -> Any:
             _paused(call, exc)
             raise
         except Exception as exc:
-            delay = _retry_delay(call.spec, exc, attempt)
+            delay = retry_delay(call.spec.retry, exc, attempt)
             if delay is None:
                 raise
             await asyncio.sleep(delay)
@@ -450,6 +434,22 @@ async def _arun_call(call: _Call) -> Any:
 
 
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+def settled(ctx: TaskContext) -> list[Interrupt]:
+    """Wait for every call ``ctx``'s task made; the interrupts they paused on."""
+    calls = cast("Calls | None", ctx.calls)
+    if calls is None or not calls.started:
+        return []
+    return _interrupts_of(settle_all(calls.started))
+
+
+def _attempt_call(call: _Call, ctx: TaskContext) -> Any:
+    """One attempt at the call, its own calls made like it: sync, in this thread; async, on the
+    event loop (a plain function: in a worker thread)."""
+    start_calls(ctx, _IN_THREAD)
+    with task_scope(ctx):
+        return finish(ctx, lambda: _call(call, ctx))
+
+
 def finish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
     """``body()`` (awaited when async), then wait for the calls it made; an interrupt of any of
     them pauses the caller.
@@ -484,7 +484,7 @@ def _run_call(call: _Call) -> Any:
             _paused(call, exc)
             raise
         except Exception as exc:
-            delay = _retry_delay(call.spec, exc, attempt)
+            delay = retry_delay(call.spec.retry, exc, attempt)
             if delay is None:
                 raise
             time.sleep(delay)

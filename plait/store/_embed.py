@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.embeddings import Embeddings
 
+from plait._internal._io_primitives import acall_maybe_async, call_maybe_async
 from plait.store._paths import get_text_at_path, tokenize_path
 from plait.store.base import EmbeddingDimensionError, IndexConfig, PutOp, SearchOp
 
@@ -34,6 +35,13 @@ Path = tuple[str, ...]
 _KEYS = {"dims", "embed", "fields", "text_fields", "distance_type", "ann_index_config"}
 
 
+def _sync_embed_refused() -> TypeError:
+    return TypeError(
+        "the store's `embed` is an async function, so only the async store methods "
+        "(aput, asearch, abatch) can embed; pass a sync function or an Embeddings object"
+    )
+
+
 class EmbeddingsLambda(Embeddings):
     """LangChain ``Embeddings`` over a plain function (sync or async) ``list[str] -> list[vector]``."""
 
@@ -48,21 +56,12 @@ class EmbeddingsLambda(Embeddings):
             getattr(func, "__call__", None)  # noqa: B004 - async callable objects count too
         )
 
-    def _call(self, texts: list[str]) -> Any:
-        """The function's answer (refused for an async function: only the async store methods can await it)."""
-        if self.is_async:
-            raise TypeError(
-                "the store's `embed` is an async function, so only the async store methods "
-                "(aput, asearch, abatch) can embed; pass a sync function or an Embeddings object"
-            )
-        return self.func(texts)
-
-    async def _acall(self, texts: list[str]) -> Any:
-        """The function's answer (awaited if the function is async)."""
-        answer = self.func(texts)
-        return await cast("Awaitable[Any]", answer) if self.is_async else answer
-
     # >>> async source
+    async def _acall(self, texts: list[str]) -> Any:
+        """The function's answer (awaited if the function is async; the sync form refuses an async
+        one: only the async store methods can await it)."""
+        return await acall_maybe_async(self.func, self.is_async, _sync_embed_refused, texts)
+
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed texts."""
         return cast("list[list[float]]", await self._acall(texts))
@@ -75,6 +74,11 @@ class EmbeddingsLambda(Embeddings):
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def _call(self, texts: list[str]) -> Any:
+        """The function's answer (awaited if the function is async; the sync form refuses an async
+        one: only the async store methods can await it)."""
+        return call_maybe_async(self.func, self.is_async, _sync_embed_refused, texts)
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed texts."""
         return cast("list[list[float]]", self._call(texts))

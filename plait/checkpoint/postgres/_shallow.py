@@ -47,11 +47,11 @@ def deprecated(name: str) -> None:
 class ShallowSaver(SqlSaverBase):
     """Mixed in before a SQL saver: prune the namespace to its head after every ``put``.
 
-    ``put`` and ``aput`` stay hand-written (two lines each): their signatures differ as LangGraph's do
-    (``aput`` takes ``expected_head`` in ``**kwargs``); the reads' sync forms are generated.
+    The sync methods are generated from the async ones (``aput`` also takes LangGraph's ``**kwargs``).
     """
 
-    def put(
+    # >>> async source
+    async def aput(
         self,
         config: dict[str, Any],
         checkpoint: Checkpoint,
@@ -59,26 +59,24 @@ class ShallowSaver(SqlSaverBase):
         new_versions: Mapping[str, int],
         *,
         expected_head: Any = ...,
+        # >>> async only
+        **kwargs: Any,  # LangGraph's aput signature: any other keyword is refused by the saver's
+        # <<< async only
     ) -> dict[str, Any]:
         """Store ``checkpoint``, then delete the older ones of its thread."""
-        saved = super().put(config, checkpoint, metadata, new_versions, expected_head=expected_head)
-        self.prune(saved["configurable"]["thread_id"], keep_last=1)
-        return saved
-
-    async def aput(
-        self,
-        config: dict[str, Any],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: Mapping[str, int],
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        """Async :meth:`put`."""
-        saved = await super().aput(config, checkpoint, metadata, new_versions, **kwargs)
+        saved = await super().aput(
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+            expected_head=expected_head,
+            # >>> async only
+            **kwargs,
+            # <<< async only
+        )
         await self.aprune(saved["configurable"]["thread_id"], keep_last=1)
         return saved
 
-    # >>> async source
     async def aget_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The newest checkpoint of the namespace (a ``checkpoint_id`` is ignored), without parent."""
         return _alone(await super().aget_tuple(_newest(config)))
@@ -98,6 +96,26 @@ class ShallowSaver(SqlSaverBase):
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def put(
+        self,
+        config: dict[str, Any],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, int],
+        *,
+        expected_head: Any = ...,
+    ) -> dict[str, Any]:
+        """Store ``checkpoint``, then delete the older ones of its thread."""
+        saved = super().put(
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+            expected_head=expected_head,
+        )
+        self.prune(saved["configurable"]["thread_id"], keep_last=1)
+        return saved
+
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The newest checkpoint of the namespace (a ``checkpoint_id`` is ignored), without parent."""
         return _alone(super().get_tuple(_newest(config)))
