@@ -7,9 +7,9 @@ import typing
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from types import UnionType
-from typing import Any, Literal, Union, cast, get_args, get_origin
+from typing import Literal, Union, cast, get_args, get_origin
 
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 
 from plait.constants import END
 from plait.errors import GraphBuildError
@@ -33,13 +33,13 @@ class BranchDef:
     """
 
     name: str
-    path: Callable[..., Any]
+    path: Callable[..., object]
     path_map: dict[Hashable, str] | None
     ends: tuple[str, ...]
     input_schema: type | None = None
 
 
-def _literal_targets(path: Callable[..., Any]) -> tuple[str, ...]:
+def _literal_targets(path: Callable[..., object]) -> tuple[str, ...]:
     fn = path if inspect.isfunction(path) or inspect.ismethod(path) else type(path).__call__
     try:
         ret = typing.get_type_hints(fn).get("return")
@@ -59,14 +59,14 @@ class _RunnableRoute:
     """A Runnable router as a function of ``(state, config)``: ``invoke`` (``ainvoke`` when it has only
     an async function, as a ``RunnableCallable`` may), named after the Runnable, which reports its own run."""
 
-    def __init__(self, runnable: Runnable[Any, Any]) -> None:
+    def __init__(self, runnable: Runnable[object, object]) -> None:
         self.runnable = runnable
         self.__name__ = runnable.get_name()
         self.only_async = (
             getattr(runnable, "func", True) is None and getattr(runnable, "afunc", None) is not None
         )
 
-    def __call__(self, state: Any, config: Any) -> Any:
+    def __call__(self, state: object, config: RunnableConfig | None) -> object:
         runnable = self.runnable
         return runnable.ainvoke(state, config) if self.only_async else runnable.invoke(state, config)
 
@@ -74,7 +74,7 @@ class _RunnableRoute:
 _INJECTED = ("store", "writer", "runtime")
 
 
-def router_extras(path: Callable[..., Any]) -> tuple[str, ...]:
+def router_extras(path: Callable[..., object]) -> tuple[str, ...]:
     """The parameters a router receives by keyword besides its state, as LangGraph injects them:
     ``store``, ``writer`` and ``runtime``, and then ``config`` too when it declares it. Empty (the
     common case: ``config``, if any, goes second by position) when it declares none of the three.
@@ -90,17 +90,17 @@ def router_extras(path: Callable[..., Any]) -> tuple[str, ...]:
     return (*names, "config") if any(p.name == "config" for p in named) else names
 
 
-def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None) -> BranchDef:
+def make_branch(path: Callable[..., object], path_map: dict[Hashable, str] | list[str] | None) -> BranchDef:
     """Normalise ``add_conditional_edges`` arguments.
 
     Raises:
         ValueError: ``path`` is not callable or ``path_map`` has the wrong type.
     """
-    hinted: Any = path
+    hinted: object = path
     if isinstance(path, Runnable):
-        runnable = cast("Runnable[Any, Any]", path)
-        func: Any = getattr(runnable, "func", None)
-        afunc: Any = getattr(runnable, "afunc", None)
+        runnable = cast("Runnable[object, object]", path)
+        func: object = getattr(runnable, "func", None)
+        afunc: object = getattr(runnable, "afunc", None)
         hinted = func or afunc or runnable
         path = _RunnableRoute(runnable)
     if not callable(path):
@@ -124,7 +124,7 @@ def make_branch(path: Callable[..., Any], path_map: dict[Hashable, str] | list[s
 
 
 def node_destinations(
-    action: Any, given: Mapping[str, str] | Sequence[str] | None
+    action: object, given: Mapping[str, str] | Sequence[str] | None
 ) -> tuple[tuple[str, str | None], ...]:
     """Where a node may go with ``Command(goto=...)``, as ``(target, label)`` pairs (for drawing).
 
@@ -138,7 +138,7 @@ def node_destinations(
     fn = (
         action
         if inspect.isfunction(action) or inspect.ismethod(action)
-        else getattr(cast("type[object]", type(action)), "__call__", None)  # noqa: B004 - its method
+        else getattr(type(action), "__call__", None)  # noqa: B004 - its method
     )
     try:
         ret = typing.get_type_hints(fn).get("return") if fn is not None else None
@@ -152,5 +152,5 @@ def node_destinations(
     return tuple(found)
 
 
-def _literals(hint: Any) -> tuple[Any, ...]:
+def _literals(hint: object) -> tuple[object, ...]:
     return get_args(hint) if get_origin(hint) is Literal else ()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
+from plait._internal._narrow import is_str_dict
 from plait._schema import MISSING, FieldSpec, SchemaKind, schema_kind
 from plait.channels import BaseChannel, BinaryOperatorAggregate, LastValue
 from plait.constants import END, START
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["build_plan", "field_channel"]
 
 
-def field_channel(spec: FieldSpec) -> Any:
+def field_channel(spec: FieldSpec) -> object:
     """The channel a field declares or implies (its managed value's class for a managed one)."""
     if spec.managed is not None:
         return spec.managed
@@ -43,29 +44,29 @@ def _channel(spec: FieldSpec) -> BaseChannel:
     return BinaryOperatorAggregate(spec.name, spec.reducer, spec.initial)
 
 
-def _maker(schema: type | None) -> Callable[[dict[str, Any]], Any] | None:
+def _maker(schema: type | None) -> Callable[[dict[str, object]], object] | None:
     kind = schema_kind(schema)
     if kind in (SchemaKind.DATACLASS, SchemaKind.PYDANTIC):
-        cls: Any = schema
+        cls: Any = schema  # a dataclass or pydantic model class
         return lambda values: cls(**values)
     return None
 
 
-def _model_to_dict(obj: Any) -> dict[str, Any]:
-    if isinstance(obj, dict):
-        return cast("dict[str, Any]", obj)  # already the state mapping: keys are field names
+def _model_to_dict(obj: object) -> dict[str, object]:
+    if is_str_dict(obj):
+        return obj  # already the state mapping: keys are field names
     model = cast("type[BaseModel]", type(obj))  # schema_kind() said PYDANTIC
     return {k: getattr(obj, k) for k in model.model_fields}
 
 
-def _dataclass_to_dict(obj: Any) -> dict[str, Any]:
-    if isinstance(obj, dict):
-        return cast("dict[str, Any]", obj)  # already the state mapping: keys are field names
-    fields: dict[str, Any] = obj.__dataclass_fields__
+def _dataclass_to_dict(obj: Any) -> dict[str, object]:  # a dataclass instance, or the state mapping
+    if is_str_dict(obj):
+        return obj  # already the state mapping: keys are field names
+    fields: dict[str, object] = obj.__dataclass_fields__
     return {k: getattr(obj, k) for k in fields}
 
 
-def _to_dict(schema: type) -> Callable[[Any], dict[str, Any]] | None:
+def _to_dict(schema: type) -> Callable[[object], dict[str, object]] | None:
     kind = schema_kind(schema)
     if kind == SchemaKind.PYDANTIC:
         return _model_to_dict
@@ -78,8 +79,8 @@ def _keys(builder: GraphSpec, schema: type) -> tuple[str, ...]:
     return tuple(spec.name for spec in builder.schema_fields[schema])
 
 
-def _defaults(builder: GraphSpec, keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
-    out: list[tuple[str, Any]] = []
+def _defaults(builder: GraphSpec, keys: tuple[str, ...]) -> tuple[tuple[str, object], ...]:
+    out: list[tuple[str, object]] = []
     for key in keys:
         spec = builder.channels.get(key)
         if spec is not None and spec.reducer is None and spec.default is not MISSING:
@@ -110,7 +111,7 @@ def _check_edges(builder: GraphSpec) -> None:
         )
 
 
-def _interrupts(builder: GraphSpec, nodes: Any) -> frozenset[str]:
+def _interrupts(builder: GraphSpec, nodes: Sequence[str] | None) -> frozenset[str]:
     if not nodes:
         return frozenset()
     names = frozenset(["*"] if nodes == "*" else nodes)
@@ -161,7 +162,7 @@ def _node_spec(builder: GraphSpec, name: str, state_keys: tuple[str, ...]) -> No
     )
 
 
-def _is_graph(obj: Any) -> bool:
+def _is_graph(obj: object) -> bool:
     """A compiled graph that keeps state as a subgraph (a node function calling it runs it as one)."""
     return isinstance(obj, Pregel) and obj.subgraph_saving != "off"
 
@@ -215,7 +216,12 @@ def _strict(
     return wrapped, calls
 
 
-def build_plan(builder: GraphSpec, interrupt_before: Any, interrupt_after: Any, strict: bool | None) -> Plan:
+def build_plan(
+    builder: GraphSpec,
+    interrupt_before: Sequence[str] | None,
+    interrupt_after: Sequence[str] | None,
+    strict: bool | None,
+) -> Plan:
     """Check ``builder`` and compile it.
 
     Raises:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from plait.types import CachePolicy, RetryPolicies, TimeoutPolicy
 
@@ -30,18 +30,18 @@ class NodeDefaults:
     """
 
     retry_policy: RetryPolicies | None = None
-    cache_policy: CachePolicy[Any] | None = None
-    error_handler: Any = None
+    cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None
+    error_handler: object = None
     timeout: TimeoutPolicy | None = None
 
     def policies(
         self,
         retry: RetryPolicies | None,
-        cache: CachePolicy[Any] | None,
+        cache: CachePolicy[Callable[..., str | bytes]] | None,
         handler: str | None,
         *,
         is_handler: bool,
-    ) -> tuple[RetryPolicies | None, CachePolicy[Any] | None, str | None]:
+    ) -> tuple[RetryPolicies | None, CachePolicy[Callable[..., str | bytes]] | None, str | None]:
         """A node's ``(retry policy, cache policy, error handler node)`` once these defaults apply."""
         if is_handler:
             return retry or self.retry_policy, cache, None

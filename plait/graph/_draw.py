@@ -12,9 +12,10 @@ drawn without edges.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple, cast
 
+from langchain_core.runnables import Runnable
 from langchain_core.runnables.graph import Graph
 
 from plait.constants import END, START
@@ -167,8 +168,10 @@ def _add_edge(graph: Graph, source: str, target: str, label: str | None, conditi
     graph.add_edge(graph.nodes[source], graph.nodes[target], label, conditional)
 
 
-def _metadata(name: str, node: Any, runnable: Any, interrupts: tuple[Any, Any]) -> dict[str, Any] | None:
-    meta: dict[str, Any] = dict(getattr(node, "metadata", None) or {})
+def _metadata(
+    name: str, node: object, runnable: object, interrupts: tuple[Collection[str], Collection[str]]
+) -> dict[str, object] | None:
+    meta: dict[str, object] = dict(getattr(node, "metadata", None) or {})
     if getattr(node, "defer", False):
         meta["defer"] = True
     in_before, in_after = (name in i for i in interrupts)  # as in LangGraph, "*" marks no node
@@ -180,7 +183,7 @@ def _metadata(name: str, node: Any, runnable: Any, interrupts: tuple[Any, Any]) 
         meta["__interrupt"] = "after"
     tools = getattr(runnable, "tools_by_name", None)
     if isinstance(tools, Mapping) and tools:
-        meta["__tools"] = list(cast("Mapping[str, Any]", tools))
+        meta["__tools"] = list(cast("Mapping[str, object]", tools))
     return meta or None
 
 
@@ -202,8 +205,8 @@ def _inline_subgraph(graph: Graph, name: str, inner: Graph) -> None:
 
 def draw_builder(
     builder: GraphSpec,
-    runnables: Mapping[str, Any],
-    interrupts: tuple[Any, Any] = ((), ()),
+    runnables: Mapping[str, Runnable[Any, Any]],
+    interrupts: tuple[Collection[str], Collection[str]] = ((), ()),
     xray: int | bool = False,
 ) -> DrawableGraph:
     """The drawing of a compiled graph.

@@ -14,10 +14,10 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from plait._schema import ROOT, FieldSpec
 from plait._trace import TracePolicy
+from plait.channels import BaseChannel
 from plait.graph._spec import GraphSpec
 from plait.pregel._plan import NodeSpec, Plan
 from plait.pregel._root import root_call, root_state, root_value
@@ -26,7 +26,7 @@ from plait.pregel._traced import traced_call
 __all__ = ["finish_plan"]
 
 
-def _channels(builder: GraphSpec, plan: Plan) -> dict[str, Any]:
+def _channels(builder: GraphSpec, plan: Plan) -> dict[str, BaseChannel]:
     channels = dict(plan.channels)
     for name, spec in builder.channels.items():
         if spec.channel is not None:
@@ -34,13 +34,13 @@ def _channels(builder: GraphSpec, plan: Plan) -> dict[str, Any]:
     return channels
 
 
-def managed_of(builder: GraphSpec, schema: Any) -> tuple[tuple[str, Any], ...]:
+def managed_of(builder: GraphSpec, schema: type | None) -> tuple[tuple[str, object], ...]:
     """The managed values (``RemainingSteps``…) a schema of the graph declares, as ``(key, manager)``."""
-    specs: tuple[FieldSpec, ...] = builder.schema_fields.get(schema, ())
+    specs: tuple[FieldSpec, ...] = builder.schema_fields.get(schema, ()) if schema is not None else ()
     return tuple((s.name, s.managed) for s in specs if s.managed is not None)
 
 
-def _managed(builder: GraphSpec, name: str) -> tuple[tuple[str, Any], ...]:
+def _managed(builder: GraphSpec, name: str) -> tuple[tuple[str, object], ...]:
     return managed_of(builder, builder.nodes[name].input_schema or builder.state_schema)
 
 

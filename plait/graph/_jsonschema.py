@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Any, Union, get_args, get_origin
+from typing import Union, get_args, get_origin
 
 import typing_extensions
 from pydantic import BaseModel, TypeAdapter
@@ -16,13 +16,13 @@ from plait._schema import ROOT, FieldSpec, fields_of
 __all__ = ["config_model", "context_jsonschema", "schema_model", "state_jsonschema"]
 
 
-def _optional(tp: Any) -> bool:
+def _optional(tp: object) -> bool:
     if get_origin(tp) is typing.Annotated:
         return _optional(get_args(tp)[0])
     return get_origin(tp) in (Union, types.UnionType) and type(None) in get_args(tp)
 
 
-def _default(schema: Any, spec: FieldSpec) -> Any:
+def _default(schema: type[object], spec: FieldSpec) -> object:
     """The field's default in a generated model: ``...`` when required (LangGraph's rules)."""
     optional_keys: frozenset[str] = getattr(schema, "__optional_keys__", frozenset())
     if spec.name in optional_keys:
@@ -38,7 +38,7 @@ def _default(schema: Any, spec: FieldSpec) -> Any:
     return None if _optional(spec.annotation) else ...
 
 
-def schema_model(schema: Any, specs: tuple[FieldSpec, ...], name: str) -> type[BaseModel]:
+def schema_model(schema: type[object], specs: tuple[FieldSpec, ...], name: str) -> type[BaseModel]:
     """A pydantic model of ``schema`` (the class itself when it is one), named ``name``.
 
     Keys pydantic reserves (``_private``, ``schema``…) keep their names as aliases.
@@ -52,16 +52,16 @@ def schema_model(schema: Any, specs: tuple[FieldSpec, ...], name: str) -> type[B
     return create_model(name, field_definitions=fields)
 
 
-def _pydantic(schema: Any) -> type[BaseModel] | None:
+def _pydantic(schema: object) -> type[BaseModel] | None:
     return schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
 
 
-def _adapted(schema: Any) -> dict[str, Any]:
-    adapter: TypeAdapter[Any] = TypeAdapter(schema)
+def _adapted(schema: type[object]) -> dict[str, object]:
+    adapter: TypeAdapter[object] = TypeAdapter(schema)
     return adapter.json_schema()
 
 
-def state_jsonschema(schema: Any, specs: tuple[FieldSpec, ...], name: str) -> dict[str, Any]:
+def state_jsonschema(schema: type[object], specs: tuple[FieldSpec, ...], name: str) -> dict[str, object]:
     """The JSON schema of a state schema, as LangGraph reports it."""
     model = _pydantic(schema)
     if model is not None:
@@ -73,7 +73,7 @@ def state_jsonschema(schema: Any, specs: tuple[FieldSpec, ...], name: str) -> di
     return schema_model(schema, specs, name).model_json_schema()
 
 
-def context_jsonschema(schema: Any) -> dict[str, Any] | None:
+def context_jsonschema(schema: type[object] | None) -> dict[str, object] | None:
     """The JSON schema of a context schema, or ``None`` without one.
 
     Raises:
@@ -91,7 +91,7 @@ def context_jsonschema(schema: Any) -> dict[str, Any] | None:
     raise ValueError(f"Invalid context schema type: {schema}. Must be a BaseModel, TypedDict or dataclass.")
 
 
-def config_model(context_schema: Any) -> type[BaseModel]:
+def config_model(context_schema: type[object] | None) -> type[BaseModel]:
     """The deprecated config schema: a ``LangGraphConfig`` model whose ``configurable`` is the context."""
-    configurable: Any = context_schema if context_schema is not None else dict[str, Any]
+    configurable: object = context_schema if context_schema is not None else dict[str, object]
     return create_model("LangGraphConfig", field_definitions={"configurable": (configurable, None)})

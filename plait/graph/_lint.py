@@ -14,7 +14,7 @@ from plait.graph._spec import GraphSpec
 __all__ = ["check_parallel_writes", "returned_keys"]
 
 
-def _function_node(fn: Any) -> ast.AST | None:
+def _function_node(fn: Any) -> ast.AST | None:  # a function, method or lambda (its code is read)
     try:
         raw = inspect.getsource(fn)
     except (OSError, TypeError):
@@ -54,7 +54,7 @@ def _dict_keys(node: ast.AST) -> set[str]:
     return set()
 
 
-def returned_keys(fn: Any) -> set[str]:
+def returned_keys(fn: object) -> set[str]:
     """State keys a node function visibly returns (dict literals in its return statements)."""
     node = _function_node(fn)
     if node is None:

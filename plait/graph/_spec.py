@@ -19,14 +19,14 @@ __all__ = ["GraphSpec", "NodeDef"]
 class NodeDef:
     """A node as added to the builder."""
 
-    action: Any
+    action: Any  # what add_node took: a function, a Runnable, a compiled graph…
     input_schema: type | None = None
     retry_policy: RetryPolicies | None = None
     # the factory is cast once, here, to its element types (it stays the builtin dict)
-    metadata: dict[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
+    metadata: dict[str, object] = field(default_factory=cast("Callable[[], dict[str, object]]", dict))
     destinations: tuple[tuple[str, str | None], ...] = ()
     """Where the node may go with ``Command(goto=...)``: ``(target, edge label)`` pairs, for drawing."""
-    cache_policy: CachePolicy[Any] | None = None
+    cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None
     defer: bool = False
     error_handler: str | None = None
     """The node that runs when this one fails (``add_node(..., error_handler=...)``), if any."""
@@ -41,12 +41,12 @@ class NodeDef:
 class GraphSpec(Protocol):
     """A graph as built so far: its schemas, state keys, nodes, edges and branches."""
 
-    state_schema: type[Any]
-    input_schema: type[Any]
-    output_schema: type[Any]
+    state_schema: type[object]
+    input_schema: type[object]
+    output_schema: type[object]
     schema_fields: dict[type, tuple[FieldSpec, ...]]
     channels: dict[str, FieldSpec]
-    managed: dict[str, Any]
+    managed: dict[str, object]
     nodes: dict[str, NodeDef]
     edges: set[tuple[str, str]]
     waiting_edges: set[tuple[tuple[str, ...], str]]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Annotated, Any, Literal, TypeGuard, TypeVar, overload
+from typing import Annotated, Any, Literal, SupportsIndex, TypeGuard, TypeVar, overload
 
 from langchain_core.messages import (
     AnyMessage,
@@ -162,14 +162,14 @@ class MessageList(list[BaseMessage]):
         index, self.id_index = self.id_index, None
         return index
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[object, ...]:
         return (list, (list(self),))
 
 
-def _mutator(name: str) -> Callable[..., Any]:
+def _mutator(name: str) -> Callable[..., object]:
     inner = getattr(list, name)
 
-    def method(self: MessageList, *args: Any, **kwargs: Any) -> Any:
+    def method(self: MessageList, *args: object, **kwargs: object) -> object:
         self.id_index = None
         return inner(self, *args, **kwargs)
 

@@ -33,7 +33,7 @@ from plait.typing import ContextT, InputT, OutputT, StateT
 __all__ = ["CompiledStateGraph", "StateGraph"]
 
 
-def _name_of(action: Any) -> str:
+def _name_of(action: object) -> str:
     name = getattr(action, "name", None)
     if isinstance(name, str) and name:
         return name
@@ -45,9 +45,9 @@ def _name_of(action: Any) -> str:
     raise GraphBuildError(f"Cannot infer a node name from {action!r}; pass it: add_node('name', fn)")
 
 
-def _schema_hints(action: Any) -> tuple[type | None, type | None]:
+def _schema_hints(action: object) -> tuple[type | None, type | None]:
     """The input and return schema annotated on a node function, if any."""
-    fn = action if callable(action) and not isinstance(action, type) else None
+    fn: Callable[..., object] | None = action if callable(action) and not isinstance(action, type) else None
     if fn is None or isinstance(fn, Pregel):
         return None, None
     call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object: read its __call__
@@ -108,7 +108,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.schema_fields: dict[type, tuple[FieldSpec, ...]] = {}
         """Each schema's fields as plait reads them (:attr:`schemas` is LangGraph's view of them)."""
         self.channels: dict[str, FieldSpec] = {}
-        self.managed: dict[str, Any] = {}
+        self.managed: dict[str, object] = {}
         """Managed value keys (``RemainingSteps``…) and their class: filled in per task, never stored."""
         self.nodes: dict[str, NodeDef] = {}
         self.edges: set[tuple[str, str]] = set()
@@ -129,7 +129,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             allow(*classes)
 
     @property
-    def schemas(self) -> dict[type, dict[str, Any]]:
+    def schemas(self) -> dict[type, dict[str, object]]:
         """LangGraph's view of the schemas: each one's keys mapped to their channel (or managed value)."""
         return {
             schema: {s.name: field_channel(s) for s in specs} for schema, specs in self.schema_fields.items()
