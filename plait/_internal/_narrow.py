@@ -6,9 +6,10 @@ code reads the value as (the values are user data: items are ``object``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TypeGuard
 
-__all__ = ["is_list", "is_sequence", "is_str_dict"]
+__all__ = ["is_list", "is_sequence", "is_str_dict", "is_str_mapping"]
 
 
 def is_list(value: object) -> TypeGuard[list[object]]:
@@ -24,3 +25,8 @@ def is_sequence(value: object) -> TypeGuard[list[object] | tuple[object, ...]]:
 def is_str_dict(value: object) -> TypeGuard[dict[str, object]]:
     """``isinstance(value, dict)``, for a dict keyed by names (a state, a config, an object's ``__dict__``)."""
     return isinstance(value, dict)
+
+
+def is_str_mapping(value: object) -> TypeGuard[Mapping[str, object]]:
+    """``isinstance(value, Mapping)``, for a mapping keyed by names (an event's data, metadata)."""
+    return isinstance(value, Mapping)

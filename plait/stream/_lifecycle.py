@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import cast
 
+from plait._internal._narrow import is_list, is_str_mapping
 from plait.errors import GraphDrained, GraphInterrupt
 from plait.stream._mux import StreamMux
 from plait.stream._types import (
@@ -64,7 +65,7 @@ def status_of_error(err: BaseException) -> tuple[SubgraphStatus, str | None]:
     return "failed", str(err)
 
 
-def status_of_result(result: Mapping[str, Any]) -> tuple[SubgraphStatus, str | None]:
+def status_of_result(result: Mapping[str, object]) -> tuple[SubgraphStatus, str | None]:
     """How a subgraph ended, from the task result of the parent task running it (an interrupt
     wins over an error)."""
     if result.get("interrupts"):
@@ -75,19 +76,19 @@ def status_of_result(result: Mapping[str, Any]) -> tuple[SubgraphStatus, str | N
     return "completed", None
 
 
-def _tool_call_id(task_input: Any) -> str | None:
+def _tool_call_id(task_input: object) -> str | None:
     """The tool call a task runs: a ``{"tool_call": {"id": ...}}`` input (one tool call per
     task), or the first call of a list of tool calls."""
-    if isinstance(task_input, Mapping):
-        call = cast("Mapping[str, Any]", task_input).get("tool_call")
-        if isinstance(call, Mapping):
-            found = cast("Mapping[str, Any]", call).get("id")
+    if is_str_mapping(task_input):
+        call = task_input.get("tool_call")
+        if is_str_mapping(call):
+            found = call.get("id")
             return found if isinstance(found, str) else None
         return None
-    if isinstance(task_input, list):
-        for item in cast("list[object]", task_input):
-            if isinstance(item, Mapping):
-                found = cast("Mapping[str, Any]", item).get("id")
+    if is_list(task_input):
+        for item in task_input:
+            if is_str_mapping(item):
+                found = item.get("id")
                 if isinstance(found, str):
                     return found
     return None
@@ -138,10 +139,10 @@ class _TasksLifecycleBase(StreamTransformer):
         if event["method"] != "tasks":
             return True
         ns = tuple(event["params"]["namespace"])
-        data: Any = event["params"]["data"]
-        if not isinstance(data, Mapping):
+        data: object = event["params"]["data"]
+        if not is_str_mapping(data):
             return False
-        payload = cast("dict[str, Any]", data)
+        payload = data
         if "result" in payload:
             self._handle_task_result(ns, payload)
         else:
@@ -151,22 +152,18 @@ class _TasksLifecycleBase(StreamTransformer):
         return False  # shown as lifecycle / subgraph projections instead
 
     @staticmethod
-    def _agent_name(data: dict[str, Any]) -> str | None:
+    def _agent_name(data: Mapping[str, object]) -> str | None:
         """The ``lc_agent_name`` in a task event's metadata (set by LangChain's ``create_agent``)."""
-        metadata: Any = data.get("metadata")
-        found = (
-            cast("Mapping[str, Any]", metadata).get("lc_agent_name")
-            if isinstance(metadata, Mapping)
-            else None
-        )
+        metadata: object = data.get("metadata")
+        found = metadata.get("lc_agent_name") if is_str_mapping(metadata) else None
         return cast("str | None", found)
 
-    def _record_identity(self, ns: Ns, data: dict[str, Any]) -> None:
+    def _record_identity(self, ns: Ns, data: Mapping[str, object]) -> None:
         """Note the ``lc_agent_name`` of the first task event seen at ``ns``."""
         if ns not in self._lc_by_ns:
             self._lc_by_ns[ns] = self._agent_name(data)
 
-    def _record_pending_tool_calls(self, data: dict[str, Any]) -> None:
+    def _record_pending_tool_calls(self, data: Mapping[str, object]) -> None:
         """Remember the tool call a starting task runs, by task id (a subagent it starts is
         under ``node:<that task id>``)."""
         task_id = data.get("id")
@@ -175,7 +172,7 @@ class _TasksLifecycleBase(StreamTransformer):
             if call_id is not None:
                 self._pending_tool_calls[task_id] = call_id
 
-    def _handle_task_start(self, ns: Ns, data: dict[str, Any]) -> None:
+    def _handle_task_start(self, ns: Ns, data: Mapping[str, object]) -> None:
         if ns in self._seen or not self._should_track(ns):
             return
         self._seen.add(ns)
@@ -192,7 +189,7 @@ class _TasksLifecycleBase(StreamTransformer):
             self._open[ns] = trigger_call_id
 
     def _pop_terminal_transitions(
-        self, ns: Ns, data: dict[str, Any]
+        self, ns: Ns, data: Mapping[str, object]
     ) -> list[tuple[Ns, SubgraphStatus, str | None]]:
         """The open subgraphs directly under ``ns`` that the task result ``data`` ends (no
         longer open afterwards), with how they ended."""
@@ -206,7 +203,7 @@ class _TasksLifecycleBase(StreamTransformer):
                 ended.append((child, *status_of_result(data)))
         return ended
 
-    def _handle_task_result(self, ns: Ns, data: dict[str, Any]) -> None:
+    def _handle_task_result(self, ns: Ns, data: Mapping[str, object]) -> None:
         for child, status, error in self._pop_terminal_transitions(ns, data):
             self._on_terminal(child, status, error)
 
@@ -235,7 +232,7 @@ class LifecycleTransformer(_TasksLifecycleBase):
         super().__init__(scope)
         self._channel: StreamChannel[LifecyclePayload] = StreamChannel("lifecycle")
 
-    def init(self) -> dict[str, Any]:
+    def init(self) -> dict[str, object]:
         return {"lifecycle": self._channel}
 
     def _should_track(self, ns: Ns) -> bool:
@@ -279,10 +276,10 @@ class SubgraphTransformer(_TasksLifecycleBase):
         self._handles: dict[Ns, Handle] = {}
         self._mux: StreamMux | None = None
 
-    def init(self) -> dict[str, Any]:
+    def init(self) -> dict[str, object]:
         return {"subgraphs": self._log}
 
-    def _on_register(self, mux: Any) -> None:
+    def _on_register(self, mux: object) -> None:
         self._mux = cast("StreamMux", mux)
 
     def _should_track(self, ns: Ns) -> bool:
@@ -356,12 +353,12 @@ class SubgraphTransformer(_TasksLifecycleBase):
         if event["method"] == "tasks":
             keep = False
             ns = tuple(event["params"]["namespace"])
-            data: Any = event["params"]["data"]
-            if isinstance(data, Mapping) and "result" in data:
-                for child, status, error in self._pop_terminal_transitions(ns, cast("dict[str, Any]", data)):
+            data: object = event["params"]["data"]
+            if is_str_mapping(data) and "result" in data:
+                for child, status, error in self._pop_terminal_transitions(ns, data):
                     await self._aon_terminal(child, status, error)
-            elif isinstance(data, Mapping):
-                payload = cast("dict[str, Any]", data)
+            elif is_str_mapping(data):
+                payload = data
                 self._record_identity(ns, payload)
                 self._record_pending_tool_calls(payload)
                 self._handle_task_start(ns, payload)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, cast
+from typing import cast
 
+from plait._internal._narrow import is_str_dict
 from plait.stream._types import ProtocolEvent, StreamTransformer, needs_async
 from plait.stream.stream_channel import StreamChannel
 
@@ -58,13 +59,13 @@ class StreamMux:
         self._events: StreamChannel[ProtocolEvent] = StreamChannel()
         self._events._bind_mux(self)  # pyright: ignore[reportPrivateUsage]
         self._transformers: list[StreamTransformer] = []
-        self._channels: list[StreamChannel[Any]] = []
+        self._channels: list[StreamChannel[object]] = []
         self._owners: dict[str, StreamTransformer] = {}
         self._seq = 0
         self._pump: Callable[[], bool] | None = None
         self._apump: Callable[[], Awaitable[bool]] | None = None
         self._finished = False
-        self.extensions: dict[str, Any] = {}
+        self.extensions: dict[str, object] = {}
         self.native_keys: set[str] = set()
         made = [*(transformers or ()), *(factory(self.scope) for factory in self._factories or ())]
         for transformer in sorted(made, key=lambda t: not t.before_builtins):
@@ -77,10 +78,9 @@ class StreamMux:
         if not self.is_async and needs_async(transformer):
             raise RuntimeError(f"{name} requires an async run: use astream_events(version='v3')")
         made = cast(object, transformer.init())  # a subclass may return anything
-        if not isinstance(made, dict):
+        if not is_str_dict(made):
             raise TypeError(f"{name}.init() must return a dict of projections, got {type(made).__name__}")
-        projections = cast("dict[str, Any]", made)
-        for key, value in projections.items():
+        for key, value in made.items():
             if key in self._owners:
                 raise ValueError(
                     f"Projection key conflict: {key!r} is already provided by "
@@ -91,7 +91,7 @@ class StreamMux:
             if transformer._native:  # pyright: ignore[reportPrivateUsage]
                 self.native_keys.add(key)
             if isinstance(value, StreamChannel):
-                channel: StreamChannel[Any] = value  # pyright: ignore[reportUnknownVariableType]
+                channel: StreamChannel[object] = value  # pyright: ignore[reportUnknownVariableType]
                 self.adopt(channel)
                 if channel.name is not None:  # a native transformer's channel is a protocol method
                     method = channel.name if transformer._native else f"custom:{channel.name}"  # pyright: ignore[reportPrivateUsage]
@@ -99,14 +99,14 @@ class StreamMux:
         self._transformers.append(transformer)
         transformer._on_register(self)  # pyright: ignore[reportPrivateUsage]
 
-    def adopt(self, channel: StreamChannel[Any]) -> None:
+    def adopt(self, channel: StreamChannel[object]) -> None:
         """Make ``channel`` part of this run: iterated in its mode, pulling the run when empty, and
         closed (or failed) when the run ends."""
         channel._bind_mux(self)  # pyright: ignore[reportPrivateUsage]
         self._channels.append(channel)
 
-    def _forwarder(self, method: str) -> Callable[[Any], None]:
-        def forward(item: Any) -> None:
+    def _forwarder(self, method: str) -> Callable[[object], None]:
+        def forward(item: object) -> None:
             self._append(
                 {
                     "type": "event",
@@ -206,7 +206,8 @@ class StreamMux:
         return self._finished
 
     def _close_channels(self, err: BaseException | None) -> None:
-        for channel in [*self._channels, self._events]:
+        channels: list[StreamChannel[object] | StreamChannel[ProtocolEvent]] = [*self._channels, self._events]
+        for channel in channels:
             if err is None:
                 channel.close()
             else:
@@ -239,7 +240,7 @@ class StreamMux:
                 pass
         self._close_channels(err)
 
-    def _scheduled(self) -> list[asyncio.Task[Any]]:
+    def _scheduled(self) -> list[asyncio.Task[object]]:
         return [task for t in self._transformers for task in t._scheduled_tasks()]  # pyright: ignore[reportPrivateUsage]
 
     async def aclose(self) -> None:

@@ -30,7 +30,7 @@ _EXPLICIT = ("interrupt_before", "interrupt_after", "control")
 """Options always handed to ``stream`` (``None`` when not given), as LangGraph's v3 does."""
 
 
-def factories_of(specs: Iterable[Any] | None) -> list[TransformerFactory]:
+def factories_of(specs: Iterable[object] | None) -> list[TransformerFactory]:
     """Transformer classes or ``factory(scope)`` callables, checked.
 
     Raises:
@@ -52,12 +52,12 @@ def factories_of(specs: Iterable[Any] | None) -> list[TransformerFactory]:
 
 
 def _prepare(
-    graph: Any,
+    graph: object,
     config: Mapping[str, Any] | None,
-    transformers: Iterable[Any] | None,
-    kwargs: Mapping[str, Any],
+    transformers: Iterable[object] | None,
+    kwargs: Mapping[str, object],
     is_async: bool,
-) -> tuple[StreamMux, dict[str, Any], list[str], dict[str, Any]]:
+) -> tuple[StreamMux, dict[str, Any], list[str], dict[str, object]]:
     owned = [k for k in _OWNED if k in kwargs]
     if owned:
         raise TypeError(
@@ -81,11 +81,11 @@ def _prepare(
 
 
 def stream_events_v3(
-    graph: Any,
-    input: Any,  # noqa: A002
-    config: Mapping[str, Any] | None,
-    transformers: Iterable[Callable[[tuple[str, ...]], Any]] | None,
-    kwargs: Mapping[str, Any],
+    graph: Any,  # a compiled graph (its stream/astream overloads)
+    input: object,  # noqa: A002
+    config: Mapping[str, object] | None,
+    transformers: Iterable[Callable[[tuple[str, ...]], object]] | None,
+    kwargs: Mapping[str, object],
 ) -> GraphRunStream:
     """A :class:`GraphRunStream` over ``graph.stream(input, config, **kwargs)`` (not started yet)."""
     mux, cfg, modes, options = _prepare(graph, config, transformers, kwargs, False)
@@ -94,11 +94,11 @@ def stream_events_v3(
 
 
 async def astream_events_v3(
-    graph: Any,
-    input: Any,  # noqa: A002
-    config: Mapping[str, Any] | None,
-    transformers: Iterable[Callable[[tuple[str, ...]], Any]] | None,
-    kwargs: Mapping[str, Any],
+    graph: Any,  # a compiled graph (its stream/astream overloads)
+    input: object,  # noqa: A002
+    config: Mapping[str, object] | None,
+    transformers: Iterable[Callable[[tuple[str, ...]], object]] | None,
+    kwargs: Mapping[str, object],
 ) -> AsyncGraphRunStream:
     """Async :func:`stream_events_v3` (over ``graph.astream``)."""
     mux, cfg, modes, options = _prepare(graph, config, transformers, kwargs, True)

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from typing_extensions import NotRequired, TypedDict
 
@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger("plait.stream")
+_T = TypeVar("_T")
 
 
 class ProtocolEventParams(TypedDict):
@@ -114,7 +115,7 @@ class StreamTransformer(ABC):
     def init(self) -> dict[str, Any]:
         """The projections this transformer contributes, by name."""
 
-    def _on_register(self, mux: Any) -> None:  # noqa: B027 - an optional hook
+    def _on_register(self, mux: object) -> None:  # noqa: B027 - an optional hook
         """Called once the mux has registered this transformer (``mux`` is the :class:`StreamMux`)."""
 
     def process(self, event: ProtocolEvent) -> bool:
@@ -140,8 +141,8 @@ class StreamTransformer(ABC):
         self.fail(err)
 
     def schedule(
-        self, coro: Coroutine[Any, Any, Any], *, on_error: Literal["log", "raise"] = "log"
-    ) -> asyncio.Task[Any]:
+        self, coro: Coroutine[object, object, _T], *, on_error: Literal["log", "raise"] = "log"
+    ) -> asyncio.Task[_T | None]:
         """Run ``coro`` as a task of this run; the run waits for it before it finalizes.
 
         Args:
@@ -161,7 +162,7 @@ class StreamTransformer(ABC):
         self._scheduled_tasks().add(task)
         return task
 
-    async def _guarded(self, coro: Coroutine[Any, Any, Any], on_error: str) -> Any:
+    async def _guarded(self, coro: Coroutine[object, object, _T], on_error: str) -> _T | None:
         try:
             return await coro
         except asyncio.CancelledError:
@@ -172,9 +173,9 @@ class StreamTransformer(ABC):
             _log.exception("scheduled work of %s failed", type(self).__name__)
             return None
 
-    def _scheduled_tasks(self) -> set[asyncio.Task[Any]]:
+    def _scheduled_tasks(self) -> set[asyncio.Task[object]]:
         # made on first use: subclasses need not call ``super().__init__()``
-        tasks: set[asyncio.Task[Any]] = vars(self).setdefault("_plait_tasks", set())
+        tasks: set[asyncio.Task[object]] = vars(self).setdefault("_plait_tasks", set())
         return tasks
 
 

@@ -12,7 +12,7 @@ import asyncio
 import itertools
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 __all__ = ["StreamChannel"]
 
@@ -223,6 +223,6 @@ class StreamChannel(Generic[T]):
         return f"StreamChannel(name={self.name!r}, {state}, buffered={len(self._items)})"
 
 
-def stamped(channel: StreamChannel[Any]) -> deque[tuple[int, Any]]:
+def stamped(channel: StreamChannel[object]) -> deque[tuple[int, object]]:
     """The unread ``(stamp, item)`` pairs of ``channel`` (for merging channels in push order)."""
     return channel._items  # pyright: ignore[reportPrivateUsage]
