@@ -52,7 +52,7 @@ MISSING: Any = _Missing()
 ROOT = "__root__"
 """The one key of a state that is a single value (``StateGraph(Annotated[list, operator.add])``)."""
 
-_ABSTRACT_TO_CONCRETE: dict[Any, type] = {
+_ABSTRACT_TO_CONCRETE: dict[object, type] = {
     collections.abc.Sequence: list,
     collections.abc.MutableSequence: list,
     collections.abc.Set: set,
@@ -80,12 +80,12 @@ class FieldSpec:
     """
 
     name: str
-    annotation: Any
-    reducer: Callable[[Any, Any], Any] | None
-    initial: Callable[[], Any] | None
-    default: Any = MISSING
-    channel: Any = None
-    managed: Any = None
+    annotation: Any  # a type expression, as typing and pydantic take it
+    reducer: Callable[[object, object], object] | None
+    initial: Callable[[], object] | None
+    default: object = MISSING
+    channel: Any = None  # a BaseChannel (plait.channels imports this module)
+    managed: object = None
 
 
 class SchemaKind:
@@ -103,12 +103,12 @@ class SchemaKind:
 class _PydanticField(Protocol):
     """What plait reads of a pydantic ``FieldInfo`` (pydantic is optional, so it is not imported)."""
 
-    annotation: Any
-    metadata: list[Any]
+    annotation: object
+    metadata: list[object]
 
     def is_required(self) -> bool: ...
 
-    def get_default(self, *, call_default_factory: bool) -> Any: ...
+    def get_default(self, *, call_default_factory: bool) -> object: ...
 
 
 class _PydanticModel(Protocol):
@@ -122,7 +122,7 @@ def _model_fields(schema: type) -> dict[str, _PydanticField]:
     return cast(_PydanticModel, schema).model_fields
 
 
-def _annotated(info: _PydanticField) -> Any:
+def _annotated(info: _PydanticField) -> object:
     """A pydantic field's annotation with its metadata put back (``Annotated[tp, *metadata]``)."""
     if not info.metadata:
         return info.annotation
@@ -130,12 +130,12 @@ def _annotated(info: _PydanticField) -> Any:
     return Annotated[args]
 
 
-def _is_pydantic(tp: Any) -> bool:
+def _is_pydantic(tp: object) -> bool:
     pyd = sys.modules.get("pydantic")
     return pyd is not None and isinstance(tp, type) and issubclass(tp, pyd.BaseModel)
 
 
-def schema_kind(tp: Any) -> str | None:
+def schema_kind(tp: object) -> str | None:
     """Return the :class:`SchemaKind` of ``tp``, or ``None`` if it is not a state schema."""
     if isinstance(tp, type) and typing_extensions.is_typeddict(tp):
         return SchemaKind.TYPED_DICT
@@ -146,12 +146,12 @@ def schema_kind(tp: Any) -> str | None:
     return None
 
 
-def is_schema(tp: Any) -> bool:
+def is_schema(tp: object) -> bool:
     """Whether ``tp`` can describe state (TypedDict, dataclass or pydantic model)."""
     return schema_kind(tp) is not None
 
 
-def validate_reducer(reducer: Any) -> None:
+def validate_reducer(reducer: object) -> None:
     """Reject a reducer that cannot be called as ``reducer(old, new)``.
 
     Builtins without an introspectable signature (``max``, ``min``) are
@@ -174,7 +174,7 @@ def validate_reducer(reducer: Any) -> None:
     raise GraphBuildError(f"Invalid reducer signature. Expected (a, b) -> c. Got {sig}")
 
 
-def zero_factory(annotation: Any) -> Callable[[], Any] | None:
+def zero_factory(annotation: object) -> Callable[[], Any] | None:  # a class: makes a value of the annotation
     """``tp`` when ``tp()`` builds a zero value of ``annotation`` (``list``, ``int``…), else ``None``."""
     if annotation is None:
         return None
@@ -192,27 +192,27 @@ def zero_factory(annotation: Any) -> Callable[[], Any] | None:
 _WRAPPERS = (typing_extensions.Required, typing_extensions.NotRequired, typing_extensions.ReadOnly)
 
 
-def _unwrap(hint: Any) -> Any:
+def _unwrap(hint: object) -> object:
     """``hint`` without ``Required[...]`` / ``NotRequired[...]`` / ``ReadOnly[...]`` around it."""
     while get_origin(hint) in _WRAPPERS:
         hint = get_args(hint)[0]
     return hint
 
 
-def _is_channel(extra: Any) -> bool:
+def _is_channel(extra: object) -> bool:
     # plait.channels imports this module, so a channel is recognised by its interface
     return callable(getattr(extra, "merge", None)) and callable(getattr(extra, "from_checkpoint", None))
 
 
 @dataclass(frozen=True, slots=True)
 class _Extras:
-    base: Any
-    reducer: Callable[[Any, Any], Any] | None = None
-    channel: Any = None
-    managed: Any = None
+    base: object
+    reducer: Callable[[object, object], object] | None = None
+    channel: Any = None  # a BaseChannel (plait.channels imports this module)
+    managed: object = None
 
 
-def _managed_of(hint: Any) -> Any:
+def _managed_of(hint: object) -> object:
     if get_origin(hint) is Annotated:
         last = get_args(hint)[-1]
         last = get_origin(last) or last
@@ -221,7 +221,7 @@ def _managed_of(hint: Any) -> Any:
     return None
 
 
-def _split_annotated(hint: Any) -> _Extras:
+def _split_annotated(hint: object) -> _Extras:
     hint = _unwrap(hint)
     managed = _managed_of(hint)
     if managed is not None:
@@ -243,25 +243,25 @@ def _split_annotated(hint: Any) -> _Extras:
     return _Extras(base, reducer=reducer)
 
 
-def _bind(extra: Any, base: Any) -> Any:
+def _bind(extra: object, base: object) -> object:
     """A channel instance for a key: ``Topic(str)`` is copied, a class such as ``EphemeralValue`` built."""
     if isinstance(extra, type):
         return extra(get_origin(base) or base)
     return extra
 
 
-def _constant(value: Any) -> Callable[[], Any]:
+def _constant(value: Any) -> Callable[[], object]:
     return lambda: value
 
 
-def _copying(value: Any) -> Callable[[], Any]:
+def _copying(value: Any) -> Callable[[], object]:  # Any: isinstance() below must not narrow it
     if isinstance(value, (str, bytes, int, float, bool, type(None), tuple, frozenset)):
         return _constant(value)
     return lambda: copy.copy(value)
 
 
-def _declared_defaults(schema: type, kind: str, names: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _declared_defaults(schema: type, kind: str, names: list[str]) -> dict[str, object]:
+    out: dict[str, object] = {}
     if kind == SchemaKind.DATACLASS:
         for f in dataclasses.fields(schema):
             if f.default is not dataclasses.MISSING:
@@ -291,7 +291,7 @@ def _typeddict_lineage(schema: type) -> list[type]:
     return found
 
 
-def _hints(schema: type, kind: str) -> dict[str, Any]:
+def _hints(schema: type, kind: str) -> dict[str, object]:
     if kind == SchemaKind.PYDANTIC:
         return {n: _annotated(f) for n, f in _model_fields(schema).items()}
     try:
@@ -304,7 +304,7 @@ def _hints(schema: type, kind: str) -> dict[str, Any]:
         ) from exc
 
 
-def _spec(name: str, hint: Any, default: Any) -> FieldSpec:
+def _spec(name: str, hint: object, default: object) -> FieldSpec:
     extras = _split_annotated(hint)
     annotation, reducer = extras.base, extras.reducer
     if extras.managed is not None:
@@ -326,7 +326,7 @@ def _spec(name: str, hint: Any, default: Any) -> FieldSpec:
     return FieldSpec(name, annotation, reducer, initial, default)
 
 
-def fields_of(schema: Any) -> tuple[FieldSpec, ...]:
+def fields_of(schema: Any) -> tuple[FieldSpec, ...]:  # a schema class, or a type expression
     """Read ``schema`` into field specs, in declaration order.
 
     A TypedDict, dataclass, pydantic model or any class with annotations has one
@@ -352,6 +352,6 @@ def fields_of(schema: Any) -> tuple[FieldSpec, ...]:
     return tuple(specs)
 
 
-def _has_keys(schema: Any) -> bool:
+def _has_keys(schema: object) -> bool:
     """A class with annotations of its own (LangGraph reads its keys from them)."""
     return isinstance(schema, type) and bool(getattr(schema, "__annotations__", None))

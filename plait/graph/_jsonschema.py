@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 import typing_extensions
 from pydantic import BaseModel, TypeAdapter
@@ -48,7 +48,9 @@ def schema_model(schema: type[object], specs: tuple[FieldSpec, ...], name: str) 
         return given
     if len(specs) == 1 and specs[0].name == ROOT:
         return create_model(name, root=(specs[0].annotation, None))
-    fields = {s.name: (s.annotation, _default(schema, s)) for s in specs if s.managed is None}
+    fields: dict[str, tuple[object, object]] = {
+        s.name: (s.annotation, _default(schema, s)) for s in specs if s.managed is None
+    }
     return create_model(name, field_definitions=fields)
 
 
@@ -61,7 +63,7 @@ def _adapted(schema: type[object]) -> dict[str, object]:
     return adapter.json_schema()
 
 
-def state_jsonschema(schema: type[object], specs: tuple[FieldSpec, ...], name: str) -> dict[str, object]:
+def state_jsonschema(schema: Any, specs: tuple[FieldSpec, ...], name: str) -> dict[str, object]:
     """The JSON schema of a state schema, as LangGraph reports it."""
     model = _pydantic(schema)
     if model is not None:
