@@ -13,9 +13,11 @@ import asyncio
 import inspect
 import sys
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Optional, TypeAlias, Union, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import Context
+from typing import Any, Optional, TypeAlias, TypeVar, Union, cast
 
+from langchain_core.callbacks.base import BaseCallbackManager
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import RunnableLike as LCRunnableLike
 from langchain_core.runnables.config import (
@@ -39,7 +41,8 @@ RunnableLike: TypeAlias = LCRunnableLike[Any, Any]
 """What a node or router may be: a Runnable, or a function LangChain can turn into one."""
 
 _EMPTY = inspect.Parameter.empty
-_CONFIG_HINTS: tuple[Any, ...] = (
+_Manager = TypeVar("_Manager", bound=BaseCallbackManager)
+_CONFIG_HINTS: tuple[object, ...] = (
     RunnableConfig,
     "RunnableConfig",
     Optional[RunnableConfig],  # noqa: UP045 - matched against annotations as written
@@ -47,9 +50,9 @@ _CONFIG_HINTS: tuple[Any, ...] = (
     "RunnableConfig | None",
     _EMPTY,
 )
-_WRITER_HINTS: tuple[Any, ...] = (StreamWriter, "StreamWriter", _EMPTY)
-_STORE_HINTS: tuple[Any, ...] = (BaseStore, "BaseStore", _EMPTY)
-_OPTIONAL_STORE_HINTS: tuple[Any, ...] = (
+_WRITER_HINTS: tuple[object, ...] = (StreamWriter, "StreamWriter", _EMPTY)
+_STORE_HINTS: tuple[object, ...] = (BaseStore, "BaseStore", _EMPTY)
+_OPTIONAL_STORE_HINTS: tuple[object, ...] = (
     Optional[BaseStore],  # noqa: UP045
     Union[BaseStore, None],  # noqa: UP007
     "Optional[BaseStore]",
@@ -58,18 +61,18 @@ _OPTIONAL_STORE_HINTS: tuple[Any, ...] = (
 _KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
-def _hint_in(hint: Any, hints: tuple[Any, ...]) -> bool:
+def _hint_in(hint: object, hints: tuple[object, ...]) -> bool:
     return any(hint is h or (isinstance(hint, str) == isinstance(h, str) and hint == h) for h in hints)
 
 
-def _no_writer(_: Any) -> None:
+def _no_writer(_: object) -> None:
     return None
 
 
-def _accepted(fn: Callable[..., Any]) -> dict[str, Any]:
+def _accepted(fn: Callable[..., object]) -> dict[str, object]:
     """The extras ``fn`` declares, each with its default (``MISSING``: required)."""
     params = inspect.signature(fn).parameters
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, param in params.items():
         if param.kind not in _KINDS:
             continue
@@ -100,7 +103,7 @@ def _accepted(fn: Callable[..., Any]) -> dict[str, Any]:
 _RUNTIME_FIELDS = {"writer": "stream_writer", "store": "store", "previous": "previous"}
 
 
-def _runtime_of(config: RunnableConfig) -> Any:
+def _runtime_of(config: RunnableConfig) -> object:
     given = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
     if given is not None:
         return given
@@ -150,7 +153,7 @@ class RunnableCallable(Runnable[Any, Any]):
         self.trace = trace
         self.recurse = recurse
         self.explode_args = explode_args
-        self.func_accepts: dict[str, Any] = _accepted(fn)
+        self.func_accepts: dict[str, object] = _accepted(fn)
 
     def __repr__(self) -> str:
         shown = {
@@ -159,18 +162,23 @@ class RunnableCallable(Runnable[Any, Any]):
         return f"{self.get_name()}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     def _call_args(
-        self, input: Any, config: RunnableConfig, kwargs: dict[str, Any]
-    ) -> tuple[Any, dict[str, Any]]:
+        self,
+        input: Any,  # noqa: A002 - (args, kwargs) with explode_args
+        config: RunnableConfig,
+        kwargs: dict[str, object],
+    ) -> tuple[Sequence[object], dict[str, object]]:
+        args: Sequence[object]
+        extra: Mapping[str, object]
         if self.explode_args:
             args, extra = input
             kwargs = {**self.kwargs, **extra, **kwargs}
         else:
             args, kwargs = (input,), {**self.kwargs, **kwargs}
-        runtime: Any = None
+        runtime: object = None
         for kw, default in self.func_accepts.items():
             if kw in kwargs:
                 continue
-            value: Any = MISSING
+            value: object = MISSING
             if kw == "config":
                 value = config
             elif kw == "error":
@@ -245,7 +253,7 @@ class RunnableCallable(Runnable[Any, Any]):
         return ret
 
 
-def _without_task_ns(manager: Any) -> Any:
+def _without_task_ns(manager: _Manager) -> _Manager:
     """``manager`` without the task's ``checkpoint_ns`` in its metadata: LangGraph's traced functions
     do not record it (LangChain's runnables do)."""
     for metadata in (manager.metadata, manager.inheritable_metadata):
@@ -256,16 +264,16 @@ def _without_task_ns(manager: Any) -> Any:
     return manager
 
 
-async def _in_context(coro: Awaitable[Any], context: Any) -> Any:
+async def _in_context(coro: Awaitable[object], context: Context) -> object:
     if sys.version_info >= (3, 11):
         return await asyncio.create_task(coro, context=context)  # type: ignore[arg-type]
     return await coro
 
 
-def is_async_callable(func: Any) -> bool:
+def is_async_callable(func: object) -> bool:
     """Whether calling ``func`` gives a coroutine (a coroutine function or such a ``__call__``)."""
-    kind: type[object] = type(cast("object", func))
-    call: Any = vars(kind).get("__call__")
+    kind: type[object] = type(func)
+    call: object = vars(kind).get("__call__")
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
 
 
