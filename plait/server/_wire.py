@@ -16,7 +16,20 @@ from langchain_core.messages import BaseMessage, BaseMessageChunk
 
 from plait.types import Command, Send
 
-__all__ = ["ApiError", "as_dict", "as_list", "check_uuid", "command_of", "dumps", "loads", "now_iso", "uuid7"]
+__all__ = [
+    "ApiError",
+    "as_dict",
+    "as_float",
+    "as_int",
+    "as_list",
+    "as_str",
+    "check_uuid",
+    "command_of",
+    "dumps",
+    "loads",
+    "now_iso",
+    "uuid7",
+]
 
 
 class ApiError(Exception):
@@ -92,7 +105,7 @@ def _default(obj: Any) -> Any:
     return repr(obj)
 
 
-def command_of(raw: dict[str, Any]) -> Command[Any]:
+def command_of(raw: dict[str, object]) -> Command[Any]:
     """The :class:`~plait.types.Command` of a request's ``command`` object (``update``, ``resume``, ``goto``).
 
     Raises:
@@ -105,7 +118,8 @@ def command_of(raw: dict[str, Any]) -> Command[Any]:
             if isinstance(g, dict) and not isinstance(as_dict(g).get("node"), str):
                 raise ApiError(422, f"command.goto: a Send is {{'node': name, 'input': ...}}, got {g!r:.80}")
         goto = [
-            Send(as_dict(g)["node"], as_dict(g).get("input")) if isinstance(g, dict) else g for g in items
+            Send(as_str(as_dict(g)["node"]), as_dict(g).get("input")) if isinstance(g, dict) else g
+            for g in items
         ]
     update = raw.get("update")
     if isinstance(update, list):
@@ -150,11 +164,32 @@ def check_uuid(value: str, what: str) -> str:
     return value
 
 
-def as_dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> dict[str, object]:
     """``value`` when it is a dict (of a JSON document), else ``{}``."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+    return cast("dict[str, object]", value) if isinstance(value, dict) else {}
 
 
-def as_list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[object]:
     """``value`` when it is a list, else ``[]``."""
-    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]  # a JSON list
+    return cast("list[object]", value) if isinstance(value, list) else []
+
+
+def as_str(value: object) -> str:
+    """``value``, a string (an id or a timestamp of a stored document); a ``TypeError`` if it is not."""
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"expected a string, got {type(value).__name__}")
+
+
+def as_int(value: object) -> int:
+    """``int(value)`` of a number or a numeric string (of JSON); a ``TypeError`` for anything else."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+def as_float(value: object) -> float:
+    """``float(value)`` of a number or a numeric string (of JSON); a ``TypeError`` for anything else."""
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
