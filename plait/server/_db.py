@@ -81,7 +81,7 @@ def _moved(rows: Sequence[Row]) -> list[tuple[str, str | None, str]]:
     """``(doc, vals, thread_id)`` for the old rows whose values are still inside ``doc``."""
     out: list[tuple[str, str | None, str]] = []
     for row in rows:
-        doc: dict[str, Any] = loads(row["doc"])
+        doc: dict[str, object] = loads(row["doc"])
         if "values" in doc:
             values = doc.pop("values")
             vals = None if values is None else dumps(values).decode()
@@ -92,11 +92,11 @@ def _moved(rows: Sequence[Row]) -> list[tuple[str, str | None, str]]:
 class Tx(Protocol):
     """Statements inside one transaction."""
 
-    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
         """All rows of a query, as dicts."""
         ...
 
-    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+    async def run(self, sql: str, params: Sequence[object] = ()) -> int:
         """Execute a statement; the number of rows it changed."""
         ...
 
@@ -107,11 +107,11 @@ class Database(Protocol):
     dialect: str
     target: str
 
-    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
         """All rows of a query, as dicts."""
         ...
 
-    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+    async def run(self, sql: str, params: Sequence[object] = ()) -> int:
         """Execute one statement in its own transaction."""
         ...
 
@@ -180,11 +180,11 @@ class SqliteDatabase:
             raise
         self.conn.execute("COMMIT")
 
-    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
         """All rows of a query, as dicts."""
         return [dict(row) for row in self.conn.execute(sql, tuple(params)).fetchall()]
 
-    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+    async def run(self, sql: str, params: Sequence[object] = ()) -> int:
         """Execute one statement (autocommit)."""
         if self.lock.locked():  # a transaction is open: wait for it rather than join it
             async with self.lock:
@@ -219,10 +219,10 @@ class _SqliteTx:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
         return [dict(row) for row in self.conn.execute(sql, tuple(params)).fetchall()]
 
-    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+    async def run(self, sql: str, params: Sequence[object] = ()) -> int:
         return self.conn.execute(sql, tuple(params)).rowcount
 
 
@@ -277,12 +277,12 @@ class PostgresDatabase:
             raise
         return cls(dsn, pool)
 
-    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
         """All rows of a query, as dicts."""
         async with self.pool.connection() as conn:
             return await _PgTx(conn).fetch(sql, params)
 
-    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+    async def run(self, sql: str, params: Sequence[object] = ()) -> int:
         """Execute one statement (autocommit)."""
         async with self.pool.connection() as conn:
             return await _PgTx(conn).run(sql, params)
@@ -375,14 +375,14 @@ class _PgTx:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
 
-    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    async def fetch(self, sql: str, params: Sequence[object] = ()) -> list[Row]:
         cur = await self.conn.execute(_pg(sql), tuple(params))
         if cur.description is None:
             return []
         names = [d.name for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in await cur.fetchall()]
 
-    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+    async def run(self, sql: str, params: Sequence[object] = ()) -> int:
         cur = await self.conn.execute(_pg(sql), tuple(params))
         return int(cur.rowcount)
 

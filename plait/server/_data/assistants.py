@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
 
 from plait.server._auth_filter import Filter
 from plait.server._data.filters import doc_filter_sql, holds_sql
 from plait.server._db import Database, Tx
+from plait.server._records import AssistantDoc
 from plait.server._wire import ApiError, dumps, loads
 
 __all__ = [
@@ -30,23 +30,29 @@ SORTS = ("assistant_id", "graph_id", "name", "created_at", "updated_at")
 """The columns a search sorts by."""
 
 
-async def get(db: Database | Tx, assistant_id: str) -> dict[str, Any] | None:
+def _doc(text: str) -> AssistantDoc:
+    """An assistant's document from its stored JSON."""
+    doc: AssistantDoc = loads(text)
+    return doc
+
+
+async def get(db: Database | Tx, assistant_id: str) -> AssistantDoc | None:
     """The assistant's document, or ``None``."""
     rows = await db.fetch("SELECT doc FROM plait_server_assistants WHERE assistant_id = ?", (assistant_id,))
-    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+    return _doc(rows[0]["doc"]) if rows else None
 
 
-async def get_shared(tx: Tx, dialect: str, assistant_id: str) -> dict[str, Any] | None:
+async def get_shared(tx: Tx, dialect: str, assistant_id: str) -> AssistantDoc | None:
     """The assistant's document, or ``None``; on PostgreSQL its row is share-locked until ``tx``
     ends (it is not deleted meanwhile)."""
     share = " FOR SHARE" if dialect == "postgres" else ""
     rows = await tx.fetch(
         f"SELECT doc FROM plait_server_assistants WHERE assistant_id = ?{share}", (assistant_id,)
     )
-    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+    return _doc(rows[0]["doc"]) if rows else None
 
 
-async def write(db: Database | Tx, doc: dict[str, Any], *, insert: bool) -> None:
+async def write(db: Database | Tx, doc: AssistantDoc, *, insert: bool) -> None:
     """Store the assistant's document ``doc`` (``insert``: a new assistant, else its current version
     changes) and keep its version (a version stored already stays as it was)."""
     text = dumps(doc).decode()
@@ -78,8 +84,8 @@ async def write(db: Database | Tx, doc: dict[str, Any], *, insert: bool) -> None
 
 
 async def modify(
-    db: Database, assistant_id: str, change: Callable[[dict[str, Any]], None]
-) -> dict[str, Any] | None:
+    db: Database, assistant_id: str, change: Callable[[AssistantDoc], None]
+) -> AssistantDoc | None:
     """Make the assistant's next version: its current document, read with its row locked and edited
     by ``change``, stored as the version after its highest one, in one transaction (two updates at
     once make two versions, the second from the first). The new document, or ``None``: no such
@@ -91,14 +97,14 @@ async def modify(
         )
         if not rows:
             return None
-        doc: dict[str, Any] = loads(rows[0]["doc"])
+        doc = _doc(rows[0]["doc"])
         top = await tx.fetch(
             "SELECT MAX(version) AS v FROM plait_server_assistant_versions WHERE assistant_id = ?",
             (assistant_id,),
         )
         change(doc)
         highest = top[0]["v"]
-        doc["version"] = int(highest if highest is not None else doc["version"]) + 1
+        doc["version"] = (doc["version"] if highest is None else int(highest)) + 1
         await write(tx, doc, insert=False)
     return doc
 
@@ -118,14 +124,14 @@ class AssistantQuery:
 
     graph_id: str | None = None
     name: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
     auth: Filter | None = None
 
 
-def _where(dialect: str, query: AssistantQuery) -> tuple[str, list[Any]]:
+def _where(dialect: str, query: AssistantQuery) -> tuple[str, list[object]]:
     """`` WHERE ...`` (or ``""``) and its parameters for the assistants ``query`` selects."""
     where: list[str] = []
-    params: list[Any] = []
+    params: list[object] = []
     if query.graph_id is not None:
         where.append("graph_id = ?")
         params.append(query.graph_id)
@@ -156,7 +162,7 @@ def _order(dialect: str, sort_by: str, sort_order: str) -> str:
 
 async def search(  # noqa: PLR0913 - a query, its order and its page
     db: Database, query: AssistantQuery, sort_by: str, sort_order: str, limit: int, offset: int
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[AssistantDoc], int]:
     """The documents of a page of the assistants ``query`` selects, ordered by ``sort_by``
     (``sort_order``: ``"asc"`` or ``"desc"``; ties the newest first), and how many it selects in all."""
     where, params = _where(db.dialect, query)
@@ -166,7 +172,7 @@ async def search(  # noqa: PLR0913 - a query, its order and its page
         [*params, max(limit, 0), max(offset, 0)],
     )
     total = int(rows[0]["total"]) if rows else await _count(db, where, params) if offset > 0 else 0
-    return [cast("dict[str, Any]", loads(r["doc"])) for r in rows], total
+    return [_doc(r["doc"]) for r in rows], total
 
 
 async def count(db: Database, query: AssistantQuery) -> int:
@@ -174,24 +180,24 @@ async def count(db: Database, query: AssistantQuery) -> int:
     return await _count(db, *_where(db.dialect, query))
 
 
-async def _count(db: Database, where: str, params: list[Any]) -> int:
+async def _count(db: Database, where: str, params: list[object]) -> int:
     rows = await db.fetch(f"SELECT count(*) AS n FROM plait_server_assistants{where}", params)
     return int(rows[0]["n"])
 
 
-async def versions(db: Database, assistant_id: str) -> list[dict[str, Any]]:
+async def versions(db: Database, assistant_id: str) -> list[AssistantDoc]:
     """The documents of the assistant's stored versions, the newest first."""
     rows = await db.fetch(
         "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? ORDER BY version DESC",
         (assistant_id,),
     )
-    return [loads(r["doc"]) for r in rows]
+    return [_doc(r["doc"]) for r in rows]
 
 
-async def version(db: Database, assistant_id: str, number: int) -> dict[str, Any] | None:
+async def version(db: Database, assistant_id: str, number: int) -> AssistantDoc | None:
     """The document of the assistant's version ``number``, or ``None``."""
     rows = await db.fetch(
         "SELECT doc FROM plait_server_assistant_versions WHERE assistant_id = ? AND version = ?",
         (assistant_id, number),
     )
-    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+    return _doc(rows[0]["doc"]) if rows else None

@@ -4,11 +4,11 @@ columns a search or the firing workers select on (assistant, thread, enabled, ne
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
 
 from plait.server._auth_filter import Filter
 from plait.server._data.filters import doc_filter_sql, holds_sql, thread_filter_sql
 from plait.server._db import Database, Tx
+from plait.server._records import CronDoc
 from plait.server._wire import dumps, loads
 
 __all__ = [
@@ -30,7 +30,13 @@ COLUMN_SORTS = ("cron_id", "assistant_id", "thread_id", "created_at", "updated_a
 offset inside the document) are sorted by the caller."""
 
 
-async def write(db: Database | Tx, cron: dict[str, Any], due: float | None, *, insert: bool) -> None:
+def _doc(text: str) -> CronDoc:
+    """A cron's document from its stored JSON."""
+    doc: CronDoc = loads(text)
+    return doc
+
+
+async def write(db: Database | Tx, cron: CronDoc, due: float | None, *, insert: bool) -> None:
     """Store the cron's document (``insert``: a new cron), due next at ``due`` (epoch seconds; ``None``: never)."""
     text = dumps(cron).decode()
     enabled = 1 if cron["enabled"] else 0
@@ -48,18 +54,18 @@ async def write(db: Database | Tx, cron: dict[str, Any], due: float | None, *, i
         )
 
 
-async def get(db: Database, cron_id: str) -> dict[str, Any] | None:
+async def get(db: Database, cron_id: str) -> CronDoc | None:
     """The cron's document, or ``None``."""
     rows = await db.fetch("SELECT doc FROM plait_server_crons WHERE cron_id = ?", (cron_id,))
-    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+    return _doc(rows[0]["doc"]) if rows else None
 
 
-async def get_locked(tx: Tx, dialect: str, cron_id: str) -> dict[str, Any] | None:
+async def get_locked(tx: Tx, dialect: str, cron_id: str) -> CronDoc | None:
     """The cron's document, its row locked until ``tx`` ends (PostgreSQL: a worker firing it waits),
     or ``None``."""
     lock = " FOR UPDATE" if dialect == "postgres" else ""
     rows = await tx.fetch(f"SELECT doc FROM plait_server_crons WHERE cron_id = ?{lock}", (cron_id,))
-    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+    return _doc(rows[0]["doc"]) if rows else None
 
 
 async def delete(db: Database, cron_id: str) -> None:
@@ -77,8 +83,8 @@ class Visible:
     """The threads' filter, on a thread's cron's thread (crons of no thread pass it)."""
 
 
-def _visible_sql(dialect: str, visible: Visible) -> list[tuple[str, list[Any]]]:
-    found: list[tuple[str, list[Any]]] = []
+def _visible_sql(dialect: str, visible: Visible) -> list[tuple[str, list[object]]]:
+    found: list[tuple[str, list[object]]] = []
     if visible.crons:
         found.append(doc_filter_sql(dialect, visible.crons))
     if visible.threads:
@@ -99,13 +105,13 @@ class CronQuery:
     assistant_id: str | None
     thread_id: str | None
     enabled: bool | None
-    metadata: dict[str, Any]
+    metadata: dict[str, object]
     visible: Visible
 
 
-def _where(dialect: str, query: CronQuery) -> tuple[str, list[Any]]:
+def _where(dialect: str, query: CronQuery) -> tuple[str, list[object]]:
     where: list[str] = []
-    params: list[Any] = []
+    params: list[object] = []
     for column, value in (("assistant_id", query.assistant_id), ("thread_id", query.thread_id)):
         if value is not None:
             where.append(f"{column} = ?")
@@ -136,7 +142,7 @@ def _order(dialect: str, sort_by: str | None, sort_order: str) -> str:
 
 async def search(  # noqa: PLR0913 - a query, its order and its page
     db: Database, query: CronQuery, sort_by: str | None, sort_order: str, limit: int | None, offset: int
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[CronDoc], int]:
     """The documents of a page of the crons ``query`` selects (``limit`` ``None``: all of them),
     ordered by the column ``sort_by`` (one of :data:`COLUMN_SORTS`, or ``None``: by id), and how many
     it selects in all."""
@@ -150,7 +156,7 @@ async def search(  # noqa: PLR0913 - a query, its order and its page
         f"SELECT doc, count(*) OVER () AS total FROM plait_server_crons{where}{order}{page}", [*params, *more]
     )
     total = int(rows[0]["total"]) if rows else await _count(db, where, params) if offset > 0 else 0
-    return [cast("dict[str, Any]", loads(r["doc"])) for r in rows], total
+    return [_doc(r["doc"]) for r in rows], total
 
 
 async def count(db: Database, query: CronQuery) -> int:
@@ -158,12 +164,12 @@ async def count(db: Database, query: CronQuery) -> int:
     return await _count(db, *_where(db.dialect, query))
 
 
-async def _count(db: Database, where: str, params: list[Any]) -> int:
+async def _count(db: Database, where: str, params: list[object]) -> int:
     rows = await db.fetch(f"SELECT count(*) AS n FROM plait_server_crons{where}", params)
     return int(rows[0]["n"])
 
 
-async def due(tx: Tx, dialect: str, now: float, limit: int) -> list[dict[str, Any]]:
+async def due(tx: Tx, dialect: str, now: float, limit: int) -> list[CronDoc]:
     """The documents of up to ``limit`` enabled crons due at ``now`` (epoch seconds), the earliest
     first; on PostgreSQL their rows locked until ``tx`` ends, skipping those another worker holds."""
     lock = " FOR UPDATE SKIP LOCKED" if dialect == "postgres" else ""
@@ -172,7 +178,7 @@ async def due(tx: Tx, dialect: str, now: float, limit: int) -> list[dict[str, An
         f"ORDER BY next_run LIMIT {int(limit)}{lock}",
         (now,),
     )
-    return [cast("dict[str, Any]", loads(row["doc"])) for row in rows]
+    return [_doc(row["doc"]) for row in rows]
 
 
 async def next_due(db: Database) -> float | None:

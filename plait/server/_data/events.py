@@ -3,17 +3,15 @@ what a follower on another worker reads (see :mod:`plait.server._stream`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from plait.server._db import Database, Row
 
 __all__ = ["after", "insert_events", "last_seq", "write"]
 
 
-def insert_events(run_id: str, rows: list[tuple[int, str, bytes]]) -> tuple[str, list[Any]]:
+def insert_events(run_id: str, rows: list[tuple[int, str, bytes]]) -> tuple[str, list[object]]:
     """One ``INSERT`` of a run's events (a retried write keeps the rows already there), and its parameters."""
     values = ", ".join("(?, ?, ?, ?)" for _ in rows)
-    params: list[Any] = []
+    params: list[object] = []
     for seq, event, data in rows:
         params += (run_id, seq, event, data.decode())
     return (

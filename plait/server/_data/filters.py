@@ -21,13 +21,13 @@ def _json(value: Any) -> str:
     return dumps(value).decode()
 
 
-def _pg(meta: str, filters: Filter) -> tuple[str, list[Any]]:
+def _pg(meta: str, filters: Filter) -> tuple[str, list[object]]:
     """PostgreSQL: each entry as ``jsonb`` containment (the GIN index's operator) and equality."""
     parts: list[str] = []
-    params: list[Any] = []
+    params: list[object] = []
     for key, value in filters.items():
         if key in _GROUPS:
-            subs = [_pg(meta, group) for group in value]
+            subs = [_pg(meta, as_dict(group)) for group in as_list(value)]
             joiner = " OR " if key == "$or" else " AND "
             parts.append("(" + joiner.join(s[0] for s in subs) + ")")
             params += [p for s in subs for p in s[1]]
@@ -56,7 +56,7 @@ _HOLDS = (
 )
 
 
-def filter_sql(dialect: str, filters: Filter, meta: str) -> tuple[str, list[Any]]:
+def filter_sql(dialect: str, filters: Filter, meta: str) -> tuple[str, list[object]]:
     """A SQL condition (and its parameters) true for the rows whose metadata passes ``filters``.
 
     Args:
@@ -74,12 +74,12 @@ _META_SQLITE = "json_extract(doc, '$.metadata')"
 _META_PG = "((doc::jsonb) -> 'metadata')"
 
 
-def doc_filter_sql(dialect: str, filters: Filter) -> tuple[str, list[Any]]:
+def doc_filter_sql(dialect: str, filters: Filter) -> tuple[str, list[object]]:
     """:func:`filter_sql` on the metadata inside a row's ``doc`` (threads, crons, assistants)."""
     return filter_sql(dialect, filters, _META_PG if dialect == "postgres" else _META_SQLITE)
 
 
-def holds_sql(dialect: str, metadata: dict[str, Any]) -> tuple[str, list[Any]]:
+def holds_sql(dialect: str, metadata: dict[str, object]) -> tuple[str, list[object]]:
     """A SQL condition (and its parameters) true for the rows whose ``doc``'s metadata holds each key
     of ``metadata`` with an equal value (a ``None`` value: the key absent or null), as
     ``stored.get(key) == value`` answers in Python; ``("", [])`` when ``metadata`` is empty."""
@@ -89,7 +89,7 @@ def holds_sql(dialect: str, metadata: dict[str, Any]) -> tuple[str, list[Any]]:
         return f"plait_meta_holds({_META_SQLITE}, ?)", [_json(metadata)]
     present = {k: v for k, v in metadata.items() if v is not None}
     parts = [f"{_META_PG} @> CAST(? AS jsonb)"] if present else []
-    params: list[Any] = [_json(present)] if present else []
+    params: list[object] = [_json(present)] if present else []
     for key, value in metadata.items():  # (@> also takes a part of a nested value: each equal)
         if value is None:
             parts.append(f"COALESCE({_META_PG} -> CAST(? AS text), 'null'::jsonb) = 'null'::jsonb")
@@ -103,7 +103,7 @@ def holds_sql(dialect: str, metadata: dict[str, Any]) -> tuple[str, list[Any]]:
 _PICK = "thread_id IN (SELECT thread_id FROM plait_server_thread_meta WHERE key = ? AND "
 
 
-def _side_table(key: str, value: Any) -> tuple[str, list[Any]] | None:
+def _side_table(key: str, value: Any) -> tuple[str, list[object]] | None:
     """SQLite: ``key == value`` through the threads' (key, value) side table (indexed), for a scalar."""
     if value is None:
         return _PICK + "value IS NULL AND type = 'null')", [key]
@@ -116,13 +116,13 @@ def _side_table(key: str, value: Any) -> tuple[str, list[Any]] | None:
     return None
 
 
-def thread_filter_sql(dialect: str, filters: Filter) -> tuple[str, list[Any]]:
+def thread_filter_sql(dialect: str, filters: Filter) -> tuple[str, list[object]]:
     """:func:`filter_sql` on ``plait_server_threads`` rows, served by their metadata index (the GIN
     index on PostgreSQL; on SQLite the side table for each top-level equality with a scalar)."""
     if dialect == "postgres":
         return filter_sql(dialect, filters, _META_PG)
     parts: list[str] = []
-    params: list[Any] = []
+    params: list[object] = []
     rest: Filter = {}
     for key, value in filters.items():
         wanted = as_dict(value).get("$eq") if isinstance(value, dict) else value

@@ -10,6 +10,7 @@ from plait.server._auth_filter import Filter
 from plait.server._data.events import insert_events
 from plait.server._data.filters import thread_filter_sql
 from plait.server._db import Database, Row, Tx
+from plait.server._records import AssistantDoc, RunDoc
 from plait.server._wire import dumps, loads, now_iso
 
 __all__ = [
@@ -209,7 +210,7 @@ t AS (UPDATE plait_server_threads SET status = CASE WHEN (SELECT queued FROM q) 
 class NewRun:
     """A run to insert: its document and stored JSON, its thread's new document, who would run it."""
 
-    doc: dict[str, Any]
+    doc: RunDoc
     """The run's document (``run_id``, ``thread_id``, ``assistant_id``, ``created_at`` are read)."""
     text: str
     """``doc`` as stored (JSON)."""
@@ -241,7 +242,7 @@ async def insert(  # noqa: PLR0913 - what decides a new run's start
             insert=_INSERT,
             thread=_PG_THREAD if run.thread_doc else "",
         )
-        params: list[Any] = [behind, *([thread_id] if check else []), reserved]
+        params: list[object] = [behind, *([thread_id] if check else []), reserved]
         params += [run_id, thread_id, doc["assistant_id"], now, now, run.worker, run.not_before, run.lease]
         params += [run.text, *([run.thread_doc, now, thread_id] if run.thread_doc else [])]
         row = (await db.fetch(sql, [*params, run.worker]))[0]
@@ -273,7 +274,7 @@ async def requeue_all_running(db: Database) -> None:
 
 async def claim(
     db: Database, worker: str, lease_seconds: float, limit: int
-) -> list[tuple[Row, dict[str, Any]]]:
+) -> list[tuple[Row, AssistantDoc]]:
     """Up to ``limit`` runs marked running by ``worker`` (their threads busy), each with its assistant's
     document (``{"assistant_id", "graph_id": ""}`` when the assistant is gone)."""
     now, clock = now_iso(), time.time()
@@ -294,12 +295,28 @@ async def claim(
                     "UPDATE plait_server_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
                     (now, row["thread_id"]),
                 )
-    claimed: list[tuple[Row, dict[str, Any]]] = []
+    claimed: list[tuple[Row, AssistantDoc]] = []
     for row in rows:
         found = row.pop("assistant_doc")
-        assistant = loads(found) if found else {"assistant_id": row["assistant_id"], "graph_id": ""}
+        assistant: AssistantDoc = loads(found) if found else _gone(row["assistant_id"])
         claimed.append((row, assistant))
     return claimed
+
+
+def _gone(assistant_id: str) -> AssistantDoc:
+    """A deleted assistant's stand-in: its run fails, on the graph's name ``""``."""
+    return {
+        "assistant_id": assistant_id,
+        "graph_id": "",
+        "config": {},
+        "context": {},
+        "metadata": {},
+        "name": "",
+        "created_at": "",
+        "updated_at": "",
+        "version": 0,
+        "description": None,
+    }
 
 
 async def fail(db: Database, run_id: str, thread_id: str | None) -> None:
@@ -375,7 +392,7 @@ async def finish(  # noqa: PLR0913 - the parts of a run's end
     so a run queued on it meanwhile is either seen here or sees this run ended (no lost wake-up).
     """
     now = now_iso()
-    writes: list[tuple[str, list[Any]]] = [
+    writes: list[tuple[str, list[object]]] = [
         ("DELETE FROM plait_server_runs WHERE run_id = ?", [run_id])
         if delete
         else (
@@ -417,12 +434,12 @@ async def _pg_finish(  # noqa: PLR0913
     run_id: str,
     thread_id: str | None,
     events: list[tuple[int, str, bytes]],
-    writes: list[tuple[str, list[Any]]],
+    writes: list[tuple[str, list[object]]],
     worker: str,
 ) -> bool:
     """A run's end on PostgreSQL: its events, its writes and the notifications in one statement."""
     parts: list[str] = []
-    params: list[Any] = []
+    params: list[object] = []
     for n, (sql, args) in enumerate([insert_events(run_id, events), *writes]):
         parts.append(f"w{n} AS ({sql})")
         params += args

@@ -22,7 +22,7 @@ def _json(value: Any) -> str:
     return dumps(value).decode()
 
 
-def _sqlite_meta(key: str, value: Any) -> tuple[str, list[Any]]:
+def _sqlite_meta(key: str, value: Any) -> tuple[str, list[object]]:
     """One ``key == value`` metadata condition on the side table (its index on (key, value))."""
     pick = "thread_id IN (SELECT thread_id FROM plait_server_thread_meta WHERE key = ? AND "
     if value is None:
@@ -37,25 +37,25 @@ def _sqlite_meta(key: str, value: Any) -> tuple[str, list[Any]]:
     return pick + "type = ? AND plait_json_equal(value, ?))", [key, kind, _json(value)]
 
 
-def _metadata(dialect: str, metadata: dict[str, Any]) -> tuple[list[str], list[Any]]:
+def _metadata(dialect: str, metadata: dict[str, object]) -> tuple[list[str], list[object]]:
     if not metadata:
         return [], []
     if dialect != "postgres":
         parts = [_sqlite_meta(str(k), v) for k, v in metadata.items()]
         return [p[0] for p in parts], [x for p in parts for x in p[1]]
-    where, params = [f"{_PG_META} @> CAST(? AS jsonb)"], [_json(metadata)]
+    where, params = [f"{_PG_META} @> CAST(? AS jsonb)"], list[object]([_json(metadata)])
     for key, value in metadata.items():  # @> also takes nested subsets: each key's value equal
         where.append(f"{_PG_META} -> CAST(? AS text) = CAST(? AS jsonb)")
         params += [str(key), _json(value)]
     return where, params
 
 
-def _values(dialect: str, values: dict[str, Any]) -> tuple[list[str], list[Any]]:
+def _values(dialect: str, values: dict[str, object]) -> tuple[list[str], list[object]]:
     if not values:
         return [], []
     if dialect != "postgres":
         return ["plait_json_subset(vals, ?)"], [_json(values)]
-    where, params = ["vals IS NOT NULL"], list[Any]()
+    where, params = ["vals IS NOT NULL"], list[object]()
     for key, value in values.items():
         where.append("(vals::jsonb) -> CAST(? AS text) = CAST(? AS jsonb)")
         params += [str(key), _json(value)]
@@ -63,8 +63,12 @@ def _values(dialect: str, values: dict[str, Any]) -> tuple[list[str], list[Any]]
 
 
 def where_sql(
-    dialect: str, metadata: dict[str, Any], values: dict[str, Any], status: str | None, ids: list[Any] | None
-) -> tuple[str, list[Any]]:
+    dialect: str,
+    metadata: dict[str, object],
+    values: dict[str, object],
+    status: str | None,
+    ids: list[str] | None,
+) -> tuple[str, list[object]]:
     """`` WHERE ...`` (or ``""``) and its parameters for a search's filters."""
     where, params = _metadata(dialect, metadata)
     more, more_params = _values(dialect, values)
@@ -73,7 +77,7 @@ def where_sql(
         where.append("status = ?")
         params.append(status)
     if ids is not None:
-        wanted = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+        wanted = list(dict.fromkeys(ids))
         where.append(f"thread_id IN ({', '.join('?' * len(wanted))})" if wanted else "1 = 0")
         params += wanted
     return (" WHERE " + " AND ".join(where) if where else ""), params

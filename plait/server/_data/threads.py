@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
 
 from plait.server._auth_filter import Filter
 from plait.server._data.filters import thread_filter_sql
 from plait.server._data.thread_search import order_sql, where_sql
 from plait.server._db import Database, Row, Tx
+from plait.server._records import ThreadDoc
 from plait.server._wire import dumps, loads
 
 __all__ = [
@@ -35,17 +35,17 @@ __all__ = [
 ]
 
 
-def document(row: Row, *, values: bool = True) -> dict[str, Any]:
+def document(row: Row, *, values: bool = True) -> ThreadDoc:
     """A thread row (``status``, ``updated_at``, ``doc``, ``vals``) as the API's document: its values
     come from their own column."""
-    doc: dict[str, Any] = loads(row["doc"])
+    doc: ThreadDoc = loads(row["doc"])
     doc["status"], doc["updated_at"] = row["status"], row["updated_at"]
     if values:
         doc["values"] = None if row["vals"] is None else loads(row["vals"])
     return doc
 
 
-async def get(db: Database | Tx, thread_id: str) -> dict[str, Any] | None:
+async def get(db: Database | Tx, thread_id: str) -> ThreadDoc | None:
     """The thread's document (with its status and values), or ``None``."""
     rows = await db.fetch(
         "SELECT status, updated_at, doc, vals FROM plait_server_threads WHERE thread_id = ?", (thread_id,)
@@ -53,11 +53,11 @@ async def get(db: Database | Tx, thread_id: str) -> dict[str, Any] | None:
     return document(rows[0]) if rows else None
 
 
-def _vals(values: Any) -> str | None:
+def _vals(values: object) -> str | None:
     return None if values is None else dumps(values).decode()
 
 
-async def write(db: Database | Tx, doc: dict[str, Any]) -> None:
+async def write(db: Database | Tx, doc: ThreadDoc) -> None:
     """Store a thread's document (status and updated_at as columns too, values in their own)."""
     rest = {k: v for k, v in doc.items() if k != "values"}
     await db.run(
@@ -66,9 +66,7 @@ async def write(db: Database | Tx, doc: dict[str, Any]) -> None:
     )
 
 
-async def modify(
-    db: Database, thread_id: str, change: Callable[[dict[str, Any]], None]
-) -> dict[str, Any] | None:
+async def modify(db: Database, thread_id: str, change: Callable[[ThreadDoc], None]) -> ThreadDoc | None:
     """Read the thread's document (with its status and values) with its row locked, let ``change``
     edit it, and store it, in one transaction: what another writer stored meanwhile (a run's end,
     another request's change) is what ``change`` sees, never undone. The stored document, or
@@ -88,7 +86,7 @@ async def modify(
 
 
 async def insert(
-    db: Database | Tx, doc: dict[str, Any], expires_at: float | None, ttl_strategy: str | None
+    db: Database | Tx, doc: ThreadDoc, expires_at: float | None, ttl_strategy: str | None
 ) -> None:
     """Insert a new idle thread of document ``doc`` (no values yet), swept at ``expires_at``
     (epoch seconds; ``None``: never) by ``ttl_strategy``."""
@@ -154,14 +152,14 @@ class ThreadQuery:
     """Which threads a search or count selects: metadata and values that hold these top-level keys
     with equal values, a ``status``, ``ids`` (each: when given), and what the auth's filter keeps."""
 
-    metadata: dict[str, Any]
-    values: dict[str, Any]
+    metadata: dict[str, object]
+    values: dict[str, object]
     status: str | None = None
-    ids: list[Any] | None = None
+    ids: list[str] | None = None
     auth: Filter | None = None
 
 
-def _where(dialect: str, query: ThreadQuery) -> tuple[str, list[Any]]:
+def _where(dialect: str, query: ThreadQuery) -> tuple[str, list[object]]:
     """`` WHERE ...`` and its parameters for the threads ``query`` selects."""
     where, params = where_sql(dialect, query.metadata, query.values, query.status, query.ids)
     if not query.auth:
@@ -192,17 +190,20 @@ async def count(db: Database, query: ThreadQuery) -> int:
     return await _count(db, *_where(db.dialect, query))
 
 
-async def _count(db: Database, where: str, params: list[Any]) -> int:
+async def _count(db: Database, where: str, params: list[object]) -> int:
     rows = await db.fetch(f"SELECT count(*) AS n FROM plait_server_threads{where}", params)
     return int(rows[0]["n"])
 
 
-async def get_shared(tx: Tx, dialect: str, thread_id: str) -> dict[str, Any] | None:
+async def get_shared(tx: Tx, dialect: str, thread_id: str) -> ThreadDoc | None:
     """The thread's document, or ``None``; on PostgreSQL its row is share-locked until ``tx`` ends
     (it is not deleted meanwhile)."""
     share = " FOR SHARE" if dialect == "postgres" else ""
     rows = await tx.fetch(f"SELECT doc FROM plait_server_threads WHERE thread_id = ?{share}", (thread_id,))
-    return cast("dict[str, Any]", loads(rows[0]["doc"])) if rows else None
+    if not rows:
+        return None
+    doc: ThreadDoc = loads(rows[0]["doc"])
+    return doc
 
 
 async def expired(db: Database, now: float, limit: int) -> list[Row]:
