@@ -8,16 +8,18 @@ it fires is asked for as that user.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from starlette.requests import HTTPConnection, Request
 
 from plait.server._auth import USER_KEYS, AuthUser, Identity, LoadedAuth, authorize_as, request_identity
 from plait.server._auth_filter import Filter, permits
+from plait.server._records import CronDoc
 from plait.server._wire import as_dict, as_list
 
-__all__ = ["RunAccess", "cron_owner", "fired_run_access", "run_access"]
+__all__ = ["CronOwner", "RunAccess", "cron_owner", "fired_run_access", "run_access"]
 
 
 @dataclass(frozen=True)
@@ -28,20 +30,22 @@ class RunAccess:
     thread: Filter | None = None
     assistant: Filter | None = None
 
-    def thread_ok(self, thread: dict[str, Any]) -> bool:
+    def thread_ok(self, thread: Mapping[str, object]) -> bool:
         """Whether the run may go on this existing thread (another user's is answered 404)."""
         return permits(self.thread, thread.get("metadata"))
 
-    def assistant_ok(self, assistant: dict[str, Any]) -> bool:
+    def assistant_ok(self, assistant: Mapping[str, object]) -> bool:
         """Whether the user sees the assistant (the graphs' default ones always, as LangGraph's
         server leaves its system assistants to everyone)."""
         metadata = as_dict(assistant.get("metadata"))
         return metadata.get("created_by") == "system" or permits(self.assistant, metadata)
 
 
-async def _access(auth: LoadedAuth, who: Identity, thread_id: str | None, data: dict[str, Any]) -> RunAccess:
+async def _access(
+    auth: LoadedAuth, who: Identity, thread_id: str | None, data: dict[str, object]
+) -> RunAccess:
     metadata = dict(as_dict(data.get("metadata")))
-    value: dict[str, Any] = {
+    value: dict[str, object] = {
         "thread_id": thread_id,
         "assistant_id": data.get("assistant_id"),
         "run_id": None,
@@ -67,7 +71,7 @@ async def _access(auth: LoadedAuth, who: Identity, thread_id: str | None, data: 
 
 
 async def run_access(
-    request: HTTPConnection, thread_id: str | None, data: dict[str, Any]
+    request: HTTPConnection, thread_id: str | None, data: dict[str, object]
 ) -> RunAccess | None:
     """Ask the auth whether the request's user (of a request or a WebSocket) may create the run
     ``data`` asks for on ``thread_id`` (``None``: a stateless run), and mark the run as theirs.
@@ -85,18 +89,27 @@ async def run_access(
     return await _access(found[0], found[1], thread_id, data)
 
 
-def cron_owner(request: Request) -> dict[str, Any] | None:
+class CronOwner(TypedDict):
+    """Who a new cron's runs are made as: the identity and the run identity keys of ``configurable``."""
+
+    identity: str
+    configurable: dict[str, object]
+
+
+def cron_owner(request: Request) -> CronOwner | None:
     """The identity a new cron keeps (``{"identity", "configurable"}``), ``None`` without custom auth."""
     found = request_identity(request)
     if found is None:
         return None
     user, permissions = found[1].user, found[1].permissions
-    configurable = dict(zip(USER_KEYS, (user.dict(), user.identity, list(permissions)), strict=True))
+    configurable: dict[str, object] = dict(
+        zip(USER_KEYS, (user.dict(), user.identity, list(permissions)), strict=True)
+    )
     return {"identity": user.identity, "configurable": configurable}
 
 
 async def fired_run_access(
-    auth: LoadedAuth | None, cron: dict[str, Any], data: dict[str, Any]
+    auth: LoadedAuth | None, cron: CronDoc, data: dict[str, object]
 ) -> RunAccess | None:
     """:func:`run_access` for the run a cron fires, asked as the cron's creator (``None``: the
     server has no custom auth, or the cron was made without it)."""

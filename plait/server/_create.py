@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, cast
 
 from plait.server._assistants import assistant_id_for
 from plait.server._auth_runs import RunAccess
 from plait.server._data import assistants, runs
-from plait.server._db import Database, Tx
+from plait.server._db import Database, Row, Tx
 from plait.server._execute import merged_config
+from plait.server._records import AssistantDoc, RunDoc, RunKwargs, ThreadDoc
 from plait.server._run_models import RunCreate, StreamMode
 from plait.server._state import ServerState
 from plait.server._threads import create_thread
@@ -26,9 +26,9 @@ def _stream_modes(raw: StreamMode | list[StreamMode] | None) -> list[str]:
     return ["values"] if raw is None else [raw] if isinstance(raw, str) else list(raw)
 
 
-def _kwargs(data: RunCreate, temporary: bool, hooks: WebhookPolicy) -> dict[str, Any]:
+def _kwargs(data: RunCreate, temporary: bool, hooks: WebhookPolicy) -> RunKwargs:
     """The run's ``kwargs`` (as its document shows them) from its request (checked by its model)."""
-    kwargs: dict[str, Any] = {
+    kwargs: RunKwargs = {
         "input": data.input,
         "command": None if data.command is None else data.command.model_dump(exclude_unset=True),
         "config": data.config or {},
@@ -60,14 +60,14 @@ def _durability(data: RunCreate) -> str:
     return data.durability
 
 
-def run_json(row: dict[str, Any]) -> dict[str, Any]:
+def run_json(row: Row) -> RunDoc:
     """A run row as the API shows it."""
-    doc: dict[str, Any] = loads(row["doc"])
+    doc: RunDoc = loads(row["doc"])
     doc["status"], doc["updated_at"] = row["status"], row["updated_at"]
     return doc
 
 
-async def _new_thread(tx: Tx, thread_id: str, data: RunCreate, ttl: ThreadTtl | None) -> dict[str, Any]:
+async def _new_thread(tx: Tx, thread_id: str, data: RunCreate, ttl: ThreadTtl | None) -> ThreadDoc:
     """The thread a run names does not exist: create it, or refuse (``if_not_exists``)."""
     if (data.if_not_exists or "reject") == "reject":
         raise ApiError(404, f"Thread {thread_id} not found (pass if_not_exists='create' to create it)")
@@ -103,7 +103,7 @@ async def _apply_strategy(
 async def _store(  # noqa: PLR0913 - the parts of a new run
     state: ServerState,
     db: Database | Tx,
-    doc: dict[str, Any],
+    doc: RunDoc,
     thread_doc: str | None,
     reserved: bool,
     behind: bool = False,
@@ -142,14 +142,14 @@ class _Request:
     """The assistant's id (``data.assistant_id`` names it, or its graph)."""
     strategy: str = "enqueue"
     temporary: bool = True
-    kwargs: dict[str, Any] = field(default_factory=lambda: {})
+    kwargs: RunKwargs = field(default_factory=lambda: RunKwargs())
     invalid: ApiError | None = None
     delay: float = 0.0
     """``after_seconds``: the run waits in the queue that long before a worker may take it."""
     access: RunAccess | None = None
     """What the config's auth lets the run's user see (``None``: no custom auth)."""
 
-    def doc(self, assistant: dict[str, Any]) -> dict[str, Any]:
+    def doc(self, assistant: AssistantDoc) -> RunDoc:
         """The new run's API document (pending)."""
         metadata = self.data.metadata or {}
         now = now_iso()
@@ -169,14 +169,14 @@ class _Request:
             "updated_at": now,
         }
 
-    def found(self, assistant: str | dict[str, Any] | None) -> dict[str, Any]:
+    def found(self, assistant: str | AssistantDoc | None) -> AssistantDoc:
         """The assistant (its document or JSON), or 404; then the request's own error, if any."""
-        found = loads(assistant) if isinstance(assistant, str) else assistant
+        found: AssistantDoc | None = loads(assistant) if isinstance(assistant, str) else assistant
         if found is None or (self.access is not None and not self.access.assistant_ok(found)):
             raise ApiError(404, f"Assistant {self.data.assistant_id} not found")
         if self.invalid is not None:
             raise self.invalid
-        return cast("dict[str, Any]", found)
+        return found
 
 
 def _request(state: ServerState, thread_id: str | None, data: RunCreate, wait: bool) -> _Request:
@@ -202,7 +202,7 @@ def check_request(state: ServerState, thread_id: str | None, data: RunCreate) ->
 
 async def _on_thread(
     state: ServerState, tx: Tx, req: _Request
-) -> tuple[dict[str, Any], dict[str, Any], str, list[tuple[str, str]], bool]:
+) -> tuple[AssistantDoc, RunDoc, str, list[tuple[str, str]], bool]:
     """Read the assistant and lock the run's thread (one statement), apply the multitask
     strategy and merge the run into the thread's metadata.
 
@@ -246,15 +246,15 @@ class _Stored:
     """A run just stored: its assistant, document and stored JSON, whether it starts here, whether
     a worker may claim it now (else it waits behind runs of its thread), the runs to cancel."""
 
-    assistant: dict[str, Any]
-    doc: dict[str, Any]
+    assistant: AssistantDoc
+    doc: RunDoc
     text: str
     start: bool
     claimable: bool
     to_cancel: list[tuple[str, str]]
 
 
-def _show_config(doc: dict[str, Any], assistant: dict[str, Any]) -> None:
+def _show_config(doc: RunDoc, assistant: AssistantDoc) -> None:
     """The run's ``kwargs.config`` as LangGraph's server lists it: the assistant's config, the
     run's, the ids in ``configurable`` and the run's metadata (execution merges them again)."""
     doc["kwargs"]["config"] = {**merged_config(doc, assistant), "metadata": doc["metadata"]}
@@ -265,7 +265,7 @@ def _not_before(req: _Request) -> float | None:
 
 
 async def _write(
-    state: ServerState, req: _Request, assistant: dict[str, Any], reserved: bool, watch: bool
+    state: ServerState, req: _Request, assistant: AssistantDoc | None, reserved: bool, watch: bool
 ) -> _Stored:
     """Store the run (``reserved``: it may start in this worker).
 
@@ -273,9 +273,11 @@ async def _write(
     is registered before the commit, so it misses none of them (see ``Broker.watch``).
     """
     to_cancel: list[tuple[str, str]] = []
-    doc: dict[str, Any] = {}
+    doc: RunDoc | None = None
     try:
-        if req.temporary and state.db.dialect == "postgres":  # one statement, its own transaction
+        # (a stateless run's assistant is read before; a thread's run reads it with its thread)
+        if req.temporary and assistant is not None and state.db.dialect == "postgres":
+            # one statement, its own transaction
             doc = req.doc(assistant)
             _show_config(doc, assistant)
             if watch and not reserved:
@@ -286,7 +288,7 @@ async def _write(
             return _Stored(assistant, doc, text, start, claimable, to_cancel)
         async with state.db.tx() as tx:
             thread_doc, busy = None, False
-            if req.temporary:
+            if req.temporary and assistant is not None:
                 doc = req.doc(assistant)
             else:
                 assistant, doc, thread_doc, to_cancel, busy = await _on_thread(state, tx, req)
@@ -298,7 +300,7 @@ async def _write(
             if watch and not start:
                 state.broker.watch(doc["run_id"])
     except BaseException:
-        if doc:
+        if doc is not None:
             state.broker.unwatch(doc["run_id"])
         raise
     return _Stored(assistant, doc, text, start, claimable, to_cancel)
@@ -312,7 +314,7 @@ async def create_run(
     wait: bool = False,
     follow: bool = False,
     access: RunAccess | None = None,
-) -> dict[str, Any]:
+) -> RunDoc:
     """Queue a run on ``thread_id`` (``None``: a stateless run); its API document.
 
     ``wait``: the client waits for the outcome only (``runs.wait``): the run publishes no other events.
@@ -324,9 +326,9 @@ async def create_run(
     """
     req = _request(state, thread_id, data, wait)
     req.access = access
-    if req.invalid is None and req.kwargs.get("webhook"):
-        await state.hooks.reachable(req.kwargs["webhook"])
-    assistant: dict[str, Any] = {}
+    if req.invalid is None and (url := req.kwargs.get("webhook")):
+        await state.hooks.reachable(url)
+    assistant: AssistantDoc | None = None
     if req.temporary:  # (a thread's run reads its assistant with its thread)
         assistant = req.found(await assistants.get(state.db, req.assistant))
     worker = state.worker

@@ -6,15 +6,17 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
 from plait.pregel._control import CONFIG_KEY_STRICT_RESUME
 from plait.server._auth import AuthUser
 from plait.server._data import runs
+from plait.server._db import Row
 from plait.server._messages import MessagesMode, debug_payload
 from plait.server._protocol_run import PROTOCOL_KEY, stream_protocol
+from plait.server._records import AssistantDoc, RunDoc
 from plait.server._snapshot import interrupts_by_task, output_interrupts, thread_status
 from plait.server._state import ServerState
 from plait.server._webhook import payload
@@ -38,7 +40,7 @@ STREAM_MODES = {
 """Stream modes of the API and the plait mode each one needs."""
 
 
-def merged_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, Any]:
+def merged_config(doc: RunDoc, assistant: AssistantDoc) -> dict[str, object]:
     """The assistant's config, then the run's, then the server's keys in ``configurable``."""
     base, given = as_dict(assistant.get("config")), as_dict(doc["kwargs"].get("config"))
     configurable = {
@@ -52,19 +54,20 @@ def merged_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, A
     return {**base, **given, "configurable": configurable}
 
 
-def run_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, Any]:
+def run_config(doc: RunDoc, assistant: AssistantDoc) -> dict[str, object]:
     """The graph config of a run: :func:`merged_config`, its checkpoint and its metadata; the user who
     made it (custom auth) as ``configurable["langgraph_auth_user"]``, read like LangGraph's
     (``user.identity``, ``user["identity"]``, ``user.get(...)``)."""
     config = merged_config(doc, assistant)
-    configurable = config["configurable"]
-    if isinstance(configurable.get("langgraph_auth_user"), dict):  # made by a user of the config's auth
+    configurable, kwargs = as_dict(config["configurable"]), doc["kwargs"]
+    user = configurable.get("langgraph_auth_user")
+    if isinstance(user, dict):  # made by a user of the config's auth
         permissions = [str(p) for p in as_list(configurable.get("langgraph_auth_permissions"))]
-        configurable["langgraph_auth_user"] = AuthUser(configurable["langgraph_auth_user"], permissions)
-    if doc["kwargs"].get("checkpoint_id"):
-        config["configurable"]["checkpoint_id"] = doc["kwargs"]["checkpoint_id"]
-    if doc["kwargs"].get("strict_resume"):
-        config["configurable"][CONFIG_KEY_STRICT_RESUME] = True
+        configurable["langgraph_auth_user"] = AuthUser(user, permissions)
+    if checkpoint_id := kwargs.get("checkpoint_id"):
+        configurable["checkpoint_id"] = checkpoint_id
+    if kwargs.get("strict_resume"):
+        configurable[CONFIG_KEY_STRICT_RESUME] = True
     config["metadata"] = {
         **as_dict(doc.get("metadata")),
         "run_id": doc["run_id"],
@@ -73,14 +76,16 @@ def run_config(doc: dict[str, Any], assistant: dict[str, Any]) -> dict[str, Any]
     return config
 
 
-async def _resumed_input(graph: Any, config: dict[str, Any], doc: dict[str, Any], attempt: int) -> Any:
+async def _resumed_input(graph: Any, config: dict[str, object], doc: RunDoc, attempt: int) -> object:
     kwargs = doc["kwargs"]
     if attempt > 1 and not kwargs.get("temporary"):
-        snap = await graph.aget_state({"configurable": {"thread_id": config["configurable"]["thread_id"]}})
+        snap = await graph.aget_state(
+            {"configurable": {"thread_id": as_dict(config["configurable"])["thread_id"]}}
+        )
         if as_dict(snap.metadata).get("run_id") == doc["run_id"]:
             return None  # an earlier attempt saved checkpoints: go on from the last one
-    if kwargs.get("command"):
-        return command_of(kwargs["command"])
+    if command := kwargs.get("command"):
+        return command_of(command)
     return kwargs.get("input")
 
 
@@ -120,19 +125,22 @@ async def _stream(
     state: ServerState,
     graph: Any,
     emitter: _Emitter,
-    doc: dict[str, Any],
+    doc: RunDoc,
     attempt: int,
-    config: dict[str, Any],
+    config: dict[str, object],
 ) -> None:
     kwargs = doc["kwargs"]
     value = await _resumed_input(graph, config, doc, attempt)
-    options: dict[str, Any] = {"durability": kwargs.get("durability") or "async"}
-    for key in ("interrupt_before", "interrupt_after"):
-        if kwargs.get(key) is not None:
-            options[key] = kwargs[key]
+    options: dict[str, object] = {"durability": kwargs.get("durability") or "async"}
+    for key, nodes in (
+        ("interrupt_before", kwargs.get("interrupt_before")),
+        ("interrupt_after", kwargs.get("interrupt_after")),
+    ):
+        if nodes is not None:
+            options[key] = nodes
     modes, context = emitter.plait_modes(), kwargs.get("context") or None
     subgraphs = bool(kwargs.get("subgraphs"))
-    if config["configurable"].get(PROTOCOL_KEY):  # a run of the thread event protocol
+    if as_dict(config["configurable"]).get(PROTOCOL_KEY):  # a run of the thread event protocol
         options["context"] = context
         emitter.values = await stream_protocol(state.broker, emitter.run_id, graph, value, config, options)
         return
@@ -149,15 +157,15 @@ async def _stream(
 async def _stream_events(  # noqa: PLR0913 - the parts of a run
     graph: Any,
     emitter: _Emitter,
-    value: Any,
-    config: dict[str, Any],
-    context: Any,
+    value: object,
+    config: dict[str, object],
+    context: object,
     subgraphs: bool,
-    options: dict[str, Any],
+    options: dict[str, object],
 ) -> None:
     """``stream_mode="events"``: every ``astream_events`` v2 event, as LangGraph's server does; the
     graph's own stream chunks (the root run's ``on_chain_stream``) go out as their modes."""
-    named = {**config, "run_name": config["configurable"]["graph_id"]}
+    named = {**config, "run_name": as_dict(config["configurable"])["graph_id"]}
     root: Any = None
     async for event in graph.astream_events(
         value,
@@ -179,12 +187,12 @@ async def _stream_events(  # noqa: PLR0913 - the parts of a run
             emitter.state.broker.publish(emitter.run_id, "events", event)
 
 
-async def execute_run(state: ServerState, row: dict[str, Any], assistant: dict[str, Any]) -> bool:
+async def execute_run(state: ServerState, row: Row, assistant: AssistantDoc) -> bool:
     """Run ``row`` to its end and record the outcome (run status, thread status and values).
 
     Whether a pending run waits on the run's thread (the worker should look for it now).
     """
-    doc = loads(row["doc"])
+    doc: RunDoc = loads(row["doc"])
     run_id = doc["run_id"]
     temporary = bool(doc["kwargs"].get("temporary"))
     graph = state.graph(assistant["graph_id"], stateless=temporary)
@@ -230,46 +238,55 @@ class Outcome:
     """How a run ended: status, error (``{"error", "message"}``), cancel action, last values."""
 
     status: str
-    error: Any
+    error: object
     cancel: str | None
-    values: Any
+    values: object
     started: str = ""
     """When the run started (ISO-8601), for its webhook."""
 
 
-async def finish_run(state: ServerState, doc: dict[str, Any], graph: Any, end: Outcome) -> bool:
+class ThreadAfter(TypedDict):
+    """The thread's status, values, interrupts (by task) and error once a run has ended."""
+
+    status: str
+    values: object
+    interrupts: dict[str, list[dict[str, object]]]
+    error: object
+
+
+async def finish_run(state: ServerState, doc: RunDoc, graph: Any, end: Outcome) -> bool:
     """Publish the run's end, store its status and the thread's state; whether a run waits on the thread."""
     status, error, cancel, values = end.status, end.error, end.cancel, end.values
     run_id, thread_id = doc["run_id"], doc["thread_id"]
     temporary = bool(doc["kwargs"].get("temporary"))
-    thread: dict[str, Any] = {}
+    thread: ThreadAfter | None = None
     if not temporary:
         if cancel == "rollback":  # first: the thread shows the state from before the run
             await _rollback(state, graph, thread_id, run_id)
         thread = await _thread_after(graph, thread_id, status, error, cancel)
-        values = thread.get("values", values)
+        values = thread["values"]
     # each value is encoded once, for the thread's row, the run's end and the waiting client
-    parts: Any = values
+    parts: object = values
     if isinstance(values, dict):
         parts = {k: orjson.Fragment(dumps(v)) for k, v in as_dict(values).items()}
     values_json = dumps(parts)
     output = values_json
-    if thread.get("interrupts") and isinstance(values, dict):
-        output = dumps({**parts, "__interrupt__": output_interrupts(thread["interrupts"])})
+    if thread is not None and thread["interrupts"] and isinstance(parts, dict):
+        output = dumps({**as_dict(parts), "__interrupt__": output_interrupts(thread["interrupts"])})
     end_data = dumps({"status": status, "values": orjson.Fragment(output), "error": error})
     waiting = await record_finish(state, doc, status, thread, values_json, cancel == "rollback", end_data)
     state.broker.ended(run_id, end_data, None if status == "error" else output)
     state.broker.finished(run_id)
     url = doc["kwargs"].get("webhook")
     if url:
-        run = {**doc, "status": status, "updated_at": now_iso()}
+        run: RunDoc = {**doc, "status": status, "updated_at": now_iso()}
         state.call_webhook(url, payload(run, end.started, orjson.Fragment(values_json), error))
     return waiting
 
 
 async def _thread_after(
-    graph: Any, thread_id: str, status: str, error: Any, cancel: str | None
-) -> dict[str, Any]:
+    graph: Any, thread_id: str, status: str, error: object, cancel: str | None
+) -> ThreadAfter:
     snap = await graph.aget_state({"configurable": {"thread_id": thread_id}})
     thread_state = "error" if status == "error" else thread_status(snap)
     if cancel == "rollback":  # (a cancelled run's thread is "interrupted" while nodes are left, as LangGraph)
@@ -300,9 +317,9 @@ async def _rollback(state: ServerState, graph: Any, thread_id: str, run_id: str)
 
 async def record_finish(  # noqa: PLR0913 - the parts of a run's end
     state: ServerState,
-    doc: dict[str, Any],
+    doc: RunDoc,
     status: str,
-    thread: dict[str, Any],
+    thread: ThreadAfter | None,
     values_json: bytes,
     delete: bool,
     end: bytes,
@@ -325,7 +342,7 @@ async def record_finish(  # noqa: PLR0913 - the parts of a run's end
             thread["error"],
             None if thread["values"] is None else values_json.decode(),
         )
-        if thread
+        if thread is not None
         else None
     )
     waiting, gone = await runs.finish(

@@ -25,9 +25,9 @@ class MessagesMode:
     """Turns ``(message, metadata)`` pairs into the API's ``messages/*`` events."""
 
     def __init__(self) -> None:
-        self.seen: dict[str, Any] = {}
+        self.seen: dict[str, BaseMessage] = {}
 
-    def events(self, pair: tuple[Any, dict[str, Any]]) -> list[tuple[str, Any]]:
+    def events(self, pair: tuple[Any, dict[str, object]]) -> list[tuple[str, Any]]:
         """The events for one streamed pair."""
         message, metadata = pair
         if not isinstance(message, BaseMessage):
@@ -38,7 +38,7 @@ class MessagesMode:
             out.append(("messages/metadata", {key: {"metadata": metadata}}))
         if isinstance(message, BaseMessageChunk):
             previous = self.seen.get(key)
-            total = message if previous is None else previous + message
+            total = previous + message if isinstance(previous, BaseMessageChunk) else message
             self.seen[key] = total
             out.append(("messages/partial", [message_chunk_to_message(total)]))
         else:
@@ -47,7 +47,7 @@ class MessagesMode:
         return out
 
 
-def _checkpoint(config: Any) -> dict[str, Any] | None:
+def _checkpoint(config: Any) -> dict[str, object] | None:
     conf = as_dict(as_dict(config).get("configurable"))
     if not conf.get("thread_id") or not conf.get("checkpoint_id"):
         return None
@@ -63,14 +63,14 @@ def debug_payload(chunk: Any) -> Any:
     """A ``debug`` event as LangGraph's server sends it."""
     if not isinstance(chunk, dict):
         return chunk
-    event = cast("dict[str, Any]", chunk)
+    event = cast("dict[str, object]", chunk)
     payload = event.get("payload")
     if event.get("type") != "checkpoint" or not isinstance(payload, dict):
         return event
-    data = cast("dict[str, Any]", payload)
-    tasks: list[Any] = []
+    data = cast("dict[str, object]", payload)
+    tasks: list[object] = []
     for item in as_list(data.get("tasks")):
-        task: dict[str, Any] = as_dict(item)
+        task: dict[str, object] = as_dict(item)
         state = as_dict(task.get("state"))
         if state.get("configurable"):
             item = {k: v for k, v in task.items() if k != "state"} | {"checkpoint": state["configurable"]}

@@ -18,6 +18,7 @@ from plait.server._auth_runs import RunAccess, run_access
 from plait.server._create import cancel_running, create_run, run_json
 from plait.server._data import runs
 from plait.server._http import json_response
+from plait.server._records import RunDoc
 from plait.server._run_models import (
     Run,
     RunCancelQuery,
@@ -40,7 +41,7 @@ stateless = Api("Stateless Runs", "A run on a thread of its own, deleted when th
 _OUTPUT = {"description": "The run's output: its final values (with ``__interrupt__``), or ``__error__``."}
 
 
-def _locations(doc: dict[str, Any], stateless: bool, suffix: str) -> dict[str, str]:
+def _locations(doc: RunDoc, stateless: bool, suffix: str) -> dict[str, str]:
     run = f"/runs/{doc['run_id']}" if stateless else f"/threads/{doc['thread_id']}/runs/{doc['run_id']}"
     if stateless and suffix:
         run = f"/threads/{doc['thread_id']}/runs/{doc['run_id']}"
@@ -79,14 +80,14 @@ async def create(request: Request, body: RunCreate) -> Response:
 )
 async def create_batch(request: Request, body: list[RunCreate]) -> Response:
     """Several stateless background runs."""
-    made: list[dict[str, Any]] = []
+    made: list[RunDoc] = []
     for item in body:
         item, access = await _access(request, None, item)
         made.append(await create_run(state_of(request), None, item, access=access))
     return json_response(made)
 
 
-async def _final(state: ServerState, doc: dict[str, Any]) -> Any:
+async def _final(state: ServerState, doc: RunDoc) -> object:
     """The run's outcome once it ended: values (with ``__interrupt__``), or ``{"__error__": …}``."""
     log = state.broker.logs.get(doc["run_id"])
     if log is not None:  # it runs in this process: its output is encoded already
@@ -106,10 +107,12 @@ async def _final(state: ServerState, doc: dict[str, Any]) -> Any:
         thread = await get_thread(state.db, doc["thread_id"])
     if thread is None:
         return None
-    values: Any = thread.get("values")
-    if isinstance(values, dict) and thread.get("interrupts"):
-        return {**as_dict(values), "__interrupt__": output_interrupts(thread["interrupts"])}
-    return thread.get("values")
+    values, interrupts = thread.get("values"), thread.get("interrupts")
+    if not interrupts:
+        return values
+    if isinstance(values, dict):
+        return {**as_dict(values), "__interrupt__": output_interrupts(interrupts)}
+    return values
 
 
 async def _active(state: ServerState, run_id: str) -> bool:
@@ -148,8 +151,8 @@ def _wanted(modes: list[str]) -> set[str] | None:
 
 
 async def _events(
-    state: ServerState, doc: dict[str, Any], after: int, modes: list[str], first: bool
-) -> AsyncIterator[dict[str, Any]]:
+    state: ServerState, doc: RunDoc, after: int, modes: list[str], first: bool
+) -> AsyncIterator[dict[str, object]]:
     wanted = _wanted(modes)
     if first:
         yield {"event": "metadata", "data": dumps({"run_id": doc["run_id"], "attempt": 1}).decode()}
@@ -162,11 +165,11 @@ async def _events(
 
 def _sse(
     request: Request,
-    events: AsyncIterator[dict[str, Any]],
+    events: AsyncIterator[dict[str, object]],
     headers: dict[str, str],
     on_disconnect: Any = None,
 ) -> Response:
-    async def guarded() -> AsyncIterator[dict[str, Any]]:
+    async def guarded() -> AsyncIterator[dict[str, object]]:
         try:
             async for item in events:
                 yield item
@@ -207,8 +210,8 @@ async def stream(request: Request, body: RunCreate) -> Response:
 
 
 async def _found_run(
-    request: Request, action: str = "read", value: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    request: Request, action: str = "read", value: dict[str, object] | None = None
+) -> RunDoc:
     """The run of the path, once the auth allows ``action`` on its thread (404: no such run, or a
     thread the auth's filter hides)."""
     state = state_of(request)
@@ -296,7 +299,7 @@ async def cancel_many(request: Request, body: RunsCancel, query: RunsCancelQuery
         )
     if status is None and (body.thread_id is None or body.run_ids is None):
         raise ApiError(422, "Provide either a 'status', or both 'thread_id' and 'run_ids'")
-    value = {"thread_id": body.thread_id, "action": action}
+    value: dict[str, object] = {"thread_id": body.thread_id, "action": action}
     filters = await authorize(request, "threads", "update", value)
     if status is not None:
         wanted = ("pending", "running") if status == "all" else (status,)

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from plait.server._wire import as_dict, as_list
+from plait.server._wire import as_dict, as_list, as_str
 from plait.types import StateSnapshot
 
 __all__ = ["checkpoint_ref", "interrupts_by_task", "output_interrupts", "state_json", "thread_status"]
 
 
-def checkpoint_ref(config: Any) -> dict[str, Any] | None:
+def checkpoint_ref(config: Any) -> dict[str, object] | None:
     """``{"thread_id", "checkpoint_ns", "checkpoint_id"}`` of a checkpoint config (and a subgraph's
     ``checkpoint_map``, as LangGraph's API shows it), or ``None``."""
     if not config:
         return None
     conf = config.get("configurable", {})
-    ref = {
+    ref: dict[str, object] = {
         "thread_id": conf.get("thread_id"),
         "checkpoint_ns": conf.get("checkpoint_ns", ""),
         "checkpoint_id": conf.get("checkpoint_id"),
@@ -26,17 +26,17 @@ def checkpoint_ref(config: Any) -> dict[str, Any] | None:
     return ref
 
 
-def _interrupt(item: Any) -> dict[str, Any]:
-    out = {"value": getattr(item, "value", None), "id": getattr(item, "id", None)}
+def _interrupt(item: Any) -> dict[str, object]:
+    out: dict[str, object] = {"value": getattr(item, "value", None), "id": getattr(item, "id", None)}
     schema = getattr(item, "response_schema", None)
     if schema is not None:  # as LangGraph's server: only when the interrupt asks for one
         out["response_schema"] = schema
     return out
 
 
-def output_interrupts(interrupts: Any) -> list[dict[str, Any]]:
+def output_interrupts(interrupts: Any) -> list[dict[str, object]]:
     """A thread's pending interrupts as a run's output lists them (``__interrupt__``: every field)."""
-    groups: list[Any] = list(as_dict(interrupts).values())
+    groups: list[object] = list(as_dict(interrupts).values())
     return [{"response_schema": None, **as_dict(i)} for group in groups for i in as_list(group)]
 
 
@@ -49,15 +49,15 @@ def _task_state(task: Any) -> tuple[Any, Any]:
     return (as_dict(configurable) or None, None)
 
 
-def state_json(snap: StateSnapshot) -> dict[str, Any]:
+def state_json(snap: StateSnapshot) -> dict[str, object]:
     """A snapshot as ``GET /threads/{id}/state`` returns it."""
     checkpoint = checkpoint_ref(snap.config)
     parent = checkpoint_ref(snap.parent_config)
     if parent and checkpoint and "checkpoint_map" in checkpoint and "checkpoint_map" not in parent:
         # a subgraph's parent checkpoint: the same map, with its own id for its namespace
         parent["checkpoint_map"] = {
-            **checkpoint["checkpoint_map"],
-            parent["checkpoint_ns"]: parent["checkpoint_id"],
+            **as_dict(checkpoint["checkpoint_map"]),
+            as_str(parent["checkpoint_ns"]): parent["checkpoint_id"],
         }
     tasks = [
         {
@@ -86,7 +86,7 @@ def state_json(snap: StateSnapshot) -> dict[str, Any]:
     }
 
 
-def interrupts_by_task(snap: StateSnapshot) -> dict[str, list[dict[str, Any]]]:
+def interrupts_by_task(snap: StateSnapshot) -> dict[str, list[dict[str, object]]]:
     """The pending interrupts of a snapshot, keyed by task id (a thread's ``interrupts``)."""
     return {t.id: [_interrupt(i) for i in t.interrupts] for t in snap.tasks if t.interrupts}
 

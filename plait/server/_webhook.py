@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from plait.server._wire import ApiError, dumps, now_iso
+from plait.server._wire import ApiError, as_int, as_list, dumps, now_iso
 
 __all__ = ["Unresolved", "WebhookPolicy", "deliver", "local_addresses", "payload"]
 
@@ -103,7 +103,7 @@ class WebhookPolicy:
         try:
             return cls(
                 allowed_domains=tuple(str(d).strip().lower() for d in _list(url, "allowed_domains")),
-                allowed_ports=tuple(int(p) for p in _list(url, "allowed_ports")),
+                allowed_ports=tuple(as_int(p) for p in _list(url, "allowed_ports")),
                 require_https=_flag(url, "require_https", False),
                 disable_loopback=_flag(url, "disable_loopback", True),
                 disable_private_ips=_flag(url, "disable_private_ips", True),
@@ -116,7 +116,7 @@ class WebhookPolicy:
         except (TypeError, ValueError) as exc:
             raise WebhookConfigError(f"webhooks: {exc}") from None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The policy as settings JSON (:meth:`from_json` reads it back)."""
         return {
             "allowed_domains": list(self.allowed_domains),
@@ -130,16 +130,16 @@ class WebhookPolicy:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> WebhookPolicy:
+    def from_json(cls, data: dict[str, object]) -> WebhookPolicy:
         """Read :meth:`to_json`'s output."""
         return cls(
-            allowed_domains=tuple(str(d) for d in data["allowed_domains"]),
-            allowed_ports=tuple(int(p) for p in data["allowed_ports"]),
+            allowed_domains=tuple(str(d) for d in as_list(data["allowed_domains"])),
+            allowed_ports=tuple(as_int(p) for p in as_list(data["allowed_ports"])),
             require_https=bool(data["require_https"]),
             disable_loopback=bool(data["disable_loopback"]),
             disable_private_ips=bool(data["disable_private_ips"]),
-            max_url_length=int(data["max_url_length"]),
-            headers=tuple((str(k), str(v)) for k, v in data["headers"]),
+            max_url_length=as_int(data["max_url_length"]),
+            headers=tuple((str(k), str(v)) for k, v in map(as_list, as_list(data["headers"]))),
             disabled=bool(data["disabled"]),
         )
 
@@ -313,15 +313,20 @@ def _default_source() -> set[_Address]:
     return found
 
 
-def payload(run: dict[str, Any], started: str, values: Any, error: Any) -> dict[str, Any]:
+def payload(run: Mapping[str, object], started: str, values: object, error: object) -> dict[str, object]:
     """What a webhook receives: the run as the API shows it, when it ran, its last values, its error."""
-    out = {**run, "run_started_at": started, "run_ended_at": run.get("updated_at"), "values": values}
+    out: dict[str, object] = {
+        **run,
+        "run_started_at": started,
+        "run_ended_at": run.get("updated_at"),
+        "values": values,
+    }
     if error is not None:
         out["error"] = error
     return out
 
 
-async def deliver(policy: WebhookPolicy, url: str, body: dict[str, Any]) -> bool:
+async def deliver(policy: WebhookPolicy, url: str, body: dict[str, object]) -> bool:
     """POST ``body`` to ``url``; whether it was taken (a 2xx answer). Never raises.
 
     Each attempt checks the URL, looks its host up and connects to the address it checked
@@ -357,7 +362,7 @@ async def deliver(policy: WebhookPolicy, url: str, body: dict[str, Any]) -> bool
     return False
 
 
-async def _post(client: httpx.AsyncClient, policy: WebhookPolicy, url: str, body: dict[str, Any]) -> int:
+async def _post(client: httpx.AsyncClient, policy: WebhookPolicy, url: str, body: dict[str, object]) -> int:
     """One call, to the addresses checked in turn (the next when one refuses the connection); the
     answer's status (its body is not read). Credentials in the URL go as Basic auth."""
     policy.checked(url)
@@ -393,28 +398,28 @@ async def _post(client: httpx.AsyncClient, policy: WebhookPolicy, url: str, body
     raise AssertionError("unreachable: reachable() returns at least one address")
 
 
-def _object(raw: Any, where: str) -> dict[str, Any]:
+def _object(raw: Any, where: str) -> dict[str, object]:
     if not isinstance(raw, dict):
         raise WebhookConfigError(f"{where} must be an object, got {raw!r}")
-    return cast("dict[str, Any]", raw)
+    return cast("dict[str, object]", raw)
 
 
-def _list(data: dict[str, Any], key: str) -> list[Any]:
+def _list(data: dict[str, object], key: str) -> list[object]:
     value: Any = data.get(key) or []
     if not isinstance(value, list):
         raise TypeError(f"url.{key} must be a list, got {value!r}")
-    items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]  # isinstance() leaves list[Unknown]
+    items: list[object] = value  # pyright: ignore[reportUnknownVariableType]  # isinstance() leaves list[Unknown]
     return items
 
 
-def _flag(data: dict[str, Any], key: str, default: bool) -> bool:
+def _flag(data: dict[str, object], key: str, default: bool) -> bool:
     value = data.get(key, default)
     if not isinstance(value, bool):
         raise TypeError(f"url.{key} must be true or false, got {value!r}")
     return value
 
 
-def _count(data: dict[str, Any], key: str, default: int) -> int:
+def _count(data: dict[str, object], key: str, default: int) -> int:
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise TypeError(f"url.{key} must be a positive integer, got {value!r}")

@@ -19,14 +19,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
 
 from plait.server._crons import fire_due
 from plait.server._data import runs
+from plait.server._db import Row
 from plait.server._execute import execute_run
+from plait.server._records import AssistantDoc
 from plait.server._state import ServerState
 from plait.server._sweep import sweep
 from plait.server._ttl import sweep_seconds
+from plait.server._wire import as_int
 
 __all__ = ["Worker"]
 
@@ -96,7 +98,7 @@ class Worker:
         while not self.closing:
             await asyncio.sleep(pause)
             try:
-                await sweep(self.state, int(self.state.settings.thread_ttl.get("sweep_limit") or 1000))
+                await sweep(self.state, as_int(self.state.settings.thread_ttl.get("sweep_limit") or 1000))
             except Exception:  # noqa: BLE001 - a database hiccup: next time
                 _log.exception("ttl sweep failed")
 
@@ -118,7 +120,7 @@ class Worker:
         """Give back a slot :meth:`reserve` took (the run was not stored)."""
         self.reserved -= 1
 
-    def take(self, row: dict[str, Any], assistant: dict[str, Any]) -> None:
+    def take(self, row: Row, assistant: AssistantDoc) -> None:
         """Execute a run stored as running by this worker, in the slot :meth:`reserve` took."""
         self.reserved -= 1
         self.tasks[row["run_id"]] = asyncio.create_task(self._run(row, assistant))
@@ -174,11 +176,11 @@ class Worker:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=poll)
 
-    async def _claim(self, limit: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    async def _claim(self, limit: int) -> list[tuple[Row, AssistantDoc]]:
         """Up to ``limit`` runs marked running by this worker, each with its assistant."""
         return await runs.claim(self.state.db, self.state.worker_id, self.ttl, limit)
 
-    async def _run(self, row: dict[str, Any], assistant: dict[str, Any]) -> None:
+    async def _run(self, row: Row, assistant: AssistantDoc) -> None:
         run_id = row["run_id"]
         self.started.add(run_id)
         waiting = True  # unless the run's end says no run waits on its thread
@@ -198,7 +200,7 @@ class Worker:
             if waiting or full or self.backlog:  # a run queued on its thread, or for want of a slot
                 self.wake()
 
-    async def _failed(self, row: dict[str, Any], exc: Exception) -> None:
+    async def _failed(self, row: Row, exc: Exception) -> None:
         """A run that could not be executed (its graph is gone, the database failed…): its row and its
         thread say so, and its followers get its end, unless the run had already ended."""
         state, run_id = self.state, row["run_id"]
