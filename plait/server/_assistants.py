@@ -25,6 +25,7 @@ from plait.server._auth import authorize
 from plait.server._auth_filter import permits
 from plait.server._data import assistants
 from plait.server._http import json_response, paged_response
+from plait.server._records import AssistantDoc
 from plait.server._schemas import graph_schemas
 from plait.server._state import ServerState, state_of
 from plait.server._wire import ApiError, as_dict, check_uuid, now_iso
@@ -61,13 +62,13 @@ async def ensure_defaults(state: ServerState) -> None:
 def _doc(  # noqa: PLR0913 - the fields of an assistant
     assistant_id: str,
     graph_id: str,
-    config: dict[str, Any],
-    context: dict[str, Any],
-    metadata: dict[str, Any],
+    config: dict[str, object],
+    context: dict[str, object],
+    metadata: dict[str, object],
     name: str,
     description: str | None,
     now: str,
-) -> dict[str, Any]:
+) -> AssistantDoc:
     return {
         "assistant_id": assistant_id,
         "graph_id": graph_id,
@@ -83,8 +84,8 @@ def _doc(  # noqa: PLR0913 - the fields of an assistant
 
 
 async def _found(
-    request: Request, action: str = "read", value: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    request: Request, action: str = "read", value: dict[str, object] | None = None
+) -> AssistantDoc:
     """The assistant of the path, once the auth allows ``action`` on it (``value``: the action's, else
     ``{"assistant_id": ...}``); 404 when it does not exist or the auth's filter hides it."""
     state = state_of(request)
@@ -98,7 +99,9 @@ async def _found(
     return doc
 
 
-def _config_context(data: AssistantPatch | AssistantCreate) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _config_context(
+    data: AssistantPatch | AssistantCreate,
+) -> tuple[dict[str, object], dict[str, object] | None]:
     """The body's config and context kept in step like LangGraph's: each mirrors the other.
 
     ``config.configurable`` and ``context`` together are a 400; either one alone sets both.
@@ -127,7 +130,7 @@ async def create(request: Request, body: AssistantCreate) -> Response:
     config, context = _config_context(body)
     context, metadata = context or {}, body.metadata or {}
     assistant_id = body.assistant_id or str(uuid.uuid4())
-    value = {
+    value: dict[str, object] = {
         "assistant_id": assistant_id,
         "graph_id": graph_id,
         "config": config,
@@ -161,7 +164,7 @@ async def get(request: Request) -> Response:
 async def patch(request: Request, body: AssistantPatch) -> Response:
     """A new version of the assistant with the given fields replaced (metadata merged in)."""
     state = state_of(request)
-    value: dict[str, Any] = {"graph_id": body.graph_id, "config": body.config, "context": body.context}
+    value: dict[str, object] = {"graph_id": body.graph_id, "config": body.config, "context": body.context}
     value.update(name=body.name, version=None, metadata=dict(body.metadata or {}))
     doc = await _found(request, "update", value)
     # (the metadata as the auth's handler left it)
@@ -172,14 +175,17 @@ async def patch(request: Request, body: AssistantPatch) -> Response:
     config, context = _config_context(body)
     now = now_iso()
 
-    def change(current: dict[str, Any]) -> None:  # (as it is now: another update may have come first)
+    def change(current: AssistantDoc) -> None:  # (as it is now: another update may have come first)
         if config:
             current["config"] = config
         if context is not None:
             current["context"] = context
-        for key, given in (("name", body.name), ("description", body.description), ("graph_id", graph_id)):
-            if given is not None:
-                current[key] = given
+        if body.name is not None:
+            current["name"] = body.name
+        if body.description is not None:
+            current["description"] = body.description
+        if graph_id is not None:
+            current["graph_id"] = graph_id
         if metadata is not None:
             current["metadata"] = {**as_dict(current.get("metadata")), **metadata}
         current["updated_at"] = now
@@ -204,7 +210,12 @@ async def _query(request: Request, data: AssistantCountRequest) -> assistants.As
     may change the metadata wanted, and its filter narrows the search)."""
     metadata = data.metadata or {}
     limit, offset = (data.limit, data.offset) if isinstance(data, AssistantSearchRequest) else (10, 0)
-    value = {"graph_id": data.graph_id, "metadata": metadata, "limit": limit, "offset": offset}
+    value: dict[str, object] = {
+        "graph_id": data.graph_id,
+        "metadata": metadata,
+        "limit": limit,
+        "offset": offset,
+    }
     filters = await authorize(request, "assistants", "search", value)
     metadata = as_dict(value.get("metadata"))
     return assistants.AssistantQuery(data.graph_id, data.name, metadata, filters)

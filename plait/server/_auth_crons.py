@@ -6,7 +6,7 @@ thread's cron, the threads' filter on that thread).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from starlette.requests import Request
 
@@ -14,6 +14,7 @@ from plait.server._auth import USER_KEYS, authorize
 from plait.server._auth_filter import Filter, permits
 from plait.server._auth_runs import cron_owner
 from plait.server._data.crons import Visible
+from plait.server._records import CronDoc
 from plait.server._wire import as_dict
 
 __all__ = ["CronAccess", "cron_access", "keep_creator", "visible_crons"]
@@ -25,27 +26,34 @@ class CronAccess:
     def __init__(self, assistant: Filter | None, thread: Filter | None) -> None:
         self.assistant_filter, self.thread_filter = assistant, thread
 
-    def assistant(self, doc: dict[str, Any]) -> bool:
+    def assistant(self, doc: Mapping[str, object]) -> bool:
         """Whether the user sees the assistant (the graphs' own ones, LangGraph's system assistants, always)."""
         metadata = as_dict(doc.get("metadata"))
         return metadata.get("created_by") == "system" or permits(self.assistant_filter, metadata)
 
-    def thread(self, doc: dict[str, Any]) -> bool:
+    def thread(self, doc: Mapping[str, object]) -> bool:
         """Whether the user sees the cron's thread."""
         return permits(self.thread_filter, doc.get("metadata"))
 
 
-async def cron_access(request: Request, cron: dict[str, Any]) -> CronAccess:
+async def cron_access(request: Request, cron: CronDoc) -> CronAccess:
     """Ask the auth (``crons.create``, then reading the cron's assistant and thread); the cron takes
     the metadata the handler left and its user's identity (its runs are made as that user)."""
-    value = {k: cron[k] for k in ("payload", "schedule", "cron_id", "thread_id", "end_time", "metadata")}
+    value: dict[str, object] = {
+        "payload": cron["payload"],
+        "schedule": cron["schedule"],
+        "cron_id": cron["cron_id"],
+        "thread_id": cron["thread_id"],
+        "end_time": cron["end_time"],
+        "metadata": cron["metadata"],
+    }
     owner = cron_owner(request)
     value["user_id"] = owner and owner["identity"]
     await authorize(request, "crons", "create", value)
     cron["metadata"] = as_dict(value.get("metadata"))
     if owner is not None:
         cron["user_id"] = owner["identity"]
-        cron["payload"]["config"]["configurable"].update(owner["configurable"])
+        as_dict(as_dict(cron["payload"]["config"])["configurable"]).update(owner["configurable"])
     assistant = await authorize(request, "assistants", "read", {"assistant_id": cron["assistant_id"]})
     thread = None
     if cron["thread_id"] is not None:
@@ -53,7 +61,7 @@ async def cron_access(request: Request, cron: dict[str, Any]) -> CronAccess:
     return CronAccess(assistant, thread)
 
 
-def keep_creator(cron: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+def keep_creator(cron: CronDoc, payload: dict[str, object]) -> dict[str, object]:
     """``payload`` (the cron's run request as an update leaves it) with the creator's identity keys
     the cron holds (``langgraph_auth_user`` ...): an update may replace the run's config, never
     whom its runs are made as. A cron made without custom auth (no ``user_id``) has none to keep."""
@@ -66,7 +74,7 @@ def keep_creator(cron: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any
     return {**payload, "config": {**config, "configurable": configurable}}
 
 
-async def visible_crons(request: Request, thread_id: str | None, data: dict[str, Any]) -> Visible:
+async def visible_crons(request: Request, thread_id: str | None, data: dict[str, object]) -> Visible:
     """The filters keeping the crons the auth lets the request's user see (``thread_id``: the
     searched thread; ``data``: the search)."""
     value = {k: data.get(k) for k in ("assistant_id", "thread_id", "limit", "offset")}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timezone
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
@@ -39,9 +38,10 @@ from plait.server._cron_models import (
 )
 from plait.server._data import assistants, crons, threads
 from plait.server._http import json_response, page_response, paged_response
+from plait.server._records import CronDoc
 from plait.server._run_models import RunCreate
 from plait.server._state import ServerState, state_of
-from plait.server._wire import ApiError, as_dict, check_uuid, now_iso, uuid7
+from plait.server._wire import ApiError, as_dict, as_str, check_uuid, now_iso, uuid7
 
 __all__ = ["api", "fire_due", "routes"]
 
@@ -53,7 +53,7 @@ BATCH = 20
 api = Api("Crons", "A cron makes runs on a schedule: each on a new thread, or all on one thread.")
 
 
-def next_time(cron: dict[str, Any], after: datetime) -> datetime | None:
+def next_time(cron: CronDoc, after: datetime) -> datetime | None:
     """The cron's first time strictly after ``after`` (UTC), or ``None`` past its end time."""
     tz = cron.get("timezone")
     base = after.astimezone(ZoneInfo(tz)) if tz else after.astimezone(timezone.utc)
@@ -66,7 +66,7 @@ def next_time(cron: dict[str, Any], after: datetime) -> datetime | None:
     return found
 
 
-def _set_next(cron: dict[str, Any], after: datetime) -> float | None:
+def _set_next(cron: CronDoc, after: datetime) -> float | None:
     """Store the cron's next run date in its document; that time (epoch seconds), or ``None``.
 
     Raises:
@@ -83,20 +83,20 @@ def _set_next(cron: dict[str, Any], after: datetime) -> float | None:
     return None if found is None else found.timestamp()
 
 
-def _payload(data: CronCreate | CronPatch, assistant_id: str) -> dict[str, Any]:
+def _payload(data: CronCreate | CronPatch, assistant_id: str) -> dict[str, object]:
     """The request as the cron keeps it (as LangGraph's server: the whole body, nulls left out),
     its assistant resolved."""
     return {**data.model_dump(exclude_none=True), "assistant_id": assistant_id}
 
 
-def _with_cron_id(payload: dict[str, Any], cron_id: str) -> dict[str, Any]:
+def _with_cron_id(payload: dict[str, object], cron_id: str) -> dict[str, object]:
     """``payload`` whose ``config.configurable`` names the cron, as its runs' configs do."""
     config = as_dict(payload.get("config"))
     configurable = {**as_dict(config.get("configurable")), "cron_id": cron_id}
     return {**payload, "config": {**config, "configurable": configurable}}
 
 
-def _run_request(payload: dict[str, Any]) -> dict[str, Any]:
+def _run_request(payload: dict[str, object]) -> dict[str, object]:
     """The run request of a cron's ``payload`` (its schedule and other cron settings left out)."""
     return {k: v for k, v in payload.items() if k in RUN_KEYS or k == "assistant_id"}
 
@@ -119,7 +119,7 @@ async def create(request: Request, body: CronCreate) -> Response:
     cron_id, now = uuid7(), now_iso()
     payload = _with_cron_id(_payload(body, assistant_id), cron_id)
     enabled = body.enabled
-    cron: dict[str, Any] = {
+    cron: CronDoc = {
         "cron_id": cron_id,
         "assistant_id": assistant_id,
         "thread_id": thread_id,
@@ -146,8 +146,8 @@ async def create(request: Request, body: CronCreate) -> Response:
         if found is None or not seen.assistant(found):
             raise ApiError(404, f"Assistant '{raw_assistant}' not found")
         if thread_id is not None:
-            found = await threads.get_shared(tx, dialect, thread_id)
-            if found is None or not seen.thread(found):
+            thread = await threads.get_shared(tx, dialect, thread_id)
+            if thread is None or not seen.thread(thread):
                 raise ApiError(404, f"Thread with ID '{thread_id}' not found")
         await crons.write(tx, cron, due, insert=True)
     if state.worker is not None:
@@ -155,16 +155,16 @@ async def create(request: Request, body: CronCreate) -> Response:
     return json_response(cron)
 
 
-async def _check_run(state: ServerState, cron: dict[str, Any], webhook: bool = True) -> None:
+async def _check_run(state: ServerState, cron: CronDoc, webhook: bool = True) -> None:
     """Refuse (422) a cron whose runs would be refused for their options (``webhook``: or for an
     unreachable webhook)."""
-    request = _run_request(cron["payload"])
-    check_request(state, cron["thread_id"], validated(RunCreate, request, "the cron's run request"))
-    if webhook and request.get("webhook"):
-        await state.hooks.reachable(request["webhook"])
+    run = validated(RunCreate, _run_request(cron["payload"]), "the cron's run request")
+    check_request(state, cron["thread_id"], run)
+    if webhook and run.webhook:
+        await state.hooks.reachable(run.webhook)
 
 
-async def _found(request: Request, action: str = "read") -> dict[str, Any]:
+async def _found(request: Request, action: str = "read") -> CronDoc:
     """The cron of the path, once the auth allows ``action`` (404: none, or the auth's filter hides it)."""
     cron_id = check_uuid(request.path_params["cron_id"], "cron ID")
     filters = await authorize(request, "crons", action, {"cron_id": cron_id})
@@ -199,7 +199,7 @@ async def patch(request: Request, body: CronPatch) -> Response:
     if body.webhook:  # (looked up before the cron's row is locked)
         await state.hooks.reachable(state.hooks.checked(body.webhook))
     data = body.model_dump(exclude_unset=True)
-    value = {"cron_id": cron_id, "payload": data, "schedule": body.schedule}
+    value: dict[str, object] = {"cron_id": cron_id, "payload": data, "schedule": body.schedule}
     filters = await authorize(request, "crons", "update", value)
     async with state.db.tx() as tx:
         cron = await crons.get_locked(tx, state.db.dialect, cron_id)
@@ -219,12 +219,15 @@ async def patch(request: Request, body: CronPatch) -> Response:
     return json_response(cron)
 
 
-def _settings(cron: dict[str, Any], data: CronPatch) -> bool:
+def _settings(cron: CronDoc, data: CronPatch) -> bool:
     """Apply the cron's own settings in ``data``; whether its next run has to be found again."""
     given = data.model_fields_set
-    for key in ("schedule", "timezone", "end_time"):  # (a null time zone or end time clears it)
-        if key in given:
-            cron[key] = getattr(data, key)
+    if "schedule" in given and data.schedule is not None:  # (refused as null by the route)
+        cron["schedule"] = data.schedule
+    if "timezone" in given:  # (a null time zone or end time clears it)
+        cron["timezone"] = data.timezone
+    if "end_time" in given:
+        cron["end_time"] = data.end_time
     if data.enabled is not None:
         cron["enabled"] = data.enabled
     on_completed = data.on_run_completed
@@ -233,7 +236,7 @@ def _settings(cron: dict[str, Any], data: CronPatch) -> bool:
     return bool(given & {"schedule", "timezone", "end_time"})
 
 
-def _due(cron: dict[str, Any]) -> float | None:
+def _due(cron: CronDoc) -> float | None:
     """The cron's stored next run (epoch seconds)."""
     found = cron["next_run_date"]
     return None if found is None else when(found).timestamp()
@@ -270,11 +273,11 @@ async def search(request: Request, body: CronSearch) -> Response:
         return paged_response(page, total, body.offset, body.limit, select)
     found, _ = await crons.search(db, query, None, order, None, 0)
 
-    def key(cron: dict[str, Any]) -> tuple[bool, Any]:
+    def key(cron: CronDoc) -> tuple[bool, datetime | str]:
         value = cron.get(sort_by)
-        if value is not None:
-            value = when(value)  # (an end time keeps the offset it was given with)
-        return value is not None, value if value is not None else ""
+        if value is None:
+            return False, ""
+        return True, when(as_str(value))  # (an end time keeps the offset it was given with)
 
     found.sort(key=key, reverse=order == "desc")
     return page_response(found, body.offset, body.limit, select)
@@ -289,12 +292,12 @@ async def count(request: Request, body: CronCountRequest) -> Response:
 # -- firing -------------------------------------------------------------------------------
 
 
-async def _take_due(state: ServerState, now: datetime) -> list[dict[str, Any]]:
+async def _take_due(state: ServerState, now: datetime) -> list[CronDoc]:
     """The crons due at ``now``, each moved on to its next time (in one transaction)."""
-    taken: list[dict[str, Any]] = []
+    taken: list[CronDoc] = []
     async with state.db.tx() as tx:
         for cron in await crons.due(tx, state.db.dialect, now.timestamp(), BATCH):
-            fired = dict(cron)
+            fired = cron.copy()
             try:
                 due = _set_next(cron, now)
             except ApiError as exc:  # its schedule ran out (a year that passed): it has no next time
@@ -323,7 +326,7 @@ async def fire_due(state: ServerState) -> float | None:
             return await _next_due(state)
 
 
-async def _fire(state: ServerState, cron: dict[str, Any]) -> None:
+async def _fire(state: ServerState, cron: CronDoc) -> None:
     """One run of ``cron`` (a failure is logged: the cron fires again at its next time)."""
     data = _run_request(cron["payload"])
     data["metadata"] = {**cron["metadata"], **as_dict(data.get("metadata"))}

@@ -8,6 +8,7 @@ A path starts with a field of the thread (``values``, ``metadata``, ``config`` o
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, cast
 
 from plait.server._wire import ApiError, as_dict, as_list
@@ -68,9 +69,9 @@ def extract_paths(raw: Any, reserved: set[str]) -> dict[str, list[Step]]:
     return out
 
 
-def extracted(doc: dict[str, Any], paths: dict[str, list[Step]]) -> dict[str, Any]:
+def extracted(doc: Mapping[str, object], paths: dict[str, list[Step]]) -> dict[str, object]:
     """Each alias's value in ``doc`` (``None`` where its path leads nowhere)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for alias, steps in paths.items():
         value: Any = doc
         for step in steps:
@@ -78,7 +79,7 @@ def extracted(doc: dict[str, Any], paths: dict[str, list[Step]]) -> dict[str, An
                 items = as_list(value)
                 value = items[step] if -len(items) <= step < len(items) else None
             elif isinstance(step, str) and isinstance(value, dict):
-                value = cast("dict[str, Any]", value).get(step)
+                value = cast("dict[str, object]", value).get(step)
             else:
                 value = None
             if value is None:

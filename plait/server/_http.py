@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -50,20 +50,15 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def page_response(
-    found: Sequence[Any],
-    offset: int,
-    limit: int,
-    select: list[str] | None,
-    show: Callable[[Any], dict[str, Any]] | None = None,
+    found: Sequence[Mapping[str, object]], offset: int, limit: int, select: list[str] | None
 ) -> Response:
-    """One page of search results (each made a document by ``show``, if given; ``select`` keeps
-    those fields) with LangGraph's pagination headers (``X-Pagination-Total``, ``-Next``)."""
-    page = [show(item) if show is not None else item for item in found[offset : offset + limit]]
-    return paged_response(page, len(found), offset, limit, select)
+    """One page of search results (``select`` keeps those fields) with LangGraph's pagination
+    headers (``X-Pagination-Total``, ``-Next``)."""
+    return paged_response(list(found[offset : offset + limit]), len(found), offset, limit, select)
 
 
 def paged_response(
-    page: list[dict[str, Any]], total: int, offset: int, limit: int, select: Sequence[str] | None
+    page: Sequence[Mapping[str, object]], total: int, offset: int, limit: int, select: Sequence[str] | None
 ) -> Response:
     """A page of search results the database paged (``total``: how many the search selects in all;
     ``select`` keeps those fields) with LangGraph's pagination headers."""

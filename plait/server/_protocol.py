@@ -20,10 +20,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from typing_extensions import NotRequired, TypedDict
+
 from plait.server._stream import END
 from plait.server._wire import as_dict, as_list, loads
 
-__all__ = ["CHANNELS", "Filter", "RunEvents", "check_channel", "is_prefix"]
+__all__ = ["CHANNELS", "EventParams", "Filter", "ProtocolEvent", "RunEvents", "check_channel", "is_prefix"]
 
 CHANNELS = ("values", "updates", "messages", "tools", "lifecycle", "input", "checkpoints", "tasks", "custom")
 """The channels a subscription names (and ``custom:<name>``: the ``custom`` events of that name)."""
@@ -59,6 +61,25 @@ def is_prefix(namespace: list[str], prefix: list[str] | tuple[str, ...]) -> bool
     return True
 
 
+class EventParams(TypedDict):
+    """An event's ``params``: where in the run it happened, when (epoch ms), what."""
+
+    namespace: list[str]
+    timestamp: int
+    data: object
+    node: NotRequired[str]
+
+
+class ProtocolEvent(TypedDict):
+    """One event of the thread event protocol (``seq``: its number on the connection)."""
+
+    type: str
+    event_id: str
+    seq: int
+    method: str
+    params: EventParams
+
+
 @dataclass(frozen=True)
 class Filter:
     """What a subscription receives: its channels, the namespaces (prefixes; ``None``: all) and the
@@ -68,10 +89,9 @@ class Filter:
     namespaces: tuple[tuple[str, ...], ...] | None = None
     depth: int | None = None
 
-    def matches(self, event: dict[str, Any]) -> bool:
+    def matches(self, event: ProtocolEvent) -> bool:
         """Whether ``event`` is one of this subscription's."""
-        method: str = event["method"]
-        params: dict[str, Any] = event["params"]
+        method, params = event["method"], event["params"]
         if method == "custom":
             name = as_dict(params.get("data")).get("name")
             if "custom" not in self.channels and not (name and f"custom:{name}" in self.channels):
@@ -80,7 +100,7 @@ class Filter:
             return False
         if not self.namespaces:
             return True
-        namespace: list[str] = params["namespace"]
+        namespace = params["namespace"]
         return any(
             is_prefix(namespace, prefix)
             and (self.depth is None or len(namespace) - len(prefix) <= self.depth)
@@ -98,8 +118,8 @@ def _now() -> int:
 
 def _event(
     method: str, namespace: list[str], data: Any, event_id: str, timestamp: int | None = None
-) -> dict[str, Any]:
-    params = {"namespace": namespace, "timestamp": timestamp or _now(), "data": data}
+) -> ProtocolEvent:
+    params: EventParams = {"namespace": namespace, "timestamp": timestamp or _now(), "data": data}
     return {"type": "event", "event_id": event_id, "seq": 0, "method": method, "params": params}
 
 
@@ -130,7 +150,7 @@ class RunEvents:
     _base: str = ""
     _count: int = 0
 
-    def entry(self, seq: int, name: str, raw: bytes) -> list[dict[str, Any]]:
+    def entry(self, seq: int, name: str, raw: bytes) -> list[ProtocolEvent]:
         """The events of the log's entry ``seq`` (``name``: its event name, ``raw``: its JSON data)."""
         if name == END:
             return self._end(as_dict(loads(raw)))
@@ -153,13 +173,13 @@ class RunEvents:
         n, self._count = self._count, self._count + 1
         return self._base if n == 0 else f"{self._base}.{n}"
 
-    def _start(self) -> list[dict[str, Any]]:
+    def _start(self) -> list[ProtocolEvent]:
         if self.started:
             return []
         self.started = True
         return self._status([], "running", self.graph_name)
 
-    def _protocol(self, method: str, namespace: list[str], params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _protocol(self, method: str, namespace: list[str], params: dict[str, object]) -> list[ProtocolEvent]:
         data, stamp = params.get("data"), params.get("timestamp")
         timestamp = stamp if isinstance(stamp, int) else None
         if method == "lifecycle":
@@ -177,12 +197,12 @@ class RunEvents:
             return []  # (debug, ...: no channel carries them; messages are content-block events only)
         event = _event(method, namespace, data, self._id(), timestamp)
         if method == "tools" and isinstance(data, dict):
-            node = cast("dict[str, Any]", data).pop("__node", None)
+            node = cast("dict[str, object]", data).pop("__node", None)
             if isinstance(node, str) and node:
                 event["params"]["node"] = node
         return [event]
 
-    def _plain(self, method: str, namespace: list[str], data: Any) -> list[dict[str, Any]]:
+    def _plain(self, method: str, namespace: list[str], data: Any) -> list[ProtocolEvent]:
         """A log entry of a run made by the other routes (``runs.stream`` and co.)."""
         self._register(namespace)
         if method == "values":
@@ -195,7 +215,7 @@ class RunEvents:
             return [_event("tasks", namespace, data, self._id())]
         return []  # (messages/*, debug, events: not in the protocol's shape)
 
-    def _update(self, namespace: list[str], data: Any) -> list[dict[str, Any]]:
+    def _update(self, namespace: list[str], data: Any) -> list[ProtocolEvent]:
         update = as_dict(data)
         if len(update) != 1:
             return [_event("updates", namespace, {"values": update}, self._id())]
@@ -209,20 +229,20 @@ class RunEvents:
         return [event]
 
     def _values(
-        self, namespace: list[str], data: Any, interrupts: list[Any], timestamp: int | None
-    ) -> list[dict[str, Any]]:
+        self, namespace: list[str], data: Any, interrupts: list[object], timestamp: int | None
+    ) -> list[ProtocolEvent]:
         out = self._asked(namespace, _requests(interrupts))
         if isinstance(data, dict):
-            values = cast("dict[str, Any]", data)
+            values = cast("dict[str, object]", data)
             out += self._asked(namespace, _requests(values.get("__interrupt__")))
             data = {k: v for k, v in values.items() if k != "__interrupt__"}
             if not data:
                 return out
         return [*out, _event("values", namespace, data, self._id(), timestamp)]
 
-    def _asked(self, namespace: list[str], requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _asked(self, namespace: list[str], requests: list[_Request]) -> list[ProtocolEvent]:
         """``input.requested`` for each new interrupt; then the root is ``interrupted``."""
-        out: list[dict[str, Any]] = []
+        out: list[ProtocolEvent] = []
         for request in requests:
             interrupt_id = request["interrupt_id"]
             if interrupt_id in self.pending:
@@ -236,8 +256,8 @@ class RunEvents:
         return out
 
     def _lifecycle(
-        self, namespace: list[str], data: dict[str, Any], timestamp: int | None
-    ) -> list[dict[str, Any]]:
+        self, namespace: list[str], data: dict[str, object], timestamp: int | None
+    ) -> list[ProtocolEvent]:
         inner = data.get("namespace")
         if isinstance(inner, list) and len(as_list(inner)) > len(namespace):
             namespace = [str(s) for s in as_list(inner)]
@@ -266,8 +286,12 @@ class RunEvents:
                 )
 
     def _status(
-        self, namespace: list[str], status: str, graph_name: str | None, extra: dict[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
+        self,
+        namespace: list[str],
+        status: str,
+        graph_name: str | None,
+        extra: dict[str, object] | None = None,
+    ) -> list[ProtocolEvent]:
         """``lifecycle`` ``status`` of a namespace, unless it has it already."""
         key = _key(namespace)
         space = self.spaces.get(key)
@@ -283,7 +307,7 @@ class RunEvents:
         data = {"event": status, "graph_name": name, **(extra or {})}
         return [_event("lifecycle", namespace, data, f"{self.run_id}:lc:{key}:{status}")]
 
-    def _end(self, outcome: dict[str, Any]) -> list[dict[str, Any]]:
+    def _end(self, outcome: dict[str, object]) -> list[ProtocolEvent]:
         """The run's end: its open subgraphs ``completed``, then the root's status."""
         status = str(outcome.get("status"))
         if self.ended or (not self.started and status == "interrupted"):  # (cancelled before it ran)
@@ -298,19 +322,19 @@ class RunEvents:
         for space in sorted(open_spaces, key=lambda s: -len(s.namespace)):
             out += self._status(space.namespace, "completed", None)
         error = as_dict(outcome.get("error"))
-        extra = (
+        extra: dict[str, object] | None = (
             None
             if status in _TERMINAL
             else {"error": str(error.get("message") or error.get("error") or status)}
         )
         return out + self._status([], _TERMINAL.get(status, "failed"), self.graph_name, extra)
 
-    def tree(self) -> dict[str, Any]:
+    def tree(self) -> dict[str, object]:
         """The run's graph and subgraphs with their status (the ``agent.getTree`` result)."""
         root = self.spaces.get("") or _Space([], "started", self.graph_name)
         return self._node(root)
 
-    def _node(self, space: _Space) -> dict[str, Any]:
+    def _node(self, space: _Space) -> dict[str, object]:
         depth = len(space.namespace)
         children = sorted(
             (
@@ -320,7 +344,7 @@ class RunEvents:
             ),
             key=lambda s: s.namespace,
         )
-        node: dict[str, Any] = {
+        node: dict[str, object] = {
             "namespace": space.namespace,
             "status": space.status,
             "graph_name": space.graph_name,
@@ -330,13 +354,21 @@ class RunEvents:
         return node
 
 
-def _requests(interrupts: Any) -> list[dict[str, Any]]:
+class _Request(TypedDict):
+    """``input.requested`` data: the interrupt's id and (when it has one) its value."""
+
+    interrupt_id: str
+    payload: NotRequired[object]
+
+
+def _requests(interrupts: object) -> list[_Request]:
     """``input.requested`` data (``{"interrupt_id", "payload"}``) of interrupts as logged."""
-    out: list[dict[str, Any]] = []
+    out: list[_Request] = []
     for item in as_list(interrupts):
         found = as_dict(item)
-        if isinstance(found.get("id"), str):
-            request: dict[str, Any] = {"interrupt_id": found["id"]}
+        interrupt_id = found.get("id")
+        if isinstance(interrupt_id, str):
+            request: _Request = {"interrupt_id": interrupt_id}
             if "value" in found:
                 request["payload"] = found["value"]
             out.append(request)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from plait.server._stream import Broker
-from plait.server._wire import as_dict
+from plait.server._wire import as_dict, as_list, as_str
 
 __all__ = ["PROTOCOL_KEY", "is_protocol_run", "stream_protocol"]
 
@@ -22,23 +22,23 @@ PROTOCOL_KEY = "__event_streaming_v2"
 """The ``configurable`` key marking a protocol run (LangGraph's name for it)."""
 
 
-def is_protocol_run(doc: dict[str, Any]) -> bool:
+def is_protocol_run(doc: dict[str, object]) -> bool:
     """Whether the run (its API document) was made by a protocol command."""
     configurable = as_dict(as_dict(as_dict(doc.get("kwargs")).get("config")).get("configurable"))
     return bool(configurable.get(PROTOCOL_KEY))
 
 
-def _published(event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+def _published(event: dict[str, object]) -> tuple[str, dict[str, object]] | None:
     """The log entry of one v3 event (``None``: not an event of the protocol)."""
-    params: dict[str, Any] = dict(event["params"])
-    method: str = event["method"]
+    params = dict(as_dict(event["params"]))
+    method = as_str(event["method"])
     if method == "messages":
         data: Any = params.get("data")
         head = as_dict(data[0] if isinstance(data, (list, tuple)) and data else data)
         if not isinstance(head.get("event"), str):
             return None  # a whole message, not a chat model's content-block event
         params["data"] = head
-    suffix = "".join(f"|{part}" for part in params.get("namespace") or ())
+    suffix = "".join(f"|{part}" for part in as_list(params.get("namespace")))
     return method + suffix, params
 
 
@@ -47,8 +47,8 @@ async def stream_protocol(  # noqa: PLR0913 - the parts of a run
     run_id: str,
     graph: Any,
     value: Any,
-    config: dict[str, Any],
-    options: dict[str, Any],
+    config: dict[str, object],
+    options: dict[str, object],
 ) -> Any:
     """Run ``graph`` as a v3 event stream, publishing its events to the run's log; its last root values.
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -40,6 +41,7 @@ from plait.server._create import create_run
 from plait.server._data import events, thread_runs
 from plait.server._protocol import RunEvents
 from plait.server._protocol_run import PROTOCOL_KEY, is_protocol_run
+from plait.server._records import RunDoc, ThreadDoc
 from plait.server._run_models import RunCreate
 from plait.server._state import ServerState
 from plait.server._stream import END
@@ -83,7 +85,7 @@ class Command(Body):
 
     id: Annotated[int, Field(ge=0, description="The client's number for the command (its answer's id).")]
     method: str
-    params: dict[str, Any] | None = None
+    params: dict[str, object] | None = None
 
 
 class RunStart(Body):
@@ -91,9 +93,9 @@ class RunStart(Body):
 
     assistant_id: str
     input: Any = None
-    config: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    langsmith_tracer: dict[str, Any] | None = None
+    config: dict[str, object] | None = None
+    metadata: dict[str, object] | None = None
+    langsmith_tracer: dict[str, object] | None = None
     multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] | None = Field(
         None, alias="multitaskStrategy"
     )
@@ -114,10 +116,10 @@ class InputRespond(Body):
     namespace: list[str] | None = None
     response: Any = None
     responses: Annotated[list[Answer], Field(min_length=1)] | None = None
-    update: dict[str, Any] | list[Any] | None = None
+    update: dict[str, object] | list[object] | None = None
     goto: Any = None
-    config: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    config: dict[str, object] | None = None
+    metadata: dict[str, object] | None = None
 
 
 class GetTree(Body):
@@ -126,12 +128,12 @@ class GetTree(Body):
     run_id: str | None = None
 
 
-def success(command_id: int, result: dict[str, Any], seq: int = 0) -> dict[str, Any]:
+def success(command_id: int, result: dict[str, object], seq: int = 0) -> dict[str, object]:
     """A command's success answer (``seq``: the last event numbered on the connection)."""
     return {"type": "success", "id": command_id, "result": result, "meta": {"applied_through_seq": seq}}
 
 
-def answer(command_id: int | None, exc: Refusal | ApiError | HTTPException) -> dict[str, Any]:
+def answer(command_id: int | None, exc: Refusal | ApiError | HTTPException) -> dict[str, object]:
     """The protocol error answer of a refusal (an :class:`ApiError` or the auth's refusal: by its status)."""
     if isinstance(exc, Refusal):
         return {"type": "error", "id": command_id, "error": exc.code, "message": exc.message}
@@ -146,7 +148,7 @@ def answer(command_id: int | None, exc: Refusal | ApiError | HTTPException) -> d
     }
 
 
-def params_of(model: type[Body], params: dict[str, Any] | None) -> Any:
+def params_of(model: type[Body], params: dict[str, object] | None) -> Any:
     """``params`` checked by ``model``.
 
     Raises:
@@ -158,7 +160,7 @@ def params_of(model: type[Body], params: dict[str, Any] | None) -> Any:
         raise Refusal("invalid_argument", explain(exc.errors(), "params", "params."), 422) from None
 
 
-def graph_name(doc: dict[str, Any]) -> str:
+def graph_name(doc: Mapping[str, object]) -> str:
     """A run's graph id (its API document's), the root graph's name in its events."""
     configurable = as_dict(as_dict(as_dict(doc.get("kwargs")).get("config")).get("configurable"))
     return str(configurable.get("graph_id") or doc.get("assistant_id"))
@@ -166,7 +168,7 @@ def graph_name(doc: dict[str, Any]) -> str:
 
 async def visible_thread(
     state: ServerState, connection: HTTPConnection, thread_id: str, action: str = "read"
-) -> dict[str, Any]:
+) -> ThreadDoc:
     """The thread, once the config's auth allows ``action`` on it to the connection's user.
 
     Raises:
@@ -187,11 +189,11 @@ class _Context:
     connection: HTTPConnection
     """The HTTP request or the WebSocket the command came in (for the config's auth)."""
 
-    async def thread(self, action: str = "read") -> dict[str, Any]:
+    async def thread(self, action: str = "read") -> ThreadDoc:
         """The thread (see :func:`visible_thread`)."""
         return await visible_thread(self.state, self.connection, self.thread_id, action)
 
-    async def create(self, data: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, data: dict[str, object]) -> RunDoc:
         """A run of the protocol on the thread (``data``: the run request, as ``runs.create``'s body;
         the config's auth may change it)."""
         data["config"] = config = dict(as_dict(data.get("config")))
@@ -203,7 +205,7 @@ class _Context:
 
 async def run_command(
     state: ServerState, thread_id: str, command: Command, connection: HTTPConnection
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The result of ``command`` on the thread (``connection``: the HTTP request or WebSocket it came in).
 
     Raises:
@@ -234,10 +236,10 @@ async def run_command(
     )
 
 
-async def _run_start(context: _Context, params: RunStart) -> dict[str, Any]:
+async def _run_start(context: _Context, params: RunStart) -> dict[str, object]:
     if params.langsmith_tracer is not None:
         raise Refusal("not_supported", "params.langsmith_tracer: plait serve does not trace to LangSmith")
-    data: dict[str, Any] = {
+    data: dict[str, object] = {
         "assistant_id": params.assistant_id,
         "config": params.config,
         "metadata": params.metadata,
@@ -263,7 +265,7 @@ async def _run_start(context: _Context, params: RunStart) -> dict[str, Any]:
     return {"run_id": run["run_id"]}
 
 
-def _waits_on(thread: dict[str, Any]) -> set[str]:
+def _waits_on(thread: ThreadDoc) -> set[str]:
     """The ids of the interrupts the thread waits on."""
     if thread.get("status") != "interrupted":
         return set()
@@ -276,7 +278,7 @@ def _waits_on(thread: dict[str, Any]) -> set[str]:
     return found
 
 
-async def _respond(context: _Context, params: InputRespond) -> dict[str, Any]:
+async def _respond(context: _Context, params: InputRespond) -> dict[str, object]:
     if params.responses is not None:
         answers = {a.interrupt_id: a.response for a in params.responses}
     elif params.interrupt_id is not None:
@@ -303,7 +305,7 @@ async def _respond(context: _Context, params: InputRespond) -> dict[str, Any]:
     assistant_id = as_dict(thread.get("metadata")).get("assistant_id")
     if not isinstance(assistant_id, str):
         raise Refusal("no_such_run", f"no run of an assistant is bound to thread {context.thread_id}")
-    command: dict[str, Any] = {"resume": answers}
+    command: dict[str, object] = {"resume": answers}
     command.update({k: v for k, v in (("update", params.update), ("goto", params.goto)) if v is not None})
     data = {
         "assistant_id": assistant_id,
@@ -328,7 +330,7 @@ async def _settle(state: ServerState, thread_id: str) -> None:
         await asyncio.wait_for(asyncio.gather(*(ended(run_id) for run_id in running)), SETTLE)
 
 
-async def _tree(context: _Context, params: GetTree) -> dict[str, Any]:
+async def _tree(context: _Context, params: GetTree) -> dict[str, object]:
     await context.thread()
     row = await thread_runs.latest(context.state.db, context.thread_id, params.run_id)
     if row is None:

@@ -21,7 +21,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 from uuid import uuid4
 
 from pydantic import Field, ValidationError
@@ -35,7 +35,7 @@ from starlette.websockets import WebSocket
 from plait.server._api import Api, Body, check, explain
 from plait.server._data import thread_runs
 from plait.server._http import json_response
-from plait.server._protocol import Filter, RunEvents, check_channel
+from plait.server._protocol import Filter, ProtocolEvent, RunEvents, check_channel
 from plait.server._protocol_run import is_protocol_run
 from plait.server._state import ServerState, state_of
 from plait.server._stream import END
@@ -100,7 +100,7 @@ class ThreadFeed:
         doc = loads(found)
         return RunEvents(run_id, graph_name(doc), is_protocol_run(doc))
 
-    async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+    async def __aiter__(self) -> AsyncIterator[ProtocolEvent]:
         done: set[str] = set()
         begun: dict[str, tuple[RunEvents, int]] = {}
         """Runs being read: their reader and the last entry of their log read."""
@@ -142,7 +142,7 @@ async def _wait(stir: asyncio.Event) -> None:
         await asyncio.wait_for(stir.wait(), RECHECK)
 
 
-def _sse(event: dict[str, Any]) -> dict[str, str]:
+def _sse(event: ProtocolEvent) -> dict[str, str]:
     return {"event": event["method"], "data": dumps(event).decode(), "id": str(event["seq"])}
 
 
@@ -202,10 +202,10 @@ class _Socket:
         self.websocket, self.state, self.thread_id = websocket, state, thread_id
         self.feed = ThreadFeed(state, thread_id)
         self.subscriptions: dict[str, Filter] = {}
-        self.kept: deque[dict[str, Any]] = deque(maxlen=KEPT)
+        self.kept: deque[ProtocolEvent] = deque(maxlen=KEPT)
         self.lock = asyncio.Lock()
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, object]) -> None:
         async with self.lock:
             await self.websocket.send_text(dumps(message).decode())
 
@@ -219,7 +219,7 @@ class _Socket:
 
     async def subscribe(
         self, request: EventStreamRequest, subscription_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Add a subscription; the connection's earlier events it asks for are sent first."""
         since = request.since or 0
         if self.kept and since + 1 < self.kept[0]["seq"] and self.kept[0]["seq"] > 1:
@@ -232,7 +232,7 @@ class _Socket:
             self.subscriptions[sub_id] = subscription
         return {"subscription_id": sub_id, "replayed_events": len(replay)}
 
-    async def run(self, command: Command) -> dict[str, Any]:
+    async def run(self, command: Command) -> dict[str, object]:
         if command.method == "subscription.subscribe":
             return await self.subscribe(params_of(EventStreamRequest, command.params))
         if command.method == "subscription.reconnect":
@@ -277,7 +277,7 @@ class _Socket:
             await self.handle(text if text is not None else bytes(message.get("bytes") or b""))
 
 
-def _invalid(command_id: int | None, message: str) -> dict[str, Any]:
+def _invalid(command_id: int | None, message: str) -> dict[str, object]:
     return {"type": "error", "id": command_id, "error": "invalid_argument", "message": message}
 
 

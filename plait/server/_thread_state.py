@@ -32,7 +32,7 @@ api = Api("Threads")
 
 def _config(thread_id: str, checkpoint: str | Checkpoint | None = None) -> Any:
     config = thread_config(thread_id)
-    configurable: dict[str, Any] = config["configurable"]
+    configurable = config["configurable"]
     if isinstance(checkpoint, str):
         configurable["checkpoint_id"] = checkpoint
     elif checkpoint is not None:
@@ -68,7 +68,7 @@ async def _snapshot_json(request: Request, checkpoint: str | Checkpoint | None, 
     return json_response(state_json(snap))
 
 
-def _empty() -> dict[str, Any]:
+def _empty() -> dict[str, object]:
     return {
         "values": {},
         "next": [],
@@ -147,7 +147,7 @@ async def update_state(request: Request, body: ThreadStateUpdate) -> Response:
     )
 
 
-def _before(raw: str | dict[str, Any] | None) -> dict[str, Any] | None:
+def _before(raw: str | dict[str, object] | None) -> dict[str, object] | None:
     """A ``before`` cursor: a checkpoint id, ``{"checkpoint_id"}`` or a whole config."""
     if raw is None or raw == "":
         return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 from sse_starlette.sse import EventSourceResponse
@@ -73,7 +73,7 @@ async def _next_run(state: ServerState, thread_id: str, since: str, seen: set[st
 
 async def _follow(
     state: ServerState, thread_id: str, modes: set[str], since: str
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[dict[str, object]]:
     """The events of the thread's runs in flight or created from ``since`` (when the client joined) on."""
     seen: set[str] = set()
     while True:

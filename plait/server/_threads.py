@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, TypeVar, cast
 
@@ -18,6 +19,7 @@ from plait.server._data import runs, threads
 from plait.server._db import Database, Tx
 from plait.server._extract import extract_paths, extracted
 from plait.server._http import json_response
+from plait.server._records import ThreadDoc
 from plait.server._snapshot import interrupts_by_task, thread_status
 from plait.server._state import ServerState, state_of
 from plait.server._thread_models import (
@@ -60,11 +62,11 @@ write_thread = threads.write
 
 
 async def create_thread(
-    db: Database | Tx, thread_id: str, metadata: dict[str, Any], ttl: ThreadTtl | None = None
-) -> dict[str, Any]:
+    db: Database | Tx, thread_id: str, metadata: dict[str, object], ttl: ThreadTtl | None = None
+) -> ThreadDoc:
     """Insert a new idle thread (the caller checked it does not exist), swept after ``ttl``."""
     now = now_iso()
-    doc = {
+    doc: ThreadDoc = {
         "thread_id": thread_id,
         "created_at": now,
         "updated_at": now,
@@ -77,7 +79,7 @@ async def create_thread(
     return {**doc, "values": None}
 
 
-async def _with_ttl(db: Database, doc: dict[str, Any]) -> dict[str, Any]:
+async def _with_ttl(db: Database, doc: ThreadDoc) -> dict[str, object]:
     """``doc`` with its ``ttl`` (``GET /threads/{id}?include=ttl``): ``null``, or strategy, minutes left
     and when it expires."""
     found = await threads.ttl(db, doc["thread_id"])
@@ -89,7 +91,7 @@ async def _with_ttl(db: Database, doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "ttl": {"strategy": strategy, "ttl": left, "expires_at": when}}
 
 
-def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
+def thread_graph_id(state: ServerState, doc: Mapping[str, object]) -> str:
     """The graph a thread belongs to: the one its runs used, else the only configured graph."""
     graph_id = as_dict(doc.get("metadata")).get("graph_id")
     if graph_id in state.graphs:
@@ -101,14 +103,14 @@ def thread_graph_id(state: ServerState, doc: dict[str, Any]) -> str:
     )  # as LangGraph
 
 
-async def refresh_thread(state: ServerState, doc: dict[str, Any], graph: Any) -> None:
+async def refresh_thread(state: ServerState, doc: ThreadDoc, graph: Any) -> ThreadDoc:
     """Copy the thread's newest state into its document (values, status, interrupts) and its
     ``graph_id`` into its metadata, on the thread as it is stored now (a run may have started or
-    ended since ``doc`` was read); ``doc`` becomes the stored document."""
+    ended since ``doc`` was read); the stored document (``doc`` when the thread is gone)."""
     snap = await graph.aget_state(thread_config(doc["thread_id"]))
     graph_id, now = as_dict(doc.get("metadata")).get("graph_id"), now_iso()
 
-    def refresh(current: dict[str, Any]) -> None:
+    def refresh(current: ThreadDoc) -> None:
         current["values"] = snap.values
         if current["status"] != "busy":
             current["status"] = thread_status(snap)
@@ -119,9 +121,7 @@ async def refresh_thread(state: ServerState, doc: dict[str, Any], graph: Any) ->
             current["metadata"] = {**as_dict(current.get("metadata")), "graph_id": graph_id}
 
     stored = await threads.modify(state.db, doc["thread_id"], refresh)
-    if stored is not None:
-        doc.clear()
-        doc.update(stored)
+    return doc if stored is None else stored
 
 
 def _supersteps(steps: list[Superstep]) -> list[list[StateUpdate]]:
@@ -147,16 +147,16 @@ def update_refused(exc: Exception, prefix: str = "") -> ApiError | None:
     return None
 
 
-def thread_config(thread_id: str) -> dict[str, Any]:
+def thread_config(thread_id: str) -> dict[str, dict[str, object]]:
     """The config addressing a thread's newest checkpoint (root namespace)."""
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
 async def _apply_supersteps(
-    state: ServerState, doc: dict[str, Any], graph_id: str, steps: list[list[StateUpdate]]
-) -> None:
+    state: ServerState, doc: ThreadDoc, graph_id: str, steps: list[list[StateUpdate]]
+) -> ThreadDoc:
     """Write ``steps`` on the new thread (``bulk_update_state``), as the graph's nodes would have;
-    a refused update deletes the thread again (nothing of the request stays)."""
+    a refused update deletes the thread again (nothing of the request stays). The stored document."""
     graph = state.graph(graph_id)
     metadata = {"thread_id": doc["thread_id"]}  # recorded, as LangGraph's server does here
     config = cast("RunnableConfig", {**thread_config(doc["thread_id"]), "metadata": metadata})
@@ -171,18 +171,18 @@ async def _apply_supersteps(
             raise
         raise refused from None
     doc["metadata"] = {**doc["metadata"], "graph_id": graph_id}
-    await refresh_thread(state, doc, graph)
+    return await refresh_thread(state, doc, graph)
 
 
-async def _undo_create(state: ServerState, doc: dict[str, Any]) -> None:
+async def _undo_create(state: ServerState, doc: ThreadDoc) -> None:
     """Delete a thread this request made, unless another request has used it since (a run, an update)."""
     if await threads.delete_unused(state.db, doc["thread_id"], doc["updated_at"]):
         await state.saver.adelete_thread(doc["thread_id"])
 
 
 async def found_thread(
-    request: Request, action: str = "read", value: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    request: Request, action: str = "read", value: dict[str, object] | None = None
+) -> ThreadDoc:
     """The thread of the path, once the auth allows ``action`` on it (``value``: the action's, which
     the auth's handler may change; it gets the ``thread_id``); 404 when it does not exist or the
     auth's filter hides it."""
@@ -204,7 +204,11 @@ async def create(request: Request, body: ThreadCreate) -> Response:
     ttl = ttl_of(body.ttl) or thread_ttl(None, state.settings.thread_ttl)
     steps = _supersteps(body.supersteps or [])
     thread_id = body.thread_id or uuid7()
-    value = {"thread_id": thread_id, "metadata": dict(body.metadata or {}), "if_exists": body.if_exists}
+    value: dict[str, object] = {
+        "thread_id": thread_id,
+        "metadata": dict(body.metadata or {}),
+        "if_exists": body.if_exists,
+    }
     filters = await authorize(request, "threads", "create", value)
     metadata = as_dict(value.get("metadata"))
     existing = await get_thread(state.db, thread_id)
@@ -223,7 +227,7 @@ async def create(request: Request, body: ThreadCreate) -> Response:
             raise
         raise ApiError(409, f"Thread with ID {thread_id} already exists") from None
     if steps:
-        await _apply_supersteps(state, doc, graph_id, steps)
+        doc = await _apply_supersteps(state, doc, graph_id, steps)
     return json_response(doc)
 
 
@@ -233,14 +237,14 @@ async def get(request: Request, query: ThreadGetQuery) -> Response:
     doc = await found_thread(request)
     include = {part.strip() for raw in query.include for part in raw.split(",")}
     if "ttl" in include:  # the SDK joins several with commas
-        doc = await _with_ttl(state_of(request).db, doc)
+        return json_response(await _with_ttl(state_of(request).db, doc))
     return json_response(doc)
 
 
 @api.patch("/threads/{thread_id}", "Patch Thread", body=ThreadPatch, response=Thread)
 async def patch(request: Request, body: ThreadPatch) -> Response:
     """Merge metadata into the thread's; a ``ttl`` counts again from now."""
-    value = {"metadata": dict(body.metadata or {})}
+    value: dict[str, object] = {"metadata": dict(body.metadata or {})}
     doc = await found_thread(request, "update", value)
     db = state_of(request).db
     ttl = ttl_of(body.ttl)
@@ -248,7 +252,7 @@ async def patch(request: Request, body: ThreadPatch) -> Response:
         await threads.set_ttl(db, doc["thread_id"], expiry(ttl.minutes), ttl.strategy)
     added, now = as_dict(value.get("metadata")), now_iso()
 
-    def merge(current: dict[str, Any]) -> None:  # (the thread as it is now: a run may have ended since)
+    def merge(current: ThreadDoc) -> None:  # (the thread as it is now: a run may have ended since)
         current["metadata"] = {**as_dict(current.get("metadata")), **added}
         current["updated_at"] = now
 
@@ -322,7 +326,7 @@ def _query(wanted: ThreadCountRequest, auth: Filter | None) -> threads.ThreadQue
 
 async def _searched(request: Request, wanted: _Wanted) -> tuple[_Wanted, Filter | None]:
     """Ask the auth to search threads: the request (its metadata as the handler left it) and the filter."""
-    value: dict[str, Any] = {"metadata": dict(wanted.metadata or {}), "values": wanted.values or {}}
+    value: dict[str, object] = {"metadata": dict(wanted.metadata or {}), "values": wanted.values or {}}
     value["status"] = wanted.status
     if isinstance(wanted, ThreadSearchRequest):
         value.update(limit=wanted.limit, offset=wanted.offset, ids=wanted.ids)
@@ -332,7 +336,7 @@ async def _searched(request: Request, wanted: _Wanted) -> tuple[_Wanted, Filter 
 
 async def find_threads(
     db: Database, wanted: ThreadSearchRequest, auth: Filter | None = None
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[dict[str, object]], int]:
     """The rows of the page a ``/threads/search`` body asks for (``auth``: of those the auth's filter
     keeps), and how many threads match in all."""
     sort_by, sort_order = wanted.sort_by or "created_at", wanted.sort_order or "desc"
@@ -352,7 +356,7 @@ async def search(request: Request, body: ThreadSearchRequest) -> Response:
     paths = extract_paths(body.extract, set(THREAD_FIELDS))
     wanted, filters = await _searched(request, body)
     rows, total = await find_threads(state_of(request).db, wanted, filters)
-    page = [threads.document(row) for row in rows]
+    page: list[Mapping[str, object]] = [threads.document(row) for row in rows]
     if paths:
         page = [{**doc, "extracted": extracted(doc, paths)} for doc in page]
     keep = [*select, "extracted"] if select and paths else select
@@ -378,7 +382,7 @@ async def copy(request: Request) -> Response:
     state = state_of(request)
     doc = await found_thread(request)
     new_id = uuid7()
-    made = {"thread_id": new_id, "metadata": dict(doc["metadata"])}
+    made: dict[str, object] = {"thread_id": new_id, "metadata": dict(doc["metadata"])}
     await authorize(request, "threads", "create", made)  # (as LangGraph's server: the copier may create)
     saver = state.saver
     source = {"configurable": {"thread_id": doc["thread_id"], "checkpoint_ns": ""}}
@@ -396,11 +400,9 @@ async def copy(request: Request) -> Response:
             await saver.aput_writes(written, writes, task_id)
     ttl = thread_ttl(None, state.settings.thread_ttl)
     new = await create_thread(state.db, new_id, as_dict(made.get("metadata")), ttl)
-    new.update(
-        values=doc.get("values"),
-        interrupts=doc.get("interrupts") or {},
-        status=doc["status"] if doc["status"] != "busy" else "idle",
-    )
+    new["values"] = doc.get("values")
+    new["interrupts"] = doc.get("interrupts") or {}
+    new["status"] = doc["status"] if doc["status"] != "busy" else "idle"
     await write_thread(state.db, new)
     # as LangGraph's server answers a copy: the thread without its values and interrupts (a get has them)
     return json_response({k: v for k, v in new.items() if k not in ("values", "interrupts")})
