@@ -101,7 +101,7 @@ def _error(code: int, message: str, rpc_id: Any = None) -> Response:
     return json_response({"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": message}})
 
 
-async def _assistant(api: InnerApi, assistant_id: str) -> dict[str, Any]:
+async def _assistant(api: InnerApi, assistant_id: str) -> dict[str, object]:
     status, found, _ = await api.call("GET", f"/assistants/{assistant_id}")
     if status in (404, 422):  # (422: neither an assistant id nor a graph id)
         raise Fail(INVALID_PARAMS, f"Assistant {assistant_id} not found (an assistant id or a graph id)", 404)
@@ -120,7 +120,7 @@ async def _input_keys(api: InnerApi, assistant_id: str) -> set[str]:
 class _Task:
     """A task found: its context (thread), its latest run, the thread."""
 
-    def __init__(self, task_id: str, context: str, run: dict[str, Any], thread: dict[str, Any]) -> None:
+    def __init__(self, task_id: str, context: str, run: dict[str, object], thread: dict[str, object]) -> None:
         self.task_id, self.context, self.run, self.thread = task_id, context, run, thread
 
     @property
@@ -162,26 +162,26 @@ class _Plan:
     """What a message asks: the run to make (its thread and body) and the task it belongs to."""
 
     def __init__(
-        self, context: str, task_id: str | None, body: dict[str, Any], message: dict[str, Any]
+        self, context: str, task_id: str | None, body: dict[str, object], message: dict[str, object]
     ) -> None:
         self.context, self.task_id, self.body, self.message = context, task_id, body, message
 
 
-def _history_length(params: dict[str, Any]) -> int | None:
+def _history_length(params: dict[str, object]) -> int | None:
     length = as_dict(params.get("configuration")).get("historyLength")
     if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 0):
         raise Fail(INVALID_PARAMS, f"configuration.historyLength must be an integer >= 0, got {length!r}")
     return length
 
 
-async def _plan(api: InnerApi, assistant: dict[str, Any], params: dict[str, Any]) -> _Plan:
+async def _plan(api: InnerApi, assistant: dict[str, object], params: dict[str, object]) -> _Plan:
     message = params.get("message")
     if not isinstance(message, dict) or not message:
         raise Fail(INVALID_PARAMS, "params.message must be an A2A message (messageId, role, parts)")
     message = as_dict(message)
     aid = str(assistant["assistant_id"])
     made, resume = run_input(message, await _input_keys(api, aid), str(assistant.get("name") or aid))
-    body: dict[str, Any] = {"assistant_id": aid, "if_not_exists": "create"}
+    body: dict[str, object] = {"assistant_id": aid, "if_not_exists": "create"}
     if isinstance(params.get("context"), dict):  # (LangGraph's server reads a run context here too)
         body["context"] = params["context"]
     task_id, context = message.get("taskId"), message.get("contextId")
@@ -212,7 +212,7 @@ def _refused(exc: InnerError) -> Fail:
     return Fail(INVALID_PARAMS if exc.status < 500 else INTERNAL_ERROR, exc.detail)
 
 
-async def _send(api: InnerApi, assistant: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+async def _send(api: InnerApi, assistant: dict[str, object], params: dict[str, object]) -> dict[str, object]:
     length = _history_length(params)
     plan = await _plan(api, assistant, params)
     status, output, headers = await api.call("POST", f"/threads/{plan.context}/runs/wait", plan.body)
@@ -226,7 +226,7 @@ async def _send(api: InnerApi, assistant: dict[str, Any], params: dict[str, Any]
     return task_doc(task_id, plan.context, values, state, length, str(assistant["assistant_id"]), error)
 
 
-async def _get(api: InnerApi, assistant: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+async def _get(api: InnerApi, assistant: dict[str, object], params: dict[str, object]) -> dict[str, object]:
     length = _history_length({"configuration": params})
     task = await _find_task(api, params.get("id"), str(assistant["assistant_id"]), params.get("contextId"))
     values = as_dict(task.thread.get("values"))
@@ -241,7 +241,9 @@ async def _get(api: InnerApi, assistant: dict[str, Any], params: dict[str, Any])
     )
 
 
-async def _cancel(api: InnerApi, assistant: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+async def _cancel(
+    api: InnerApi, assistant: dict[str, object], params: dict[str, object]
+) -> dict[str, object]:
     task = await _find_task(api, params.get("id"), str(assistant["assistant_id"]), params.get("contextId"))
     if task.state in TERMINAL:
         raise Fail(TASK_NOT_CANCELABLE, f"Task {task.task_id} is {task.state}: not cancelable")
@@ -258,11 +260,11 @@ async def _cancel(api: InnerApi, assistant: dict[str, Any], params: dict[str, An
 
 
 async def _stream(
-    api: InnerApi, assistant: dict[str, Any], params: dict[str, Any], rpc_id: Any, legacy: bool
-) -> AsyncGenerator[dict[str, Any], None]:
+    api: InnerApi, assistant: dict[str, object], params: dict[str, object], rpc_id: Any, legacy: bool
+) -> AsyncGenerator[dict[str, object], None]:
     """The SSE messages of ``SendStreamingMessage`` (each a JSON-RPC response)."""
 
-    def out(result: dict[str, Any]) -> dict[str, Any]:
+    def out(result: dict[str, object]) -> dict[str, object]:
         return {
             "event": "message",
             "data": dumps({"jsonrpc": "2.0", "id": rpc_id, "result": to_wire(result, legacy)}).decode(),
@@ -285,7 +287,7 @@ async def _stream(
                             "taskId": task_id,
                             "contextId": plan.context,
                         }
-                        first: dict[str, Any] = {"kind": "task", "id": task_id, "contextId": plan.context}
+                        first: dict[str, object] = {"kind": "task", "id": task_id, "contextId": plan.context}
                         first["history"] = [user]
                         first["status"] = {"state": "TASK_STATE_SUBMITTED", "timestamp": now()}
                         yield out(first)

@@ -66,7 +66,7 @@ class Fail(Exception):
         super().__init__(message)
         self.code, self.message, self.http = code, message, http
 
-    def response(self, rpc_id: Any) -> dict[str, Any]:
+    def response(self, rpc_id: Any) -> dict[str, object]:
         """The JSON-RPC response carrying it."""
         return {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": self.code, "message": self.message}}
 
@@ -87,7 +87,7 @@ def task_state(run_status: str, thread_status: str) -> str:
     return _RUN_STATES.get(run_status, "TASK_STATE_SUBMITTED")
 
 
-def to_wire(result: dict[str, Any], legacy: bool) -> dict[str, Any]:
+def to_wire(result: dict[str, object], legacy: bool) -> dict[str, object]:
     """A result as A2A 0.3 spells it (lower-case roles and states, each result its ``kind``) or as
     1.0 does (upper-case enums, a stream result wrapped by its kind: ``{"statusUpdate": …}``)."""
     if not legacy:
@@ -100,7 +100,7 @@ def _legacy(data: Any) -> Any:
         return [_legacy(item) for item in as_list(data)]
     if not isinstance(data, dict):
         return data
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in as_dict(data).items():
         if key == "role" and isinstance(value, str):
             out[key] = _LEGACY_ROLES.get(value, value)
@@ -121,7 +121,7 @@ def _text(content: Any) -> str:
     )
 
 
-def _role(message: dict[str, Any]) -> str | None:
+def _role(message: dict[str, object]) -> str | None:
     kind = str(message.get("type") or message.get("role") or "").lower()
     if kind in ("human", "user", "humanmessage", "humanmessagechunk"):
         return "ROLE_USER"
@@ -130,9 +130,11 @@ def _role(message: dict[str, Any]) -> str | None:
     return None  # (system prompts and tool results are not the conversation's)
 
 
-def history(messages: list[Any], task_id: str, context: str, length: int | None) -> list[dict[str, Any]]:
+def history(
+    messages: list[object], task_id: str, context: str, length: int | None
+) -> list[dict[str, object]]:
     """A thread's human and AI messages as A2A messages (the last ``length`` of them)."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for raw in messages:
         message = as_dict(raw)
         role, text = _role(message), _text(message.get("content"))
@@ -151,7 +153,7 @@ def history(messages: list[Any], task_id: str, context: str, length: int | None)
     return out if length is None else out[-length:] if length else []
 
 
-def reply_artifact(values: Any, assistant_id: str) -> dict[str, Any]:
+def reply_artifact(values: Any, assistant_id: str) -> dict[str, object]:
     """The response artifact: the last AI message since the last human one (without messages, the
     output as JSON text)."""
     messages = as_list(as_dict(values).get("messages")) if isinstance(values, dict) else []
@@ -173,7 +175,7 @@ def reply_artifact(values: Any, assistant_id: str) -> dict[str, Any]:
     }
 
 
-def interrupt_artifact(interrupts: list[Any]) -> dict[str, Any]:
+def interrupt_artifact(interrupts: list[object]) -> dict[str, object]:
     """The ``Interrupt`` artifact of a task that waits for input: each interrupt's id and value."""
     parts = [
         {"kind": "data", "data": {"id": as_dict(i).get("id"), "value": as_dict(i).get("value")}}
@@ -187,7 +189,9 @@ def interrupt_artifact(interrupts: list[Any]) -> dict[str, Any]:
     }
 
 
-def run_input(message: dict[str, Any], input_keys: set[str], assistant: str) -> tuple[dict[str, Any], Any]:
+def run_input(
+    message: dict[str, object], input_keys: set[str], assistant: str
+) -> tuple[dict[str, object], Any]:
     """A message's parts as the graph's input (text parts: ``messages``, data parts: more keys), and
     as the answer to an interrupt (the data, else the text).
 
@@ -204,7 +208,7 @@ def run_input(message: dict[str, Any], input_keys: set[str], assistant: str) -> 
     role = str(message["role"]).lower()
     speaker = "assistant" if role in ("role_agent", "agent") else "human"
     texts: list[str] = []
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     for n, raw in enumerate(as_list(parts)):
         part = as_dict(raw)
         if "text" in part:
@@ -226,7 +230,7 @@ def run_input(message: dict[str, Any], input_keys: set[str], assistant: str) -> 
             f"assistant {assistant}'s input has no 'messages' key for the text: send a data part with its "
             f"input ({', '.join(sorted(input_keys)) or 'no keys'}) instead",
         )
-    made: dict[str, Any] = {**data}
+    made: dict[str, object] = {**data}
     if texts:
         made["messages"] = [{"role": speaker, "content": "\n".join(texts), "id": str(message["messageId"])}]
     return made, (data if data else "\n".join(texts))
@@ -244,10 +248,10 @@ def task_doc(  # noqa: PLR0913 - the parts of a task
     length: int | None,
     assistant_id: str,
     error: str = "",
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """An A2A task (internal form: 1.0's enums, parts with their ``kind``)."""
-    task: dict[str, Any] = {"kind": "task", "id": task_id, "contextId": context}
-    status: dict[str, Any] = {"state": state, "timestamp": now()}
+    task: dict[str, object] = {"kind": "task", "id": task_id, "contextId": context}
+    status: dict[str, object] = {"state": state, "timestamp": now()}
     if error:
         status["message"] = {
             "kind": "message",
@@ -278,7 +282,7 @@ def outcome(output: Any) -> tuple[str, str]:
     return "TASK_STATE_COMPLETED", ""
 
 
-def agent_message(parts: list[dict[str, Any]], task_id: str, context: str) -> dict[str, Any]:
+def agent_message(parts: list[dict[str, object]], task_id: str, context: str) -> dict[str, object]:
     return {
         "kind": "message",
         "role": "ROLE_AGENT",
@@ -289,7 +293,7 @@ def agent_message(parts: list[dict[str, Any]], task_id: str, context: str) -> di
     }
 
 
-def said(data: Any, task_id: str, context: str) -> dict[str, Any] | None:
+def said(data: Any, task_id: str, context: str) -> dict[str, object] | None:
     """A ``messages`` event's AI text as an agent message (``None``: no text, or not the AI's)."""
     chunk = as_dict(as_list(data)[0]) if as_list(data) else {}
     if str(chunk.get("type", "")).lower() not in ("ai", "aimessagechunk", "aimessage"):
@@ -306,9 +310,9 @@ def said(data: Any, task_id: str, context: str) -> dict[str, Any] | None:
 
 
 def status_update(
-    task_id: str, context: str, state: str, message: dict[str, Any] | None, *, final: bool
-) -> dict[str, Any]:
-    status: dict[str, Any] = {"state": state, "timestamp": now()}
+    task_id: str, context: str, state: str, message: dict[str, object] | None, *, final: bool
+) -> dict[str, object]:
+    status: dict[str, object] = {"state": state, "timestamp": now()}
     if message is not None:
         status["message"] = message
     return {

@@ -12,7 +12,7 @@ Declaring a resource's endpoints (in the resource's module)::
     class ThreadPatch(Body):  # strict JSON types; null = absent; unknown fields ignored
         \"\"\"What a patch of a thread may change.\"\"\"
 
-        metadata: dict[str, Any] | None = None
+        metadata: dict[str, object] | None = None
 
 
     @api.patch("/threads/{thread_id}", "Patch Thread", body=ThreadPatch, response=Thread)
@@ -118,7 +118,7 @@ class Endpoint:
             raise ValueError(f"{self.method} {self.path} is described only; it has no handler")
 
         async def endpoint(request: Request) -> Response:
-            kwargs: dict[str, Any] = {}
+            kwargs: dict[str, object] = {}
             if self.adapter is not None:
                 kwargs["body"] = await parse_body(request, self.adapter, required=self.body_required)
             if self.query is not None:
@@ -291,7 +291,7 @@ def parse_query(request: Request, model: type[Query]) -> Any:
         ApiError: 422 naming each parameter that is not what ``model`` takes.
     """
     params = request.query_params
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     for name, info in model.model_fields.items():
         key = info.alias or name
         if key not in params:

@@ -14,6 +14,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute
 
 from plait.server import (
     _a2a,
@@ -39,7 +40,7 @@ from plait.server._guard import Guard
 from plait.server._http import CatchErrors, error_response, json_response
 from plait.server._mcp import McpEndpoint
 from plait.server._state import open_state, state_of
-from plait.server._wire import ApiError
+from plait.server._wire import ApiError, as_dict, as_list
 from plait.server._worker import Worker
 
 __all__ = ["create_app"]
@@ -102,10 +103,11 @@ def create_app(settings: Settings) -> Starlette:
     metrics = _metrics.Metrics()
     mcp = None if "mcp" in settings.disabled else McpEndpoint(settings.max_body)
     # the auth's security schemes in /openapi.json, as LangGraph's server lists them
-    finish = partial(secure_document, settings.auth["openapi"]) if settings.auth.get("openapi") else None
+    openapi = as_dict(settings.auth.get("openapi"))
+    finish = partial(secure_document, openapi) if openapi else None
     user_routes = UserRoutes(user_app) if user_app is not None else None
     auth = (
-        load_auth(settings.auth, settings.config_path, settings.auth["custom_routes"])
+        load_auth(settings.auth, settings.config_path, bool(settings.auth["custom_routes"]))
         if settings.auth
         else None
     )
@@ -130,7 +132,7 @@ def create_app(settings: Settings) -> Starlette:
             await state.worker.stop(drain=settings.lease_ttl)
             await state.close()
 
-    routes: list[Any] = [
+    routes: list[BaseRoute] = [
         *([user_routes] if user_routes is not None else []),
         *_system.routes(),
         *_openapi.docs_api([*_documented(), *_extra_docs(mcp, settings)], finish).routes(),
@@ -156,7 +158,7 @@ def create_app(settings: Settings) -> Starlette:
             token=settings.auth_token,
             max_body=settings.max_body,
             allowed_hosts=settings.allowed_hosts,
-            origins=(*settings.cors_origins, *settings.cors.get("allow_origins", ())),
+            origins=(*settings.cors_origins, *map(str, as_list(settings.cors.get("allow_origins")))),
             user_routes=user_routes,
         ),
     ]
@@ -164,7 +166,7 @@ def create_app(settings: Settings) -> Starlette:
         auth.user_routes = user_routes
         middleware.append(Middleware(Authenticate, auth=auth))
     if settings.cors_origins or settings.cors:
-        options: dict[str, Any] = {
+        options: dict[str, Any] = {  # (CORSMiddleware's keyword arguments, of the config)
             "allow_methods": ["*"],
             "allow_headers": ["*"],
             "expose_headers": ["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next"],

@@ -124,7 +124,7 @@ class AuthUser:
         """The user's permissions (those authentication returned)."""
         return list(self.get("permissions", self._permissions))
 
-    def dict(self) -> builtins.dict[str, Any]:
+    def dict(self) -> builtins.dict[str, object]:
         """The user as a JSON-able dict (what a run gets as ``langgraph_auth_user``)."""
         fields = _mapping(self._user)
         if fields is None and callable(dump := getattr(self._user, "model_dump", None)):
@@ -135,7 +135,7 @@ class AuthUser:
         base = {"identity": self.identity, "is_authenticated": self.is_authenticated}
         return {**base, "display_name": self.display_name, **extra}
 
-    def model_dump(self, **_: Any) -> builtins.dict[str, Any]:
+    def model_dump(self, **_: Any) -> builtins.dict[str, object]:
         """:meth:`dict` (how the server's JSON encoder writes the user)."""
         return self.dict()
 
@@ -185,8 +185,8 @@ class AuthUser:
         return (AuthUser, (self._user, self._permissions))
 
 
-def _mapping(value: Any) -> Mapping[str, Any] | None:
-    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
+def _mapping(value: Any) -> Mapping[str, object] | None:
+    return cast("Mapping[str, object]", value) if isinstance(value, Mapping) else None
 
 
 def _user_of(found: Any) -> tuple[AuthUser, list[str]]:
@@ -249,7 +249,7 @@ class LoadedAuth:
         return [f"{r}.{a}" for r, actions in ACTIONS.items() for a in actions if self.handler(r, a) is None]
 
 
-def load_auth(spec: Mapping[str, Any], config_path: str, custom_routes: bool = False) -> LoadedAuth:
+def load_auth(spec: Mapping[str, object], config_path: str, custom_routes: bool = False) -> LoadedAuth:
     """The ``Auth`` object ``spec["path"]`` names (``./auth.py:auth`` beside the config, or ``module:auth``).
 
     Raises:
@@ -292,11 +292,9 @@ def read_auth(value: Any, target: str, custom_routes: bool = False) -> LoadedAut
             f"auth.path: the @auth.authenticate handler takes {unknown}, which plait serve does not pass; "
             f"it passes {sorted(_PARAMETERS)}"
         )
-    handlers = {
-        key: fns[-1]
-        for key, fns in cast("dict[tuple[str, str], list[Any]]", _private(value, "_handlers")).items()
-    }
-    globals_ = cast("list[Any]", _private(value, "_global_handlers"))
+    registered: dict[tuple[str, str], list[Callable[..., Any]]] = _private(value, "_handlers")
+    handlers = {key: fns[-1] for key, fns in registered.items()}
+    globals_: list[Callable[..., Any]] = _private(value, "_global_handlers")
     loaded = LoadedAuth(
         authenticate,
         handlers,
@@ -325,9 +323,9 @@ class _Refused(Exception):
         self.status, self.detail, self.headers = status, detail, dict(headers or {})
 
 
-def _arguments(auth: LoadedAuth, scope: Scope) -> dict[str, Any]:
+def _arguments(auth: LoadedAuth, scope: Scope) -> dict[str, object]:
     headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-    found: dict[str, Any] = {
+    found: dict[str, object] = {
         "scope": scope,
         "path": scope["path"],
         "method": scope.get("method", "GET"),  # (a WebSocket's handshake is a GET)
@@ -435,7 +433,7 @@ def request_identity(request: HTTPConnection) -> tuple[LoadedAuth, Identity] | N
 
 
 async def authorize(
-    request: HTTPConnection, resource: str, action: str, value: dict[str, Any]
+    request: HTTPConnection, resource: str, action: str, value: dict[str, object]
 ) -> Filter | None:
     """Ask the server's handlers whether the request's user may do ``action`` on ``resource``.
 
@@ -454,7 +452,7 @@ async def authorize(
 
 
 async def authorize_as(
-    auth: LoadedAuth, who: Identity, resource: str, action: str, value: dict[str, Any]
+    auth: LoadedAuth, who: Identity, resource: str, action: str, value: dict[str, object]
 ) -> Filter | None:
     """:func:`authorize` for ``who`` (a cron's owner firing its run)."""
     from langgraph_sdk import Auth  # noqa: PLC0415 - loaded with the config's auth

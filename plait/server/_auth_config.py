@@ -25,7 +25,7 @@ OPENAPI_KEYS = frozenset({"securitySchemes", "security_schemes", "security", "pa
 """The keys of ``auth.openapi``."""
 
 
-def auth_section(raw: Any, http: dict[str, Any]) -> dict[str, Any]:
+def auth_section(raw: Any, http: dict[str, object]) -> dict[str, object]:
     """The ``auth`` section ``raw`` (``{}`` without one): ``path``, ``openapi`` and ``custom_routes``
     (``http.enable_custom_route_auth`` of the config's ``http`` section).
 
@@ -72,20 +72,22 @@ def auth_section(raw: Any, http: dict[str, Any]) -> dict[str, Any]:
     return {"path": path, "openapi": as_dict(openapi), "custom_routes": custom}
 
 
-def auth_config(path: str | Path) -> dict[str, Any]:
+def auth_config(path: str | Path) -> dict[str, object]:
     """The ``auth`` section of the config file ``path``, once ``load_config`` accepted the file."""
     data = as_dict(json.loads(Path(path).read_text()))
     return auth_section(data.get("auth"), as_dict(data.get("http")))
 
 
-def secure_document(openapi: dict[str, Any], doc: dict[str, Any]) -> None:
+def secure_document(openapi: dict[str, object], doc: dict[str, object]) -> None:
     """Put ``auth.openapi``'s security into the OpenAPI document ``doc``, as LangGraph's server does:
     its ``securitySchemes`` (or ``security_schemes``) as the components' schemes, its ``security`` as
     the document's, and each of its ``paths`` entries (``{path: {METHOD: security}}``) on that
     operation when the document has it."""
     schemes = openapi.get("securitySchemes", openapi.get("security_schemes"))
     if schemes is not None:
-        doc.setdefault("components", {})["securitySchemes"] = schemes
+        components = doc.setdefault("components", {})
+        if isinstance(components, dict):
+            as_dict(components)["securitySchemes"] = schemes
     if "security" in openapi:
         doc["security"] = openapi["security"]
     paths = as_dict(doc.get("paths"))

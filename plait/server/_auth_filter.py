@@ -23,7 +23,7 @@ from plait.server._wire import ApiError, as_dict, as_list, loads
 
 __all__ = ["Filter", "auth_match", "check_filter", "permits"]
 
-Filter = dict[str, Any]
+Filter = dict[str, object]
 """A checked filter (see the module docstring)."""
 
 _GROUPS = ("$or", "$and")
@@ -63,7 +63,7 @@ def _holds(have: Any, item: Any) -> bool:
     return any(_equal(x, item) for x in as_list(have))
 
 
-def _entry(metadata: Mapping[str, Any], key: str, value: Any) -> bool:
+def _entry(metadata: Mapping[str, object], key: str, value: Any) -> bool:
     if key == "$or":
         return any(permits(group, metadata) for group in value)
     if key == "$and":
@@ -93,7 +93,9 @@ def permits(filters: Filter | None, metadata: Any) -> bool:
     """Whether ``metadata`` (a resource's metadata dict) passes ``filters`` (``None``: no filter)."""
     if not filters:
         return True
-    found: Mapping[str, Any] = cast("Mapping[str, Any]", metadata) if isinstance(metadata, Mapping) else {}
+    found: Mapping[str, object] = (
+        cast("Mapping[str, object]", metadata) if isinstance(metadata, Mapping) else {}
+    )
     return all(_entry(found, key, value) for key, value in filters.items())
 
 

@@ -17,7 +17,9 @@ from plait.server._wire import ApiError, as_dict
 __all__ = ["store_filter", "store_namespace"]
 
 
-def store_namespace(value: dict[str, Any], key: str = "namespace", *, empty: bool = True) -> tuple[str, ...]:
+def store_namespace(
+    value: dict[str, object], key: str = "namespace", *, empty: bool = True
+) -> tuple[str, ...]:
     """``value[key]`` as a namespace (``None``: ``()``), once the handler had it.
 
     Raises:
@@ -26,7 +28,7 @@ def store_namespace(value: dict[str, Any], key: str = "namespace", *, empty: boo
     """
     raw = value.get(key)
     sequence = isinstance(raw, (list, tuple))
-    labels = list(cast("list[Any] | tuple[Any, ...]", raw)) if sequence else None
+    labels = list(cast("list[object] | tuple[Any, ...]", raw)) if sequence else None
     if raw is not None and labels is None:
         raise ApiError(
             422, f"{key} must be a list of labels, got {raw!r:.80} (from the auth's store handler?)"
@@ -39,7 +41,7 @@ def store_namespace(value: dict[str, Any], key: str = "namespace", *, empty: boo
     return tuple(str(label) for label in labels or [])
 
 
-def store_filter(given: dict[str, Any] | None, auth: Filter | None) -> dict[str, Any] | Literal[False]:
+def store_filter(given: dict[str, object] | None, auth: Filter | None) -> dict[str, object] | Literal[False]:
     """The request's filter on the items' values and the auth's, both to hold (``False``: they
     cannot both hold, nothing matches; ``{}``: no filter).
 

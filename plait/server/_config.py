@@ -10,7 +10,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from starlette.applications import Starlette
 
@@ -20,6 +20,7 @@ from plait.pregel import Pregel
 from plait.server._auth_config import auth_section
 from plait.server._ttl import store_ttl_config, thread_ttl_config
 from plait.server._webhook import WebhookConfigError, WebhookPolicy
+from plait.server._wire import as_dict, as_list
 
 __all__ = [
     "ConfigError",
@@ -115,15 +116,15 @@ class Settings:
     lease_ttl: float = 30.0
     jobs: int = 10
     env: dict[str, str] = field(default_factory=lambda: {})
-    webhooks: dict[str, Any] = field(default_factory=lambda: {})
-    cors: dict[str, Any] = field(default_factory=lambda: {})
-    thread_ttl: dict[str, Any] = field(default_factory=lambda: {})
-    store_ttl: dict[str, Any] = field(default_factory=lambda: {})
-    store_index: dict[str, Any] = field(default_factory=lambda: {})
+    webhooks: dict[str, object] = field(default_factory=lambda: {})
+    cors: dict[str, object] = field(default_factory=lambda: {})
+    thread_ttl: dict[str, object] = field(default_factory=lambda: {})
+    store_ttl: dict[str, object] = field(default_factory=lambda: {})
+    store_index: dict[str, object] = field(default_factory=lambda: {})
     allowed_hosts: tuple[str, ...] = ()
     http_app: str | None = None
     disabled: tuple[str, ...] = ()
-    auth: dict[str, Any] = field(default_factory=lambda: {})
+    auth: dict[str, object] = field(default_factory=lambda: {})
 
     @property
     def webhook_policy(self) -> WebhookPolicy:
@@ -170,28 +171,29 @@ class Settings:
         return cls(graphs=graphs, **data)
 
 
-def _graph_specs(raw: Any, where: str) -> tuple[GraphSpec, ...]:
+def _graph_specs(raw: object, where: str) -> tuple[GraphSpec, ...]:
     if not isinstance(raw, dict) or not raw:
         raise ConfigError(
             f'{where}: "graphs" must be a non-empty object like {{"agent": "./agent.py:graph"}}'
         )
     specs: list[GraphSpec] = []
-    for graph_id, value in cast("dict[str, Any]", raw).items():
+    for graph_id, value in as_dict(raw).items():
         description = None
         if isinstance(value, dict):
-            entry = cast("dict[str, Any]", value)
-            value, description = entry.get("path"), entry.get("description")
+            entry = as_dict(value)
+            value, about = entry.get("path"), entry.get("description")
+            description = None if about is None else str(about)
         if not isinstance(value, str) or ":" not in value:
             raise ConfigError(f'{where}: graphs.{graph_id} must be "path/to/file.py:variable", got {value!r}')
         specs.append(GraphSpec(graph_id, value, description))
     return tuple(specs)
 
 
-def _read_env(raw: Any, base: Path, where: str) -> dict[str, str]:
+def _read_env(raw: object, base: Path, where: str) -> dict[str, str]:
     if raw is None:
         return {}
     if isinstance(raw, dict):
-        return {str(k): str(v) for k, v in cast("dict[str, Any]", raw).items()}
+        return {str(k): str(v) for k, v in as_dict(raw).items()}
     if not isinstance(raw, str):
         raise ConfigError(f'{where}: "env" must be an object or the path of a .env file')
     path = base / raw
@@ -214,10 +216,10 @@ class LoadedConfig(NamedTuple):
     graphs: tuple[GraphSpec, ...]
     env: dict[str, str]
     webhooks: WebhookPolicy
-    cors: dict[str, Any]
-    thread_ttl: dict[str, Any]
-    store_ttl: dict[str, Any]
-    store_index: dict[str, Any]
+    cors: dict[str, object]
+    thread_ttl: dict[str, object]
+    store_ttl: dict[str, object]
+    store_index: dict[str, object]
     http_app: str | None = None
     disabled: tuple[str, ...] = ()
 
@@ -243,7 +245,7 @@ def load_config(path: str | Path) -> LoadedConfig:
         raise ConfigError(f"{file}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: the config must be a JSON object")
-    config = cast("dict[str, Any]", data)
+    config = as_dict(data)
     unknown = sorted(set(config) - READ_KEYS - BUILD_KEYS)
     if unknown:
         raise ConfigError(
@@ -268,16 +270,16 @@ def load_config(path: str | Path) -> LoadedConfig:
         raise ConfigError(f"{file}: {exc}") from None
     disabled_routes = tuple(name for name in DISABLE_KEYS if http.get(f"disable_{name}"))
     return LoadedConfig(
-        graphs, env, policy, cors, thread_ttl, store_ttl, store_index, http.get("app"), disabled_routes
+        graphs, env, policy, cors, thread_ttl, store_ttl, store_index, _app(http), disabled_routes
     )
 
 
-def _http(raw: Any, where: str) -> dict[str, Any]:
+def _http(raw: object, where: str) -> dict[str, object]:
     """The config's ``http`` section: its keys plait serve reads, ``app`` of the form ``path:name``."""
     raw = raw or {}
     if not isinstance(raw, dict):
         raise ConfigError(f'{where}: "http" must be an object')
-    http = cast("dict[str, Any]", raw)
+    http = as_dict(raw)
     unknown = sorted(set(http) - HTTP_KEYS)
     if unknown:
         raise ConfigError(
@@ -294,17 +296,25 @@ def _http(raw: Any, where: str) -> dict[str, Any]:
     return http
 
 
+def _app(http: dict[str, object]) -> str | None:
+    """The config's ``http.app`` (checked by :func:`_http`), or ``None``."""
+    app = http.get("app")
+    return app if isinstance(app, str) else None
+
+
 _SECTION_KEYS = {"checkpointer": {"ttl"}, "store": {"ttl", "index"}}
 
 
-def _sections(config: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def _sections(
+    config: dict[str, object], where: str
+) -> tuple[dict[str, object], dict[str, object], dict[str, object]]:
     """``checkpointer.ttl``, ``store.ttl`` and ``store.index`` (what plait serve reads of those sections)."""
-    parts: dict[str, dict[str, Any]] = {}
+    parts: dict[str, dict[str, object]] = {}
     for name, keys in _SECTION_KEYS.items():
-        raw: Any = config.get(name) or {}
-        if not isinstance(raw, dict) or set(cast("dict[str, Any]", raw)) - keys:
+        raw: object = config.get(name) or {}
+        if not isinstance(raw, dict) or set(as_dict(raw)) - keys:
             raise ConfigError(f'{where}: of "{name}", plait serve reads only {sorted(keys)}')
-        parts[name] = cast("dict[str, Any]", raw)
+        parts[name] = as_dict(raw)
     try:
         return (
             thread_ttl_config(parts["checkpointer"].get("ttl"), "checkpointer.ttl"),
@@ -315,13 +325,13 @@ def _sections(config: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def _index(raw: Any) -> dict[str, Any]:
+def _index(raw: object) -> dict[str, object]:
     """``store.index`` (``{"embed", "dims", "fields", "distance_type"}``), checked before any import."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ValueError("store.index must be an object")
-    index = cast("dict[str, Any]", raw)
+    index = as_dict(raw)
     unknown = sorted(set(index) - {"embed", "dims", "fields", "distance_type"})
     if unknown:
         raise ValueError(f"store.index: {unknown} not supported by plait serve")
@@ -348,12 +358,12 @@ def load_embed(target: str, config_path: str) -> Any:
     return _import_target(GraphSpec("store.index.embed", target), base)
 
 
-def _cors(raw: Any, where: str) -> dict[str, Any]:
+def _cors(raw: object, where: str) -> dict[str, object]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: http.cors must be an object")
-    cors = cast("dict[str, Any]", raw)
+    cors = as_dict(raw)
     for key, value in cors.items():
         kind = CORS_KEYS.get(key)
         if kind is None:
@@ -362,7 +372,7 @@ def _cors(raw: Any, where: str) -> dict[str, Any]:
             )
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise ConfigError(f"{where}: http.cors.{key} must be a {kind.__name__}, got {value!r}")
-        if kind is list and not all(isinstance(v, str) for v in cast("list[Any]", value)):
+        if kind is list and not all(isinstance(v, str) for v in as_list(value)):
             raise ConfigError(f"{where}: http.cors.{key} must be a list of strings, got {value!r}")
     return dict(cors)
 

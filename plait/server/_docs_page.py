@@ -10,7 +10,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any, cast
+
+from plait.server._wire import as_dict, as_list
 
 __all__ = ["render_page"]
 
@@ -34,11 +35,11 @@ section.schema{background:#fff;border:1px solid #dde1e7;border-radius:6px;margin
 """
 
 
-def _e(text: Any) -> str:
+def _e(text: object) -> str:
     return html.escape(str(text))
 
 
-def _prose(text: str) -> str:
+def _prose(text: object) -> str:
     """Escaped text; ````x```` as code."""
     return re.sub(r"``(.+?)``", r"<code>\1</code>", _e(text))
 
@@ -47,51 +48,52 @@ def _name(ref: str) -> str:
     return ref.rsplit("/", 1)[-1]
 
 
-def type_html(schema: Any) -> str:
+def type_html(schema: object) -> str:
     """A schema's type as a short phrase (schema names linked)."""
     if not isinstance(schema, dict) or not schema:
         return "any"
-    node = cast("dict[str, Any]", schema)
+    node = as_dict(schema)
     if "$ref" in node:
         name = _name(str(node["$ref"]))
         return f'<a href="#schema-{_e(name)}">{_e(name)}</a>'
     for key in ("anyOf", "oneOf"):
         if key in node:
-            return " | ".join(type_html(s) for s in node[key])
+            return " | ".join(type_html(s) for s in as_list(node[key]))
     if "const" in node:
         return f"<code>{_e(json.dumps(node['const']))}</code>"
     if "enum" in node:
-        return " | ".join(f"<code>{_e(json.dumps(v))}</code>" for v in node["enum"])
+        return " | ".join(f"<code>{_e(json.dumps(v))}</code>" for v in as_list(node["enum"]))
     kind = node.get("type")
     if isinstance(kind, list):
-        return " | ".join(type_html({**node, "type": k}) for k in cast("list[str]", kind))
+        return " | ".join(type_html({**node, "type": k}) for k in as_list(kind))
     if kind == "array":
         return f"list of {type_html(node.get('items'))}"
     if kind == "object":
-        extra = node.get("additionalProperties")
-        return f"object of {type_html(extra)}" if isinstance(extra, dict) and extra else "object"
+        extra = as_dict(node.get("additionalProperties"))
+        return f"object of {type_html(extra)}" if extra else "object"
     fmt = node.get("format")
     return _e(kind or "any") + (f" ({_e(fmt)})" if fmt else "")
 
 
-def _resolve(schema: Any, components: dict[str, Any]) -> dict[str, Any]:
-    node = cast("dict[str, Any]", schema) if isinstance(schema, dict) else {}
+def _resolve(schema: object, components: dict[str, object]) -> dict[str, object]:
+    node = as_dict(schema)
     if "$ref" in node:
-        return cast("dict[str, Any]", components.get(_name(str(node["$ref"])), {}))
+        return as_dict(components.get(_name(str(node["$ref"]))))
     return node
 
 
-def _fields(schema: Any, components: dict[str, Any]) -> str:
+def _fields(schema: object, components: dict[str, object]) -> str:
     """The table of an object schema's fields (a list's items'), or its type alone."""
     node = _resolve(schema, components)
     if node.get("type") == "array":
         node = _resolve(node.get("items"), components)
-    props = cast("dict[str, Any]", node.get("properties") or {})
+    props = as_dict(node.get("properties"))
     if not props:
         return f"<p>{type_html(schema)}</p>"
-    required: set[str] = set(node.get("required") or ())
+    required = set(as_list(node.get("required")))
     rows: list[str] = []
-    for name, prop in props.items():
+    for name, found in props.items():
+        prop = as_dict(found)
         default = f"<code>{_e(json.dumps(prop['default']))}</code>" if "default" in prop else ""
         need = ' <span class="req">required</span>' if name in required else ""
         rows.append(
@@ -102,7 +104,7 @@ def _fields(schema: Any, components: dict[str, Any]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _parameters(params: list[dict[str, Any]]) -> str:
+def _parameters(params: list[object]) -> str:
     if not params:
         return ""
     rows = [
@@ -110,13 +112,13 @@ def _parameters(params: list[dict[str, Any]]) -> str:
         + (' <span class="req">required</span>' if p.get("required") else "")
         + f"</td><td>{_e(p['in'])}</td><td>{type_html(p.get('schema'))}</td>"
         f'<td class="desc">{_prose(p.get("description", ""))}</td></tr>'
-        for p in params
+        for p in map(as_dict, params)
     ]
     head = "<tr><th>Name</th><th>In</th><th>Type</th><th>Description</th></tr>"
     return f"<h4>Parameters</h4><table>{head}{''.join(rows)}</table>"
 
 
-def _operation(path: str, method: str, op: dict[str, Any], components: dict[str, Any]) -> str:
+def _operation(path: str, method: str, op: dict[str, object], components: dict[str, object]) -> str:
     parts = [
         f'<section class="op" id="{_e(op["operationId"])}">',
         f'<div><span class="m {method.upper()}">{method.upper()}</span><span class="path">{_e(path)}</span></div>',
@@ -124,17 +126,18 @@ def _operation(path: str, method: str, op: dict[str, Any], components: dict[str,
     ]
     if op.get("description"):
         parts.append(f'<p class="desc">{_prose(op["description"])}</p>')
-    parts.append(_parameters(op.get("parameters", [])))
-    body = op.get("requestBody")
+    parts.append(_parameters(as_list(op.get("parameters"))))
+    body = as_dict(op.get("requestBody"))
     if body:
-        schema = body["content"]["application/json"]["schema"]
+        schema = as_dict(as_dict(body["content"])["application/json"])["schema"]
         need = " (required)" if body.get("required") else ""
         parts.append(f"<h4>Request body{need}: {type_html(schema)}</h4>{_fields(schema, components)}")
     rows: list[str] = []
-    for status, answer in op.get("responses", {}).items():
-        content: dict[str, Any] = answer.get("content") or {}
+    for status, found in as_dict(op.get("responses")).items():
+        answer = as_dict(found)
+        content = as_dict(answer.get("content"))
         shown = ", ".join(
-            f"<code>{_e(media)}</code> {type_html(c.get('schema'))}" for media, c in content.items()
+            f"<code>{_e(media)}</code> {type_html(as_dict(c).get('schema'))}" for media, c in content.items()
         )
         rows.append(
             f"<tr><td>{_e(status)}</td><td>{_e(answer.get('description', ''))}</td><td>{shown}</td></tr>"
@@ -143,16 +146,18 @@ def _operation(path: str, method: str, op: dict[str, Any], components: dict[str,
     return "".join(parts)
 
 
-def render_page(doc: dict[str, Any]) -> str:
+def render_page(doc: dict[str, object]) -> str:
     """The page of an OpenAPI document."""
-    components: dict[str, Any] = doc.get("components", {}).get("schemas", {})
-    by_tag: dict[str, list[tuple[str, str, dict[str, Any]]]] = {t["name"]: [] for t in doc.get("tags", [])}
-    for path, methods in doc.get("paths", {}).items():
-        for method, op in methods.items():
-            for tag in op.get("tags") or ["Other"]:
-                by_tag.setdefault(tag, []).append((path, method, op))
-    about = {t["name"]: t.get("description", "") for t in doc.get("tags", [])}
-    info = doc.get("info", {})
+    components = as_dict(as_dict(doc.get("components")).get("schemas"))
+    tags = [as_dict(t) for t in as_list(doc.get("tags"))]
+    by_tag: dict[str, list[tuple[str, str, dict[str, object]]]] = {str(t["name"]): [] for t in tags}
+    for path, methods in as_dict(doc.get("paths")).items():
+        for method, found in as_dict(methods).items():
+            op = as_dict(found)
+            for tag in as_list(op.get("tags")) or ["Other"]:
+                by_tag.setdefault(str(tag), []).append((path, method, op))
+    about = {str(t["name"]): t.get("description", "") for t in tags}
+    info = as_dict(doc.get("info"))
     nav = "".join(
         f"<h3>{_e(tag)}</h3><ul>"
         + "".join(
@@ -168,7 +173,7 @@ def render_page(doc: dict[str, Any]) -> str:
     )
     schemas = "".join(
         f'<section class="schema" id="schema-{_e(name)}"><h3>{_e(name)}</h3>'
-        f'<p class="desc">{_prose(schema.get("description", ""))}</p>{_fields(schema, components)}</section>'
+        f'<p class="desc">{_prose(as_dict(schema).get("description", ""))}</p>{_fields(schema, components)}</section>'
         for name, schema in components.items()
     )
     title = f"{info.get('title', 'API')} {info.get('version', '')}".strip()

@@ -121,7 +121,7 @@ class InnerApi:
             (b"accept", b"text/event-stream"),
             (b"content-length", str(len(payload)).encode()),
         ]
-        scope: dict[str, Any] = {
+        scope: dict[str, object] = {
             "type": "http",
             "asgi": {"version": "3.0"},
             "http_version": "1.1",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from plait.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
-from plait.server._wire import ApiError, as_dict, as_list, dumps, loads
+from plait.server._wire import ApiError, as_dict, as_list, as_str, dumps, loads
 
 __all__ = ["changes", "diff", "state", "thread", "threads", "timeline"]
 
@@ -18,8 +18,8 @@ _INTERRUPT = "__interrupt__"
 _ERROR = "__error__"
 
 
-def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, object]:
+    conf: dict[str, object] = {"thread_id": thread_id, "checkpoint_ns": ""}
     if checkpoint_id:
         conf["checkpoint_id"] = checkpoint_id
     return {"configurable": conf}
@@ -42,26 +42,30 @@ def _parent_id(item: CheckpointTuple) -> str | None:
     return found
 
 
-def _values(item: CheckpointTuple | None) -> dict[str, Any]:
+def _values(item: CheckpointTuple | None) -> dict[str, object]:
     if item is None:
         return {}
     return as_dict(_plain(item.checkpoint.get("channel_values") or {}))
 
 
-def _pending(item: CheckpointTuple, channel: str) -> list[Any]:
+def _pending(item: CheckpointTuple, channel: str) -> list[object]:
     return [value for _, chan, value in item.pending_writes or () if chan == channel]
 
 
-def _interrupts(item: CheckpointTuple) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
+def _interrupts(item: CheckpointTuple) -> list[dict[str, object]]:
+    found: list[dict[str, object]] = []
     for batch in _pending(item, _INTERRUPT):
-        group: list[Any] = list(cast("list[Any]", batch)) if isinstance(batch, (list, tuple)) else [batch]
+        group: list[object] = (
+            list(cast("list[object]", batch)) if isinstance(batch, (list, tuple)) else [batch]
+        )
         for one in group:
             found.append({"value": _plain(getattr(one, "value", one)), "id": getattr(one, "id", None)})
     return found
 
 
-def threads(saver: BaseCheckpointSaver, query: str = "", limit: int = 50, offset: int = 0) -> dict[str, Any]:
+def threads(
+    saver: BaseCheckpointSaver, query: str = "", limit: int = 50, offset: int = 0
+) -> dict[str, object]:
     """Threads whose id contains ``query`` (case-insensitive), most recently updated first."""
     needle = query.strip().lower()
     found = sorted(
@@ -91,7 +95,7 @@ def _head(saver: BaseCheckpointSaver, thread_id: str, checkpoint_id: str | None 
     return item
 
 
-def thread(saver: BaseCheckpointSaver, thread_id: str) -> dict[str, Any]:
+def thread(saver: BaseCheckpointSaver, thread_id: str) -> dict[str, object]:
     """A thread's head: its status (``interrupted`` when it waits, else ``idle``), next nodes, interrupts."""
     head = _head(saver, thread_id)
     interrupts = _interrupts(head)
@@ -110,7 +114,7 @@ def thread(saver: BaseCheckpointSaver, thread_id: str) -> dict[str, Any]:
     }
 
 
-def state(saver: BaseCheckpointSaver, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+def state(saver: BaseCheckpointSaver, thread_id: str, checkpoint_id: str | None = None) -> dict[str, object]:
     """The state at a checkpoint (default: the head), with its metadata and the writes pending on it."""
     item = _head(saver, thread_id, checkpoint_id)
     return {
@@ -129,13 +133,13 @@ def state(saver: BaseCheckpointSaver, thread_id: str, checkpoint_id: str | None 
     }
 
 
-def _ids(items: list[Any]) -> list[Any] | None:
+def _ids(items: list[object]) -> list[object] | None:
     """The ``id`` of every item when each is an object with one (a message list), else ``None``."""
     ids = [as_dict(m).get("id") for m in items]
     return ids if items and all(isinstance(i, str) for i in ids) else None
 
 
-def changes(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
+def changes(old: dict[str, object], new: dict[str, object]) -> list[dict[str, object]]:
     """What differs between two plain states, key by key, sorted by key.
 
     Each change is ``{"key", "kind", ...}`` with ``kind`` one of ``added`` (``after``),
@@ -143,7 +147,7 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
     (``added`` / ``removed`` / ``changed``: lists of objects with ids, compared by id) or
     ``changed`` (``before``, ``after``).
     """
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for key in sorted(set(old) | set(new)):
         if key not in new:
             out.append({"key": key, "kind": "removed", "before": old[key]})
@@ -154,7 +158,7 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _change(key: str, before: Any, after: Any) -> dict[str, Any]:
+def _change(key: str, before: Any, after: Any) -> dict[str, object]:
     if isinstance(before, list) and isinstance(after, list):
         old, new = as_list(before), as_list(after)
         if new[: len(old)] == old:
@@ -172,25 +176,25 @@ def _change(key: str, before: Any, after: Any) -> dict[str, Any]:
     return {"key": key, "kind": "changed", "before": before, "after": after}
 
 
-def _writes(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
+def _writes(old: dict[str, object], new: dict[str, object]) -> tuple[dict[str, object], dict[str, int]]:
     """A step's writes for the timeline: the changed keys, with only the new items of a grown list,
     and how many messages it removed, per key."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     removed: dict[str, int] = {}
     for change in changes(old, new):
-        kind, key = change["kind"], change["key"]
+        kind, key = change["kind"], as_str(change["key"])
         if kind == "appended":
             out[key] = change["items"]
         elif kind == "messages":
-            out[key] = change["added"] + change["changed"]
-            if change["removed"]:
-                removed[key] = len(change["removed"])
+            out[key] = as_list(change["added"]) + as_list(change["changed"])
+            if gone := as_list(change["removed"]):
+                removed[key] = len(gone)
         elif kind != "removed":
             out[key] = change["after"]
     return out, removed
 
 
-def _input(item: CheckpointTuple) -> dict[str, Any]:
+def _input(item: CheckpointTuple) -> dict[str, object]:
     """What an input checkpoint received: its pending writes (the input, not yet applied)."""
     return {
         str(channel): _plain(value)
@@ -208,7 +212,7 @@ def _nodes(item: CheckpointTuple, parent: CheckpointTuple | None) -> list[str]:
     return [str(source or "input")]
 
 
-def timeline(saver: BaseCheckpointSaver, thread_id: str, limit: int = 100) -> list[dict[str, Any]]:
+def timeline(saver: BaseCheckpointSaver, thread_id: str, limit: int = 100) -> list[dict[str, object]]:
     """A thread's checkpoints, newest first: step, source, node(s), writes, interrupts, bytes per channel.
 
     ``fork`` marks a checkpoint whose parent is not the checkpoint listed below it.
@@ -217,15 +221,15 @@ def timeline(saver: BaseCheckpointSaver, thread_id: str, limit: int = 100) -> li
     if not items:
         raise ApiError(404, f"Thread {thread_id!r} not found (it has no checkpoints)")
     by_id = {_id(item): item for item in items}
-    plain: dict[str | None, dict[str, Any]] = {}
+    plain: dict[str | None, dict[str, object]] = {}
 
-    def values_of(item: CheckpointTuple | None) -> dict[str, Any]:
+    def values_of(item: CheckpointTuple | None) -> dict[str, object]:
         key = _id(item)
         if key not in plain:
             plain[key] = _values(item)
         return plain[key]
 
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for i, item in enumerate(items):
         parent_id = _parent_id(item)
         parent = by_id.get(parent_id) if parent_id else None
@@ -255,7 +259,7 @@ def timeline(saver: BaseCheckpointSaver, thread_id: str, limit: int = 100) -> li
     return rows
 
 
-def diff(saver: BaseCheckpointSaver, thread_id: str, first: str, second: str) -> dict[str, Any]:
+def diff(saver: BaseCheckpointSaver, thread_id: str, first: str, second: str) -> dict[str, object]:
     """The changes from the older of two checkpoints of a thread to the newer one."""
     a, b = _head(saver, thread_id, first), _head(saver, thread_id, second)
     older, newer = (a, b) if str(a.checkpoint.get("ts", "")) <= str(b.checkpoint.get("ts", "")) else (b, a)

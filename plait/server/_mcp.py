@@ -85,24 +85,24 @@ def _is_messages(spec: Any) -> bool:
     return bool(refs & _MESSAGE_TYPES)
 
 
-def simplified_schema(schema: dict[str, Any] | None) -> tuple[dict[str, Any], frozenset[str]]:
+def simplified_schema(schema: dict[str, object] | None) -> tuple[dict[str, object], frozenset[str]]:
     """A graph's input schema as a tool's: each list-of-messages property becomes a message text
     (the definitions only they used dropped), the root an object. Also the names of those properties."""
-    out: dict[str, Any] = dict(schema or {})
+    out: dict[str, object] = dict(schema or {})
     out.setdefault("type", "object")
-    props: dict[str, Any] = dict(out.get("properties") or {})
+    props: dict[str, object] = dict(as_dict(out.get("properties")))
     messages = frozenset(k for k, v in props.items() if _is_messages(v))
     if not messages:
         return out, messages
     for key in messages:
-        title = props[key].get("title", key) if isinstance(props[key], dict) else key
+        title = as_dict(props[key]).get("title", key) if isinstance(props[key], dict) else key
         props[key] = {
             "type": "string",
             "title": title,
             "description": "The user message to send to the agent.",
         }
     out["properties"] = props
-    defs: dict[str, Any] = dict(out.get("$defs") or {})
+    defs: dict[str, object] = dict(as_dict(out.get("$defs")))
     used: set[str] = set()
     _refs({k: v for k, v in out.items() if k != "$defs"}, used)
     pending = list(used)
@@ -120,10 +120,10 @@ def simplified_schema(schema: dict[str, Any] | None) -> tuple[dict[str, Any], fr
 
 
 def _argument_errors(
-    schema: dict[str, Any], messages: frozenset[str], arguments: dict[str, Any]
+    schema: dict[str, object], messages: frozenset[str], arguments: dict[str, object]
 ) -> list[str]:
     """What is wrong with a tool call's arguments (empty: nothing)."""
-    props: dict[str, Any] = schema.get("properties") or {}
+    props = as_dict(schema.get("properties"))
     errors: list[str] = []
     if props and schema.get("additionalProperties") is not True:
         for key in sorted(set(arguments) - set(props)):
@@ -134,8 +134,9 @@ def _argument_errors(
                 f"{key}: must be a message text or a list of messages like "
                 f'{{"role": "user", "content": "..."}}, got {type(arguments[key]).__name__}'
             )
-    checked = {k: v for k, v in arguments.items() if k in props and k not in messages}
-    checking: dict[str, Any] = {**schema, "required": [], "additionalProperties": True}
+    # (JSON parsed from the request; jsonschema types its instance as JSON values)
+    checked: dict[str, Any] = {k: v for k, v in arguments.items() if k in props and k not in messages}
+    checking: dict[str, object] = {**schema, "required": [], "additionalProperties": True}
     checking["properties"] = {k: v for k, v in props.items() if k not in messages}
     try:
         validator = validators.validator_for(checking)(checking)
@@ -155,7 +156,7 @@ def _request(ctx: ServerRequestContext[Any, Any]) -> Request:
     return cast("Request", request)
 
 
-async def _assistants(api: InnerApi, offset: int, limit: int) -> list[dict[str, Any]]:
+async def _assistants(api: InnerApi, offset: int, limit: int) -> list[dict[str, object]]:
     try:
         found = await api.ok("POST", "/assistants/search", {"limit": limit, "offset": offset})
     except InnerError as exc:  # (an auth refusal, say): the MCP request's error, naming it
@@ -166,8 +167,8 @@ async def _assistants(api: InnerApi, offset: int, limit: int) -> list[dict[str, 
 
 
 async def _tool_schema(
-    api: InnerApi, assistant: dict[str, Any]
-) -> tuple[dict[str, Any], frozenset[str]] | None:
+    api: InnerApi, assistant: dict[str, object]
+) -> tuple[dict[str, object], frozenset[str]] | None:
     status, schemas, _ = await api.call("GET", f"/assistants/{assistant['assistant_id']}/schemas")
     raw: Any = as_dict(schemas).get("input_schema") if status == 200 else None
     return simplified_schema(as_dict(raw)) if isinstance(raw, dict) else None
@@ -204,7 +205,7 @@ async def _list_tools(
     return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
 
-async def _find(api: InnerApi, name: str) -> dict[str, Any]:
+async def _find(api: InnerApi, name: str) -> dict[str, object]:
     offset = 0
     while True:
         page = await _assistants(api, offset, PAGE)
@@ -223,7 +224,7 @@ def _error_result(text: str) -> types.CallToolResult:
 async def _call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
-    arguments: dict[str, Any] = dict(params.arguments or {})
+    arguments: dict[str, object] = dict(params.arguments or {})
     async with InnerApi(_request(ctx)) as api:
         assistant = await _find(api, params.name)
         found = await _tool_schema(api, assistant)
@@ -231,8 +232,8 @@ async def _call_tool(
             errors = _argument_errors(*found, arguments)
             if errors:
                 return _error_result(f"Invalid arguments for tool {params.name!r}: " + "; ".join(errors))
-        run: dict[str, Any] = {"assistant_id": assistant["assistant_id"], "input": arguments}
-        extra: dict[str, Any] = params.model_extra or {}
+        run: dict[str, object] = {"assistant_id": assistant["assistant_id"], "input": arguments}
+        extra: dict[str, object] = params.model_extra or {}
         if isinstance(extra.get("context"), dict):  # (LangGraph's server reads a call's context here too)
             run["context"] = extra["context"]
         status, output, _ = await api.call("POST", "/runs/wait", run)
@@ -284,7 +285,7 @@ class McpEndpoint:
             "POST",
             "/mcp",
             "MCP Post",
-            body=dict[str, Any],
+            body=dict[str, object],
             body_required=True,
             response={
                 "type": "object",

@@ -23,7 +23,7 @@ from plait.server._wire import dumps
 __all__ = ["ErrorResponse", "docs_api", "document"]
 
 _REF = "#/components/schemas/{model}"
-_PATH_PARAMS: dict[str, dict[str, Any]] = {
+_PATH_PARAMS: dict[str, dict[str, object]] = {
     "thread_id": {"type": "string", "format": "uuid", "description": "The thread's id."},
     "run_id": {"type": "string", "format": "uuid", "description": "The run's id."},
     "cron_id": {"type": "string", "format": "uuid", "description": "The cron's id."},
@@ -50,7 +50,7 @@ def _version() -> str:
         return "unknown"
 
 
-def _schemas(endpoints: Sequence[Endpoint]) -> tuple[dict[tuple[int, str], Any], dict[str, Any]]:
+def _schemas(endpoints: Sequence[Endpoint]) -> tuple[dict[tuple[int, str], Any], dict[str, object]]:
     """Each endpoint's body/response schema (by ``(index, "body" | "response")``) and the components."""
     inputs: list[tuple[tuple[int, str], Any, TypeAdapter[Any]]] = [
         ((-1, "error"), "validation", TypeAdapter(ErrorResponse))
@@ -65,34 +65,34 @@ def _schemas(endpoints: Sequence[Endpoint]) -> tuple[dict[tuple[int, str], Any],
     for n, ep in enumerate(endpoints):
         given: Any = ep.response
         if isinstance(given, dict):
-            by_key[(n, "response")] = cast("dict[str, Any]", given)
+            by_key[(n, "response")] = cast("dict[str, object]", given)
     return by_key, dict(defs.get("$defs", {}))
 
 
-def _query_params(ep: Endpoint, components: dict[str, Any]) -> list[dict[str, Any]]:
+def _query_params(ep: Endpoint, components: dict[str, object]) -> list[dict[str, object]]:
     if ep.query is None:
         return []
     schema = ep.query.model_json_schema(ref_template=_REF)
     components.update(schema.pop("$defs", {}))
     required = set(schema.get("required", ()))
-    params: list[dict[str, Any]] = []
+    params: list[dict[str, object]] = []
     for name, prop in schema.get("properties", {}).items():
         prop = dict(prop)
         prop.pop("title", None)
         description = prop.pop("description", None)
-        param: dict[str, Any] = {"name": name, "in": "query", "required": name in required, "schema": prop}
+        param: dict[str, object] = {"name": name, "in": "query", "required": name in required, "schema": prop}
         if description:
             param["description"] = description
         params.append(param)
     return params
 
 
-def _path_params(path: str) -> list[dict[str, Any]]:
-    params: list[dict[str, Any]] = []
+def _path_params(path: str) -> list[dict[str, object]]:
+    params: list[dict[str, object]] = []
     for name in _PARAM.findall(path):
         schema = dict(_PATH_PARAMS.get(name, {"type": "string"}))
         description = schema.pop("description", None)
-        param: dict[str, Any] = {"name": name, "in": "path", "required": True, "schema": schema}
+        param: dict[str, object] = {"name": name, "in": "path", "required": True, "schema": schema}
         if description:
             param["description"] = description
         params.append(param)
@@ -104,9 +104,9 @@ def _operation_id(ep: Endpoint) -> str:
     return f"{ep.method.lower()}_{words or 'root'}"
 
 
-def _responses(ep: Endpoint, schema: Any, error: Any) -> dict[str, Any]:
+def _responses(ep: Endpoint, schema: Any, error: Any) -> dict[str, object]:
     if ep.status == 204:
-        ok: dict[str, Any] = {"description": "Done; no content."}
+        ok: dict[str, object] = {"description": "Done; no content."}
     elif ep.stream:
         ok = {
             "description": "A stream of server-sent events.",
@@ -115,7 +115,7 @@ def _responses(ep: Endpoint, schema: Any, error: Any) -> dict[str, Any]:
     else:
         ok = {"description": "Success."}
         ok["content"] = {ep.media: {"schema": schema if schema is not None else {}}}
-    answers: dict[str, Any] = {str(ep.status): ok}
+    answers: dict[str, object] = {str(ep.status): ok}
     errors = {"content": {"application/json": {"schema": error}}}
     params = _PARAM.findall(ep.path)
     if params:
@@ -125,13 +125,13 @@ def _responses(ep: Endpoint, schema: Any, error: Any) -> dict[str, Any]:
     return answers
 
 
-def document(apis: Sequence[Api]) -> dict[str, Any]:
+def document(apis: Sequence[Api]) -> dict[str, object]:
     """The OpenAPI 3.1 document of ``apis``' endpoints (those described only, too)."""
     endpoints = [ep for api in apis for ep in api.endpoints]
     schemas, components = _schemas(endpoints)
-    paths: dict[str, dict[str, Any]] = {}
+    paths: dict[str, dict[str, object]] = {}
     for n, ep in enumerate(endpoints):
-        operation: dict[str, Any] = {
+        operation: dict[str, object] = {
             "tags": [ep.tag],
             "summary": ep.summary,
             "operationId": _operation_id(ep),
@@ -166,7 +166,7 @@ def document(apis: Sequence[Api]) -> dict[str, Any]:
     }
 
 
-def docs_api(apis: Sequence[Api], finish: Callable[[dict[str, Any]], None] | None = None) -> Api:
+def docs_api(apis: Sequence[Api], finish: Callable[[dict[str, object]], None] | None = None) -> Api:
     """``GET /openapi.json`` and ``GET /docs`` for ``apis`` (and themselves); ``finish`` completes
     the document (the config's auth adds its security schemes)."""
     api = Api("System")

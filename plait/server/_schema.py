@@ -104,21 +104,21 @@ def _json_equal(stored: Any, wanted: str) -> bool:
 
 def _json_subset(stored: str | None, wanted: str) -> bool:
     """Every top-level key of ``wanted`` has the same value in the stored JSON object."""
-    want: dict[str, Any] = loads(wanted)
+    want: dict[str, object] = loads(wanted)
     if stored is None:
         return not want
     loaded = loads(stored)
     if not isinstance(loaded, dict):
         return not want
-    have = cast("dict[str, Any]", loaded)
+    have = cast("dict[str, object]", loaded)
     return all(k in have and have[k] == v for k, v in want.items())
 
 
 def _meta_holds(stored: str | None, wanted: str) -> bool:
     """The stored JSON object has each key of ``wanted`` with an equal value (a null one: absent or null)."""
-    want: dict[str, Any] = loads(wanted)
+    want: dict[str, object] = loads(wanted)
     loaded: Any = loads(stored) if stored else None
-    have = cast("dict[str, Any]", loaded) if isinstance(loaded, dict) else {}
+    have = cast("dict[str, object]", loaded) if isinstance(loaded, dict) else {}
     return all(have.get(k) == v for k, v in want.items())
 
 

@@ -24,7 +24,7 @@ def _call(graph: Any, method: str) -> Any:
         return None
 
 
-def _state_schema(graph: Any, title: str) -> dict[str, Any] | None:
+def _state_schema(graph: Any, title: str) -> dict[str, object] | None:
     builder = getattr(graph, "builder", None)
     schemas = getattr(builder, "schemas", None)
     state = getattr(builder, "state_schema", None)
@@ -41,7 +41,7 @@ def _state_schema(graph: Any, title: str) -> dict[str, Any] | None:
     return found
 
 
-def graph_schemas(graph: Any, graph_id: str | None) -> dict[str, Any]:
+def graph_schemas(graph: Any, graph_id: str | None) -> dict[str, object]:
     """The five schemas of ``graph`` (``graph_id``: the served graph's id; ``None`` for a subgraph)."""
     context = _call(graph, "get_context_jsonschema")
     name = getattr(graph, "name", None) or "LangGraph"

@@ -71,7 +71,7 @@ class ServerState:
     """Webhook calls under way (a shutdown waits for them, briefly)."""
     calling: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(WEBHOOK_CALLS))
 
-    def call_webhook(self, url: str, body: dict[str, Any]) -> None:
+    def call_webhook(self, url: str, body: dict[str, object]) -> None:
         """POST ``body`` to ``url`` in the background (see :func:`plait.server._webhook.deliver`)."""
 
         async def call() -> bool:

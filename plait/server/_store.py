@@ -62,6 +62,7 @@ async def open_store(db: Database, ttl: TTLConfig | None, index: IndexConfig | N
     Raises:
         EmbeddingDimensionError: the database holds vectors of another length than ``index["dims"]``.
     """
+    # (the stores' keyword arguments: the config's index and ttl sections, checked when it was read)
     options: dict[str, Any] = {"index": index, "ttl": ttl or None, "search_order": "written"}
     if isinstance(db, PostgresDatabase):  # (its pool needs the 'postgres' extra: the store is there)
         pg: AsyncPostgresStore = _pg_store(db.pool, **options)
@@ -96,7 +97,7 @@ class StorePut(Body):
 
     namespace: Annotated[list[Label], Field(min_length=1)]
     key: Annotated[str, Field(min_length=1)]
-    value: dict[str, Any]
+    value: dict[str, object]
     index: Literal[False] | list[str] | None = Field(
         None, description="The fields to embed: null for the config's, false for none."
     )
@@ -122,7 +123,7 @@ class StoreSearch(Body):
     """Items under a namespace prefix: filtered, or ranked by ``query``."""
 
     namespace_prefix: Namespace | None = None
-    filter: dict[str, Any] | None = None
+    filter: dict[str, object] | None = None
     limit: Count | None = 10
     offset: Count | None = 0
     query: str | None = None
@@ -144,7 +145,7 @@ class StoreItem(BaseModel):
 
     namespace: list[str]
     key: str
-    value: dict[str, Any]
+    value: dict[str, object]
     created_at: str
     updated_at: str
 
@@ -172,8 +173,8 @@ class StoreNamespacesResponse(BaseModel):
 api = Api("Store", "Long-term memory shared by the graphs: items under namespaces, searched and ranked.")
 
 
-def _wire_item(item: Item, score: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = item.dict()
+def _wire_item(item: Item, score: bool = False) -> dict[str, object]:
+    out: dict[str, object] = item.dict()
     if score:
         out["score"] = getattr(item, "score", None)
     return out
@@ -187,6 +188,7 @@ def _store(request: Request) -> ServerStore:
 @api.put("/store/items", "Put Item", body=StorePut, body_required=True, status=204)
 async def put_item(request: Request, body: StorePut) -> Response:
     """Create or replace an item (its fields embedded when the config has ``store.index``)."""
+    # (as the auth handler leaves it, passed on to the store: ``Any``, the handler may change it)
     value: dict[str, Any] = {
         "namespace": tuple(body.namespace),
         "key": body.key,
@@ -212,6 +214,7 @@ async def put_item(request: Request, body: StorePut) -> Response:
 async def get_item(request: Request, query: StoreGetQuery) -> Response:
     """One item, ``null`` when there is none (as LangGraph's server answers)."""
     namespace = tuple(query.namespace.split(".")) if query.namespace else ()
+    # (as the auth handler leaves it, passed on to the store: ``Any``, the handler may change it)
     value: dict[str, Any] = {"namespace": namespace, "key": query.key, "refresh_ttl": query.refresh_ttl}
     await authorize(request, "store", "get", value)
     try:
@@ -226,7 +229,7 @@ async def get_item(request: Request, query: StoreGetQuery) -> Response:
 @api.delete("/store/items", "Delete Item", body=StoreDelete, body_required=True, status=204)
 async def delete_item(request: Request, body: StoreDelete) -> Response:
     """Delete an item (an absent one is fine)."""
-    value: dict[str, Any] = {"namespace": tuple(body.namespace), "key": body.key}
+    value: dict[str, object] = {"namespace": tuple(body.namespace), "key": body.key}
     await authorize(request, "store", "delete", value)
     await _store(request).adelete(store_namespace(value), str(value["key"]))
     return Response(status_code=204)
@@ -242,6 +245,7 @@ async def search_items(request: Request, body: StoreSearch) -> Response:
             "store search by 'query' needs a semantic index: set store.index in the config "
             '(e.g. {"embed": "openai:text-embedding-3-small", "dims": 1536})',
         )
+    # (as the auth handler leaves it, passed on to the store: ``Any``, the handler may change it)
     value: dict[str, Any] = {
         "namespace": tuple(body.namespace_prefix or ()),
         "filter": body.filter,
@@ -270,6 +274,7 @@ async def search_items(request: Request, body: StoreSearch) -> Response:
 @api.post("/store/namespaces", "List Namespaces", body=StoreNamespaces, response=StoreNamespacesResponse)
 async def list_namespaces(request: Request, body: StoreNamespaces) -> Response:
     """The namespaces in use, by prefix and suffix, cut at ``max_depth``."""
+    # (as the auth handler leaves it, passed on to the store: ``Any``, the handler may change it)
     value: dict[str, Any] = {
         "namespace": tuple(body.prefix) if body.prefix else None,
         "max_depth": body.max_depth,

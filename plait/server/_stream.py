@@ -283,7 +283,7 @@ class Broker:
         return await runs.status(self.db, run_id) not in ("pending", "running")
 
 
-def outcome(data: bytes) -> dict[str, Any]:
+def outcome(data: bytes) -> dict[str, object]:
     """The data of an ``__end__`` event."""
-    result: dict[str, Any] = loads(data)
+    result: dict[str, object] = loads(data)
     return result

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any, NamedTuple, cast
 
-from plait.server._wire import ApiError
+from plait.server._wire import ApiError, as_float
 from plait.store._ttl import DEFAULT_SWEEP_MINUTES
 
 __all__ = [
@@ -66,7 +66,7 @@ def expiry(minutes: float | None, now: float | None = None) -> float | None:
     return (time.time() if now is None else now) + minutes * 60
 
 
-def thread_ttl(raw: Any, default: dict[str, Any] | None = None) -> ThreadTtl | None:
+def thread_ttl(raw: Any, default: dict[str, object] | None = None) -> ThreadTtl | None:
     """A request's thread ``ttl`` (else the config's ``default_ttl``), or ``None`` for none.
 
     Raises:
@@ -76,8 +76,8 @@ def thread_ttl(raw: Any, default: dict[str, Any] | None = None) -> ThreadTtl | N
     if raw is None:
         if config.get("default_ttl") is None:
             return None
-        return ThreadTtl(str(config.get("strategy") or "delete"), float(config["default_ttl"]))
-    spec = cast("dict[str, Any]", raw) if isinstance(raw, dict) else {"ttl": raw}
+        return ThreadTtl(str(config.get("strategy") or "delete"), as_float(config["default_ttl"]))
+    spec = cast("dict[str, object]", raw) if isinstance(raw, dict) else {"ttl": raw}
     unknown = set(spec) - {"strategy", "ttl"}
     strategy = spec.get("strategy") or "delete"
     try:
@@ -90,12 +90,12 @@ def thread_ttl(raw: Any, default: dict[str, Any] | None = None) -> ThreadTtl | N
         raise ApiError(422, str(exc)) from None
 
 
-def _section(raw: Any, keys: frozenset[str], where: str) -> dict[str, Any]:
+def _section(raw: Any, keys: frozenset[str], where: str) -> dict[str, object]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ValueError(f"{where} must be an object")
-    config = cast("dict[str, Any]", raw)
+    config = cast("dict[str, object]", raw)
     unknown = sorted(set(config) - keys)
     if unknown:
         raise ValueError(f"{where}: {unknown} not supported by plait serve; it reads {sorted(keys)}")
@@ -105,7 +105,7 @@ def _section(raw: Any, keys: frozenset[str], where: str) -> dict[str, Any]:
     return dict(config)
 
 
-def thread_ttl_config(raw: Any, where: str) -> dict[str, Any]:
+def thread_ttl_config(raw: Any, where: str) -> dict[str, object]:
     """The config's ``checkpointer.ttl``, checked.
 
     Raises:
@@ -121,7 +121,7 @@ def thread_ttl_config(raw: Any, where: str) -> dict[str, Any]:
     return config
 
 
-def store_ttl_config(raw: Any, where: str) -> dict[str, Any]:
+def store_ttl_config(raw: Any, where: str) -> dict[str, object]:
     """The config's ``store.ttl``, checked.
 
     Raises:
@@ -134,7 +134,7 @@ def store_ttl_config(raw: Any, where: str) -> dict[str, Any]:
     return config
 
 
-def sweep_seconds(*configs: dict[str, Any]) -> float:
+def sweep_seconds(*configs: dict[str, object]) -> float:
     """Seconds between sweeps: the shortest interval a config names, else :data:`DEFAULT_SWEEP_MINUTES`."""
-    named = [float(c["sweep_interval_minutes"]) for c in configs if c.get("sweep_interval_minutes")]
+    named = [as_float(c["sweep_interval_minutes"]) for c in configs if c.get("sweep_interval_minutes")]
     return 60 * min(named, default=DEFAULT_SWEEP_MINUTES)

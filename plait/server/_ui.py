@@ -61,10 +61,10 @@ async def timeline(request: Request) -> Response:
     return json_response([_entry(item, by_id.get(item["parent_checkpoint_id"])) for item in items])
 
 
-def _delta(old: Any, new: Any) -> dict[str, Any]:
+def _delta(old: Any, new: Any) -> dict[str, object]:
     """What a step wrote: changed keys, with only the appended items of a grown list."""
     before, after = as_dict(old), as_dict(new)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in after.items():
         prior = before.get(key)
         if prior == value:
@@ -80,12 +80,12 @@ def _delta(old: Any, new: Any) -> dict[str, Any]:
     return out
 
 
-def _entry(item: dict[str, Any], parent: dict[str, Any] | None) -> dict[str, Any]:
+def _entry(item: dict[str, object], parent: dict[str, object] | None) -> dict[str, object]:
     """One row of the timeline: the checkpoint, the node(s) that produced it and what they wrote."""
     metadata = as_dict(item["metadata"])
     source = metadata.get("source")
     if parent is not None and source == "loop":
-        nodes = list(parent["next"])
+        nodes = list(as_list(parent["next"]))
     elif source == "update":
         nodes = [str(metadata.get("as_node") or "update_state")]
     else:
