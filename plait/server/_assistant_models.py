@@ -3,7 +3,7 @@ langgraph-sdk sends and reads them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, WithJsonSchema
 
@@ -47,9 +47,9 @@ class AssistantCreate(Body):
     assistant_id: Annotated[str, check(lambda v: check_uuid(v, "assistant ID")), WithJsonSchema(
         {"type": "string", "format": "uuid"}
     )] | None = Field(None, description="Its id (a new UUID if not given).")  # fmt: skip
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    config: dict[str, object] | None = None
+    context: dict[str, object] | None = None
+    metadata: dict[str, object] | None = None
     if_exists: Literal["raise", "do_nothing"] | None = Field("raise", description="When it exists already.")
     name: str | None = Field(None, description="``Untitled`` if not given.")
     description: str | None = None
@@ -59,9 +59,9 @@ class AssistantPatch(Body):
     """What a new version of the assistant replaces (metadata: merged in)."""
 
     graph_id: str | None = None
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    config: dict[str, object] | None = None
+    context: dict[str, object] | None = None
+    metadata: dict[str, object] | None = None
     name: str | None = None
     description: str | None = None
 
@@ -69,7 +69,7 @@ class AssistantPatch(Body):
 class AssistantCountRequest(Body):
     """Assistants of a graph, whose name holds ``name`` and whose metadata holds these values."""
 
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
     graph_id: str | None = None
     name: str | None = Field(None, description="Part of the name (any case).")
 
@@ -87,7 +87,7 @@ class AssistantSearchRequest(AssistantCountRequest):
 class AssistantVersionsSearchRequest(Body):
     """A page of the assistant's versions, newest first."""
 
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
     limit: Limit = 10
     offset: Offset = 0
 
@@ -117,9 +117,9 @@ class Assistant(BaseModel):
 
     assistant_id: str
     graph_id: str
-    config: dict[str, Any]
-    context: dict[str, Any] | None = None
-    metadata: dict[str, Any]
+    config: dict[str, object]
+    context: dict[str, object] | None = None
+    metadata: dict[str, object]
     name: str
     description: str | None = None
     created_at: str

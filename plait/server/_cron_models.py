@@ -107,10 +107,10 @@ class _CronRuns(Body):
     on_run_completed: Literal["delete", "keep"] | None = Field(
         None, description="A stateless cron: delete (default) or keep each run's thread."
     )
-    metadata: dict[str, Any] | None = None
-    input: dict[str, Any] | list[Any] | None = None
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
+    input: dict[str, object] | list[object] | None = None
+    config: dict[str, object] | None = None
+    context: dict[str, object] | None = None
     checkpoint_during: bool | None = None
     interrupt_before: NodeNames | None = None
     interrupt_after: NodeNames | None = None
@@ -144,7 +144,7 @@ class CronCountRequest(Body):
     assistant_id: str | None = None
     thread_id: ThreadId | None = None
     enabled: bool | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
 
 
 class CronSearch(CronCountRequest):
@@ -171,8 +171,8 @@ class Cron(BaseModel):
     timezone: str | None
     created_at: str
     updated_at: str
-    payload: dict[str, Any]
+    payload: dict[str, object]
     user_id: str | None
     next_run_date: str | None
-    metadata: dict[str, Any]
+    metadata: dict[str, object]
     enabled: bool

@@ -3,7 +3,7 @@ names and defaults as langgraph-sdk sends and reads them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -34,15 +34,15 @@ class RunCreate(Body):
     """A run of an assistant (or a graph's default assistant): on a thread, or stateless."""
 
     assistant_id: str = Field(description="An assistant's id, or a graph's id for its default assistant.")
-    input: dict[str, Any] | list[Any] | None = Field(None, description="The graph's input.")
+    input: dict[str, object] | list[object] | None = Field(None, description="The graph's input.")
     command: CommandBody | None = Field(None, description="Resume, update or go to, instead of an input.")
     checkpoint: Checkpoint | None = Field(None, description="Run from this checkpoint of the thread.")
     checkpoint_id: str | None = None
-    metadata: dict[str, Any] | None = Field(None, description="The run's metadata.")
-    config: dict[str, Any] | None = Field(
+    metadata: dict[str, object] | None = Field(None, description="The run's metadata.")
+    config: dict[str, object] | None = Field(
         None, description="The graph's config (``configurable``, tags, ...)."
     )
-    context: dict[str, Any] | None = Field(None, description="The graph's context.")
+    context: dict[str, object] | None = Field(None, description="The graph's context.")
     webhook: str | None = Field(None, description="A URL told of the run's end (POST of the run).")
     interrupt_before: NodeNames | None = None
     interrupt_after: NodeNames | None = None
@@ -124,6 +124,6 @@ class Run(BaseModel):
     created_at: str
     updated_at: str
     status: Literal["pending", "running", "error", "success", "timeout", "interrupted"]
-    metadata: dict[str, Any]
-    kwargs: dict[str, Any]
+    metadata: dict[str, object]
+    kwargs: dict[str, object]
     multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"]

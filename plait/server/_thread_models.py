@@ -90,7 +90,7 @@ class CommandBody(Body):
     """A ``Command``: resume an interrupt, update the state, go to nodes."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
-    update: dict[str, Any] | list[Any] | None = None
+    update: dict[str, object] | list[object] | None = None
     resume: Any = None
     goto: str | SendBody | list[str | SendBody] | None = None
 
@@ -98,7 +98,7 @@ class CommandBody(Body):
 class SuperstepUpdate(Body):
     """One update of a superstep: ``values`` (or a ``command``) written as node ``as_node`` would."""
 
-    values: dict[str, Any] | None = None
+    values: dict[str, object] | None = None
     command: CommandBody | None = None
     as_node: str | None = None
 
@@ -113,7 +113,7 @@ class ThreadCreate(Body):
     """A new thread (``supersteps``: its state written as if its graph had run them)."""
 
     thread_id: ThreadId | None = Field(None, description="Its id (a new UUID if not given).")
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
     if_exists: Literal["raise", "do_nothing"] | None = Field("raise", description="When it exists already.")
     supersteps: list[Superstep] | None = None
     ttl: Minutes | TtlSpec | None = Field(None, description="Minutes, or a strategy and minutes.")
@@ -122,15 +122,15 @@ class ThreadCreate(Body):
 class ThreadPatch(Body):
     """What a patch of a thread changes: metadata merged in, a new time to live."""
 
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
     ttl: Minutes | TtlSpec | None = None
 
 
 class ThreadCountRequest(Body):
     """Threads whose metadata and values hold these keys with these values, of this status."""
 
-    metadata: dict[str, Any] | None = None
-    values: dict[str, Any] | None = None
+    metadata: dict[str, object] | None = None
+    values: dict[str, object] | None = None
     status: Status | None = None
 
 
@@ -183,16 +183,16 @@ class Thread(BaseModel):
     created_at: str
     updated_at: str
     state_updated_at: str | None = None
-    metadata: dict[str, Any]
+    metadata: dict[str, object]
     status: Status
-    config: dict[str, Any] = Field(default_factory=lambda: dict[str, Any]())
+    config: dict[str, object] = Field(default_factory=lambda: dict[str, object]())
     values: Any = None
     interrupts: dict[str, list[Interrupt]] | None = None
     error: Any = None
-    ttl: dict[str, Any] | None = Field(
+    ttl: dict[str, object] | None = Field(
         None, description="With ``include=ttl``: strategy, minutes left, expiry."
     )
-    extracted: dict[str, Any] | None = Field(None, description="A search's ``extract``.")
+    extracted: dict[str, object] | None = Field(None, description="A search's ``extract``.")
 
 
 # -- state -------------------------------------------------------------------------------------
@@ -203,7 +203,7 @@ class Checkpoint(Body):
 
     checkpoint_id: str | None = None
     checkpoint_ns: str | None = None
-    checkpoint_map: dict[str, Any] | None = None
+    checkpoint_map: dict[str, object] | None = None
     thread_id: str | None = None
 
 
@@ -223,7 +223,7 @@ class ThreadStateCheckpointRequest(Body):
 class ThreadStateUpdate(Body):
     """Values written as node ``as_node`` would (from ``checkpoint``, else the newest)."""
 
-    values: dict[str, Any] | list[Any] | None = None
+    values: dict[str, object] | list[object] | None = None
     as_node: str | None = None
     checkpoint: Checkpoint | None = None
     checkpoint_id: str | None = None
@@ -232,8 +232,8 @@ class ThreadStateUpdate(Body):
 class ThreadStateUpdateResponse(BaseModel):
     """The checkpoint the update wrote."""
 
-    checkpoint: dict[str, Any] | None
-    configurable: dict[str, Any] | None = None
+    checkpoint: dict[str, object] | None
+    configurable: dict[str, object] | None = None
     checkpoint_id: str | None = None
 
 
@@ -241,8 +241,8 @@ class ThreadStateSearch(Body):
     """The thread's checkpoints, newest first (``before``: older than that one)."""
 
     limit: Annotated[int, Field(ge=1)] | None = 10
-    before: str | dict[str, Any] | None = Field(None, description="A checkpoint id, checkpoint or config.")
-    metadata: dict[str, Any] | None = None
+    before: str | dict[str, object] | None = Field(None, description="A checkpoint id, checkpoint or config.")
+    metadata: dict[str, object] | None = None
     checkpoint: Checkpoint | None = None
 
 
@@ -258,11 +258,11 @@ class ThreadState(BaseModel):
 
     values: Any
     next: list[str]
-    tasks: list[dict[str, Any]]
-    metadata: dict[str, Any] | None
+    tasks: list[dict[str, object]]
+    metadata: dict[str, object] | None
     created_at: str | None
-    checkpoint: dict[str, Any] | None
-    parent_checkpoint: dict[str, Any] | None
+    checkpoint: dict[str, object] | None
+    parent_checkpoint: dict[str, object] | None
     interrupts: list[Interrupt]
     checkpoint_id: str | None
     parent_checkpoint_id: str | None
