@@ -24,7 +24,7 @@ class TracePolicy:
     process_outputs: Callable[[Any], Any] | None = None
 
 
-def omit_payload(_value: Any) -> dict[str, Any]:
+def omit_payload(_value: object) -> dict[str, object]:
     """A :class:`TracePolicy` processor that records an empty payload (the run and its timing stay)."""
     return {}
 

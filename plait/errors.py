@@ -116,7 +116,7 @@ class InvalidUpdateError(Exception):
         *,
         node: str | None = None,
         key: str | None = None,
-        value: Any = None,
+        value: object = None,
         step: int | None = None,
         nodes: tuple[str, ...] = (),
     ) -> None:
@@ -133,11 +133,11 @@ class InvalidUpdateError(Exception):
         # step travel as fields and as a PEP 678 note added by the runtime.
         return self.message
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild, (type(self), self.message, self.node, self.key, self.value, self.step, self.nodes))
 
 
-def _rebuild(cls: type[InvalidUpdateError], *args: Any) -> Any:
+def _rebuild(cls: type[InvalidUpdateError], *args: Any) -> InvalidUpdateError:  # the pickled fields
     message, node, key, value, step, nodes = args
     return cls(message, node=node, key=key, value=value, step=step, nodes=nodes)
 
@@ -184,7 +184,7 @@ class InvalidConfigError(ValueError):
         value: The offending value (``None`` when it is missing).
     """
 
-    def __init__(self, message: str = "", *, field: str | None = None, value: Any = None) -> None:
+    def __init__(self, message: str = "", *, field: str | None = None, value: object = None) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
@@ -193,12 +193,12 @@ class InvalidConfigError(ValueError):
     def __str__(self) -> str:
         return self.message
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild_config_error, (type(self), self.message, self.field, self.value))
 
 
 def _rebuild_config_error(
-    cls: type[InvalidConfigError], message: str, field: str | None, value: Any
+    cls: type[InvalidConfigError], message: str, field: str | None, value: object
 ) -> InvalidConfigError:
     return cls(message, field=field, value=value)
 
@@ -287,7 +287,9 @@ class ParentCommand(GraphBubbleUp):
         command: The command, to be applied by the parent as the subgraph node's result.
     """
 
-    def __init__(self, command: Any, node: str | None = None) -> None:
+    def __init__(
+        self, command: Any, node: str | None = None
+    ) -> None:  # a Command (plait.types imports this module)
         super().__init__(command)  # ``args[0]`` is the command, as in LangGraph
         self.command = command
         self.node = node
@@ -336,7 +338,7 @@ class GraphInterrupt(GraphBubbleUp):
 class NodeInterrupt(GraphInterrupt):
     """Raised from inside a node to pause the run with a value for the caller."""
 
-    def __init__(self, value: Any = None) -> None:
+    def __init__(self, value: object = None) -> None:
         super().__init__((value,))
         self.value = value
 
@@ -437,7 +439,7 @@ class NodeCancelledError(Exception):
         super().__init__(message or f"Node {node!r} raised asyncio.CancelledError")
         self.node = node
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.node, str(self)))
 
 
@@ -482,7 +484,7 @@ class NodeTimeoutError(Exception):
         self.idle_timeout = idle_timeout
         self.run_timeout = run_timeout
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild_timeout, (self.node, self.elapsed, self.kind, self.idle_timeout, self.run_timeout))
 
 

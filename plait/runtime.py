@@ -23,7 +23,7 @@ __all__ = ["ExecutionInfo", "RunControl", "Runtime", "ServerInfo", "get_runtime"
 C = TypeVar("C")
 
 
-def _drop(_: Any) -> None:
+def _drop(_: object) -> None:
     return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 import random
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, cast
@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, cast
 from langchain_core.messages.tool import ToolOutputMixin
 
 from plait._context import current_task
+from plait._internal._narrow import is_dict, is_sequence, is_str_dict
 from plait._snapshot import Interrupt, PregelTask, StateSnapshot
 from plait._stream_parts import (
     CheckpointPayload,
@@ -141,7 +142,7 @@ class Command(Generic[N], ToolOutputMixin):
         return f"Command({', '.join(f'{k}={v!r}' for k, v in fields if _set(v))})"
 
 
-def _set(value: Any) -> bool:
+def _set(value: object) -> bool:
     """Whether a ``Command`` field shows in its repr: the empty and unset ones do not (as in LangGraph)."""
     try:
         return bool(value)
@@ -301,23 +302,22 @@ def ensure_valid_checkpointer(checkpointer: Checkpointer) -> Checkpointer:
     )
 
 
-def _freeze(value: Any, depth: int = 10) -> Any:
+def _freeze(value: object, depth: int = 10) -> object:
     """A hashable, order-independent stand-in for ``value`` (dict keys sorted, lists as tuples)."""
     if depth <= 0:
         return value
-    if isinstance(value, dict):
-        items = cast("Mapping[Any, Any]", value).items()  # isinstance() leaves keys and values Unknown
-        return tuple(sorted(((k, _freeze(v, depth - 1)) for k, v in items), key=_first_repr))
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v, depth - 1) for v in cast("Sequence[Any]", value))
+    if is_dict(value):
+        return tuple(sorted(((k, _freeze(v, depth - 1)) for k, v in value.items()), key=_first_repr))
+    if is_sequence(value):
+        return tuple(_freeze(v, depth - 1) for v in value)
     return value
 
 
-def _first_repr(pair: tuple[Any, Any]) -> str:
+def _first_repr(pair: tuple[object, object]) -> str:
     return repr(pair[0])
 
 
-def default_cache_key(*args: Any, **kwargs: Any) -> bytes:
+def default_cache_key(*args: object, **kwargs: object) -> bytes:
     """The default :class:`CachePolicy` key: the pickled arguments (dicts and lists normalized first).
 
     Pickling is only used to fingerprint the arguments; nothing is ever unpickled.
@@ -378,9 +378,9 @@ class GraphOutput(Generic[OutputT]):
         )
         if key == "__interrupt__":
             return self.interrupts
-        value: Any = self.value
-        if isinstance(value, dict):
-            return cast("dict[str, Any]", value)[key]
+        value: object = self.value
+        if is_str_dict(value):
+            return value[key]
         try:
             return getattr(value, key)
         except AttributeError:
@@ -395,9 +395,9 @@ class GraphOutput(Generic[OutputT]):
         )
         if key == "__interrupt__":
             return bool(self.interrupts)
-        value: Any = self.value
-        if isinstance(value, dict):
-            return key in cast("dict[str, Any]", value)
+        value: object = self.value
+        if is_dict(value):
+            return key in value
         return isinstance(key, str) and hasattr(value, key)
 
 

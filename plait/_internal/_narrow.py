@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeGuard
 
-__all__ = ["is_list", "is_sequence", "is_str_dict", "is_str_mapping"]
+__all__ = ["is_dict", "is_list", "is_mapping", "is_sequence", "is_str_dict", "is_str_mapping"]
 
 
 def is_list(value: object) -> TypeGuard[list[object]]:
@@ -30,3 +30,13 @@ def is_str_dict(value: object) -> TypeGuard[dict[str, object]]:
 def is_str_mapping(value: object) -> TypeGuard[Mapping[str, object]]:
     """``isinstance(value, Mapping)``, for a mapping keyed by names (an event's data, metadata)."""
     return isinstance(value, Mapping)
+
+
+def is_mapping(value: object) -> TypeGuard[Mapping[object, object]]:
+    """``isinstance(value, Mapping)``, keys and values unknown."""
+    return isinstance(value, Mapping)
+
+
+def is_dict(value: object) -> TypeGuard[dict[object, object]]:
+    """``isinstance(value, dict)``, keys and values unknown."""
+    return isinstance(value, dict)

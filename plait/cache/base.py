@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from plait.checkpoint.serde.base import SerializerProtocol
 from plait.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -60,7 +60,7 @@ class BaseCache(ABC, Generic[ValueT]):
         """Async :meth:`clear`."""
 
 
-def check_ttl(ttl: Any) -> float | None:
+def check_ttl(ttl: object) -> float | None:
     """``ttl`` as seconds, or ``None`` for no expiry.
 
     Raises:

@@ -43,6 +43,6 @@ ManagedValueMapping = dict[str, ManagedValueSpec]
 """State keys to their managed value class."""
 
 
-def is_managed_value(value: Any) -> TypeIs[ManagedValueSpec]:
+def is_managed_value(value: object) -> TypeIs[ManagedValueSpec]:
     """Whether ``value`` is a :class:`ManagedValue` class."""
     return inspect.isclass(value) and issubclass(value, ManagedValue)
