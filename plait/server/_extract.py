@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from plait.server._wire import ApiError, as_dict, as_list
 
@@ -79,7 +79,7 @@ def extracted(doc: Mapping[str, object], paths: dict[str, list[Step]]) -> dict[s
                 items = as_list(value)
                 value = items[step] if -len(items) <= step < len(items) else None
             elif isinstance(step, str) and isinstance(value, dict):
-                value = cast("dict[str, object]", value).get(step)
+                value = as_dict(value).get(step)
             else:
                 value = None
             if value is None:

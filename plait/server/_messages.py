@@ -12,7 +12,7 @@ channel as ``{"$writes": [...]}``).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.messages import BaseMessage, BaseMessageChunk, message_chunk_to_message
 
@@ -63,11 +63,11 @@ def debug_payload(chunk: Any) -> Any:
     """A ``debug`` event as LangGraph's server sends it."""
     if not isinstance(chunk, dict):
         return chunk
-    event = cast("dict[str, object]", chunk)
+    event = as_dict(chunk)
     payload = event.get("payload")
     if event.get("type") != "checkpoint" or not isinstance(payload, dict):
         return event
-    data = cast("dict[str, object]", payload)
+    data = as_dict(payload)
     tasks: list[object] = []
     for item in as_list(data.get("tasks")):
         task: dict[str, object] = as_dict(item)

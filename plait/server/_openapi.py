@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
 from starlette.requests import Request
@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, Response
 
 from plait.server._api import Api, Endpoint
 from plait.server._docs_page import render_page
-from plait.server._wire import dumps
+from plait.server._wire import as_dict, dumps
 
 __all__ = ["ErrorResponse", "docs_api", "document"]
 
@@ -63,9 +63,9 @@ def _schemas(endpoints: Sequence[Endpoint]) -> tuple[dict[tuple[int, str], Any],
     found, defs = TypeAdapter.json_schemas(inputs, ref_template=_REF)
     by_key = {key: schema for (key, _mode), schema in found.items()}
     for n, ep in enumerate(endpoints):
-        given: Any = ep.response
+        given: object = ep.response
         if isinstance(given, dict):
-            by_key[(n, "response")] = cast("dict[str, object]", given)
+            by_key[(n, "response")] = as_dict(given)
     return by_key, dict(defs.get("$defs", {}))
 
 

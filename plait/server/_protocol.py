@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from typing_extensions import NotRequired, TypedDict
 
@@ -197,7 +197,7 @@ class RunEvents:
             return []  # (debug, ...: no channel carries them; messages are content-block events only)
         event = _event(method, namespace, data, self._id(), timestamp)
         if method == "tools" and isinstance(data, dict):
-            node = cast("dict[str, object]", data).pop("__node", None)
+            node = as_dict(data).pop("__node", None)
             if isinstance(node, str) and node:
                 event["params"]["node"] = node
         return [event]
@@ -233,7 +233,7 @@ class RunEvents:
     ) -> list[ProtocolEvent]:
         out = self._asked(namespace, _requests(interrupts))
         if isinstance(data, dict):
-            values = cast("dict[str, object]", data)
+            values = as_dict(data)
             out += self._asked(namespace, _requests(values.get("__interrupt__")))
             data = {k: v for k, v in values.items() if k != "__interrupt__"}
             if not data:

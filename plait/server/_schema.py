@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 from typing_extensions import LiteralString
 
 from plait.errors import SchemaVersionError
 from plait.server._auth_filter import auth_match
 from plait.server._store_tables import pg_move_store, sqlite_move_store
-from plait.server._wire import loads
+from plait.server._wire import as_dict, loads
 
 __all__ = ["SCHEMA_VERSION", "pg_check", "pg_migrate", "sqlite_check", "sqlite_functions", "sqlite_migrate"]
 
@@ -110,15 +110,15 @@ def _json_subset(stored: str | None, wanted: str) -> bool:
     loaded = loads(stored)
     if not isinstance(loaded, dict):
         return not want
-    have = cast("dict[str, object]", loaded)
+    have = as_dict(loaded)
     return all(k in have and have[k] == v for k, v in want.items())
 
 
 def _meta_holds(stored: str | None, wanted: str) -> bool:
     """The stored JSON object has each key of ``wanted`` with an equal value (a null one: absent or null)."""
     want: dict[str, object] = loads(wanted)
-    loaded: Any = loads(stored) if stored else None
-    have = cast("dict[str, object]", loaded) if isinstance(loaded, dict) else {}
+    loaded: object = loads(stored) if stored else None
+    have = as_dict(loaded)
     return all(have.get(k) == v for k, v in want.items())
 
 

@@ -18,9 +18,9 @@ The config (``langgraph.json`` keys, as LangGraph's platform reads them)::
 from __future__ import annotations
 
 import time
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
-from plait.server._wire import ApiError, as_float
+from plait.server._wire import ApiError, as_dict, as_float
 from plait.store._ttl import DEFAULT_SWEEP_MINUTES
 
 __all__ = [
@@ -77,7 +77,7 @@ def thread_ttl(raw: Any, default: dict[str, object] | None = None) -> ThreadTtl 
         if config.get("default_ttl") is None:
             return None
         return ThreadTtl(str(config.get("strategy") or "delete"), as_float(config["default_ttl"]))
-    spec = cast("dict[str, object]", raw) if isinstance(raw, dict) else {"ttl": raw}
+    spec = as_dict(raw) if isinstance(raw, dict) else {"ttl": raw}
     unknown = set(spec) - {"strategy", "ttl"}
     strategy = spec.get("strategy") or "delete"
     try:
@@ -95,7 +95,7 @@ def _section(raw: Any, keys: frozenset[str], where: str) -> dict[str, object]:
         return {}
     if not isinstance(raw, dict):
         raise ValueError(f"{where} must be an object")
-    config = cast("dict[str, object]", raw)
+    config = as_dict(raw)
     unknown = sorted(set(config) - keys)
     if unknown:
         raise ValueError(f"{where}: {unknown} not supported by plait serve; it reads {sorted(keys)}")

@@ -21,12 +21,12 @@ import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from plait.server._wire import ApiError, as_int, as_list, dumps, now_iso
+from plait.server._wire import ApiError, as_dict, as_int, as_list, dumps, now_iso
 
 __all__ = ["Unresolved", "WebhookPolicy", "deliver", "local_addresses", "payload"]
 
@@ -401,7 +401,7 @@ async def _post(client: httpx.AsyncClient, policy: WebhookPolicy, url: str, body
 def _object(raw: Any, where: str) -> dict[str, object]:
     if not isinstance(raw, dict):
         raise WebhookConfigError(f"{where} must be an object, got {raw!r}")
-    return cast("dict[str, object]", raw)
+    return as_dict(raw)
 
 
 def _list(data: dict[str, object], key: str) -> list[object]:
