@@ -9,6 +9,7 @@ from typing import Any, cast
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnablePassthrough
 
 from plait.constants import START
+from plait.graph._spec import NodeDef
 
 __all__ = ["CompiledNode", "node_views"]
 
@@ -28,7 +29,7 @@ class CompiledNode:
 
     name: str
     bound: Runnable[Any, Any]
-    metadata: Mapping[str, Any] = field(default_factory=lambda: cast("dict[str, Any]", {}))
+    metadata: Mapping[str, object] = field(default_factory=dict[str, object])
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
         """Run the action on ``input``."""
@@ -61,7 +62,7 @@ def _runnable(name: str, action: Any) -> Runnable[Any, Any]:
     return RunnableLambda(action, name=name)
 
 
-def node_views(nodes: Mapping[str, Any]) -> dict[str, CompiledNode]:
+def node_views(nodes: Mapping[str, NodeDef]) -> dict[str, CompiledNode]:
     """``{"__start__": ..., name: CompiledNode}`` for the builder's ``NodeDef`` mapping."""
     out: dict[str, CompiledNode] = {START: CompiledNode(START, RunnablePassthrough())}
     for name, node in nodes.items():

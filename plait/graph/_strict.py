@@ -12,9 +12,9 @@ import copy
 import difflib
 import inspect
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import UnionType
-from typing import Annotated, Any, Union, cast, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, cast, get_args, get_origin, overload
 
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
 
@@ -300,13 +300,25 @@ def _check_input(
             )
 
 
+@overload
 def strict_call(
-    name: str, call: Callable[[Any, TaskContext], Any], is_async: bool
-) -> Callable[[Any, TaskContext], Any]:
+    name: str, call: Callable[[object, TaskContext], Awaitable[object]], is_async: Literal[True]
+) -> Callable[[object, TaskContext], Awaitable[object]]: ...
+
+
+@overload
+def strict_call(
+    name: str, call: Callable[[object, TaskContext], object], is_async: bool
+) -> Callable[[object, TaskContext], object]: ...
+
+
+def strict_call(
+    name: str, call: Callable[[object, TaskContext], object], is_async: bool
+) -> Callable[[object, TaskContext], object]:
     """Wrap a node call so that mutating the received state raises."""
     if is_async:
 
-        async def acall(state: Any, ctx: TaskContext) -> Any:
+        async def acall(state: object, ctx: TaskContext) -> object:
             print_ = _fingerprint(state)
             result = call(state, ctx)
             if inspect.isawaitable(result):
@@ -316,7 +328,7 @@ def strict_call(
 
         return acall
 
-    def scall(state: Any, ctx: TaskContext) -> Any:
+    def scall(state: object, ctx: TaskContext) -> object:
         print_ = _fingerprint(state)
         result = call(state, ctx)
         _check_input(name, state, print_)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Generic, cast
@@ -25,9 +25,10 @@ from plait.graph._nodes import CompiledNode, node_views
 from plait.graph._runnable import GraphRunnable
 from plait.graph._spec import NodeDef
 from plait.graph._stream_events import StreamEvents
+from plait.pregel._plan import Plan
 from plait.pregel._pregel import Pregel
 from plait.stream._run import factories_of
-from plait.types import CachePolicy, RetryPolicy, TimeoutPolicy, TracePolicy, retry_policies
+from plait.types import All, CachePolicy, RetryPolicy, TimeoutPolicy, TracePolicy, retry_policies
 from plait.typing import ContextT, InputT, OutputT, StateT
 
 __all__ = ["CompiledStateGraph", "StateGraph"]
@@ -156,7 +157,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         node: str | Any,
         action: Any = None,
         *,
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         input_schema: type | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         destinations: dict[str, str] | tuple[str, ...] | None = None,
@@ -265,7 +266,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             )
         self.nodes[DEFAULT_ERROR_HANDLER] = NodeDef(handler, is_error_handler=True)
 
-    def add_sequence(self, nodes: Sequence[Any]) -> Self:
+    def add_sequence(self, nodes: Sequence[object]) -> Self:
         """Add nodes (callables or ``(name, callable)`` pairs) chained by edges, in order."""
         if not nodes:
             raise GraphBuildError("add_sequence needs at least one node")
@@ -273,7 +274,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         for item in nodes:
             # a (name, callable) pair; isinstance() alone narrows it to tuple[Unknown, ...]
             name, action = (
-                cast("tuple[str, Any]", item) if isinstance(item, tuple) else (_name_of(item), item)
+                cast("tuple[str, object]", item) if isinstance(item, tuple) else (_name_of(item), item)
             )
             self.add_node(name, action)
             if previous is not None:
@@ -305,7 +306,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         return self
 
     def add_conditional_edges(
-        self, source: str, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
+        self,
+        source: str,
+        path: Callable[..., object],
+        path_map: dict[Hashable, str] | list[str] | None = None,
     ) -> Self:
         """After ``source``, call ``path(state)`` to choose the next node(s).
 
@@ -335,7 +339,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         return self.add_edge(START, key)
 
     def set_conditional_entry_point(
-        self, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None = None
+        self, path: Callable[..., object], path_map: dict[Hashable, str] | list[str] | None = None
     ) -> Self:
         """Choose the first node with ``path`` (same as ``add_conditional_edges(START, ...)``)."""
         return self.add_conditional_edges(START, path, path_map)
@@ -348,16 +352,16 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
 
     def compile(  # noqa: PLR0913 - LangGraph's API
         self,
-        checkpointer: Any = None,
+        checkpointer: object = None,
         *,
-        cache: Any = None,
-        store: Any = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
+        cache: object = None,
+        store: object = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
         debug: bool = False,
         name: str | None = None,
         strict: bool | None = None,
-        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
+        transformers: Sequence[Callable[[tuple[str, ...]], object]] | None = None,
     ) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]:
         """Validate the graph and freeze it into a runnable :class:`CompiledStateGraph`.
 
@@ -409,7 +413,7 @@ class CompiledStateGraph(  # type: ignore[misc]  # pyright: ignore[reportIncompa
     """
 
     def __init__(
-        self, builder: StateGraph[StateT, ContextT, InputT, OutputT], plan: Any, **kwargs: Any
+        self, builder: StateGraph[StateT, ContextT, InputT, OutputT], plan: Plan, **kwargs: Any
     ) -> None:
         super().__init__(plan, **kwargs)
         self.builder = builder
