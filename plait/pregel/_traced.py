@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextvars import Token
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+from uuid import UUID
 
 from langchain_core.callbacks.base import BaseCallbackManager
 from langchain_core.callbacks.manager import (
@@ -27,10 +29,13 @@ from langchain_core.callbacks.manager import (
     CallbackManager,
     CallbackManagerForChainRun,
 )
-from langchain_core.runnables.config import var_child_runnable_config
-from langchain_core.tracers._streaming import _StreamingCallbackHandler  # pyright: ignore[reportPrivateUsage]
+from langchain_core.runnables.config import RunnableConfig, var_child_runnable_config
 
 from plait._trace import TracePolicy, recorded
+from plait.pregel._callbacks import configure, root_manager, streamer
+
+if TYPE_CHECKING:
+    from plait.pregel._context import TaskContext
 
 __all__ = [
     "HeldRun",
@@ -50,84 +55,15 @@ _ROUTE_BASE = 3  # a node's routers follow the node (1) and its writes (2)
 _START_BASE = 2  # START has no node of its own: its writes (1), then its routers
 _HIDDEN = "langsmith:hidden"
 
-
-def configure(  # noqa: PLR0913 - LangChain's configure, with a list of handlers understood
-    manager: type[Any],
-    config: Mapping[str, Any],
-    callbacks: Any,
-    tags: list[str] | None = None,
-    metadata: dict[str, Any] | None = None,
-    tracer: dict[str, Any] | None = None,
-) -> Any:
-    """A callback manager of ``config`` (its tags and metadata, or ``metadata``) over ``callbacks``,
-    which may be a list holding a parent run's manager and more handlers; ``tracer``: metadata
-    only LangSmith's tracer records (langchain-core 1.x)."""
-    handlers: list[Any] = []
-    if isinstance(callbacks, (list, tuple)):  # a list may hold a parent run's manager (see _node_config)
-        items = cast("Sequence[Any]", callbacks)
-        parents = [c for c in items if isinstance(c, BaseCallbackManager)]
-        handlers = [c for c in items if not isinstance(c, BaseCallbackManager)]
-        callbacks = parents[0] if parents else handlers
-        handlers = handlers if parents else []
-    out = manager.configure(
-        callbacks,
-        None,
-        inheritable_tags=config.get("tags"),
-        local_tags=tags,
-        inheritable_metadata=config.get("metadata") if metadata is None else metadata,
-        **({"langsmith_inheritable_metadata": tracer} if tracer else {}),
-    )
-    for handler in handlers:
-        out.add_handler(handler, inherit=True)
-    return out
+_M = TypeVar("_M", CallbackManager, AsyncCallbackManager)
+_B = TypeVar("_B", bound=BaseCallbackManager)
+_Run = CallbackManagerForChainRun | AsyncCallbackManagerForChainRun
+_In = TypeVar("_In")
+_Node = Callable[[_In, "TaskContext"], object]  # a node's ``call(input, ctx)``
+_How = tuple[bool, TracePolicy, int]  # traced_call's inner, policy and routes
 
 
-_PROPAGATED = ("thread_id", "checkpoint_id", "checkpoint_ns", "task_id", "run_id", "assistant_id", "graph_id")
-"""``configurable`` keys a graph's run records in its metadata (when set and not there already)."""
-_SECRET = ("key", "token", "secret", "password", "auth")
-_TRACER_METADATA = "langsmith_inheritable_metadata" in inspect.signature(CallbackManager.configure).parameters
-
-
-def _tracer_metadata(configurable: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``configurable`` values LangSmith's tracer records as metadata: scalars, not private
-    (``__``), not named like a secret."""
-    if not _TRACER_METADATA:
-        return None
-    out = {
-        k: v
-        for k, v in configurable.items()
-        if not k.startswith("__")
-        and isinstance(v, (str, int, float, bool))
-        and not any(word in k.casefold() for word in _SECRET)
-    }
-    return out or None
-
-
-def root_manager(manager: type[Any], config: dict[str, Any], callbacks: Any) -> Any:
-    """The callback manager of a graph's run, with LangGraph's metadata: the thread's keys of
-    ``configurable`` (``thread_id``…), ``ls_integration``, and the other ``configurable``
-    values for LangSmith's tracer (so it groups a thread's traces)."""
-    configurable: dict[str, Any] = config.get("configurable") or {}
-    metadata = dict(config.get("metadata") or {})
-    for key in _PROPAGATED:
-        value = configurable.get(key)
-        if value and key not in metadata:
-            metadata[key] = value
-    out = configure(manager, config, callbacks, None, metadata, _tracer_metadata(configurable))
-    if "ls_integration" not in out.metadata:
-        out.add_metadata({"ls_integration": "langgraph"})
-    return out
-
-
-def streamer(run: Any) -> Any:
-    """The handler that streams a run's output (``astream_events``), if any."""
-    for handler in cast("list[Any]", run.handlers):
-        if isinstance(handler, _StreamingCallbackHandler):
-            return cast("Any", handler)
-    return None
-
-
-def route_name(path: Any, in_loop: bool) -> str | None:
+def route_name(path: object, in_loop: bool) -> str | None:
     """The name of a router's run, as LangGraph names it: its function's; a lambda's is
     ``RunnableCallable`` in a sync run, none (``Unnamed``) in an async one (``in_loop``)."""
     name = getattr(path, "__name__", None)
@@ -146,7 +82,7 @@ def _in_loop() -> bool:
 
 # -- held runs: a node's run stays open while its routers run ------------------------------------
 
-_OPEN: dict[Any, list[HeldRun]] = {}
+_OPEN: dict[UUID | None, list[HeldRun]] = {}
 _LOCK = threading.Lock()
 
 
@@ -162,7 +98,7 @@ class HeldRun:
     __slots__ = ("base", "namespace", "out", "policy", "routes", "run", "stream", "tags")
 
     def __init__(  # noqa: PLR0913 - what ending the run needs
-        self, run: Any, out: Any, policy: TracePolicy, routes: int, stream: bool, base: int = _ROUTE_BASE
+        self, run: _Run, out: object, policy: TracePolicy, routes: int, stream: bool, base: int = _ROUTE_BASE
     ) -> None:
         self.run, self.out, self.policy, self.routes, self.stream = run, out, policy, routes, stream
         self.base = base
@@ -173,26 +109,27 @@ class HeldRun:
         with _LOCK:
             _OPEN.setdefault(run.parent_run_id, []).append(self)
 
-    def _child(self, index: int) -> Any:
-        child = self.run.get_child(f"seq:step:{self.base + index}")
+    def _child(self, child: _B) -> _B:
+        """``child`` (a child manager of the node's run, for a router) with the routers' tags."""
         if self.tags:
             child.add_tags(self.tags)
         return child
 
-    def router_config(self, config: Mapping[str, Any], index: int) -> dict[str, Any]:
+    def router_config(self, config: Mapping[str, object], index: int) -> dict[str, object]:
         """The config a router that is a Runnable gets: its run goes inside the node's."""
-        child = self._child(index)
+        child = self._child(self.run.get_child(f"seq:step:{self.base + index}"))
         if self.namespace is not None:
             child.add_metadata({"checkpoint_ns": self.namespace})
         return {**config, "callbacks": child}
 
-    def route(self, call: Callable[[Any], Any], path: Any, index: int) -> Callable[[Any], Any]:
+    def route(self, call: Callable[[_In], object], path: object, index: int) -> Callable[[_In], object]:
         """``call`` (router number ``index``) reporting a run inside the node's; the last one ends it."""
         own = getattr(path, "runnable", None) is None  # a Runnable router reports its own run
         name = route_name(path, _in_loop()) if own else None
-        if isinstance(self.run, AsyncCallbackManagerForChainRun):
-            return lambda state: self._aroute(call, state, own, name, index)
-        return lambda state: self._route(call, state, own, name, index)
+        run = self.run
+        if isinstance(run, AsyncCallbackManagerForChainRun):
+            return lambda state: self._aroute(run, call, state, own, name, index)
+        return lambda state: self._route(run, call, state, own, name, index)
 
     def _forget(self) -> bool:
         with _LOCK:
@@ -207,99 +144,116 @@ class HeldRun:
     # -- the sync methods are generated from the async ones --------------------------------------
 
     # >>> async source
-    async def _aroute(
-        self, call: Callable[[Any], Any], state: Any, own: bool, name: str | None, index: int
-    ) -> Any:
+    async def _aroute(  # noqa: PLR0913 - the node's run, then what the router's needs
+        self,
+        node: AsyncCallbackManagerForChainRun,
+        call: Callable[[_In], object],
+        state: _In,
+        own: bool,
+        name: str | None,
+        index: int,
+    ) -> object:
         run: AsyncCallbackManagerForChainRun | None = None
         try:
             if own:
-                run = await self._child(index).on_chain_start(None, state, name=name)
+                child = self._child(node.get_child(f"seq:step:{self.base + index}"))
+                run = await child.on_chain_start(None, state, name=name)
             answer = call(state)
             if inspect.isawaitable(answer):
                 answer = await answer
         except BaseException as exc:
             if run is not None:
                 await run.on_chain_error(exc)
-            await self.afail(exc)
+            await self.afail(node, exc)
             raise
         if run is not None:
             await run.on_chain_end(answer)
         if index == self.routes - 1:
-            await self.aend()
+            await self.aend(node)
         return answer
 
-    async def aend(self) -> None:
-        """Stream the node's output and end its run."""
+    async def aend(self, run: AsyncCallbackManagerForChainRun) -> None:
+        """Stream the node's output and end its run (``run``: this one's ``run``)."""
         if self._forget():
             if self.stream:
-                await _atap(self.run, self.out)
-            await self.run.on_chain_end(recorded(self.out, self.policy.process_outputs))
+                await _atap(run, self.out)
+            await run.on_chain_end(recorded(self.out, self.policy.process_outputs))
 
-    async def afail(self, exc: BaseException) -> None:
-        """End the node's run with a router's error."""
+    async def afail(self, run: AsyncCallbackManagerForChainRun, exc: BaseException) -> None:
+        """End the node's run (``run``: this one's ``run``) with a router's error."""
         if self._forget():
-            await self.run.on_chain_error(exc)
+            await run.on_chain_error(exc)
 
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-    def _route(self, call: Callable[[Any], Any], state: Any, own: bool, name: str | None, index: int) -> Any:
+    def _route(  # noqa: PLR0913 - the node's run, then what the router's needs
+        self,
+        node: CallbackManagerForChainRun,
+        call: Callable[[_In], object],
+        state: _In,
+        own: bool,
+        name: str | None,
+        index: int,
+    ) -> object:
         run: CallbackManagerForChainRun | None = None
         try:
             if own:
-                run = self._child(index).on_chain_start(None, state, name=name)
+                child = self._child(node.get_child(f"seq:step:{self.base + index}"))
+                run = child.on_chain_start(None, state, name=name)
             answer = call(state)
         except BaseException as exc:
             if run is not None:
                 run.on_chain_error(exc)
-            self.fail(exc)
+            self.fail(node, exc)
             raise
         if run is not None:
             run.on_chain_end(answer)
         if index == self.routes - 1:
-            self.end()
+            self.end(node)
         return answer
 
-    def end(self) -> None:
-        """Stream the node's output and end its run."""
+    def end(self, run: CallbackManagerForChainRun) -> None:
+        """Stream the node's output and end its run (``run``: this one's ``run``)."""
         if self._forget():
             if self.stream:
-                _tap(self.run, self.out)
-            self.run.on_chain_end(recorded(self.out, self.policy.process_outputs))
+                _tap(run, self.out)
+            run.on_chain_end(recorded(self.out, self.policy.process_outputs))
 
-    def fail(self, exc: BaseException) -> None:
-        """End the node's run with a router's error."""
+    def fail(self, run: CallbackManagerForChainRun, exc: BaseException) -> None:
+        """End the node's run (``run``: this one's ``run``) with a router's error."""
         if self._forget():
-            self.run.on_chain_error(exc)
+            run.on_chain_error(exc)
 
     # <<< generated sync
 
 
-def release(parent: Any) -> list[HeldRun]:
+def release(parent: UUID) -> list[tuple[HeldRun, AsyncCallbackManagerForChainRun]]:
     """Node runs under the run ``parent`` still open (their routers never ran: the step stopped):
-    end them, sync ones here; the async ones are returned, for the caller to ``aend``."""
+    end them, sync ones here; the async ones are returned (with their run), for the caller to ``aend``."""
     with _LOCK:
         held = list(_OPEN.get(parent, ()))
-    pending: list[HeldRun] = []
-    for run in held:
-        if isinstance(run.run, AsyncCallbackManagerForChainRun):
-            pending.append(run)
+    pending: list[tuple[HeldRun, AsyncCallbackManagerForChainRun]] = []
+    for one in held:
+        run = one.run
+        if isinstance(run, AsyncCallbackManagerForChainRun):
+            pending.append((one, run))
         else:
-            run.end()
+            one.end(run)
     return pending
 
 
-async def arelease(parent: Any) -> None:
+async def arelease(parent: UUID) -> None:
     """Async :func:`release`."""
-    for run in release(parent):
-        await run.aend()
+    for held, run in release(parent):
+        await held.aend(run)
 
 
-def start_routes(config: Mapping[str, Any], routes: int, step: int, values: Any) -> HeldRun:
+def start_routes(config: Mapping[str, Any], routes: int, step: int, values: object) -> HeldRun:
     """The hidden ``__start__`` run LangGraph reports for conditional edges from ``START``
     (``values``: the state the input made, its input and output)."""
-    given: dict[str, Any] = config.get("metadata") or {}
-    metadata: dict[str, Any] = {
+    given: dict[str, object] = config.get("metadata") or {}
+    metadata: dict[str, object] = {
         **given,
         "langgraph_step": step,
         "langgraph_node": "__start__",
@@ -317,39 +271,41 @@ def start_routes(config: Mapping[str, Any], routes: int, step: int, values: Any)
 # -- nodes -------------------------------------------------------------------------
 
 
-def _node_metadata(lc: dict[str, Any]) -> dict[str, Any]:
+def _node_metadata(lc: Mapping[str, Any]) -> dict[str, object]:
     """A node run's metadata: the task's, without the ``checkpoint_ns`` only runnables inside see."""
-    metadata: dict[str, Any] = lc.get("metadata") or {}
+    metadata: dict[str, object] = lc.get("metadata") or {}
     if "checkpoint_ns" in metadata and metadata["checkpoint_ns"] == metadata.get("langgraph_checkpoint_ns"):
         return {k: v for k, v in metadata.items() if k != "checkpoint_ns"}
     return metadata
 
 
-def _enter(ctx: Any, lc: dict[str, Any], run: Any, tag: str | None) -> tuple[Any, Any]:
+def _enter(
+    ctx: TaskContext, lc: Mapping[str, Any], run: _Run, tag: str | None
+) -> tuple[dict[str, Any], Token[RunnableConfig | None]]:
     """Make ``run`` the parent of what the node calls: its ``config`` and LangChain's child config.
 
     Runs inside see the task's ``checkpoint_ns`` (which LangChain's runnables copy from the task's
     config in LangGraph), though the node's run does not."""
     child = run.get_child(tag)
-    given: dict[str, Any] = lc.get("metadata") or {}
+    given: Mapping[str, object] = lc.get("metadata") or {}
     namespace = given.get("checkpoint_ns")
     if namespace is not None and "checkpoint_ns" not in child.inheritable_metadata:
         child.add_metadata({"checkpoint_ns": namespace})
     saved = ctx.config
     ctx.config = {**saved, "callbacks": child}
-    token = var_child_runnable_config.set(cast("Any", {**lc, "callbacks": child}))
+    token = var_child_runnable_config.set(cast("RunnableConfig", {**lc, "callbacks": child}))
     return saved, token
 
 
 def traced_call(  # noqa: PLR0913 - how the node's run is reported
-    call: Callable[[Any, Any], Any],
+    call: _Node[_In],
     name: str,
     is_async: bool,
     *,
     inner: bool = False,
     policy: TracePolicy | None = None,
     routes: int = 0,
-) -> Callable[[Any, Any], Any]:
+) -> Callable[[_In, TaskContext], Any]:
     """Wrap a node's ``call(input, ctx)`` so that, when the run has callbacks, it reports a chain run.
 
     ``inner``: the run of a subgraph node's graph, under its node's run (no step tag, no output stream).
@@ -357,42 +313,44 @@ def traced_call(  # noqa: PLR0913 - how the node's run is reported
     ``routes``: the node's conditional edges (its run stays open for their runs, see :class:`HeldRun`).
     """
     how = (inner, policy or _AS_IS, routes)
-    if is_async:
+    if is_async:  # then ``call`` returns an awaitable
+        node = cast("Callable[[_In, TaskContext], Awaitable[object]]", call)
 
-        async def acall(state: Any, ctx: Any) -> Any:
+        async def acall(state: _In, ctx: TaskContext) -> object:
             lc = ctx.lc_config
             if lc is None or not ctx.config.get("callbacks"):
-                return await cast("Awaitable[Any]", call(state, ctx))
-            return await _atraced(call, name, state, ctx, how)
+                return await node(state, ctx)
+            return await _atraced(node, name, state, ctx, lc, how)
 
         return acall
 
-    def sync_call(state: Any, ctx: Any) -> Any:
+    def sync_call(state: _In, ctx: TaskContext) -> object:
         lc = ctx.lc_config
         if lc is None or not ctx.config.get("callbacks"):
             return call(state, ctx)
-        return _traced(call, name, state, ctx, how)
+        return _traced(call, name, state, ctx, lc, how)
 
     return sync_call
 
 
-def _manager(kind: type[Any], ctx: Any, lc: dict[str, Any], inner: bool) -> Any:
+def _manager(kind: type[_M], ctx: TaskContext, lc: Mapping[str, Any], inner: bool) -> _M:
     if inner:  # under the node's run, which the outer wrapper made ctx.config's parent
         return configure(kind, lc, ctx.config.get("callbacks"), None, _node_metadata(lc))
-    metadata: dict[str, Any] = lc.get("metadata") or {}
+    metadata: Mapping[str, object] = lc.get("metadata") or {}
     tags = [f"graph:step:{metadata.get('langgraph_step', 0)}"]
     return configure(kind, lc, lc.get("callbacks"), tags, _node_metadata(lc))
 
 
-def _held(ctx: Any, run: Any, out: Any, how: tuple[bool, TracePolicy, int]) -> bool:
+def _held(ctx: TaskContext, lc: Mapping[str, Any], run: _Run, out: object, how: _How) -> bool:
     """Keep the node's run open for its routers (see :class:`HeldRun`), if it has any."""
     inner, policy, routes = how
     task = getattr(ctx, "task", None)
     if inner or not routes or task is None:
         return False
     held = HeldRun(run, out, policy, routes, stream=True)
-    given: dict[str, Any] = ctx.lc_config.get("metadata") or {}
-    held.namespace = given.get("checkpoint_ns")
+    given: Mapping[str, object] = lc.get("metadata") or {}
+    namespace = given.get("checkpoint_ns")
+    held.namespace = None if namespace is None else str(namespace)
     task.trace = held
     return True
 
@@ -401,11 +359,15 @@ def _held(ctx: Any, run: Any, out: Any, how: tuple[bool, TracePolicy, int]) -> b
 
 
 # >>> async source
-async def _atraced(
-    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, how: tuple[bool, TracePolicy, int]
-) -> Any:
+async def _atraced(  # noqa: PLR0913 - the node's call and what its run reports
+    call: Callable[[_In, TaskContext], Awaitable[object]],
+    name: str,
+    state: _In,
+    ctx: TaskContext,
+    lc: Mapping[str, Any],
+    how: _How,
+) -> object:
     inner, policy, _ = how
-    lc = ctx.lc_config
     manager = _manager(AsyncCallbackManager, ctx, lc, inner)
     run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(
         None, recorded(state, policy.process_inputs), name=name
@@ -423,7 +385,7 @@ async def _atraced(
         var_child_runnable_config.reset(token)
     if inner:
         await arelease(run.run_id)
-    elif _held(ctx, run, out, how):
+    elif _held(ctx, lc, run, out, how):
         return out
     else:
         await _atap(run, out)
@@ -431,15 +393,15 @@ async def _atraced(
     return out
 
 
-async def _atap(run: Any, output: Any) -> None:
+async def _atap(run: AsyncCallbackManagerForChainRun, output: object) -> None:
     """Stream ``output`` as ``run``'s (``astream_events``), when a handler streams it."""
     found = streamer(run)
     if found is not None:
-        async for _ in cast("AsyncIterator[Any]", found.tap_output_aiter(run.run_id, _aone(output))):
+        async for _ in found.tap_output_aiter(run.run_id, _aone(output)):
             pass
 
 
-async def _aone(item: Any) -> AsyncIterator[Any]:
+async def _aone(item: object) -> AsyncIterator[object]:
     yield item
 
 
@@ -447,11 +409,15 @@ async def _aone(item: Any) -> AsyncIterator[Any]:
 
 
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-def _traced(
-    call: Callable[[Any, Any], Any], name: str, state: Any, ctx: Any, how: tuple[bool, TracePolicy, int]
-) -> Any:
+def _traced(  # noqa: PLR0913 - the node's call and what its run reports
+    call: Callable[[_In, TaskContext], object],
+    name: str,
+    state: _In,
+    ctx: TaskContext,
+    lc: Mapping[str, Any],
+    how: _How,
+) -> object:
     inner, policy, _ = how
-    lc = ctx.lc_config
     manager = _manager(CallbackManager, ctx, lc, inner)
     run: CallbackManagerForChainRun = manager.on_chain_start(
         None, recorded(state, policy.process_inputs), name=name
@@ -469,7 +435,7 @@ def _traced(
         var_child_runnable_config.reset(token)
     if inner:
         release(run.run_id)
-    elif _held(ctx, run, out, how):
+    elif _held(ctx, lc, run, out, how):
         return out
     else:
         _tap(run, out)
@@ -477,15 +443,15 @@ def _traced(
     return out
 
 
-def _tap(run: Any, output: Any) -> None:
+def _tap(run: CallbackManagerForChainRun, output: object) -> None:
     """Stream ``output`` as ``run``'s (``astream_events``), when a handler streams it."""
     found = streamer(run)
     if found is not None:
-        for _ in cast("Iterator[Any]", found.tap_output_iter(run.run_id, _one(output))):
+        for _ in found.tap_output_iter(run.run_id, _one(output)):
             pass
 
 
-def _one(item: Any) -> Iterator[Any]:
+def _one(item: object) -> Iterator[object]:
     yield item
 
 
