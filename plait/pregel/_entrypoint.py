@@ -11,9 +11,10 @@ shows it as ``values``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from plait._internal._narrow import is_str_dict
 from plait.channels.last_value import LastValue
 from plait.checkpoint.base import INTERRUPT
 from plait.constants import START
@@ -39,11 +40,13 @@ PREVIOUS = "__previous__"
 """Key of what it saved for the next run on the thread (its ``previous`` parameter)."""
 EXTRAS = ("previous", "config", "runtime", "store", "writer")
 """Parameters an entrypoint function may declare to receive them."""
+_Split = Callable[[object], tuple[object, object]]
+"""``value -> (returned, saved)``."""
 
 
-def _extras(names: tuple[str, ...], ctx: TaskContext) -> dict[str, Any]:
-    previous = ctx.loop.run.values.get(PREVIOUS) if ctx.loop is not None else None
-    out: dict[str, Any] = {}
+def _extras(names: tuple[str, ...], ctx: TaskContext) -> dict[str, object]:
+    previous: object = ctx.loop.run.values.get(PREVIOUS) if ctx.loop is not None else None
+    out: dict[str, object] = {}
     for name in names:
         if name == "previous":
             out[name] = previous
@@ -54,7 +57,7 @@ def _extras(names: tuple[str, ...], ctx: TaskContext) -> dict[str, Any]:
         elif name == "writer":
             out[name] = ctx.writer
         else:
-            runtime: Runtime[Any] = Runtime(
+            runtime: Runtime[object] = Runtime(
                 context=ctx.context, store=ctx.store, stream_writer=ctx.writer, previous=previous
             )
             out[name] = runtime if ctx.progress is None else runtime.override(heartbeat=ctx.progress.beat)
@@ -62,24 +65,24 @@ def _extras(names: tuple[str, ...], ctx: TaskContext) -> dict[str, Any]:
 
 
 def _node_call(
-    fn: Callable[..., Any], names: tuple[str, ...], is_async: bool, split: Callable[[Any], tuple[Any, Any]]
-) -> Callable[[Any, TaskContext], Any]:
+    fn: Callable[..., object], names: tuple[str, ...], is_async: bool, split: _Split
+) -> Callable[[object, TaskContext], object]:
     """``call(input, ctx)`` for the entrypoint function; it returns the node's writes."""
 
-    def writes(value: Any) -> dict[str, Any]:
+    def writes(value: object) -> dict[str, object]:
         returned, saved = split(value)
         return {RETURN: returned, PREVIOUS: saved}
 
     if is_async:
 
-        async def acall(value: Any, ctx: TaskContext) -> dict[str, Any]:
+        async def acall(value: object, ctx: TaskContext) -> dict[str, object]:
             start_calls(ctx, True)
             kwargs = _extras(names, ctx)
             return writes(await afinish(ctx, lambda: fn(value, **kwargs)))
 
         return acall
 
-    def call(value: Any, ctx: TaskContext) -> dict[str, Any]:
+    def call(value: object, ctx: TaskContext) -> dict[str, object]:
         start_calls(ctx, False)
         kwargs = _extras(names, ctx)
         return writes(finish(ctx, lambda: fn(value, **kwargs)))
@@ -88,14 +91,14 @@ def _node_call(
 
 
 def entrypoint_plan(  # noqa: PLR0913 - the decorator's options
-    fn: Callable[..., Any],
+    fn: Callable[..., object],
     names: tuple[str, ...],
     is_async: bool,
-    split: Callable[[Any], tuple[Any, Any]],
+    split: _Split,
     *,
     retry: RetryPolicies | None = None,
-    cache_policy: CachePolicy[Any] | None = None,
-    cache: Any = None,
+    cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None,
+    cache: object = None,
     timeout: TimeoutPolicy | None = None,
 ) -> Plan:
     """The plan of an entrypoint: ``START -> fn`` over the input, return and saved keys.
@@ -137,22 +140,23 @@ def entrypoint_plan(  # noqa: PLR0913 - the decorator's options
     )
 
 
-def _input_value(state: dict[str, Any]) -> Any:
+def _input_value(state: Mapping[str, object]) -> object:
     return state.get(INPUT)
 
 
-def _wrap(value: Any) -> Any:
+def _wrap(value: object) -> object:
     """The run input: a ``Command`` or ``None`` as they are, anything else is the function's input."""
-    if value is None or isinstance(value, Command):
-        return cast("Any", value)  # isinstance() leaves a Command's node type Unknown
-    return {INPUT: value}
+    return value if _as_is(value) else {INPUT: value}
 
 
-def _output(out: Any) -> Any:
+def _as_is(value: object) -> bool:
+    return value is None or isinstance(value, Command)
+
+
+def _output(values: object) -> object:
     """What ``invoke`` returns: the return value, or ``{"__interrupt__": [...]}`` when paused."""
-    if not isinstance(out, dict):
-        return out
-    values = cast("dict[str, Any]", out)
+    if not is_str_dict(values):
+        return values
     if INTERRUPT in values:
         return {INTERRUPT: values[INTERRUPT]}
     return values.get(RETURN)
@@ -160,7 +164,7 @@ def _output(out: Any) -> Any:
 
 def _snapshot(snap: StateSnapshot) -> StateSnapshot:
     values = snap.values
-    shown = cast("dict[str, Any]", values).get(RETURN) if isinstance(values, dict) else values
+    shown = values.get(RETURN) if is_str_dict(values) else values
     return snap._replace(values=shown)
 
 
@@ -172,11 +176,10 @@ class _Events:
         self.modes = modes
         self.ran = False
 
-    def __call__(self, mode: str, payload: Any, top: bool) -> tuple[bool, Any]:
+    def __call__(self, mode: str, event: object, top: bool) -> tuple[bool, object]:
         keep = mode in self.modes
-        if not top or not isinstance(payload, dict):
-            return keep, payload
-        event = cast("dict[str, Any]", payload)  # isinstance() leaves keys and values Unknown
+        if not top or not is_str_dict(event):
+            return keep, event
         if mode == "updates":
             return keep, self._update(event)
         if mode == "values":
@@ -187,24 +190,24 @@ class _Events:
             self.ran = False
             return keep, event.get(RETURN)
         if mode == "checkpoints":
-            shown: Any = event.get("values")
-            values = cast("dict[str, Any]", shown).get(RETURN) if isinstance(shown, dict) else shown
+            shown = event.get("values")
+            values = shown.get(RETURN) if is_str_dict(shown) else shown
             return keep, {**event, "values": values}
         return keep, event
 
-    def _update(self, event: dict[str, Any]) -> dict[str, Any]:
-        written: Any = event.get(self.node)
-        if isinstance(written, dict) and RETURN in written:
+    def _update(self, event: dict[str, object]) -> dict[str, object]:
+        written = event.get(self.node)
+        if is_str_dict(written) and RETURN in written:
             self.ran = True
-            return {self.node: cast("dict[str, Any]", written)[RETURN]}
+            return {self.node: written[RETURN]}
         return event
 
 
-def _requested(stream_mode: Any, default: str) -> tuple[list[str], bool]:
+def _requested(stream_mode: str | Sequence[str] | None, default: str) -> tuple[list[str], bool]:
     mode = default if stream_mode is None else stream_mode
     if isinstance(mode, str):
         return [mode], True
-    return list(cast("list[str]", mode)), False
+    return list(mode), False
 
 
 class EntrypointPregel(Pregel[Any, Any, Any, Any]):
@@ -223,9 +226,9 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
         self,
         plan: Plan,
         node: str,
-        input_type: Any = Any,
-        output_type: Any = Any,
-        context_schema: Any = None,
+        input_type: object = Any,
+        output_type: object = Any,
+        context_schema: object = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(plan, stream_mode="updates", **kwargs)
@@ -234,7 +237,9 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
         self.output_type = output_type
         self.context_schema = context_schema
 
-    def _loop(self, config: Mapping[str, Any] | None, modes: frozenset[str], kwargs: dict[str, Any]) -> Loop:
+    def _loop(
+        self, config: Mapping[str, object] | None, modes: frozenset[str], kwargs: dict[str, object]
+    ) -> Loop:
         loop = super()._loop(config, modes, kwargs)
         if modes:  # task results are streamed as they come
             loop.sink.live = True
@@ -245,11 +250,11 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
     # >>> async source
     async def astream(
         self,
-        input: Any,  # noqa: A002
+        input: object,  # noqa: A002
         config: RunnableConfig | None = None,
         *,
-        stream_mode: Any = None,
-        context: Any = None,
+        stream_mode: str | Sequence[str] | None = None,
+        context: object = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Run the workflow, yielding task results (``updates``), ``custom`` events, ``values``…"""
@@ -264,13 +269,13 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
 
     async def ainvoke_here(
         self,
-        input: Any,  # noqa: A002
+        input: object,  # noqa: A002
         config: RunnableConfig | None = None,
         *,
         stream_mode: str = "values",
-        context: Any = None,
+        context: object = None,
         **kwargs: Any,
-    ) -> Any:
+    ) -> object:
         """Run to the end (or an interrupt); the function's return value."""
         if stream_mode != "values":
             return [
@@ -279,7 +284,7 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
             ]
         return _output(await super().ainvoke_here(_wrap(input), config, context=context, **kwargs))
 
-    async def ainvoke_streaming(self, input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+    async def ainvoke_streaming(self, input: object, *args: Any, **kwargs: Any) -> object:  # noqa: A002
         """Run as a subgraph that streams into its parent; the function's return value."""
         return _output(await super().ainvoke_streaming(_wrap(input), *args, **kwargs))
 
@@ -293,7 +298,7 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
             yield _snapshot(snap)
 
     async def aupdate_state(
-        self, config: RunnableConfig, values: Any, as_node: str | None = None, *args: Any, **kwargs: Any
+        self, config: RunnableConfig, values: object, as_node: str | None = None, *args: Any, **kwargs: Any
     ) -> dict[str, Any]:
         """Store ``values`` as the thread's last return value (the next run's ``previous``)."""
         wrapped = {RETURN: values, PREVIOUS: values}
@@ -304,11 +309,11 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def stream(
         self,
-        input: Any,  # noqa: A002
+        input: object,  # noqa: A002
         config: RunnableConfig | None = None,
         *,
-        stream_mode: Any = None,
-        context: Any = None,
+        stream_mode: str | Sequence[str] | None = None,
+        context: object = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Run the workflow, yielding task results (``updates``), ``custom`` events, ``values``…"""
@@ -323,19 +328,19 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
 
     def invoke_here(
         self,
-        input: Any,  # noqa: A002
+        input: object,  # noqa: A002
         config: RunnableConfig | None = None,
         *,
         stream_mode: str = "values",
-        context: Any = None,
+        context: object = None,
         **kwargs: Any,
-    ) -> Any:
+    ) -> object:
         """Run to the end (or an interrupt); the function's return value."""
         if stream_mode != "values":
             return [c for c in self.stream(input, config, stream_mode=stream_mode, context=context, **kwargs)]
         return _output(super().invoke_here(_wrap(input), config, context=context, **kwargs))
 
-    def invoke_streaming(self, input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+    def invoke_streaming(self, input: object, *args: Any, **kwargs: Any) -> object:  # noqa: A002
         """Run as a subgraph that streams into its parent; the function's return value."""
         return _output(super().invoke_streaming(_wrap(input), *args, **kwargs))
 
@@ -349,7 +354,7 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
             yield _snapshot(snap)
 
     def update_state(
-        self, config: RunnableConfig, values: Any, as_node: str | None = None, *args: Any, **kwargs: Any
+        self, config: RunnableConfig, values: object, as_node: str | None = None, *args: Any, **kwargs: Any
     ) -> dict[str, Any]:
         """Store ``values`` as the thread's last return value (the next run's ``previous``)."""
         wrapped = {RETURN: values, PREVIOUS: values}
@@ -359,15 +364,15 @@ class EntrypointPregel(Pregel[Any, Any, Any, Any]):
 
     # -- schemas --------------------------------------------------------------------------------------
 
-    def get_input_jsonschema(self, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    def get_input_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
         """JSON schema of the input (needs pydantic)."""
         return _json_schema(self.input_type, "LangGraphInput")
 
-    def get_output_jsonschema(self, config: dict[str, Any] | None = None) -> dict[str, Any]:
+    def get_output_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
         """JSON schema of the return value (needs pydantic)."""
         return _json_schema(self.output_type, "LangGraphOutput")
 
-    def get_context_jsonschema(self, config: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    def get_context_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any] | None:
         """JSON schema of ``context_schema`` (needs pydantic), or ``None`` without one."""
         if self.context_schema is None:
             return None
