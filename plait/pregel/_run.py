@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Hashable, Sequence
-from contextvars import copy_context
 from functools import partial
-from queue import Empty, SimpleQueue
 from typing import Any, TypeVar, cast
 
 from plait._context import TASK_CONTEXT
@@ -21,9 +20,10 @@ from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, save
 from plait.pregel._held import HeldSaves, held_for
+from plait.pregel._live import stream_switching, stream_threaded
 from plait.pregel._loop import Loop, Steps
 from plait.pregel._pause import abandoned_saves, task_id
-from plait.pregel._pool import POOL_SIZE, on_fresh_thread, on_runner, stack_is_deep, with_helpers
+from plait.pregel._pool import POOL_SIZE, on_fresh_thread, stack_is_deep, with_helpers
 from plait.pregel._recover import hand_over
 from plait.pregel._router_args import remember
 from plait.pregel._task import Task, collect, from_child
@@ -261,7 +261,7 @@ def _drive(loop: Loop, effects: Steps, store: Any, context: Any) -> Generator[Ev
                 else:
                     started, running = time.monotonic(), effect.tasks
                     if loop.sink.live:
-                        yield from _execute_live(loop, running, store, context)
+                        yield from _execute_live(loop, running, store, context, deep)
                     else:
                         _execute(loop, running, store, context, deep)
                     if step_timeout is not None and time.monotonic() - started > step_timeout:
@@ -300,51 +300,19 @@ def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
 
 
 def _execute_live(
-    loop: Loop, tasks: Sequence[Task], store: Any, context: Any
+    loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool
 ) -> Generator[Event, None, None]:
-    """Run the step on a runner thread (:func:`on_runner`) and stream the events its tasks emit as they come.
-
-    Closing the stream mid-step waits for the step's tasks to end (threads cannot be cancelled);
-    Ctrl-C (``KeyboardInterrupt``) returns at once and leaves them to finish on their own.
-    """
-    sink, events = loop.sink, loop.sink.events
-    bell: SimpleQueue[bool] = SimpleQueue()  # False: an event came; True: the step ended
-    failed: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            _execute(loop, tasks, store, context)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the driver's thread
-            failed.append(exc)
-
-    sink.notify = partial(bell.put, False)
-    on_runner(partial(copy_context().run, work), partial(bell.put, True))
-    ended = False
-    try:
-        while not ended:
-            try:
-                ended = bell.get(timeout=0.5)
-            except Empty:
-                continue
-            count = len(events)
-            if count:
-                batch = events[:count]
-                del events[:count]  # nodes only append: the events after ``count`` stay
-                yield from batch
-        if events:
-            batch = events[:]
-            del events[:]
-            yield from batch
-    except KeyboardInterrupt:  # the caller stops now; the step's thread ends on its own
-        sink.notify = None
-        raise
-    finally:
-        if sink.notify is not None:  # finished, failed, or the consumer closed the stream
-            while not ended:
-                ended = bell.get()
-            sink.notify = None
-    if failed:
-        raise failed[0]
+    """Run the step and stream the events its tasks emit as they come: a step of one sync task,
+    streamed from the main thread, in a greenlet here; any other on a runner thread."""
+    run = partial(_execute, loop, tasks, store, context)
+    if (
+        len(tasks) == 1
+        and not deep
+        and not tasks[0].node.is_async
+        and threading.current_thread() is threading.main_thread()
+    ):
+        return stream_switching(run, loop.sink)
+    return stream_threaded(run, loop.sink)
 
 
 def _perform(loop: Loop, effect: Effect) -> Any:
