@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from plait.memory import summarize_node, trim_node, view_last, view_within_tokens
+from plait.memory.summarize import SupportsInvoke
 from plait.memory.trim import TokenCounter
 from plait.prebuilt._agent_model import state_value
 
@@ -16,10 +16,10 @@ def memory_hook(
     *,
     keep_last: int | None = None,
     max_tokens: int | None = None,
-    summarize: Any = None,
+    summarize: SupportsInvoke | None = None,
     token_counter: TokenCounter = None,
     keep_history: bool = True,
-) -> Callable[[Any], dict[str, Any]]:
+) -> Callable[[object], Mapping[str, object]]:
     """A ``pre_model_hook`` that bounds what the model sees, never splitting a tool call from its result.
 
     * ``summarize=<chat model>``: when the thread has more than ``keep_last`` messages (or
@@ -54,7 +54,7 @@ def memory_hook(
     if not keep_history:
         return trim_node(keep_last, max_tokens=max_tokens, token_counter=token_counter)
 
-    def view(state: Any) -> dict[str, Any]:
+    def view(state: object) -> dict[str, object]:
         messages = state_value(state, "messages")
         if keep_last is not None:
             return {"llm_input_messages": view_last(messages, keep_last)}

@@ -29,7 +29,7 @@ class AgentState(TypedDict):
 
     messages: Annotated[list[AnyMessage], add_messages]
     """The conversation, merged by ``add_messages``."""
-    structured_response: NotRequired[Any]
+    structured_response: NotRequired[object]
     """The structured answer, with ``response_format``."""
 
 
@@ -66,23 +66,23 @@ def _langchain_agent(option: str, options: dict[str, Any]) -> CompiledStateGraph
 
 
 def create_agent(  # noqa: PLR0913 - LangChain's signature
-    model: Any,
-    tools: Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | None = None,
+    model: object,
+    tools: Sequence[BaseTool | Callable[..., object] | dict[str, Any]] | None = None,
     *,
     system_prompt: str | SystemMessage | None = None,
-    middleware: Sequence[Any] = (),
-    response_format: Any = None,
-    state_schema: Any = None,
-    context_schema: type[Any] | None = None,
-    checkpointer: Any = None,
-    store: Any = None,
+    middleware: Sequence[object] = (),
+    response_format: object = None,
+    state_schema: object = None,
+    context_schema: type[object] | None = None,
+    checkpointer: object = None,
+    store: object = None,
     interrupt_before: list[str] | None = None,
     interrupt_after: list[str] | None = None,
     debug: bool = False,
     name: str | None = None,
-    cache: Any = None,
-    transformers: Sequence[Any] | None = None,
-    pre_model_hook: Any = None,
+    cache: object = None,
+    transformers: Sequence[object] | None = None,
+    pre_model_hook: object = None,
 ) -> CompiledStateGraph[Any]:
     """Build a tool-calling agent as a compiled graph (nodes ``model`` and ``tools``).
 

@@ -11,17 +11,19 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 import click
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
+from plait._internal._narrow import is_dict, is_list, is_sequence
+
 __all__ = ["Printer", "call_text", "load_tools", "one_line", "tool_name"]
 
 
-def load_tools(spec: str) -> list[Any]:
+def load_tools(spec: str) -> list[BaseTool | Callable[..., object]]:
     """The tools ``spec`` (``module:attr``, ``attr`` may be dotted) names.
 
     Raises:
@@ -34,7 +36,7 @@ def load_tools(spec: str) -> list[Any]:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        value: Any = importlib.import_module(module_name)
+        value: object = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and module_name.startswith(exc.name):
             raise _bad(f"no module {module_name!r} in {os.getcwd()} or on the Python path") from None
@@ -45,14 +47,15 @@ def load_tools(spec: str) -> list[Any]:
         if not hasattr(value, part):
             raise _bad(f"{module_name!r} has no attribute {attr!r}")
         value = getattr(value, part)
-    items = list(cast("Sequence[Any]", value)) if isinstance(value, (list, tuple)) else [value]
-    for item in items:
+    tools: list[BaseTool | Callable[..., object]] = []
+    for item in value if is_sequence(value) else [value]:
         if not isinstance(item, BaseTool) and not callable(item):
             raise _bad(
                 f"{spec} holds {item!r} ({type(item).__name__}), which is not a tool: give a list of "
                 "@tool functions, BaseTool objects or plain functions, or a single one"
             )
-    return items
+        tools.append(item)
+    return tools
 
 
 def _bad(message: str) -> click.BadParameter:
@@ -74,12 +77,12 @@ class Printer:
             self.started = self.open_line = True
         click.echo(text, nl=False)
 
-    def update(self, update: Any) -> None:
+    def update(self, update: object) -> None:
         """A stream "updates" chunk: announce the model's tool calls, then print the tools' results."""
         for message in _messages_of(update):
             if isinstance(message, AIMessage):
                 # ToolCall read as a Mapping: its TypedDict is partly Unknown to pyright
-                for call in cast("Sequence[Mapping[str, Any]]", message.tool_calls):
+                for call in cast("Sequence[Mapping[str, object]]", message.tool_calls):
                     self.calls[str(call.get("id"))] = call_text(str(call.get("name")), call.get("args"))
                     self._line(f"Tool call：{self.calls[str(call.get('id'))]}")
             elif isinstance(message, ToolMessage):
@@ -94,23 +97,23 @@ class Printer:
         self.started = False  # text after a tool call is a new reply
 
 
-def _messages_of(update: Any) -> list[Any]:
+def _messages_of(update: object) -> list[object]:
     """The messages in a stream "updates" chunk (``{node: {"messages": [...]}}``)."""
-    found: list[Any] = []
-    if isinstance(update, dict):
-        for values in cast("dict[str, Any]", update).values():
-            messages = cast("dict[str, Any]", values).get("messages") if isinstance(values, dict) else None
-            if isinstance(messages, list):
-                found.extend(cast("Sequence[Any]", messages))
+    found: list[object] = []
+    if is_dict(update):
+        for values in update.values():
+            messages = values.get("messages") if is_dict(values) else None
+            if is_list(messages):
+                found.extend(messages)
     return found
 
 
-def tool_name(tool: Any) -> str:
+def tool_name(tool: object) -> str:
     """A tool's name: its ``name`` (a ``BaseTool``) or its ``__name__`` (a function)."""
     return str(getattr(tool, "name", None) or getattr(tool, "__name__", None) or tool)
 
 
-def call_text(name: str, args: Any) -> str:
+def call_text(name: str, args: object) -> str:
     """``name({"arg": ...})``: a tool call on one line."""
     return f"{name}({json.dumps(args, ensure_ascii=False)})"
 

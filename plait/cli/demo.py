@@ -74,17 +74,17 @@ def build_graph(model: Any = None) -> StateGraph[Any, Any, Any, Any]:
     """The demo graph: detect_topic → respond → trim."""
     model = model or OfflineModel()
 
-    def detect_topic(state: ChatState) -> dict[str, Any]:
+    def detect_topic(state: ChatState) -> dict[str, object]:
         text = str(state["messages"][-1].content)
         return {"turn": 1, "topics": [t for k, t in KEYWORDS.items() if k in text]}
 
-    def respond(state: ChatState) -> dict[str, Any]:
+    def respond(state: ChatState) -> dict[str, object]:
         system = (
             f"你是客服助手。当前是第 {state['turn']} 轮，已识别话题：{'、'.join(state['topics']) or '暂无'}。"
         )
         return {"messages": [model.invoke([{"role": "system", "content": system}, *state["messages"]])]}
 
-    def trim(state: ChatState) -> dict[str, Any]:
+    def trim(state: ChatState) -> dict[str, object]:
         extra = len(state["messages"]) - MAX_MESSAGES
         if extra <= 0:
             return {}
@@ -98,7 +98,7 @@ def build_graph(model: Any = None) -> StateGraph[Any, Any, Any, Any]:
     return builder
 
 
-def _saver(db: str) -> AbstractContextManager[Any]:
+def _saver(db: str) -> AbstractContextManager[object]:
     if db == ":memory:":
         return nullcontext(InMemorySaver())
     return SqliteSaver.from_conn_string(db)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeGuard, cast
+from typing import TypeGuard, cast
 
 import click
 from langchain_core.messages import BaseMessage
@@ -122,14 +122,14 @@ def _seconds(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+def _config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, object]:
+    conf: dict[str, object] = {"thread_id": thread_id, "checkpoint_ns": ""}
     if checkpoint_id:
         conf["checkpoint_id"] = checkpoint_id
     return {"configurable": conf}
 
 
-def _short(value: Any, width: int = 70) -> str:
+def _short(value: object, width: int = 70) -> str:
     text = str(value).replace("\n", " ")
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -221,7 +221,7 @@ def _is_messages(value: object) -> TypeGuard[list[BaseMessage]]:
     return all(isinstance(m, BaseMessage) for m in items)
 
 
-def _print_values(values: dict[str, Any]) -> None:
+def _print_values(values: dict[str, object]) -> None:
     width = Console().width
     for key, value in values.items():
         if _is_messages(value):

@@ -21,12 +21,13 @@ a tool-call group (a group straddling the boundary is summarized whole).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage, RemoveMessage, SystemMessage
 
+from plait._internal._narrow import is_str_mapping
 from plait.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from plait.memory.trim import (
     TokenCounter,
@@ -343,11 +344,7 @@ def summarize_node(  # noqa: PLR0913 - the documented keyword API
     def summarize_messages(state: Any) -> dict[str, Any]:
         existing: Any = None
         if opts.placement == "field":
-            existing = (
-                cast("Mapping[str, Any]", state).get(summary_key)
-                if isinstance(state, Mapping)
-                else getattr(state, summary_key, None)
-            )
+            existing = state.get(summary_key) if is_str_mapping(state) else getattr(state, summary_key, None)
         result = _run(state_messages(state, key), model, opts, existing or None)
         return result.state_update(key, summary_key) if result else {}
 

@@ -19,13 +19,14 @@ the newest unit does not fit, the window is empty and a
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from numbers import Real
 from typing import Any, Protocol, Union, cast
 
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from plait._internal._narrow import is_str_mapping
 from plait.memory._groups import Span, units
 
 __all__ = [
@@ -121,7 +122,7 @@ def resolve_token_counter(token_counter: TokenCounter = None) -> ListCounter:
     )
 
 
-def _checked(count: Callable[..., Any]) -> ListCounter:
+def _checked(count: Callable[..., object]) -> ListCounter:
     """Wrap ``count`` so misuse surfaces as a clear :class:`TokenCounterError`."""
 
     def count_list(messages: Sequence[BaseMessage]) -> float:
@@ -357,11 +358,9 @@ def view_within_tokens(
     return messages[:head_end] + messages[start:]
 
 
-def state_messages(state: Any, key: str) -> list[BaseMessage]:
+def state_messages(state: object, key: str) -> list[BaseMessage]:
     """Read the message list stored under ``key`` in a dict or object state."""
-    value = (
-        cast("Mapping[str, Any]", state).get(key) if isinstance(state, Mapping) else getattr(state, key, None)
-    )
+    value = state.get(key) if is_str_mapping(state) else getattr(state, key, None)
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
@@ -377,7 +376,7 @@ def trim_node(
     keep_first: bool = False,
     keep_system: bool = True,
     token_counter: TokenCounter = None,
-) -> Callable[[Any], dict[str, list[RemoveMessage]]]:
+) -> Callable[[object], dict[str, list[RemoveMessage]]]:
     """Build a graph node that trims ``state[key]`` by count or by tokens.
 
     Args:
@@ -406,7 +405,7 @@ def trim_node(
     else:
         raise ValueError("trim_node needs exactly one of n= or max_tokens=")
 
-    def trim(state: Any) -> dict[str, list[RemoveMessage]]:
+    def trim(state: object) -> dict[str, list[RemoveMessage]]:
         messages = state_messages(state, key)
         if by_count:
             removals = keep_last(messages, budget, keep_first=keep_first, keep_system=keep_system)
