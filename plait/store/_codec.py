@@ -23,7 +23,7 @@ def _problem(value: Any, path: str) -> str | None:
     if isinstance(value, float):
         return None if math.isfinite(value) else f"{path} is {value!r}, which JSON cannot hold"
     if isinstance(value, Mapping):
-        for name, sub in cast("Mapping[object, Any]", value).items():
+        for name, sub in cast("Mapping[object, object]", value).items():
             if not isinstance(name, str):
                 return f"{path} has the key {name!r} ({type(name).__name__}); JSON object keys are strings"
             if (found := _problem(sub, f"{path}[{name!r}]")) is not None:
@@ -49,7 +49,7 @@ def _plain_json(value: object) -> bool:
     if kind is float:
         return math.isfinite(cast("float", value))
     if kind is dict:
-        for name, sub in cast("dict[object, Any]", value).items():
+        for name, sub in cast("dict[object, object]", value).items():
             if type(name) is not str or not _plain_json(sub):
                 return False
         return True
@@ -61,7 +61,7 @@ def _plain_json(value: object) -> bool:
     return False
 
 
-def check_value(namespace: tuple[str, ...], key: str, value: Any) -> None:
+def check_value(namespace: tuple[str, ...], key: str, value: object) -> None:
     """Refuse a value that is not a mapping of JSON values with string keys (what :func:`encode_value`
     stores), without encoding it: for stores that keep the Python value.
 
@@ -81,7 +81,7 @@ def check_value(namespace: tuple[str, ...], key: str, value: Any) -> None:
         raise InvalidValueError(f"{found}; convert it before storing", namespace=namespace, key=key)
 
 
-def encode_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
+def encode_value(namespace: tuple[str, ...], key: str, value: object) -> str:
     """Serialize an item's value to JSON text, or say exactly what is wrong.
 
     Args:
@@ -99,7 +99,7 @@ def encode_value(namespace: tuple[str, ...], key: str, value: Any) -> str:
     return _ENCODE(value)
 
 
-def decode_value(text: str | bytes | dict[str, Any]) -> dict[str, Any]:
+def decode_value(text: str | bytes | dict[str, object]) -> dict[str, object]:
     """Read a stored value back (drivers may already have decoded it).
 
     Args:
@@ -110,4 +110,4 @@ def decode_value(text: str | bytes | dict[str, Any]) -> dict[str, Any]:
     """
     if isinstance(text, dict):
         return text
-    return cast("dict[str, Any]", json.loads(text))
+    return cast("dict[str, object]", json.loads(text))

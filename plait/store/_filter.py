@@ -34,7 +34,7 @@ OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 Term = tuple[str, str, Any]
 """One SQL-evaluable condition: ``(key, operator, scalar)``."""
 
-_MISSING: Any = None
+_MISSING: object = None
 _INT64 = 2**63
 _SAFE_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
 
@@ -61,9 +61,9 @@ def check_filter(conditions: Mapping[Any, Any], *, safe_keys: bool = False) -> N
         _check_expected(expected)
 
 
-def _check_expected(expected: Any) -> None:
+def _check_expected(expected: object) -> None:
     if isinstance(expected, Mapping):
-        fields = cast("Mapping[object, Any]", expected)  # isinstance leaves the key type unknown
+        fields = cast("Mapping[object, object]", expected)  # isinstance leaves the key type unknown
         operators = [n for n in fields if isinstance(n, str) and n.startswith("$")]
         if operators and len(operators) != len(fields):
             raise InvalidFilterError(f"A filter dict cannot mix operators and field names: {expected!r}")
@@ -75,11 +75,11 @@ def _check_expected(expected: Any) -> None:
         for sub in fields.values():
             _check_expected(sub)
     elif isinstance(expected, (list, tuple)):
-        for sub in cast("Sequence[Any]", expected):
+        for sub in cast("Sequence[object]", expected):
             _check_expected(sub)
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -99,10 +99,10 @@ def _equal(actual: Any, expected: Any) -> bool:
     if _kind(actual) != kind:
         return False
     if kind == "array":
-        a, e = cast("Sequence[Any]", actual), cast("Sequence[Any]", expected)
+        a, e = cast("Sequence[object]", actual), cast("Sequence[object]", expected)
         return len(a) == len(e) and all(_equal(x, y) for x, y in zip(a, e, strict=True))
     if kind == "object":
-        a2, e2 = cast("Mapping[str, Any]", actual), cast("Mapping[str, Any]", expected)
+        a2, e2 = cast("Mapping[str, object]", actual), cast("Mapping[str, object]", expected)
         return a2.keys() == e2.keys() and all(_equal(a2[k], e2[k]) for k in e2)
     return bool(actual == expected)
 
@@ -126,23 +126,23 @@ def _compare(actual: Any, name: str, arg: Any) -> bool:
 
 def _match(actual: Any, expected: Any) -> bool:
     if isinstance(expected, Mapping):
-        fields = cast("Mapping[str, Any]", expected)
+        fields = cast("Mapping[str, object]", expected)
         if any(str(n).startswith("$") for n in fields):
             return all(_compare(actual, n, arg) for n, arg in fields.items())
         if not isinstance(actual, Mapping):
             return False
-        found = cast("Mapping[str, Any]", actual)
+        found = cast("Mapping[str, object]", actual)
         return all(_match(found.get(k, _MISSING), e) for k, e in fields.items())
     if isinstance(expected, (list, tuple)):
-        items = cast("Sequence[Any]", expected)
+        items = cast("Sequence[object]", expected)
         if not isinstance(actual, (list, tuple)):
             return False
-        got = cast("Sequence[Any]", actual)
+        got = cast("Sequence[object]", actual)
         return len(got) == len(items) and all(_match(a, e) for a, e in zip(got, items, strict=True))
     return _equal(actual, expected)
 
 
-def _field(value: Mapping[str, Any], key: str) -> Any:
+def _field(value: Mapping[str, object], key: str) -> object:
     """The top-level field ``key``, else (for a dotted key) the nested field it names, else missing."""
     if key in value or not isinstance(key, str) or "." not in key:  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass any key
         return value.get(key, _MISSING)
@@ -150,7 +150,7 @@ def _field(value: Mapping[str, Any], key: str) -> Any:
     for part in key.split("."):
         if not isinstance(found, Mapping) or part not in found:
             return _MISSING
-        found = cast("Mapping[str, Any]", found)[part]
+        found = cast("Mapping[str, object]", found)[part]
     return found
 
 
@@ -170,7 +170,7 @@ def matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
 Test = Callable[[Mapping[str, Any]], bool]
 
 
-def matcher(conditions: Mapping[str, Any]) -> Test:
+def matcher(conditions: Mapping[str, object]) -> Test:
     """:func:`matches` with the filter bound, for testing many values against one filter.
 
     A plain key (no dots) compared with a scalar is tested directly; other
@@ -213,7 +213,7 @@ def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, float, bool))
 
 
-def scalar_terms(conditions: Mapping[str, Any] | None) -> list[Term] | None:
+def scalar_terms(conditions: Mapping[str, object] | None) -> list[Term] | None:
     """The filter as ``(key, operator, scalar)`` terms, or ``None`` if SQL cannot evaluate it.
 
     Only conditions on scalars (and keys without dots, quotes or backslashes)
@@ -231,7 +231,7 @@ def scalar_terms(conditions: Mapping[str, Any] | None) -> list[Term] | None:
         if not isinstance(key, str) or '"' in key or "\\" in key or "." in key:  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass any key
             return None
         if isinstance(expected, Mapping):
-            for name, arg in cast("Mapping[str, Any]", expected).items():
+            for name, arg in cast("Mapping[str, object]", expected).items():
                 if not name.startswith("$") or not _scalar(arg):
                     return None
                 terms.append((key, name, arg))
@@ -242,6 +242,6 @@ def scalar_terms(conditions: Mapping[str, Any] | None) -> list[Term] | None:
     return terms
 
 
-def kind_of(value: Any) -> str:
+def kind_of(value: object) -> str:
     """The JSON kind of a scalar: ``null``, ``bool``, ``number`` or ``string``."""
     return _kind(value)

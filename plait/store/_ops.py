@@ -92,7 +92,7 @@ class Item:
     def __hash__(self) -> int:
         return hash((self.namespace, self.key))
 
-    def dict(self) -> dict[str, Any]:
+    def dict(self) -> dict[str, object]:
         """Return a JSON-friendly dict: namespace as a list, ISO timestamps.
 
         Returns:
@@ -145,7 +145,7 @@ class SearchItem(Item):
         )
         self.score = score
 
-    def dict(self) -> dict[str, Any]:
+    def dict(self) -> dict[str, object]:
         """Return :meth:`Item.dict` plus the ``score``.
 
         Returns:
@@ -295,7 +295,7 @@ class IndexConfig(TypedDict, total=False):
     """
 
     dims: int
-    embed: Any | Callable[[list[str]], list[list[float]]] | str
+    embed: object | Callable[[list[str]], list[list[float]]] | str
     fields: list[str] | None
 
 
@@ -313,7 +313,7 @@ class InvalidNamespaceError(ValueError):
     """A namespace is empty, not a tuple, or has a bad label."""
 
 
-_VALID: dict[Any, None] = {}
+_VALID: dict[object, None] = {}
 """Namespaces found valid lately (a store checks each operation's; most name the same few)."""
 
 

@@ -52,16 +52,16 @@ def tokenize_path(path: str) -> Path:
     return tuple(tokens)
 
 
-def _plain(obj: Any) -> Any:
+def _plain(obj: Any) -> object:
     """``obj`` with every mapping turned into a dict, for ``json.dumps``."""
     if isinstance(obj, Mapping):
-        return {k: _plain(v) for k, v in cast("Mapping[str, Any]", obj).items()}
+        return {k: _plain(v) for k, v in cast("Mapping[str, object]", obj).items()}
     if isinstance(obj, list):
         return [_plain(v) for v in cast("list[object]", obj)]
     return obj
 
 
-def _leaf(obj: Any) -> list[str]:
+def _leaf(obj: object) -> list[str]:
     if isinstance(obj, (str, int, float, bool)):
         return [str(obj)]
     if isinstance(obj, (list, Mapping)):
@@ -69,11 +69,11 @@ def _leaf(obj: Any) -> list[str]:
     return []
 
 
-def _child(obj: Any, name: str) -> Any:
-    return cast("Mapping[str, Any]", obj).get(name) if isinstance(obj, Mapping) else None
+def _child(obj: object, name: str) -> object:
+    return cast("Mapping[str, object]", obj).get(name) if isinstance(obj, Mapping) else None
 
 
-def _index(obj: Any, inner: str, rest: Path) -> list[str]:
+def _index(obj: object, inner: str, rest: Path) -> list[str]:
     """``[i]`` (negative counts from the end) or ``[*]`` applied to a list."""
     if not isinstance(obj, list):
         return []
@@ -86,20 +86,20 @@ def _index(obj: Any, inner: str, rest: Path) -> list[str]:
         return []
 
 
-def _group(obj: Any, inner: str) -> list[str]:
+def _group(obj: object, inner: str) -> list[str]:
     """``{a,b.c}``: the texts of several fields of a mapping."""
     if not isinstance(obj, Mapping):
         return []
     found: list[str] = []
     for field in inner.split(","):
-        target: object = cast("Mapping[str, Any]", obj)
+        target: object = cast("Mapping[str, object]", obj)
         for name in tokenize_path(field.strip()):
             target = _child(target, name)
         found.extend(_leaf(target) if target is not None else [])
     return found
 
 
-def _walk(obj: Any, tokens: Path) -> list[str]:
+def _walk(obj: object, tokens: Path) -> list[str]:
     if not tokens:
         return _leaf(obj)
     token, rest = tokens[0], tokens[1:]
@@ -109,16 +109,16 @@ def _walk(obj: Any, tokens: Path) -> list[str]:
         return _group(obj, token[1:-1])
     if token == "*":
         if isinstance(obj, Mapping):
-            return [text for item in cast("Mapping[str, Any]", obj).values() for text in _walk(item, rest)]
+            return [text for item in cast("Mapping[str, object]", obj).values() for text in _walk(item, rest)]
         if isinstance(obj, list):
             return [text for item in cast("list[object]", obj) for text in _walk(item, rest)]
         return []
     if isinstance(obj, Mapping) and token in obj:
-        return _walk(cast("Mapping[str, Any]", obj)[token], rest)
+        return _walk(cast("Mapping[str, object]", obj)[token], rest)
     return []
 
 
-def get_text_at_path(obj: Any, path: str | Path) -> list[str]:
+def get_text_at_path(obj: object, path: str | Path) -> list[str]:
     """The texts found at ``path`` in ``obj`` (``"$"`` or empty: the whole value as JSON).
 
     Args:

@@ -39,7 +39,7 @@ class SearchDialect(Protocol):
     p: str
     """The parameter placeholder (``?`` or ``%s``)."""
 
-    def now(self, seconds: float) -> Any:
+    def now(self, seconds: float) -> object:
         """A timestamp parameter."""
         ...
 
@@ -47,15 +47,15 @@ class SearchDialect(Protocol):
         """A timestamp column as a ``datetime``."""
         ...
 
-    def alive(self, now: Any) -> tuple[str, list[Any]]:
+    def alive(self, now: object) -> tuple[str, list[object]]:
         """The condition "not expired at ``now``" on ``s``."""
         ...
 
-    def terms(self, terms: list[Term]) -> tuple[str, list[Any]]:
+    def terms(self, terms: list[Term]) -> tuple[str, list[object]]:
         """Filter terms as one SQL condition on ``s.value``."""
         ...
 
-    def refresh(self, keys: list[tuple[str, str]], now: Any) -> list[Sql]:
+    def refresh(self, keys: list[tuple[str, str]], now: object) -> list[Sql]:
         """Restart the TTL clocks of these items."""
         ...
 
@@ -100,7 +100,7 @@ class Query:
     """A filter left for Python (``None`` when SQL evaluates it)."""
     scope: str = "1=1"
     """The part of ``where`` without the filter: namespace and expiry."""
-    scope_params: list[Any] = field(default_factory=list[Any])
+    scope_params: list[object] = field(default_factory=list[object])
     """Parameters of ``scope``."""
 
 
@@ -215,7 +215,7 @@ def ordered_rank(  # noqa: PLR0913 - one ranking, its SQL and its Python fallbac
     p: str,
     query: Query,
     distance: str,
-    vector_param: Any,
+    vector_param: object,
     *,
     to_score: Callable[[Any], float],
     score: Scorer = cosine,

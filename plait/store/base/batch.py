@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from plait.store.base import (
     BaseStore,
@@ -72,7 +72,7 @@ class AsyncBatchedBaseStore(BaseStore):
         """Queue the operation of ``get``, ``put``, ... on the store's loop, from another thread."""
         return self._on_loop(lambda: self._enqueue(op), _method(op))
 
-    def _on_loop(self, make: Callable[[], Coroutine[Any, Any, T]], name: str) -> T:
+    def _on_loop(self, make: Callable[[], Coroutine[object, object, T]], name: str) -> T:
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:

@@ -16,7 +16,7 @@ serialization failure): nothing of it was applied, so it is run again, after a s
 RETRIED = (errors.DeadlockDetected, errors.SerializationFailure)
 
 
-def ann_settings(index: IndexConfig | None) -> dict[str, Any]:
+def ann_settings(index: IndexConfig | None) -> dict[str, object]:
     """HNSW settings from ``index["ann_index_config"]`` (``kind="hnsw"``; ``vector`` or ``halfvec``)."""
     ann: dict[str, Any] = dict(cast("dict[str, Any]", (index or {}).get("ann_index_config") or {}))
     kind = ann.pop("kind", "hnsw")
@@ -46,7 +46,7 @@ def pool_args(pool_config: dict[str, Any]) -> tuple[int, int | None, dict[str, A
     return int(pool_config.get("min_size", 1)), pool_config.get("max_size"), kwargs
 
 
-def check_options(pipe: Any, deserializer: Any) -> None:
+def check_options(pipe: object, deserializer: object) -> None:
     """Reject LangGraph options plait does not implement."""
     if pipe is not None:
         raise NotImplementedError(

@@ -89,7 +89,11 @@ def _negated(distance: Any) -> float:
     return -float(distance)  # <-> is the euclidean distance, <#> the negated inner product
 
 
-_SCORE: dict[str, Callable[[Any], float]] = {"cosine": _one_minus, "l2": _negated, "inner_product": _negated}
+_SCORE: dict[str, Callable[[object], float]] = {
+    "cosine": _one_minus,
+    "l2": _negated,
+    "inner_product": _negated,
+}
 
 
 _INDEX = re.compile(r"\s*CREATE INDEX IF NOT EXISTS (\w+)")
@@ -219,16 +223,16 @@ class PostgresDialect:
         """psycopg decodes jsonb already."""
         return cast("dict[str, Any]", column if isinstance(column, dict) else json.loads(column))
 
-    def alive(self, now: Any) -> tuple[str, list[Any]]:
+    def alive(self, now: object) -> tuple[str, list[object]]:
         """Not expired at ``now``."""
         return "(s.expires_at IS NULL OR s.expires_at > %s)", [now]
 
-    def terms(self, terms: list[Term]) -> tuple[str, list[Any]]:
+    def terms(self, terms: list[Term]) -> tuple[str, list[object]]:
         """Filter terms on ``s.value`` (jsonb)."""
         parts = [_term(*term) for term in terms]
         return " AND ".join(sql for sql, _ in parts), [x for _, params in parts for x in params]
 
-    def put_rows(self, rows: list[tuple[Any, ...]]) -> list[Sql]:
+    def put_rows(self, rows: list[tuple[object, ...]]) -> list[Sql]:
         """One upsert: plain values for one row, ``unnest`` arrays for more."""
         if not rows:
             return []

@@ -13,7 +13,6 @@ sync methods work from other threads (e.g. sync nodes of a graph run with
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from plait.store._embed import Embedded
 from plait.store._engine import Prepared
@@ -65,7 +64,7 @@ class AsyncPostgresStore(AsyncPostgresIO):
         assert self._groups is not None  # noqa: S101 - set in __init__
         return asyncio.run_coroutine_threadsafe(self._groups.run(prepared, embedded), loop).result()
 
-    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
+    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> object:
         """Run a step from another thread (e.g. the sweeper's), on the store's loop."""
         loop = self._on_loop()
         return asyncio.run_coroutine_threadsafe(self._run(make_step, alone=alone), loop).result()

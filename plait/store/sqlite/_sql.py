@@ -123,16 +123,16 @@ class SqliteDialect:
         """JSON text as a dict."""
         return json.loads(column)  # type: ignore[no-any-return]
 
-    def alive(self, now: Any) -> tuple[str, list[Any]]:
+    def alive(self, now: object) -> tuple[str, list[object]]:
         """Not expired at ``now``."""
         return "(s.expires_at IS NULL OR s.expires_at > ?)", [now]
 
-    def terms(self, terms: list[Term]) -> tuple[str, list[Any]]:
+    def terms(self, terms: list[Term]) -> tuple[str, list[object]]:
         """Filter terms on ``s.value`` via ``json_type``/``json_extract``."""
         parts = [_term(*term) for term in terms]
         return " AND ".join(sql for sql, _ in parts), [x for _, params in parts for x in params]
 
-    def put_rows(self, rows: list[tuple[Any, ...]]) -> list[Sql]:
+    def put_rows(self, rows: list[tuple[object, ...]]) -> list[Sql]:
         """One bulk upsert (one row: one plain execution)."""
         if not rows:
             return []

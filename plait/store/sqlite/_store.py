@@ -210,7 +210,7 @@ class SqliteStore(SqlStore):
         self.conn.commit()
         return []
 
-    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
+    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> object:
         with self.lock:
             if not self.is_setup:
                 self._setup()
