@@ -27,7 +27,7 @@ __all__ = ["build_graph"]
 def _tools(tools: Sequence[Any] | ToolNode) -> tuple[ToolNode, list[BaseTool], list[dict[str, Any]]]:
     if isinstance(tools, ToolNode):
         return tools, list(tools.tools_by_name.values()), []
-    builtin = [cast("dict[str, Any]", t) for t in tools if isinstance(t, dict)]
+    builtin = [cast("dict[str, object]", t) for t in tools if isinstance(t, dict)]
     node = ToolNode([t for t in tools if not isinstance(t, dict)])
     return node, list(node.tools_by_name.values()), builtin
 
@@ -59,7 +59,7 @@ def _input_schema(state_schema: Any, has_pre_hook: bool) -> Any:
 def _wire(
     graph: StateGraph[Any],
     parts: AgentParts,
-    hooks: tuple[Any, Any],
+    hooks: tuple[object, object],
     tool_node: ToolNode | None,
     agent_input: Any,
 ) -> None:

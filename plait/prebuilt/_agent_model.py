@@ -39,7 +39,7 @@ _EXTRA_HINT = (
 def state_value(state: Any, key: str, default: Any = None) -> Any:
     """``state[key]`` for dict states, ``state.key`` for objects."""
     if isinstance(state, dict):
-        return cast("dict[str, Any]", state).get(key, default)
+        return cast("dict[str, object]", state).get(key, default)
     return getattr(state, key, default)
 
 
@@ -76,7 +76,7 @@ def _with_messages(head: list[BaseMessage]) -> Callable[[Any], list[Any]]:
 _EXTRAS = ("config", "store", "runtime", "writer")
 
 
-def _extras(fn: Callable[..., Any]) -> dict[str, Any]:
+def _extras(fn: Callable[..., object]) -> dict[str, object]:
     try:
         wanted = [n for n in inspect.signature(fn).parameters if n in _EXTRAS]
     except (TypeError, ValueError):
@@ -94,7 +94,7 @@ def _extras(fn: Callable[..., Any]) -> dict[str, Any]:
     return {name: values[name] for name in wanted}
 
 
-def _with_extras(fn: Callable[..., Any]) -> Callable[[Any], Any]:
+def _with_extras(fn: Callable[..., object]) -> Callable[[object], object]:
     """``fn(state)``, also given the ``store``/``runtime``/``writer`` keywords it declares."""
     if inspect.iscoroutinefunction(fn):
 
@@ -109,7 +109,7 @@ def _with_extras(fn: Callable[..., Any]) -> Callable[[Any], Any]:
     return call
 
 
-def prompt_runnable(prompt: Any) -> Runnable[Any, Any]:
+def prompt_runnable(prompt: object) -> Runnable[object, object]:
     """The step before the model: ``None`` (the messages), a system text or message, a function
     of the state (sync or async) or a runnable.
 
@@ -129,7 +129,7 @@ def prompt_runnable(prompt: Any) -> Runnable[Any, Any]:
     raise ValueError(f"Got unexpected type for `prompt`: {type(prompt)}")
 
 
-def _first_model_step(model: Any) -> Any:
+def _first_model_step(model: object) -> object:
     if isinstance(model, RunnableSequence):
         steps: list[Any] = list(cast("RunnableSequence[Any, Any]", model).steps)  # type: ignore[redundant-cast]  # pyright needs it (isinstance leaves the type arguments unknown)
         found: Any = next((s for s in steps if isinstance(s, (RunnableBinding, BaseChatModel))), model)  # pyright: ignore[reportUnknownArgumentType,reportUnknownVariableType]  # isinstance leaves type arguments unknown
@@ -155,7 +155,7 @@ def should_bind_tools(model: Any, tools: Sequence[BaseTool], num_builtin: int = 
     bound_kwargs = cast("RunnableBinding[Any, Any]", model).kwargs  # type: ignore[redundant-cast]  # pyright needs it (isinstance leaves the type arguments unknown)
     if "tools" not in bound_kwargs:
         return True
-    bound = cast("list[dict[str, Any]]", bound_kwargs["tools"])
+    bound = cast("list[dict[str, object]]", bound_kwargs["tools"])
     if len(tools) != len(bound) - num_builtin:
         raise ValueError(
             "Number of tools in the model.bind_tools() and tools passed to create_react_agent must match"
@@ -167,7 +167,7 @@ def should_bind_tools(model: Any, tools: Sequence[BaseTool], num_builtin: int = 
     return False
 
 
-def chat_model(model: Any) -> BaseChatModel:
+def chat_model(model: object) -> BaseChatModel:
     """The chat model inside ``model`` (a binding or a ``prompt | model`` sequence).
 
     Raises:

@@ -66,16 +66,16 @@ class ToolRuntime(_DirectlyInjectedToolArg, Generic[ContextT, StateT]):
     state: StateT
     context: ContextT
     config: dict[str, Any]
-    stream_writer: Callable[[Any], None]
+    stream_writer: Callable[[object], None]
     tool_call_id: str | None
-    store: Any
+    store: object
     tools: list[BaseTool] = field(default_factory=lambda: list[BaseTool]())
-    execution_info: Any = None
+    execution_info: object = None
     """Reserved (LangGraph's execution info); always ``None`` in plait."""
-    server_info: Any = None
+    server_info: object = None
     """Reserved (LangGraph's server info); always ``None`` in plait."""
 
-    def emit_output_delta(self, delta: Any) -> None:
+    def emit_output_delta(self, delta: object) -> None:
         """Stream a piece of this tool call's output (a ``tool-output-delta`` event of the ``tools``
         stream mode, read by ``ToolCallTransformer``); does nothing when the run does not stream tools."""
         emit_output_delta(delta)
@@ -100,7 +100,7 @@ class InjectedArgs:
         return bool(self.state or self.store or self.runtime or self.keys)
 
 
-def _is_marker(arg: Any, kind: type[Any]) -> bool:
+def _is_marker(arg: object, kind: type[object]) -> bool:
     if isinstance(arg, kind) or (isinstance(arg, type) and issubclass(arg, kind)):
         return True
     origin = get_origin(arg)
@@ -109,7 +109,7 @@ def _is_marker(arg: Any, kind: type[Any]) -> bool:
     return isinstance(origin, type) and issubclass(origin, kind)
 
 
-def _marker(annotation: Any, kind: type[Any]) -> Any:
+def _marker(annotation: object, kind: type[object]) -> object:
     """The ``kind`` marker in ``annotation`` (an instance, or ``True`` for a bare class), or ``None``.
 
     Raises:
@@ -125,7 +125,7 @@ def _marker(annotation: Any, kind: type[Any]) -> Any:
     return True if _is_marker(annotation, kind) else None
 
 
-def _is_injected(annotation: Any) -> bool:
+def _is_injected(annotation: object) -> bool:
     if isinstance(annotation, type) and issubclass(annotation, _DirectlyInjectedToolArg):
         return True
     origin = get_origin(annotation)
@@ -137,7 +137,7 @@ def _is_injected(annotation: Any) -> bool:
     )
 
 
-def _annotations(tool: BaseTool) -> tuple[dict[str, Any], Any]:
+def _annotations(tool: BaseTool) -> tuple[dict[str, object], object]:
     schema = tool.get_input_schema()
     fn = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
     hints = typing.get_type_hints(fn, include_extras=True) if fn is not None else {}
@@ -173,12 +173,14 @@ def find_injected(tool: BaseTool) -> InjectedArgs:
     return InjectedArgs(state, store, runtime, frozenset(keys), frozenset(optional))
 
 
-def _state_values(call: ToolCall, state: Any, injected: InjectedArgs, messages_key: str) -> dict[str, Any]:
+def _state_values(
+    call: ToolCall, state: object, injected: InjectedArgs, messages_key: str
+) -> dict[str, object]:
     """Raises: ValueError, KeyError, AttributeError (the state lacks what the tool asks for)."""
     wanted = list(injected.state.values())
     if isinstance(state, list):
         if (len(wanted) == 1 and wanted[0] == messages_key) or wanted[0] is None:
-            state = {messages_key: cast("Sequence[Any]", state)}
+            state = {messages_key: cast("Sequence[object]", state)}
         else:
             message = f"Invalid input to ToolNode. Tool {call['name']} requires graph state dict as input."
             if any(wanted):

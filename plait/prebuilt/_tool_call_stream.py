@@ -12,13 +12,13 @@ from plait.stream.stream_channel import StreamChannel
 __all__ = ["ToolCallStream"]
 
 
-def _content(output: Any) -> Any:
+def _content(output: object) -> object:
     """What a tool call returned: a ``ToolMessage``'s content (also in its serialized form), else as is."""
     if isinstance(output, ToolMessage):
         return output.content
     given: object = output
     if isinstance(given, Mapping):
-        data = cast("Mapping[str, Any]", given)
+        data = cast("Mapping[str, object]", given)
         ident = data.get("id")
         kwargs = data.get("kwargs")
         if (
@@ -29,7 +29,7 @@ def _content(output: Any) -> Any:
             and ident[-1] == "ToolMessage"
             and isinstance(kwargs, Mapping)
         ):
-            return cast("Mapping[str, Any]", kwargs).get("content")
+            return cast("Mapping[str, object]", kwargs).get("content")
     return output
 
 
@@ -65,11 +65,11 @@ class ToolCallStream:
     def _bind(self, *, is_async: bool) -> None:
         self._output_deltas._bind(is_async=is_async)  # pyright: ignore[reportPrivateUsage]
 
-    def _push_delta(self, delta: Any) -> None:
+    def _push_delta(self, delta: object) -> None:
         if not self._output_deltas._closed:  # pyright: ignore[reportPrivateUsage]
             self._output_deltas.push(delta)
 
-    def _finish(self, output: Any) -> None:
+    def _finish(self, output: object) -> None:
         self.output = _content(output)
         self.completed = True
         self._output_deltas.close()
@@ -82,7 +82,7 @@ class ToolCallStream:
     def __iter__(self) -> Iterator[Any]:
         return iter(self._output_deltas)
 
-    def __aiter__(self) -> AsyncIterator[Any]:
+    def __aiter__(self) -> AsyncIterator[object]:
         return self._output_deltas.__aiter__()
 
     def __repr__(self) -> str:

@@ -38,10 +38,10 @@ class ToolCallTransformer(StreamTransformer):
         self._active: dict[str, ToolCallStream] = {}
         self._mux: Any = None
 
-    def init(self) -> dict[str, Any]:
+    def init(self) -> dict[str, object]:
         return {"tool_calls": self._log}
 
-    def _on_register(self, mux: Any) -> None:
+    def _on_register(self, mux: object) -> None:
         self._mux = mux
 
     def _new_stream(

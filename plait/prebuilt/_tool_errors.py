@@ -104,20 +104,20 @@ def error_content(e: Exception, flag: ErrorHandling) -> str:
     Raises:
         ValueError: ``flag`` is of no supported kind.
     """
-    setting: Any = flag  # checked by kind below
+    setting: object = flag  # checked by kind below
     if isinstance(setting, (bool, tuple)) or (isinstance(setting, type) and issubclass(setting, Exception)):
         return TOOL_CALL_ERROR_TEMPLATE.format(error=repr(e))
     if isinstance(setting, str):
         return setting
     if callable(setting):  # pyright: ignore[reportUnknownArgumentType]  # isinstance leaves type arguments unknown
-        handler = cast("Callable[[Exception], Any]", setting)  # pyright: ignore[reportUnknownArgumentType]  # checked: callable
+        handler = cast("Callable[[Exception], object]", setting)  # pyright: ignore[reportUnknownArgumentType]  # checked: callable
         return str(handler(e))
     raise ValueError(  # pragma: no cover - the annotations exclude it; kept for untyped callers
         f"Got unexpected type of `handle_tool_error`. Expected bool, str or callable. Received: {flag}"
     )
 
 
-def _union_types(annotation: Any) -> tuple[type[Exception], ...]:
+def _union_types(annotation: object) -> tuple[type[Exception], ...]:
     args = get_args(annotation)
     if all(isinstance(a, type) and issubclass(a, Exception) for a in args):
         return tuple(args)
@@ -161,7 +161,7 @@ def handled_types(flag: ErrorHandling) -> tuple[type[Exception], ...]:
     Raises:
         ValueError: a handler's annotation names something other than exception types.
     """
-    setting: Any = flag  # checked by kind below
+    setting: object = flag  # checked by kind below
     if setting is False:
         return ()
     if isinstance(setting, type) and issubclass(setting, Exception):
@@ -169,7 +169,7 @@ def handled_types(flag: ErrorHandling) -> tuple[type[Exception], ...]:
     if isinstance(setting, tuple):
         return cast("tuple[type[Exception], ...]", setting)
     if callable(setting) and not isinstance(setting, type):  # pyright: ignore[reportUnknownArgumentType]  # isinstance leaves type arguments unknown
-        handler = cast("Callable[..., str]", setting)  # pyright: ignore[reportUnknownArgumentType]  # checked: callable
+        handler = setting
         return _handler_types(handler)
     return (Exception,)
 
@@ -187,6 +187,6 @@ def filter_validation_errors(error: ValidationError, injected: InjectedArgs | No
         copy: dict[str, Any] = {**detail}
         given = copy.get("input")
         if isinstance(given, dict):
-            copy["input"] = {k: v for k, v in cast("dict[str, Any]", given).items() if k not in hidden}
+            copy["input"] = {k: v for k, v in cast("dict[str, object]", given).items() if k not in hidden}
         kept.append(cast("ErrorDetails", copy))
     return kept

@@ -23,7 +23,7 @@ Output = ToolMessage | Command[Any] | list[ToolMessage | Command[Any]]
 """The result of one tool call."""
 
 
-def msg_content_output(output: Any) -> str | list[dict[str, Any]]:
+def msg_content_output(output: object) -> str | list[dict[str, object]]:
     """Tool output as ``ToolMessage`` content: text and content blocks as they are, the rest as JSON.
 
     Args:
@@ -40,27 +40,27 @@ def msg_content_output(output: Any) -> str | list[dict[str, Any]]:
         return str(output)
 
 
-def _content_blocks(output: Any) -> list[dict[str, Any]] | None:
+def _content_blocks(output: object) -> list[dict[str, object]] | None:
     """``output`` when it is a list of tool-message content blocks, else ``None``."""
     if not isinstance(output, list):
         return None
-    items = cast("Sequence[Any]", output)
+    items = cast("Sequence[object]", output)
     if all(
-        isinstance(x, dict) and cast("dict[str, Any]", x).get("type") in TOOL_MESSAGE_BLOCK_TYPES
+        isinstance(x, dict) and cast("dict[str, object]", x).get("type") in TOOL_MESSAGE_BLOCK_TYPES
         for x in items
     ):
-        return cast("list[dict[str, Any]]", output)
+        return cast("list[dict[str, object]]", output)
     return None
 
 
-def as_command(value: object) -> Command[Any] | None:
+def as_command(value: object) -> Command[object] | None:
     """``value`` if it is a ``Command``, else ``None``."""
     return value if isinstance(value, Command) else None  # pyright: ignore[reportUnknownVariableType]  # any Command[...] will do
 
 
 def _check_command(
     command: Command[Any], call: ToolCall, kind: InputKind, key: str, *, terminator: bool = True
-) -> Command[Any]:
+) -> Command[object]:
     """Raises: ValueError (the update has the wrong shape, or answers no tool call)."""
     update = command.update
     if isinstance(update, dict):
@@ -147,7 +147,7 @@ def normalize(response: Any, call: ToolCall, kind: InputKind, key: str) -> Outpu
         response.content = cast("Any", msg_content_output(response.content))
         return response
     if isinstance(response, list):
-        items = list(cast("Sequence[Any]", response))
+        items = list(cast("Sequence[object]", response))
         if all(isinstance(r, (Command, ToolMessage)) for r in items):
             return _check_list(items, call, kind, key)
         raise TypeError(
@@ -156,8 +156,8 @@ def normalize(response: Any, call: ToolCall, kind: InputKind, key: str) -> Outpu
     raise TypeError(f"Tool {call['name']} returned unexpected type: {type(response)}")
 
 
-def _flatten(outputs: Sequence[Output]) -> list[ToolMessage | Command[Any]]:
-    flat: list[ToolMessage | Command[Any]] = []
+def _flatten(outputs: Sequence[Output]) -> list[ToolMessage | Command[object]]:
+    flat: list[ToolMessage | Command[object]] = []
     for output in outputs:
         if isinstance(output, list):
             flat.extend(output)
@@ -175,7 +175,7 @@ def combine(outputs: Sequence[Output], kind: InputKind, key: str, *, in_graph: b
     flat = _flatten(outputs)
     if not any(isinstance(o, Command) for o in flat):
         return flat if kind == "list" else {key: flat}
-    combined: list[Any] = []
+    combined: list[object] = []
     parent: Command[Any] | None = None
     for output in flat:
         if not isinstance(output, Command):
@@ -186,7 +186,7 @@ def combine(outputs: Sequence[Output], kind: InputKind, key: str, *, in_graph: b
         targets: list[Any] = list(cast("Sequence[Any]", goto)) if isinstance(goto, list) else []
         sends = isinstance(goto, list) and all(isinstance(s, Send) for s in targets)
         if output.graph == Command.PARENT and sends:
-            earlier: list[Any] = list(cast("Sequence[Any]", parent.goto)) if parent is not None else []
+            earlier: list[object] = list(cast("Sequence[object]", parent.goto)) if parent is not None else []
             merged = [*earlier, *targets]
             parent = Command(graph=Command.PARENT, goto=merged)
         else:

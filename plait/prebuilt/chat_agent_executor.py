@@ -89,8 +89,8 @@ StateSchemaType = type[StateSchema]  # pyright: ignore[reportGeneralTypeIssues] 
 Prompt = Union[  # noqa: UP007 - runtime alias on 3.10
     SystemMessage,
     str,
-    Callable[[Any], LanguageModelInput],
-    Runnable[Any, LanguageModelInput],
+    Callable[[object], LanguageModelInput],
+    Runnable[object, LanguageModelInput],
 ]
 """What ``prompt=`` may be: a system message (or its text), or a function / runnable of the state
 returning the model's input."""
@@ -101,7 +101,7 @@ _should_bind_tools = should_bind_tools
 _validate_chat_history = validate_chat_history
 
 
-def _check_schema(state_schema: Any, response_format: Any) -> None:
+def _check_schema(state_schema: object, response_format: object) -> None:
     """Raises: ValueError (the schema lacks ``messages``, or ``structured_response`` when needed)."""
     required = {
         "messages",
@@ -133,21 +133,21 @@ def create_react_agent(  # noqa: PLR0913 - LangGraph's signature
     model: Any,
     tools: Sequence[BaseTool | Callable[..., Any] | dict[str, Any]] | ToolNode,
     *,
-    prompt: Any = None,
+    prompt: object = None,
     response_format: StructuredResponseSchema | tuple[str, StructuredResponseSchema] | None = None,
-    pre_model_hook: Any = None,
-    post_model_hook: Any = None,
+    pre_model_hook: object = None,
+    post_model_hook: object = None,
     state_schema: Any = None,
     context_schema: type[Any] | None = None,
-    checkpointer: Any = None,
-    store: Any = None,
+    checkpointer: object = None,
+    store: object = None,
     interrupt_before: list[str] | None = None,
     interrupt_after: list[str] | None = None,
     debug: bool = False,
     version: Literal["v1", "v2"] = "v2",
     name: str | None = None,
     **deprecated_kwargs: Any,
-) -> CompiledStateGraph[Any]:
+) -> CompiledStateGraph[object]:
     """Build an agent: the model answers or calls tools; tool results go back to it until it answers.
 
     Args:

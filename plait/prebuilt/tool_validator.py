@@ -23,7 +23,7 @@ def _default_format_error(error: BaseException, call: ToolCall, schema: Any) -> 
     return f"{error!r}\n\nRespond after fixing all validation errors."
 
 
-def _schema_of(item: Any) -> tuple[str, Any]:
+def _schema_of(item: object) -> tuple[str, object]:
     """Raises: ValueError (a tool without a pydantic schema, or an unsupported item)."""
     if isinstance(item, BaseTool):
         schema = item.args_schema
@@ -38,14 +38,14 @@ def _schema_of(item: Any) -> tuple[str, Any]:
     if isinstance(item, type) and issubclass(item, (BaseModel, BaseModelV1)):
         return item.__name__, item
     if callable(item):  # pyright: ignore[reportUnknownArgumentType]  # isinstance leaves type arguments unknown
-        fn = cast("Callable[..., Any]", item)
+        fn = cast("Callable[..., object]", item)
         return getattr(fn, "__name__", "function"), create_schema_from_function("Validation", fn)
     raise ValueError(
         f"Unsupported input to ValidationNode. Expected BaseModel, tool or function. Got: {type(item)}."
     )
 
 
-class ValidationNode(Runnable[Any, Any]):
+class ValidationNode(Runnable[object, object]):
     """A node that answers each tool call with its validated arguments as JSON, or the error.
 
     Useful for structured output: the model "calls" a schema, and a failed validation
@@ -92,7 +92,7 @@ class ValidationNode(Runnable[Any, Any]):
             )
         return ToolMessage(content=content, name=call["name"], tool_call_id=call_id)
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+    def invoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> object:  # noqa: A002
         """Validate every tool call of the last message.
 
         Raises:
