@@ -205,9 +205,9 @@ def _stored_kind(item: type[object]) -> bool:
 
 
 def _field_types(item: type) -> list[object]:
-    model_fields: Any = getattr(item, "model_fields", None)
+    model_fields: object = getattr(item, "model_fields", None)
     if isinstance(model_fields, dict):  # a pydantic model
-        fields = cast("dict[str, Any]", model_fields)
+        fields = cast("dict[str, object]", model_fields)
         return [getattr(f, "annotation", None) for f in fields.values()]
     try:
         return list(typing.get_type_hints(item).values())

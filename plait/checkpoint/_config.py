@@ -52,7 +52,7 @@ def _shown(value: Any) -> str:
     return f"{type(value).__name__} {text}"
 
 
-def configurable_of(config: Any) -> Mapping[str, Any]:
+def configurable_of(config: object) -> Mapping[str, object]:
     """``config["configurable"]`` (``{}`` when absent), after checking that both are dicts.
 
     Raises:
@@ -74,7 +74,7 @@ def configurable_of(config: Any) -> Mapping[str, Any]:
             value=config,
         )
     # The isinstance check above leaves the key and value types unknown; run configs are str-keyed.
-    conf: Any = cast("Mapping[str, Any]", config).get("configurable")
+    conf: object = cast("Mapping[str, object]", config).get("configurable")
     if conf is None:
         return {}
     if not isinstance(conf, Mapping):
@@ -84,7 +84,7 @@ def configurable_of(config: Any) -> Mapping[str, Any]:
             field="configurable",
             value=conf,
         )
-    return cast("Mapping[str, Any]", conf)  # checked to be a Mapping just above
+    return cast("Mapping[str, object]", conf)  # checked to be a Mapping just above
 
 
 def _text(value: str, field: str, limit: int) -> str:
@@ -124,7 +124,7 @@ def _text(value: str, field: str, limit: int) -> str:
     return value
 
 
-def _checkpoint_id(conf: Mapping[str, Any]) -> str | None:
+def _checkpoint_id(conf: Mapping[str, object]) -> str | None:
     cid = conf.get("checkpoint_id")
     if cid is None or cid == "":
         return None
@@ -175,7 +175,7 @@ def _plain_key(config: Any) -> tuple[str, str, str | None] | None:
     return (thread_id, ns, cid) if _ok(cid, MAX_ID_BYTES) else None
 
 
-def thread_key(config: Any) -> tuple[str, str, str | None]:
+def thread_key(config: object) -> tuple[str, str, str | None]:
     """Validate a config and return the ``(thread_id, checkpoint_ns, checkpoint_id)`` it addresses.
 
     The one parser of ``config["configurable"]`` for runs and savers. ``thread_id``
@@ -209,7 +209,7 @@ def thread_key(config: Any) -> tuple[str, str, str | None]:
     return thread_id, ns, _checkpoint_id(conf)
 
 
-def listed_thread(config: Any) -> tuple[str, str | None]:
+def listed_thread(config: object) -> tuple[str, str | None]:
     """``(thread_id, checkpoint_ns)`` a ``list(config)`` reads: a config without a
     ``checkpoint_ns`` (or with ``None``) lists every namespace of the thread (``None``), as
     LangGraph's savers do; ``""`` lists the root graph's checkpoints only.
@@ -221,7 +221,7 @@ def listed_thread(config: Any) -> tuple[str, str | None]:
     return thread_id, (ns if ns or configurable_of(config).get("checkpoint_ns") is not None else None)
 
 
-def check_thread_id(thread_id: Any) -> str:
+def check_thread_id(thread_id: object) -> str:
     """``thread_id`` as the str savers store, after the checks of :func:`thread_key`.
 
     For methods that take a bare thread id (``delete_thread``, ``prune``, ``lease``).
@@ -243,7 +243,7 @@ def check_thread_id(thread_id: Any) -> str:
     return _text(thread_id, "thread_id", MAX_ID_BYTES)
 
 
-def get_checkpoint_id(config: Mapping[str, Any] | None) -> str | None:
+def get_checkpoint_id(config: Mapping[str, object] | None) -> str | None:
     """The ``checkpoint_id`` a config addresses, if any (``""`` counts as none).
 
     Raises:

@@ -65,7 +65,7 @@ SNAPSHOT_SLACK = 32
 """Write a full value once the chain holds this many dropped items (plus twice the live count)."""
 
 
-def diff(old: Sequence[Any], new: Sequence[Any]) -> list[Segment]:
+def diff(old: Sequence[object], new: Sequence[object]) -> list[Segment]:
     """Segments that turn ``old`` into ``new``, matching items by identity.
 
     Args:
@@ -81,7 +81,7 @@ def diff(old: Sequence[Any], new: Sequence[Any]) -> list[Segment]:
     index = {id(item): i for i, item in enumerate(old)}
     segments: list[Segment] = []
     start = stop = -1
-    added: list[Any] = []
+    added: list[object] = []
     for item in new:
         if start >= 0 and stop < size and old[stop] is item:
             stop += 1
@@ -358,7 +358,7 @@ def _append_level(segments: Sequence[Segment], size: int) -> int | None:
     return segments[2][1] if segments[2][0] == LEVEL else None
 
 
-def _start_trail(base: Entry | None, cursor: Any) -> tuple[tuple[Any, int, int], ...] | None:
+def _start_trail(base: Entry | None, cursor: object) -> tuple[tuple[object, int, int], ...] | None:
     if base is None or base.items is None:
         return None
     if base.trail is not None:
@@ -368,7 +368,7 @@ def _start_trail(base: Entry | None, cursor: Any) -> tuple[tuple[Any, int, int],
 
 def _next_trail(
     trail: tuple[tuple[Any, int, int], ...] | None, rid: Any, size: int, level: int | None
-) -> tuple[tuple[Any, int, int], ...]:
+) -> tuple[tuple[object, int, int], ...]:
     """The trail after row ``rid`` (``level`` ``None``: it did more than append, so it starts a new trail)."""
     if level is None or trail is None:
         return ((rid, size, TOP),)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from plait.checkpoint._engine_ops import Op, Ops, adrive, aiterate
 
@@ -22,20 +22,20 @@ class NativeAsync:
 
     loop: asyncio.AbstractEventLoop
 
-    async def _aperform(self, op: Op) -> Any:
+    async def _aperform(self, op: Op) -> object:
         raise NotImplementedError
 
     async def _adrive(self, ops: Ops[_T]) -> _T:
         return await adrive(ops, self._aperform)
 
-    async def _aitems(self, ops: Ops[None]) -> AsyncIterator[Any]:
+    async def _aitems(self, ops: Ops[None]) -> AsyncIterator[object]:
         async for item in aiterate(ops, self._aperform):
             yield item
 
-    def _perform(self, op: Op) -> Any:
+    def _perform(self, op: Op) -> object:
         return self._on_loop(self._aperform(op))
 
-    def _on_loop(self, job: Coroutine[Any, Any, _T]) -> _T:
+    def _on_loop(self, job: Coroutine[object, object, _T]) -> _T:
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:

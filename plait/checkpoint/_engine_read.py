@@ -57,7 +57,7 @@ def _keep_bases(memo: Memo, older_than: str) -> None:
             del known[rid]
 
 
-def thread_of(config: Mapping[str, Any]) -> tuple[Thread, str | None]:
+def thread_of(config: Mapping[str, object]) -> tuple[Thread, str | None]:
     """``((thread_id, checkpoint_ns), checkpoint_id)`` of a config."""
     thread_id, ns, cid = thread_key(config)
     return (thread_id, ns), cid

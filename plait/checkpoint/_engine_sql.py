@@ -55,7 +55,7 @@ def page_query(  # noqa: PLR0913 - one SQL builder
     limit: int,
     *,
     table: str = "plait_checkpoints",
-) -> tuple[str, list[Any]]:
+) -> tuple[str, list[object]]:
     """One page of checkpoint rows, newest first (from ``table``).
 
     Args:

@@ -87,7 +87,7 @@ def _encode(  # noqa: PLR0913 - one value of a put
         data = dumps(value)
         blobs.append((channel, cid, None, FULL, data))
         return Entry(None, data, 0)
-    listed: list[Any] = value  # pyright: ignore[reportUnknownVariableType]  # a state value: items of any type
+    listed: list[object] = value  # pyright: ignore[reportUnknownVariableType]  # a state value: items of any type
     items = listed[:]
     size = len(items)
     if base is None or base.items is None or base_id is None:
@@ -108,7 +108,7 @@ def _full(
     channel: str,
     cid: str,
     items: list[Any],
-    listed: list[Any],
+    listed: list[object],
     dumps: Callable[[Any], bytes],
     blobs: list[BlobRow],
 ) -> Entry:

@@ -62,9 +62,9 @@ def _interrupt(a: Any) -> Interrupt:
 
 def _send(a: Any) -> Send:
     if type(a) is dict:
-        fields = cast("Mapping[str, Any]", a)
+        fields = cast("Mapping[str, object]", a)
         return Send(str(fields["node"]), fields["arg"])
-    items = cast("Sequence[Any]", a)
+    items = cast("Sequence[object]", a)
     return Send(str(items[0]), items[1])
 
 
@@ -132,7 +132,7 @@ class LangGraphDecoder:
             )
         raise SerializationError(f"unknown LangGraph value type {kind!r}")
 
-    def loads_json(self, raw: bytes) -> Any:
+    def loads_json(self, raw: bytes) -> object:
         """A ``"json"`` row: plain JSON, with LangChain's serialized messages rebuilt."""
         try:
             return json.loads(raw, object_hook=self._revive)
@@ -143,7 +143,7 @@ class LangGraphDecoder:
         if value.get("lc") != 1 or value.get("type") != "constructor":
             return value
         found: Any = value.get("id")
-        path = cast("Sequence[Any]", found) if type(found) is list else ()
+        path = cast("Sequence[object]", found) if type(found) is list else ()
         if not path or not all(type(p) is str for p in path):
             raise SerializationError(f"a LangChain object without a valid id: {value!r}")
         name = str(path[-1])
@@ -156,7 +156,7 @@ class LangGraphDecoder:
             )
         return _build(cls, value.get("kwargs") or {}, f"{module}.{name}")
 
-    def _hook(self, code: int, data: bytes) -> Any:
+    def _hook(self, code: int, data: bytes) -> object:
         try:
             return self._ext(code, data)
         except Exception as exc:  # noqa: BLE001 - kept: ormsgpack replaces it with a generic error
@@ -168,13 +168,13 @@ class LangGraphDecoder:
                 )
             raise
 
-    def _ext(self, code: int, data: bytes) -> Any:
+    def _ext(self, code: int, data: bytes) -> object:
         payload: Any = ormsgpack.unpackb(data, ext_hook=self._hook, option=ormsgpack.OPT_NON_STR_KEYS)
         if code == _SNAPSHOT:
             return payload  # a full value LangGraph wrote for a delta channel
         if code == _NUMPY:
             raise SerializationError("a numpy array (plait stores no numpy values)")
-        record = cast("Sequence[Any]", payload) if type(payload) is list else ()
+        record = cast("Sequence[object]", payload) if type(payload) is list else ()
         if len(record) < 3 or type(record[0]) is not str or type(record[1]) is not str:
             raise SerializationError(f"a malformed extension record (type {code})")
         module, name, args = record[0], record[1], record[2]
@@ -217,7 +217,7 @@ class LangGraphDecoder:
         if code == _SINGLE:
             return _call(cls, (args,), path)
         if code == _POSITIONAL:
-            listed = cast("Sequence[Any]", args) if type(args) is list else [args]
+            listed = cast("Sequence[object]", args) if type(args) is list else [args]
             return _call(cls, tuple(listed), path)
         return _build(cls, args, path)
 
@@ -233,7 +233,7 @@ def _build(cls: type, fields: Any, path: str) -> Any:
     if not isinstance(fields, dict):
         raise SerializationError(f"a {path} record without a map of fields")
     try:
-        return cls(**cast("dict[str, Any]", fields))
+        return cls(**cast("dict[str, object]", fields))
     except Exception as exc:  # noqa: BLE001 - a constructor failure is a decode failure
         raise SerializationError(f"cannot rebuild {path} from its fields ({exc})") from exc
 

@@ -396,7 +396,7 @@ def _task_channel(write: tuple[str, str, Any]) -> tuple[str, str]:
     return write[0], write[1]
 
 
-def _same_write(a: tuple[str, str, Any], b: tuple[str, str, Any]) -> bool:
+def _same_write(a: tuple[str, str, object], b: tuple[str, str, object]) -> bool:
     """Equal values, or equal reprs for values without ``==`` (a set's repr may order its items otherwise)."""
     return a[:2] == b[:2] and (bool(a[2] == b[2]) or repr(a[2]) == repr(b[2]))
 

@@ -9,7 +9,7 @@ gives the same value from the cache as from the row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 from plait.checkpoint._delta import Entry
 
@@ -20,19 +20,19 @@ def _none() -> int:
     return 0
 
 
-def tuple_counter(dumps: Callable[[Any], bytes]) -> Callable[[], int]:
+def tuple_counter(dumps: Callable[[object], bytes]) -> Callable[[], int]:
     """What counts the tuples ``dumps`` (a :class:`~plait.checkpoint.serde.Serializer`'s) stored as
     lists so far: its serializer's ``tuples_listed``, or a function answering 0 for another ``dumps``."""
     count = cast("Callable[[], int] | None", getattr(getattr(dumps, "__self__", None), "tuples_listed", None))
     return count if callable(count) else _none
 
 
-def tuples_listed(dumps: Callable[[Any], bytes]) -> int:
+def tuples_listed(dumps: Callable[[object], bytes]) -> int:
     """How many tuples ``dumps`` (a :class:`~plait.checkpoint.serde.Serializer`'s) stored as lists so far."""
     return tuple_counter(dumps)()
 
 
-def as_read(entry: Entry, dumps: Callable[[Any], bytes], mark: int) -> Entry:
+def as_read(entry: Entry, dumps: Callable[[object], bytes], mark: int) -> Entry:
     """``entry``, or an entry decoding the value again when encoding it stored a tuple (``mark``: the count before)."""
     if entry.items is None or tuples_listed(dumps) == mark:
         return entry

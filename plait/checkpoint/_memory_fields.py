@@ -27,7 +27,7 @@ _DEFAULTS = tuple(EMPTY_FIELDS[k] for k in _FIELDS)
 _EMPTY_TAIL = list(_DEFAULTS[3:])
 
 
-def pack_fields(checkpoint: Mapping[str, Any]) -> list[Any]:
+def pack_fields(checkpoint: Mapping[str, object]) -> list[object]:
     """The checkpoint fields other than id, ts and values: positional, defaults left out."""
     if checkpoint.keys() <= _PLAIN and checkpoint.get("v", 1) == 1:  # the runtime's checkpoints
         out = list(map(checkpoint.get, _FIELDS, _DEFAULTS))
@@ -67,7 +67,7 @@ def unpack_fields(packed: list[Any]) -> dict[str, Any]:
     return fields
 
 
-def pack_meta(meta: Mapping[str, Any]) -> Any:
+def pack_meta(meta: Mapping[str, object]) -> object:
     """Metadata as ``[source, step, rest]`` when it has the runtime's shape, else as a map."""
     if len(meta) == 3 and meta.get("parents") == {} and "source" in meta and "step" in meta:
         return [meta["source"], meta["step"]]  # the runtime's own: nothing else to keep
@@ -83,7 +83,7 @@ def unpack_meta(packed: Any) -> dict[str, Any]:
     return {**(packed[2] if len(packed) > 2 else {}), "source": packed[0], "step": packed[1], "parents": {}}
 
 
-def pack_ts(ts: str) -> Any:
+def pack_ts(ts: str) -> object:
     """A UTC ISO timestamp as microseconds since the epoch, when that gives back the same text."""
     made = _make.stamp
     if ts == made[0]:  # the time now_iso() wrote last (a checkpoint's, most often)

@@ -30,7 +30,7 @@ DECODE: Any = object()
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes})
 
 
-class _Listed(tuple[Any, ...]):
+class _Listed(tuple[object, ...]):
     """The share of a list of unchangeable values: read back as a new list of them."""
 
     __slots__ = ()
@@ -54,7 +54,7 @@ def shareable(value: Any) -> Any:
     short list of such values, else :data:`DECODE`."""
     if _atomic(value):
         return value
-    if value.__class__ is list and len(value) <= 16 and all(map(_atomic, value)):  # (no narrowing of Any)
+    if value.__class__ is list and len(value) <= 16 and all(map(_atomic, value)):  # (no narrowing of object)
         return _Listed(value)
     return DECODE
 
@@ -72,7 +72,7 @@ class RecentWrites(NamedTuple):
     th: ThreadLog | None
     seq: int
     rows: list[list[Any]]
-    shares: list[Any]
+    shares: list[object]
 
     def read(self, loads: Callable[[bytes], Any]) -> list[tuple[str, str, Any]]:
         """The writes, as ``(task_id, channel, value)``; only values that may change are decoded."""
@@ -114,8 +114,12 @@ def encode_writes(
 
 
 def kept_writes(
-    old: list[list[Any]], old_shares: list[Any], task_id: str, new: list[list[Any]], new_shares: list[Any]
-) -> tuple[list[list[Any]], list[Any]]:
+    old: list[list[object]],
+    old_shares: list[object],
+    task_id: str,
+    new: list[list[object]],
+    new_shares: list[object],
+) -> tuple[list[list[object]], list[object]]:
     """The stored writes after ``task_id`` writes ``new``: its earlier ones replaced, except its
     special keys it does not write again."""
     written = {w[1] for w in new}

@@ -87,8 +87,8 @@ def _current(checkpoint_id: str, tid: str) -> str:
 
 
 def current_writes(
-    checkpoint_id: str | None, writes: Iterable[tuple[str, str, Any]]
-) -> list[tuple[str, str, Any]]:
+    checkpoint_id: str | None, writes: Iterable[tuple[str, str, object]]
+) -> list[tuple[str, str, object]]:
     """A checkpoint's pending writes with task ids stored in the old form translated.
 
     A thread an earlier version paused, resumed and paused again holds a task's writes under

@@ -130,7 +130,7 @@ def literal(value: object) -> str:
     return writer(value)
 
 
-def render(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> str | None:
+def render(sql: str, params: Sequence[object] | Mapping[str, object]) -> str | None:
     """``sql`` (``%s`` / ``%(name)s`` placeholders, ``%%`` for ``%``) with ``params`` written in, or
     ``None`` when a value is not one this module writes."""
     try:

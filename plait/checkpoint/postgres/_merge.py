@@ -53,7 +53,7 @@ def batch_statements(op: Batch) -> tuple[tuple[Step, ...], Expand]:
     steps = merged if durable else (Step(ASYNC_COMMIT, []), *merged)
     skip = len(steps) - len(merged)
 
-    def answers(got: list[Any]) -> list[Any]:
+    def answers(got: list[object]) -> list[object]:
         return got[skip:] if expand is None else expand(got[skip:])
 
     return steps, answers

@@ -125,7 +125,7 @@ _ROWS = tuple(
 )
 
 
-def has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
+def has_rows(cur: psycopg.Cursor[object] | psycopg.AsyncCursor[object]) -> bool:
     """Whether the cursor's current result is a set of rows (``cur.description is not None``,
     without building the column descriptions that property makes each time it is read)."""
     result = cur.pgresult
@@ -221,7 +221,7 @@ class PostgresSaver(PostgresBase):
             with self.lock:
                 yield self.conn
 
-    def _perform(self, op: Op) -> Any:
+    def _perform(self, op: Op) -> object:
         if isinstance(op, Setup):
             return drive(self._setup_ops(op.write), self._perform)
         with self._connection() as conn:
@@ -253,9 +253,9 @@ def _batch(conn: psycopg.Connection[Any], op: Batch) -> list[Any]:
         return answers(_answers(cur, steps))
 
 
-def _answers(cur: psycopg.ClientCursor[Any], steps: tuple[Step, ...]) -> list[Any]:
+def _answers(cur: psycopg.ClientCursor[object], steps: tuple[Step, ...]) -> list[object]:
     """Each statement's rows (or row count), from the result sets of one multi-statement query."""
-    answers: list[Any] = []
+    answers: list[object] = []
     for item in steps:
         count = len(item.params) if item.many else 1
         rows: list[Any] = []

@@ -26,9 +26,9 @@ __all__ = ["construct"]
 
 
 class _Blueprint(NamedTuple):
-    template: dict[str, Any]
+    template: dict[str, object]
     """Every field in the class's order, with its default (``None`` for fields filled in later)."""
-    factories: tuple[tuple[str, Callable[[], Any]], ...]
+    factories: tuple[tuple[str, Callable[[], object]], ...]
     """Fields whose default is made by a factory, called per message."""
     names: frozenset[str]
     required: frozenset[str]

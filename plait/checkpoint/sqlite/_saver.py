@@ -124,7 +124,7 @@ class SqliteSaver(SqlSaverBase):
         finally:
             conn.close()
 
-    async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _off_loop(self, fn: Callable[..., _T], *args: object) -> _T:
         if self.inline_async and self.lock.acquire(blocking=False):  # not busy in another thread
             try:
                 return fn(*args)
@@ -132,7 +132,7 @@ class SqliteSaver(SqlSaverBase):
                 self.lock.release()
         return await super()._off_loop(fn, *args)
 
-    def _perform(self, op: Op) -> Any:
+    def _perform(self, op: Op) -> object:
         with self.lock:
             conn = self.conn
             if isinstance(op, Setup):

@@ -101,7 +101,7 @@ class AsyncSqliteSaver(NativeAsync, SqlSaverBase):
         return f"sqlite:{self._path}", True
         yield  # pragma: no cover - makes this a generator
 
-    async def _aperform(self, op: Op) -> Any:
+    async def _aperform(self, op: Op) -> object:
         async with self.lock:
             conn = self.conn
             if isinstance(op, Setup):
