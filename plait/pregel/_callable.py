@@ -12,13 +12,14 @@ import contextvars
 import copy
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any, NamedTuple, cast, get_args
+from typing import Any, NamedTuple, Protocol, cast, get_args
 
 from langchain_core.callbacks.base import BaseCallbackManager
 
+from plait._internal._narrow import is_list, is_str_dict
 from plait.checkpoint.base import INTERRUPT
 from plait.errors import GraphInterrupt, NodeError
 from plait.pregel._context import TaskContext, running_task
@@ -28,7 +29,7 @@ from plait.pregel._messages import MessageStreamHandler
 from plait.pregel._thread import config_with, configurable_of, run_config, without_thread
 from plait.pregel._tool_events import ToolEventHandler
 from plait.pregel._travel import TRAVEL, nested_travel, stable_ns, travel_input
-from plait.types import Command
+from plait.types import Command, Interrupt
 
 __all__ = [
     "NodeCalls",
@@ -42,17 +43,29 @@ __all__ = [
 ]
 
 _EXTRAS = ("config", "runtime", "store", "writer")
+
+
+class _Saving(Protocol):
+    """What running a compiled graph inside a task reads of how it saves (a ``Pregel``'s)."""
+
+    @property
+    def subgraph_saving(self) -> str: ...
+
+    @property
+    def checkpointer(self) -> object: ...
+
+
 _NODE_ERROR = re.compile(r"(?:\w+\.)*NodeError(?: \| None)?|Optional\[(?:\w+\.)*NodeError\]")
 
 
-def _signature(fn: Any) -> inspect.Signature | None:
+def _signature(fn: Callable[..., object]) -> inspect.Signature | None:
     try:
         return inspect.signature(fn)
     except (TypeError, ValueError):
         return None
 
 
-def accepts_config(fn: Any) -> bool:
+def accepts_config(fn: Callable[..., object]) -> bool:
     """Whether ``fn`` has a parameter named ``config`` (it then receives the run config)."""
     sig = _signature(fn)
     return sig is not None and "config" in sig.parameters
@@ -68,7 +81,7 @@ def _asks_error(param: inspect.Parameter) -> bool:
     return hint is NodeError or NodeError in get_args(hint)
 
 
-def _extras(fn: Any) -> tuple[bool, tuple[str, ...]]:
+def _extras(fn: Callable[..., object]) -> tuple[bool, tuple[str, ...]]:
     sig = _signature(fn)
     if sig is None:
         return False, ()
@@ -84,9 +97,9 @@ def _extras(fn: Any) -> tuple[bool, tuple[str, ...]]:
     return config_positional, names
 
 
-def injected(names: Sequence[str], ctx: TaskContext) -> dict[str, Any]:
+def injected(names: Sequence[str], ctx: TaskContext) -> dict[str, object]:
     """The values of the injectable parameters ``names`` (config, store, writer, runtime, error) for ``ctx``."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name in names:
         if name == "error":
             out[name] = ctx.node_error
@@ -101,7 +114,7 @@ def injected(names: Sequence[str], ctx: TaskContext) -> dict[str, Any]:
     return out
 
 
-def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, Any], str]:
+def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, object], str]:
     """The graph to run, its config and its namespace segment: where a subgraph keeps its state."""
     mode = graph.subgraph_saving
     calls = ctx.subgraph_calls
@@ -124,12 +137,12 @@ def _subgraph_config(graph: Any, ctx: TaskContext) -> tuple[Any, dict[str, Any],
     return graph.with_saver(ctx.saver), config, name
 
 
-def _push(graph: Any, ctx: TaskContext, segment: str) -> Callable[[tuple[Any, ...]], None]:
+def _push(graph: Any, ctx: TaskContext, segment: str) -> Callable[[tuple[object, ...]], None]:
     """Where a streaming subgraph run hands its events: the parent's sink, under ``segment``."""
     return partial(ctx.stream.forward, segment=segment, recast=graph.subgraph_saving == "persist")
 
 
-def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | None:
+def nesting_task(graph: _Saving, config: Mapping[str, object] | None) -> TaskContext | None:
     """The running task ``graph`` is invoked from, when it runs there as a subgraph (saving into
     the task's thread), else ``None``.
 
@@ -152,7 +165,7 @@ def nesting_task(graph: Any, config: Mapping[str, Any] | None) -> TaskContext | 
 _STREAM_HANDLERS = (MessageStreamHandler, ToolEventHandler)
 
 
-def _without_stream_handlers(callbacks: Any) -> Any:
+def _without_stream_handlers(callbacks: object) -> object:
     """``callbacks`` without the parent run's stream handlers: they report at the parent's namespace,
     and the nested run streams its events into the parent's sink under its own."""
     if isinstance(callbacks, BaseCallbackManager):
@@ -162,9 +175,8 @@ def _without_stream_handlers(callbacks: Any) -> Any:
             h for h in callbacks.inheritable_handlers if not isinstance(h, _STREAM_HANDLERS)
         ]
         return manager
-    if isinstance(callbacks, list):
-        handlers: list[Any] = callbacks  # pyright: ignore[reportUnknownVariableType]
-        return [h for h in handlers if not isinstance(h, _STREAM_HANDLERS)]
+    if is_list(callbacks):
+        return [h for h in callbacks if not isinstance(h, _STREAM_HANDLERS)]
     return callbacks
 
 
@@ -188,13 +200,13 @@ def _with_given(config: dict[str, Any], given: Mapping[str, Any] | None, ctx: Ta
 # >>> async source
 async def arun_nested(
     graph: Any,
-    state: Any,
+    state: object,
     ctx: TaskContext,
     *,
     parent_keys: frozenset[str] = frozenset(),
-    given: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> Any:
+    given: Mapping[str, object] | None = None,
+    **kwargs: object,
+) -> object:
     """Run ``graph`` inside the running task ``ctx``: it saves into the parent's thread and
     its interrupts pause the parent task (resuming resumes the subgraph); the async form runs the
     subgraph's nodes and routers on this event loop.
@@ -213,16 +225,16 @@ async def arun_nested(
     """
     sub, config, segment = _subgraph_config(graph, ctx)
     config = await aresumed_config(sub, _with_given(config, given, ctx), ctx)
-    config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
+    config, value = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
     kwargs.setdefault("control", ctx.control)
     if ctx.stream is not None:
         sink = ctx.stream
         out = await sub.ainvoke_streaming(
-            given, config, sink.modes, _push(graph, ctx, segment), context=ctx.context, outer=sink, **kwargs
+            value, config, sink.modes, _push(graph, ctx, segment), context=ctx.context, outer=sink, **kwargs
         )
     else:
-        out = await sub.ainvoke_here(given, config, context=ctx.context, **kwargs)
+        out = await sub.ainvoke_here(value, config, context=ctx.context, **kwargs)
     return _nested_output(out, parent_keys)
 
 
@@ -232,13 +244,13 @@ async def arun_nested(
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def run_nested(
     graph: Any,
-    state: Any,
+    state: object,
     ctx: TaskContext,
     *,
     parent_keys: frozenset[str] = frozenset(),
-    given: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> Any:
+    given: Mapping[str, object] | None = None,
+    **kwargs: object,
+) -> object:
     """Run ``graph`` inside the running task ``ctx``: it saves into the parent's thread and
     its interrupts pause the parent task (resuming resumes the subgraph); the async form runs the
     subgraph's nodes and routers on this event loop.
@@ -257,16 +269,16 @@ def run_nested(
     """
     sub, config, segment = _subgraph_config(graph, ctx)
     config = resumed_config(sub, _with_given(config, given, ctx), ctx)
-    config, given = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
+    config, value = _travel(sub, config, _given(sub, state, ctx), ctx, kwargs)
     kwargs.setdefault("durability", ctx.durability)
     kwargs.setdefault("control", ctx.control)
     if ctx.stream is not None:
         sink = ctx.stream
         out = sub.invoke_streaming(
-            given, config, sink.modes, _push(graph, ctx, segment), context=ctx.context, outer=sink, **kwargs
+            value, config, sink.modes, _push(graph, ctx, segment), context=ctx.context, outer=sink, **kwargs
         )
     else:
-        out = sub.invoke_here(given, config, context=ctx.context, **kwargs)
+        out = sub.invoke_here(value, config, context=ctx.context, **kwargs)
     return _nested_output(out, parent_keys)
 
 
@@ -274,8 +286,8 @@ def run_nested(
 
 
 def _travel(
-    sub: Any, config: dict[str, Any], given: Any, ctx: TaskContext, kwargs: dict[str, Any]
-) -> tuple[dict[str, Any], Any]:
+    sub: _Saving, config: dict[str, object], given: object, ctx: TaskContext, kwargs: dict[str, object]
+) -> tuple[dict[str, object], object]:
     """The subgraph run's part in its parent's time travel (``kwargs`` gets it): its config and input."""
     if sub.checkpointer is None:
         return config, given
@@ -287,7 +299,7 @@ def _travel(
     return config, travel_input(given, continues)
 
 
-def _given(sub: Any, state: Any, ctx: TaskContext) -> Any:
+def _given(sub: _Saving, state: object, ctx: TaskContext) -> object:
     """What a subgraph runs with: the answer to its interrupt, nothing (it continues from its
     breakpoint), or its input."""
     if sub.checkpointer is None:
@@ -297,53 +309,53 @@ def _given(sub: Any, state: Any, ctx: TaskContext) -> Any:
     return None if ctx.paused else state
 
 
-def _nested_output(out: Any, parent_keys: frozenset[str]) -> Any:
+def _nested_output(values: object, parent_keys: frozenset[str]) -> object:
     """A subgraph's output as its parent sees it; an interrupt inside pauses the parent task.
 
     Raises:
         GraphInterrupt: the subgraph paused.
     """
-    if isinstance(out, dict):
-        values = cast("dict[str, Any]", out)  # the subgraph's output state
-        if values.get(INTERRUPT):
-            raise GraphInterrupt(tuple(values[INTERRUPT]))
+    if is_str_dict(values):  # the subgraph's output state
+        paused = values.get(INTERRUPT)
+        if paused:
+            raise GraphInterrupt(tuple(cast("Iterable[Interrupt]", paused)))
         if parent_keys:
             return {k: v for k, v in values.items() if k in parent_keys}
         return values
-    return out
+    return values
 
 
-def _runnable_call(runnable: Any) -> Callable[[Any, TaskContext], Any]:
-    def call(state: Any, ctx: TaskContext) -> Any:
+def _runnable_call(runnable: Any) -> Callable[[object, TaskContext], object]:
+    def call(state: object, ctx: TaskContext) -> object:
         return runnable.invoke(state, ctx.node_config)
 
     return call
 
 
-def _runnable_acall(runnable: Any) -> Callable[[Any, TaskContext], Awaitable[Any]]:
-    def acall(state: Any, ctx: TaskContext) -> Awaitable[Any]:
+def _runnable_acall(runnable: Any) -> Callable[[object, TaskContext], Awaitable[object]]:
+    def acall(state: object, ctx: TaskContext) -> Awaitable[object]:
         return runnable.ainvoke(state, ctx.node_config)  # type: ignore[no-any-return]
 
     return acall
 
 
 def _direct_call(
-    fn: Any, config_positional: bool, names: tuple[str, ...]
-) -> Callable[[Any, TaskContext], Any]:
+    fn: Callable[..., object], config_positional: bool, names: tuple[str, ...]
+) -> Callable[[object, TaskContext], object]:
     if config_positional:
 
-        def with_config(state: Any, ctx: TaskContext) -> Any:
+        def with_config(state: object, ctx: TaskContext) -> object:
             return fn(state, ctx.node_config, **injected(names, ctx)) if names else fn(state, ctx.node_config)
 
         return with_config
     if names:
 
-        def with_kwargs(state: Any, ctx: TaskContext) -> Any:
+        def with_kwargs(state: object, ctx: TaskContext) -> object:
             return fn(state, **injected(names, ctx))
 
         return with_kwargs
 
-    def plain(state: Any, ctx: TaskContext) -> Any:
+    def plain(state: object, ctx: TaskContext) -> object:
         return fn(state)
 
     return plain
@@ -363,8 +375,8 @@ class NodeCalls(NamedTuple):
 
     call: Callable[[Any, TaskContext], Any]
     is_async: bool
-    acall: Callable[[Any, TaskContext], Awaitable[Any]] | None = None
-    plain: Callable[[Any], Any] | None = None
+    acall: Callable[[Any, TaskContext], Awaitable[object]] | None = None
+    plain: Callable[[Any], object] | None = None
 
 
 def make_call(fn: Any, keys: frozenset[str] = frozenset(), *, subgraph: bool = False) -> NodeCalls:
@@ -396,7 +408,7 @@ _PLAIN: frozenset[type[object]] = frozenset({dict, str, list, tuple, type(None),
 """Types a node or router returns that are never awaitable (checked first: the common answers)."""
 
 
-def run_coroutine(value: Any) -> Any:
+def run_coroutine(value: object) -> object:
     """Finish a coroutine returned by an async node run from the sync driver: on a loop of its own,
     in a worker thread when this thread runs an event loop already (a sync ``invoke`` made from
     async code, which blocks that loop meanwhile: ``ainvoke`` is the better call there)."""
@@ -413,5 +425,5 @@ def run_coroutine(value: Any) -> Any:
     return value
 
 
-async def _await(value: Any) -> Any:
+async def _await(value: Awaitable[object]) -> object:
     return await value
