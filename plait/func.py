@@ -25,7 +25,7 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, TypeVar, get_args, get_origin, overload
+from typing import Any, Generic, TypeGuard, TypeVar, get_args, get_origin, overload
 
 from plait.pregel._cache import task_namespace
 from plait.pregel._entrypoint import EXTRAS, EntrypointPregel, entrypoint_plan
@@ -40,7 +40,7 @@ S = TypeVar("S")
 _TASK_EXTRAS = ("config", "runtime", "store", "writer")
 
 
-def _signature(fn: Any) -> inspect.Signature | None:
+def _signature(fn: Callable[..., object]) -> inspect.Signature | None:
     try:
         return inspect.signature(fn)
     except (TypeError, ValueError):
@@ -58,7 +58,7 @@ class _TaskFunction:
         self.cache_policy = spec.cache_policy
         functools.update_wrapper(self, spec.fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         """Start the task; a future (``.result()``; awaitable in an async workflow).
 
         Raises:
@@ -77,7 +77,7 @@ class _TaskFunction:
             await cache.aclear([self.spec.cache_ns])
 
 
-def _task_name(fn: Any, name: str | None) -> str:
+def _task_name(fn: Callable[..., object], name: str | None) -> str:
     if name:
         return name
     while isinstance(fn, functools.partial):
@@ -87,10 +87,10 @@ def _task_name(fn: Any, name: str | None) -> str:
 
 
 def _make_task(
-    fn: Callable[..., Any],
+    fn: Callable[..., object],
     name: str | None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None,
-    cache_policy: CachePolicy[Any] | None,
+    cache_policy: CachePolicy[Callable[..., str | bytes]] | None,
     timeout: TimeoutPolicy | None = None,
 ) -> _TaskFunction:
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
@@ -121,25 +121,25 @@ def task(
     *,
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-    cache_policy: CachePolicy[Any] | None = None,
+    cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None,
     timeout: float | timedelta | TimeoutPolicy | None = None,
     **kwargs: Any,
-) -> Callable[[Callable[..., Any]], _TaskFunction]: ...
+) -> Callable[[Callable[..., object]], _TaskFunction]: ...
 
 
 @overload
-def task(__func_or_none__: Callable[..., Any]) -> _TaskFunction: ...
+def task(__func_or_none__: Callable[..., object]) -> _TaskFunction: ...
 
 
 def task(
-    __func_or_none__: Callable[..., Any] | None = None,
+    __func_or_none__: Callable[..., object] | None = None,
     *,
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-    cache_policy: CachePolicy[Any] | None = None,
+    cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None,
     timeout: float | timedelta | TimeoutPolicy | None = None,
     **kwargs: Any,
-) -> Callable[[Callable[..., Any]], _TaskFunction] | _TaskFunction:
+) -> Callable[[Callable[..., object]], _TaskFunction] | _TaskFunction:
     """Make a function a task: inside an :class:`entrypoint` a call starts it in parallel and
     returns a future; its result is saved, so a resumed workflow replays it.
 
@@ -160,7 +160,7 @@ def task(
     if kwargs:
         raise TypeError(f"task() got unexpected keyword arguments: {sorted(kwargs)}")
 
-    def decorate(fn: Callable[..., Any]) -> _TaskFunction:
+    def decorate(fn: Callable[..., object]) -> _TaskFunction:
         return _make_task(fn, name, retry_policy, cache_policy, policy)
 
     return decorate if __func_or_none__ is None else decorate(__func_or_none__)
@@ -178,16 +178,20 @@ class _Final(Generic[R, S]):
     value: R
     save: S
 
-    def parts(self) -> tuple[Any, Any]:
+    def parts(self) -> tuple[R, S]:
         """``(value, save)``."""
         return self.value, self.save
 
 
-def _split(value: Any) -> tuple[Any, Any]:
-    return value.parts() if isinstance(value, _Final) else (value, value)
+def _is_final(value: object) -> TypeGuard[_Final[object, object]]:
+    return isinstance(value, _Final)
 
 
-def _types(fn: Callable[..., Any], sig: inspect.Signature) -> tuple[Any, Any]:
+def _split(value: object) -> tuple[object, object]:
+    return value.parts() if _is_final(value) else (value, value)
+
+
+def _types(fn: Callable[..., object], sig: inspect.Signature) -> tuple[object, object]:
     """The input and output types annotated on ``fn`` (``Any`` where there is none)."""
     try:
         hints = typing.get_type_hints(fn)
@@ -234,11 +238,11 @@ class entrypoint:  # noqa: N801 - LangGraph's name
 
     def __init__(  # noqa: PLR0913 - LangGraph's API
         self,
-        checkpointer: Any = None,
-        store: Any = None,
-        cache: Any = None,
+        checkpointer: object = None,
+        store: object = None,
+        cache: object = None,
         context_schema: type[Any] | None = None,
-        cache_policy: CachePolicy[Any] | None = None,
+        cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         timeout: float | timedelta | TimeoutPolicy | None = None,
         **kwargs: Any,
@@ -253,7 +257,7 @@ class entrypoint:  # noqa: N801 - LangGraph's name
         self.cache = cache
         self.cache_policy = cache_policy
 
-    def __call__(self, func: Callable[..., Any]) -> EntrypointPregel:
+    def __call__(self, func: Callable[..., object]) -> EntrypointPregel:
         """Compile ``func`` into a runnable workflow."""
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
             raise NotImplementedError("Generators are not supported in the functional API (@entrypoint)")

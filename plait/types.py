@@ -325,7 +325,7 @@ def default_cache_key(*args: object, **kwargs: object) -> bytes:
     return pickle.dumps((_freeze(args), _freeze(kwargs)), protocol=5, fix_imports=False)
 
 
-KeyFuncT = TypeVar("KeyFuncT", bound=Callable[..., "str | bytes"])
+KeyFuncT = TypeVar("KeyFuncT", bound=Callable[..., "str | bytes"], covariant=True)  # read-only field
 
 
 @dataclass(frozen=True, slots=True)

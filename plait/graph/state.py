@@ -161,7 +161,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         input_schema: type | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         destinations: dict[str, str] | tuple[str, ...] | None = None,
-        cache_policy: CachePolicy[Any] | None = None,
+        cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None,
         defer: bool = False,
         error_handler: Any = None,
         trace_policy: TracePolicy | None = None,
@@ -224,7 +224,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self,
         *,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-        cache_policy: CachePolicy[Any] | None = None,
+        cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None,
         error_handler: Any = None,
         timeout: float | timedelta | TimeoutPolicy | None = None,
     ) -> Self:
