@@ -31,21 +31,21 @@ class RunningTask(Protocol):
         ...
 
     @property
-    def store(self) -> Any:
+    def store(self) -> object:
         """The long-term store given to ``compile()``, if any."""
         ...
 
     @property
-    def writer(self) -> Callable[[Any], None]:
+    def writer(self) -> Callable[[object], None]:
         """Emits ``custom`` stream events."""
         ...
 
     @property
-    def context(self) -> Any:
+    def context(self) -> Any:  # the caller names its type (get_runtime(ContextSchema))
         """The run's ``context`` object (``context_schema``)."""
         ...
 
-    def interrupt(self, value: Any, *, response_schema: Any = None) -> Any:
+    def interrupt(self, value: object, *, response_schema: object = None) -> object:
         """Return the resume value for this call, or stop the node with an ``Interrupt``."""
         ...
 
