@@ -223,7 +223,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         context: ContextT | None = None,
         stream_mode: Literal["values"] = ...,
         version: Literal["v2"],
-        **kwargs: Any,
+        **kwargs: object,
     ) -> GraphOutput[OutputT]: ...
 
     @overload
@@ -235,7 +235,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         context: ContextT | None = None,
         stream_mode: str | Sequence[str] = ...,
         version: Literal["v1", "v2"] = ...,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any] | Any: ...
 
     def invoke(
@@ -276,7 +276,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         context: ContextT | None = None,
         stream_mode: Literal["values"] = ...,
         version: Literal["v2"],
-        **kwargs: Any,
+        **kwargs: object,
     ) -> GraphOutput[OutputT]: ...
 
     @overload
@@ -288,7 +288,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         context: ContextT | None = None,
         stream_mode: str | Sequence[str] = ...,
         version: Literal["v1", "v2"] = ...,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any] | Any: ...
 
     async def ainvoke(
