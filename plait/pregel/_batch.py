@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from plait._internal._io_primitives import arun_all, run_all
+from plait._internal._narrow import is_sequence
 from plait.pregel._concurrency import max_concurrency
 
 __all__ = ["abatch", "batch"]
@@ -16,16 +17,16 @@ class _Runs(Protocol):
     """What a batch needs of its graph: one run per input."""
 
     @property
-    def invoke(self) -> Callable[..., Any]: ...
+    def invoke(self) -> Callable[..., object]: ...
 
     @property
-    def ainvoke(self) -> Callable[..., Awaitable[Any]]: ...
+    def ainvoke(self) -> Callable[..., Awaitable[object]]: ...
 
 
-def _configs(config: Any, count: int) -> list[Any]:
+def _configs(config: object, count: int) -> list[Any]:
     """One config per input: the list given, or the one config repeated."""
-    if isinstance(config, (list, tuple)):
-        configs = list(cast("Sequence[Any]", config))
+    if is_sequence(config):
+        configs = list(config)
         if len(configs) != count:
             raise ValueError(f"batch got {count} inputs but {len(configs)} configs")
         return configs
@@ -33,7 +34,7 @@ def _configs(config: Any, count: int) -> list[Any]:
 
 
 # >>> async source
-async def abatch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
+async def abatch(graph: _Runs, inputs: Sequence[object], config: object, **kwargs: object) -> list[object]:
     """One run per input (``invoke``; ``ainvoke`` when async), side by side: in threads, or
     concurrently on the event loop when async; the results in input order."""
     configs = _configs(config, len(inputs))
@@ -45,7 +46,7 @@ async def abatch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any
 
 
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-def batch(graph: _Runs, inputs: Sequence[Any], config: Any, **kwargs: Any) -> list[Any]:
+def batch(graph: _Runs, inputs: Sequence[object], config: object, **kwargs: object) -> list[object]:
     """One run per input (``invoke``; ``ainvoke`` when async), side by side: in threads, or
     concurrently on the event loop when async; the results in input order."""
     configs = _configs(config, len(inputs))

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from plait._internal._narrow import is_str_dict
 from plait.pregel._thread import configurable_of
 from plait.runtime import RunControl, Runtime, ServerInfo
 
@@ -36,26 +37,35 @@ CONFIG_KEY_STRICT_RESUME = "__pregel_strict_resume"
 """``configurable`` key that turns on strict resume checks (LangGraph's name)."""
 
 
-def _slot(config: Mapping[str, Any] | None) -> Any:
+class _Graph(Protocol):
+    """What a run reads of its graph here (a ``Pregel``'s store)."""
+
+    @property
+    def store(self) -> object: ...
+
+
+def _slot(config: Mapping[str, object] | None) -> object:
     return configurable_of(config).get(CONFIG_KEY_RUNTIME)
 
 
-def coerce_context(schema: Any, context: Any) -> Any:
+def coerce_context(schema: object, context: object) -> object:
     """``context`` as the run's ``context_schema``: a dict becomes the dataclass / pydantic model.
 
     Raises:
         TypeError: a dict that does not fit the dataclass (missing or unknown fields).
         pydantic.ValidationError: a dict the pydantic model rejects.
     """
-    if context is None or schema is None or not isinstance(context, dict):
+    if context is None or schema is None or not is_str_dict(context):
         return context
-    kind = cast("type[Any]", schema)
-    if isinstance(schema, type) and (issubclass(kind, BaseModel) or dataclasses.is_dataclass(kind)):
-        return kind(**cast("dict[str, Any]", context))
-    return cast(Any, context)
+    if not isinstance(schema, type):
+        return context
+    kind: type[object] = schema
+    if issubclass(kind, BaseModel) or dataclasses.is_dataclass(kind):
+        return kind(**context)
+    return context
 
 
-def run_inputs(graph: Any, config: Mapping[str, Any] | None, context: Any) -> tuple[Any, Any]:
+def run_inputs(graph: _Graph, config: Mapping[str, object] | None, context: object) -> tuple[object, object]:
     """The store and the (coerced) context a run of ``graph`` hands its nodes.
 
     A runtime in the config's slot supplies the store, and the context when none is given.
@@ -71,7 +81,9 @@ def run_inputs(graph: Any, config: Mapping[str, Any] | None, context: Any) -> tu
     return store, context
 
 
-def run_extras(config: Mapping[str, Any] | None, given: Any) -> tuple[RunControl, ServerInfo | None, bool]:
+def run_extras(
+    config: Mapping[str, object] | None, given: object
+) -> tuple[RunControl, ServerInfo | None, bool]:
     """:func:`control_of`, :func:`server_info_of` and :func:`strict_resume` of one run, in one pass.
 
     Raises:
@@ -94,7 +106,7 @@ _EXTRA_KEYS = frozenset(
 )
 
 
-def control_of(config: Mapping[str, Any] | None, given: Any) -> RunControl:
+def control_of(config: Mapping[str, object] | None, given: object) -> RunControl:
     """The run's control: the one given, the config slot's, or a new one.
 
     Raises:
@@ -109,7 +121,7 @@ def control_of(config: Mapping[str, Any] | None, given: Any) -> RunControl:
     return inherited if inherited is not None else RunControl()
 
 
-def server_info_of(config: Mapping[str, Any] | None) -> ServerInfo | None:
+def server_info_of(config: Mapping[str, object] | None) -> ServerInfo | None:
     """What a LangGraph server put in ``configurable``: assistant, graph and user; else ``None``."""
     configurable = configurable_of(config)
     slot = _slot(config)
@@ -127,7 +139,7 @@ def server_info_of(config: Mapping[str, Any] | None) -> ServerInfo | None:
     )
 
 
-def strict_resume(config: Mapping[str, Any] | None) -> bool:
+def strict_resume(config: Mapping[str, object] | None) -> bool:
     """Whether the run checks ``Command(resume=...)`` strictly against the pending interrupts."""
     return bool(configurable_of(config).get(CONFIG_KEY_STRICT_RESUME, False))
 

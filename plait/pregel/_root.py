@@ -7,9 +7,10 @@ output and stream payloads back into the bare value.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeGuard, TypeVar, cast
 
+from plait._internal._narrow import is_sequence
 from plait._schema import ROOT
 from plait.checkpoint.base import INTERRUPT
 from plait.pregel._plan import Plan
@@ -26,13 +27,21 @@ __all__ = [
 ]
 
 
-def _command(cmd: Command[Any]) -> Command[Any]:
+_In = TypeVar("_In")
+_Ctx = TypeVar("_Ctx")
+
+
+def _is_command(value: object) -> TypeGuard[Command[object]]:
+    return isinstance(value, Command)
+
+
+def _command(cmd: Command[object]) -> Command[object]:
     if cmd.update is None:
         return cmd
     return Command(graph=cmd.graph, update=[(ROOT, cmd.update)], resume=cmd.resume, goto=cmd.goto)
 
 
-def root_writes(result: Any) -> Any:
+def root_writes(result: object) -> object:
     """A node's result as a keyed result: the value itself, or ``Command``\\ s carrying values.
 
     A list holding a ``Command`` is several results (each other item is a value);
@@ -40,42 +49,41 @@ def root_writes(result: Any) -> Any:
     """
     if result is None:
         return None
-    if isinstance(result, Command):
-        return _command(cast("Any", result))  # narrowing leaves the Command's type argument Unknown
-    if isinstance(result, (list, tuple)):
-        items = cast("Sequence[Any]", result)
-        if any(isinstance(i, Command) for i in items):
-            return [_command(i) if isinstance(i, Command) else Command(update=[(ROOT, i)]) for i in items]  # pyright: ignore[reportUnknownArgumentType]  # a Command of any node type
-    out: dict[str, Any] = {ROOT: result}
-    return out
+    if _is_command(result):
+        return _command(result)
+    if is_sequence(result):
+        if any(isinstance(i, Command) for i in result):
+            return [_command(i) if _is_command(i) else Command(update=[(ROOT, i)]) for i in result]
+    return {ROOT: result}
 
 
-def root_call(call: Callable[[Any, Any], Any], is_async: bool) -> Callable[[Any, Any], Any]:
+def root_call(call: Callable[[_In, _Ctx], object], is_async: bool) -> Callable[[_In, _Ctx], Any]:
     """Wrap a node's ``call(input, ctx)`` so that its result writes the root value."""
-    if is_async:
+    if is_async:  # then ``call`` returns an awaitable
+        node = cast("Callable[[_In, _Ctx], Awaitable[object]]", call)
 
-        async def acall(state: Any, ctx: Any) -> Any:
-            return root_writes(await cast("Awaitable[Any]", call(state, ctx)))
+        async def acall(state: _In, ctx: _Ctx) -> object:
+            return root_writes(await node(state, ctx))
 
         return acall
 
-    def sync_call(state: Any, ctx: Any) -> Any:
+    def sync_call(state: _In, ctx: _Ctx) -> object:
         return root_writes(call(state, ctx))
 
     return sync_call
 
 
-def root_state(values: Mapping[str, Any]) -> Any:
+def root_state(values: Mapping[str, object]) -> object:
     """What a node or a conditional edge of a root graph receives: the value."""
     return values.get(ROOT)
 
 
-def root_value(value: Any) -> dict[str, Any]:
+def root_value(value: object) -> dict[str, object]:
     """A root graph's input (or ``update_state`` values) as writes."""
     return {ROOT: value}
 
 
-def root_output(out: Any) -> Any:
+def root_output(out: object) -> object:
     """A root graph's ``invoke`` result: the value (the whole dict when the run paused)."""
     data = _as_dict(out)
     if data is not None and ROOT in data and INTERRUPT not in data:
@@ -83,15 +91,22 @@ def root_output(out: Any) -> Any:
     return out
 
 
-def _as_dict(value: Any) -> dict[str, Any] | None:
-    return cast("dict[str, Any]", value) if type(value) is dict else None
+def _as_dict(value: object) -> dict[str, object] | None:
+    return value if _is_dict(value) else None
 
 
-def root_payload(mode: str, payload: Any) -> Any:
+def _is_dict(value: object) -> TypeGuard[dict[str, object]]:
+    return type(value) is dict
+
+
+def _is_list(value: object) -> TypeGuard[list[object]]:
+    return type(value) is list
+
+
+def root_payload(mode: str, data: object) -> object:
     """A stream payload with root-graph values unwrapped (``{"__root__": v}`` -> ``v``)."""
-    if type(payload) is not dict:
-        return payload
-    data = cast("dict[str, Any]", payload)
+    if not _is_dict(data):
+        return data
     if mode == "values":
         return data[ROOT] if len(data) == 1 and ROOT in data else data
     if mode == "updates":
@@ -99,9 +114,9 @@ def root_payload(mode: str, payload: Any) -> Any:
     return data
 
 
-def _unwrap(update: Any) -> Any:
-    if type(update) is list:  # several updates of one node
-        return [_unwrap(u) for u in cast("list[Any]", update)]  # type: ignore[redundant-cast]  # pyright: list[Unknown]
+def _unwrap(update: object) -> object:
+    if _is_list(update):  # several updates of one node
+        return [_unwrap(u) for u in update]
     data = _as_dict(update)
     if data is not None and len(data) == 1 and ROOT in data:
         return data[ROOT]

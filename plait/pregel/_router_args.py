@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 from weakref import WeakKeyDictionary
 
 from plait.pregel._callable import injected
@@ -17,18 +17,32 @@ from plait.pregel._context import TaskContext
 
 __all__ = ["bind", "remember"]
 
-_INPUTS: WeakKeyDictionary[Any, tuple[Any, Any]] = WeakKeyDictionary()
+if TYPE_CHECKING:
+    from plait.pregel._task import Task
+
+
+class _Run(Protocol):
+    """What binding a router reads of its run (a ``Loop``)."""
+
+    def task_id(self, task: Task) -> str: ...
+
+
+_INPUTS: WeakKeyDictionary[object, tuple[object, object]] = WeakKeyDictionary()
 """Each running loop's store and context, as its driver received them."""
 
 
-def remember(loop: Any, store: Any, context: Any) -> None:
+def remember(loop: object, store: object, context: object) -> None:
     """Keep the ``store`` and ``context`` a driver runs ``loop`` with, for its routers."""
     _INPUTS[loop] = (store, context)
 
 
 def bind(
-    path: Callable[..., Any], names: Sequence[str], loop: Any, task: Any, config: Mapping[str, Any]
-) -> Callable[[Any], Any]:
+    path: Callable[..., object],
+    names: Sequence[str],
+    loop: _Run | None,
+    task: Task,
+    config: Mapping[str, object],
+) -> Callable[[object], object]:
     """``path`` as a function of the state, given ``names`` of what the task it routes from had:
     the run's store, its ``custom`` stream writer, its runtime, and ``config``.
 
@@ -46,5 +60,5 @@ def bind(
     return partial(_with_extras, path, injected(names, ctx))  # (no task: its config is ``config``)
 
 
-def _with_extras(path: Callable[..., Any], extras: Mapping[str, Any], state: Any) -> Any:
+def _with_extras(path: Callable[..., object], extras: Mapping[str, object], state: object) -> object:
     return path(state, **extras)
