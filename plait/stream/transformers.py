@@ -56,10 +56,10 @@ class ValuesTransformer(StreamTransformer):
         super().__init__(scope)
         self._log: StreamChannel[dict[str, Any]] = StreamChannel()
         self._interrupted = False
-        self._interrupts: list[Any] = []
+        self._interrupts: list[object] = []
         self._error: BaseException | None = None
 
-    def init(self) -> dict[str, Any]:
+    def init(self) -> dict[str, object]:
         return {"values": self._log}
 
     @property
@@ -89,9 +89,9 @@ class _ModeTransformer(StreamTransformer):
 
     def __init__(self, scope: tuple[str, ...] = ()) -> None:
         super().__init__(scope)
-        self._log: StreamChannel[Any] = StreamChannel()
+        self._log: StreamChannel[object] = StreamChannel()
 
-    def init(self) -> dict[str, Any]:
+    def init(self) -> dict[str, object]:
         return {self.mode: self._log}
 
     def process(self, event: ProtocolEvent) -> bool:
@@ -149,13 +149,13 @@ class MessagesTransformer(StreamTransformer):
 
     def __init__(self, scope: tuple[str, ...] = ()) -> None:
         super().__init__(scope)
-        self._log: StreamChannel[Any] = StreamChannel()
+        self._log: StreamChannel[object] = StreamChannel()
         self._by_run: dict[str, AnyModelStream] = {}
         self._ignored_runs: set[str] = set()  # model calls answering as a tool: not chat messages
         self._pump_fn: Callable[[], bool] | None = None
         self._apump_fn: Callable[[], Awaitable[bool]] | None = None
 
-    def init(self) -> dict[str, Any]:
+    def init(self) -> dict[str, object]:
         return {"messages": self._log}
 
     def _bind_pump(self, fn: Callable[[], bool]) -> None:
@@ -187,7 +187,7 @@ class MessagesTransformer(StreamTransformer):
         data: object = event["params"]["data"]
         if not isinstance(data, (tuple, list)) or len(cast("Sized", data)) != 2:
             return True
-        payload, found = cast("tuple[Any, Any]", data)
+        payload, found = cast("tuple[object, object]", data)
         meta: Mapping[str, Any] = cast("Mapping[str, Any]", found) if isinstance(found, Mapping) else {}
         if isinstance(payload, BaseMessage):
             if isinstance(payload, (BaseMessageChunk, ToolMessage)):  # v1 chunks; tool output
