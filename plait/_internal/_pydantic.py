@@ -13,7 +13,7 @@ reaches the caller, and other threads' warnings and filters are left alone.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import is_dataclass
 from functools import lru_cache
 from typing import Any, cast
@@ -33,7 +33,7 @@ _RENAMED = "field_{}"
 _NO_DEFAULT: Any = object()
 _CACHE_SIZE = 256
 
-Definition = tuple[str, Any, Any]
+Definition = tuple[str, object, object]
 """``(field name, type, default)``; ``...`` as default: required."""
 
 
@@ -63,7 +63,7 @@ def create_model(
     return _built(_fields_model, (model_name, definitions), tuple(d for _, _, d in definitions))
 
 
-def is_supported_by_pydantic(type_: Any) -> bool:
+def is_supported_by_pydantic(type_: object) -> bool:
     """Whether pydantic validates ``type_`` as it is: a pydantic model, a dataclass or a TypedDict
     pydantic accepts (``typing.TypedDict`` only from Python 3.12; ``typing_extensions``' always)."""
     given: object = type_
@@ -74,7 +74,7 @@ def is_supported_by_pydantic(type_: Any) -> bool:
     return isinstance(given, type) and issubclass(given, BaseModel)
 
 
-def _pair(name: str, value: Any) -> tuple[Any, Any]:
+def _pair(name: str, value: Any) -> tuple[object, object]:  # Any: unpacked, or the error says why
     try:
         kind, default = value
     except (TypeError, ValueError):
@@ -82,13 +82,15 @@ def _pair(name: str, value: Any) -> tuple[Any, Any]:
     return kind, default
 
 
-def _built(build: Any, args: tuple[Any, ...], defaults: tuple[Any, ...]) -> type[BaseModel]:
+def _built(
+    build: Callable[..., type[BaseModel]], args: tuple[object, ...], defaults: tuple[object, ...]
+) -> type[BaseModel]:
     """``build(*args)``, cached when ``args`` are hashable (an unhashable default, a list…: built each time)."""
     kinds = tuple(map(_kind, defaults))  # 0, 0.0 and False are equal keys: their types tell them apart
     try:
         hash((args, kinds))
     except TypeError:
-        return cast("type[BaseModel]", build(*args))
+        return build(*args)
     return _cached(build, args, kinds)
 
 
@@ -97,8 +99,10 @@ def _kind(value: object) -> type[object]:
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def _cached(build: Any, args: tuple[Any, ...], kinds: tuple[type[object], ...]) -> type[BaseModel]:
-    return cast("type[BaseModel]", build(*args))
+def _cached(
+    build: Callable[..., type[BaseModel]], args: tuple[object, ...], kinds: tuple[type[object], ...]
+) -> type[BaseModel]:
+    return build(*args)
 
 
 def _fields_model(model_name: str, definitions: tuple[Definition, ...]) -> type[BaseModel]:
@@ -127,8 +131,8 @@ def _renamed(name: str, definitions: tuple[Definition, ...]) -> str:
     return attr
 
 
-def _root_model(model_name: str, kind: Any, default: Any) -> type[BaseModel]:
-    namespace: dict[str, Any] = {
+def _root_model(model_name: str, kind: object, default: object) -> type[BaseModel]:
+    namespace: dict[str, object] = {
         "__annotations__": {"root": kind},
         "model_config": _ROOT_CONFIG,
         "__module__": __name__,
