@@ -65,9 +65,10 @@ def _extras(names: tuple[str, ...], ctx: TaskContext) -> dict[str, object]:
 
 
 def _node_call(
-    fn: Callable[..., object], names: tuple[str, ...], is_async: bool, split: _Split
+    fn: Callable[..., Any], names: tuple[str, ...], is_async: bool, split: _Split
 ) -> Callable[[object, TaskContext], object]:
-    """``call(input, ctx)`` for the entrypoint function; it returns the node's writes."""
+    """``call(input, ctx)`` for the entrypoint function (``fn`` returns an awaitable when ``is_async``);
+    it returns the node's writes."""
 
     def writes(value: object) -> dict[str, object]:
         returned, saved = split(value)

@@ -58,14 +58,14 @@ _IN_THREAD = False  # ... and in the sync code made from it (tools/unasync_gen.p
 _EXTRAS = ("config", "runtime", "store", "writer")
 
 
-class TaskFuture(concurrent.futures.Future[Any]):
+class TaskFuture(concurrent.futures.Future[object]):
     """The result of a task call made from synchronous code.
 
     ``result()`` on a call no worker has picked up yet runs it in the waiting
     thread, so nested calls never wait for a busy thread pool.
     """
 
-    def __init__(self, work: Callable[[], Any] | None = None) -> None:
+    def __init__(self, work: Callable[[], object] | None = None) -> None:
         super().__init__()
         self._work = work
         self._claim = threading.Lock()
@@ -85,10 +85,13 @@ class TaskFuture(concurrent.futures.Future[Any]):
         else:
             self.set_result(value)
 
-    def result(self, timeout: float | None = None) -> Any:
+    def result(self, timeout: float | None = None) -> object:
         """The call's return value (raises what it raised; an interrupt pauses the caller)."""
         self.run()
         return super().result(timeout)
+
+
+_Future = asyncio.Future[object] | TaskFuture  # a task call's: on the event loop, or from sync code
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,16 +107,15 @@ class TaskSpec:
         extras: Injectable parameters it declares (``config``, ``store``, ``writer``, ``runtime``).
     """
 
-    fn: Callable[..., Any]
+    fn: Callable[..., Any]  # (returns an awaitable when is_async)
     name: str
     retry: RetryPolicies | None = None
-    cache_policy: CachePolicy[Any] | None = None
+    cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None
     cache_ns: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
     is_async: bool = False
     signature: inspect.Signature | None = None
-    timeout: TimeoutPolicy | None = None
-    """Limits on each attempt (async tasks only)."""
+    timeout: TimeoutPolicy | None = None  # limits on each attempt (async tasks only)
 
 
 @dataclass(slots=True)
@@ -128,16 +130,15 @@ class Calls:
 
     is_async: bool
     count: int = 0
-    # the factory is cast once, here, to its element type (it stays the builtin list)
-    started: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))
+    started: list[_Future] = field(default_factory=lambda: [])
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass(slots=True)
 class _Call:
     spec: TaskSpec
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
+    args: tuple[object, ...]
+    kwargs: dict[str, object]
     ctx: TaskContext  # the call's own context (id, resume values)
     key: tuple[tuple[str, ...], str] | None = None  # the cache key, when cached
 
@@ -156,10 +157,11 @@ def _calls_of(ctx: TaskContext) -> Calls:
         except RuntimeError:
             return start_calls(ctx, False)
         return start_calls(ctx, True)
-    return cast("Calls", calls)
+    found: Calls = calls  # (TaskContext.calls holds a Calls)
+    return found
 
 
-def call_task(spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def call_task(spec: TaskSpec, args: tuple[object, ...], kwargs: dict[str, object]) -> _Future:
     """Start a task call from the running node; return its future.
 
     Raises:
@@ -180,7 +182,7 @@ def call_task(spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     done = loop.done_writes.get(tid) if loop is not None and loop.done_writes else None
     if done is not None and any(k == RETURN for k, _ in done):  # finished before this resume
         value = next(v for k, v in done if k == RETURN)
-        future: Any = _resolved(value, calls.is_async)
+        future = _resolved(value, calls.is_async)
     else:
         resume = loop.resumes.get(tid) if loop is not None else None
         # a pushed task of its own in the metadata of what runs inside (LangGraph's names)
@@ -207,17 +209,15 @@ def call_task(spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     return future
 
 
-def _resolved(value: Any, is_async: bool) -> Any:
-    done: asyncio.Future[Any] | TaskFuture = (
-        asyncio.get_running_loop().create_future() if is_async else TaskFuture()
-    )
+def _resolved(value: object, is_async: bool) -> _Future:
+    done: _Future = asyncio.get_running_loop().create_future() if is_async else TaskFuture()
     done.set_result(value)
     return done
 
 
 def _inject(
-    spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any], ctx: TaskContext
-) -> dict[str, Any]:
+    spec: TaskSpec, args: tuple[object, ...], kwargs: dict[str, object], ctx: TaskContext
+) -> dict[str, object]:
     """``kwargs`` plus the injectable arguments the task declares and the call did not pass."""
     if not spec.extras or spec.signature is None:
         return kwargs
@@ -228,13 +228,13 @@ def _inject(
 # -- settling -------------------------------------------------------------------------------------
 
 
-def _own(tid: str, interrupts: Sequence[Any]) -> list[Any]:
+def _own(tid: str, interrupts: Sequence[Interrupt]) -> list[Interrupt]:
     """The interrupts a task raised itself (its own tasks' are saved under their ids)."""
     return [i for i in interrupts if not str(getattr(i, "id", "")).startswith(tid + "/")]
 
 
-def _merge(first: Sequence[Any], more: Sequence[Any]) -> tuple[Any, ...]:
-    seen: dict[str, Any] = {}
+def _merge(first: Sequence[Interrupt], more: Sequence[Interrupt]) -> tuple[Interrupt, ...]:
+    seen: dict[str, Interrupt] = {}
     for item in (*first, *more):
         seen.setdefault(str(getattr(item, "id", id(item))), item)
     return tuple(seen.values())
@@ -248,7 +248,7 @@ def _interrupts_of(outcomes: Sequence[BaseException | None]) -> list[Interrupt]:
     return found
 
 
-def fold_calls(by_task: dict[str, dict[str, Any]], roots: Sequence[str]) -> list[Any] | None:
+def fold_calls(by_task: dict[str, dict[str, Any]], roots: Sequence[str]) -> list[Interrupt] | None:
     """For a snapshot: move the pending interrupts of task calls onto the node that made them.
 
     Args:
@@ -262,7 +262,7 @@ def fold_calls(by_task: dict[str, dict[str, Any]], roots: Sequence[str]) -> list
     calls = [tid for tid in by_task if tid not in roots and any(tid.startswith(r + "/") for r in roots)]
     if not calls:
         return None
-    pending: list[Any] = []
+    pending: list[Interrupt] = []
     for tid, info in list(by_task.items()):
         if tid not in calls:
             pending.extend(info["interrupts"])
@@ -279,18 +279,18 @@ def fold_calls(by_task: dict[str, dict[str, Any]], roots: Sequence[str]) -> list
 # -- recording ------------------------------------------------------------------------------------
 
 
-def _record(call: _Call, writes: list[tuple[str, Any]]) -> None:
+def _record(call: _Call, writes: list[tuple[str, object]]) -> None:
     loop = call.ctx.loop
     if loop is not None and loop.settings.saver is not None:
         loop.task_writes.append((call.ctx.task_id, writes))
 
 
-def _returned(call: _Call, value: Any, cached: bool = False) -> None:
+def _returned(call: _Call, value: object, cached: bool = False) -> None:
     _record(call, [(RETURN, value)])
     loop = call.ctx.loop
     sink = loop.sink if loop is not None else None
     if sink is not None and "updates" in sink.modes:
-        update: dict[str, Any] = {call.spec.name: value}
+        update: dict[str, object] = {call.spec.name: value}
         if cached:
             update["__metadata__"] = {"cached": True}
         sink.events.append(("updates", update))
@@ -301,7 +301,7 @@ def _returned(call: _Call, value: Any, cached: bool = False) -> None:
 def _paused(call: _Call, exc: GraphInterrupt) -> None:
     ctx = call.ctx
     loop = ctx.loop
-    earlier: list[Any] = loop.interrupted.get(ctx.task_id, []) if loop is not None else []
+    earlier: list[Interrupt] = loop.interrupted.get(ctx.task_id, []) if loop is not None else []
     known = {getattr(i, "id", None) for i in earlier}
     own = [i for i in _own(ctx.task_id, exc.interrupts) if getattr(i, "id", None) not in known]
     if own:  # the same question asked again (not answered yet) is stored once
@@ -333,7 +333,7 @@ def _start(call: _Call) -> TaskFuture:
     return future
 
 
-def _call(call: _Call, ctx: TaskContext) -> Any:
+def _call(call: _Call, ctx: TaskContext) -> object:
     """The task function's answer, in this thread (an async function's is run to its end here)."""
     policy = call.spec.timeout
     if policy is not None:
@@ -344,7 +344,7 @@ def _call(call: _Call, ctx: TaskContext) -> Any:
     return run_coroutine(value if ctx.progress is None else _timed(call, value, ctx.progress))
 
 
-def _timed(call: _Call, body: Awaitable[Any], progress: Progress) -> Awaitable[Any]:
+def _timed(call: _Call, body: Awaitable[object], progress: Progress) -> Awaitable[object]:
     policy = call.spec.timeout
     return body if policy is None else timed(call.spec.name, body, policy, progress)
 
@@ -352,11 +352,11 @@ def _timed(call: _Call, body: Awaitable[Any], progress: Progress) -> Awaitable[A
 # -- running on the event loop ----------------------------------------------------------------------
 
 
-def _astart(call: _Call) -> asyncio.Task[Any]:
+def _astart(call: _Call) -> asyncio.Task[object]:
     return asyncio.ensure_future(_arun_call(call))
 
 
-def _acall(call: _Call, ctx: TaskContext) -> Awaitable[Any]:
+def _acall(call: _Call, ctx: TaskContext) -> Awaitable[object]:
     """The task function's answer, to await on the event loop."""
     if call.spec.timeout is not None:
         ctx.progress = Progress(call.spec.timeout)
@@ -367,13 +367,13 @@ def _acall(call: _Call, ctx: TaskContext) -> Awaitable[Any]:
 # >>> async source
 async def awaited(ctx: TaskContext) -> list[Interrupt]:
     """Wait for every call ``ctx``'s task made; the interrupts they paused on."""
-    calls = cast("Calls | None", ctx.calls)
+    calls: Calls | None = ctx.calls
     if calls is None or not calls.started:
         return []
     return _interrupts_of(await asettle_all(calls.started))
 
 
-async def _aattempt_call(call: _Call, ctx: TaskContext) -> Any:
+async def _aattempt_call(call: _Call, ctx: TaskContext) -> object:
     """One attempt at the call, its own calls made like it: sync, in this thread; async, on the
     event loop (a plain function: in a worker thread)."""
     # >>> async only
@@ -385,7 +385,7 @@ async def _aattempt_call(call: _Call, ctx: TaskContext) -> Any:
         return await afinish(ctx, lambda: _acall(call, ctx))
 
 
-async def afinish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
+async def afinish(ctx: TaskContext, body: Callable[[], Awaitable[object]]) -> object:
     """``body()`` (awaited when async), then wait for the calls it made; an interrupt of any of
     them pauses the caller.
 
@@ -403,7 +403,7 @@ async def afinish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
     return value
 
 
-async def _arun_call(call: _Call) -> Any:
+async def _arun_call(call: _Call) -> object:
     cache = _cache_of(call)
     if cache is not None and call.key is not None:
         found = await cache.aget([call.key])
@@ -436,13 +436,13 @@ async def _arun_call(call: _Call) -> Any:
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
 def settled(ctx: TaskContext) -> list[Interrupt]:
     """Wait for every call ``ctx``'s task made; the interrupts they paused on."""
-    calls = cast("Calls | None", ctx.calls)
+    calls: Calls | None = ctx.calls
     if calls is None or not calls.started:
         return []
     return _interrupts_of(settle_all(calls.started))
 
 
-def _attempt_call(call: _Call, ctx: TaskContext) -> Any:
+def _attempt_call(call: _Call, ctx: TaskContext) -> object:
     """One attempt at the call, its own calls made like it: sync, in this thread; async, on the
     event loop (a plain function: in a worker thread)."""
     start_calls(ctx, _IN_THREAD)
@@ -450,7 +450,7 @@ def _attempt_call(call: _Call, ctx: TaskContext) -> Any:
         return finish(ctx, lambda: _call(call, ctx))
 
 
-def finish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
+def finish(ctx: TaskContext, body: Callable[[], object]) -> object:
     """``body()`` (awaited when async), then wait for the calls it made; an interrupt of any of
     them pauses the caller.
 
@@ -468,7 +468,7 @@ def finish(ctx: TaskContext, body: Callable[[], Any]) -> Any:
     return value
 
 
-def _run_call(call: _Call) -> Any:
+def _run_call(call: _Call) -> object:
     cache = _cache_of(call)
     if cache is not None and call.key is not None:
         found = cache.get([call.key])
