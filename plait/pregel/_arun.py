@@ -69,9 +69,9 @@ async def _attempt(task: Task, ctx: TaskContext, call: Any, attempt: int) -> flo
         error = cancelled_by_node(task.name, exc)
         if error is None:  # the run is being cancelled
             raise
-        return task.failed(error, attempt)
+        return task.failed(error, attempt, ctx.task_id)
     except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
-        return task.failed(exc, attempt)
+        return task.failed(exc, attempt, ctx.task_id)
 
 
 async def _one(loop: Loop, task: Task | None, store: Any, context: Any) -> bool:

@@ -35,7 +35,7 @@ from plait.pregel._plan import Branch, FastTables, NodeSpec, Plan
 from plait.pregel._run import go_on, make_context
 from plait.pregel._run_state import RunState
 from plait.pregel._step import branch_state, read_state, route
-from plait.pregel._task import Task
+from plait.pregel._task import Task, note_task
 from plait.pregel._writes import apply_writes
 from plait.types import Overwrite
 
@@ -174,8 +174,9 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
         except (GraphBubbleUp, asyncio.CancelledError) as exc:  # interrupts, Command(graph=PARENT)…
             failed = exc
         except Exception as exc:
-            if call.ctx is None:
-                raise  # a plain failure ends the run with it, as the loop's does without a saver
+            if call.ctx is None:  # a plain failure ends the run with it, as the loop's does without a saver
+                note_task(exc, name, call.resolve().task_id)
+                raise
             failed = exc
         finally:
             TASK_CONTEXT.reset(token)
@@ -196,7 +197,11 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
                 apply_writes(plan, run, ((name, tuple(written.items())),))
         after = node.after
         if node.branches:
-            after = _routed(plan, tables, name, after, node.branches, run, (step, limit))
+            try:
+                after = _routed(plan, tables, name, after, node.branches, run, (step, limit))
+            except Exception as exc:
+                note_task(exc, name, call.resolve().task_id)
+                raise
         run.step = step = step + 1
 
 

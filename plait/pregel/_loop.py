@@ -50,7 +50,7 @@ from plait.pregel._run_state import RunState
 from plait.pregel._settings import RunSettings
 from plait.pregel._step import branch_state, prepare_tasks, routers, schedule
 from plait.pregel._stream import STATIC, EventSink, next_tasks
-from plait.pregel._task import DRAINED, Task, collect
+from plait.pregel._task import DRAINED, Task, collect, note_task
 from plait.pregel._writes import apply_writes, router_snapshot, router_views
 from plait.types import Command, Interrupt
 
@@ -381,7 +381,15 @@ class Loop:
         views = None if before is None else router_views(plan, routed, before)
         config = settings.config
         calls = routers(plan, routed, config, run.values, steps, views, self) if plan.branches else ()
-        schedule(plan, run, routed, (yield CallRouters(calls, self.branch_input(steps[1]))) if calls else ())
+        answers: Sequence[Any] = ()
+        if calls:
+            try:
+                answers = yield CallRouters(calls, self.branch_input(steps[1]))
+            except Exception as exc:
+                if len(routed) == 1:  # its routers failed: named as LangGraph does
+                    note_task(exc, routed[0].name, self.task_id(routed[0]))
+                raise
+        schedule(plan, run, routed, answers)
         if settings.modes:
             self.sink.finished(tasks, self.task_id, run.step)
             self.sink.values(self.state_values)

@@ -95,9 +95,9 @@ def _attempts(task: Task, ctx: TaskContext, first: Callable[[], Any] | None) -> 
         except asyncio.CancelledError as exc:  # raised by the node itself: no run is cancelled here
             error = NodeCancelledError(task.name)
             error.__cause__ = exc
-            delay = task.failed(error, attempt)
+            delay = task.failed(error, attempt, ctx.task_id)
         except Exception as exc:  # noqa: BLE001 - recorded on the task, re-raised by the driver
-            delay = task.failed(exc, attempt)
+            delay = task.failed(exc, attempt, ctx.task_id)
         if delay is None:
             return
         time.sleep(delay)

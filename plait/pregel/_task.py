@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -19,7 +20,7 @@ from plait.errors import (
 from plait.pregel._plan import NodeSpec
 from plait.types import Command, Interrupt, Send, retry_delay
 
-__all__ = ["DRAINED", "Task", "collect", "from_child", "task_key", "task_path"]
+__all__ = ["DRAINED", "Task", "collect", "from_child", "note_task", "task_key", "task_path"]
 
 DRAINED = "drained"
 """Id of the marker a task keeps when a subgraph inside it drained (``RunControl``)."""
@@ -64,8 +65,9 @@ class Task:
     trace: Any = None
     """Its node's run, kept open for its routers' runs when the run is traced (:mod:`plait.pregel._traced`)."""
 
-    def failed(self, exc: Exception, attempt: int) -> float | None:
-        """Record that attempt ``attempt`` raised ``exc``.
+    def failed(self, exc: Exception, attempt: int, task_id: str = "") -> float | None:
+        """Record that attempt ``attempt`` raised ``exc``; failed for good, ``exc`` gets a note naming
+        the task (``task_id``: its id), as LangGraph's do.
 
         Returns:
             Seconds to wait before retrying, or ``None`` when the task is settled
@@ -83,10 +85,19 @@ class Task:
         delay = retry_delay(self.node.retry, exc, attempt)
         if delay is None:
             self.error = exc
+            note_task(exc, self.name, task_id)
             return None
         self.writes.clear()
         self.goto.clear()
         return delay
+
+
+def note_task(exc: BaseException, name: str, task_id: str) -> None:
+    """Add "During task with name ... and id ..." to ``exc``'s notes (shown under its traceback),
+    once: an error passing through a subgraph's task and its parent's gets one note for each."""
+    note = f"During task with name '{name}' and id '{task_id}'"
+    if sys.version_info >= (3, 11) and note not in getattr(exc, "__notes__", ()):  # notes: Python 3.11+
+        exc.add_note(note)
 
 
 def _updates_of(value: Any) -> list[tuple[str, Any]] | None:
