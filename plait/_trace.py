@@ -29,7 +29,7 @@ def omit_payload(_value: object) -> dict[str, object]:
     return {}
 
 
-def recorded(value: Any, process: Callable[[Any], Any] | None) -> Any:
+def recorded(value: object, process: Callable[[Any], object] | None) -> object:
     """What a run records of ``value`` under ``process`` (a processor that fails records the value as is)."""
     if process is None:
         return value

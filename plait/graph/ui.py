@@ -51,7 +51,7 @@ class RemoveUIMessage(TypedDict):
 AnyUIMessage = UIMessage | RemoveUIMessage
 
 
-def _message_id(message: AnyMessage | Mapping[str, Any] | None) -> Any:
+def _message_id(message: AnyMessage | Mapping[str, object] | None) -> object:
     if isinstance(message, Mapping):
         return message.get("id")
     return getattr(message, "id", None)
@@ -130,7 +130,7 @@ def ui_message_reducer(
     merged = list(left) if isinstance(left, list) else [left]
     news = right if isinstance(right, list) else [right]
     index = {m.get("id"): i for i, m in enumerate(merged)}
-    removed: set[Any] = set()
+    removed: set[object] = set()
     for msg in news:
         msg_id = msg.get("id")
         at = index.get(msg_id)

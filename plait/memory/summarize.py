@@ -76,7 +76,7 @@ class SummarizationError(RuntimeError):
 class SupportsInvoke(Protocol):
     """A chat model: ``invoke(messages)`` returns an ``AIMessage`` (or text)."""
 
-    def invoke(self, input: Any) -> Any:  # noqa: A002 - mirrors Runnable.invoke
+    def invoke(self, input: Any) -> object:  # noqa: A002 - mirrors Runnable.invoke
         """Answer ``input``, a list of messages."""
 
 
@@ -96,9 +96,9 @@ class SummaryResult:
     messages_update: list[BaseMessage]
     placement: Placement
 
-    def state_update(self, key: str = "messages", summary_key: str = "summary") -> dict[str, Any]:
+    def state_update(self, key: str = "messages", summary_key: str = "summary") -> dict[str, object]:
         """The state update to return from a node or pass to ``update_state``."""
-        update: dict[str, Any] = {key: list(self.messages_update)}
+        update: dict[str, object] = {key: list(self.messages_update)}
         if self.placement == "field":
             update[summary_key] = self.summary
         return update
@@ -163,7 +163,7 @@ def with_summary(
     return [*messages[:head_end], note, *messages[head_end:]]
 
 
-def _text_of(response: Any) -> str:
+def _text_of(response: object) -> str:
     """The text of a model response: a message (string or block content) or a string."""
     if isinstance(response, str):
         return response
@@ -316,7 +316,7 @@ def summarize_node(  # noqa: PLR0913 - the documented keyword API
     extend_prompt: str = DEFAULT_EXTEND_PROMPT,
     summary_id: str = SUMMARY_ID,
     summary_prefix: str = SUMMARY_PREFIX,
-) -> Callable[[Any], dict[str, Any]]:
+) -> Callable[[object], dict[str, object]]:
     """Build a graph node that runs :func:`summarize` on ``state[key]``.
 
     Arguments are those of :func:`summarize`, plus ``key`` (the
@@ -341,7 +341,7 @@ def summarize_node(  # noqa: PLR0913 - the documented keyword API
         summary_prefix=summary_prefix,
     )
 
-    def summarize_messages(state: Any) -> dict[str, Any]:
+    def summarize_messages(state: object) -> dict[str, object]:
         existing: Any = None
         if opts.placement == "field":
             existing = state.get(summary_key) if is_str_mapping(state) else getattr(state, summary_key, None)
