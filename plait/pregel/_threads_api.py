@@ -117,7 +117,7 @@ class ThreadAccess:
     ) -> dict[str, Any]:
         """:meth:`bulk_update_state` with this graph's nodes and channels, in any namespace."""
         self._saver()
-        return await aupdate_thread(self, own_namespace(self, config), supersteps)  # type: ignore[no-any-return]
+        return await aupdate_thread(self, own_namespace(self, config), supersteps)
 
     async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Delete the cached results of ``nodes`` (``None``: of every node).
@@ -199,7 +199,7 @@ class ThreadAccess:
     def update_here(self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]) -> dict[str, Any]:
         """:meth:`bulk_update_state` with this graph's nodes and channels, in any namespace."""
         self._saver()
-        return update_thread(self, own_namespace(self, config), supersteps)  # type: ignore[no-any-return]
+        return update_thread(self, own_namespace(self, config), supersteps)
 
     def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Delete the cached results of ``nodes`` (``None``: of every node).

@@ -8,11 +8,11 @@ pending writes), so that ``invoke(None, config)`` starts the graph from it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
-from plait.checkpoint.base import CheckpointTuple, config_metadata, new_checkpoint_id
+from plait.checkpoint.base import CheckpointMetadata, CheckpointTuple, config_metadata, new_checkpoint_id
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError
 from plait.pregel._arun import acall_routers
@@ -38,7 +38,7 @@ class _Graph(Protocol):
     def plan(self) -> Plan: ...
 
     @property
-    def checkpointer(self) -> Any: ...
+    def checkpointer(self) -> object: ...
 
 
 __all__ = ["INPUT", "aupdate_thread", "check_superstep", "update_thread"]
@@ -46,11 +46,11 @@ __all__ = ["INPUT", "aupdate_thread", "check_superstep", "update_thread"]
 INPUT = "__input__"
 """``as_node`` that writes the values as the graph input (LangGraph's name)."""
 
-Updates = list[tuple[Any, str | None]]
+Updates = list[tuple[object, str | None]]
 _Prepared = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, int]]
 
 
-def check_superstep(plan: Plan, updates: Sequence[Any]) -> Updates:
+def check_superstep(plan: Plan, updates: Sequence[Sequence[Any]]) -> Updates:
     """The superstep's ``(values, as_node)`` pairs, checked.
 
     Raises:
@@ -72,8 +72,8 @@ def check_superstep(plan: Plan, updates: Sequence[Any]) -> Updates:
 
 
 def _prepare_input(
-    plan: Plan, ref: ThreadRef, saved: CheckpointTuple | None, values: Any
-) -> tuple[_Prepared, list[tuple[str, Any]]]:
+    plan: Plan, ref: ThreadRef, saved: CheckpointTuple | None, values: object
+) -> tuple[_Prepared, list[tuple[str, object]]]:
     """The input checkpoint (state unchanged, ``__start__`` next) and the input as its pending writes."""
     if values is None:
         raise InvalidUpdateError(f"Received no input writes for {list(plan.input_keys)}", node=INPUT)
@@ -86,14 +86,14 @@ def _prepare_input(
     checkpoint, versions = run.checkpoint(new_checkpoint_id(after=after), set())
     step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else -1
     parents = dict((saved.metadata or {}).get("parents") or {}) if saved is not None else {}
-    metadata: dict[str, Any] = {"source": "input", "step": step, "parents": parents}
+    metadata: dict[str, object] = {"source": "input", "step": step, "parents": parents}
     parent = saved.config if saved is not None else ref.config()
     return (parent, checkpoint, metadata, versions), writes
 
 
 def _task_results(
-    saved: CheckpointTuple | None, pairs: Updates, updates: Sequence[Any]
-) -> list[tuple[str, list[tuple[str, Any]]]]:
+    saved: CheckpointTuple | None, pairs: Updates, updates: Sequence[Sequence[Any]]
+) -> list[tuple[str, list[tuple[str, object]]]]:
     """The writes of each update made as a node that ``saved`` schedules, by that task's id: stored
     as the task's pending writes, they are its result in the history (as if it had run)."""
     if saved is None:
@@ -103,7 +103,7 @@ def _task_results(
     free: dict[str, list[str]] = {}
     for name, index in scheduled(cp.get("next") or (), cp.get("sends") or ()):
         free.setdefault(name, []).append(task_key(cid, name, index))
-    out: list[tuple[str, list[tuple[str, Any]]]] = []
+    out: list[tuple[str, list[tuple[str, object]]]] = []
     for (values, as_node), update in zip(pairs, updates, strict=True):
         ids = free.get(as_node or "")
         given = update[2] if len(update) > 2 else None
@@ -128,8 +128,8 @@ class _SaverCall:
     """A checkpointer call an update makes (the async driver calls its ``a``-prefixed twin)."""
 
     method: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
+    args: tuple[object, ...]
+    kwargs: dict[str, object] = field(default_factory=lambda: {})
 
     @property
     def amethod(self) -> str:
@@ -138,11 +138,12 @@ class _SaverCall:
 
 
 def _update_ops(
-    graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]
-) -> Generator[_SaverCall | CallRouters, Any, Any]:
-    """The saver calls (and router calls) of :func:`update_thread`; the drivers make them."""
-    saver: Any = graph.checkpointer
-    current = cast("dict[str, Any]", config)
+    graph: _Graph, config: Mapping[str, object], supersteps: Sequence[Sequence[Sequence[Any]]]
+) -> Generator[_SaverCall | CallRouters, Any, dict[str, Any]]:
+    """The saver calls (and router calls) of :func:`update_thread`; the drivers make them
+    (what each call answered is sent back in)."""
+    saver = graph.checkpointer
+    current: dict[str, Any] = dict(config)
     recorded = config_metadata(current)  # the user's keys, as the run's checkpoints record them
     metadata: dict[str, Any] = {}
     inferring = not graph.plan.triggers  # a state graph; a channel graph infers from its writers
@@ -201,8 +202,8 @@ def _last_ran(saved: CheckpointTuple, *, strict: bool) -> Generator[_SaverCall, 
     current = saved
     why = ""
     while not why:
-        cp = cast("Mapping[str, Any]", current.checkpoint)
-        meta: Mapping[str, Any] = current.metadata or {}
+        cp: Mapping[str, object] = current.checkpoint
+        meta = current.metadata or CheckpointMetadata()
         above = current.parent_config
         if RAN in cp:
             if cp[RAN] or not strict:
@@ -222,7 +223,7 @@ def _last_ran(saved: CheckpointTuple, *, strict: bool) -> Generator[_SaverCall, 
             why = "its last step is not stored" if above is None else "its older checkpoints were pruned"
             break
         ran: set[str] = set(parent.checkpoint.get("next") or ())
-        above_meta: Mapping[str, Any] = parent.metadata or {}
+        above_meta = parent.metadata or CheckpointMetadata()
         gap = int(meta.get("step", 0)) - int(above_meta.get("step", -1))
         if len(ran) == 1 and gap == 1:
             return ran.pop()
@@ -238,16 +239,19 @@ def _last_ran(saved: CheckpointTuple, *, strict: bool) -> Generator[_SaverCall, 
 
 
 # >>> async source
-async def aupdate_thread(graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
+async def aupdate_thread(
+    graph: _Graph, config: Mapping[str, object], supersteps: Sequence[Sequence[Sequence[Any]]]
+) -> dict[str, Any]:
     """Apply ``supersteps`` to the thread ``config`` names with ``graph``'s nodes and channels."""
-    saver: Any = graph.checkpointer
+    saver = graph.checkpointer
     ops = _update_ops(graph, config, supersteps)
-    answer: Any = None
+    answer: object = None
     while True:
         try:
             op = ops.send(answer)
         except StopIteration as done:
-            return done.value
+            config_out: dict[str, Any] = done.value
+            return config_out
         if isinstance(op, _SaverCall):
             answer = await getattr(saver, op.amethod)(*op.args, **op.kwargs)
         else:
@@ -258,16 +262,19 @@ async def aupdate_thread(graph: _Graph, config: Any, supersteps: Sequence[Sequen
 
 
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-def update_thread(graph: _Graph, config: Any, supersteps: Sequence[Sequence[Any]]) -> Any:
+def update_thread(
+    graph: _Graph, config: Mapping[str, object], supersteps: Sequence[Sequence[Sequence[Any]]]
+) -> dict[str, Any]:
     """Apply ``supersteps`` to the thread ``config`` names with ``graph``'s nodes and channels."""
-    saver: Any = graph.checkpointer
+    saver = graph.checkpointer
     ops = _update_ops(graph, config, supersteps)
-    answer: Any = None
+    answer: object = None
     while True:
         try:
             op = ops.send(answer)
         except StopIteration as done:
-            return done.value
+            config_out: dict[str, Any] = done.value
+            return config_out
         if isinstance(op, _SaverCall):
             answer = getattr(saver, op.method)(*op.args, **op.kwargs)
         else:
