@@ -57,7 +57,7 @@ class EmbeddingsLambda(Embeddings):
         )
 
     # >>> async source
-    async def _acall(self, texts: list[str]) -> Any:
+    async def _acall(self, texts: list[str]) -> object:
         """The function's answer (awaited if the function is async; the sync form refuses an async
         one: only the async store methods can await it)."""
         return await acall_maybe_async(self.func, self.is_async, _sync_embed_refused, texts)
@@ -74,7 +74,7 @@ class EmbeddingsLambda(Embeddings):
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-    def _call(self, texts: list[str]) -> Any:
+    def _call(self, texts: list[str]) -> object:
         """The function's answer (awaited if the function is async; the sync form refuses an async
         one: only the async store methods can await it)."""
         return call_maybe_async(self.func, self.is_async, _sync_embed_refused, texts)
@@ -91,7 +91,7 @@ class EmbeddingsLambda(Embeddings):
     # <<< generated sync
 
 
-def ensure_embeddings(embed: Any) -> Embeddings:
+def ensure_embeddings(embed: object) -> Embeddings:
     """Turn the ``embed`` setting into a LangChain ``Embeddings`` object.
 
     Args:
@@ -117,7 +117,7 @@ def ensure_embeddings(embed: Any) -> Embeddings:
             ) from exc
         return cast("Embeddings", module.init_embeddings(embed))
     if callable(embed):
-        return EmbeddingsLambda(cast("Callable[[list[str]], Any]", embed))
+        return EmbeddingsLambda(cast("Callable[[list[str]], object]", embed))
     raise TypeError(
         f"index['embed'] must be an Embeddings object, a function or a 'provider:model' string, got {embed!r}"
     )
@@ -213,14 +213,14 @@ class IndexSpec:
                 )
         return out
 
-    def plan(self, ops: Sequence[Any]) -> tuple[list[tuple[int, str, str]], list[str]]:
+    def plan(self, ops: Sequence[object]) -> tuple[list[tuple[int, str, str]], list[str]]:
         """What to embed for a batch: ``(op index, field, text)`` for puts, and distinct queries."""
         docs = [(i, f, t) for i, op in enumerate(ops) if isinstance(op, PutOp) for f, t in self.texts(op)]
         queries = sorted({op.query for op in ops if isinstance(op, SearchOp) and op.query})
         return docs, queries
 
     # >>> async source
-    async def aembed(self, ops: Sequence[Any]) -> Embedded:
+    async def aembed(self, ops: Sequence[object]) -> Embedded:
         """Embed a batch's documents and queries."""
         docs, queries = self.plan(ops)
         texts = [t for _, _, t in docs]
@@ -231,7 +231,7 @@ class IndexSpec:
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-    def embed(self, ops: Sequence[Any]) -> Embedded:
+    def embed(self, ops: Sequence[object]) -> Embedded:
         """Embed a batch's documents and queries."""
         docs, queries = self.plan(ops)
         texts = [t for _, _, t in docs]

@@ -92,7 +92,7 @@ class Item:
     def __hash__(self) -> int:
         return hash((self.namespace, self.key))
 
-    def dict(self) -> dict[str, object]:
+    def dict(self) -> dict[str, Any]:
         """Return a JSON-friendly dict: namespace as a list, ISO timestamps.
 
         Returns:
@@ -145,7 +145,7 @@ class SearchItem(Item):
         )
         self.score = score
 
-    def dict(self) -> dict[str, object]:
+    def dict(self) -> dict[str, Any]:
         """Return :meth:`Item.dict` plus the ``score``.
 
         Returns:

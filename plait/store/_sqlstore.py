@@ -13,7 +13,7 @@ import concurrent.futures
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from plait.store._embed import Embedded, IndexSpec
 from plait.store._engine import Dialect, Engine, Prepared
@@ -83,14 +83,14 @@ class SqlStore(BaseStore):
         self._threads: ThreadGroups | None = None  # the sync form of _groups: the calls of waiting threads
 
     @abstractmethod
-    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
+    def _transact(self, make_step: MakeStep, *, alone: bool = False) -> object:
         """Run ``make_step(now)`` in one transaction and return its result.
 
         ``alone``: each of its statements may run on its own, without a transaction
         around them (see ``Prepared.alone``).
         """
 
-    async def _atransact(self, make_step: MakeStep, *, alone: bool = False) -> Any:
+    async def _atransact(self, make_step: MakeStep, *, alone: bool = False) -> object:
         """Async :meth:`_transact`; by default it runs in a worker thread."""
         return await asyncio.to_thread(self._transact, make_step, alone=alone)
 

@@ -27,7 +27,7 @@ def ns_text(namespace: tuple[str, ...]) -> str:
     return ".".join(namespace)
 
 
-def prefix_condition(p: str, prefix: tuple[str, ...]) -> tuple[str, list[Any]]:
+def prefix_condition(p: str, prefix: tuple[str, ...]) -> tuple[str, list[object]]:
     """``s.prefix`` equals ``prefix`` or lies under it (a range scan: ``'/'`` follows ``'.'``).
 
     Args:

@@ -33,7 +33,6 @@ import threading
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from itertools import islice
-from typing import Any
 
 from plait.store._codec import check_value
 from plait.store._embed import Embedded, IndexSpec
@@ -398,7 +397,7 @@ class InMemoryStore(BaseStore):
                 self._put(PutOp(namespace, key, None), now)
 
 
-def _validate(op: Any) -> None:
+def _validate(op: object) -> None:
     """Reject an operation the store cannot run, before anything runs."""
     if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
         raise ValueError(f"Unknown operation type: {type(op)}")
