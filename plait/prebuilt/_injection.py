@@ -66,7 +66,7 @@ class ToolRuntime(_DirectlyInjectedToolArg, Generic[ContextT, StateT]):
     state: StateT
     context: ContextT
     config: dict[str, Any]
-    stream_writer: Callable[[object], None]
+    stream_writer: Callable[[Any], None]
     tool_call_id: str | None
     store: object
     tools: list[BaseTool] = field(default_factory=lambda: list[BaseTool]())

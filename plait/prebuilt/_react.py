@@ -209,7 +209,7 @@ class AgentParts:
 
     def after_tools(self, state: Any) -> str:
         """After ``tools``: end when a ``return_direct`` tool answered, else back to the model."""
-        message: Any = None
+        message: object = None
         for message in reversed(state_value(state, "messages")):
             if not isinstance(message, ToolMessage):
                 break

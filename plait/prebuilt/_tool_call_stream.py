@@ -82,7 +82,7 @@ class ToolCallStream:
     def __iter__(self) -> Iterator[Any]:
         return iter(self._output_deltas)
 
-    def __aiter__(self) -> AsyncIterator[object]:
+    def __aiter__(self) -> AsyncIterator[Any]:
         return self._output_deltas.__aiter__()
 
     def __repr__(self) -> str:

@@ -89,8 +89,8 @@ StateSchemaType = type[StateSchema]  # pyright: ignore[reportGeneralTypeIssues] 
 Prompt = Union[  # noqa: UP007 - runtime alias on 3.10
     SystemMessage,
     str,
-    Callable[[object], LanguageModelInput],
-    Runnable[object, LanguageModelInput],
+    Callable[[Any], LanguageModelInput],
+    Runnable[Any, LanguageModelInput],
 ]
 """What ``prompt=`` may be: a system message (or its text), or a function / runnable of the state
 returning the model's input."""
@@ -147,7 +147,7 @@ def create_react_agent(  # noqa: PLR0913 - LangGraph's signature
     version: Literal["v1", "v2"] = "v2",
     name: str | None = None,
     **deprecated_kwargs: Any,
-) -> CompiledStateGraph[object]:
+) -> CompiledStateGraph[Any]:
     """Build an agent: the model answers or calls tools; tool results go back to it until it answers.
 
     Args:

@@ -88,7 +88,7 @@ _infer_handled_types = handled_types
 _BUBBLE_UP = GraphBubbleUp  # never turned into error messages
 
 
-def _runtime_source(config: RunnableConfig) -> Runtime[Any]:
+def _runtime_source(config: RunnableConfig) -> Runtime[object]:
     """Where the tools' context, store and writer come from: the running plait node, else a
     ``Runtime`` passed in ``config["configurable"]["__pregel_runtime"]`` (LangGraph's key, which
     lets a ``ToolNode`` called on its own receive them), else nothing."""
@@ -417,7 +417,7 @@ class ToolNode(Runnable[Any, Any]):
     # <<< generated sync
 
 
-def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]:
+def tools_condition(state: object, messages_key: str = "messages") -> Literal["tools", "__end__"]:
     """Route to ``"tools"`` when the last message has tool calls, else to the end.
 
     Args:

@@ -45,7 +45,7 @@ def _schema_of(item: object) -> tuple[str, object]:
     )
 
 
-class ValidationNode(Runnable[object, object]):
+class ValidationNode(Runnable[Any, Any]):
     """A node that answers each tool call with its validated arguments as JSON, or the error.
 
     Useful for structured output: the model "calls" a schema, and a failed validation
@@ -92,7 +92,7 @@ class ValidationNode(Runnable[object, object]):
             )
         return ToolMessage(content=content, name=call["name"], tool_call_id=call_id)
 
-    def invoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> object:  # noqa: A002
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
         """Validate every tool call of the last message.
 
         Raises:
