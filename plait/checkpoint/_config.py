@@ -52,7 +52,7 @@ def _shown(value: Any) -> str:
     return f"{type(value).__name__} {text}"
 
 
-def configurable_of(config: object) -> Mapping[str, object]:
+def configurable_of(config: object) -> Mapping[str, Any]:
     """``config["configurable"]`` (``{}`` when absent), after checking that both are dicts.
 
     Raises:
@@ -84,7 +84,7 @@ def configurable_of(config: object) -> Mapping[str, object]:
             field="configurable",
             value=conf,
         )
-    return cast("Mapping[str, object]", conf)  # checked to be a Mapping just above
+    return cast("Mapping[str, Any]", conf)  # checked to be a Mapping just above
 
 
 def _text(value: str, field: str, limit: int) -> str:

@@ -83,11 +83,11 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
         """Perform one database operation (sync)."""
         raise NotImplementedError
 
-    async def _aperform(self, op: Op) -> Any:
+    async def _aperform(self, op: Op) -> object:
         """Perform one database operation without blocking the event loop."""
         return await self._off_loop(self._perform, op)
 
-    async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _off_loop(self, fn: Callable[..., _T], *args: object) -> _T:
         """Run the sync part of an async call: in a worker thread, so the event loop keeps serving."""
         return await asyncio.to_thread(fn, *args)
 
@@ -340,7 +340,7 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
-        expected_head: Any,
-    ) -> Ops[dict[str, Any]]:
+        expected_head: object,
+    ) -> Ops[dict[str, object]]:
         """:meth:`put`: the checkpoint stored with the metadata recorded from ``config``."""
         return self._put(config, checkpoint, recorded_metadata(config, metadata), new_versions, expected_head)

@@ -163,7 +163,7 @@ class BatchedSaves:
     async def _adrive(self, ops: Ops[_T]) -> _T:
         raise NotImplementedError
 
-    async def _off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _off_loop(self, fn: Callable[..., _T], *args: object) -> _T:
         raise NotImplementedError
 
     def _put(  # noqa: PLR0913 - the engine's put
@@ -172,12 +172,12 @@ class BatchedSaves:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
-        expected_head: Any,
-    ) -> Ops[dict[str, Any]]:
+        expected_head: object,
+    ) -> Ops[dict[str, object]]:
         raise NotImplementedError
 
     def _put_writes(
-        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+        self, config: dict[str, object], writes: Sequence[tuple[str, object]], task_id: str, task_path: str
     ) -> Ops[None]:
         raise NotImplementedError
 
@@ -323,7 +323,7 @@ class BatchedSaves:
         for call in calls[state.done :]:
             yield from self._call_ops(call)
 
-    def _call_ops(self, call: SaveOp) -> Ops[Any]:
+    def _call_ops(self, call: SaveOp) -> Ops[object]:
         """The operation of one saver call."""
         if isinstance(call, PutCheckpoint):
             checkpoint = cast("Checkpoint", call.checkpoint)

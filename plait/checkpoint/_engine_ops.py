@@ -104,7 +104,7 @@ async def adrive(ops: Ops[_T], perform: Callable[[Op], Awaitable[Any]]) -> _T:
         answer = None if isinstance(op, Item) else await perform(op)
 
 
-async def aiterate(ops: Ops[None], perform: Callable[[Op], Awaitable[Any]]) -> AsyncIterator[Any]:
+async def aiterate(ops: Ops[None], perform: Callable[[Op], Awaitable[object]]) -> AsyncIterator[object]:
     """The items of a listing, performing its ops with ``perform`` as they come."""
     answer: Any = None
     try:
@@ -148,7 +148,7 @@ def drive(ops: Ops[_T], perform: Callable[[Op], Any]) -> _T:
         answer = None if isinstance(op, Item) else perform(op)
 
 
-def iterate(ops: Ops[None], perform: Callable[[Op], Any]) -> Iterator[Any]:
+def iterate(ops: Ops[None], perform: Callable[[Op], object]) -> Iterator[object]:
     """The items of a listing, performing its ops with ``perform`` as they come."""
     answer: Any = None
     try:

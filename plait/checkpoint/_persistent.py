@@ -16,7 +16,7 @@ from typing import Any
 __all__ = ["PersistentDict"]
 
 
-class PersistentDict(defaultdict[object, object]):
+class PersistentDict(defaultdict[Any, Any]):
     """A ``defaultdict`` persisted to ``filename``: written (atomically) by :meth:`sync` and :meth:`close`.
 
     Args:

@@ -35,7 +35,7 @@ class Checkpoint(TypedDict, total=False):
     next: list[str]
     sends: list[tuple[str, Any]]
     barriers: dict[str, list[str]]
-    interrupts: list[dict[str, object]]
+    interrupts: list[dict[str, Any]]
 
 
 class CheckpointMetadata(TypedDict, total=False):

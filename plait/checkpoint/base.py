@@ -97,7 +97,7 @@ class ThreadInfo(NamedTuple):
     updated_at: str
 
 
-def check_prune(keep_last: Any, older_than: Any) -> None:
+def check_prune(keep_last: object, older_than: object) -> None:
     """Validate ``prune`` arguments.
 
     Raises:
@@ -419,5 +419,5 @@ class _AsyncLease(AbstractAsyncContextManager[None]):
         await asyncio.to_thread(self.inner.__exit__, *exc)
 
 
-def _default_serde() -> Any:
+def _default_serde() -> object:
     return JsonPlusSerializer()

@@ -193,7 +193,7 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
     def __exit__(self, *exc_info: Any) -> None:
         self.stack.__exit__(*exc_info)
 
-    def get_tuple(self, config: dict[str, object]) -> CheckpointTuple | None:
+    def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The addressed checkpoint, or the thread's newest."""
         thread, ns, cid = thread_key(config)
         key: _Key = thread if not ns else (thread, ns)
@@ -209,7 +209,7 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         config: dict[str, Any] | None,
         *,
         filter: dict[str, Any] | None = None,  # noqa: A002
-        before: dict[str, object] | None = None,
+        before: dict[str, Any] | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, built one at a time as the caller iterates; a config
@@ -258,7 +258,7 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         new_versions: Mapping[str, int],
         *,
         expected_head: Any = ...,
-    ) -> dict[str, object]:
+    ) -> dict[str, Any]:
         """Store a checkpoint; keys not in ``new_versions`` point at their parent's value.
 
         Raises:

@@ -21,7 +21,7 @@ from plait.checkpoint.postgres._saver import PostgresSaver
 __all__ = ["ShallowPostgresSaver", "ShallowSaver", "deprecated"]
 
 
-def _newest(config: dict[str, Any]) -> dict[str, Any]:
+def _newest(config: dict[str, object]) -> dict[str, object]:
     """``config`` without its ``checkpoint_id``: a shallow saver has only the newest checkpoint."""
     configurable = config.get("configurable")
     if not isinstance(configurable, Mapping) or "checkpoint_id" not in configurable:
