@@ -46,7 +46,7 @@ __all__ = [
     "awaited",
     "call_task",
     "finish",
-    "fold_calls",
+    "merge_interrupts",
     "settled",
     "start_calls",
 ]
@@ -233,7 +233,7 @@ def _own(tid: str, interrupts: Sequence[Interrupt]) -> list[Interrupt]:
     return [i for i in interrupts if not str(getattr(i, "id", "")).startswith(tid + "/")]
 
 
-def _merge(first: Sequence[Interrupt], more: Sequence[Interrupt]) -> tuple[Interrupt, ...]:
+def merge_interrupts(first: Sequence[Interrupt], more: Sequence[Interrupt]) -> tuple[Interrupt, ...]:
     seen: dict[str, Interrupt] = {}
     for item in (*first, *more):
         seen.setdefault(str(getattr(item, "id", id(item))), item)
@@ -246,34 +246,6 @@ def _interrupts_of(outcomes: Sequence[BaseException | None]) -> list[Interrupt]:
         if isinstance(exc, GraphInterrupt):
             found.extend(exc.interrupts)
     return found
-
-
-def fold_calls(by_task: dict[str, dict[str, Any]], roots: Sequence[str]) -> list[Interrupt] | None:
-    """For a snapshot: move the pending interrupts of task calls onto the node that made them.
-
-    Args:
-        by_task: ``{task id: {"writes": {...}, "interrupts": [...], ...}}`` of a checkpoint's saved writes.
-        roots: The ids of the checkpoint's node tasks.
-
-    Returns:
-        The checkpoint's pending interrupts (answered calls that returned left out), or ``None``
-        when no task call saved anything.
-    """
-    calls = [tid for tid in by_task if tid not in roots and any(tid.startswith(r + "/") for r in roots)]
-    if not calls:
-        return None
-    pending: list[Interrupt] = []
-    for tid, info in list(by_task.items()):
-        if tid not in calls:
-            pending.extend(info["interrupts"])
-            continue
-        if RETURN in info["writes"]:  # answered, then finished
-            continue
-        root = next(r for r in roots if tid.startswith(r + "/"))
-        shown = by_task.setdefault(root, {"writes": {}, "interrupts": [], "error": None})
-        shown["interrupts"] = list(_merge(shown["interrupts"], info["interrupts"]))
-        pending.extend(info["interrupts"])
-    return list(_merge(pending, ()))
 
 
 # -- recording ------------------------------------------------------------------------------------
@@ -395,7 +367,7 @@ async def afinish(ctx: TaskContext, body: Callable[[], Awaitable[object]]) -> ob
     try:
         value = await body()
     except GraphInterrupt as exc:
-        raise GraphInterrupt(_merge(exc.interrupts, await awaited(ctx))) from None
+        raise GraphInterrupt(merge_interrupts(exc.interrupts, await awaited(ctx))) from None
     except BaseException:
         await awaited(ctx)
         raise
@@ -460,7 +432,7 @@ def finish(ctx: TaskContext, body: Callable[[], object]) -> object:
     try:
         value = body()
     except GraphInterrupt as exc:
-        raise GraphInterrupt(_merge(exc.interrupts, settled(ctx))) from None
+        raise GraphInterrupt(merge_interrupts(exc.interrupts, settled(ctx))) from None
     except BaseException:
         settled(ctx)
         raise

@@ -7,15 +7,24 @@ does the (sync or async) saver calls around them.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
+from plait._internal._narrow import is_sequence
 from plait._schema import MISSING
 from plait.checkpoint._task_ids import current_writes
-from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple, new_checkpoint_id, now_iso
+from plait.checkpoint.base import (
+    ERROR,
+    INTERRUPT,
+    RESUME,
+    Checkpoint,
+    CheckpointTuple,
+    new_checkpoint_id,
+    now_iso,
+)
 from plait.constants import END, START
 from plait.errors import InvalidUpdateError, SerializationError, StrictModeError
 from plait.pregel._effects import CallRouters, takes_head
-from plait.pregel._func_tasks import fold_calls
+from plait.pregel._func_tasks import RETURN, merge_interrupts
 from plait.pregel._loop import Loop
 from plait.pregel._pause import NULL_TASK_ID
 from plait.pregel._plan import Plan
@@ -32,7 +41,43 @@ from plait.types import Interrupt, PregelTask, StateSnapshot
 __all__ = ["COPY", "empty_snapshot", "head_check", "prepare_update", "snapshot", "supersteps_of"]
 
 
-def empty_snapshot(config: Mapping[str, Any]) -> StateSnapshot:
+class TaskInfo(TypedDict):
+    """What a checkpoint's saved writes say of one task (``error``: its stored error write, as saved)."""
+
+    writes: dict[str, object]
+    interrupts: list[Interrupt]
+    error: Any
+
+
+def fold_calls(by_task: dict[str, TaskInfo], roots: Sequence[str]) -> list[Interrupt] | None:
+    """For a snapshot: move the pending interrupts of task calls onto the node that made them.
+
+    Args:
+        by_task: ``{task id: {"writes": {...}, "interrupts": [...], ...}}`` of a checkpoint's saved writes.
+        roots: The ids of the checkpoint's node tasks.
+
+    Returns:
+        The checkpoint's pending interrupts (answered calls that returned left out), or ``None``
+        when no task call saved anything.
+    """
+    calls = [tid for tid in by_task if tid not in roots and any(tid.startswith(r + "/") for r in roots)]
+    if not calls:
+        return None
+    pending: list[Interrupt] = []
+    for tid, info in list(by_task.items()):
+        if tid not in calls:
+            pending.extend(info["interrupts"])
+            continue
+        if RETURN in info["writes"]:  # answered, then finished
+            continue
+        root = next(r for r in roots if tid.startswith(r + "/"))
+        shown = by_task.setdefault(root, {"writes": {}, "interrupts": [], "error": None})
+        shown["interrupts"] = list(merge_interrupts(shown["interrupts"], info["interrupts"]))
+        pending.extend(info["interrupts"])
+    return list(merge_interrupts(pending, ()))
+
+
+def empty_snapshot(config: Mapping[str, object]) -> StateSnapshot:
     """The snapshot of a thread that has no checkpoint yet."""
     return StateSnapshot(
         values={},
@@ -55,14 +100,14 @@ def snapshot(plan: Plan, saved: CheckpointTuple, head: bool = False) -> StateSna
     """
     cp = saved.checkpoint
     values = cp.get("channel_values") or {}
-    shown: dict[str, Any] = {}
+    shown: dict[str, object] = {}
     for key, channel in plan.channels.items():
         value = values[key] if key in values else channel.initial()
         if value is not MISSING:
             shown[key] = value
     _check_kinds(plan, saved, values)
     interrupts: list[Interrupt] = []
-    by_task: dict[str, dict[str, Any]] = {}
+    by_task: dict[str, TaskInfo] = {}
     written = current_writes(cp.get("id"), saved.pending_writes or ())
     for tid, key, value in written:
         info = by_task.setdefault(tid, {"writes": {}, "interrupts": [], "error": None})
@@ -114,9 +159,10 @@ def _where(saved: CheckpointTuple, key: str) -> str:
 def _interrupts(saved: CheckpointTuple, tid: str, value: object) -> list[Interrupt]:
     """A task's stored interrupt write: a list of ``Interrupt``; anything else is a damaged row."""
     kind = type(value).__name__
-    items = cast("Sequence[object]", value) if isinstance(value, (list, tuple)) else None
-    if items is not None and all(isinstance(i, Interrupt) for i in items):
-        return cast("list[Interrupt]", list(items))
+    if is_sequence(value):
+        found = [i for i in value if isinstance(i, Interrupt)]
+        if len(found) == len(value):
+            return found
     raise SerializationError(
         f"Cannot read the interrupts of task {tid} ({_where(saved, INTERRUPT)}): the stored write is "
         f"{kind}, not a list of Interrupt (the row is damaged or was planted)",
@@ -124,7 +170,7 @@ def _interrupts(saved: CheckpointTuple, tid: str, value: object) -> list[Interru
     )
 
 
-def _check_kinds(plan: Plan, saved: CheckpointTuple, values: Mapping[str, Any]) -> None:
+def _check_kinds(plan: Plan, saved: CheckpointTuple, values: Mapping[str, object]) -> None:
     """Refuse a stored value of a list key (a messages key…) that is not a list (cheap: one type check)."""
     for key, value in values.items():
         channel = plan.channels.get(key)
@@ -139,7 +185,7 @@ def _check_kinds(plan: Plan, saved: CheckpointTuple, values: Mapping[str, Any]) 
 
 
 def _now(
-    cp: Any, by_task: dict[str, dict[str, Any]], nxt: tuple[str, ...]
+    cp: Checkpoint, by_task: dict[str, TaskInfo], nxt: tuple[str, ...]
 ) -> tuple[list[Interrupt], tuple[str, ...]]:
     """The head's pending interrupts and next nodes: answered questions and finished tasks drop out."""
     pending: list[Interrupt] = []
@@ -157,12 +203,12 @@ def _now(
 
 
 def _with_written(
-    plan: Plan, cp: Any, values: dict[str, Any], pending: Sequence[tuple[str, str, Any]]
-) -> dict[str, Any]:
+    plan: Plan, cp: Checkpoint, values: dict[str, object], pending: Sequence[tuple[str, str, object]]
+) -> dict[str, object]:
     """``values`` with what the step's tasks wrote before it stopped (its pending writes), as the
     thread stands now; unchanged when they do not merge (the step reports that when it completes)."""
     names = {task_key(cp.get("id"), name, index): name for name, index in _task_keys(cp)}  # in step order
-    writes: dict[str, list[tuple[str, Any]]] = {}
+    writes: dict[str, list[tuple[str, object]]] = {}
     for tid, key, value in pending:
         if (tid in names or tid == NULL_TASK_ID) and key in plan.channels:  # state keys: no control writes
             writes.setdefault(tid, []).append((key, value))
@@ -179,7 +225,7 @@ def _with_written(
     return {k: view.values[k] for k in plan.channels if k in view.values}
 
 
-def _task_keys(cp: Any) -> list[tuple[str, int]]:
+def _task_keys(cp: Checkpoint) -> list[tuple[str, int]]:
     """``(name, index)`` of each task the checkpoint schedules: its pulls, then its sends."""
     return scheduled(cp.get("next") or (), cp.get("sends") or ())
 
@@ -187,27 +233,25 @@ def _task_keys(cp: Any) -> list[tuple[str, int]]:
 def _task(
     cid: str,
     key: tuple[str, int],
-    by_task: dict[str, dict[str, Any]],
+    by_task: dict[str, TaskInfo],
     push: int | None,
-    keys: Mapping[str, Any],
+    keys: Mapping[str, object],
 ) -> PregelTask:
     """The ``key`` (name, index) task of the step after checkpoint ``cid``; its ``result``: what it wrote
     to the state's ``keys`` (``{}``: nothing), once it finished."""
     name, index = key
     tid = task_key(cid, name, index)
-    info = by_task.get(tid, {})
+    info = by_task.get(tid)
     # finished: its writes are stored (after answered questions, too), or it stopped on nothing
-    done = (
-        tid in by_task and not info.get("error") and (bool(info.get("writes")) or not info.get("interrupts"))
-    )
+    done = info is not None and not info["error"] and (bool(info["writes"]) or not info["interrupts"])
     return PregelTask(
         id=tid,
         name=name,
         path=task_path(name, push),
-        error=info.get("error"),
+        error=None if info is None else info["error"],
         # a subgraph's breakpoint pauses the task, but asks nothing
-        interrupts=tuple(i for i in info.get("interrupts", ()) if i.id not in STATIC),
-        result={k: v for k, v in info["writes"].items() if k in keys} if done else None,
+        interrupts=() if info is None else tuple(i for i in info["interrupts"] if i.id not in STATIC),
+        result={k: v for k, v in info["writes"].items() if k in keys} if info is not None and done else None,
     )
 
 
@@ -216,7 +260,7 @@ Update = tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, int]]
 
 
 def prepare_update(
-    plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None, updates: Sequence[tuple[Any, str | None]]
+    plan: Plan, thread: ThreadRef, saved: CheckpointTuple | None, updates: Sequence[tuple[object, str | None]]
 ) -> Generator[CallRouters, list[Any], Update]:
     """Apply one superstep of updates ``(values, as_node)`` as if those nodes had returned them.
 
@@ -262,7 +306,7 @@ def prepare_update(
     checkpoint, versions = run.checkpoint(new_checkpoint_id(after=after), changed)
     step = int((saved.metadata or {}).get("step", -2)) + 1 if saved is not None else 0
     parents = dict((saved.metadata or {}).get("parents") or {}) if saved is not None else {}
-    metadata: dict[str, Any] = {"source": "update", "step": step, "parents": parents}
+    metadata: dict[str, object] = {"source": "update", "step": step, "parents": parents}
     parent = saved.config if saved is not None else thread.config()
     return parent, checkpoint, metadata, versions
 
@@ -271,18 +315,18 @@ COPY = "__copy__"
 """``as_node`` that copies a checkpoint as a new sibling of it (LangGraph's name)."""
 
 
-def _copy(saved: CheckpointTuple | None, updates: Sequence[tuple[Any, str | None]]) -> Update:
+def _copy(saved: CheckpointTuple | None, updates: Sequence[tuple[object, str | None]]) -> Update:
     if saved is None or len(updates) != 1 or updates[0][0] is not None:
         raise InvalidUpdateError(
             "as_node='__copy__' copies an existing checkpoint: pass values=None, alone in its superstep",
             node=COPY,
         )
-    checkpoint: dict[str, Any] = dict(saved.checkpoint)
+    checkpoint: dict[str, object] = dict(saved.checkpoint)
     # a new checkpoint: its own id and time (listing and pruning by time see the fork as new)
     checkpoint["id"] = new_checkpoint_id(after=saved.checkpoint.get("id"))
     checkpoint["ts"] = now_iso()
     step = int((saved.metadata or {}).get("step", -1)) + 1
-    metadata: dict[str, Any] = {"source": "fork", "step": step, "parents": {}}
+    metadata: dict[str, object] = {"source": "fork", "step": step, "parents": {}}
     # every key counts as written: the copy's parent is the copied checkpoint's parent, not itself
     versions = dict(saved.checkpoint.get("channel_versions") or {})
     if saved.parent_config is not None:
@@ -291,7 +335,7 @@ def _copy(saved: CheckpointTuple | None, updates: Sequence[tuple[Any, str | None
     return {**saved.config, "configurable": root}, checkpoint, metadata, versions  # a copy of a root is one
 
 
-def head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:
+def head_check(saver: Any, ref: ThreadRef, saved: CheckpointTuple | None) -> dict[str, object]:
     """``expected_head`` for an update written on the thread head (none for explicit forks, nor for a
     saver subclass whose ``put``/``aput`` override does not take it)."""
     if (
@@ -300,7 +344,7 @@ def head_check(saver: Any, ref: ThreadRef, saved: Any) -> dict[str, Any]:
         or not takes_head(cast("type[object]", type(saver)))
     ):
         return {}
-    return {"expected_head": None if saved is None else saved.checkpoint["id"]}
+    return {"expected_head": None if saved is None else saved.checkpoint.get("id")}
 
 
 def supersteps_of(supersteps: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
