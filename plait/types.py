@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 import random
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, cast
@@ -401,7 +401,7 @@ class GraphOutput(Generic[OutputT]):
         return isinstance(key, str) and hasattr(value, key)
 
 
-def interrupt(value: Any, *, response_schema: dict[str, Any] | type[Any] | None = None) -> Any:
+def interrupt(value: object, *, response_schema: Mapping[str, object] | type[object] | None = None) -> Any:
     """Pause the running node and hand ``value`` to the caller.
 
     The first time a node calls it, the run stops with the interrupt recorded

@@ -131,15 +131,15 @@ class RunnableCallable(Runnable[Any, Any]):
 
     def __init__(  # noqa: PLR0913 - LangGraph's signature
         self,
-        func: Callable[..., Any] | None,
-        afunc: Callable[..., Awaitable[Any]] | None = None,
+        func: Callable[..., object] | None,
+        afunc: Callable[..., Awaitable[object]] | None = None,
         *,
         name: str | None = None,
         tags: Sequence[str] | None = None,
         trace: bool = True,
         recurse: bool = True,
         explode_args: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> None:
         fn = func or afunc
         if fn is None:
@@ -196,7 +196,7 @@ class RunnableCallable(Runnable[Any, Any]):
             kwargs[kw] = value
         return args, kwargs
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+    def invoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> Any:
         """Call ``func`` (traced as a chain run when ``trace``).
 
         Raises:
@@ -228,7 +228,7 @@ class RunnableCallable(Runnable[Any, Any]):
             return ret.invoke(input, config)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         return ret
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+    async def ainvoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> Any:
         """Await ``afunc`` (``func`` when there is none), traced as a chain run when ``trace``."""
         if self.afunc is None:
             return self.invoke(input, config, **kwargs)

@@ -31,11 +31,11 @@ class CompiledNode:
     bound: Runnable[Any, Any]
     metadata: Mapping[str, object] = field(default_factory=dict[str, object])
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+    def invoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> Any:  # noqa: A002
         """Run the action on ``input``."""
         return self.bound.invoke(input, config, **kwargs)
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+    async def ainvoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> Any:  # noqa: A002
         """Run the action on ``input`` (async)."""
         return await self.bound.ainvoke(input, config, **kwargs)
 

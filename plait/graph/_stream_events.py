@@ -15,7 +15,7 @@ from plait.stream._run import astream_events_v3, stream_events_v3
 
 __all__ = ["StreamEvents"]
 
-TransformerSpec = Callable[[tuple[str, ...]], Any]
+TransformerSpec = Callable[[tuple[str, ...]], object]
 
 
 class StreamEvents(Runnable[Any, Any]):
@@ -26,12 +26,12 @@ class StreamEvents(Runnable[Any, Any]):
 
     def stream_events(  # v3 returns a run handle
         self,
-        input: Any,  # noqa: A002
+        input: object,  # noqa: A002
         config: RunnableConfig | None = None,
         *,
         version: str = "v2",
         transformers: Sequence[TransformerSpec] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> Iterator[Any]:
         """``version="v3"``: a :class:`~plait.stream.GraphRunStream` the caller drives by iterating
         its projections (``run.values``, ``run.messages``…); the graph runs as they are consumed.
@@ -50,12 +50,12 @@ class StreamEvents(Runnable[Any, Any]):
 
     def astream_events(  # type: ignore[override]  # v3 returns an awaitable run handle
         self,
-        input: Any,  # noqa: A002
+        input: object,  # noqa: A002
         config: RunnableConfig | None = None,
         *,
         version: str = "v2",
         transformers: Sequence[TransformerSpec] | None = None,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> AsyncIterator[Any] | Awaitable[Any]:
         """``version="v3"``: an awaitable :class:`~plait.stream.AsyncGraphRunStream` (see
         :meth:`stream_events`); ``"v1"``/``"v2"``: LangChain's event stream."""
