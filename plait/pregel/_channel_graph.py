@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from plait.channels.base import BaseChannel
-from plait.checkpoint.base import INTERRUPT, CheckpointTuple
+from plait.checkpoint.base import INTERRUPT, Checkpoint, CheckpointTuple
 from plait.constants import START
 from plait.errors import InvalidUpdateError
 from plait.pregel._builder import NodeBuilder, PregelNode
 from plait.pregel._cache import node_namespace
 from plait.pregel._callable import NodeCalls, make_call
+from plait.pregel._context import TaskContext
 from plait.pregel._input import input_writes
 from plait.pregel._next import subscribers
 from plait.pregel._plan import NodeSpec, Plan
@@ -47,12 +48,12 @@ def channel_plan(  # noqa: PLR0913 - LangGraph's keyword arguments
     channels: Mapping[str, BaseChannel] | None,
     input_channels: str | Sequence[str],
     output_channels: str | Sequence[str],
-    interrupt_before_nodes: Any = (),
-    interrupt_after_nodes: Any = (),
+    interrupt_before_nodes: str | Sequence[str] | None = (),
+    interrupt_after_nodes: str | Sequence[str] | None = (),
     retry_policy: RetryPolicy | Sequence[RetryPolicy] = (),
-    cache_policy: CachePolicy[Any] | None = None,
-    cache: Any = None,
-    **options: Any,
+    cache_policy: CachePolicy[Callable[..., str | bytes]] | None = None,
+    cache: object = None,
+    **options: object,
 ) -> Plan:
     """The plan of ``Pregel(nodes=..., channels=..., input_channels=..., output_channels=...)``.
 
@@ -110,7 +111,7 @@ def _names(channels: str | Sequence[str]) -> tuple[str, ...]:
     return (channels,) if isinstance(channels, str) else tuple(channels)
 
 
-def _interrupts(nodes: Any) -> frozenset[str]:
+def _interrupts(nodes: str | Sequence[str] | None) -> frozenset[str]:
     return frozenset(["*"] if nodes == "*" else nodes or ())
 
 
@@ -125,7 +126,7 @@ def _check(
     channels: Mapping[str, BaseChannel],
     inputs: tuple[str, ...],
     outputs: tuple[str, ...],
-    interrupts: tuple[Any, Any],
+    interrupts: tuple[str | Sequence[str] | None, str | Sequence[str] | None],
 ) -> None:
     if not nodes:
         raise ValueError("Pregel() needs at least one node")
@@ -151,7 +152,7 @@ def _spec(
     node: PregelNode,
     triggers: Mapping[str, Sequence[str]],
     retry: RetryPolicy | None,
-    cache_policy: CachePolicy[Any] | None,
+    cache_policy: CachePolicy[Callable[..., str | bytes]] | None,
 ) -> NodeSpec:
     calls = [make_call(fn) for fn in node.bound]
     single = node.channels if isinstance(node.channels, str) else None
@@ -176,14 +177,16 @@ def _spec(
     )
 
 
-def _result(node: PregelNode, triggers: Mapping[str, Sequence[str]], output: Any) -> Any:
+def _result(node: PregelNode, triggers: Mapping[str, Sequence[str]], output: object) -> Command[str] | None:
     """The chain's ``output`` as the task's result: its writes, and the nodes they start next."""
     writes = node.writes(output)
     return Command(update=writes, goto=subscribers(triggers, writes)) if writes else None
 
 
-def _chain(calls: Sequence[NodeCalls], finish: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
-    def call(value: Any, ctx: Any) -> Any:
+def _chain(
+    calls: Sequence[NodeCalls], finish: Callable[[object], object]
+) -> Callable[[object, TaskContext], object]:
+    def call(value: object, ctx: TaskContext) -> object:
         for step in calls:
             value = step.call(value, ctx)
         return finish(value)
@@ -192,20 +195,22 @@ def _chain(calls: Sequence[NodeCalls], finish: Callable[[Any], Any]) -> Callable
 
 
 def _achain(
-    calls: Sequence[NodeCalls], finish: Callable[[Any], Any], prefer_async: bool
-) -> Callable[[Any, Any], Awaitable[Any]]:
-    async def call(value: Any, ctx: Any) -> Any:
+    calls: Sequence[NodeCalls], finish: Callable[[object], object], prefer_async: bool
+) -> Callable[[object, TaskContext], Awaitable[object]]:
+    async def call(value: object, ctx: TaskContext) -> object:
         for step in calls:
-            fn = step.acall if prefer_async and step.acall is not None else step.call
-            value = fn(value, ctx)
-            if step.is_async or fn is step.acall:
-                value = await cast("Awaitable[Any]", value)
+            if prefer_async and step.acall is not None:
+                value = await step.acall(value, ctx)
+            elif step.is_async:  # its call returns an awaitable
+                value = await step.call(value, ctx)
+            else:
+                value = step.call(value, ctx)
         return finish(value)
 
     return call
 
 
-def output_value(plan: Plan, final: dict[str, Any]) -> Any:
+def output_value(plan: Plan, final: dict[str, Any]) -> object:
     """What ``invoke`` returns for ``final`` (the output keys): the bare value of a graph whose
     state is one value, or of a channel graph's single output channel (``None`` when unset)."""
     if plan.root:
@@ -216,8 +221,8 @@ def output_value(plan: Plan, final: dict[str, Any]) -> Any:
 
 
 def channel_updates(
-    plan: Plan, pairs: Sequence[tuple[Any, str | None]], saved: CheckpointTuple | None
-) -> list[tuple[Any, str | None]]:
+    plan: Plan, pairs: Sequence[tuple[object, str | None]], saved: CheckpointTuple | None
+) -> list[tuple[object, str | None]]:
     """A channel graph's ``update_state`` values as the writes of their node's writers.
 
     Without ``as_node`` the node is inferred: on a new thread the values are the graph input;
@@ -228,11 +233,12 @@ def channel_updates(
     """
     if not plan.triggers:
         return list(pairs)
-    out: list[tuple[Any, str | None]] = []
+    out: list[tuple[object, str | None]] = []
     for values, as_node in pairs:
         if as_node is None and saved is None:
             writes = input_writes(plan, values)
-            out.append((Command(update=writes, goto=subscribers(plan.triggers, writes)), START))
+            start: Command[str] = Command(update=writes, goto=subscribers(plan.triggers, writes))
+            out.append((start, START))
             continue
         name = as_node if as_node is not None else _last_writer(plan, saved)
         spec = plan.nodes.get(name or "")
@@ -246,8 +252,8 @@ def channel_updates(
 def _last_writer(plan: Plan, saved: CheckpointTuple | None) -> str:
     if len(plan.nodes) == 1:
         return next(iter(plan.nodes))
-    cp: Mapping[str, Any] = cast("Mapping[str, Any]", saved.checkpoint) if saved is not None else {}
-    values: Mapping[str, Any] = cp.get("channel_values") or {}
+    cp = saved.checkpoint if saved is not None else Checkpoint()
+    values: Mapping[str, object] = cp.get("channel_values") or {}
     changed = {k for k in cp.get("updated_channels") or () if k in values}
     found = [
         name
