@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
-Term = tuple[str, str, Any]
+Term = tuple[str, str, object]
 """One SQL-evaluable condition: ``(key, operator, scalar)``."""
 
 _MISSING: object = None
@@ -167,7 +167,7 @@ def matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
     return all(_match(_field(value, key), expected) for key, expected in conditions.items())
 
 
-Test = Callable[[Mapping[str, Any]], bool]
+Test = Callable[[Mapping[str, object]], bool]
 
 
 def matcher(conditions: Mapping[str, object]) -> Test:

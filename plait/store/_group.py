@@ -30,7 +30,7 @@ __all__ = ["Groups", "ThreadGroups"]
 
 _GROUP = 256  # most batches of concurrent calls run in one transaction
 
-Run = Callable[[Callable[[float], Step], bool], Awaitable[Any]]
+Run = Callable[[Callable[[float], Step], bool], Awaitable[object]]
 """How a store runs a step: ``run(make_step, alone)`` (see ``SqlStore._transact``)."""
 
 

@@ -164,7 +164,7 @@ def _plain(  # noqa: PLR0913 - a page of a search, and where its TTL'd hits go
     timed: list[tuple[str, str]],
     *,
     ranked_first: bool,
-) -> Generator[Any, Rows, list[SearchItem]]:
+) -> Generator[object, Rows, list[SearchItem]]:
     where = f"{query.where} AND {_NO_VECTORS}" if ranked_first and engine.index is not None else query.where
     source, params = "plait_store s", list(query.params)
     if engine.order == "written":  # each namespace's oldest item, whatever the filter picks

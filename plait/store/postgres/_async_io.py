@@ -126,7 +126,7 @@ class AsyncPostgresIO(SqlStore):
         self.is_setup = True
 
     @asynccontextmanager
-    async def _connection(self) -> AsyncGenerator[AsyncConnection[Any], None]:
+    async def _connection(self) -> AsyncGenerator[AsyncConnection[object], None]:
         if isinstance(self.conn, AsyncConnectionPool):
             async with self.conn.connection() as conn:
                 yield conn
@@ -135,7 +135,7 @@ class AsyncPostgresIO(SqlStore):
                 yield self.conn
 
     @asynccontextmanager
-    async def _cursor(self) -> AsyncGenerator[Any, None]:
+    async def _cursor(self) -> AsyncGenerator[object, None]:
         """A cursor (rows as dicts) on the store's connection, for SQL of your own (LangGraph's hook)."""
         async with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             yield cur

@@ -128,7 +128,7 @@ class PostgresIO(SqlStore):
         self.is_setup = True
 
     @contextmanager
-    def _connection(self) -> Generator[Connection[Any], None]:
+    def _connection(self) -> Generator[Connection[object], None]:
         if isinstance(self.conn, ConnectionPool):
             with self.conn.connection() as conn:
                 yield conn
@@ -137,7 +137,7 @@ class PostgresIO(SqlStore):
                 yield self.conn
 
     @contextmanager
-    def _cursor(self) -> Generator[Any, None]:
+    def _cursor(self) -> Generator[object, None]:
         """A cursor (rows as dicts) on the store's connection, for SQL of your own (LangGraph's hook)."""
         with self._connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             yield cur
