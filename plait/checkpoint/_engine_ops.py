@@ -70,7 +70,7 @@ class Batch(NamedTuple):
 class Session(NamedTuple):
     """A transaction driven by ``body``: each :class:`Step` it yields is answered; its return value answers the op."""
 
-    body: Generator[Step, Any, Any]
+    body: Generator[Step, object, object]
     durable: bool = True
     immediate: bool = True
 
@@ -122,7 +122,7 @@ async def aiterate(ops: Ops[None], perform: Callable[[Op], Awaitable[object]]) -
         ops.close()
 
 
-async def arun_session(body: Generator[Step, Any, _T], execute: Callable[[Step], Awaitable[Any]]) -> _T:
+async def arun_session(body: Generator[Step, object, _T], execute: Callable[[Step], Awaitable[object]]) -> _T:
     """Drive a :class:`Session` body with ``execute`` (one statement, inside the open transaction)."""
     answer: Any = None
     while True:
@@ -166,7 +166,7 @@ def iterate(ops: Ops[None], perform: Callable[[Op], object]) -> Iterator[object]
         ops.close()
 
 
-def run_session(body: Generator[Step, Any, _T], execute: Callable[[Step], Any]) -> _T:
+def run_session(body: Generator[Step, object, _T], execute: Callable[[Step], object]) -> _T:
     """Drive a :class:`Session` body with ``execute`` (one statement, inside the open transaction)."""
     answer: Any = None
     while True:

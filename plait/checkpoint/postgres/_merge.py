@@ -39,7 +39,7 @@ _PREFIX = 4
 # where a put's own parameters are (``_sql.put_ops``)
 _CID, _LOCK, _DURABLE, _VALUE_CHANNELS, _REWRITE_IDS = 2, 7, 8, 14, 20
 
-Expand = Callable[[list[Any]], list[Any]]
+Expand = Callable[[list[object]], list[object]]
 
 
 def batch_statements(op: Batch) -> tuple[tuple[Step, ...], Expand]:

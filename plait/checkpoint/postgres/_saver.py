@@ -213,7 +213,7 @@ class PostgresSaver(PostgresBase):
             pool.close()
 
     @contextmanager
-    def _connection(self) -> Generator[psycopg.Connection[Any], None, None]:
+    def _connection(self) -> Generator[psycopg.Connection[object], None, None]:
         if isinstance(self.conn, ConnectionPool):
             with self.conn.connection() as conn:
                 yield conn
