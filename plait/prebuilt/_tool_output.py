@@ -19,7 +19,7 @@ __all__ = ["InputKind", "Output", "combine", "msg_content_output", "normalize"]
 InputKind = Literal["list", "dict", "tool_calls"]
 """How the ``ToolNode`` was called: a message list, a state, or bare tool calls."""
 
-Output = ToolMessage | Command[Any] | list[ToolMessage | Command[Any]]
+Output = ToolMessage | Command[object] | list[ToolMessage | Command[object]]
 """The result of one tool call."""
 
 
