@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 from plait.checkpoint._task_ids import legacy_segments, legacy_task_key
 from plait.pregel._plan import Plan
@@ -25,9 +25,24 @@ __all__ = [
     "with_task_states",
 ]
 
-G = TypeVar("G")
-Reader = Callable[[Any, dict[str, Any]], StateSnapshot | None]
-AsyncReader = Callable[[Any, dict[str, Any]], Awaitable[StateSnapshot | None]]
+
+class _Saving(Protocol):
+    """How a graph keeps a subgraph's state (a ``Pregel``'s ``subgraph_saving``)."""
+
+    @property
+    def subgraph_saving(self) -> str: ...
+
+
+class _Owner(Protocol):
+    """A graph whose subgraphs a config may address (its plan)."""
+
+    @property
+    def plan(self) -> Plan: ...
+
+
+G = TypeVar("G", bound=_Owner)
+Reader = Callable[[object, dict[str, object]], StateSnapshot | None]
+AsyncReader = Callable[[object, dict[str, object]], Awaitable[StateSnapshot | None]]
 
 
 def subgraph_namespace(plan: Plan, task: PregelTask, parent_ns: str, *, stored: bool = True) -> str | None:
@@ -47,18 +62,18 @@ def subgraph_namespace(plan: Plan, task: PregelTask, parent_ns: str, *, stored: 
 
 
 def task_state_config(
-    plan: Plan, task: PregelTask, located: Mapping[str, Any], *, stored: bool = False
-) -> dict[str, Any] | None:
+    plan: Plan, task: PregelTask, located: Mapping[str, object], *, stored: bool = False
+) -> dict[str, object] | None:
     """The config of where ``task``'s subgraph keeps its state (``None``: not a subgraph, or one
     that keeps none), ``located`` being the configurable keys of the checkpoint that schedules it."""
-    ns = subgraph_namespace(plan, task, located.get("checkpoint_ns") or "", stored=stored)
+    ns = subgraph_namespace(plan, task, str(located.get("checkpoint_ns") or ""), stored=stored)
     return (
         None if ns is None else {"configurable": {"thread_id": located.get("thread_id"), "checkpoint_ns": ns}}
     )
 
 
-def _targets(plan: Plan, snap: StateSnapshot, stored: bool) -> Iterator[tuple[int, Any, dict[str, Any]]]:
-    located: Mapping[str, Any] = snap.config.get("configurable", {})
+def _targets(plan: Plan, snap: StateSnapshot, stored: bool) -> Iterator[tuple[int, object, dict[str, Any]]]:
+    located: Mapping[str, object] = snap.config.get("configurable", {})
     for index, task in enumerate(snap.tasks):
         config = task_state_config(plan, task, located, stored=stored)
         if config is not None:
@@ -140,7 +155,7 @@ def recast_ns(ns: str) -> str:
     return "|".join(part.split(":")[0] for part in ns.split("|") if not part.isdigit())
 
 
-def addressed_graph(plan: Plan, saver: Any, ns: str, *, for_update: bool = False) -> Any:
+def addressed_graph(plan: Plan, saver: object, ns: str, *, for_update: bool = False) -> Any:
     """The subgraph whose state a namespaced config (``checkpoint_ns`` set) addresses, saving in
     ``saver``; ``None`` for a namespace no declared subgraph has (read with the parent's channels).
 
@@ -159,16 +174,18 @@ def addressed_graph(plan: Plan, saver: Any, ns: str, *, for_update: bool = False
     return None
 
 
-def own_namespace(graph: Any, config: Any) -> Any:
+def own_namespace(graph: _Saving, config: Mapping[str, object]) -> Mapping[str, object]:
     """``config`` addressing where ``graph`` keeps its state: a subgraph kept across runs
     (``checkpointer=True``) is found by its task's namespace too (task ids dropped)."""
-    ns = configurable_of(config).get("checkpoint_ns") or ""
+    ns = str(configurable_of(config).get("checkpoint_ns") or "")
     if graph.subgraph_saving != "persist" or ":" not in ns:
         return config
     return config_with(config, checkpoint_ns=stable_ns(ns))
 
 
-def owner_of(graph: G, config: Any, saver: Callable[[], Any], *, for_update: bool = False) -> G:
+def owner_of(
+    graph: G, config: Mapping[str, object], saver: Callable[[], object], *, for_update: bool = False
+) -> G:
     """The graph whose state ``config`` addresses: ``graph``, or its subgraph at the namespace
     (``saver``: ``graph``'s checkpointer, asked for only then).
 
@@ -176,12 +193,12 @@ def owner_of(graph: G, config: Any, saver: Callable[[], Any], *, for_update: boo
         ValueError: ``for_update`` and the namespace is no declared subgraph's.
     """
     ns = ThreadRef.from_config(config).checkpoint_ns
-    sub: G | None = addressed_graph(cast(Any, graph).plan, saver(), ns, for_update=for_update) if ns else None
+    sub: G | None = addressed_graph(graph.plan, saver(), ns, for_update=for_update) if ns else None
     return graph if sub is None else sub
 
 
 # >>> async source
-async def aread_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
+async def aread_snapshot(saver: object, sub: Any, config: dict[str, object]) -> StateSnapshot | None:
     """A subgraph's newest snapshot in the parent's thread (its own subgraphs filled in too)."""
     graph = sub.with_saver(saver)
     snap: StateSnapshot = await graph.astate_here(config, subgraphs=True)
@@ -192,7 +209,7 @@ async def aread_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateS
 
 
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-def read_snapshot(saver: Any, sub: Any, config: dict[str, Any]) -> StateSnapshot | None:
+def read_snapshot(saver: object, sub: Any, config: dict[str, object]) -> StateSnapshot | None:
     """A subgraph's newest snapshot in the parent's thread (its own subgraphs filled in too)."""
     graph = sub.with_saver(saver)
     snap: StateSnapshot = graph.state_here(config, subgraphs=True)

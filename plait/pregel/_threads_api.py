@@ -39,6 +39,7 @@ class ThreadAccess:
 
     plan: Plan
     checkpointer: Any
+    subgraph_saving: str
 
     def _saver(self) -> Any:
         if self.checkpointer is None:
