@@ -9,7 +9,7 @@ strategy), the agent *is* LangChain's ``create_agent``, run on plait through the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, cast
 
 from langchain_core.messages import AnyMessage, SystemMessage
@@ -36,7 +36,7 @@ class AgentState(TypedDict):
 _STRATEGIES = ("ToolStrategy", "ProviderStrategy", "AutoStrategy")
 
 
-def _langchain_only(options: dict[str, Any]) -> str | None:
+def _langchain_only(options: Mapping[str, object]) -> str | None:
     """The first option only LangChain's ``create_agent`` implements, if one is given."""
     for name in ("middleware", "cache", "transformers"):
         if options[name]:

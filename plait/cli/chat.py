@@ -20,10 +20,12 @@ import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from types import FrameType, ModuleType
 from typing import Any, cast
 
 import click
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, HumanMessage, RemoveMessage
 
 from plait.agents import create_agent, memory_hook
@@ -32,6 +34,7 @@ from plait.checkpoint.sqlite import SqliteSaver
 from plait.cli._tools import Printer, call_text, load_tools, tool_name
 from plait.cli.inspect import open_saver
 from plait.graph.message import REMOVE_ALL_MESSAGES
+from plait.memory.summarize import SupportsInvoke
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "Session", "StopReply", "chat", "data_dir"]
 
@@ -120,7 +123,7 @@ def _stop_on_interrupt(stopper: _Stopper) -> Generator[None, None, None]:
         yield
         return
 
-    def interrupted(signum: int, frame: Any) -> None:
+    def interrupted(signum: int, frame: FrameType | None) -> None:
         stopper.stop.set()
         raise KeyboardInterrupt
 
@@ -157,7 +160,7 @@ class Session:
         self.echo = echo
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> dict[str, object]:
         """The current thread's config."""
         return {"configurable": {"thread_id": self.thread_id}}
 
@@ -310,7 +313,7 @@ class Session:
 
 def _read_lines(history: Path) -> Iterator[str]:
     """Input lines: with line editing and history in a terminal, plain lines from a pipe."""
-    readline: Any = None
+    readline: ModuleType | None = None
     if sys.stdin.isatty():
         try:
             import readline as line_editing
@@ -337,7 +340,7 @@ def _read_lines(history: Path) -> Iterator[str]:
                 pass
 
 
-def _chat_model(model: str, base_url: str, api_key: str, timeout: float) -> Any:
+def _chat_model(model: str, base_url: str, api_key: str, timeout: float) -> BaseChatModel:
     try:
         from langchain_openai import ChatOpenAI
     except ImportError:
@@ -364,7 +367,9 @@ def _saver(db: str | None) -> Generator[BaseCheckpointSaver, None, None]:
         yield saver
 
 
-def _hook(keep_last: int | None, max_tokens: int | None, summarize: bool, model: Any) -> Any:
+def _hook(
+    keep_last: int | None, max_tokens: int | None, summarize: bool, model: SupportsInvoke
+) -> Callable[[object], Mapping[str, object]] | None:
     if summarize and keep_last is None and max_tokens is None:
         raise click.UsageError("--summarize needs a budget: --keep-last N or --max-tokens N")
     if keep_last is not None and max_tokens is not None and not summarize:
