@@ -90,7 +90,7 @@ class Query:
 
     where: str
     """SQL condition on the items (``s``): namespace, expiry and SQL-evaluable filters."""
-    params: list[Any]
+    params: list[object]
     """Parameters of ``where``."""
     vector: list[float]
     """The query vector."""

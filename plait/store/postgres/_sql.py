@@ -169,13 +169,17 @@ def _create_extension() -> Step:
     return False
 
 
-def _term(key: str, op: str, arg: Any) -> tuple[str, list[Any]]:
+def _term(key: str, op: str, arg: object) -> tuple[str, list[object]]:
     kind = kind_of(arg)
+    params: list[object]
+    value: object
     if op in ("$eq", "$ne"):
         if kind == "null":
-            sql, params = "COALESCE(jsonb_typeof(s.value -> %s), 'null') = 'null'", [key]
+            sql = "COALESCE(jsonb_typeof(s.value -> %s), 'null') = 'null'"
+            params = [key]
         else:
-            sql, params = "COALESCE(s.value -> %s = %s::jsonb, FALSE)", [key, json.dumps(arg)]
+            sql = "COALESCE(s.value -> %s = %s::jsonb, FALSE)"
+            params = [key, json.dumps(arg)]
         return (f"NOT {sql}" if op == "$ne" else sql), params
     if kind not in ("number", "string"):
         return "FALSE", []
@@ -248,11 +252,12 @@ class PostgresDialect:
         prefixes, keys, fields = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
         if self.vector:
             source = "unnest(%b::text[], %b::text[], %b::text[], %b::text[]) AS u(p, k, f, e)"
-            vectors: list[Any] = [json.dumps(r[3]) for r in rows]
+            vectors: list[object] = [json.dumps(r[3]) for r in rows]
             value = f"u.e::{self.kind}({self.dims})"
         else:
             source = "unnest(%b::text[], %b::text[], %b::text[], %b::bytea[]) AS u(p, k, f, e)"
-            vectors, value = [pack(r[3]) for r in rows], "u.e"
+            vectors = [pack(r[3]) for r in rows]
+            value = "u.e"
         text = f"INSERT INTO plait_store_vectors (prefix, key, field, embedding) SELECT u.p, u.k, u.f, {value} FROM {source}"
         return [Sql(text, [prefixes, keys, fields, vectors])]
 
@@ -273,7 +278,7 @@ class PostgresDialect:
         )
         return [Sql(text, [[p for p, _ in keys], [k for _, k in keys]])]
 
-    def refresh(self, keys: list[tuple[str, str]], now: Any) -> list[Sql]:
+    def refresh(self, keys: list[tuple[str, str]], now: object) -> list[Sql]:
         """Restart TTL clocks, locking the rows in key order (concurrent refreshes cannot deadlock)."""
         text = (
             "WITH t AS (SELECT s.prefix, s.key FROM plait_store s "
@@ -284,7 +289,7 @@ class PostgresDialect:
         )
         return [Sql(text, [[p for p, _ in keys], [k for _, k in keys], now])]
 
-    def sweep(self, now: Any) -> Sql:
+    def sweep(self, now: object) -> Sql:
         """Delete the expired items that no transaction holds (those go at the next sweep)."""
         return Sql(
             "DELETE FROM plait_store s USING (SELECT prefix, key FROM plait_store "

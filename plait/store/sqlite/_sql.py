@@ -70,14 +70,17 @@ ON CONFLICT (prefix, key) DO UPDATE SET
 _TYPES = {"number": "('integer', 'real')", "string": "('text')", "bool": "('true', 'false')"}
 
 
-def _term(key: str, op: str, arg: Any) -> tuple[str, list[Any]]:
+def _term(key: str, op: str, arg: object) -> tuple[str, list[object]]:
     path = f'$."{key}"'
+    params: list[object]
     kind = kind_of(arg)
     if op in ("$eq", "$ne"):
         if kind == "null":
-            sql, params = "COALESCE(json_type(s.value, ?), 'null') = 'null'", [path]
+            sql = "COALESCE(json_type(s.value, ?), 'null') = 'null'"
+            params = [path]
         elif kind == "bool":
-            sql, params = "COALESCE(json_type(s.value, ?), '') = ?", [path, "true" if arg else "false"]
+            sql = "COALESCE(json_type(s.value, ?), '') = ?"
+            params = [path, "true" if arg else "false"]
         else:
             sql = f"COALESCE(json_type(s.value, ?) IN {_TYPES[kind]} AND json_extract(s.value, ?) = ?, 0)"
             params = [path, path, arg]
@@ -150,7 +153,7 @@ class SqliteDialect:
         """Delete the vectors of these items."""
         return [Sql("DELETE FROM plait_store_vectors WHERE prefix = ? AND key = ?", keys, many=True)]
 
-    def refresh(self, keys: list[tuple[str, str]], now: Any) -> list[Sql]:
+    def refresh(self, keys: list[tuple[str, str]], now: object) -> list[Sql]:
         """Restart TTL clocks."""
         text = (
             "UPDATE plait_store SET expires_at = ? + ttl_minutes * 60.0 "
@@ -162,7 +165,7 @@ class SqliteDialect:
         """Nothing: a write transaction holds the whole database."""
         return []
 
-    def sweep(self, now: Any) -> Sql:
+    def sweep(self, now: object) -> Sql:
         """Delete the expired items (the transaction holds the whole database)."""
         return Sql(
             "DELETE FROM plait_store WHERE expires_at IS NOT NULL AND expires_at <= ? RETURNING 1", [now]
@@ -225,7 +228,7 @@ class SqliteDialect:
 
 def _collect(
     order: list[int], ids: list[tuple[str, str]], scores: Any, keep: set[tuple[str, str]]
-) -> list[Any]:
+) -> list[tuple[str, str, float]]:
     seen: set[tuple[str, str]] = set()
     out: list[tuple[str, str, float]] = []
     for i in order:
