@@ -165,7 +165,7 @@ class DirectAsync:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         """Async :meth:`put`, on the loop."""
         saved: dict[str, Any] = _sync(self).put(config, checkpoint, metadata, new_versions, **kwargs)

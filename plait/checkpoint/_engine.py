@@ -152,7 +152,7 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
         *,
         expected_head: Any = ...,
         # >>> async only
-        **kwargs: Any,  # LangGraph's aput signature (its put has none): any other keyword is refused
+        **kwargs: object,  # LangGraph's aput signature (its put has none): any other keyword is refused
         # <<< async only
     ) -> dict[str, Any]:
         """Store a checkpoint in one transaction (PostgreSQL: one round trip); unchanged keys point at earlier rows.

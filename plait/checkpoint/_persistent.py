@@ -25,7 +25,7 @@ class PersistentDict(defaultdict[Any, Any]):
         **kwds: As for ``defaultdict``.
     """
 
-    def __init__(self, *args: Any, filename: str, **kwds: Any) -> None:
+    def __init__(self, *args: object, filename: str, **kwds: object) -> None:
         self.flag = "c"  # r: read-only (sync writes nothing), c: create, n: new (load reads nothing)
         self.mode: int | None = None  # file permissions to set after writing, e.g. 0o644
         self.format = "pickle"

@@ -20,6 +20,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
+from types import TracebackType
 from typing import Any, NamedTuple, cast
 
 from plait._internal._constants import ERROR, INTERRUPT, RESUME  # pending-write keys, as LangGraph's
@@ -361,7 +362,7 @@ class BaseCheckpointSaver(ABC):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
-        **kwargs: Any,
+        **kwargs: object,
     ) -> dict[str, Any]:
         """Async :meth:`put` (``kwargs``: ``expected_head`` where supported)."""
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions, **kwargs)
@@ -415,8 +416,10 @@ class _AsyncLease(AbstractAsyncContextManager[None]):
     async def __aenter__(self) -> None:
         await asyncio.to_thread(self.inner.__enter__)
 
-    async def __aexit__(self, *exc: Any) -> None:
-        await asyncio.to_thread(self.inner.__exit__, *exc)
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.inner.__exit__, exc_type, exc, tb)
 
 
 def _default_serde() -> object:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from datetime import datetime, timezone
+from types import TracebackType
 from typing import Any, cast
 
 from plait.checkpoint._config import checkpoint_config, listed_thread, thread_key
@@ -190,8 +191,10 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         self.stack.__enter__()
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
-        self.stack.__exit__(*exc_info)
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stack.__exit__(exc_type, exc, tb)
 
     def get_tuple(self, config: dict[str, Any]) -> CheckpointTuple | None:
         """The addressed checkpoint, or the thread's newest."""

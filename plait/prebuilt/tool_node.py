@@ -313,7 +313,7 @@ class ToolNode(Runnable[Any, Any]):
     # -- running the calls (the sync code is generated from the async code) ---------------------
 
     # >>> async source
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: object) -> Any:  # noqa: A002
         """Run every tool call of the input: concurrently on this event loop (in threads when sync).
 
         Raises:
@@ -365,7 +365,7 @@ class ToolNode(Runnable[Any, Any]):
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: object) -> Any:  # noqa: A002
         """Run every tool call of the input: concurrently on this event loop (in threads when sync).
 
         Raises:

@@ -92,7 +92,7 @@ class ValidationNode(Runnable[Any, Any]):
             )
         return ToolMessage(content=content, name=call["name"], tool_call_id=call_id)
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: object) -> Any:  # noqa: A002
         """Validate every tool call of the last message.
 
         Raises:

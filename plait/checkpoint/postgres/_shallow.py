@@ -60,7 +60,7 @@ class ShallowSaver(SqlSaverBase):
         *,
         expected_head: Any = ...,
         # >>> async only
-        **kwargs: Any,  # LangGraph's aput signature: any other keyword is refused by the saver's
+        **kwargs: object,  # LangGraph's aput signature: any other keyword is refused by the saver's
         # <<< async only
     ) -> dict[str, Any]:
         """Store ``checkpoint``, then delete the older ones of its thread."""
