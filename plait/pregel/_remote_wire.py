@@ -3,7 +3,7 @@ answers: configs, checkpoints, snapshots and drawn graphs in the shapes of ``lan
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, cast
 from uuid import UUID
@@ -16,6 +16,7 @@ from plait._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_TASK_ID,
 )
+from plait._internal._narrow import is_mapping, is_sequence, is_str_dict, is_str_mapping
 from plait.types import Command, Interrupt, PregelTask, Send, StateSnapshot
 
 __all__ = [
@@ -63,11 +64,12 @@ def load_sdk() -> ModuleType:
     return langgraph_sdk
 
 
-def merge_configs(*configs: Mapping[str, Any] | None) -> dict[str, Any]:
+def merge_configs(*configs: Mapping[str, object] | None) -> dict[str, Any]:
     """Later configs over earlier ones; ``metadata`` and ``configurable`` merged key by key, tags joined."""
     out: dict[str, Any] = {}
     for config in configs:
-        for key, value in (config or {}).items():
+        given: Mapping[str, Any] = config or {}  # read as a run config
+        for key, value in given.items():
             if key in ("metadata", "configurable"):
                 out[key] = {**out.get(key, {}), **(value or {})}
             elif key == "tags":
@@ -77,22 +79,22 @@ def merge_configs(*configs: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """``value`` as JSON can carry it (strings, numbers, lists, string-keyed dicts), else ``None``."""
     if isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, UUID):
         return str(value)
-    if isinstance(value, Mapping):
-        return _plain_dict(cast("Mapping[Any, Any]", value))  # type: ignore[redundant-cast]  # pyright needs it
-    if isinstance(value, (list, tuple)):
-        items = (_plain(item) for item in cast("Sequence[Any]", value))
+    if is_mapping(value):
+        return _plain_dict(value)
+    if is_sequence(value):
+        items = (_plain(item) for item in value)
         return [item for item in items if item is not None]
     return None
 
 
-def _plain_dict(value: Mapping[Any, Any], dropped: frozenset[str] = frozenset()) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _plain_dict(value: Mapping[object, object], dropped: frozenset[str] = frozenset()) -> dict[str, object]:
+    out: dict[str, object] = {}
     for key, item in value.items():
         if isinstance(key, str) and key not in dropped and not key.startswith("__pregel_"):
             plain = _plain(item)
@@ -101,10 +103,10 @@ def _plain_dict(value: Mapping[Any, Any], dropped: frozenset[str] = frozenset())
     return out
 
 
-def sanitize_config(config: Mapping[str, Any]) -> dict[str, Any]:
+def sanitize_config(config: Mapping[str, Any]) -> dict[str, object]:
     """What of a run config goes to the server: its recursion limit, string tags, and the
     JSON-safe parts of ``metadata`` and ``configurable`` (not the caller's checkpoint location)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if "recursion_limit" in config:
         out["recursion_limit"] = config["recursion_limit"]
     if "tags" in config:
@@ -116,20 +118,20 @@ def sanitize_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def configurable(config: Mapping[str, Any] | None) -> dict[str, Any]:
+def configurable(config: Mapping[str, object] | None) -> dict[str, object]:
     """The ``configurable`` dict of a config (empty when it has none)."""
-    found: Any = None if config is None else config.get("configurable")
-    return cast("dict[str, Any]", found) if isinstance(found, dict) else {}
+    found = None if config is None else config.get("configurable")
+    return found if is_str_dict(found) else {}
 
 
-def checkpoint_of(config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def checkpoint_of(config: Mapping[str, object] | None) -> dict[str, object] | None:
     """The checkpoint a config addresses, as the API takes it (``None``: it names none)."""
     keys = configurable(config)
     found = {key: keys[key] for key in _LOCATION if key in keys}
     return found or None
 
 
-def config_of(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+def config_of(checkpoint: Mapping[str, object]) -> dict[str, object]:
     """The config that addresses a checkpoint the API returned."""
     return {
         "configurable": {
@@ -141,12 +143,12 @@ def config_of(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def interrupt_of(raw: Any) -> Interrupt:
+def interrupt_of(raw: object) -> Interrupt:
     """An interrupt the API returned (``{"value": ..., "id": ...}``)."""
     if isinstance(raw, Interrupt):
         return raw
-    if isinstance(raw, Mapping):
-        found = cast("Mapping[str, Any]", raw)
+    if is_str_mapping(raw):
+        found: Mapping[str, Any] = raw  # JSON: its fields as the server sent them
         return Interrupt(
             value=found.get("value"), id=found.get("id") or "", response_schema=found.get("response_schema")
         )
@@ -154,7 +156,7 @@ def interrupt_of(raw: Any) -> Interrupt:
 
 
 def _task_of(task: Mapping[str, Any]) -> PregelTask:
-    state: Any = None
+    state: StateSnapshot | dict[str, object] | None = None
     if task.get("state"):
         state = snapshot_of(task["state"])
     elif task.get("checkpoint"):
@@ -191,10 +193,10 @@ def drawable(graph: Mapping[str, Any]) -> Graph:
     nodes: dict[str, Node] = {}
     for node in graph["nodes"]:
         node_id = str(node["id"])
-        data: Any = node.get("data", {})
-        name: Any = node.get("name")
+        data: object = node.get("data", {})
+        name: object = node.get("name")
         if name is None:
-            name = cast("dict[str, Any]", data).get("name", node_id) if isinstance(data, dict) else node_id
+            name = data.get("name", node_id) if is_str_dict(data) else node_id
         nodes[node_id] = Node(
             id=node_id, name=str(name), data=cast("Any", data), metadata=node.get("metadata")
         )
@@ -210,23 +212,23 @@ def drawable(graph: Mapping[str, Any]) -> Graph:
     return Graph(nodes=nodes, edges=edges)
 
 
-def _goto(target: Any) -> Any:
+def _goto(target: object) -> object:
     if isinstance(target, Send):
         return {"node": target.node, "input": target.arg}
     return target
 
 
-def command_body(command: Command[Any]) -> dict[str, Any]:
+def command_body(command: Command[Any]) -> dict[str, object]:
     """A :class:`~plait.types.Command` as a run request's ``command`` (its fields that are set)."""
-    body: dict[str, Any] = {}
+    body: dict[str, object] = {}
     if command.update is not None:
         body["update"] = command.update
     if command.resume is not None:
         body["resume"] = command.resume
-    goto: Any = command.goto
-    if isinstance(goto, (list, tuple)):
+    goto: object = command.goto
+    if is_sequence(goto):
         if goto:
-            body["goto"] = [_goto(target) for target in cast("Sequence[Any]", goto)]
+            body["goto"] = [_goto(target) for target in goto]
     elif goto:
         body["goto"] = _goto(goto)
     return body

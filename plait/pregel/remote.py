@@ -2,14 +2,13 @@
 driven through the ``langgraph_sdk`` clients and usable wherever a compiled graph is, a node of
 a local graph included.
 
-The SDK is imported when a ``RemoteGraph`` is made (``pip install langgraph-sdk``), so importing
-this module costs nothing more than plait.
+The SDK is imported when a ``RemoteGraph`` is made (``pip install langgraph-sdk``), not with this module.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.graph import Graph
@@ -44,7 +43,12 @@ from plait.pregel._remote_wire import (
 )
 from plait.types import StateSnapshot
 
+if TYPE_CHECKING:
+    from langgraph_sdk.schema import QueryParamTypes
+
 __all__ = ["RemoteException", "RemoteGraph"]
+
+_State = Mapping[str, object]  # a thread's state as the server sends it
 
 
 class RemoteGraph(Runnable[Any, Any]):
@@ -93,7 +97,7 @@ class RemoteGraph(Runnable[Any, Any]):
         self.name = assistant_id if name is None else name
         self.config = config
         self.distributed_tracing = distributed_tracing
-        keys: dict[str, Any] = {"url": url, "headers": headers}
+        keys: dict[str, object] = {"url": url, "headers": headers}
         if api_key is not None:
             keys["api_key"] = api_key
         self.client: Any = client if client is not None or url is None else sdk.get_client(**keys)
@@ -104,7 +108,7 @@ class RemoteGraph(Runnable[Any, Any]):
     def __repr__(self) -> str:
         return f"RemoteGraph({self.assistant_id!r}, name={self.name!r})"
 
-    def copy(self, update: Mapping[str, Any] | None = None) -> Self:
+    def copy(self, update: Mapping[str, object] | None = None) -> Self:
         """A copy with the constructor arguments in ``update`` replaced (the clients are shared)."""
         fields: dict[str, Any] = {
             "client": self.client,
@@ -118,7 +122,7 @@ class RemoteGraph(Runnable[Any, Any]):
 
     def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Self:
         """A copy whose calls merge ``config`` (and ``kwargs``, config keys) under theirs."""
-        merged = merge_configs(cast("Mapping[str, Any] | None", self.config), cast("Any", config), kwargs)
+        merged = merge_configs(self.config, config, kwargs)
         return self.copy({"config": merged})
 
     def _client(self) -> Any:
@@ -135,9 +139,9 @@ class RemoteGraph(Runnable[Any, Any]):
             )
         return self.client
 
-    def _thread(self, config: Mapping[str, Any] | None, method: str) -> tuple[dict[str, Any], str]:
-        merged = merge_configs(cast("Mapping[str, Any] | None", self.config), config)
-        thread_id: Any = configurable(merged).get("thread_id")
+    def _thread(self, config: Mapping[str, object] | None, method: str) -> tuple[dict[str, Any], str]:
+        merged = merge_configs(self.config, config)
+        thread_id = configurable(merged).get("thread_id")
         if not thread_id:
             raise InvalidConfigError(
                 f"RemoteGraph.{method}() reads a thread: pass config={{'configurable': {{'thread_id': ...}}}}",
@@ -162,7 +166,7 @@ class RemoteGraph(Runnable[Any, Any]):
 
     def _run(
         self,
-        input: Any,
+        input: object,
         config: RunnableConfig | None,
         caller: Caller,
         options: dict[str, Any],  # noqa: A002
@@ -173,7 +177,7 @@ class RemoteGraph(Runnable[Any, Any]):
         headers = options.pop("headers", None)
         parent: frozenset[str] = caller.modes if caller.forward is not None else frozenset()
         modes = Modes.of(options.pop("stream_mode", None), parent, "updates")
-        sent = sanitize_config(merge_configs(cast("Mapping[str, Any] | None", self.config), config))
+        sent = sanitize_config(merge_configs(self.config, config))
         run_in, command = run_input(input)
         request: dict[str, Any] = {
             "thread_id": configurable(sent).pop("thread_id", None),
@@ -198,7 +202,7 @@ class RemoteGraph(Runnable[Any, Any]):
         *,
         xray: int | bool = False,
         headers: dict[str, str] | None = None,
-        params: Any = None,
+        params: QueryParamTypes | None = None,
     ) -> Graph:
         """The graph's nodes and edges (``GET /assistants/{id}/graph``); ``xray`` expands subgraphs
         (an int: that many levels). ``config`` is not used."""
@@ -213,7 +217,7 @@ class RemoteGraph(Runnable[Any, Any]):
         *,
         subgraphs: bool = False,
         headers: dict[str, str] | None = None,
-        params: Any = None,
+        params: QueryParamTypes | None = None,
     ) -> StateSnapshot:
         """The thread's state at its newest checkpoint, or at the one ``config`` names.
 
@@ -249,7 +253,7 @@ class RemoteGraph(Runnable[Any, Any]):
         as_node: str | None = None,
         *,
         headers: dict[str, str] | None = None,
-        params: Any = None,
+        params: QueryParamTypes | None = None,
     ) -> RunnableConfig:
         """Write ``values`` to the thread as if ``as_node`` returned them; returns the new checkpoint's config."""
         merged, thread_id = self._thread(config, "aupdate_state")
@@ -263,7 +267,7 @@ class RemoteGraph(Runnable[Any, Any]):
         )
         return cast("RunnableConfig", config_of(found["checkpoint"]))
 
-    async def abulk_update_state(self, config: RunnableConfig, updates: list[Any]) -> RunnableConfig:
+    async def abulk_update_state(self, config: RunnableConfig, updates: list[object]) -> RunnableConfig:
         """Not available on a remote graph (as in LangGraph).
 
         Raises:
@@ -321,7 +325,7 @@ class RemoteGraph(Runnable[Any, Any]):
 
         ``kwargs`` are :meth:`stream`'s (``context``, ``interrupt_before``, ``headers``…).
         """
-        last: Any = SKIP
+        last: object = SKIP
         options: dict[str, Any] = {**kwargs, "stream_mode": "values"}
         async for chunk in self.astream(input, config, **options):
             last = chunk
@@ -336,7 +340,7 @@ class RemoteGraph(Runnable[Any, Any]):
         *,
         xray: int | bool = False,
         headers: dict[str, str] | None = None,
-        params: Any = None,
+        params: QueryParamTypes | None = None,
     ) -> Graph:
         """The graph's nodes and edges (``GET /assistants/{id}/graph``); ``xray`` expands subgraphs
         (an int: that many levels). ``config`` is not used."""
@@ -351,7 +355,7 @@ class RemoteGraph(Runnable[Any, Any]):
         *,
         subgraphs: bool = False,
         headers: dict[str, str] | None = None,
-        params: Any = None,
+        params: QueryParamTypes | None = None,
     ) -> StateSnapshot:
         """The thread's state at its newest checkpoint, or at the one ``config`` names.
 
@@ -387,7 +391,7 @@ class RemoteGraph(Runnable[Any, Any]):
         as_node: str | None = None,
         *,
         headers: dict[str, str] | None = None,
-        params: Any = None,
+        params: QueryParamTypes | None = None,
     ) -> RunnableConfig:
         """Write ``values`` to the thread as if ``as_node`` returned them; returns the new checkpoint's config."""
         merged, thread_id = self._thread(config, "update_state")
@@ -401,7 +405,7 @@ class RemoteGraph(Runnable[Any, Any]):
         )
         return cast("RunnableConfig", config_of(found["checkpoint"]))
 
-    def bulk_update_state(self, config: RunnableConfig, updates: list[Any]) -> RunnableConfig:
+    def bulk_update_state(self, config: RunnableConfig, updates: list[object]) -> RunnableConfig:
         """Not available on a remote graph (as in LangGraph).
 
         Raises:
@@ -459,7 +463,7 @@ class RemoteGraph(Runnable[Any, Any]):
 
         ``kwargs`` are :meth:`stream`'s (``context``, ``interrupt_before``, ``headers``…).
         """
-        last: Any = SKIP
+        last: object = SKIP
         options: dict[str, Any] = {**kwargs, "stream_mode": "values"}
         for chunk in self.stream(input, config, **options):
             last = chunk
@@ -469,7 +473,7 @@ class RemoteGraph(Runnable[Any, Any]):
 
 
 # >>> async source
-async def _astate_or_none(get_state: Any, thread_id: str) -> Any:
+async def _astate_or_none(get_state: Callable[[str], Awaitable[_State]], thread_id: str) -> _State | None:
     """The thread's state, or ``None`` when the server has no such thread (404)."""
     try:
         return await get_state(thread_id)
@@ -483,7 +487,7 @@ async def _astate_or_none(get_state: Any, thread_id: str) -> Any:
 
 
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-def _state_or_none(get_state: Any, thread_id: str) -> Any:
+def _state_or_none(get_state: Callable[[str], _State], thread_id: str) -> _State | None:
     """The thread's state, or ``None`` when the server has no such thread (404)."""
     try:
         return get_state(thread_id)
