@@ -8,14 +8,16 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from plait._internal._constants import INTERRUPT, NS_SEP
+from plait._internal._narrow import is_sequence, is_str_dict
 from plait.errors import GraphInterrupt, ParentCommand
 from plait.pregel._context import running_task
 from plait.pregel._options import version_of
 from plait.pregel._remote_wire import command_body, configurable, interrupt_of
-from plait.types import Command, GraphOutput
+from plait.pregel._root import is_command
+from plait.types import Command, GraphOutput, Interrupt
 
 __all__ = [
     "SKIP",
@@ -34,7 +36,7 @@ __all__ = [
 
 _log = logging.getLogger("plait.pregel.remote")
 
-SKIP: Any = object()
+SKIP: object = object()
 """What :meth:`ChunkReader.read` returns for an event the caller did not ask for."""
 
 _API_MODES = frozenset({"values", "updates", "messages", "custom", "debug", "tasks", "checkpoints"})
@@ -94,9 +96,9 @@ class Caller:
     """
 
     ns: tuple[str, ...] = ()
-    forward: Callable[[tuple[Any, ...]], None] | None = None
+    forward: Callable[[tuple[object, ...]], None] | None = None
     modes: frozenset[str] = frozenset()
-    resume: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))
+    resume: list[object] = field(default_factory=lambda: [])
 
     @property
     def nested(self) -> bool:
@@ -104,7 +106,7 @@ class Caller:
         return bool(self.ns)
 
 
-def caller_of(config: Mapping[str, Any] | None) -> Caller:
+def caller_of(config: Mapping[str, object] | None) -> Caller:
     """The graph task the remote run is part of: the running plait task, or the one a LangGraph
     config locates (``configurable.checkpoint_ns``)."""
     given = str(configurable(config).get("checkpoint_ns") or "")
@@ -119,16 +121,21 @@ def caller_of(config: Mapping[str, Any] | None) -> Caller:
     return Caller(tuple(ns.split(NS_SEP)), forward, frozenset(sink.modes), list(task.resume))
 
 
-def run_input(input: Any) -> tuple[Any, dict[str, Any] | None]:  # noqa: A002 - LangGraph's name
+def run_input(input: object) -> tuple[object, dict[str, object] | None]:  # noqa: A002 - LangGraph's name
     """A run's ``input`` and ``command`` for what the caller passed."""
-    if isinstance(input, Command):
-        return None, command_body(cast("Command[Any]", input))  # type: ignore[redundant-cast]  # pyright needs it
+    if is_command(input):
+        return None, command_body(input)
     return input, None
 
 
-def _as_dict(data: Any) -> dict[str, Any]:
+def _as_dict(data: object) -> dict[str, object]:
     """``data`` when it is a JSON object, else an empty dict."""
-    return cast("dict[str, Any]", data) if isinstance(data, dict) else {}
+    return data if is_str_dict(data) else {}
+
+
+def _interrupts(found: object) -> tuple[Interrupt, ...]:
+    """The interrupts of a JSON list (an event's ``__interrupt__``)."""
+    return tuple(interrupt_of(i) for i in found) if is_sequence(found) else ()
 
 
 def _split(event: str) -> tuple[str, tuple[str, ...]]:
@@ -152,7 +159,7 @@ class ChunkReader:
         self.subgraphs = subgraphs
         self.v2 = v2
 
-    def read(self, chunk: Any) -> Any:
+    def read(self, chunk: Any) -> object:
         """The caller's chunk for one server event, or :data:`SKIP`.
 
         Raises:
@@ -161,9 +168,9 @@ class ChunkReader:
             RemoteException: the remote run failed.
         """
         mode, own_ns = _split(str(chunk.event))
-        data: Any = chunk.data
+        data: object = chunk.data
         if mode == "command" and _as_dict(data).get("graph") == Command.PARENT:
-            fields = {k: v for k, v in _as_dict(data).items() if k in _COMMAND_FIELDS}
+            fields: dict[str, Any] = {k: v for k, v in _as_dict(data).items() if k in _COMMAND_FIELDS}
             raise ParentCommand(Command(**fields))
         caller = self.caller
         if caller.forward is not None and mode in caller.modes:
@@ -173,32 +180,32 @@ class ChunkReader:
             return SKIP
         if own_ns and not self.subgraphs and mode != "messages":  # asked for only to feed the parent
             return SKIP
-        if mode == "messages":
-            data = tuple(cast("list[Any]", data))
+        if mode == "messages" and is_sequence(data):
+            data = tuple(data)
             chunk = chunk._replace(data=data) if hasattr(chunk, "_replace") else chunk
         return self._shape(mode, caller.ns + own_ns, data, chunk)
 
-    def _check(self, mode: str, data: Any) -> None:
+    def _check(self, mode: str, data: object) -> None:
         if mode == "error":
             raise RemoteException(data)
         if mode == "updates" and INTERRUPT in _as_dict(data) and self.caller.nested:
-            raise GraphInterrupt(tuple(interrupt_of(i) for i in _as_dict(data)[INTERRUPT]))
+            raise GraphInterrupt(_interrupts(_as_dict(data)[INTERRUPT]))
 
-    def _shape(self, mode: str, ns: tuple[str, ...], data: Any, chunk: Any) -> Any:
+    def _shape(self, mode: str, ns: tuple[str, ...], data: object, chunk: Any) -> object:
         if self.v2:
-            interrupts: tuple[Any, ...] = ()
+            interrupts: tuple[Interrupt, ...] = ()
             values = _as_dict(data)
             if mode == "values" and INTERRUPT in values:
-                interrupts = tuple(interrupt_of(i) for i in values[INTERRUPT])
+                interrupts = _interrupts(values[INTERRUPT])
                 data = {k: v for k, v in values.items() if k != INTERRUPT}
-            part: dict[str, Any] = {"type": mode, "ns": ns, "data": data, "interrupts": interrupts}
+            part: dict[str, object] = {"type": mode, "ns": ns, "data": data, "interrupts": interrupts}
             return part
         if self.subgraphs:
             return (ns, data) if self.modes.single else (ns, mode, data)
         return data if self.modes.single else chunk
 
 
-def run_output(last: Any, version: Any) -> Any:
+def run_output(last: Any, version: object) -> object:
     """What ``invoke`` returns: the run's last ``values`` chunk (a ``GraphOutput`` with ``version="v2"``)."""
     if last is SKIP:
         _log.warning("No events received from remote graph")
@@ -208,12 +215,12 @@ def run_output(last: Any, version: Any) -> Any:
     return last
 
 
-def may_resume(caller: Caller, request: Mapping[str, Any]) -> bool:
+def may_resume(caller: Caller, request: Mapping[str, object]) -> bool:
     """The run is a resumed task's, on a thread, with plain input: it may answer the remote interrupt."""
     return caller.nested and bool(caller.resume) and bool(request["thread_id"]) and request["command"] is None
 
 
-def answer_interrupt(request: dict[str, Any], caller: Caller, state: Mapping[str, Any] | None) -> None:
+def answer_interrupt(request: dict[str, object], caller: Caller, state: Mapping[str, Any] | None) -> None:
     """Resume the remote thread with the task's newest answer, when it waits on an interrupt."""
     tasks = (state or {}).get("tasks") or ()
     if any(task.get("interrupts") for task in tasks):

@@ -17,6 +17,7 @@ from plait.pregel._plan import Plan
 from plait.types import Command, StateSnapshot
 
 __all__ = [
+    "is_command",
     "root_call",
     "root_output",
     "root_payload",
@@ -31,7 +32,8 @@ _In = TypeVar("_In")
 _Ctx = TypeVar("_Ctx")
 
 
-def _is_command(value: object) -> TypeGuard[Command[object]]:
+def is_command(value: object) -> TypeGuard[Command[object]]:
+    """``isinstance(value, Command)``, its node type left open."""
     return isinstance(value, Command)
 
 
@@ -49,11 +51,11 @@ def root_writes(result: object) -> object:
     """
     if result is None:
         return None
-    if _is_command(result):
+    if is_command(result):
         return _command(result)
     if is_sequence(result):
         if any(isinstance(i, Command) for i in result):
-            return [_command(i) if _is_command(i) else Command(update=[(ROOT, i)]) for i in result]
+            return [_command(i) if is_command(i) else Command(update=[(ROOT, i)]) for i in result]
     return {ROOT: result}
 
 
