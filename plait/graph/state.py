@@ -99,13 +99,13 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         output_schema = output_schema or kwargs.pop("output", None)
         if kwargs:
             raise TypeError(f"StateGraph() got unexpected keyword arguments: {sorted(kwargs)}")
-        state: type[Any] | None = state_schema or input_schema
+        state: type[object] | None = state_schema or input_schema
         if state is None or (state_schema is None and output_schema is None):
             raise GraphBuildError("StateGraph needs a state_schema (or both input_schema and output_schema)")
-        self.state_schema: type[Any] = state
-        self.context_schema: type[Any] | None = context_schema
-        self.input_schema: type[Any] = input_schema or state
-        self.output_schema: type[Any] = output_schema or state
+        self.state_schema: type[object] = state
+        self.context_schema: type[object] | None = context_schema
+        self.input_schema: type[object] = input_schema or state
+        self.output_schema: type[object] = output_schema or state
         self.schema_fields: dict[type, tuple[FieldSpec, ...]] = {}
         """Each schema's fields as plait reads them (:attr:`schemas` is LangGraph's view of them)."""
         self.channels: dict[str, FieldSpec] = {}
