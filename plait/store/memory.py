@@ -227,11 +227,13 @@ class InMemoryStore(BaseStore):
         if op.value is None or self.index_spec is not None:
             return _BATCH
         check_value(op.namespace, op.key, op.value)
+        now = _now()
+        item: Item = _new(Item)  # made before the lock: threads putting at once hold it briefly
+        item.value, item.key, item.namespace, item.updated_at = dict(op.value), op.key, op.namespace, now
         with self._lock:
-            now = _now()
             if self._heap:
                 self._purge_expired(now)
-            self._put(op, now)
+            self._put(op, now, item)
         return None
 
     def _purge(self) -> datetime:
@@ -338,7 +340,8 @@ class InMemoryStore(BaseStore):
         ranked: list[tuple[Item, float | None]] = [(hits[n], best[n]) for n in order]
         return ranked + rest
 
-    def _put(self, op: PutOp, now: datetime) -> None:
+    def _put(self, op: PutOp, now: datetime, item: Item | None = None) -> None:
+        """Apply ``op`` (under the lock); ``item``: the new item, made from ``op`` already."""
         namespace, key = op.namespace, op.key
         items = self._data.get(namespace)
         if op.value is None:
@@ -354,8 +357,9 @@ class InMemoryStore(BaseStore):
             items = self._data[namespace] = {}
             self._sorted = None
         old = items.get(key)
-        item: Item = _new(Item)
-        item.value, item.key, item.namespace, item.updated_at = dict(op.value), key, namespace, now
+        if item is None:
+            item = _new(Item)
+            item.value, item.key, item.namespace, item.updated_at = dict(op.value), key, namespace, now
         item.created_at = now if old is None else old.created_at
         items[key] = item
         if op.ttl is None:
