@@ -18,12 +18,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
 import ormsgpack
 
+from plait._internal._narrow import is_list, is_str_dict
 from plait.checkpoint._ext import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC
 from plait.checkpoint.serde import Serializer
 from plait.checkpoint.serde._bound import SKIP, check
@@ -61,11 +62,9 @@ def _interrupt(a: Any) -> Interrupt:
 
 
 def _send(a: Any) -> Send:
-    if type(a) is dict:
-        fields = cast("Mapping[str, object]", a)
-        return Send(str(fields["node"]), fields["arg"])
-    items = cast("Sequence[object]", a)
-    return Send(str(items[0]), items[1])
+    if is_str_dict(a):
+        return Send(str(a["node"]), a["arg"])
+    return Send(str(a[0]), a[1])
 
 
 def _overwrite(a: Any) -> Overwrite:
@@ -139,11 +138,11 @@ class LangGraphDecoder:
         except (ValueError, RecursionError) as exc:
             raise SerializationError(f"corrupt json value ({exc})") from None
 
-    def _revive(self, value: dict[str, Any]) -> Any:
+    def _revive(self, value: dict[str, object]) -> object:
         if value.get("lc") != 1 or value.get("type") != "constructor":
             return value
-        found: Any = value.get("id")
-        path = cast("Sequence[object]", found) if type(found) is list else ()
+        found = value.get("id")
+        path = found if is_list(found) else ()
         if not path or not all(type(p) is str for p in path):
             raise SerializationError(f"a LangChain object without a valid id: {value!r}")
         name = str(path[-1])
@@ -169,12 +168,12 @@ class LangGraphDecoder:
             raise
 
     def _ext(self, code: int, data: bytes) -> object:
-        payload: Any = ormsgpack.unpackb(data, ext_hook=self._hook, option=ormsgpack.OPT_NON_STR_KEYS)
+        payload: object = ormsgpack.unpackb(data, ext_hook=self._hook, option=ormsgpack.OPT_NON_STR_KEYS)
         if code == _SNAPSHOT:
             return payload  # a full value LangGraph wrote for a delta channel
         if code == _NUMPY:
             raise SerializationError("a numpy array (plait stores no numpy values)")
-        record = cast("Sequence[object]", payload) if type(payload) is list else ()
+        record = payload if is_list(payload) else ()
         if len(record) < 3 or type(record[0]) is not str or type(record[1]) is not str:
             raise SerializationError(f"a malformed extension record (type {code})")
         module, name, args = record[0], record[1], record[2]
@@ -195,7 +194,7 @@ class LangGraphDecoder:
                 raise SerializationError(f"a malformed langgraph.types.{name} value ({exc})") from exc
         return self._class(code, module, name, args)
 
-    def _class(self, code: int, module: str, name: str, args: Any) -> Any:
+    def _class(self, code: int, module: str, name: str, args: object) -> object:
         path = f"{module}.{name}"
         if code == _PYDANTIC_V2:
             cls = self.serde.rebuildable(PYDANTIC, module, name)
@@ -217,23 +216,23 @@ class LangGraphDecoder:
         if code == _SINGLE:
             return _call(cls, (args,), path)
         if code == _POSITIONAL:
-            listed = cast("Sequence[object]", args) if type(args) is list else [args]
+            listed = args if is_list(args) else [args]
             return _call(cls, tuple(listed), path)
         return _build(cls, args, path)
 
 
-def _call(cls: type, args: tuple[Any, ...], path: str) -> Any:
+def _call(cls: type, args: tuple[object, ...], path: str) -> object:
     try:
         return cls(*args)
     except Exception as exc:  # noqa: BLE001 - a constructor failure is a decode failure
         raise SerializationError(f"cannot rebuild {path} from {args!r} ({exc})") from exc
 
 
-def _build(cls: type, fields: Any, path: str) -> Any:
-    if not isinstance(fields, dict):
+def _build(cls: type, fields: object, path: str) -> object:
+    if not is_str_dict(fields):
         raise SerializationError(f"a {path} record without a map of fields")
     try:
-        return cls(**cast("dict[str, object]", fields))
+        return cls(**fields)
     except Exception as exc:  # noqa: BLE001 - a constructor failure is a decode failure
         raise SerializationError(f"cannot rebuild {path} from its fields ({exc})") from exc
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import ormsgpack
 
+from plait._internal._narrow import is_sequence, is_str_dict
 from plait.checkpoint._langgraph_decode import EMPTY, LangGraphDecoder
 from plait.checkpoint._langgraph_source import Row, Source, SqliteSource
 from plait.checkpoint._task_ids import task_key
@@ -140,7 +141,7 @@ def _next(checkpoint: dict[str, Any]) -> tuple[list[str], dict[str, list[str]]]:
             node = channel[len("branch:to:") :]
         elif channel.startswith("join:"):
             sources, _, node = channel[len("join:") :].rpartition(":")
-            got = sorted(map(str, cast("Sequence[Any]", list(values.get(channel) or ()))))
+            got = sorted(map(str, list(values.get(channel) or ())))
             if got and set(got) != set(sources.split("+")):
                 barriers[channel] = got
                 continue
@@ -211,9 +212,7 @@ def _writes(
             continue
         value = decode(row, channel, kind, data)
         if channel == "__interrupt__":
-            items: list[Any] = (
-                list(cast("Sequence[Any]", value)) if isinstance(value, (list, tuple)) else [value]
-            )
+            items: list[Any] = list(value) if is_sequence(value) else [value]
             if not all(isinstance(i, Interrupt) for i in items):
                 raise SerializationError(
                     f"Cannot import {_where(row, channel)}: the interrupt write is not a list of Interrupt "
@@ -246,9 +245,9 @@ class _Importer:
         kind, data = row.checkpoint
         if kind != "msgpack":
             found = self.decode(row, "(checkpoint record)", kind, data)
-            if not isinstance(found, dict):
+            if not is_str_dict(found):
                 raise SerializationError(f"Cannot import {_where(row)}: the checkpoint record is not a map")
-            return cast("dict[str, Any]", found)
+            return found
         try:  # the structure first, extension records kept as they are
             check(data, len(data))
             raw = ormsgpack.unpackb(data, ext_hook=ormsgpack.Ext, option=ormsgpack.OPT_NON_STR_KEYS)
@@ -256,13 +255,12 @@ class _Importer:
             raise SerializationError(
                 f"Cannot import {_where(row)}: corrupt checkpoint record ({exc})"
             ) from None
-        if not isinstance(raw, dict):
+        if not is_str_dict(raw):
             raise SerializationError(f"Cannot import {_where(row)}: the checkpoint record is not a map")
-        record = cast("dict[str, Any]", raw)
+        record = raw
         values: Any = record.get("channel_values") or {}
         record["channel_values"] = {
-            k: self.decode(row, k, "msgpack", ormsgpack.packb(v))
-            for k, v in cast("dict[str, Any]", values).items()
+            k: self.decode(row, k, "msgpack", ormsgpack.packb(v)) for k, v in values.items()
         }
         return {
             k: v if k == "channel_values" else self.decode(row, k, "msgpack", ormsgpack.packb(v))
@@ -272,15 +270,15 @@ class _Importer:
     def metadata(self, row: Row) -> dict[str, Any]:
         meta: Any = row.metadata
         if type(meta) is bytes or type(meta) is memoryview:
-            data = bytes(cast("bytes", meta))
+            data = bytes(meta)
             meta = (
                 self.decoder.loads_json(data)
                 if data[:1] == b"{"
                 else self.decode(row, "(metadata)", "msgpack", data)
             )
-        if not isinstance(meta, dict):
+        if not is_str_dict(meta):
             raise SerializationError(f"Cannot import {_where(row)}: its metadata is not a map")
-        return cast("dict[str, Any]", meta)
+        return meta
 
     def values(self, row: Row, record: dict[str, Any]) -> dict[str, Any]:
         values = dict(record.get("channel_values") or {})
