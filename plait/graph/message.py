@@ -200,7 +200,7 @@ def _is_list(value: object) -> TypeGuard[list[Any]]:
     return isinstance(value, list)
 
 
-def _coerce(value: Any) -> list[BaseMessage]:
+def _coerce(value: object) -> list[BaseMessage]:
     """Turn one side of an update into a list of (non-chunk) messages.
 
     The returned list is new whenever it differs from ``value``; callers must

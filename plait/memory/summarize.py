@@ -119,7 +119,7 @@ class _Options:
     summary_prefix: str
 
 
-def _options(model: Any, **settings: Any) -> _Options:
+def _options(model: object, **settings: Any) -> _Options:
     """Validate the settings and build :class:`_Options`."""
     if not callable(getattr(model, "invoke", None)):
         raise TypeError(f"model must have an .invoke(messages) method, got {type(model).__name__}")
