@@ -18,6 +18,7 @@ from typing import Any, cast
 from langchain_core.embeddings import Embeddings
 
 from plait._internal._io_primitives import acall_maybe_async, call_maybe_async
+from plait._internal._narrow import is_list
 from plait.store._paths import get_text_at_path, tokenize_path
 from plait.store.base import EmbeddingDimensionError, IndexConfig, PutOp, SearchOp
 
@@ -244,16 +245,17 @@ class IndexSpec:
 
 def _fields(index: IndexConfig | Mapping[str, Any]) -> list[str]:
     """``fields`` (or ``text_fields``; a single path may be a string), default ``["$"]``."""
-    settings = cast("Mapping[str, object]", index)
+    settings: Mapping[str, object] = index
     given: dict[str, object] = {k: settings.get(k) for k in ("fields", "text_fields") if settings.get(k)}
     if len(given) == 2 and given["fields"] != given["text_fields"]:
         raise TypeError("index has both 'fields' and 'text_fields' with different paths; give one")
     fields: object = next(iter(given.values()), None) or ["$"]
     if isinstance(fields, str):
         return [fields]
-    if not isinstance(fields, list) or not all(isinstance(f, str) for f in cast("list[object]", fields)):
+    paths = [f for f in fields if isinstance(f, str)] if is_list(fields) else []
+    if not is_list(fields) or len(paths) != len(fields):
         raise TypeError(f"index['fields'] must be a list of field paths, got {fields!r}")
-    return cast("list[str]", fields)
+    return paths
 
 
 def _embedded(

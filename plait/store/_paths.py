@@ -8,8 +8,8 @@ not only dicts.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, cast
+
+from plait._internal._narrow import is_list, is_str_mapping
 
 __all__ = ["get_text_at_path", "tokenize_path"]
 
@@ -52,32 +52,32 @@ def tokenize_path(path: str) -> Path:
     return tuple(tokens)
 
 
-def _plain(obj: Any) -> object:
+def _plain(obj: object) -> object:
     """``obj`` with every mapping turned into a dict, for ``json.dumps``."""
-    if isinstance(obj, Mapping):
-        return {k: _plain(v) for k, v in cast("Mapping[str, object]", obj).items()}
-    if isinstance(obj, list):
-        return [_plain(v) for v in cast("list[object]", obj)]
+    if is_str_mapping(obj):
+        return {k: _plain(v) for k, v in obj.items()}
+    if is_list(obj):
+        return [_plain(v) for v in obj]
     return obj
 
 
 def _leaf(obj: object) -> list[str]:
     if isinstance(obj, (str, int, float, bool)):
         return [str(obj)]
-    if isinstance(obj, (list, Mapping)):
+    if is_list(obj) or is_str_mapping(obj):
         return [json.dumps(_plain(obj), sort_keys=True, ensure_ascii=False)]
     return []
 
 
 def _child(obj: object, name: str) -> object:
-    return cast("Mapping[str, object]", obj).get(name) if isinstance(obj, Mapping) else None
+    return obj.get(name) if is_str_mapping(obj) else None
 
 
 def _index(obj: object, inner: str, rest: Path) -> list[str]:
     """``[i]`` (negative counts from the end) or ``[*]`` applied to a list."""
-    if not isinstance(obj, list):
+    if not is_list(obj):
         return []
-    items = cast("list[object]", obj)
+    items = obj
     if inner == "*":
         return [text for item in items for text in _walk(item, rest)]
     try:
@@ -88,11 +88,11 @@ def _index(obj: object, inner: str, rest: Path) -> list[str]:
 
 def _group(obj: object, inner: str) -> list[str]:
     """``{a,b.c}``: the texts of several fields of a mapping."""
-    if not isinstance(obj, Mapping):
+    if not is_str_mapping(obj):
         return []
     found: list[str] = []
     for field in inner.split(","):
-        target: object = cast("Mapping[str, object]", obj)
+        target: object = obj
         for name in tokenize_path(field.strip()):
             target = _child(target, name)
         found.extend(_leaf(target) if target is not None else [])
@@ -108,13 +108,13 @@ def _walk(obj: object, tokens: Path) -> list[str]:
     if token.startswith("{"):
         return _group(obj, token[1:-1])
     if token == "*":
-        if isinstance(obj, Mapping):
-            return [text for item in cast("Mapping[str, object]", obj).values() for text in _walk(item, rest)]
-        if isinstance(obj, list):
-            return [text for item in cast("list[object]", obj) for text in _walk(item, rest)]
+        if is_str_mapping(obj):
+            return [text for item in obj.values() for text in _walk(item, rest)]
+        if is_list(obj):
+            return [text for item in obj for text in _walk(item, rest)]
         return []
-    if isinstance(obj, Mapping) and token in obj:
-        return _walk(cast("Mapping[str, object]", obj)[token], rest)
+    if is_str_mapping(obj) and token in obj:
+        return _walk(obj[token], rest)
     return []
 
 
