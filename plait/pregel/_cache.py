@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from plait.pregel._context import TaskContext
+from plait.pregel._plan import Plan
 from plait.pregel._task import Task
 from plait.types import CachePolicy
 
@@ -39,7 +40,7 @@ CACHE_NS = "__pregel_ns_writes"
 FullKey = tuple[tuple[str, ...], str]
 
 
-def identifier(fn: Any) -> str:
+def identifier(fn: object) -> str:
     """``module.qualname`` of a function or callable object (``"__dynamic__"`` when it has none)."""
     while isinstance(fn, functools.partial):
         fn = fn.func
@@ -47,24 +48,24 @@ def identifier(fn: Any) -> str:
     module = getattr(target, "__module__", None)
     name = getattr(target, "__qualname__", None)
     if not isinstance(name, str):
-        kind: Any = getattr(target, "__class__", None)  # a callable object: named after its class
+        kind: object = getattr(target, "__class__", None)  # a callable object: named after its class
         name, module = getattr(kind, "__qualname__", None), getattr(kind, "__module__", None)
     if not isinstance(module, str) or not isinstance(name, str):
         return "__dynamic__"
     return f"{module}.{name}"
 
 
-def node_namespace(action: Any, node: str) -> tuple[str, ...]:
+def node_namespace(action: object, node: str) -> tuple[str, ...]:
     """The namespace of a graph node's cache entries."""
     return (CACHE_NS, identifier(action), node)
 
 
-def task_namespace(fn: Any) -> tuple[str, ...]:
+def task_namespace(fn: object) -> tuple[str, ...]:
     """The namespace of a functional task's cache entries."""
     return (CACHE_NS, identifier(fn))
 
 
-def cache_key(policy: CachePolicy[Any], *args: Any, **kwargs: Any) -> str:
+def cache_key(policy: CachePolicy[Any], *args: object, **kwargs: object) -> str:
     """The key of a call: a hash of what the policy's ``key_func`` makes of the arguments.
 
     Raises:
@@ -158,7 +159,7 @@ def cache_task(task: Task, ctx: TaskContext) -> None:
 # <<< generated sync
 
 
-def namespaces(plan: Any, nodes: Sequence[str] | None) -> tuple[Any, list[tuple[str, ...]]]:
+def namespaces(plan: Plan, nodes: Sequence[str] | None) -> tuple[Any, list[tuple[str, ...]]]:
     """The plan's cache and the namespaces of ``nodes`` (``None``: every node), for ``clear_cache``.
 
     Raises:

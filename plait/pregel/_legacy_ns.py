@@ -20,7 +20,7 @@ from plait.pregel._thread import config_with
 __all__ = ["aresumed_config", "resumed_config"]
 
 
-def _legacy(sub: Any, ctx: TaskContext) -> list[dict[str, Any]]:
+def _legacy(sub: Any, ctx: TaskContext) -> list[dict[str, object]]:
     """Configs of the namespaces earlier versions gave this call, newest form first."""
     task, loop = ctx.task, ctx.loop
     if not ctx.paused or sub.checkpointer is None or sub.subgraph_saving != "inherit":
@@ -40,7 +40,7 @@ def _legacy(sub: Any, ctx: TaskContext) -> list[dict[str, Any]]:
 
 
 # >>> async source
-async def aresumed_config(sub: Any, config: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
+async def aresumed_config(sub: Any, config: dict[str, object], ctx: TaskContext) -> dict[str, object]:
     """``config``, or an old namespace's when only that one holds the paused subgraph's state."""
     legacy = _legacy(sub, ctx)
     if not legacy or await sub.checkpointer.aget_tuple(config) is not None:
@@ -55,7 +55,7 @@ async def aresumed_config(sub: Any, config: dict[str, Any], ctx: TaskContext) ->
 
 
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-def resumed_config(sub: Any, config: dict[str, Any], ctx: TaskContext) -> dict[str, Any]:
+def resumed_config(sub: Any, config: dict[str, object], ctx: TaskContext) -> dict[str, object]:
     """``config``, or an old namespace's when only that one holds the paused subgraph's state."""
     legacy = _legacy(sub, ctx)
     if not legacy or sub.checkpointer.get_tuple(config) is not None:

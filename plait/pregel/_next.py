@@ -35,14 +35,14 @@ class StartTask:
 
     def __init__(self, goto: Sequence[str] = ()) -> None:
         self.goto = list(goto)
-        self.writes: list[tuple[str, Any]] = []
+        self.writes: list[tuple[str, object]] = []
 
 
-START_TASK: Any = StartTask()
+START_TASK: Any = StartTask()  # stands for a Task where the loop schedules one
 """The graph input of a graph with edges (``START``'s edges say what runs first)."""
 
 
-def subscribers(triggers: Mapping[str, Sequence[str]], writes: Sequence[tuple[str, Any]]) -> list[str]:
+def subscribers(triggers: Mapping[str, Sequence[str]], writes: Sequence[tuple[str, object]]) -> list[str]:
     """The nodes subscribed to the channels ``writes`` write, in the order they are first met."""
     found: dict[str, None] = {}
     for key, _ in writes:
@@ -50,7 +50,7 @@ def subscribers(triggers: Mapping[str, Sequence[str]], writes: Sequence[tuple[st
     return list(found)
 
 
-def start_task(plan: Plan, writes: Sequence[tuple[str, Any]]) -> Any:
+def start_task(plan: Plan, writes: Sequence[tuple[str, object]]) -> Any:
     """The graph input that wrote ``writes``, as :func:`~plait.pregel._step.schedule` takes it."""
     return StartTask(subscribers(plan.triggers, writes)) if plan.triggers else START_TASK
 

@@ -11,7 +11,6 @@ import dis
 import inspect
 from collections.abc import Callable, Iterator
 from types import CodeType, FunctionType
-from typing import Any
 
 __all__ = ["referenced_graph"]
 
@@ -20,7 +19,7 @@ _ATTRS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 _MISSING = object()
 
 
-def _function(fn: Any) -> FunctionType | None:
+def _function(fn: object) -> FunctionType | None:
     """The plain function behind a node: itself, a bound method's, or a runnable lambda's."""
     if inspect.ismethod(fn):
         fn = fn.__func__
@@ -32,9 +31,9 @@ def _function(fn: Any) -> FunctionType | None:
     return fn if isinstance(fn, FunctionType) else None
 
 
-def _free(fn: FunctionType) -> dict[str, Any]:
+def _free(fn: FunctionType) -> dict[str, object]:
     code: CodeType = fn.__code__
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, cell in zip(code.co_freevars, fn.__closure__ or (), strict=False):
         try:
             out[name] = cell.cell_contents
@@ -43,12 +42,12 @@ def _free(fn: FunctionType) -> dict[str, Any]:
     return out
 
 
-def _reads(fn: FunctionType) -> Iterator[Any]:
+def _reads(fn: FunctionType) -> Iterator[object]:
     """The objects ``fn``'s own code reads from outside (closure and globals), attribute chains
     followed (``holder.graph``), in code order. Attributes are read without running descriptors."""
     free = _free(fn)
     scope = fn.__globals__
-    current: Any = _MISSING
+    current: object = _MISSING
     for ins in dis.get_instructions(fn):
         if ins.opname in _BASES:
             name = str(ins.argval)
@@ -68,7 +67,7 @@ def _reads(fn: FunctionType) -> Iterator[Any]:
             yield current
 
 
-def referenced_graph(fn: Any, is_graph: Callable[[Any], bool]) -> Any:
+def referenced_graph(fn: object, is_graph: Callable[[object], bool]) -> object:
     """The first object ``is_graph`` accepts among those the node function ``fn`` reads, else ``None``."""
     function = _function(fn)
     if function is None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
+from plait._internal._narrow import is_sequence
 from plait.checkpoint.base import CheckpointTuple, configurable_of, thread_key
 from plait.errors import CheckpointNotFoundError, InvalidConfigError
 
@@ -29,7 +30,7 @@ class ThreadRef:
     checkpoint_id: str | None = None
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any] | None) -> ThreadRef:
+    def from_config(cls, config: Mapping[str, object] | None) -> ThreadRef:
         """Read the thread from a run config (validated by :func:`~plait.checkpoint.base.thread_key`).
 
         Raises:
@@ -44,7 +45,7 @@ class ThreadRef:
 
     def config(self, checkpoint_id: str | None = None) -> dict[str, Any]:
         """A config addressing ``checkpoint_id`` (default: this ref's) on this thread."""
-        conf: dict[str, Any] = {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns}
+        conf: dict[str, object] = {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns}
         cid = checkpoint_id or self.checkpoint_id
         if cid is not None:
             conf["checkpoint_id"] = cid
@@ -53,9 +54,7 @@ class ThreadRef:
 
 def _is_str_list(value: object) -> bool:
     """Whether ``value`` is a list or tuple of str."""
-    if not isinstance(value, (list, tuple)):
-        return False
-    return all(isinstance(t, str) for t in cast("Sequence[object]", value))  # items Unknown to isinstance()
+    return is_sequence(value) and all(isinstance(t, str) for t in value)
 
 
 def run_config(config: Any) -> dict[str, Any]:
@@ -110,12 +109,12 @@ def run_config(config: Any) -> dict[str, Any]:
     return out
 
 
-def without_thread(config: Mapping[str, Any]) -> dict[str, Any]:
+def without_thread(config: Mapping[str, object]) -> dict[str, object]:
     """Copy ``config`` without its ``configurable`` part (a subgraph run that keeps no thread)."""
     return {k: v for k, v in config.items() if k != _CONFIGURABLE}
 
 
-def config_with(config: Mapping[str, Any] | None, **configurable: Any) -> dict[str, Any]:
+def config_with(config: Mapping[str, object] | None, **configurable: object) -> dict[str, Any]:
     """Copy ``config`` with extra ``configurable`` entries (used for subgraph and node configs)."""
     out = dict(config or {})
     out[_CONFIGURABLE] = {**configurable_of(out), **configurable}
