@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+from plait._internal._narrow import is_mapping, is_sequence, is_str_mapping
 from plait.store.base import InvalidFilterError
 
 __all__ = [
@@ -62,8 +63,8 @@ def check_filter(conditions: Mapping[Any, Any], *, safe_keys: bool = False) -> N
 
 
 def _check_expected(expected: object) -> None:
-    if isinstance(expected, Mapping):
-        fields = cast("Mapping[object, object]", expected)  # isinstance leaves the key type unknown
+    if is_mapping(expected):
+        fields = expected
         operators = [n for n in fields if isinstance(n, str) and n.startswith("$")]
         if operators and len(operators) != len(fields):
             raise InvalidFilterError(f"A filter dict cannot mix operators and field names: {expected!r}")
@@ -74,8 +75,8 @@ def _check_expected(expected: object) -> None:
                 )
         for sub in fields.values():
             _check_expected(sub)
-    elif isinstance(expected, (list, tuple)):
-        for sub in cast("Sequence[object]", expected):
+    elif is_sequence(expected):
+        for sub in expected:
             _check_expected(sub)
 
 
@@ -230,8 +231,8 @@ def scalar_terms(conditions: Mapping[str, object] | None) -> list[Term] | None:
     for key, expected in (conditions or {}).items():
         if not isinstance(key, str) or '"' in key or "\\" in key or "." in key:  # pyright: ignore[reportUnnecessaryIsInstance]  # callers may pass any key
             return None
-        if isinstance(expected, Mapping):
-            for name, arg in cast("Mapping[str, object]", expected).items():
+        if is_str_mapping(expected):
+            for name, arg in expected.items():
                 if not name.startswith("$") or not _scalar(arg):
                     return None
                 terms.append((key, name, arg))
