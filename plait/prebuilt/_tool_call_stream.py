@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any, cast
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 from langchain_core.messages import ToolMessage
 
+from plait._internal._narrow import is_str_mapping
 from plait.stream.stream_channel import StreamChannel
 
 __all__ = ["ToolCallStream"]
@@ -16,9 +17,8 @@ def _content(output: object) -> object:
     """What a tool call returned: a ``ToolMessage``'s content (also in its serialized form), else as is."""
     if isinstance(output, ToolMessage):
         return output.content
-    given: object = output
-    if isinstance(given, Mapping):
-        data = cast("Mapping[str, object]", given)
+    data: object = output
+    if is_str_mapping(data):
         ident = data.get("id")
         kwargs = data.get("kwargs")
         if (
@@ -27,9 +27,9 @@ def _content(output: object) -> object:
             and isinstance(ident, list)
             and ident
             and ident[-1] == "ToolMessage"
-            and isinstance(kwargs, Mapping)
+            and is_str_mapping(kwargs)
         ):
-            return cast("Mapping[str, object]", kwargs).get("content")
+            return kwargs.get("content")
     return output
 
 

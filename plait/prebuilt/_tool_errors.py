@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Union, cast, get_args, get_origin
 
 from langchain_core.tools.base import ToolException
 
+from plait._internal._narrow import is_str_dict
 from plait.prebuilt._injection import InjectedArgs
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ def filter_validation_errors(error: ValidationError, injected: InjectedArgs | No
             continue
         copy: dict[str, Any] = {**detail}
         given = copy.get("input")
-        if isinstance(given, dict):
-            copy["input"] = {k: v for k, v in cast("dict[str, object]", given).items() if k not in hidden}
+        if is_str_dict(given):
+            copy["input"] = {k: v for k, v in given.items() if k not in hidden}
         kept.append(cast("ErrorDetails", copy))
     return kept
