@@ -202,7 +202,8 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
 
     def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Self:
         """A copy of this graph whose runs use ``config`` (and ``kwargs``) under their own config."""
-        merged = merge_configs(self.config, config, cast("RunnableConfig", kwargs))  # kwargs: config keys
+        extra = cast("RunnableConfig", {**(config or {}), **kwargs})  # kwargs are config keys
+        merged = merge_configs(self.config, extra)
         return self.copy({"config": merged})
 
     def copy(self, update: Mapping[str, object] | None = None) -> Self:
