@@ -16,8 +16,9 @@ import sys
 import threading
 import typing
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
+from plait._internal._narrow import is_str_dict
 from plait.errors import SerializationError
 
 __all__ = [
@@ -206,9 +207,8 @@ def _stored_kind(item: type[object]) -> bool:
 
 def _field_types(item: type) -> list[object]:
     model_fields: object = getattr(item, "model_fields", None)
-    if isinstance(model_fields, dict):  # a pydantic model
-        fields = cast("dict[str, object]", model_fields)
-        return [getattr(f, "annotation", None) for f in fields.values()]
+    if is_str_dict(model_fields):  # a pydantic model
+        return [getattr(f, "annotation", None) for f in model_fields.values()]
     try:
         return list(typing.get_type_hints(item).values())
     except Exception:  # noqa: BLE001 - an unresolvable name: the annotations that are types still count
