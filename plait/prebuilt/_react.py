@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.callbacks.base import BaseCallbackManager
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
@@ -74,7 +74,7 @@ class AgentParts:
     # -- the model ----------------------------------------------------------------------------
 
     # >>> async source
-    async def _achoose(self, state: Any) -> Any:
+    async def _achoose(self, state: object) -> Any:
         """The model the model function picks for this call (awaited if the function is async; the
         sync form refuses an async one)."""
         return await acall_maybe_async(self.model, self.dynamic_async, _sync_call_refused, state, _runtime())
@@ -82,7 +82,7 @@ class AgentParts:
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-    def _choose(self, state: Any) -> Any:
+    def _choose(self, state: object) -> Any:
         """The model the model function picks for this call (awaited if the function is async; the
         sync form refuses an async one)."""
         return call_maybe_async(self.model, self.dynamic_async, _sync_call_refused, state, _runtime())
@@ -106,7 +106,7 @@ class AgentParts:
             return state.model_copy(update={"messages": messages})
         return {**cast("dict[str, Any]", state), "messages": messages}
 
-    def _answer(self, state: Any, response: Any) -> dict[str, Any]:
+    def _answer(self, state: object, response: Any) -> dict[str, Any]:
         response.name = self.name
         if self._needs_more_steps(state, response):
             return {
@@ -116,7 +116,7 @@ class AgentParts:
             }
         return {"messages": [response]}
 
-    def _needs_more_steps(self, state: Any, response: BaseMessage) -> bool:
+    def _needs_more_steps(self, state: object, response: BaseMessage) -> bool:
         remaining = state_value(state, "remaining_steps")
         if remaining is None or not isinstance(response, AIMessage):
             return False
@@ -127,7 +127,7 @@ class AgentParts:
 
     # -- structured response --------------------------------------------------------------------
 
-    def _structured_input(self, state: Any) -> tuple[list[Any], Any]:
+    def _structured_input(self, state: object) -> tuple[list[Any], Any]:
         messages = list(state_value(state, "messages"))
         schema = self.response_format
         if isinstance(schema, tuple):
@@ -136,17 +136,17 @@ class AgentParts:
         return messages, schema
 
     # >>> async source
-    async def _aresolve(self, state: Any) -> Runnable[Any, Any]:
+    async def _aresolve(self, state: object) -> Runnable[Any, Any]:
         if self.dynamic:
             return cast("Runnable[Any, Any]", prompt_runnable(self.prompt) | await self._achoose(state))
         return cast("Runnable[Any, Any]", self.model)
 
-    async def acall_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+    async def acall_model(self, state: object, config: RunnableConfig) -> dict[str, Any]:
         """The ``agent`` node."""
         model = await self._aresolve(state)
         return self._answer(state, await model.ainvoke(self._model_input(state), model_config(config)))
 
-    async def astructured(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+    async def astructured(self, state: object, config: RunnableConfig) -> dict[str, Any]:
         """The ``generate_structured_response`` node."""
         messages, schema = self._structured_input(state)
         model = chat_model(await self._aresolve(state)).with_structured_output(schema)
@@ -155,17 +155,17 @@ class AgentParts:
     # <<< async source
 
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-    def _resolve(self, state: Any) -> Runnable[Any, Any]:
+    def _resolve(self, state: object) -> Runnable[Any, Any]:
         if self.dynamic:
             return cast("Runnable[Any, Any]", prompt_runnable(self.prompt) | self._choose(state))
         return cast("Runnable[Any, Any]", self.model)
 
-    def call_model(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+    def call_model(self, state: object, config: RunnableConfig) -> dict[str, Any]:
         """The ``agent`` node."""
         model = self._resolve(state)
         return self._answer(state, model.invoke(self._model_input(state), model_config(config)))
 
-    def structured(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+    def structured(self, state: object, config: RunnableConfig) -> dict[str, Any]:
         """The ``generate_structured_response`` node."""
         messages, schema = self._structured_input(state)
         model = chat_model(self._resolve(state)).with_structured_output(schema)
@@ -178,13 +178,13 @@ class AgentParts:
     def _after_answer(self) -> str:
         return "generate_structured_response" if self.response_format is not None else END
 
-    def _sends(self, state: Any, calls: list[Any]) -> list[Send]:
+    def _sends(self, state: object, calls: list[ToolCall]) -> list[Send]:
         return [
             Send("tools", {"__type": "tool_call_with_context", "tool_call": call, "state": state})
             for call in calls
         ]
 
-    def should_continue(self, state: Any) -> str | list[Send]:
+    def should_continue(self, state: object) -> str | list[Send]:
         """After ``agent``: tools (all calls at once in v1, one ``Send`` per call in v2), hook or end."""
         last = state_value(state, "messages")[-1]
         if not isinstance(last, AIMessage) or not last.tool_calls:
@@ -195,7 +195,7 @@ class AgentParts:
             return "post_model_hook"
         return self._sends(state, list(last.tool_calls))
 
-    def after_post_hook(self, state: Any) -> str | list[Send]:
+    def after_post_hook(self, state: object) -> str | list[Send]:
         """After ``post_model_hook``: the calls still unanswered, back to the model, or the end."""
         messages = state_value(state, "messages")
         answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
@@ -207,7 +207,7 @@ class AgentParts:
             return self.entry
         return self._after_answer()
 
-    def after_tools(self, state: Any) -> str:
+    def after_tools(self, state: object) -> str:
         """After ``tools``: end when a ``return_direct`` tool answered, else back to the model."""
         message: object = None
         for message in reversed(state_value(state, "messages")):

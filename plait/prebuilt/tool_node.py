@@ -110,7 +110,7 @@ def _runtime_source(config: RunnableConfig) -> Runtime[object]:
     )
 
 
-def _drop(_: Any) -> None:
+def _drop(_: object) -> None:
     return None
 
 
@@ -130,7 +130,7 @@ class ToolCallRequest:
     state: Any
     runtime: ToolRuntime[Any, Any]
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name in self.__dataclass_fields__ and hasattr(self, name):
             warnings.warn(
                 f"Setting attribute '{name}' on ToolCallRequest is deprecated. "
