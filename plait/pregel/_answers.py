@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from plait._internal._narrow import is_str_dict
 from plait.checkpoint._allow import allow
 from plait.errors import mark_invalid_resume
 
@@ -28,7 +29,7 @@ class ResponseSchema:
     adapter: TypeAdapter[Any] | None = None
 
     @staticmethod
-    def of(schema: Any) -> ResponseSchema:
+    def of(schema: object) -> ResponseSchema:
         """The response schema for ``interrupt(response_schema=schema)``.
 
         A ``dict`` is a JSON Schema shown as is (answers are not checked); a pydantic model,
@@ -39,11 +40,11 @@ class ResponseSchema:
         """
         if schema is None:
             return _NONE
-        if isinstance(schema, dict):
-            return ResponseSchema(shown=cast("dict[str, Any]", schema))
+        if is_str_dict(schema):
+            return ResponseSchema(shown=schema)
         return _typed(schema)
 
-    def validate(self, answer: Any) -> Any:
+    def validate(self, answer: object) -> object:
         """``answer`` as the schema's type.
 
         Raises:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -30,24 +30,26 @@ __all__ = [
 MODES = frozenset({"values", "updates", "custom", "messages", "debug", "checkpoints", "tasks", "tools"})
 
 
-def modes_of(stream_mode: Any, default: str) -> tuple[frozenset[str], bool]:
+def modes_of(stream_mode: str | Sequence[str] | None, default: str) -> tuple[frozenset[str], bool]:
     if stream_mode is None:
         stream_mode = default
-    single = isinstance(stream_mode, str)
-    modes = frozenset([stream_mode] if single else stream_mode)
+    if isinstance(stream_mode, str):
+        modes, single = frozenset([stream_mode]), True
+    else:
+        modes, single = frozenset(stream_mode), False
     unknown = modes - MODES
     if unknown:
         raise ValueError(f"Unknown stream_mode {sorted(unknown)}; choose from {sorted(MODES)}")
     return modes, single
 
 
-def as_set(nodes: Any) -> frozenset[str] | None:
+def as_set(nodes: str | Sequence[str] | None) -> frozenset[str] | None:
     if nodes is None:
         return None
     return frozenset(["*"] if nodes == "*" else nodes)
 
 
-def seconds_of(value: Any) -> float | None:
+def seconds_of(value: object) -> float | None:
     """A ``lease_timeout``: ``None`` or a non-negative number of seconds."""
     if value is None:
         return None
@@ -63,8 +65,8 @@ def shape(  # noqa: PLR0913 - the output forms
     subgraphs: bool,
     root: bool = False,
     v2: bool = False,
-    output_make: Callable[[dict[str, Any]], Any] | None = None,
-) -> list[Any]:
+    output_make: Callable[[dict[str, Any]], object] | None = None,
+) -> list[object]:
     """Turn an internal event into what ``stream`` yields for the requested modes; ``output_make``
     (``version="v2"``): the graph's own ``values`` as its output schema's class."""
     mode, payload = event[0], event[1]
@@ -74,14 +76,14 @@ def shape(  # noqa: PLR0913 - the output forms
         payload = root_payload(mode, payload)
     ns = event[2] if len(event) == 3 else ()
     if v2:
-        interrupts: tuple[Any, ...] = ()  # typed parts carry the interrupts apart from the state
+        interrupts: tuple[object, ...] = ()  # typed parts carry the interrupts apart from the state
         if mode == "values" and isinstance(payload, dict) and INTERRUPT in payload:
             state = cast("dict[str, Any]", payload)
             interrupts = tuple(state[INTERRUPT])
             payload = {k: v for k, v in state.items() if k != INTERRUPT}
         if output_make is not None and mode == "values" and not ns and isinstance(payload, dict):
             payload = output_make(cast("dict[str, Any]", payload))
-        part: dict[str, Any] = {"type": mode, "ns": ns, "data": payload}
+        part: dict[str, object] = {"type": mode, "ns": ns, "data": payload}
         if mode == "values":
             part["interrupts"] = interrupts
         return [part]
@@ -90,7 +92,7 @@ def shape(  # noqa: PLR0913 - the output forms
     return [payload if single else (mode, payload)]
 
 
-def version_of(value: Any) -> bool:
+def version_of(value: object) -> bool:
     """Whether ``version=`` asks for LangGraph's version 2 output forms."""
     if value in (None, "v1"):
         return False

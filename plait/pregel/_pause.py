@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
+from plait._internal._narrow import is_str_dict
 from plait.checkpoint._task_ids import current_writes
 from plait.checkpoint.base import ERROR, INTERRUPT, RESUME, CheckpointTuple
 from plait.errors import InvalidUpdateError, StrictModeError
@@ -110,10 +111,10 @@ def _tracked(loop: PausedRun, writes: Sequence[tuple[str, Any]]) -> list[tuple[s
     for key, value in writes:
         if key in untracked:
             continue
-        sent: Any = value.arg if isinstance(value, Send) else None
-        if isinstance(sent, dict) and untracked & sent.keys():
-            arg = cast("dict[str, Any]", sent)
-            value = Send(cast("Send", value).node, {k: v for k, v in arg.items() if k not in untracked})
+        if isinstance(value, Send):
+            sent: object = value.arg
+            if is_str_dict(sent) and untracked & sent.keys():
+                value = Send(value.node, {k: v for k, v in sent.items() if k not in untracked})
         out.append((key, value))
     return out
 
