@@ -39,7 +39,7 @@ class PutWrites:
     """
 
     config: dict[str, Any]
-    writes: Sequence[tuple[str, Any]]
+    writes: Sequence[tuple[str, object]]
     task_id: str
 
 

@@ -188,7 +188,7 @@ def encode_value(
     value: Any,
     base: Entry | None,
     base_id: Any,  # noqa: PLR0913
-    dumps: Callable[[Any], bytes],
+    dumps: Callable[[object], bytes],
     *,
     share: bool = False,
 ) -> tuple[Blob, Entry]:

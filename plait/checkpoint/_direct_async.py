@@ -172,7 +172,7 @@ class DirectAsync:
         return saved
 
     async def aput_writes(
-        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+        self, config: dict[str, Any], writes: Sequence[tuple[str, object]], task_id: str, task_path: str = ""
     ) -> None:
         """Async :meth:`put_writes`, on the loop."""
         _sync(self).put_writes(config, writes, task_id, task_path)

@@ -205,7 +205,7 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
             yield item
 
     async def aput_writes(
-        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+        self, config: dict[str, Any], writes: Sequence[tuple[str, object]], task_id: str, task_path: str = ""
     ) -> None:
         """Record writes of a task whose step has not completed (replacing its earlier ones)."""
         await self._adrive(self._put_writes(config, writes, task_id, task_path))
@@ -294,7 +294,7 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
         yield from self._items(self._list(config, filter, before, limit))
 
     def put_writes(
-        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+        self, config: dict[str, Any], writes: Sequence[tuple[str, object]], task_id: str, task_path: str = ""
     ) -> None:
         """Record writes of a task whose step has not completed (replacing its earlier ones)."""
         self._drive(self._put_writes(config, writes, task_id, task_path))

@@ -174,7 +174,7 @@ class SqlWriter(SqlReader):
         return config_of(thread, cid)
 
     def _put_writes(
-        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+        self, config: dict[str, Any], writes: Sequence[tuple[str, object]], task_id: str, task_path: str
     ) -> Ops[None]:
         yield from self._ready(write=True)
         thread, cid = thread_of(config)

@@ -45,7 +45,7 @@ def encode_values(  # noqa: PLR0913 - the parts of one put
     parent_loc: Mapping[str, str],
     new_versions: Mapping[str, int],
     bases: Mapping[str, Entry | None],
-    dumps: Callable[[Any], bytes],
+    dumps: Callable[[object], bytes],
 ) -> tuple[dict[str, str], list[BlobRow], list[BlobRow], list[Cached]]:
     """Where each value is stored, the rows to insert and to rewrite, and the cache entries.
 
@@ -79,7 +79,7 @@ def _encode(  # noqa: PLR0913 - one value of a put
     value: Any,
     base: Entry | None,
     base_id: str | None,
-    dumps: Callable[[Any], bytes],
+    dumps: Callable[[object], bytes],
     blobs: list[BlobRow],
     rewrites: list[BlobRow],
 ) -> Entry:
@@ -109,7 +109,7 @@ def _full(
     cid: str,
     items: list[Any],
     listed: list[object],
-    dumps: Callable[[Any], bytes],
+    dumps: Callable[[object], bytes],
     blobs: list[BlobRow],
 ) -> Entry:
     blobs.append((channel, cid, None, FULL, dumps(items)))
@@ -123,7 +123,7 @@ def _append(  # noqa: PLR0913 - one value of a put
     listed: list[Any],
     base: Entry,
     base_id: str,
-    dumps: Callable[[Any], bytes],
+    dumps: Callable[[object], bytes],
     blobs: list[BlobRow],
     rewrites: list[BlobRow],
 ) -> Entry:

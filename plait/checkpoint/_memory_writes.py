@@ -87,7 +87,7 @@ class RecentWrites(NamedTuple):
 
 
 def encode_writes(
-    dumps: Callable[[Any], bytes], writes: Sequence[tuple[str, Any]], task_id: str, share: bool
+    dumps: Callable[[object], bytes], writes: Sequence[tuple[str, object]], task_id: str, share: bool
 ) -> tuple[list[list[Any]], list[Any]]:
     """A task's writes as rows ``[task_id, channel, value bytes]`` and their shares (all
     :data:`DECODE` unless ``share``); a special key written twice: its last write only.

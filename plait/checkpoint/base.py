@@ -256,7 +256,7 @@ class BaseCheckpointSaver(ABC):
 
     @abstractmethod
     def put_writes(
-        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+        self, config: dict[str, Any], writes: Sequence[tuple[str, object]], task_id: str, task_path: str = ""
     ) -> None:
         """Store the writes of one finished task of a step that has not completed yet."""
 
@@ -368,7 +368,7 @@ class BaseCheckpointSaver(ABC):
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions, **kwargs)
 
     async def aput_writes(
-        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+        self, config: dict[str, Any], writes: Sequence[tuple[str, object]], task_id: str, task_path: str = ""
     ) -> None:
         """Async :meth:`put_writes`."""
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)

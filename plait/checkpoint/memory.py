@@ -375,7 +375,7 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         return seq
 
     def put_writes(
-        self, config: dict[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+        self, config: dict[str, Any], writes: Sequence[tuple[str, object]], task_id: str, task_path: str = ""
     ) -> None:
         """Record writes of a task whose step has not completed (replacing its earlier ones).
 
