@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from typing_extensions import Self
 
@@ -33,7 +33,7 @@ class _Passthrough:
         return "PASSTHROUGH"
 
 
-PASSTHROUGH: Any = _Passthrough()
+PASSTHROUGH = _Passthrough()
 """A :class:`ChannelWriteEntry` value that stands for the node's output."""
 
 
@@ -48,11 +48,11 @@ class ChannelWriteEntry(NamedTuple):
     """
 
     channel: str
-    value: Any = PASSTHROUGH
+    value: object = PASSTHROUGH
     skip_none: bool = False
-    mapper: Callable[[Any], Any] | None = None
+    mapper: Callable[[Any], object] | None = None
 
-    def write(self, output: Any) -> tuple[str, Any] | None:
+    def write(self, output: object) -> tuple[str, object] | None:
         """The ``(channel, value)`` write for the node's ``output`` (``None``: skipped)."""
         value = output if self.value is PASSTHROUGH else self.value
         if self.mapper is not None:
@@ -62,6 +62,10 @@ class ChannelWriteEntry(NamedTuple):
 
 def _empty_strs() -> list[str]:
     return []
+
+
+def _empty_metadata() -> dict[str, object]:
+    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,15 +86,15 @@ class PregelNode:
 
     channels: str | Sequence[str]
     triggers: Sequence[str]
-    bound: Sequence[Any] = ()
+    bound: Sequence[object] = ()
     writers: Sequence[ChannelWriteEntry] = ()
     tags: Sequence[str] = field(default_factory=_empty_strs)
-    metadata: Mapping[str, Any] = field(default_factory=lambda: cast("dict[str, Any]", {}))
+    metadata: Mapping[str, object] = field(default_factory=_empty_metadata)
     retry_policy: Sequence[RetryPolicy] = ()
     cache_policy: CachePolicy[Any] | None = None
     timeout: TimeoutPolicy | None = None
 
-    def writes(self, output: Any) -> list[tuple[str, Any]]:
+    def writes(self, output: object) -> list[tuple[str, object]]:
         """The channel writes for the chain's ``output``."""
         return [w for w in (entry.write(output) for entry in self.writers) if w is not None]
 
@@ -101,10 +105,10 @@ class NodeBuilder:
     def __init__(self) -> None:
         self._channels: str | list[str] = []
         self._triggers: list[str] = []
-        self._bound: list[Any] = []
+        self._bound: list[object] = []
         self._writes: list[ChannelWriteEntry] = []
         self._tags: list[str] = []
-        self._metadata: dict[str, Any] = {}
+        self._metadata: dict[str, object] = {}
         self._retry_policy: list[RetryPolicy] = []
         self._cache_policy: CachePolicy[Any] | None = None
         self._timeout: TimeoutPolicy | None = None
@@ -147,14 +151,14 @@ class NodeBuilder:
         self._channels.extend(channels)
         return self
 
-    def do(self, node: Any) -> Self:
+    def do(self, node: object) -> Self:
         """Add ``node`` (a function, coroutine function or runnable) to the chain the node runs."""
         if not callable(node) and not hasattr(node, "invoke"):
             raise TypeError(f"Expected a function or a runnable, got {type(node).__name__}")
         self._bound.append(node)
         return self
 
-    def write_to(self, *channels: str | ChannelWriteEntry, **kwargs: Any) -> Self:
+    def write_to(self, *channels: str | ChannelWriteEntry, **kwargs: object) -> Self:
         """Write the output to ``channels``; ``name=value`` writes a fixed value, ``name=f`` writes
         ``f(output)``."""
         self._writes.extend(ChannelWriteEntry(c) if isinstance(c, str) else c for c in channels)
@@ -164,7 +168,7 @@ class NodeBuilder:
         )
         return self
 
-    def meta(self, *tags: str, **metadata: Any) -> Self:
+    def meta(self, *tags: str, **metadata: object) -> Self:
         """Add tags and metadata."""
         self._tags.extend(tags)
         self._metadata.update(metadata)
