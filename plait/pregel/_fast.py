@@ -141,7 +141,7 @@ def run_fast(graph: Any, tables: FastTables, input: Any, config: dict[str, Any],
         raise RuntimeError("generator raised StopIteration") from exc
 
 
-def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -> Any:  # noqa: C901 - the hot loop, inline
+def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -> Any:  # noqa: C901, PLR0915 - the hot loop, inline
     """The run's steps, from the first: see :func:`run_fast`."""
     plan, run = fast.graph.plan, fast.run
     values, nodes, plain = run.values, tables.nodes, tables.plain
@@ -175,33 +175,40 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
             failed = exc
         except Exception as exc:
             if call.ctx is None:  # a plain failure ends the run with it, as the loop's does without a saver
+                TASK_CONTEXT.reset(token)
                 note_task(exc, name, call.resolve().task_id)
                 raise
             failed = exc
-        finally:
+        except BaseException:
             TASK_CONTEXT.reset(token)
+            raise
         if failed is not None:  # handed over outside the except clause: nothing chains to it
+            TASK_CONTEXT.reset(token)
             return _handed(fast, call, partial(_raise, failed))
         if call.ctx is not None or (out is not None and type(out) is not dict):
+            TASK_CONTEXT.reset(token)
             return _handed(fast, call, partial(_value, out))
-        if out:
-            written: dict[str, Any] = out  # pyright: ignore[reportUnknownVariableType]  # a node's dict
-            if written.keys() <= plain:  # _merge, inline (every node of every step)
-                for value in written.values():
-                    if type(value) is dict or isinstance(value, Overwrite):
-                        apply_writes(plan, run, ((name, tuple(written.items())),))
-                        break
+        try:  # the task's context stays set for its routers (get_config() in a router)
+            if out:
+                written: dict[str, Any] = out  # pyright: ignore[reportUnknownVariableType]  # a node's dict
+                if written.keys() <= plain:  # _merge, inline (every node of every step)
+                    for value in written.values():
+                        if type(value) is dict or isinstance(value, Overwrite):
+                            apply_writes(plan, run, ((name, tuple(written.items())),))
+                            break
+                    else:
+                        values.update(written)
                 else:
-                    values.update(written)
-            else:
-                apply_writes(plan, run, ((name, tuple(written.items())),))
-        after = node.after
-        if node.branches:
-            try:
-                after = _routed(plan, tables, name, after, node.branches, run, (step, limit))
-            except Exception as exc:
-                note_task(exc, name, call.resolve().task_id)
-                raise
+                    apply_writes(plan, run, ((name, tuple(written.items())),))
+            after = node.after
+            if node.branches:
+                try:
+                    after = _routed(plan, tables, name, after, node.branches, run, (step, limit))
+                except Exception as exc:
+                    note_task(exc, name, call.resolve().task_id)
+                    raise
+        finally:
+            TASK_CONTEXT.reset(token)
         run.step = step = step + 1
 
 

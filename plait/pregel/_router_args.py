@@ -7,15 +7,17 @@ declare them (``Branch.extras``): the others are called as they are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
+from inspect import isawaitable
 from typing import TYPE_CHECKING, Protocol
 from weakref import WeakKeyDictionary
 
+from plait._context import TASK_CONTEXT, PendingTask
 from plait.pregel._callable import injected
 from plait.pregel._context import TaskContext
 
-__all__ = ["bind", "remember"]
+__all__ = ["RouterTask", "bind", "in_task", "remember"]
 
 if TYPE_CHECKING:
     from plait.pregel._task import Task
@@ -62,3 +64,47 @@ def bind(
 
 def _with_extras(path: Callable[..., object], extras: Mapping[str, object], state: object) -> object:
     return path(state, **extras)
+
+
+class RouterTask(PendingTask):
+    """The task context a router runs in: its task's (``get_config()`` gives the task's config, as
+    LangGraph's routers see it), made only if the router asks for it."""
+
+    __slots__ = ("config", "ctx", "loop", "task")
+
+    def __init__(self, loop: _Run, task: Task, config: Mapping[str, object]) -> None:
+        self.loop, self.task, self.config = loop, task, config
+        self.ctx: TaskContext | None = None
+
+    def resolve(self) -> TaskContext:
+        """The context, made on the first call."""
+        if self.ctx is None:
+            store, context = _INPUTS.get(self.loop, (None, None))
+            self.ctx = TaskContext(
+                dict(self.config),
+                store,
+                context,
+                self.loop,
+                self.task.name,
+                self.loop.task_id(self.task),
+                task=self.task,
+            )
+        return self.ctx
+
+
+def in_task(pending: PendingTask, path: Callable[[object], object], state: object) -> object:
+    """``path(state)`` with ``pending`` as the running task (an async router's coroutine too)."""
+    token = TASK_CONTEXT.set(pending)
+    try:
+        answer = path(state)
+    finally:
+        TASK_CONTEXT.reset(token)
+    return _awaited(pending, answer) if isawaitable(answer) else answer
+
+
+async def _awaited(pending: PendingTask, answer: Awaitable[object]) -> object:
+    token = TASK_CONTEXT.set(pending)
+    try:
+        return await answer
+    finally:
+        TASK_CONTEXT.reset(token)

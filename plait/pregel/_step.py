@@ -28,7 +28,7 @@ from plait.constants import END, START
 from plait.errors import InvalidUpdateError
 from plait.pregel._managed import fill_managed
 from plait.pregel._plan import NodeSpec, Plan
-from plait.pregel._router_args import bind
+from plait.pregel._router_args import RouterTask, bind, in_task
 from plait.pregel._run_state import RunState, hold_deferred
 from plait.pregel._task import Task
 from plait.pregel._traced import start_routes
@@ -136,6 +136,7 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
         own_config = config
         if loop is not None and held is None and task.name != START and any(b.takes_config for b in branches):
             own_config = _task_config(loop, task, config)
+        pending = None if loop is None or not branches else RouterTask(loop, task, config)
         for position, branch in enumerate(branches):
             seen_config = own_config if held is None else held.router_config(config, position)
             call = partial(_with_config, branch.path, seen_config) if branch.takes_config else branch.path
@@ -148,6 +149,8 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
                 call = partial(_on, call, own if branch.make_input is None else branch.make_input(own))
             elif seen is not None and steps is not None:
                 call = partial(_on, call, branch_state(plan, seen, *steps))
+            if pending is not None:
+                call = partial(in_task, pending, call)
             calls.append(call if held is None else held.route(call, branch.path, position))
     return tuple(calls)
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import TypedDict
 
+from plait._context import TASK_CONTEXT
 from plait.checkpoint.memory import InMemorySaver
+from plait.config import get_config
 from plait.graph import END, START, StateGraph
 from plait.types import RetryPolicy
 
@@ -20,6 +22,14 @@ pytestmark = pytest.mark.skipif(sys.version_info < (3, 11), reason="exception no
 
 class S(TypedDict):
     x: int
+
+
+def _refuse(old: int, new: int) -> int:
+    raise ValueError("the reducer refuses")
+
+
+class R(TypedDict):
+    x: Annotated[int, _refuse]
 
 
 def _boom(state: S) -> dict[str, Any]:
@@ -117,3 +127,52 @@ def test_a_router_taking_a_config_gets_its_tasks_metadata() -> None:
     (metadata,) = seen
     assert metadata["user"] == "ada"
     assert (metadata["langgraph_node"], metadata["langgraph_step"]) == ("a", 1)
+
+
+@pytest.mark.parametrize("saver", [False, True], ids=["fast-path", "loop"])
+def test_a_router_reads_its_tasks_config_with_get_config(saver: bool) -> None:
+    seen: list[object] = []
+
+    def route(state: S) -> str:
+        seen.append(get_config().get("metadata", {}).get("langgraph_node"))
+        return END
+
+    async def aroute(state: S) -> str:
+        seen.append(get_config().get("metadata", {}).get("langgraph_node"))
+        return END
+
+    for router in (route, aroute):
+        builder = StateGraph(S).add_node("a", _one).add_edge(START, "a")
+        graph = builder.add_conditional_edges("a", router, [END]).compile(
+            checkpointer=InMemorySaver() if saver else None
+        )
+        config: RunnableConfig | None = {"configurable": {"thread_id": "t"}} if saver else None
+        assert graph.invoke({"x": 0}, config) == {"x": 1}
+        assert asyncio.run(graph.ainvoke({"x": 0}, config)) == {"x": 1}
+    assert seen == ["a"] * 4
+
+
+def test_no_task_context_is_left_after_a_node_a_merge_or_a_router_fails() -> None:
+    def bad_update(state: R) -> dict[str, Any]:
+        return {"x": 1}
+
+    def stop(state: S) -> dict[str, Any]:
+        raise KeyboardInterrupt
+
+    def route(state: S) -> str:
+        raise KeyError("no route")
+
+    graphs = [
+        StateGraph(S).add_node("n", _boom).add_edge(START, "n").compile(),
+        StateGraph(R).add_node("n", bad_update).add_edge(START, "n").compile(),
+        StateGraph(S).add_node("n", stop).add_edge(START, "n").compile(),
+        StateGraph(S)
+        .add_node("n", _one)
+        .add_edge(START, "n")
+        .add_conditional_edges("n", route, [END])
+        .compile(),
+    ]
+    for graph in graphs:
+        with pytest.raises((Exception, KeyboardInterrupt)):  # noqa: PT011 - each fails its own way
+            graph.invoke({"x": 0})
+        assert TASK_CONTEXT.get() is None
