@@ -10,7 +10,7 @@ tool messages are not (the ``tools`` mode reports tool calls).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 from uuid import UUID
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -25,14 +25,14 @@ MESSAGE_EVENTS_KEY = "__pregel_stream_messages_v2"
 """``configurable`` key that asks for protocol events in ``messages`` mode (LangGraph's name)."""
 
 
-def plain_messages(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+def plain_messages(config: Mapping[str, object] | None) -> Mapping[str, object] | None:
     """``config`` without the request for protocol events: only typed (``version="v2"``) streams honour
     it, so a graph streamed plainly inside a node of a v3 run still gets message chunks."""
     configurable = configurable_of(config)
-    if not configurable.get(MESSAGE_EVENTS_KEY):
+    if config is None or not configurable.get(MESSAGE_EVENTS_KEY):
         return config
     rest = {k: v for k, v in configurable.items() if k != MESSAGE_EVENTS_KEY}
-    return {**cast("Mapping[str, Any]", config), "configurable": rest}
+    return {**config, "configurable": rest}
 
 
 class MessageEventHandler(MessageStreamHandler, _V2StreamingCallbackHandler):

@@ -21,6 +21,7 @@ from plait.types import TimeoutPolicy
 __all__ = ["Progress", "cancelled_by_node", "sync_timeout_error", "timed"]
 
 T = TypeVar("T")
+W = TypeVar("W")
 
 
 def sync_timeout_error(name: str, *, kind: Literal["Node", "Task"] = "Node") -> GraphBuildError:
@@ -49,10 +50,10 @@ class Progress:
         """``runtime.heartbeat()``: the attempt is alive."""
         self.last = time.monotonic()
 
-    def guard(self, writer: Callable[[Any], None]) -> Callable[[Any], None]:
+    def guard(self, writer: Callable[[W], None]) -> Callable[[W], None]:
         """``writer``, dropping events after the timeout; each event is progress under ``"auto"``."""
 
-        def write(chunk: Any) -> None:
+        def write(chunk: W) -> None:
             if not self.active:
                 return
             if self.auto:
