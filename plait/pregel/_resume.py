@@ -5,8 +5,8 @@ from __future__ import annotations
 import string
 import threading
 from collections.abc import Collection, Mapping
-from typing import Any, cast
 
+from plait._internal._narrow import is_mapping
 from plait.errors import UnknownInterruptError
 from plait.pregel._stream import STATIC
 from plait.types import Interrupt
@@ -36,11 +36,11 @@ class SpareAnswer:
 
     __slots__ = ("_lock", "_values")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: object) -> None:
         self._values = [value]
         self._lock = threading.Lock()
 
-    def take(self) -> tuple[bool, Any]:
+    def take(self) -> tuple[bool, object]:
         """``(True, value)`` for the first caller, then ``(False, None)``."""
         with self._lock:
             return (True, self._values.pop()) if self._values else (False, None)
@@ -48,8 +48,8 @@ class SpareAnswer:
 
 def queue_resume(
     interrupted: Mapping[str, list[Interrupt]],
-    resumes: dict[str, list[Any]],
-    resume: Any,
+    resumes: dict[str, list[object]],
+    resume: object,
     *,
     strict: bool = False,
     tasks: Collection[str] = (),
@@ -76,12 +76,12 @@ def queue_resume(
             (raised before anything changes).
     """
     by_id = {i.id: tid for tid, items in interrupted.items() for i in items}
-    if isinstance(resume, Mapping):
-        by_interrupt = cast("Mapping[str, Any]", resume)  # interrupt id -> resume value, perhaps
-        if all(_looks_like_id(k, by_id, tasks) for k in by_interrupt):
+    if is_mapping(resume):  # interrupt id -> resume value, perhaps
+        by_interrupt = {k: v for k, v in resume.items() if isinstance(k, str)}
+        if len(by_interrupt) == len(resume) and all(_looks_like_id(k, by_id, tasks) for k in by_interrupt):
             if strict:
                 _check_map(by_interrupt, pending_ids(interrupted))
-            shares: dict[str, dict[str, Any]] = {}
+            shares: dict[str, dict[str, object]] = {}
             for key, value in by_interrupt.items():
                 if key in by_id:
                     shares.setdefault(by_id[key], {})[key] = value
@@ -103,7 +103,7 @@ def queue_resume(
     return None
 
 
-def _check_map(answers: Mapping[str, Any], open_ids: list[str]) -> None:
+def _check_map(answers: Mapping[str, object], open_ids: list[str]) -> None:
     if not answers:
         raise UnknownInterruptError(
             "The resume map names no interrupt", reason="empty_map", pending_ids=open_ids
@@ -126,6 +126,6 @@ def pending_ids(interrupted: Mapping[str, list[Interrupt]]) -> list[str]:
     return sorted({i.id for items in interrupted.values() for i in items if i.id not in STATIC})
 
 
-def pending(interrupted: Mapping[str, list[Interrupt]], resumes: Mapping[str, list[Any]], tid: str) -> int:
+def pending(interrupted: Mapping[str, list[Interrupt]], resumes: Mapping[str, list[object]], tid: str) -> int:
     """Interrupts of a paused task that no answer was given for yet (at least one)."""
     return max(1, len(interrupted.get(tid, ())) - len(resumes.get(tid, ())))
