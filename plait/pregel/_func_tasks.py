@@ -130,7 +130,8 @@ class Calls:
 
     is_async: bool
     count: int = 0
-    started: list[_Future] = field(default_factory=lambda: [])
+    # the factory is cast once, here, to its element type (it stays the builtin list: no call per Calls)
+    started: list[_Future] = field(default_factory=cast("Callable[[], list[_Future]]", list))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
