@@ -28,7 +28,7 @@ from plait.pregel._travel import aload_run
 
 __all__ = ["acall_routers", "afinish", "run_async"]
 
-Event = tuple[str, Any]
+Event = tuple[object, ...]
 T = TypeVar("T")
 
 
@@ -113,15 +113,15 @@ async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, 
             raise
 
 
-async def acall_routers(effect: CallRouters) -> list[Any]:
+async def acall_routers(effect: CallRouters) -> list[object]:
     """The routers' answers; async routers are awaited here, on the caller's event loop."""
     answers = [route(effect.state) for route in effect.routers]
     return [await a if inspect.isawaitable(a) else a for a in answers]
 
 
-async def afinish(steps: Generator[CallRouters, list[Any], T]) -> T:
+async def afinish(steps: Generator[CallRouters, list[object], T]) -> T:
     """Async :func:`~plait.pregel._run.finish_sync`."""
-    answer: list[Any] | None = None
+    answer: list[object] | None = None
     while True:
         try:
             effect = steps.send(answer)  # type: ignore[arg-type]
@@ -193,8 +193,8 @@ async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGener
             try:
                 if sink.live or (sink.per_task and len(running) > 1):  # events as the tasks settle
                     async with aclosing(_execute_live(loop, running, store, context)) as events:
-                        async for event in events:
-                            yield event
+                        async for live_event in events:
+                            yield live_event
                 else:
                     await _execute(loop, running, store, context, deep)
             except Exception as exc:  # noqa: BLE001 - the loop decides what it means

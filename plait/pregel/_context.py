@@ -55,7 +55,7 @@ class TaskContext:
     node: str = ""
     task_id: str = ""
     # the factory is cast once, here, to its element type (it stays the builtin list)
-    resume: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))
+    resume: list[object] = field(default_factory=cast("Callable[[], list[object]]", list))
     lc_config: dict[str, Any] | None = None
     paused: bool = False
     """The task paused before (an interrupt or a subgraph breakpoint): subgraphs inside continue."""
@@ -67,7 +67,9 @@ class TaskContext:
     subgraph_calls: int = 0
     attempt: int = 1
     """Which attempt of the node this is (retry policies run it again)."""
-    pushed: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
+    pushed: list[tuple[str, object]] = field(
+        default_factory=cast("Callable[[], list[tuple[str, object]]]", list)
+    )
     """Writes the node made while running (``push_message``): they come before its result's."""
     task: Task | None = None
     """The running task (its node's config names it), if any."""
@@ -76,7 +78,7 @@ class TaskContext:
     _calls: int = 0
 
     @property
-    def node_config(self) -> dict[str, Any]:
+    def node_config(self) -> dict[str, object]:
         """The config the node receives (a ``config`` parameter, ``get_config()``): the run's, its
         ``metadata`` with LangGraph's keys of the task (``langgraph_node``, ``langgraph_step``…), and
         the task's :class:`~plait.runtime.Runtime` under ``configurable["__pregel_runtime"]``, where
@@ -84,11 +86,11 @@ class TaskContext:
         if self.task is None or self.loop is None:
             return self.config
         keys = self.loop.sink.task_keys(self.task, self.loop.run.step, self.task_id)
-        configurable: dict[str, Any] = {
+        configurable: dict[str, object] = {
             **(self.config.get("configurable") or {}),
             CONFIG_KEY_RUNTIME: self.runtime(),
         }
-        metadata: dict[str, Any] = {**(self.config.get("metadata") or {}), **keys}
+        metadata: dict[str, object] = {**(self.config.get("metadata") or {}), **keys}
         return {**self.config, "configurable": configurable, "metadata": metadata}
 
     @property
@@ -177,7 +179,7 @@ class TaskContext:
 
     def execution_info(self) -> ExecutionInfo:
         """Where this task runs (``runtime.execution_info``)."""
-        configurable = cast("dict[str, Any]", self.config.get("configurable") or {})
+        configurable: dict[str, Any] = self.config.get("configurable") or {}
         run_id = self.config.get("run_id")
         return ExecutionInfo(
             checkpoint_id=str(getattr(self.loop, "checkpoint_id", None) or ""),

@@ -53,7 +53,7 @@ class Save:
 class Emit:
     """Hand these ``(mode, payload)`` stream events to the caller."""
 
-    events: tuple[tuple[str, Any], ...]
+    events: tuple[tuple[str, object], ...]
 
 
 @dataclass(slots=True)
@@ -135,7 +135,7 @@ def save(saver: Any, effect: Save, thread: tuple[str, str] | None, before: objec
 # <<< generated sync
 
 
-def put_kwargs(saver: Any, op: PutCheckpoint) -> dict[str, Any]:
+def put_kwargs(saver: Any, op: PutCheckpoint) -> dict[str, object]:
     """``expected_head=`` for savers that check the thread head (user-written savers may not)."""
     if op.expected_head is ... or not getattr(saver, "supports_head_check", False):
         return {}

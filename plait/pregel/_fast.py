@@ -62,7 +62,9 @@ class _Run:
 
     __slots__ = ("config", "context", "graph", "loop", "run", "store")
 
-    def __init__(self, graph: Any, config: dict[str, Any], run: RunState, store: Any, context: Any) -> None:
+    def __init__(
+        self, graph: Any, config: dict[str, object], run: RunState, store: Any, context: Any
+    ) -> None:
         self.graph, self.config, self.run, self.store, self.context = graph, config, run, store, context
         self.loop: Loop | None = None
 
@@ -119,12 +121,12 @@ def run_fast(graph: Any, tables: FastTables, input: Any, config: dict[str, Any],
     limit = config.get("recursion_limit")
     limit = DEFAULT_RECURSION_LIMIT if limit is None else int(limit)
     keys = plan.input_keys
-    given: dict[str, Any]
+    given: dict[str, object]
     if type(input) is dict:  # input_writes' common case
         given = {k: v for k, v in input.items() if k in keys}  # pyright: ignore[reportUnknownVariableType]
     else:
         given = dict(input_writes(plan, input))
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for key, channel in tables.initial:
         value = channel.initial()
         if value is not MISSING:
@@ -190,7 +192,7 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
             return _handed(fast, call, partial(_value, out))
         try:  # the task's context stays set for its routers (get_config() in a router)
             if out:
-                written: dict[str, Any] = out  # pyright: ignore[reportUnknownVariableType]  # a node's dict
+                written: dict[str, object] = out  # pyright: ignore[reportUnknownVariableType]  # a node's dict
                 if written.keys() <= plain:  # _merge, inline (every node of every step)
                     for value in written.values():
                         if type(value) is dict or isinstance(value, Overwrite):
@@ -212,7 +214,7 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
         run.step = step = step + 1
 
 
-def _merge(plan: Plan, run: RunState, plain: frozenset[str], name: str, written: dict[str, Any]) -> None:
+def _merge(plan: Plan, run: RunState, plain: frozenset[str], name: str, written: dict[str, object]) -> None:
     """Merge a node's dict into the values, as :func:`~plait.pregel._writes.apply_writes` does; inline
     when every key keeps its last value and no value asks for more (an ``Overwrite``, or a dict,
     which may be one's wire form)."""
@@ -226,7 +228,7 @@ def _merge(plan: Plan, run: RunState, plain: frozenset[str], name: str, written:
     apply_writes(plan, run, ((name, tuple(written.items())),))
 
 
-def _shaped(spec: NodeSpec, values: dict[str, Any]) -> Any:
+def _shaped(spec: NodeSpec, values: dict[str, object]) -> Any:
     """A node's input with its defaults, as its state class when it has one."""
     state = read_state(values, spec.reads, spec.defaults)
     return state if spec.make_input is None else spec.make_input(state)

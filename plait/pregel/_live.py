@@ -18,7 +18,6 @@ from collections.abc import Callable, Generator
 from contextvars import copy_context
 from functools import partial
 from queue import Empty, SimpleQueue
-from typing import Any
 
 from greenlet import getcurrent, greenlet
 
@@ -27,7 +26,7 @@ from plait.pregel._stream import EventSink
 
 __all__ = ["stream_switching", "stream_threaded"]
 
-Event = tuple[Any, ...]
+Event = tuple[object, ...]
 
 
 def _taken(events: list[Event]) -> list[Event]:

@@ -78,7 +78,7 @@ class Loop:
     last_tasks: Sequence[Task] = ()
     expect_head: Any = None  # the thread head this run writes on (``...``: do not check)
     replaying = False  # the run starts from an explicit (past) checkpoint_id
-    shown: dict[str, Any] | None = None  # a paused step's values with its finished writes
+    shown: dict[str, object] | None = None  # a paused step's values with its finished writes
     held_back: PutCheckpoint | None = None  # durability="exit": the checkpoint saved at the end
     holding: Any = None  # the driver's held saves (pregel/_held.py), sent before a cut-short step's writes
 
@@ -92,16 +92,16 @@ class Loop:
             self.run.bump = cast(Any, saver).get_next_version  # the saver versions keys its own way
         self.sink = EventSink(settings.modes, settings.config, settings.subgraphs)
         self.sink.state = self.state_values
-        self.null_writes: list[tuple[str, Any]] = []  # resume updates pending on the checkpoint
+        self.null_writes: list[tuple[str, object]] = []  # resume updates pending on the checkpoint
         self.carried: set[str] = set()  # keys they changed, not checkpointed yet
         self.events = self.sink.events
         self.saves: list[SaveOp] = []
         self.interrupts: list[Interrupt] = []
-        self.done_writes: dict[str, list[tuple[str, Any]]] = {}
-        self.resumes: dict[str, list[Any]] = {}
+        self.done_writes: dict[str, list[tuple[str, object]]] = {}
+        self.resumes: dict[str, list[object]] = {}
         self.interrupted: dict[str, list[Interrupt]] = {}
         # writes of functional-API tasks settled in this step (pregel/_func_tasks.py): saved if it stops
-        self.task_writes: list[tuple[str, list[tuple[str, Any]]]] = []
+        self.task_writes: list[tuple[str, list[tuple[str, object]]]] = []
 
     def task_id(self, task: Task) -> str:
         """Id of ``task`` in the step that follows the current checkpoint."""
@@ -269,7 +269,7 @@ class Loop:
             run.step += 1
             yield from self._start_with(writes)
 
-    def _start_with(self, writes: list[tuple[str, Any]], source: str = "loop") -> Steps:
+    def _start_with(self, writes: list[tuple[str, object]], source: str = "loop") -> Steps:
         run, settings = self.run, self.settings
         plan = settings.plan
         changed = apply_writes(plan, run, [(START, writes)])
@@ -381,7 +381,7 @@ class Loop:
         views = None if before is None else router_views(plan, routed, before)
         config = settings.config
         calls = routers(plan, routed, config, run.values, steps, views, self) if plan.branches else ()
-        answers: Sequence[Any] = ()
+        answers: Sequence[object] = ()
         if calls:
             try:
                 answers = yield CallRouters(calls, self.branch_input(steps[1]))
@@ -434,7 +434,7 @@ class Loop:
         travel, thread, durability = settings.travel, settings.thread, settings.durability
         parents = dict(travel.parents) if travel is not None else {}
         own = {"source": source, "step": run.step, "parents": parents}  # events show it; the saver's has more
-        metadata: dict[str, Any] = {**settings.metadata, **own}
+        metadata: dict[str, object] = {**settings.metadata, **own}
         assert thread is not None  # noqa: S101 - guarded by saver is not None
         parent = thread.config(self.checkpoint_id) if self.checkpoint_id else thread.config()
         op = PutCheckpoint(parent, dict(checkpoint), metadata, versions, self.expect_head)
@@ -470,7 +470,7 @@ class Loop:
         step = self.run.step
         return branch_state(self.settings.plan, self.run.values, step, step + 2 if stop is None else stop)
 
-    def state_values(self) -> dict[str, Any]:
+    def state_values(self) -> dict[str, object]:
         """Every key that is set, private ones included (what ``stream_mode="values"`` shows)."""
         values = self.run.values
         return {k: values[k] for k in self.settings.plan.channels if k in values}
@@ -478,7 +478,7 @@ class Loop:
     def final(self) -> Any:
         """What ``invoke`` returns: the output keys that are set, plus ``__interrupt__`` when paused."""
         values = self.run.values if self.shown is None else self.shown
-        out: dict[str, Any] = {k: values[k] for k in self.settings.plan.output_keys if k in values}
+        out: dict[str, object] = {k: values[k] for k in self.settings.plan.output_keys if k in values}
         real = [i for i in self.interrupts if i.id not in STATIC] if self.interrupts else None
         if real:
             out[INTERRUPT] = real

@@ -23,7 +23,7 @@ from plait.pregel._context import running_task
 
 __all__ = ["MessageStreamHandler"]
 
-Meta = dict[str, Any]
+Meta = dict[str, object]
 T = TypeVar("T")
 
 
@@ -66,12 +66,12 @@ class MessageStreamHandler(BaseCallbackHandler):
 
     def on_chat_model_start(
         self,
-        serialized: dict[str, Any],
+        serialized: dict[str, object],
         messages: list[list[BaseMessage]],
         *,
         run_id: UUID,
         tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, object] | None = None,
         **kwargs: Any,
     ) -> None:
         """Remember which node started this model call."""
@@ -150,13 +150,13 @@ class MessageStreamHandler(BaseCallbackHandler):
     def seen_in(self, state: Any) -> None:
         """The messages a task receives (its input's top-level messages and message lists) are not new."""
         if isinstance(state, Mapping):
-            values: list[Any] = list(cast(Any, state).values())
+            values: list[object] = list(cast(Any, state).values())
         elif hasattr(state, "__dict__") and not isinstance(state, BaseMessage):
-            values = list(cast("dict[str, Any]", vars(state)).values())  # a pydantic or dataclass state
+            values = list(cast("dict[str, object]", vars(state)).values())  # a pydantic or dataclass state
         else:
             values = [state]
         for value in values:
-            items: list[Any] = list(cast(Any, value)) if isinstance(value, list) else [value]
+            items: list[object] = list(cast(Any, value)) if isinstance(value, list) else [value]
             for item in items:
                 self.seen(item)
 

@@ -45,15 +45,15 @@ class NodeSpec:
     is_async: bool
     reads: tuple[str, ...]
     acall: Callable[[Any, Any], Awaitable[Any]] | None = None
-    defaults: tuple[tuple[str, Any], ...] = ()
-    make_input: Callable[[dict[str, Any]], Any] | None = None
+    defaults: tuple[tuple[str, object], ...] = ()
+    make_input: Callable[[dict[str, object]], Any] | None = None
     retry: RetryPolicies | None = None
     is_subgraph: bool = False
     subgraph: Any = None
     """The compiled graph, when the node is one (``get_state(subgraphs=True)``, ``get_subgraphs``)."""
     # the factory is cast once, here, to its element types (it stays the builtin dict)
-    metadata: Mapping[str, Any] = field(default_factory=cast("Callable[[], dict[str, Any]]", dict))
-    managed: tuple[tuple[str, Any], ...] = ()
+    metadata: Mapping[str, object] = field(default_factory=cast("Callable[[], dict[str, object]]", dict))
+    managed: tuple[tuple[str, object], ...] = ()
     """``(key, ManagedValue class)`` pairs filled in for each task (``RemainingSteps``…)."""
     cache_policy: CachePolicy[Any] | None = None
     """Cache the node's writes, keyed on its input (used when the plan has a ``cache``)."""
@@ -98,8 +98,8 @@ class Branch:
     path_map: Mapping[Any, str] | None
     ends: tuple[str, ...]
     reads: tuple[str, ...] | None = None
-    make_input: Callable[[dict[str, Any]], Any] | None = None
-    managed: tuple[tuple[str, Any], ...] = ()
+    make_input: Callable[[dict[str, object]], Any] | None = None
+    managed: tuple[tuple[str, object], ...] = ()
     extras: tuple[str, ...] = ()
 
 
@@ -149,11 +149,11 @@ class Plan:
     state_keys: tuple[str, ...]
     interrupt_before: frozenset[str] = frozenset()
     interrupt_after: frozenset[str] = frozenset()
-    defaults: tuple[tuple[str, Any], ...] = ()
+    defaults: tuple[tuple[str, object], ...] = ()
     strict: bool = False
-    input_make: Callable[[Any], dict[str, Any]] | None = None
-    state_make: Callable[[dict[str, Any]], Any] | None = None
-    output_make: Callable[[dict[str, Any]], Any] | None = None
+    input_make: Callable[[Any], dict[str, object]] | None = None
+    state_make: Callable[[dict[str, object]], Any] | None = None
+    output_make: Callable[[dict[str, object]], Any] | None = None
     """Turns the output dict into the output schema's class (dataclass / pydantic): what
     ``version="v2"`` outputs and ``values`` stream parts carry, as LangGraph's do."""
     cache: Any = None
@@ -162,7 +162,7 @@ class Plan:
     """The state is one value (key ``__root__``): input, output and node results are that value."""
     deferred: frozenset[str] = frozenset()
     """Nodes added with ``defer=True``: they run once nothing else is left to run."""
-    managed: tuple[tuple[str, Any], ...] = ()
+    managed: tuple[tuple[str, object], ...] = ()
     """The state schema's managed values (``RemainingSteps``…), filled into what conditional edges receive."""
     volatile: tuple[str, ...] = field(init=False, default=())
     """Keys a step that does not write them still changes (``EphemeralValue``, ``Topic``)."""

@@ -87,7 +87,9 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
 
     # -- running ------------------------------------------------------------
 
-    def _loop(self, config: Mapping[str, Any] | None, modes: frozenset[str], kwargs: dict[str, Any]) -> Loop:
+    def _loop(
+        self, config: Mapping[str, object] | None, modes: frozenset[str], kwargs: dict[str, Any]
+    ) -> Loop:
         # a subgraph run's travel is its parent task's
         travel: Travel | None = kwargs.pop(TRAVEL, None) if kwargs else None
         checked = run_config(config)
@@ -102,7 +104,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         )
 
     def run_fast(
-        self, input: InputT | Command[Any] | None, config: dict[str, Any], context: ContextT | None
+        self, input: InputT | Command[Any] | None, config: dict[str, object], context: ContextT | None
     ) -> Any:
         """The output of a plain run (``config``: checked, no options) on the fast path
         (:mod:`plait.pregel._fast`), or :data:`~plait.pregel._fast.SLOW` when it needs the loop."""
@@ -135,9 +137,9 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
     async def ainvoke_streaming(
         self,
         input: Any,  # noqa: A002
-        config: Mapping[str, Any] | None,
+        config: Mapping[str, object] | None,
         modes: frozenset[str],
-        push: Callable[[tuple[Any, ...]], None],
+        push: Callable[[tuple[object, ...]], None],
         *,
         context: Any = None,
         outer: EventSink | None = None,
@@ -222,10 +224,10 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
 
     async def abatch(
         self,
-        inputs: Sequence[Any],
+        inputs: Sequence[object],
         config: RunnableConfig | Sequence[RunnableConfig] | None = None,
         **kwargs: Any,
-    ) -> list[Any]:
+    ) -> list[object]:
         """Invoke once per input (one config for all, or one per input), concurrently."""
         return await abatch(self, inputs, config, **kwargs)
 
@@ -235,9 +237,9 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
     def invoke_streaming(
         self,
         input: Any,  # noqa: A002
-        config: Mapping[str, Any] | None,
+        config: Mapping[str, object] | None,
         modes: frozenset[str],
-        push: Callable[[tuple[Any, ...]], None],
+        push: Callable[[tuple[object, ...]], None],
         *,
         context: Any = None,
         outer: EventSink | None = None,
@@ -318,10 +320,10 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
 
     def batch(
         self,
-        inputs: Sequence[Any],
+        inputs: Sequence[object],
         config: RunnableConfig | Sequence[RunnableConfig] | None = None,
         **kwargs: Any,
-    ) -> list[Any]:
+    ) -> list[object]:
         """Invoke once per input (one config for all, or one per input), concurrently."""
         return batch(self, inputs, config, **kwargs)
 

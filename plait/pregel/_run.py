@@ -32,7 +32,7 @@ from plait.pregel._travel import load_run
 
 __all__ = ["call_routers", "claim", "finish_sync", "go_on", "make_context", "run_sync", "run_task"]
 
-Event = tuple[str, Any]
+Event = tuple[object, ...]
 T = TypeVar("T")
 
 
@@ -181,14 +181,14 @@ def claim(loop: Loop) -> None:
     loop.held = held
 
 
-def call_routers(effect: CallRouters) -> list[Any]:
+def call_routers(effect: CallRouters) -> list[object]:
     """The routers' answers (an async router runs to completion on a loop of its own: no caller loop here)."""
     return [run_coroutine(route(effect.state)) for route in effect.routers]
 
 
-def finish_sync(steps: Generator[CallRouters, list[Any], T]) -> T:
+def finish_sync(steps: Generator[CallRouters, list[object], T]) -> T:
     """Run a routing-only generator (``update_state``) to its result."""
-    answer: list[Any] | None = None
+    answer: list[object] | None = None
     while True:
         try:
             effect = steps.send(answer)  # type: ignore[arg-type]

@@ -39,24 +39,26 @@ class RunState:
         step: Number of the step about to run.
     """
 
-    values: dict[str, Any]
+    values: dict[str, object]
     # the factories are cast once, here, to the element types (they stay the builtins dict and list)
     versions: dict[str, int] = field(default_factory=cast("Callable[[], dict[str, int]]", dict))
     barriers: dict[str, set[str]] = field(default_factory=cast("Callable[[], dict[str, set[str]]]", dict))
     next: list[str] = field(default_factory=cast("Callable[[], list[str]]", list))
-    sends: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
+    sends: list[tuple[str, object]] = field(
+        default_factory=cast("Callable[[], list[tuple[str, object]]]", list)
+    )
     step: int = 0
     deferred: set[str] = field(default_factory=cast("Callable[[], set[str]]", set))
     bump: Callable[[Any, None], Any] = next_version  # a saver's get_next_version when it has its own
     untracked: frozenset[str] = frozenset()  # keys never checkpointed (UntrackedValue), set by apply_writes
 
-    def checkpoint(self, cid: str, changed: set[str]) -> tuple[dict[str, Any], dict[str, int]]:
+    def checkpoint(self, cid: str, changed: set[str]) -> tuple[dict[str, object], dict[str, int]]:
         """The checkpoint of the current state and the versions of the ``changed`` keys."""
         values = self.values
         if self.untracked:
             values = {k: v for k, v in values.items() if k not in self.untracked}
             changed = changed - self.untracked
-        checkpoint = {
+        checkpoint: dict[str, object] = {
             "v": 1,
             "id": cid,
             "ts": now_iso(),

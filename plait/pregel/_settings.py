@@ -47,7 +47,7 @@ class RunSettings(NamedTuple):
 
     plan: Plan
     saver: Any
-    config: dict[str, Any]
+    config: dict[str, object]
     thread: ThreadRef | None
     modes: frozenset[str]
     subgraphs: bool
@@ -62,7 +62,7 @@ class RunSettings(NamedTuple):
     strict_resume: bool
     travel: Travel | None
     step_timeout: float | None
-    metadata: dict[str, Any]
+    metadata: dict[str, object]
 
 
 def run_settings(  # noqa: PLR0913 - what a run is given

@@ -38,8 +38,8 @@ __all__ = ["prepare_tasks", "read_state", "route", "routers", "schedule", "sched
 
 
 def read_state(
-    values: Mapping[str, Any], reads: Iterable[str], defaults: Iterable[tuple[str, Any]]
-) -> dict[str, Any]:
+    values: Mapping[str, object], reads: Iterable[str], defaults: Iterable[tuple[str, object]]
+) -> dict[str, object]:
     """Return a fresh dict of the keys in ``reads`` that are set, plus defaults."""
     out = {k: values[k] for k in reads if k in values}
     for key, default in defaults:
@@ -48,7 +48,7 @@ def read_state(
     return out
 
 
-def _node_input(node: NodeSpec, values: Mapping[str, Any], step: int, stop: int) -> Any:
+def _node_input(node: NodeSpec, values: Mapping[str, object], step: int, stop: int) -> Any:
     state = read_state(values, node.reads, node.defaults)
     if node.managed:
         fill_managed(state, node.managed, step, stop)
@@ -78,7 +78,7 @@ def prepare_tasks(plan: Plan, run: RunState, stop: int | None = None) -> list[Ta
     return tasks
 
 
-def scheduled(pulls: Sequence[str], sends: Sequence[tuple[str, Any]]) -> list[tuple[str, int]]:
+def scheduled(pulls: Sequence[str], sends: Sequence[tuple[str, object]]) -> list[tuple[str, int]]:
     """``(node, index)`` of each task a step schedules: its pulls, then its sends (see :func:`send_indices`)."""
     return [
         *((name, 0) for name in pulls),
@@ -86,7 +86,7 @@ def scheduled(pulls: Sequence[str], sends: Sequence[tuple[str, Any]]) -> list[tu
     ]
 
 
-def send_indices(pulls: Iterable[str], sends: Iterable[tuple[str, Any]]) -> list[int]:
+def send_indices(pulls: Iterable[str], sends: Iterable[tuple[str, object]]) -> list[int]:
     """The index of each ``Send``'s task among its node's tasks in the step (pulls come first, as
     index 0): with the checkpoint id and the node's name, it makes the task's id."""
     counts = dict.fromkeys(pulls, 0)
@@ -97,7 +97,7 @@ def send_indices(pulls: Iterable[str], sends: Iterable[tuple[str, Any]]) -> list
     return out
 
 
-def branch_state(plan: Plan, values: Mapping[str, Any], step: int, stop: int) -> Any:
+def branch_state(plan: Plan, values: Mapping[str, object], step: int, stop: int) -> Any:
     """The state as conditional-edge functions receive it: the state schema's keys of ``values``
     (defaults filled in), with its managed values for ``step`` of a run that ends at ``stop``."""
     state = read_state(values, plan.state_keys, plan.defaults)
@@ -109,10 +109,10 @@ def branch_state(plan: Plan, values: Mapping[str, Any], step: int, stop: int) ->
 def routers(  # noqa: PLR0913 - the step, and what each router reads
     plan: Plan,
     finished: Sequence[Task],
-    config: Mapping[str, Any],
-    values: Mapping[str, Any] | None = None,
+    config: Mapping[str, object],
+    values: Mapping[str, object] | None = None,
     steps: tuple[int, int] | None = None,
-    views: Sequence[Mapping[str, Any] | None] | None = None,
+    views: Sequence[Mapping[str, object] | None] | None = None,
     loop: Any = None,
 ) -> tuple[Callable[[Any], Any], ...]:
     """The routing functions ``finished`` triggers, in the order :func:`schedule` takes their answers.
@@ -155,14 +155,14 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
     return tuple(calls)
 
 
-def _task_config(loop: Any, task: Task, config: Mapping[str, Any]) -> dict[str, Any]:
+def _task_config(loop: Any, task: Task, config: Mapping[str, Any]) -> dict[str, object]:
     """The config a router that takes one receives: the run's, its ``metadata`` with LangGraph's keys
     of the task whose routes it decides (``langgraph_node``, ``langgraph_step``…), as its node's."""
     keys = loop.sink.task_keys(task, loop.run.step, loop.task_id(task))
     return {**config, "metadata": {**(config.get("metadata") or {}), **keys}}
 
 
-def _with_config(path: Callable[[Any, Any], Any], config: Mapping[str, Any], state: Any) -> Any:
+def _with_config(path: Callable[[Any, Any], Any], config: Mapping[str, object], state: Any) -> Any:
     return path(state, config)
 
 
@@ -171,7 +171,7 @@ def _on(path: Callable[[Any], Any], own: Any, state: Any) -> Any:
     return path(own)
 
 
-def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Sequence[Any] = ()) -> None:
+def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Sequence[object] = ()) -> None:
     """Choose the tasks of the next step from what ``finished`` did.
 
     Args:
@@ -188,7 +188,7 @@ def schedule(plan: Plan, run: RunState, finished: Sequence[Task], answers: Seque
             run.sends = []
             return
     pulls: dict[str, None] = {}
-    sends: list[tuple[str, Any]] = []
+    sends: list[tuple[str, object]] = []
     pending = iter(answers)
     for task in finished:
         name = task.name
@@ -215,7 +215,7 @@ def route(
     source: str,
     result: Any,
     pulls: dict[str, None],
-    sends: list[tuple[str, Any]],
+    sends: list[tuple[str, object]],
     path_map: Mapping[Any, str] | None,
 ) -> None:
     """Add what ``source``'s router answered (``result``, mapped through ``path_map``) to the next

@@ -25,7 +25,7 @@ from plait.pregel._subgraphs import task_state_config
 from plait.pregel._task import Task, task_key, task_path
 from plait.pregel._thread import configurable_of
 from plait.pregel._tool_events import ToolEventHandler
-from plait.types import PregelTask
+from plait.types import Interrupt, PregelTask
 
 __all__ = ["STATIC", "EventSink", "next_tasks", "task_result"]
 
@@ -66,7 +66,7 @@ def _update_payload(task: Task) -> Any:
     result = task.result
     if isinstance(result, dict) and result:
         # a node's update (isinstance() leaves it dict[Unknown, Unknown]); an empty one shows as None
-        return cast("dict[str, Any]", result)
+        return cast("dict[str, object]", result)
     writes = task.writes
     if not writes:
         return None
@@ -84,10 +84,10 @@ def triggers(task: Task) -> tuple[str, ...]:
     return found or (task.name,)
 
 
-def task_result(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+def task_result(writes: Sequence[tuple[str, object]]) -> dict[str, object]:
     """A finished task's writes as ``tasks``/``debug`` events show them: ``{key: value}``, and
     ``{key: {"$writes": [value, ...]}}`` for a key the task wrote several times (as LangGraph)."""
-    values: dict[str, list[Any]] = {}
+    values: dict[str, list[object]] = {}
     for key, value in writes:
         values.setdefault(key, []).append(value)
     return {key: found[0] if len(found) == 1 else {"$writes": found} for key, found in values.items()}
@@ -112,15 +112,15 @@ class EventSink:
         self.subgraphs = subgraphs and bool(modes)
         self.events: list[tuple[Any, ...]] = []
         self.notify: Callable[[], None] | None = None
-        self._state: WeakMethod[Callable[[], dict[str, Any]]] | None = None
+        self._state: WeakMethod[Callable[[], dict[str, object]]] | None = None
         # events can arrive while a step runs: the driver then streams them as they come
         self.live = self.subgraphs or not modes.isdisjoint(_LIVE)
-        self.metadata: dict[str, Any] = dict(config.get("metadata") or {})
+        self.metadata: dict[str, object] = dict(config.get("metadata") or {})
         configurable = configurable_of(config)
         self.ns: str = configurable.get("checkpoint_ns") or ""
         self._configurable = configurable
         # a graph run inside a node of a run that streams subgraphs: its messages go there too
-        self.mirror: Callable[[tuple[Any, ...]], None] | None = None
+        self.mirror: Callable[[tuple[object, ...]], None] | None = None
         self.messages: MessageStreamHandler | MessageEventHandler | None = None
         self.tools = ToolEventHandler(_weakly(self.tool)) if "tools" in modes else None
         self.tasks_on = "tasks" in modes or "debug" in modes
@@ -134,25 +134,25 @@ class EventSink:
         self.lc_child = self.messages is not None or self.tools is not None or bool(config.get("callbacks"))
 
     @property
-    def state(self) -> Callable[[], dict[str, Any]] | None:
+    def state(self) -> Callable[[], dict[str, object]] | None:
         """The run's values (a method of its loop, set by the loop; held weakly: no cycle to collect)."""
         return None if self._state is None else self._state()
 
     @state.setter
-    def state(self, method: Callable[[], dict[str, Any]] | None) -> None:
+    def state(self, method: Callable[[], dict[str, object]] | None) -> None:
         self._state = None if method is None else WeakMethod(method)
 
     @cached_property
-    def _user_configurable(self) -> dict[str, Any]:
+    def _user_configurable(self) -> dict[str, object]:
         return {k: v for k, v in self._configurable.items() if not k.startswith("__pregel_")}
 
-    def run_config(self, located: Mapping[str, Any]) -> dict[str, Any]:
+    def run_config(self, located: Mapping[str, object]) -> dict[str, object]:
         """A checkpoint's config as ``checkpoints`` events show it: the run's ``configurable`` (not
         plait's own keys) with the checkpoint's ``located`` keys (thread, namespace, id)."""
         return {"configurable": {**self._user_configurable, **located}}
 
     @cached_property
-    def lc_metadata(self) -> dict[str, Any]:
+    def lc_metadata(self) -> dict[str, object]:
         """What chat-model callbacks and "messages" events see: user metadata, run ids from configurable."""
         configurable = self._configurable
         return {**{k: configurable[k] for k in _PROPAGATE if configurable.get(k)}, **self.metadata}
@@ -168,14 +168,14 @@ class EventSink:
         if self.messages is not None and outer is not None and outer.messages is not None:
             self.messages.share(outer.messages)
 
-    def _message(self, item: tuple[Any, dict[str, Any]]) -> None:
+    def _message(self, item: tuple[Any, dict[str, object]]) -> None:
         self.events.append(("messages", item))
         if self.mirror is not None:
             self.mirror(("messages", item))
         if self.notify is not None:
             self.notify()
 
-    def tool(self, data: dict[str, Any]) -> None:
+    def tool(self, data: dict[str, object]) -> None:
         """A tool call's progress (``tools`` mode): ``tool-started``, ``tool-output-delta``…"""
         if "tools" in self.modes:
             self.events.append(("tools", data))
@@ -210,7 +210,7 @@ class EventSink:
         if self.notify is not None:
             self.notify()
 
-    def task_keys(self, task: Task, step: int, task_id: str) -> dict[str, Any]:
+    def task_keys(self, task: Task, step: int, task_id: str) -> dict[str, object]:
         """LangGraph's metadata keys of ``task`` (``langgraph_node``, ``langgraph_step``…), after
         its node's own metadata (``add_node(metadata=...)``)."""
         return {
@@ -224,15 +224,15 @@ class EventSink:
             else f"{task.name}:{task_id}",
         }
 
-    def task_metadata(self, task: Task, step: int, task_id: str) -> dict[str, Any]:
+    def task_metadata(self, task: Task, step: int, task_id: str) -> dict[str, object]:
         """The metadata of what runs inside ``task`` (chat models, "messages" events)."""
         return {**self.lc_metadata, **self.task_keys(task, step, task_id)}
 
-    def child_config(self, task: Task, step: int, task_id: str = "") -> dict[str, Any]:
+    def child_config(self, task: Task, step: int, task_id: str = "") -> dict[str, object]:
         """The LangChain config runnables inside ``task`` inherit (callbacks, tags, metadata)."""
         given = self.config.get("callbacks") or ()
         # a list of handlers or a callback manager; isinstance() leaves the handlers Unknown
-        callbacks = list(cast("Sequence[Any]", given)) if isinstance(given, (list, tuple)) else [given]
+        callbacks = list(cast("Sequence[object]", given)) if isinstance(given, (list, tuple)) else [given]
         if self.messages is not None:
             callbacks.append(self.messages)
         if self.tools is not None:
@@ -273,10 +273,10 @@ class EventSink:
                     payload["metadata"] = shown
                 self._emit("tasks", payload, step, "task")
 
-    def _shown_metadata(self, task: Task) -> dict[str, Any]:
+    def _shown_metadata(self, task: Task) -> dict[str, object]:
         """What a task-start event shows of its metadata (LangGraph 1.2): the run's ``metadata``,
         the node's, then the run's ``tags``; never the keys that locate a checkpoint or name a task."""
-        node: Mapping[str, Any] = getattr(task.node, "metadata", None) or {}
+        node: Mapping[str, object] = getattr(task.node, "metadata", None) or {}
         shown = {k: v for k, v in {**self.metadata, **node}.items() if k not in NOT_METADATA}
         tags = self.config.get("tags")
         if tags:
@@ -298,7 +298,7 @@ class EventSink:
             return
         if task.error is not None:
             if self.tasks_on and not isinstance(task.error, GraphBubbleUp):
-                result: dict[str, Any] = {
+                result: dict[str, object] = {
                     "id": task_id,
                     "name": task.name,
                     "error": task.error,
@@ -323,7 +323,7 @@ class EventSink:
                 {"value": i.value, "id": i.id, "response_schema": getattr(i, "response_schema", None)}
                 for i in real
             ]
-            result: dict[str, Any] = {"id": task_id, "name": task.name, "error": None, "result": {}}
+            result: dict[str, object] = {"id": task_id, "name": task.name, "error": None, "result": {}}
             result["interrupts"] = asked
             self._emit("tasks", result, step, "task_result")
 
@@ -337,7 +337,7 @@ class EventSink:
             for t in tasks:
                 meta = self.task_metadata(t, step, task_id(t))
                 for _, value in t.writes:
-                    items = cast("Sequence[Any]", value) if isinstance(value, list) else [value]
+                    items = cast("Sequence[object]", value) if isinstance(value, list) else [value]
                     self.messages.emit_written([m for m in items if isinstance(m, BaseMessage)], meta)
         for t in tasks:
             if "updates" in modes:
@@ -359,7 +359,7 @@ class EventSink:
                     "task_result",
                 )
 
-    def asked(self, interrupts: Sequence[Any]) -> None:
+    def asked(self, interrupts: Sequence[Interrupt]) -> None:
         """A task stopped on ``interrupt()`` questions: ``updates`` and ``values`` modes show them
         (the latter with the state the step started from); breakpoint markers are no questions."""
         real = tuple(i for i in interrupts if i.id not in STATIC)
@@ -371,7 +371,7 @@ class EventSink:
         if "values" in self.modes and state is not None:
             self.events.append(("values", {**state(), INTERRUPT: real}))
 
-    def interrupted(self, interrupts: Sequence[Any]) -> None:
+    def interrupted(self, interrupts: Sequence[Interrupt]) -> None:
         """The run paused (``updates`` mode reports it). A subgraph's breakpoint is reported by
         the top-level run only: the subgraph stops with no question of its own to show."""
         if "updates" in self.modes:
@@ -379,12 +379,12 @@ class EventSink:
             if real or not self.ns:
                 self.events.append(("updates", {INTERRUPT: real}))
 
-    def values(self, output: Callable[[], dict[str, Any]]) -> None:
+    def values(self, output: Callable[[], dict[str, object]]) -> None:
         """The state after the input or a step (``values`` mode)."""
         if "values" in self.modes:
             self.events.append(("values", output()))
 
-    def checkpoint(self, payload: Callable[[], dict[str, Any]], step: int) -> None:
+    def checkpoint(self, payload: Callable[[], dict[str, object]], step: int) -> None:
         """A checkpoint was queued (``checkpoints``/``debug`` modes)."""
         if "checkpoints" in self.modes or "debug" in self.modes:
             self._emit("checkpoints", payload(), step, "checkpoint")
@@ -393,14 +393,14 @@ class EventSink:
 def next_tasks(
     cid: str,
     pulls: Sequence[str],
-    sends: Sequence[tuple[str, Any]],
+    sends: Sequence[tuple[str, object]],
     plan: Plan | None = None,
-    located: Mapping[str, Any] | None = None,
-) -> list[dict[str, Any]]:
+    located: Mapping[str, object] | None = None,
+) -> list[dict[str, object]]:
     """The tasks a checkpoint schedules, as ``debug``/``checkpoints`` events describe them; with the
     ``plan`` and the checkpoint's ``located`` keys, a subgraph task's ``state`` is the config of
     where its subgraph keeps its state (as its snapshot's)."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for name, index in scheduled(pulls, sends):
         tid = task_key(cid, name, index)
         state = (

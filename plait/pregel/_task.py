@@ -26,7 +26,7 @@ DRAINED = "drained"
 """Id of the marker a task keeps when a subgraph inside it drained (``RunControl``)."""
 
 
-def task_path(name: str, push: int | None) -> tuple[Any, ...]:
+def task_path(name: str, push: int | None) -> tuple[object, ...]:
     """A task's path as LangGraph names it: pulled by the state's edges, or the ``push``-th ``Send``."""
     return ("__pregel_pull", name) if push is None else ("__pregel_push", push, False)
 
@@ -44,11 +44,13 @@ class Task:
     """For a task a ``Send`` started (its input is the ``Send``'s argument): that ``Send``'s
     position among the step's; ``None`` for a task the state's edges started."""
     # the factories are cast once, here, to the element types (the factory stays the builtin list)
-    writes: list[tuple[str, Any]] = field(default_factory=cast("Callable[[], list[tuple[str, Any]]]", list))
-    goto: list[Any] = field(default_factory=cast("Callable[[], list[Any]]", list))
+    writes: list[tuple[str, object]] = field(
+        default_factory=cast("Callable[[], list[tuple[str, object]]]", list)
+    )
+    goto: list[object] = field(default_factory=cast("Callable[[], list[object]]", list))
     done: bool = False
     error: BaseException | None = None
-    interrupts: tuple[Any, ...] = ()
+    interrupts: tuple[Interrupt, ...] = ()
     result: Any = None
     cached: bool = False
     """The writes came from the node cache; the node was not called."""
@@ -100,9 +102,9 @@ def note_task(exc: BaseException, name: str, task_id: str) -> None:
         exc.add_note(note)
 
 
-def _updates_of(value: Any) -> list[tuple[str, Any]] | None:
+def _updates_of(value: Any) -> list[tuple[str, object]] | None:
     if isinstance(value, dict):
-        return list(cast("dict[str, Any]", value).items())  # isinstance() leaves keys and values Unknown
+        return list(cast("dict[str, object]", value).items())  # isinstance() leaves keys and values Unknown
     kind = cast("type[object]", type(value))  # pyright reads type() of an Any value as type[Unknown]
     fields = getattr(kind, "model_fields", None)
     if fields is not None:  # a pydantic model instance: fields left at a None default are no update
@@ -147,14 +149,16 @@ def collect(task: Task, result: Any) -> None:
     task.done = True
     task.result = result
     if type(result) is dict:
-        task.writes.extend(cast("dict[str, Any]", result).items())  # narrowing leaves dict[Unknown, Unknown]
+        task.writes.extend(
+            cast("dict[str, object]", result).items()
+        )  # narrowing leaves dict[Unknown, Unknown]
         return
     if result is None:
         return
     items: Sequence[Any] | None = (
         [result]
         if isinstance(result, Command)
-        else cast("Sequence[Any]", result)
+        else cast("Sequence[object]", result)
         if isinstance(result, (list, tuple))
         else None
     )
@@ -175,7 +179,7 @@ def collect(task: Task, result: Any) -> None:
             if command.update is not None:
                 task.writes.extend(_command_updates(task.name, command.update))
             goto: Any = command.goto
-            task.goto.extend(cast("Sequence[Any]", goto) if isinstance(goto, (list, tuple)) else [goto])
+            task.goto.extend(cast("Sequence[object]", goto) if isinstance(goto, (list, tuple)) else [goto])
         return
     writes = _updates_of(result)
     if writes is None:
@@ -183,11 +187,11 @@ def collect(task: Task, result: Any) -> None:
     task.writes.extend(writes)
 
 
-def _command_updates(name: str, update: Any) -> list[tuple[str, Any]]:
+def _command_updates(name: str, update: Any) -> list[tuple[str, object]]:
     if isinstance(update, (list, tuple)):
         pairs = cast("Sequence[object]", update)  # isinstance() leaves the items Unknown
         if all(isinstance(w, tuple) and len(cast("tuple[object, ...]", w)) == 2 for w in pairs):
-            return cast("list[tuple[str, Any]]", list(pairs))
+            return cast("list[tuple[str, object]]", list(pairs))
     writes = _updates_of(update)
     if writes is None:
         raise _bad_return(name, update)

@@ -102,7 +102,7 @@ class Travel:
     root: bool = False
 
 
-def top_level(config: dict[str, Any]) -> tuple[dict[str, Any], Travel]:
+def top_level(config: dict[str, object]) -> tuple[dict[str, object], Travel]:
     """A top-level run's config and travel.
 
     A config with a ``checkpoint_ns`` addresses a subgraph's checkpoint: the run is the root
@@ -113,7 +113,7 @@ def top_level(config: dict[str, Any]) -> tuple[dict[str, Any], Travel]:
     ns = conf.get("checkpoint_ns")
     if not ns or not isinstance(ns, str):
         return config, Travel(Voyage(), root=True)
-    mapped = cast("Mapping[str, Any]", conf.get(CHECKPOINT_MAP) or {})
+    mapped = cast("Mapping[str, object]", conf.get(CHECKPOINT_MAP) or {})
     targets = {stable_ns(k): str(v) for k, v in mapped.items() if k and v}
     root_id = mapped.get("")
     out = config_with(config, checkpoint_ns="", checkpoint_id=root_id or None)
@@ -122,8 +122,8 @@ def top_level(config: dict[str, Any]) -> tuple[dict[str, Any], Travel]:
 
 
 def nested_travel(
-    parent: Travel | None, parent_ns: str, parent_id: str | None, config: dict[str, Any]
-) -> tuple[dict[str, Any], Travel, bool]:
+    parent: Travel | None, parent_ns: str, parent_id: str | None, config: dict[str, object]
+) -> tuple[dict[str, object], Travel, bool]:
     """A subgraph run's config and travel, as its parent task starts it.
 
     Returns:
@@ -148,18 +148,18 @@ def travel_input(given: Any, continues: bool) -> Any:
     return None if continues and not answers else cast("Any", given)  # the input, or the answer
 
 
-def checkpoint_map(parents: Mapping[str, Any], ns: str, checkpoint_id: str) -> dict[str, str]:
+def checkpoint_map(parents: Mapping[str, object], ns: str, checkpoint_id: str) -> dict[str, str]:
     """The ``checkpoint_map`` of a subgraph checkpoint: its parents, then itself."""
     return {**{str(k): str(v) for k, v in parents.items()}, ns: checkpoint_id}
 
 
-def with_map(config: dict[str, Any], metadata: Mapping[str, Any]) -> dict[str, Any]:
+def with_map(config: dict[str, object], metadata: Mapping[str, object]) -> dict[str, object]:
     """A subgraph checkpoint's config with its ``checkpoint_map`` (a root checkpoint's as it is)."""
     conf = configurable_of(config)
     ns, cid = conf.get("checkpoint_ns"), conf.get("checkpoint_id")
     if not ns or not cid:
         return config
-    parents = cast("Mapping[str, Any]", metadata.get("parents") or {})
+    parents = cast("Mapping[str, object]", metadata.get("parents") or {})
     return config_with(config, **{CHECKPOINT_MAP: checkpoint_map(parents, ns, cid)})
 
 
@@ -246,5 +246,5 @@ def load_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
 # <<< generated sync
 
 
-def _before(checkpoint_id: str) -> dict[str, Any]:
+def _before(checkpoint_id: str) -> dict[str, object]:
     return {"configurable": {"checkpoint_id": checkpoint_id}}

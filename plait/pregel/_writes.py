@@ -27,7 +27,7 @@ __all__ = ["apply_writes", "router_snapshot", "router_views"]
 
 
 def apply_writes(
-    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]
+    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, object]]]]
 ) -> set[str]:
     """Merge the step's writes into ``run.values``; return the keys whose value was written.
 
@@ -50,8 +50,8 @@ def apply_writes(
 
 
 def router_snapshot(
-    plan: Plan, routed: Sequence[Task], tasks: Sequence[Task], values: dict[str, Any]
-) -> dict[str, Any] | None:
+    plan: Plan, routed: Sequence[Task], tasks: Sequence[Task], values: dict[str, object]
+) -> dict[str, object] | None:
     """``values`` before the step of ``tasks`` merges, when one of the ``routed`` ones has conditional
     edges: they read it with only their own task's writes merged (:func:`router_views`).
 
@@ -66,7 +66,9 @@ def router_snapshot(
     return snapshot
 
 
-def router_views(plan: Plan, tasks: Sequence[Task], before: dict[str, Any]) -> list[dict[str, Any] | None]:
+def router_views(
+    plan: Plan, tasks: Sequence[Task], before: dict[str, object]
+) -> list[dict[str, object] | None]:
     """What each task's conditional edges read: ``before`` (the step's snapshot) with only that task's
     writes merged, as in LangGraph (a router does not see a sibling's writes); ``None`` for a task
     without conditional edges. The step's merge (:func:`apply_writes`) already accepted these writes."""
@@ -74,10 +76,10 @@ def router_views(plan: Plan, tasks: Sequence[Task], before: dict[str, Any]) -> l
 
 
 def _own_view(
-    plan: Plan, values: dict[str, Any], name: str, writes: Sequence[tuple[str, Any]]
-) -> dict[str, Any]:
+    plan: Plan, values: dict[str, object], name: str, writes: Sequence[tuple[str, object]]
+) -> dict[str, object]:
     channels, view = plan.channels, dict(values)
-    pending: dict[str, list[Any]] = {}
+    pending: dict[str, list[object]] = {}
     for key, value in writes:
         if key in channels:
             pending.setdefault(key, []).append(value)
@@ -100,9 +102,9 @@ def _copied(value: Any) -> Any:
 
 
 def _apply_all(
-    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, Any]]]]
+    plan: Plan, run: RunState, writers: Sequence[tuple[str, Sequence[tuple[str, object]]]]
 ) -> set[str]:
-    pending: dict[str, tuple[list[Any], list[str]]] = {}
+    pending: dict[str, tuple[list[object], list[str]]] = {}
     channels = plan.channels
     for name, writes in writers:  # already ordered: pulls by node name, then Send tasks in order
         for key, value in writes:
@@ -120,7 +122,7 @@ def _apply_all(
     return set(pending)
 
 
-def _apply_one(plan: Plan, run: RunState, name: str, writes: Sequence[tuple[str, Any]]) -> set[str]:
+def _apply_one(plan: Plan, run: RunState, name: str, writes: Sequence[tuple[str, object]]) -> set[str]:
     channels = plan.channels
     changed: set[str] = set()
     values, versions = run.values, run.versions
@@ -144,7 +146,7 @@ def _apply_one(plan: Plan, run: RunState, name: str, writes: Sequence[tuple[str,
     return changed
 
 
-def _merge(channel: Any, run: RunState, key: str, vals: Sequence[Any], nodes: Sequence[str]) -> None:
+def _merge(channel: Any, run: RunState, key: str, vals: Sequence[object], nodes: Sequence[str]) -> None:
     values = run.values
     try:
         new = channel.merge(values.get(key, MISSING), vals, nodes)
