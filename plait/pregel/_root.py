@@ -7,10 +7,9 @@ output and stream payloads back into the bare value.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeGuard, TypeVar, cast
 
-from plait._internal._narrow import is_sequence
 from plait._schema import ROOT
 from plait.checkpoint.base import INTERRUPT
 from plait.pregel._plan import Plan
@@ -51,12 +50,15 @@ def root_writes(result: object) -> object:
     """
     if result is None:
         return None
-    if is_command(result):
-        return _command(result)
-    if is_sequence(result):
-        if any(isinstance(i, Command) for i in result):
-            return [_command(i) if is_command(i) else Command(update=[(ROOT, i)]) for i in result]
-    return {ROOT: result}
+    # builtin isinstance() checks (per node call), then casts: isinstance() leaves type arguments Unknown
+    if isinstance(result, Command):
+        return _command(cast("Command[object]", result))
+    if isinstance(result, (list, tuple)):
+        items = cast("Sequence[object]", result)
+        if any(isinstance(i, Command) for i in items):
+            return [_command(i) if is_command(i) else Command(update=[(ROOT, i)]) for i in items]
+    out: dict[str, object] = {ROOT: result}
+    return out
 
 
 def root_call(call: Callable[[_In, _Ctx], object], is_async: bool) -> Callable[[_In, _Ctx], Any]:
@@ -94,21 +96,14 @@ def root_output(out: object) -> object:
 
 
 def _as_dict(value: object) -> dict[str, object] | None:
-    return value if _is_dict(value) else None
+    return cast("dict[str, object]", value) if type(value) is dict else None
 
 
-def _is_dict(value: object) -> TypeGuard[dict[str, object]]:
-    return type(value) is dict
-
-
-def _is_list(value: object) -> TypeGuard[list[object]]:
-    return type(value) is list
-
-
-def root_payload(mode: str, data: object) -> object:
+def root_payload(mode: str, payload: object) -> object:
     """A stream payload with root-graph values unwrapped (``{"__root__": v}`` -> ``v``)."""
-    if not _is_dict(data):
-        return data
+    if type(payload) is not dict:  # (per stream event: the builtin check, then a cast)
+        return payload
+    data = cast("dict[str, object]", payload)
     if mode == "values":
         return data[ROOT] if len(data) == 1 and ROOT in data else data
     if mode == "updates":
@@ -117,8 +112,8 @@ def root_payload(mode: str, data: object) -> object:
 
 
 def _unwrap(update: object) -> object:
-    if _is_list(update):  # several updates of one node
-        return [_unwrap(u) for u in update]
+    if type(update) is list:  # several updates of one node
+        return [_unwrap(u) for u in cast("list[object]", update)]
     data = _as_dict(update)
     if data is not None and len(data) == 1 and ROOT in data:
         return data[ROOT]
