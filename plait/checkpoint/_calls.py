@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any
 
 __all__ = ["PutCheckpoint", "PutWrites", "SaveOp"]
@@ -25,7 +26,7 @@ class PutCheckpoint:
     checkpoint: dict[str, Any]
     metadata: dict[str, Any]
     versions: Mapping[str, int]
-    expected_head: Any = ...
+    expected_head: str | None | EllipsisType = ...
 
 
 @dataclass(slots=True)  # (not frozen, as PutCheckpoint)

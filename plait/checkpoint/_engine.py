@@ -19,6 +19,7 @@ import asyncio
 import builtins
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from types import EllipsisType
 from typing import Any, TypeVar
 
 from plait.checkpoint._delta import Entry, ValueCache
@@ -150,7 +151,7 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
         *,
-        expected_head: Any = ...,
+        expected_head: str | None | EllipsisType = ...,
         # >>> async only
         **kwargs: object,  # LangGraph's aput signature (its put has none): any other keyword is refused
         # <<< async only
@@ -249,7 +250,7 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
         *,
-        expected_head: Any = ...,
+        expected_head: str | None | EllipsisType = ...,
     ) -> dict[str, Any]:
         """Store a checkpoint in one transaction (PostgreSQL: one round trip); unchanged keys point at earlier rows.
 
@@ -340,7 +341,7 @@ class SqlSaverBase(SqlWriter, BatchedSaves, BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
-        expected_head: object,
+        expected_head: str | None | EllipsisType,
     ) -> Ops[dict[str, object]]:
         """:meth:`put`: the checkpoint stored with the metadata recorded from ``config``."""
         return self._put(config, checkpoint, recorded_metadata(config, metadata), new_versions, expected_head)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any, TypeVar, cast
 
 from plait.checkpoint._calls import PutCheckpoint, SaveOp
@@ -172,7 +173,7 @@ class BatchedSaves:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
-        expected_head: object,
+        expected_head: str | None | EllipsisType,
     ) -> Ops[dict[str, object]]:
         raise NotImplementedError
 

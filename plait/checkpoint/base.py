@@ -362,7 +362,7 @@ class BaseCheckpointSaver(ABC):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
-        **kwargs: object,
+        **kwargs: Any,
     ) -> dict[str, Any]:
         """Async :meth:`put` (``kwargs``: ``expected_head`` where supported)."""
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions, **kwargs)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from datetime import datetime, timezone
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Any, cast
 
 from plait.checkpoint._config import checkpoint_config, listed_thread, thread_key
@@ -260,7 +260,7 @@ class InMemorySaver(DirectAsync, BaseCheckpointSaver):
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
         *,
-        expected_head: Any = ...,
+        expected_head: str | None | EllipsisType = ...,
     ) -> dict[str, Any]:
         """Store a checkpoint; keys not in ``new_versions`` point at their parent's value.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping
+from types import EllipsisType
 from typing import Any
 
 from plait.checkpoint._engine import SqlSaverBase
@@ -58,7 +59,7 @@ class ShallowSaver(SqlSaverBase):
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
         *,
-        expected_head: Any = ...,
+        expected_head: str | None | EllipsisType = ...,
         # >>> async only
         **kwargs: object,  # LangGraph's aput signature: any other keyword is refused by the saver's
         # <<< async only
@@ -103,7 +104,7 @@ class ShallowSaver(SqlSaverBase):
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, int],
         *,
-        expected_head: Any = ...,
+        expected_head: str | None | EllipsisType = ...,
     ) -> dict[str, Any]:
         """Store ``checkpoint``, then delete the older ones of its thread."""
         saved = super().put(
