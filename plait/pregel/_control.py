@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from pydantic import BaseModel
 
-from plait._internal._narrow import is_str_dict
 from plait.pregel._thread import configurable_of
 from plait.runtime import RunControl, Runtime, ServerInfo
 
@@ -55,14 +54,15 @@ def coerce_context(schema: object, context: object) -> object:
         TypeError: a dict that does not fit the dataclass (missing or unknown fields).
         pydantic.ValidationError: a dict the pydantic model rejects.
     """
-    if context is None or schema is None or not is_str_dict(context):
+    if context is None or schema is None or not isinstance(context, dict):  # (per run: the builtin check)
         return context
+    fields = cast("dict[str, object]", context)  # isinstance() leaves its keys and values Unknown
     if not isinstance(schema, type):
-        return context
+        return fields
     kind: type[object] = schema
     if issubclass(kind, BaseModel) or dataclasses.is_dataclass(kind):
-        return kind(**context)
-    return context
+        return kind(**fields)
+    return fields
 
 
 def run_inputs(graph: _Graph, config: Mapping[str, object] | None, context: object) -> tuple[object, object]:
