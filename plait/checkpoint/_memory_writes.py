@@ -24,7 +24,7 @@ __all__ = ["DECODE", "SPECIAL", "RecentWrites", "encode_writes", "kept_writes", 
 SPECIAL = (INTERRUPT, RESUME)
 """Write keys kept when the task writes other keys, replaced when it writes them again."""
 
-DECODE: Any = object()
+DECODE: object = object()
 """The share of a value that is read back by decoding its bytes."""
 
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes})
@@ -48,7 +48,7 @@ def _atomic(value: Any) -> bool:
     )
 
 
-def shareable(value: Any) -> Any:
+def shareable(value: Any) -> object:
     """What a read of ``value`` can hand back instead of decoding it: the value itself when
     nothing in it can change (exact types only: what decoding gives back), a :class:`_Listed` of a
     short list of such values, else :data:`DECODE`."""
@@ -88,7 +88,7 @@ class RecentWrites(NamedTuple):
 
 def encode_writes(
     dumps: Callable[[object], bytes], writes: Sequence[tuple[str, object]], task_id: str, share: bool
-) -> tuple[list[list[Any]], list[Any]]:
+) -> tuple[list[list[Any]], list[object]]:
     """A task's writes as rows ``[task_id, channel, value bytes]`` and their shares (all
     :data:`DECODE` unless ``share``); a special key written twice: its last write only.
 
@@ -96,7 +96,7 @@ def encode_writes(
         SerializationError: A value cannot be stored (the error names the key).
     """
     rows: list[list[Any]] = []
-    shares: list[Any] = []
+    shares: list[object] = []
     special = 0
     for channel, value in writes:
         try:
