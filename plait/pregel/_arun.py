@@ -74,7 +74,7 @@ async def _attempt(task: Task, ctx: TaskContext, call: Any, attempt: int) -> flo
         return task.failed(exc, attempt, ctx.task_id)
 
 
-async def _one(loop: Loop, task: Task | None, store: Any, context: Any) -> bool:
+async def _one(loop: Loop, task: Task | None, store: object, context: object) -> bool:
     """Run ``task`` and stream how it ended; when its error handler takes over, run the handler.
 
     Returns whether it failed the step (an error no handler took over; interrupts do not count).
@@ -94,7 +94,9 @@ async def _one(loop: Loop, task: Task | None, store: Any, context: Any) -> bool:
     return False
 
 
-async def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool = False) -> None:
+async def _execute(
+    loop: Loop, tasks: Sequence[Task], store: object, context: object, deep: bool = False
+) -> None:
     """Run the step's tasks: one is awaited here, several run concurrently (:func:`run_concurrently`);
     a step that times out saves what its finished tasks wrote (:func:`_abandon`)."""
     todo = [t for t in tasks if not t.done]
@@ -132,9 +134,9 @@ async def afinish(steps: Generator[CallRouters, list[object], T]) -> T:
 
 async def run_async(
     loop: Loop,
-    input: Any,
-    store: Any = None,
-    context: Any = None,  # noqa: A002
+    input: object,
+    store: object = None,
+    context: object = None,  # noqa: A002
 ) -> AsyncGenerator[Event, None]:
     """Drive ``loop`` to the end, yielding its stream events."""
     claim(loop)
@@ -157,7 +159,7 @@ async def run_async(
                 yield event
 
 
-async def _drive(loop: Loop, input: Any, store: Any, context: Any) -> AsyncGenerator[Event, None]:  # noqa: A002
+async def _drive(loop: Loop, input: object, store: object, context: object) -> AsyncGenerator[Event, None]:  # noqa: A002
     """Execute the loop's effects on this event loop; an effect's error is thrown back into the loop.
 
     A step cut short (the caller cancelled, the stream closed, ``step_timeout``) still saves what
@@ -236,7 +238,7 @@ async def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
 
 
 async def _execute_live(
-    loop: Loop, tasks: Sequence[Task], store: Any, context: Any
+    loop: Loop, tasks: Sequence[Task], store: object, context: object
 ) -> AsyncGenerator[Event, None]:
     """Run the step as an asyncio task and stream the events its tasks emit as they come."""
     sink, events = loop.sink, loop.sink.events

@@ -49,8 +49,8 @@ class TaskContext:
     """
 
     config: dict[str, Any]
-    store: Any = None
-    context: Any = None
+    store: object = None
+    context: object = None
     loop: Any = None
     node: str = ""
     task_id: str = ""

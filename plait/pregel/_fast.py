@@ -63,7 +63,7 @@ class _Run:
     __slots__ = ("config", "context", "graph", "loop", "run", "store")
 
     def __init__(
-        self, graph: Any, config: dict[str, object], run: RunState, store: Any, context: Any
+        self, graph: Any, config: dict[str, object], run: RunState, store: object, context: object
     ) -> None:
         self.graph, self.config, self.run, self.store, self.context = graph, config, run, store, context
         self.loop: Loop | None = None
@@ -92,7 +92,7 @@ class _Call(PendingTask):
     # set by _steps on an instance made without __init__ (one per node call: the hot loop)
     fast: _Run
     name: str
-    input: Any
+    input: object
     ctx: TaskContext | None
 
     def resolve(self) -> TaskContext:
@@ -108,7 +108,7 @@ class _Call(PendingTask):
         return ctx
 
 
-def run_fast(graph: Any, tables: FastTables, input: Any, config: dict[str, Any], context: Any) -> Any:  # noqa: A002
+def run_fast(graph: Any, tables: FastTables, input: object, config: dict[str, Any], context: object) -> Any:  # noqa: A002
     """Run ``graph`` to its end on the fast path (``config``: checked by ``run_config``): its output,
     :class:`Handed` when the loop took over, or :data:`SLOW` when the config asks for more than this
     handles (callbacks, a runtime or server keys)."""

@@ -170,7 +170,7 @@ class Loop:
         if self.null_writes:
             self.carried |= apply_writes(self.settings.plan, run, [(START, self.null_writes)])
 
-    def effects(self, input: Any) -> Steps:  # noqa: A002 - LangGraph's name
+    def effects(self, input: object) -> Steps:  # noqa: A002 - LangGraph's name
         """The run after :meth:`load`: apply ``input`` (or resume), then supersteps until it ends.
 
         Raises:
@@ -241,7 +241,7 @@ class Loop:
         answers = (yield CallRouters(calls, self.branch_input(stop))) if calls else ()
         schedule(plan, run, finished, answers)
 
-    def _begin(self, input: Any) -> Steps:  # noqa: A002
+    def _begin(self, input: object) -> Steps:  # noqa: A002
         self.start_step = self.run.step
         if isinstance(input, Command) or input is None:  # resuming: its state is streamed first
             if isinstance(input, Command):  # isinstance() leaves the node-name parameter Unknown

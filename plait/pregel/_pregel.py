@@ -60,7 +60,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         plan: Plan | None = None,
         *,
         checkpointer: Any = None,
-        store: Any = None,
+        store: object = None,
         name: str = "LangGraph",
         debug: bool = False,
         stream_mode: str = "values",
@@ -121,7 +121,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         out = run_fast(self, fast, input, config, context)
         return _output(self, out.loop, False) if type(out) is Handed else out
 
-    def with_saver(self, saver: Any) -> Self:
+    def with_saver(self, saver: BaseCheckpointSaver | None) -> Self:
         """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
         clone = copy.copy(self)
         clone.checkpointer = saver
@@ -136,12 +136,12 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
     # >>> async source
     async def ainvoke_streaming(
         self,
-        input: Any,  # noqa: A002
+        input: object,  # noqa: A002
         config: Mapping[str, object] | None,
         modes: frozenset[str],
         push: Callable[[tuple[object, ...]], None],
         *,
-        context: Any = None,
+        context: object = None,
         outer: EventSink | None = None,
         **kwargs: Any,
     ) -> Any:
@@ -227,7 +227,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         inputs: Sequence[object],
         config: RunnableConfig | Sequence[RunnableConfig] | None = None,
         **kwargs: Any,
-    ) -> list[object]:
+    ) -> list[Any]:
         """Invoke once per input (one config for all, or one per input), concurrently."""
         return await abatch(self, inputs, config, **kwargs)
 
@@ -236,12 +236,12 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
     # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def invoke_streaming(
         self,
-        input: Any,  # noqa: A002
+        input: object,  # noqa: A002
         config: Mapping[str, object] | None,
         modes: frozenset[str],
         push: Callable[[tuple[object, ...]], None],
         *,
-        context: Any = None,
+        context: object = None,
         outer: EventSink | None = None,
         **kwargs: Any,
     ) -> Any:
@@ -323,7 +323,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         inputs: Sequence[object],
         config: RunnableConfig | Sequence[RunnableConfig] | None = None,
         **kwargs: Any,
-    ) -> list[object]:
+    ) -> list[Any]:
         """Invoke once per input (one config for all, or one per input), concurrently."""
         return batch(self, inputs, config, **kwargs)
 

@@ -36,7 +36,7 @@ Event = tuple[object, ...]
 T = TypeVar("T")
 
 
-def make_context(loop: Loop, task: Task, store: Any, context: Any) -> TaskContext:
+def make_context(loop: Loop, task: Task, store: object, context: object) -> TaskContext:
     """The context object a task runs with."""
     tid = task_id(loop.checkpoint_id, task)
     resume = loop.resumes.get(tid) if loop.resumes else None
@@ -120,7 +120,12 @@ def _call(task: Task, ctx: TaskContext) -> Any:
 
 
 def _settle(
-    loop: Loop, task: Task, ctx: TaskContext, store: Any, context: Any, first: Callable[[], Any] | None = None
+    loop: Loop,
+    task: Task,
+    ctx: TaskContext,
+    store: object,
+    context: object,
+    first: Callable[[], Any] | None = None,
 ) -> None:
     """Run ``task`` and stream how it ended; when its error handler takes over, run the handler."""
     while True:
@@ -136,7 +141,7 @@ def _settle(
         task, ctx = recovery, make_context(loop, recovery, store, context)
 
 
-def _execute(loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool = False) -> None:
+def _execute(loop: Loop, tasks: Sequence[Task], store: object, context: object, deep: bool = False) -> None:
     """Run the step's tasks: the calling thread works the queue together with pool helpers
     (:func:`with_helpers`: they start one by one, as long as tasks are left).
 
@@ -197,7 +202,9 @@ def finish_sync(steps: Generator[CallRouters, list[object], T]) -> T:
         answer = call_routers(effect)
 
 
-def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> Generator[Event, None, Loop]:  # noqa: A002
+def run_sync(
+    loop: Loop, input: object, store: object = None, context: object = None
+) -> Generator[Event, None, Loop]:  # noqa: A002
     """Drive ``loop`` to the end, yielding its stream events; return the loop."""
     claim(loop)
     remember(loop, store, context)  # for routers that declare them
@@ -217,7 +224,10 @@ def run_sync(loop: Loop, input: Any, store: Any = None, context: Any = None) -> 
 
 
 def go_on(
-    loop: Loop, ran: tuple[Task, TaskContext, Callable[[], Any]] | None, store: Any, context: Any
+    loop: Loop,
+    ran: tuple[Task, TaskContext, Callable[[], Any]] | None,
+    store: object,
+    context: object,
 ) -> None:
     """Drive a run the fast path began (:mod:`plait.pregel._fast`, no saver, no stream) to its end:
     from the step it reached, or — ``ran`` — after that step's one task, whose node was called already
@@ -234,7 +244,7 @@ def go_on(
         pass
 
 
-def _drive(loop: Loop, effects: Steps, store: Any, context: Any) -> Generator[Event, None, None]:
+def _drive(loop: Loop, effects: Steps, store: object, context: object) -> Generator[Event, None, None]:
     """Execute the loop's effects; an effect's error is thrown back into the loop."""
     # every step runs at this depth; only graphs run inside nodes nest deeply (a run's own stack is shallow)
     deep = running_task() is not None and stack_is_deep()
@@ -300,7 +310,7 @@ def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
 
 
 def _execute_live(
-    loop: Loop, tasks: Sequence[Task], store: Any, context: Any, deep: bool
+    loop: Loop, tasks: Sequence[Task], store: object, context: object, deep: bool
 ) -> Generator[Event, None, None]:
     """Run the step and stream the events its tasks emit as they come: a step of one sync task,
     streamed from the main thread, in a greenlet here; any other on a runner thread."""

@@ -37,7 +37,7 @@ class Task:
 
     name: str
     node: NodeSpec
-    input: Any
+    input: object
     index: int = 0
     """Position among the step's tasks with the same name (``Send`` fan-out)."""
     push: int | None = None

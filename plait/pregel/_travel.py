@@ -20,11 +20,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from plait.checkpoint.base import CheckpointTuple
 from plait.pregel._thread import ThreadRef, config_with, configurable_of, found
 from plait.types import Command
+
+if TYPE_CHECKING:
+    from plait.checkpoint.base import BaseCheckpointSaver
 
 __all__ = [
     "CHECKPOINT_MAP",
@@ -189,7 +192,9 @@ class LoadingRun(Protocol):
     def load_past(self, saved: CheckpointTuple | None, head: CheckpointTuple | None) -> None: ...
 
 
-def _start(loop: LoadingRun, saved: CheckpointTuple | None, head: CheckpointTuple | None, input: Any) -> None:  # noqa: A002
+def _start(
+    loop: LoadingRun, saved: CheckpointTuple | None, head: CheckpointTuple | None, input: object
+) -> None:  # noqa: A002
     travel = loop.settings.travel
     thread = loop.settings.thread
     explicit = thread is not None and thread.checkpoint_id is not None
@@ -205,7 +210,7 @@ def _start(loop: LoadingRun, saved: CheckpointTuple | None, head: CheckpointTupl
 
 
 # >>> async source
-async def aload_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
+async def aload_run(loop: LoadingRun, saver: BaseCheckpointSaver, input: object) -> None:  # noqa: A002
     """Load the checkpoint ``loop`` starts from (the driver holds the thread's lease)."""
     thread = loop.settings.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
@@ -226,7 +231,7 @@ async def aload_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: 
 
 
 # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
-def load_run(loop: LoadingRun, saver: Any, input: Any) -> None:  # noqa: A002
+def load_run(loop: LoadingRun, saver: BaseCheckpointSaver, input: object) -> None:  # noqa: A002
     """Load the checkpoint ``loop`` starts from (the driver holds the thread's lease)."""
     thread = loop.settings.thread
     assert thread is not None  # noqa: S101 - set whenever there is a saver
