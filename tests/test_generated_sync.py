@@ -8,7 +8,7 @@ from types import ModuleType
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-CONVERTED = ("plait/pregel", "plait/checkpoint", "plait/store", "plait/prebuilt")
+CONVERTED = ("plait/pregel", "plait/checkpoint", "plait/store", "plait/prebuilt", "plait/stream")
 """Where every sync/async pair is generated (or its async form only hands the call to the sync one)."""
 
 PRIMITIVES = "plait/_internal/_io_primitives.py"

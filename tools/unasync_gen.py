@@ -85,6 +85,10 @@ REGIONS: tuple[str, ...] = (
     "plait/checkpoint/postgres/_shallow.py",
     "plait/checkpoint/base.py",
     "plait/checkpoint/_direct_async.py",
+    "plait/stream/_mux.py",
+    "plait/stream/_lifecycle.py",
+    "plait/stream/stream_channel.py",
+    "plait/stream/_run.py",
 )
 """Modules holding ``# >>> async source`` regions."""
 
@@ -206,6 +210,15 @@ NAMES: dict[str, str] = {
     "awith_task_states": "with_task_states",
     "aread_snapshot": "read_snapshot",
     "aupdate_thread": "update_thread",
+    # streaming (plait/stream): the event mux and its transformers
+    "apush": "push",
+    "aprocess": "process",
+    "afinalize": "finalize",
+    "aclose": "close",
+    "_aon_terminal": "_on_terminal",
+    "_acursor": "_cursor",
+    "_amore": "_more",
+    "astream_events_v3": "stream_events_v3",
     # typing and the standard library
     "AbstractAsyncContextManager": "AbstractContextManager",
     "AsyncIterator": "Iterator",

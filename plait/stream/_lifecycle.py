@@ -313,24 +313,6 @@ class SubgraphTransformer(_TasksLifecycleBase):
     def _live(handle: Handle) -> bool:
         return not handle._mux._events._closed  # pyright: ignore[reportPrivateUsage]
 
-    def _on_terminal(self, ns: Ns, status: SubgraphStatus, error: str | None) -> None:
-        handle = self._handles.get(ns)
-        if handle is None or not self._mark(handle, status, error) or not self._live(handle):
-            return
-        if status == "failed":
-            handle._mux.fail(RuntimeError(error or "Subgraph failed"))  # pyright: ignore[reportPrivateUsage]
-        else:
-            handle._mux.close()  # pyright: ignore[reportPrivateUsage]
-
-    async def _aon_terminal(self, ns: Ns, status: SubgraphStatus, error: str | None) -> None:
-        handle = self._handles.get(ns)
-        if handle is None or not self._mark(handle, status, error) or not self._live(handle):
-            return
-        if status == "failed":
-            await handle._mux.afail(RuntimeError(error or "Subgraph failed"))  # pyright: ignore[reportPrivateUsage]
-        else:
-            await handle._mux.aclose()  # pyright: ignore[reportPrivateUsage]
-
     def _handle_for_event(self, event: ProtocolEvent) -> Handle | None:
         """The live handle of the child subgraph ``event`` comes from (or from under)."""
         ns = tuple(event["params"]["namespace"])
@@ -340,15 +322,30 @@ class SubgraphTransformer(_TasksLifecycleBase):
         handle = self._handles.get(ns[: depth + 1])
         return handle if handle is not None and self._live(handle) else None
 
-    def process(self, event: ProtocolEvent) -> bool:
-        keep = super().process(event)  # a started subgraph has its handle before its events go there
-        handle = self._handle_for_event(event)
-        if handle is not None:
-            handle._observe_event(event)  # pyright: ignore[reportPrivateUsage]
-            handle._mux.push(event)  # pyright: ignore[reportPrivateUsage]
-        return keep
+    def _sweep(self) -> list[Handle]:
+        """Every handle not ended yet is marked completed; returns those whose mux is still open."""
+        self._open.clear()
+        return [h for h in self._handles.values() if self._mark(h, "completed", None) and self._live(h)]
+
+    def _failing(self, err: BaseException) -> list[Handle]:
+        status, error = status_of_error(err)
+        self._open.clear()
+        for handle in self._handles.values():
+            self._mark(handle, status, error)
+        return [h for h in self._handles.values() if self._live(h)]
+
+    # >>> async source
+    async def _aon_terminal(self, ns: Ns, status: SubgraphStatus, error: str | None) -> None:
+        handle = self._handles.get(ns)
+        if handle is None or not self._mark(handle, status, error) or not self._live(handle):
+            return
+        if status == "failed":
+            await handle._mux.afail(RuntimeError(error or "Subgraph failed"))  # pyright: ignore[reportPrivateUsage]
+        else:
+            await handle._mux.aclose()  # pyright: ignore[reportPrivateUsage]
 
     async def aprocess(self, event: ProtocolEvent) -> bool:
+        # the base class's bookkeeping first: a started subgraph has its handle before its events go there
         keep = True
         if event["method"] == "tasks":
             keep = False
@@ -368,10 +365,55 @@ class SubgraphTransformer(_TasksLifecycleBase):
             await handle._mux.apush(event)  # pyright: ignore[reportPrivateUsage]
         return keep
 
-    def _sweep(self) -> list[Handle]:
-        """Every handle not ended yet is marked completed; returns those whose mux is still open."""
-        self._open.clear()
-        return [h for h in self._handles.values() if self._mark(h, "completed", None) and self._live(h)]
+    async def afinalize(self) -> None:
+        first: BaseException | None = None
+        for handle in self._sweep():
+            try:
+                await handle._mux.aclose()  # pyright: ignore[reportPrivateUsage]
+            except BaseException as exc:  # noqa: BLE001 - the others close first
+                first = first or exc
+        if first is not None:
+            raise first
+
+    async def afail(self, err: BaseException) -> None:
+        for handle in self._failing(err):
+            try:
+                await handle._mux.afail(err)  # pyright: ignore[reportPrivateUsage]
+            except Exception:
+                _log.warning("could not fail the run of subgraph %s", handle.path, exc_info=True)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def _on_terminal(self, ns: Ns, status: SubgraphStatus, error: str | None) -> None:
+        handle = self._handles.get(ns)
+        if handle is None or not self._mark(handle, status, error) or not self._live(handle):
+            return
+        if status == "failed":
+            handle._mux.fail(RuntimeError(error or "Subgraph failed"))  # pyright: ignore[reportPrivateUsage]
+        else:
+            handle._mux.close()  # pyright: ignore[reportPrivateUsage]
+
+    def process(self, event: ProtocolEvent) -> bool:
+        # the base class's bookkeeping first: a started subgraph has its handle before its events go there
+        keep = True
+        if event["method"] == "tasks":
+            keep = False
+            ns = tuple(event["params"]["namespace"])
+            data: object = event["params"]["data"]
+            if is_str_mapping(data) and "result" in data:
+                for child, status, error in self._pop_terminal_transitions(ns, data):
+                    self._on_terminal(child, status, error)
+            elif is_str_mapping(data):
+                payload = data
+                self._record_identity(ns, payload)
+                self._record_pending_tool_calls(payload)
+                self._handle_task_start(ns, payload)
+        handle = self._handle_for_event(event)
+        if handle is not None:
+            handle._observe_event(event)  # pyright: ignore[reportPrivateUsage]
+            handle._mux.push(event)  # pyright: ignore[reportPrivateUsage]
+        return keep
 
     def finalize(self) -> None:
         first: BaseException | None = None
@@ -383,23 +425,6 @@ class SubgraphTransformer(_TasksLifecycleBase):
         if first is not None:
             raise first
 
-    async def afinalize(self) -> None:
-        first: BaseException | None = None
-        for handle in self._sweep():
-            try:
-                await handle._mux.aclose()  # pyright: ignore[reportPrivateUsage]
-            except BaseException as exc:  # noqa: BLE001 - the others close first
-                first = first or exc
-        if first is not None:
-            raise first
-
-    def _failing(self, err: BaseException) -> list[Handle]:
-        status, error = status_of_error(err)
-        self._open.clear()
-        for handle in self._handles.values():
-            self._mark(handle, status, error)
-        return [h for h in self._handles.values() if self._live(h)]
-
     def fail(self, err: BaseException) -> None:
         for handle in self._failing(err):
             try:
@@ -407,9 +432,4 @@ class SubgraphTransformer(_TasksLifecycleBase):
             except Exception:
                 _log.warning("could not fail the run of subgraph %s", handle.path, exc_info=True)
 
-    async def afail(self, err: BaseException) -> None:
-        for handle in self._failing(err):
-            try:
-                await handle._mux.afail(err)  # pyright: ignore[reportPrivateUsage]
-            except Exception:
-                _log.warning("could not fail the run of subgraph %s", handle.path, exc_info=True)
+    # <<< generated sync

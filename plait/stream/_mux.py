@@ -180,8 +180,23 @@ class StreamMux:
         if not self._events._closed:  # pyright: ignore[reportPrivateUsage]
             self._events.push(event)
 
+    # >>> async source
+    async def apush(self, event: ProtocolEvent) -> None:
+        """Give ``event`` to every transformer (each one's ``process`` done before the next one runs);
+        keep it in the main log unless one rejects it."""
+        keep = True
+        for transformer in self._transformers:
+            if await transformer.aprocess(event) is False:
+                keep = False
+        if keep:
+            self._append(event)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def push(self, event: ProtocolEvent) -> None:
-        """Give ``event`` to every transformer; keep it in the main log unless one rejects it."""
+        """Give ``event`` to every transformer (each one's ``process`` done before the next one runs);
+        keep it in the main log unless one rejects it."""
         keep = True
         for transformer in self._transformers:
             if transformer.process(event) is False:
@@ -189,14 +204,7 @@ class StreamMux:
         if keep:
             self._append(event)
 
-    async def apush(self, event: ProtocolEvent) -> None:
-        """Async :meth:`push`: each transformer's ``aprocess`` is awaited before the next one runs."""
-        keep = True
-        for transformer in self._transformers:
-            if await transformer.aprocess(event) is False:
-                keep = False
-        if keep:
-            self._append(event)
+    # <<< generated sync
 
     # -- the end --------------------------------------------------------------------------------
 
@@ -213,14 +221,72 @@ class StreamMux:
             else:
                 channel.fail(err)
 
-    def close(self) -> None:
-        """The run ended: finalize every transformer, then close every channel.
+    def _scheduled(self) -> list[asyncio.Task[object]]:
+        return [task for t in self._transformers for task in t._scheduled_tasks()]  # pyright: ignore[reportPrivateUsage]
+
+    # >>> async source
+    async def aclose(self) -> None:
+        """The run ended: finalize every transformer, then close every channel. The async form waits
+        for the transformers' scheduled work first, and fails the run if that work or a finalize failed.
 
         Raises:
-            Exception: the first error a transformer's ``finalize`` raised (after all ran).
+            Exception: the first error a transformer's ``finalize`` raised (after all ran), or (async)
+                a scheduled task's error (``on_error="raise"``).
         """
-        self._finished = True
         first: BaseException | None = None
+        # >>> async only
+        while pending := [t for t in self._scheduled() if not t.done()]:
+            await asyncio.wait(pending)
+        for task in self._scheduled():
+            if not task.cancelled() and task.exception() is not None:
+                first = first or task.exception()
+        # <<< async only
+        self._finished = True
+        for transformer in self._transformers:
+            try:
+                await transformer.afinalize()
+            except Exception as exc:  # noqa: BLE001 - the others finalize first
+                first = first or exc
+        # >>> async only
+        if first is not None:
+            self.fail(first)
+            raise first
+        # <<< async only
+        self._close_channels(None)
+        if first is not None:
+            raise first
+
+    async def afail(self, err: BaseException) -> None:
+        """The run failed: tell every transformer, then fail every channel with ``err``. The async form
+        cancels the transformers' pending scheduled work first."""
+        # >>> async only
+        pending = [t for t in self._scheduled() if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+        # <<< async only
+        self._finished = True
+        for transformer in self._transformers:
+            try:
+                await transformer.afail(err)
+            except Exception:  # noqa: BLE001, S110 - the run's own error is the one to report
+                pass
+        self._close_channels(err)
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def close(self) -> None:
+        """The run ended: finalize every transformer, then close every channel. The async form waits
+        for the transformers' scheduled work first, and fails the run if that work or a finalize failed.
+
+        Raises:
+            Exception: the first error a transformer's ``finalize`` raised (after all ran), or (async)
+                a scheduled task's error (``on_error="raise"``).
+        """
+        first: BaseException | None = None
+        self._finished = True
         for transformer in self._transformers:
             try:
                 transformer.finalize()
@@ -231,7 +297,8 @@ class StreamMux:
             raise first
 
     def fail(self, err: BaseException) -> None:
-        """The run failed: tell every transformer, then fail every channel with ``err``."""
+        """The run failed: tell every transformer, then fail every channel with ``err``. The async form
+        cancels the transformers' pending scheduled work first."""
         self._finished = True
         for transformer in self._transformers:
             try:
@@ -240,43 +307,4 @@ class StreamMux:
                 pass
         self._close_channels(err)
 
-    def _scheduled(self) -> list[asyncio.Task[object]]:
-        return [task for t in self._transformers for task in t._scheduled_tasks()]  # pyright: ignore[reportPrivateUsage]
-
-    async def aclose(self) -> None:
-        """Async :meth:`close`: waits for the transformers' scheduled work first.
-
-        Raises:
-            Exception: a scheduled task's error (``on_error="raise"``) or a finalize error.
-        """
-        first: BaseException | None = None
-        while pending := [t for t in self._scheduled() if not t.done()]:
-            await asyncio.wait(pending)
-        for task in self._scheduled():
-            if not task.cancelled() and task.exception() is not None:
-                first = first or task.exception()
-        self._finished = True
-        for transformer in self._transformers:
-            try:
-                await transformer.afinalize()
-            except Exception as exc:  # noqa: BLE001 - the others finalize first
-                first = first or exc
-        if first is not None:
-            self.fail(first)
-            raise first
-        self._close_channels(None)
-
-    async def afail(self, err: BaseException) -> None:
-        """Async :meth:`fail`: cancels the transformers' pending scheduled work first."""
-        pending = [t for t in self._scheduled() if not t.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending)
-        self._finished = True
-        for transformer in self._transformers:
-            try:
-                await transformer.afail(err)
-            except Exception:  # noqa: BLE001, S110 - the run's own error is the one to report
-                pass
-        self._close_channels(err)
+    # <<< generated sync

@@ -28,6 +28,9 @@ BUILTINS: tuple[TransformerFactory, ...] = (
 _OWNED = ("stream_mode", "subgraphs")
 _EXPLICIT = ("interrupt_before", "interrupt_after", "control")
 """Options always handed to ``stream`` (``None`` when not given), as LangGraph's v3 does."""
+_ON_LOOP = True
+_IN_THREAD = False
+"""The mux's ``is_async`` in the async / the generated sync code."""
 
 
 def factories_of(specs: Iterable[object] | None) -> list[TransformerFactory]:
@@ -80,19 +83,7 @@ def _prepare(
     return mux, cfg, sorted(modes), options
 
 
-def stream_events_v3(
-    graph: Any,  # a compiled graph (its stream/astream overloads)
-    input: object,  # noqa: A002
-    config: Mapping[str, object] | None,
-    transformers: Iterable[Callable[[tuple[str, ...]], object]] | None,
-    kwargs: Mapping[str, object],
-) -> GraphRunStream:
-    """A :class:`GraphRunStream` over ``graph.stream(input, config, **kwargs)`` (not started yet)."""
-    mux, cfg, modes, options = _prepare(graph, config, transformers, kwargs, False)
-    parts = graph.stream(input, cfg, stream_mode=modes, subgraphs=True, version="v2", **options)
-    return GraphRunStream(iter(parts), mux)
-
-
+# >>> async source
 async def astream_events_v3(
     graph: Any,  # a compiled graph (its stream/astream overloads)
     input: object,  # noqa: A002
@@ -100,7 +91,29 @@ async def astream_events_v3(
     transformers: Iterable[Callable[[tuple[str, ...]], object]] | None,
     kwargs: Mapping[str, object],
 ) -> AsyncGraphRunStream:
-    """Async :func:`stream_events_v3` (over ``graph.astream``)."""
-    mux, cfg, modes, options = _prepare(graph, config, transformers, kwargs, True)
+    """A run stream over ``graph.astream(input, config, **kwargs)`` (sync: ``graph.stream``), not
+    started yet."""
+    mux, cfg, modes, options = _prepare(graph, config, transformers, kwargs, _ON_LOOP)
     parts = graph.astream(input, cfg, stream_mode=modes, subgraphs=True, version="v2", **options)
     return AsyncGraphRunStream(parts.__aiter__(), mux)
+
+
+# <<< async source
+
+
+# >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+def stream_events_v3(
+    graph: Any,  # a compiled graph (its stream/astream overloads)
+    input: object,  # noqa: A002
+    config: Mapping[str, object] | None,
+    transformers: Iterable[Callable[[tuple[str, ...]], object]] | None,
+    kwargs: Mapping[str, object],
+) -> GraphRunStream:
+    """A run stream over ``graph.astream(input, config, **kwargs)`` (sync: ``graph.stream``), not
+    started yet."""
+    mux, cfg, modes, options = _prepare(graph, config, transformers, kwargs, _IN_THREAD)
+    parts = graph.stream(input, cfg, stream_mode=modes, subgraphs=True, version="v2", **options)
+    return GraphRunStream(parts.__iter__(), mux)
+
+
+# <<< generated sync

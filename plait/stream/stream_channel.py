@@ -134,6 +134,25 @@ class StreamChannel(Generic[T]):
         self._subscribe(False)
         return self._cursor()
 
+    def __aiter__(self) -> AsyncIterator[T]:
+        self._subscribe(True)
+        return self._acursor()
+
+    # >>> async source
+    async def _acursor(self) -> AsyncIterator[T]:
+        while True:
+            if self._items:
+                yield self._items.popleft()[1]
+            elif self._error is not None:
+                raise self._error
+            elif self._closed:
+                return
+            elif not await self._amore() and not self._items and not self._closed:
+                return  # the run has nothing more to give
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def _cursor(self) -> Iterator[T]:
         while True:
             if self._items:
@@ -145,20 +164,7 @@ class StreamChannel(Generic[T]):
             elif not self._more() and not self._items and not self._closed:
                 return  # the run has nothing more to give
 
-    def __aiter__(self) -> AsyncIterator[T]:
-        self._subscribe(True)
-        return self._acursor()
-
-    async def _acursor(self) -> AsyncIterator[T]:
-        while True:
-            if self._items:
-                yield self._items.popleft()[1]
-            elif self._error is not None:
-                raise self._error
-            elif self._closed:
-                return
-            elif not await self._amore() and not self._items and not self._closed:
-                return
+    # <<< generated sync
 
     def tee(self, n: int = 2) -> tuple[Iterator[T], ...]:
         """``n`` independent iterators over this channel (it has one subscriber: the tee)."""
