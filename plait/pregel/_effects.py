@@ -73,8 +73,8 @@ class CallRouters:
         state: The state as routers receive it (one snapshot for all of them).
     """
 
-    routers: tuple[Callable[[Any], Any], ...]
-    state: Any
+    routers: tuple[Callable[[object], object], ...]
+    state: object
 
 
 Effect = Save | Emit | RunTasks | CallRouters

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from plait._context import TASK_CONTEXT, PendingTask
 from plait._schema import MISSING
@@ -40,11 +40,14 @@ from plait.pregel._writes import apply_writes
 from plait.types import Overwrite
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from plait.pregel._context import TaskContext
 
 __all__ = ["SLOW", "Handed", "run_fast"]
 
-SLOW: Any = object()
+SLOW = object()
+_T = TypeVar("_T")
 """What :func:`run_fast` returns when the run must take the loop from its start."""
 
 
@@ -228,7 +231,7 @@ def _merge(plan: Plan, run: RunState, plain: frozenset[str], name: str, written:
     apply_writes(plan, run, ((name, tuple(written.items())),))
 
 
-def _shaped(spec: NodeSpec, values: dict[str, object]) -> Any:
+def _shaped(spec: NodeSpec, values: dict[str, object]) -> object:
     """A node's input with its defaults, as its state class when it has one."""
     state = read_state(values, spec.reads, spec.defaults)
     return state if spec.make_input is None else spec.make_input(state)
@@ -248,7 +251,7 @@ def _routed(  # noqa: PLR0913 - the step, and where it routes from
     answers go to ``run.sends``."""
     values = run.values
     if tables.plain_state:
-        state: Any = {k: values[k] for k in plan.state_keys if k in values}
+        state: object = {k: values[k] for k in plan.state_keys if k in values}
     else:
         state = branch_state(plan, values, *steps)
     if len(branches) == 1 and not after:  # the common router: one node's name, or END
@@ -270,7 +273,7 @@ def _routed(  # noqa: PLR0913 - the step, and where it routes from
     return tuple(sorted(pulls)) if len(pulls) > 1 else tuple(pulls)
 
 
-def _handed(fast: _Run, call: _Call | None, first: Any) -> Handed:
+def _handed(fast: _Run, call: _Call | None, first: Callable[[], object] | None) -> Handed:
     """Hand the run over to the loop: at the step it reached, or after ``call``, whose node was
     called already (``first``: its outcome, returned or raised again)."""
     loop = fast.handed()
@@ -279,14 +282,14 @@ def _handed(fast: _Run, call: _Call | None, first: Any) -> Handed:
     else:
         fast.run.next = [call.name]
         ctx = call.resolve()
-        assert ctx.task is not None  # noqa: S101 - resolve() makes it with its task
+        assert ctx.task is not None and first is not None  # noqa: PT018, S101 - resolve() makes its task; a called node has an outcome
         go_on(loop, (ctx.task, ctx, first), fast.store, fast.context)
     return Handed(loop)
 
 
-def _raise(exc: BaseException) -> Any:
+def _raise(exc: BaseException) -> NoReturn:
     raise exc
 
 
-def _value(value: Any) -> Any:
+def _value(value: _T) -> _T:
     return value

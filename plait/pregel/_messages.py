@@ -9,8 +9,8 @@ node returns that were not streamed token by token are emitted after the node.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar, cast
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, TypeVar
 from uuid import UUID, uuid4
 from weakref import ref
 
@@ -18,6 +18,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, LLMResult
 
+from plait._internal._narrow import is_list, is_str_mapping
 from plait.constants import TAG_NOSTREAM
 from plait.pregel._context import running_task
 
@@ -137,7 +138,7 @@ class MessageStreamHandler(BaseCallbackHandler):
             self._seen.add(message_id)
             return fresh
 
-    def seen(self, message: Any) -> None:
+    def seen(self, message: object) -> None:
         """``message`` reached the stream elsewhere (a subgraph's run): never emit it from here."""
         if isinstance(message, BaseMessage) and message.id:
             self._mark(message.id)
@@ -147,16 +148,16 @@ class MessageStreamHandler(BaseCallbackHandler):
         run and the run it streams into are one stream (a message shows once in it)."""
         self._seen, self._lock = outer._seen, outer._lock
 
-    def seen_in(self, state: Any) -> None:
+    def seen_in(self, state: object) -> None:
         """The messages a task receives (its input's top-level messages and message lists) are not new."""
-        if isinstance(state, Mapping):
-            values: list[object] = list(cast(Any, state).values())
+        if is_str_mapping(state):
+            values: list[object] = list(state.values())
         elif hasattr(state, "__dict__") and not isinstance(state, BaseMessage):
-            values = list(cast("dict[str, object]", vars(state)).values())  # a pydantic or dataclass state
+            values = list(vars(state).values())  # a pydantic or dataclass state
         else:
             values = [state]
         for value in values:
-            items: list[object] = list(cast(Any, value)) if isinstance(value, list) else [value]
+            items: list[object] = list(value) if is_list(value) else [value]
             for item in items:
                 self.seen(item)
 

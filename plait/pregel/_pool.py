@@ -9,9 +9,11 @@ from collections.abc import Callable, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import copy_context
 from queue import Empty, SimpleQueue
-from typing import Any
+from typing import TypeVar
 
 __all__ = ["POOL_SIZE", "on_fresh_thread", "on_runner", "shared_pool", "stack_is_deep", "with_helpers"]
+
+_T = TypeVar("_T")
 
 POOL_SIZE = 64
 _pool: list[ThreadPoolExecutor] = []
@@ -85,24 +87,24 @@ def stack_is_deep() -> bool:
     return True
 
 
-def on_fresh_thread(fn: Callable[..., Any], *args: Any) -> Any:
+def on_fresh_thread(fn: Callable[..., _T], *args: object) -> _T:
     """``fn(*args)`` on a new thread (with an empty stack) in a copy of this context; its result or error."""
     context = copy_context()
-    outcome: list[tuple[bool, Any]] = []
+    results: list[_T] = []
+    errors: list[BaseException] = []
 
     def target() -> None:
         try:
-            outcome.append((True, context.run(fn, *args)))
+            results.append(context.run(fn, *args))
         except BaseException as exc:  # noqa: BLE001 - re-raised unchanged in the waiting thread
-            outcome.append((False, exc))
+            errors.append(exc)
 
     worker = threading.Thread(target=target, name="plait-nested")
     worker.start()
     worker.join()
-    ok, value = outcome.pop()
-    if not ok:
-        raise value
-    return value
+    if errors:
+        raise errors.pop()
+    return results.pop()
 
 
 _IDLE_FOR = 60.0

@@ -57,7 +57,7 @@ def make_context(loop: Loop, task: Task, store: object, context: object) -> Task
     )
 
 
-def run_task(task: Task, ctx: TaskContext, first: Callable[[], Any] | None = None) -> None:
+def run_task(task: Task, ctx: TaskContext, first: Callable[[], object] | None = None) -> None:
     """Run one task to completion, recording its result, error or interrupt on it.
 
     ``ctx`` is fresh (:func:`make_context`): its first attempt needs no reset. ``first``: the
@@ -76,7 +76,7 @@ def run_task(task: Task, ctx: TaskContext, first: Callable[[], Any] | None = Non
         TASK_CONTEXT.reset(token)
 
 
-def _attempts(task: Task, ctx: TaskContext, first: Callable[[], Any] | None) -> None:
+def _attempts(task: Task, ctx: TaskContext, first: Callable[[], object] | None) -> None:
     """Call the node until it settles: a result, an interrupt, or an error its retry policy gives up on."""
     node = task.node
     attempt = 1
@@ -105,7 +105,7 @@ def _attempts(task: Task, ctx: TaskContext, first: Callable[[], Any] | None) -> 
         ctx.begin_attempt(attempt)
 
 
-def _call(task: Task, ctx: TaskContext) -> Any:
+def _call(task: Task, ctx: TaskContext) -> object:
     """Call the node once; an async node's coroutine runs to its end here, within its ``timeout``."""
     node = task.node
     policy = node.timeout
@@ -125,7 +125,7 @@ def _settle(
     ctx: TaskContext,
     store: object,
     context: object,
-    first: Callable[[], Any] | None = None,
+    first: Callable[[], object] | None = None,
 ) -> None:
     """Run ``task`` and stream how it ended; when its error handler takes over, run the handler."""
     while True:
@@ -225,7 +225,7 @@ def run_sync(
 
 def go_on(
     loop: Loop,
-    ran: tuple[Task, TaskContext, Callable[[], Any]] | None,
+    ran: tuple[Task, TaskContext, Callable[[], object]] | None,
     store: object,
     context: object,
 ) -> None:

@@ -48,7 +48,7 @@ def read_state(
     return out
 
 
-def _node_input(node: NodeSpec, values: Mapping[str, object], step: int, stop: int) -> Any:
+def _node_input(node: NodeSpec, values: Mapping[str, object], step: int, stop: int) -> object:
     state = read_state(values, node.reads, node.defaults)
     if node.managed:
         fill_managed(state, node.managed, step, stop)
@@ -97,7 +97,7 @@ def send_indices(pulls: Iterable[str], sends: Iterable[tuple[str, object]]) -> l
     return out
 
 
-def branch_state(plan: Plan, values: Mapping[str, object], step: int, stop: int) -> Any:
+def branch_state(plan: Plan, values: Mapping[str, object], step: int, stop: int) -> object:
     """The state as conditional-edge functions receive it: the state schema's keys of ``values``
     (defaults filled in), with its managed values for ``step`` of a run that ends at ``stop``."""
     state = read_state(values, plan.state_keys, plan.defaults)
@@ -114,7 +114,7 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
     steps: tuple[int, int] | None = None,
     views: Sequence[Mapping[str, object] | None] | None = None,
     loop: Any = None,
-) -> tuple[Callable[[Any], Any], ...]:
+) -> tuple[Callable[[object], object], ...]:
     """The routing functions ``finished`` triggers, in the order :func:`schedule` takes their answers.
 
     Each takes the state; one that declared a ``config`` parameter gets ``config`` too, and one that
@@ -125,7 +125,7 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
     ``loop``: the run (:class:`~plait.pregel._loop.Loop`), whose store, context and stream routers
     that declare ``store``, ``writer`` or ``runtime`` receive (``None``: no store, no stream).
     """
-    calls: list[Callable[[Any], Any]] = []
+    calls: list[Callable[[object], object]] = []
     for index, task in enumerate(finished):
         seen = views[index] if views is not None else None
         read = values if seen is None else seen
@@ -162,11 +162,13 @@ def _task_config(loop: Any, task: Task, config: Mapping[str, Any]) -> dict[str, 
     return {**config, "metadata": {**(config.get("metadata") or {}), **keys}}
 
 
-def _with_config(path: Callable[[Any, Any], Any], config: Mapping[str, object], state: Any) -> Any:
+def _with_config(
+    path: Callable[[object, Mapping[str, object]], object], config: Mapping[str, object], state: object
+) -> object:
     return path(state, config)
 
 
-def _on(path: Callable[[Any], Any], own: Any, state: Any) -> Any:
+def _on(path: Callable[[object], object], own: object, state: object) -> object:
     """``path`` called on the state it declared (``own``) rather than the graph's (``state``)."""
     return path(own)
 

@@ -96,9 +96,12 @@ def _own_view(
     return view
 
 
-def _copied(value: Any) -> Any:
+_MUTABLE: tuple[type[object], ...] = (list, dict, set)
+
+
+def _copied(value: object) -> object:
     """A shallow copy of a list, dict or set (a reducer may change its first argument in place)."""
-    return copy.copy(cast(Any, value)) if isinstance(value, (list, dict, set)) else value
+    return copy.copy(value) if isinstance(value, _MUTABLE) else value
 
 
 def _apply_all(
@@ -162,7 +165,7 @@ def _merge(channel: Any, run: RunState, key: str, vals: Sequence[object], nodes:
     run.versions[key] = run.bump(run.versions.get(key), None)
 
 
-def _unknown_key(plan: Plan, node: str, key: str, value: Any) -> None:
+def _unknown_key(plan: Plan, node: str, key: str, value: object) -> None:
     if plan.strict:
         raise StrictModeError(
             f"Node {node!r} wrote key {key!r}, which no schema declares (value: {value!r:.80}). "
