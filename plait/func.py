@@ -66,15 +66,21 @@ class _TaskFunction:
         """
         return call_task(self.spec, args, kwargs)
 
+    # >>> async source
+    async def aclear_cache(self, cache: Any) -> None:
+        """Delete this task's results from ``cache``."""
+        if self.spec.cache_policy is not None:
+            await cache.aclear([self.spec.cache_ns])
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def clear_cache(self, cache: Any) -> None:
         """Delete this task's results from ``cache``."""
         if self.spec.cache_policy is not None:
             cache.clear([self.spec.cache_ns])
 
-    async def aclear_cache(self, cache: Any) -> None:
-        """Async :meth:`clear_cache`."""
-        if self.spec.cache_policy is not None:
-            await cache.aclear([self.spec.cache_ns])
+    # <<< generated sync
 
 
 def _task_name(fn: Callable[..., object], name: str | None) -> str:

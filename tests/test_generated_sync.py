@@ -8,7 +8,15 @@ from types import ModuleType
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-CONVERTED = ("plait/pregel", "plait/checkpoint", "plait/store", "plait/prebuilt", "plait/stream")
+CONVERTED = (
+    "plait/pregel",
+    "plait/checkpoint",
+    "plait/store",
+    "plait/prebuilt",
+    "plait/stream",
+    "plait/func.py",
+    "plait/_internal/_runnable.py",
+)
 """Where every sync/async pair is generated (or its async form only hands the call to the sync one)."""
 
 PRIMITIVES = "plait/_internal/_io_primitives.py"
@@ -53,7 +61,14 @@ def test_the_primitives_module_is_the_one_exempt() -> None:
     assert gen.twins((PRIMITIVES,)) == []
     module = (ROOT / PRIMITIVES).read_text()
     pairs = {name for name in gen.NAMES if f"async def {name}(" in module}
-    assert pairs == {"arun_all", "asettle_all", "acall_maybe_async", "atake_lock", "aone_attempt"}
+    assert pairs == {
+        "arun_all",
+        "asettle_all",
+        "acall_maybe_async",
+        "atake_lock",
+        "aone_attempt",
+        "arun_in_context",
+    }
     for name in pairs:
         assert f"\ndef {gen.NAMES[name]}(" in module, name
 

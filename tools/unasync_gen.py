@@ -89,6 +89,8 @@ REGIONS: tuple[str, ...] = (
     "plait/stream/_lifecycle.py",
     "plait/stream/stream_channel.py",
     "plait/stream/_run.py",
+    "plait/func.py",
+    "plait/_internal/_runnable.py",
 )
 """Modules holding ``# >>> async source`` regions."""
 
@@ -110,6 +112,7 @@ NAMES: dict[str, str] = {
     "acall_maybe_async": "call_maybe_async",
     "atake_lock": "take_lock",
     "aone_attempt": "one_attempt",
+    "arun_in_context": "run_in_context",
     # the store's API (langgraph.store.base)
     "abatch": "batch",
     "aget": "get",
@@ -130,6 +133,8 @@ NAMES: dict[str, str] = {
     "_acall": "_call",
     # LangChain runnables and tools
     "ainvoke": "invoke",
+    "afunc": "func",  # RunnableCallable's functions
+    "get_async_callback_manager_for_config": "get_callback_manager_for_config",
     "_aexecute": "_execute",
     "_arun_one": "_run_one",
     "_awrap_tool_call": "_wrap_tool_call",

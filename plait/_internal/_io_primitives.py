@@ -11,22 +11,26 @@ exempt it, and only it).
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import AbstractContextManager
+from contextvars import Context
 from typing import Any, TypeVar
 
 __all__ = [
     "acall_maybe_async",
     "aone_attempt",
     "arun_all",
+    "arun_in_context",
     "asettle_all",
     "atake_lock",
     "call_maybe_async",
     "one_attempt",
     "run_all",
+    "run_in_context",
     "settle_all",
     "take_lock",
 ]
@@ -120,6 +124,25 @@ async def acall_maybe_async(
     """``func(*args)``, awaited when ``func`` is async (``refused`` is the sync form's)."""
     answer = func(*args)
     return await answer if is_async else answer
+
+
+# -- a call in a given context: Context.run / a task made in it ---------------------------------------
+
+
+def run_in_context(context: Context, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``func(*args, **kwargs)`` run in ``context`` (``context.run``)."""
+    return context.run(func, *args, **kwargs)
+
+
+async def arun_in_context(
+    context: Context, func: Callable[..., Awaitable[_T]], *args: Any, **kwargs: Any
+) -> _T:
+    """``func(*args, **kwargs)`` (called here) awaited in ``context``: as a task made in it (Python 3.11+;
+    before, awaited in this one's)."""
+    coro = func(*args, **kwargs)
+    if sys.version_info >= (3, 11):
+        return await asyncio.create_task(coro, context=context)  # type: ignore[arg-type]
+    return await coro
 
 
 # -- a threading lock: a blocking wait / polled from the event loop -----------------------------------

@@ -9,12 +9,9 @@ a caller put one there, else the running node's.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import sys
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextvars import Context
 from typing import Any, Optional, TypeAlias, TypeVar, Union, cast
 
 from langchain_core.callbacks.base import BaseCallbackManager
@@ -30,6 +27,7 @@ from langchain_core.runnables.config import (
 
 from plait._context import running_task
 from plait._internal._constants import CONF, CONFIG_KEY_NODE_ERROR, CONFIG_KEY_RUNTIME
+from plait._internal._io_primitives import arun_in_context, run_in_context
 from plait._schema import MISSING
 from plait.errors import NodeError
 from plait.store.base import BaseStore
@@ -196,14 +194,55 @@ class RunnableCallable(Runnable[Any, Any]):
             kwargs[kw] = value
         return args, kwargs
 
-    def invoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> Any:
-        """Call ``func`` (traced as a chain run when ``trace``).
+    # >>> async source
+    async def ainvoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> Any:
+        """Await ``afunc`` (sync: call ``func``), traced as a chain run when ``trace``; with no
+        ``afunc``, the async form calls ``func`` (:meth:`invoke`).
 
         Raises:
-            TypeError: there is no sync function.
+            TypeError: (sync form) there is no sync function.
+        """
+        if self.afunc is None:
+            # >>> async only
+            return self.invoke(input, config, **kwargs)
+            # <<< async only
+            raise TypeError(  # only the sync form gets here (the async one has just called func)
+                f'No synchronous function provided to "{self.name}".'
+                "\nEither initialize with a synchronous function or invoke"
+                " via the async API (ainvoke, astream, etc.)"
+            )
+        config = ensure_config(config)
+        args, kw = self._call_args(input, config, kwargs)
+        if not self.trace:
+            ret = await self.afunc(*args, **kw)
+        else:
+            manager = _without_task_ns(get_async_callback_manager_for_config(config))
+            run = await manager.on_chain_start(
+                None, input, name=config.get("run_name") or self.get_name(), run_id=config.pop("run_id", None)
+            )
+            try:
+                with set_config_context(patch_config(config, callbacks=run.get_child())) as context:
+                    ret = await arun_in_context(context, self.afunc, *args, **kw)
+            except BaseException as exc:
+                await run.on_chain_error(exc)
+                raise
+            await run.on_chain_end(ret)
+        if self.recurse and isinstance(ret, Runnable):
+            return await ret.ainvoke(input, config)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return ret
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
+    def invoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> Any:
+        """Await ``afunc`` (sync: call ``func``), traced as a chain run when ``trace``; with no
+        ``afunc``, the async form calls ``func`` (:meth:`invoke`).
+
+        Raises:
+            TypeError: (sync form) there is no sync function.
         """
         if self.func is None:
-            raise TypeError(
+            raise TypeError(  # only the sync form gets here (the async one has just called func)
                 f'No synchronous function provided to "{self.name}".'
                 "\nEither initialize with a synchronous function or invoke"
                 " via the async API (ainvoke, astream, etc.)"
@@ -219,7 +258,7 @@ class RunnableCallable(Runnable[Any, Any]):
             )
             try:
                 with set_config_context(patch_config(config, callbacks=run.get_child())) as context:
-                    ret = context.run(self.func, *args, **kw)
+                    ret = run_in_context(context, self.func, *args, **kw)
             except BaseException as exc:
                 run.on_chain_error(exc)
                 raise
@@ -228,29 +267,7 @@ class RunnableCallable(Runnable[Any, Any]):
             return ret.invoke(input, config)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         return ret
 
-    async def ainvoke(self, input: object, config: RunnableConfig | None = None, **kwargs: object) -> Any:
-        """Await ``afunc`` (``func`` when there is none), traced as a chain run when ``trace``."""
-        if self.afunc is None:
-            return self.invoke(input, config, **kwargs)
-        config = ensure_config(config)
-        args, kw = self._call_args(input, config, kwargs)
-        if not self.trace:
-            ret = await self.afunc(*args, **kw)
-        else:
-            manager = _without_task_ns(get_async_callback_manager_for_config(config))
-            run = await manager.on_chain_start(
-                None, input, name=config.get("run_name") or self.get_name(), run_id=config.pop("run_id", None)
-            )
-            try:
-                with set_config_context(patch_config(config, callbacks=run.get_child())) as context:
-                    ret = await _in_context(self.afunc(*args, **kw), context)
-            except BaseException as exc:
-                await run.on_chain_error(exc)
-                raise
-            await run.on_chain_end(ret)
-        if self.recurse and isinstance(ret, Runnable):
-            return await ret.ainvoke(input, config)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        return ret
+    # <<< generated sync
 
 
 def _without_task_ns(manager: _Manager) -> _Manager:
@@ -262,12 +279,6 @@ def _without_task_ns(manager: _Manager) -> _Manager:
         ):
             del metadata["checkpoint_ns"]
     return manager
-
-
-async def _in_context(coro: Awaitable[object], context: Context) -> object:
-    if sys.version_info >= (3, 11):
-        return await asyncio.create_task(coro, context=context)  # type: ignore[arg-type]
-    return await coro
 
 
 def is_async_callable(func: object) -> bool:
