@@ -7,7 +7,7 @@ import inspect
 from collections.abc import AsyncGenerator, Generator, Sequence
 from contextlib import aclosing
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from plait.errors import GraphBubbleUp, ParentCommand, is_invalid_resume
 from plait.pregel._astep import run_concurrently
@@ -167,7 +167,7 @@ async def _drive(loop: Loop, input: object, store: object, context: object) -> A
     """
     effects = loop.effects(input)
     deep = stack_is_deep()  # every step runs at this depth
-    answer: Any = None
+    answer: object = None
     error: Exception | None = None
     sink = loop.sink
     running: Sequence[Task] = ()  # the tasks of the step under way
@@ -275,21 +275,19 @@ async def _execute_live(
     step.result()
 
 
-async def _perform(loop: Loop, effect: Effect) -> Any:
+async def _perform(loop: Loop, effect: Effect) -> object:
     """Run a routing or saving effect (a step's tasks are run by the driver itself); a save goes
     to the run's held saves, if it holds them (``loop.holding``)."""
-    kind = type(effect)
-    if kind is CallRouters:
-        return await acall_routers(effect)  # type: ignore[arg-type]
-    if kind is Save and loop.holding is not None:
-        await loop.holding.save(cast(Save, effect))
-    elif kind is Save:
-        settings = loop.settings
-        thread = settings.thread
-        # kind is Save (type() held in a local does not narrow)
-        await asave(
-            settings.saver,
-            cast(Save, effect),
-            None if thread is None else (thread.thread_id, thread.checkpoint_ns),
-        )
+    if type(effect) is CallRouters:
+        return await acall_routers(effect)
+    if type(effect) is Save:
+        if loop.holding is not None:
+            await loop.holding.save(effect)
+        else:
+            thread = loop.settings.thread
+            await asave(
+                loop.settings.saver,
+                effect,
+                None if thread is None else (thread.thread_id, thread.checkpoint_ns),
+            )
     return None

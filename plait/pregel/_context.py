@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from plait._context import TASK_CONTEXT, PendingTask, RunningTask
 from plait._context import running_task as any_task
@@ -23,6 +23,16 @@ from plait.runtime import ExecutionInfo, Runtime
 from plait.types import Interrupt
 
 __all__ = ["TaskContext", "current_task", "running_task", "task_scope"]
+
+
+# the dataclasses' default factories are the builtins; typed here with their element types
+if TYPE_CHECKING:
+
+    def _resumes() -> list[object]: ...
+    def _pairs() -> list[tuple[str, object]]: ...
+
+else:
+    _resumes = _pairs = list
 
 
 def _drop(_: Any) -> None:
@@ -55,7 +65,7 @@ class TaskContext:
     node: str = ""
     task_id: str = ""
     # the factory is cast once, here, to its element type (it stays the builtin list)
-    resume: list[object] = field(default_factory=cast("Callable[[], list[object]]", list))
+    resume: list[object] = field(default_factory=_resumes)
     lc_config: dict[str, Any] | None = None
     paused: bool = False
     """The task paused before (an interrupt or a subgraph breakpoint): subgraphs inside continue."""
@@ -67,9 +77,7 @@ class TaskContext:
     subgraph_calls: int = 0
     attempt: int = 1
     """Which attempt of the node this is (retry policies run it again)."""
-    pushed: list[tuple[str, object]] = field(
-        default_factory=cast("Callable[[], list[tuple[str, object]]]", list)
-    )
+    pushed: list[tuple[str, object]] = field(default_factory=_pairs)
     """Writes the node made while running (``push_message``): they come before its result's."""
     task: Task | None = None
     """The running task (its node's config names it), if any."""

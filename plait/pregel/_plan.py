@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from plait.channels.base import BaseChannel
 from plait.channels.last_value import LastValue
@@ -21,6 +21,16 @@ if TYPE_CHECKING:
     from plait.pregel._builder import PregelNode
 
 __all__ = ["Branch", "FastNode", "FastTables", "Join", "NodeSpec", "Plan"]
+
+
+# the dataclasses' default factories are the builtins; typed here with their element types
+if TYPE_CHECKING:
+
+    def _metadata() -> dict[str, object]: ...
+    def _triggers() -> dict[str, tuple[str, ...]]: ...
+
+else:
+    _metadata = _triggers = dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +62,7 @@ class NodeSpec:
     subgraph: Any = None
     """The compiled graph, when the node is one (``get_state(subgraphs=True)``, ``get_subgraphs``)."""
     # the factory is cast once, here, to its element types (it stays the builtin dict)
-    metadata: Mapping[str, object] = field(default_factory=cast("Callable[[], dict[str, object]]", dict))
+    metadata: Mapping[str, object] = field(default_factory=_metadata)
     managed: tuple[tuple[str, object], ...] = ()
     """``(key, ManagedValue class)`` pairs filled in for each task (``RemainingSteps``…)."""
     cache_policy: CachePolicy[Any] | None = None
@@ -166,9 +176,7 @@ class Plan:
     """The state schema's managed values (``RemainingSteps``…), filled into what conditional edges receive."""
     volatile: tuple[str, ...] = field(init=False, default=())
     """Keys a step that does not write them still changes (``EphemeralValue``, ``Topic``)."""
-    triggers: Mapping[str, tuple[str, ...]] = field(
-        default_factory=lambda: cast("dict[str, tuple[str, ...]]", {})
-    )
+    triggers: Mapping[str, tuple[str, ...]] = field(default_factory=_triggers)
     """A channel graph's (``Pregel(nodes=..., channels=...)``): the nodes a write of each key starts
     in the next step; its nodes have no edges."""
     input_channel: str | None = None

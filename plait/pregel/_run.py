@@ -9,7 +9,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Generator, Hashable, Sequence
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import TypeVar
 
 from plait._context import TASK_CONTEXT
 from plait.checkpoint._locks import reentered
@@ -248,7 +248,7 @@ def _drive(loop: Loop, effects: Steps, store: object, context: object) -> Genera
     """Execute the loop's effects; an effect's error is thrown back into the loop."""
     # every step runs at this depth; only graphs run inside nodes nest deeply (a run's own stack is shallow)
     deep = running_task() is not None and stack_is_deep()
-    answer: Any = None
+    answer: object = None
     error: Exception | None = None
     running: Sequence[Task] = ()  # the tasks of the step under way
     step_timeout = loop.settings.step_timeout
@@ -325,21 +325,19 @@ def _execute_live(
     return stream_threaded(run, loop.sink)
 
 
-def _perform(loop: Loop, effect: Effect) -> Any:
+def _perform(loop: Loop, effect: Effect) -> object:
     """Run a routing or saving effect (a step's tasks are run by the driver itself); a save goes
     to the run's held saves, if it holds them (``loop.holding``)."""
-    kind = type(effect)
-    if kind is CallRouters:
-        return call_routers(effect)  # type: ignore[arg-type]
-    if kind is Save and loop.holding is not None:
-        loop.holding.save(cast(Save, effect))
-    elif kind is Save:
-        settings = loop.settings
-        thread = settings.thread
-        # kind is Save (type() held in a local does not narrow)
-        save(
-            settings.saver,
-            cast(Save, effect),
-            None if thread is None else (thread.thread_id, thread.checkpoint_ns),
-        )
+    if type(effect) is CallRouters:
+        return call_routers(effect)
+    if type(effect) is Save:
+        if loop.holding is not None:
+            loop.holding.save(effect)
+        else:
+            thread = loop.settings.thread
+            save(
+                loop.settings.saver,
+                effect,
+                None if thread is None else (thread.thread_id, thread.checkpoint_ns),
+            )
     return None

@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 from plait.checkpoint.base import now_iso
 
 __all__ = ["RunState", "hold_deferred", "next_version"]
+
+
+# the dataclasses' default factories are the builtins; typed here with their element types
+if TYPE_CHECKING:
+
+    def _versions() -> dict[str, int]: ...
+    def _barriers() -> dict[str, set[str]]: ...
+    def _names() -> list[str]: ...
+    def _pairs() -> list[tuple[str, object]]: ...
+    def _name_set() -> set[str]: ...
+
+else:
+    _versions = _barriers = dict
+    _names = _pairs = list
+    _name_set = set
 
 
 def next_version(current: int | None, channel: None = None) -> int:
@@ -40,15 +55,12 @@ class RunState:
     """
 
     values: dict[str, object]
-    # the factories are cast once, here, to the element types (they stay the builtins dict and list)
-    versions: dict[str, int] = field(default_factory=cast("Callable[[], dict[str, int]]", dict))
-    barriers: dict[str, set[str]] = field(default_factory=cast("Callable[[], dict[str, set[str]]]", dict))
-    next: list[str] = field(default_factory=cast("Callable[[], list[str]]", list))
-    sends: list[tuple[str, object]] = field(
-        default_factory=cast("Callable[[], list[tuple[str, object]]]", list)
-    )
+    versions: dict[str, int] = field(default_factory=_versions)
+    barriers: dict[str, set[str]] = field(default_factory=_barriers)
+    next: list[str] = field(default_factory=_names)
+    sends: list[tuple[str, object]] = field(default_factory=_pairs)
     step: int = 0
-    deferred: set[str] = field(default_factory=cast("Callable[[], set[str]]", set))
+    deferred: set[str] = field(default_factory=_name_set)
     bump: Callable[[Any, None], Any] = next_version  # a saver's get_next_version when it has its own
     untracked: frozenset[str] = frozenset()  # keys never checkpointed (UntrackedValue), set by apply_writes
 

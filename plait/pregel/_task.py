@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from plait.checkpoint._task_ids import task_key
 from plait.errors import (
@@ -26,6 +26,16 @@ DRAINED = "drained"
 """Id of the marker a task keeps when a subgraph inside it drained (``RunControl``)."""
 
 
+# the dataclasses' default factories are the builtins; typed here with their element types
+if TYPE_CHECKING:
+
+    def _pairs() -> list[tuple[str, object]]: ...
+    def _targets() -> list[object]: ...
+
+else:
+    _pairs = _targets = list
+
+
 def task_path(name: str, push: int | None) -> tuple[object, ...]:
     """A task's path as LangGraph names it: pulled by the state's edges, or the ``push``-th ``Send``."""
     return ("__pregel_pull", name) if push is None else ("__pregel_push", push, False)
@@ -43,11 +53,8 @@ class Task:
     push: int | None = None
     """For a task a ``Send`` started (its input is the ``Send``'s argument): that ``Send``'s
     position among the step's; ``None`` for a task the state's edges started."""
-    # the factories are cast once, here, to the element types (the factory stays the builtin list)
-    writes: list[tuple[str, object]] = field(
-        default_factory=cast("Callable[[], list[tuple[str, object]]]", list)
-    )
-    goto: list[object] = field(default_factory=cast("Callable[[], list[object]]", list))
+    writes: list[tuple[str, object]] = field(default_factory=_pairs)
+    goto: list[object] = field(default_factory=_targets)
     done: bool = False
     error: BaseException | None = None
     interrupts: tuple[Interrupt, ...] = ()

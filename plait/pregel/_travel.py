@@ -54,6 +54,16 @@ CHECKPOINT_MAP = "checkpoint_map"
 graph on its path (LangGraph's name)."""
 
 
+# the dataclasses' default factories are the builtins; typed here with their element types
+if TYPE_CHECKING:
+
+    def _names() -> dict[str, str]: ...
+    def _seen() -> set[str]: ...
+
+else:
+    _names, _seen = dict, set
+
+
 def stable_ns(ns: str) -> str:
     """``ns`` without task ids: the same subgraph has it in every run (``a:tid|b:tid`` -> ``a|b``)."""
     return "|".join(part.split(":")[0] for part in ns.split("|"))
@@ -70,8 +80,8 @@ class Voyage:
     """
 
     bound: str | None = None
-    targets: dict[str, str] = field(default_factory=lambda: cast("dict[str, str]", {}))
-    _visited: set[str] = field(default_factory=lambda: cast("set[str]", set()))
+    targets: dict[str, str] = field(default_factory=_names)
+    _visited: set[str] = field(default_factory=_seen)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def first_visit(self, ns: str) -> tuple[str | None, str | None]:
@@ -101,7 +111,7 @@ class Travel:
 
     voyage: Voyage
     before: str | None = None
-    parents: dict[str, str] = field(default_factory=lambda: cast("dict[str, str]", {}))
+    parents: dict[str, str] = field(default_factory=_names)
     root: bool = False
 
 
