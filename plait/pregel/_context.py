@@ -35,7 +35,7 @@ else:
     _resumes = _pairs = list
 
 
-def _drop(_: Any) -> None:
+def _drop(_: object) -> None:
     return None
 
 
@@ -102,7 +102,7 @@ class TaskContext:
         return {**self.config, "configurable": configurable, "metadata": metadata}
 
     @property
-    def writer(self) -> Callable[[Any], None]:
+    def writer(self) -> Callable[[object], None]:
         """Emits ``custom`` stream events."""
         writer = _drop if self.loop is None else self.loop.sink.custom
         return writer if self.progress is None else self.progress.guard(writer)
@@ -152,7 +152,7 @@ class TaskContext:
         self.subgraph_calls = 0
         self.pushed.clear()
 
-    def interrupt(self, value: Any, *, response_schema: Any = None) -> Any:
+    def interrupt(self, value: object, *, response_schema: object = None) -> Any:
         """Return the resume value for this call, or stop the node with an ``Interrupt``.
 
         Raises:

@@ -49,7 +49,7 @@ def _holds(loop: Loop) -> tuple[str, str] | None:
     thread = settings.thread
     if settings.durability != "async" or thread is None or thread.checkpoint_ns != "":
         return None
-    kind: Any = type(cast(object, settings.saver))
+    kind = type(settings.saver)
     can = getattr(kind, "_can_hold", None)
     return (thread.thread_id, "") if can is not None and can(settings.saver) else None
 

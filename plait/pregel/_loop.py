@@ -87,9 +87,10 @@ class Loop:
         saver = settings.saver
         self.held: frozenset[Hashable] = frozenset()  # leases held by this run and the runs around it
         self.run = RunState(values={})
-        own: Any = None if saver is None else getattr(type(cast("object", saver)), "get_next_version", None)
-        if own is not None and own is not BaseCheckpointSaver.get_next_version:
-            self.run.bump = cast(Any, saver).get_next_version  # the saver versions keys its own way
+        if saver is not None:
+            own: object = getattr(type(saver), "get_next_version", None)
+            if own is not None and own is not BaseCheckpointSaver.get_next_version:
+                self.run.bump = saver.get_next_version  # the saver versions keys its own way
         self.sink = EventSink(settings.modes, settings.config, settings.subgraphs)
         self.sink.state = self.state_values
         self.null_writes: list[tuple[str, object]] = []  # resume updates pending on the checkpoint

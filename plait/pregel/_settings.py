@@ -7,7 +7,7 @@ helpers read from it what they need.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from plait.checkpoint.base import config_metadata
 from plait.pregel._limits import DEFAULT_RECURSION_LIMIT
@@ -16,6 +16,9 @@ from plait.pregel._plan import Plan
 from plait.pregel._thread import ThreadRef
 from plait.pregel._travel import Travel
 from plait.runtime import RunControl, ServerInfo
+
+if TYPE_CHECKING:
+    from plait.checkpoint.base import BaseCheckpointSaver
 
 __all__ = ["RunSettings", "run_settings"]
 
@@ -46,7 +49,7 @@ class RunSettings(NamedTuple):
     """
 
     plan: Plan
-    saver: Any
+    saver: BaseCheckpointSaver | None
     config: dict[str, object]
     thread: ThreadRef | None
     modes: frozenset[str]

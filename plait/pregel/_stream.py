@@ -62,7 +62,7 @@ def _weakly(method: Callable[[Any], None]) -> Callable[[Any], None]:
     return call
 
 
-def _update_payload(task: Task) -> Any:
+def _update_payload(task: Task) -> object:
     result = task.result
     if isinstance(result, dict) and result:
         # a node's update (isinstance() leaves it dict[Unknown, Unknown]); an empty one shows as None
@@ -182,7 +182,7 @@ class EventSink:
             if self.notify is not None:
                 self.notify()
 
-    def custom(self, chunk: Any) -> None:
+    def custom(self, chunk: object) -> None:
         """A node's ``writer`` output (``custom`` mode)."""
         if "custom" in self.modes:
             self.events.append(("custom", chunk))
@@ -247,7 +247,7 @@ class EventSink:
             "configurable": dict(configurable_of(self.config)),
         }
 
-    def _emit(self, mode: str, payload: Any, step: int, kind: str) -> None:
+    def _emit(self, mode: str, payload: object, step: int, kind: str) -> None:
         if mode in self.modes:
             self.events.append((mode, payload))
         if "debug" in self.modes:

@@ -58,7 +58,7 @@ class Task:
     done: bool = False
     error: BaseException | None = None
     interrupts: tuple[Interrupt, ...] = ()
-    result: Any = None
+    result: object = None
     cached: bool = False
     """The writes came from the node cache; the node was not called."""
     reported: bool = False
@@ -69,7 +69,7 @@ class Task:
     """The error handler task that took over when this task failed."""
     source: Task | None = None
     """For an error handler task: the failed task it handles."""
-    failure: Any = None
+    failure: object = None
     """For an error handler task: the :class:`~plait.errors.NodeError` the handler receives."""
     trace: Any = None
     """Its node's run, kept open for its routers' runs when the run is traced (:mod:`plait.pregel._traced`)."""
