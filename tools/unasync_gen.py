@@ -91,6 +91,7 @@ REGIONS: tuple[str, ...] = (
     "plait/stream/_run.py",
     "plait/func.py",
     "plait/_internal/_runnable.py",
+    "plait/graph/_runnable.py",
 )
 """Modules holding ``# >>> async source`` regions."""
 
@@ -224,6 +225,8 @@ NAMES: dict[str, str] = {
     "_acursor": "_cursor",
     "_amore": "_more",
     "astream_events_v3": "stream_events_v3",
+    # the runnable face of a compiled graph (plait/graph/_runnable.py)
+    "_astart": "_start",
     # typing and the standard library
     "AbstractAsyncContextManager": "AbstractContextManager",
     "AsyncIterator": "Iterator",

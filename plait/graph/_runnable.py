@@ -172,6 +172,24 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         merged["metadata"] = {**(merged.get("metadata") or {}), **own}  # over the caller's context (a node's)
         return run_config(merged)  # what with_config() set is checked too
 
+    # >>> async source
+    async def _astart(self, config: dict[str, Any], input: object) -> AsyncCallbackManagerForChainRun | None:  # noqa: A002
+        callbacks = config.get("callbacks")
+        if callbacks is None:  # invoked inside a runnable (or a node) that carries callbacks
+            parent = var_child_runnable_config.get()
+            callbacks = parent.get("callbacks") if parent else None
+        if not callbacks and not _tracing():
+            return None
+        manager = root_manager(AsyncCallbackManager, config, callbacks)
+        name = config.get("run_name") or self._named("")
+        run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(
+            None, input, name=name, run_id=config.get("run_id")
+        )
+        return run
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     def _start(self, config: dict[str, Any], input: object) -> CallbackManagerForChainRun | None:  # noqa: A002
         callbacks = config.get("callbacks")
         if callbacks is None:  # invoked inside a runnable (or a node) that carries callbacks
@@ -186,19 +204,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         )
         return run
 
-    async def _astart(self, config: dict[str, Any], input: object) -> AsyncCallbackManagerForChainRun | None:  # noqa: A002
-        callbacks = config.get("callbacks")
-        if callbacks is None:  # invoked inside a runnable (or a node) that carries callbacks
-            parent = var_child_runnable_config.get()
-            callbacks = parent.get("callbacks") if parent else None
-        if not callbacks and not _tracing():
-            return None
-        manager = root_manager(AsyncCallbackManager, config, callbacks)
-        name = config.get("run_name") or self._named("")
-        run: AsyncCallbackManagerForChainRun = await manager.on_chain_start(
-            None, input, name=name, run_id=config.get("run_id")
-        )
-        return run
+    # <<< generated sync
 
     def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Self:
         """A copy of this graph whose runs use ``config`` (and ``kwargs``) under their own config."""
