@@ -102,3 +102,25 @@ def test_a_delegating_async_method_is_not_a_twin() -> None:
     twin, even though it falls back on ``get``."""
     found = _generator()._scan("m.py", ast.parse(DELEGATION).body, "", set())
     assert found == ["m.py:Saver.get/aget (4 lines)"]
+
+
+def test_async_only_and_sync_only_blocks() -> None:
+    """``# >>> async only`` lines are left out of the sync form; ``# >>> sync only`` lines (commented
+    out in the async source) are uncommented in it."""
+    source = (
+        "async def ax(self):\n"
+        "    # >>> async only\n"
+        "    await hop()\n"
+        "    # <<< async only\n"
+        "    # >>> sync only\n"
+        "    # if fast:\n"
+        "    #     return 1  # the sync form's\n"
+        "    # <<< sync only\n"
+        '    return await self._pregel("ainvoke")()\n'
+    )
+    assert _generator().unasync_text(source) == (
+        "def ax(self):\n"
+        "    if fast:\n"
+        "        return 1  # the sync form's\n"
+        '    return self._pregel("invoke")()\n'
+    )

@@ -23,6 +23,9 @@ else is generated. An async method that only hands the call to its sync twin (La
 A few lines only the async form has (a sync backend's async method handing the whole call to a
 worker thread, which in the sync form would call itself) sit between ``# >>> async only`` and
 ``# <<< async only`` inside the source; the sync form leaves them out.
+A few lines only the sync form has (a sync-only fast path that must cost no extra call, such as the
+plain run of ``GraphRunnable.invoke``) sit, commented out (``# `` before each line), between
+``# >>> sync only`` and ``# <<< sync only``; the sync form has them uncommented.
 
 Usage::
 
@@ -289,8 +292,28 @@ def _fstring_fields(rule: _Rule, token: tokenize_rt.Token) -> tokenize_rt.Token:
     return token._replace(src=_FIELD.sub(field, token.src))
 
 
+_SYNC_ONLY = re.compile(r"(?ms)^([ \t]*)# >>> sync only\n(.*?)^[ \t]*# <<< sync only[ \t]*\n")
+
+
+def _sync_only(match: re.Match[str]) -> str:
+    """The commented-out lines of a ``# >>> sync only`` block, uncommented (at the marker's indent)."""
+    indent = match.group(1)
+    out: list[str] = []
+    for line in match.group(2).splitlines(keepends=True):
+        if line.strip() == "#":
+            out.append("\n")
+        elif line.startswith(indent + "# "):
+            out.append(indent + line[len(indent) + 2 :])
+        else:
+            raise SystemExit(
+                f"a '# >>> sync only' line is not commented out at the marker's indent: {line!r}"
+            )
+    return "".join(out)
+
+
 def unasync_text(source: str) -> str:
     """The sync form of a piece of async code (not yet formatted)."""
+    source = _SYNC_ONLY.sub(_sync_only, source)
     for pattern, replacement in BEFORE:
         source = re.sub(pattern, replacement, source)
     rule = _Rule()

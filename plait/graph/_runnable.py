@@ -221,6 +221,67 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
 
     # -- running, with a chain run when callbacks are on ------------------------------
 
+    # >>> async source
+    @overload
+    async def ainvoke(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        stream_mode: Literal["values"] = ...,
+        version: Literal["v2"],
+        **kwargs: object,
+    ) -> GraphOutput[OutputT]: ...
+
+    @overload
+    async def ainvoke(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        stream_mode: str | Sequence[str] = ...,
+        version: Literal["v1", "v2"] = ...,
+        **kwargs: object,
+    ) -> dict[str, Any] | Any: ...
+
+    async def ainvoke(
+        self,
+        input: InputT | Command[Any] | None,  # noqa: A002
+        config: RunnableConfig | None = None,
+        *,
+        context: ContextT | None = None,
+        **kwargs: object,
+    ) -> object:
+        """Run the graph (see ``Pregel.invoke``); reports a chain run when callbacks are configured.
+
+        Returns ``GraphOutput[Output]`` with ``version="v2"``; with ``"v1"`` (the default) the output
+        dict (``__interrupt__`` included when it paused), or a list of chunks for another ``stream_mode``.
+        """
+        cfg = self._config(config)
+        run = None if kwargs.get("stream_mode", "values") != "values" else await self._astart(cfg, input)
+        if run is None:
+            # >>> sync only
+            # if not kwargs and (out := self.run_fast(input, cfg, context)) is not SLOW:
+            #     return out  # a plain run (pregel/_fast.py)
+            # <<< sync only
+            return await self._pregel("ainvoke")(input, cfg, context=context, **kwargs)
+        try:
+            out = await self._pregel("ainvoke")(
+                input, _run_config(cfg, run.get_child()), context=context, **kwargs
+            )
+        except BaseException as exc:
+            await arelease(run.run_id)
+            await run.on_chain_error(exc)
+            raise
+        await arelease(run.run_id)  # node runs whose routers never ran (a step stopped by another task)
+        await run.on_chain_end(out)
+        return out
+
+    # <<< async source
+
+    # >>> generated sync (made by tools/unasync_gen.py from the async source above -- do not edit)
     @overload
     def invoke(
         self,
@@ -274,54 +335,7 @@ class GraphRunnable(Generic[StateT, ContextT, InputT, OutputT]):
         run.on_chain_end(out)
         return out
 
-    @overload
-    async def ainvoke(
-        self,
-        input: InputT | Command[Any] | None,  # noqa: A002
-        config: RunnableConfig | None = None,
-        *,
-        context: ContextT | None = None,
-        stream_mode: Literal["values"] = ...,
-        version: Literal["v2"],
-        **kwargs: object,
-    ) -> GraphOutput[OutputT]: ...
-
-    @overload
-    async def ainvoke(
-        self,
-        input: InputT | Command[Any] | None,  # noqa: A002
-        config: RunnableConfig | None = None,
-        *,
-        context: ContextT | None = None,
-        stream_mode: str | Sequence[str] = ...,
-        version: Literal["v1", "v2"] = ...,
-        **kwargs: object,
-    ) -> dict[str, Any] | Any: ...
-
-    async def ainvoke(
-        self,
-        input: InputT | Command[Any] | None,  # noqa: A002
-        config: RunnableConfig | None = None,
-        *,
-        context: ContextT | None = None,
-        **kwargs: object,
-    ) -> object:
-        """Async :meth:`invoke`."""
-        cfg = self._config(config)
-        run = None if kwargs.get("stream_mode", "values") != "values" else await self._astart(cfg, input)
-        if run is None:
-            return await self._pregel("ainvoke")(input, cfg, context=context, **kwargs)
-        try:
-            out = await self._pregel("ainvoke")(
-                input, _run_config(cfg, run.get_child()), context=context, **kwargs
-            )
-        except BaseException as exc:
-            await arelease(run.run_id)
-            await run.on_chain_error(exc)
-            raise
-        await arelease(run.run_id)
-        await run.on_chain_end(out)
-        return out
+    # <<< generated sync
 
     def stream(
         self,
