@@ -119,7 +119,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         ):
             return SLOW
         out = run_fast(self, fast, input, config, context)
-        return _output(self, out.loop, False) if type(out) is Handed else out
+        return _output(self.plan, out.loop, False) if type(out) is Handed else out
 
     def with_saver(self, saver: BaseCheckpointSaver | None) -> Self:
         """A copy of this graph that saves its threads in ``saver`` (used to run subgraphs)."""
@@ -152,7 +152,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
             async for event in events:
                 push(event)
-        return _output(self, loop, False)
+        return _output(self.plan, loop, False)
 
     async def astream(
         self,
@@ -220,7 +220,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         async with aclosing(run_async(loop, input, *run_inputs(self, config, context))) as events:
             async for _ in events:
                 pass
-        return _output(self, loop, v2)
+        return _output(self.plan, loop, v2)
 
     async def abatch(
         self,
@@ -252,7 +252,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
             for event in events:
                 push(event)
-        return _output(self, loop, False)
+        return _output(self.plan, loop, False)
 
     def stream(
         self,
@@ -316,7 +316,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
         with closing(run_sync(loop, input, *run_inputs(self, config, context))) as events:
             for _ in events:
                 pass
-        return _output(self, loop, v2)
+        return _output(self.plan, loop, v2)
 
     def batch(
         self,
@@ -330,7 +330,7 @@ class Pregel(ThreadAccess, Generic[StateT, ContextT, InputT, OutputT]):
     # <<< generated sync
 
 
-def _output(graph: Pregel[Any, Any, Any, Any], loop: Loop, v2: bool) -> Any:
+def _output(plan: Plan, loop: Loop, v2: bool) -> Any:
     """What ``invoke`` returns: the output (``__interrupt__`` included), or a ``GraphOutput``."""
     final = loop.final()
     thread = loop.settings.thread
@@ -338,9 +338,9 @@ def _output(graph: Pregel[Any, Any, Any, Any], loop: Loop, v2: bool) -> Any:
         # a subgraph stopped at a breakpoint: its parent task pauses too (and continues it later)
         final[INTERRUPT] = list(loop.interrupts)
     if not v2:
-        return output_value(graph.plan, final)
+        return output_value(plan, final)
     interrupts = tuple(final.pop(INTERRUPT, ()))
-    make = graph.plan.output_make  # version 2: the output schema's class (dataclass, pydantic)
+    make = plan.output_make  # version 2: the output schema's class (dataclass, pydantic)
     return GraphOutput(
-        value=output_value(graph.plan, final) if make is None else make(final), interrupts=interrupts
+        value=output_value(plan, final) if make is None else make(final), interrupts=interrupts
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property, partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from weakref import WeakMethod
 
 from langchain_core.messages import BaseMessage
@@ -28,6 +28,8 @@ from plait.pregel._tool_events import ToolEventHandler
 from plait.types import Interrupt, PregelTask
 
 __all__ = ["STATIC", "EventSink", "next_tasks", "task_result"]
+
+_T = TypeVar("_T")
 
 STATIC = ("before", "after", "drained")
 """Ids of the markers a pause leaves that are no question (breakpoints, a drained subgraph)."""
@@ -49,12 +51,12 @@ class _Recast(tuple[str, ...]):
     __slots__ = ()
 
 
-def _weakly(method: Callable[[Any], None]) -> Callable[[Any], None]:
+def _weakly(method: Callable[[_T], None]) -> Callable[[_T], None]:
     """``method`` (of an event sink) called through a weak reference: the handlers a sink holds do
     not hold it, so a finished run is freed at once, not by the cyclic garbage collector."""
     weak = WeakMethod(method)
 
-    def call(item: Any) -> None:
+    def call(item: _T) -> None:
         bound = weak()
         if bound is not None:
             bound(item)
