@@ -27,6 +27,7 @@ __all__ = ["TaskContext", "current_task", "running_task", "task_scope"]
 
 # the dataclasses' default factories are the builtins; typed here with their element types
 if TYPE_CHECKING:
+    from plait.checkpoint.base import BaseCheckpointSaver
 
     def _resumes() -> list[object]: ...
     def _pairs() -> list[tuple[str, object]]: ...
@@ -108,7 +109,7 @@ class TaskContext:
         return writer if self.progress is None else self.progress.guard(writer)
 
     @property
-    def saver(self) -> Any:
+    def saver(self) -> BaseCheckpointSaver | None:
         """The run's checkpointer (subgraphs save into it), or ``None``."""
         return None if self.loop is None else self.loop.settings.saver
 

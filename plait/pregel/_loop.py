@@ -465,7 +465,7 @@ class Loop:
             run.step,
         )
 
-    def branch_input(self, stop: int | None = None) -> Any:
+    def branch_input(self, stop: int | None = None) -> object:
         """The state as conditional-edge functions receive it; managed values count down to ``stop``, the
         run's last step (``None``: an update outside a run, routed as if two steps were left, as LangGraph does)."""
         step = self.run.step
