@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Hashable, Sequence
@@ -20,7 +19,7 @@ from plait.pregel._concurrency import max_concurrency
 from plait.pregel._context import TaskContext, running_task, task_scope
 from plait.pregel._effects import CallRouters, Effect, Emit, RunTasks, Save, save
 from plait.pregel._held import HeldSaves, held_for
-from plait.pregel._live import stream_switching, stream_threaded
+from plait.pregel._live import stream_threaded
 from plait.pregel._loop import Loop, Steps
 from plait.pregel._pause import abandoned_saves, task_id
 from plait.pregel._pool import POOL_SIZE, on_fresh_thread, stack_is_deep, with_helpers
@@ -271,7 +270,7 @@ def _drive(loop: Loop, effects: Steps, store: object, context: object) -> Genera
                 else:
                     started, running = time.monotonic(), effect.tasks
                     if loop.sink.live:
-                        yield from _execute_live(loop, running, store, context, deep)
+                        yield from _execute_live(loop, running, store, context)
                     else:
                         _execute(loop, running, store, context, deep)
                     if step_timeout is not None and time.monotonic() - started > step_timeout:
@@ -310,19 +309,10 @@ def _abandon(loop: Loop, tasks: Sequence[Task]) -> None:
 
 
 def _execute_live(
-    loop: Loop, tasks: Sequence[Task], store: object, context: object, deep: bool
+    loop: Loop, tasks: Sequence[Task], store: object, context: object
 ) -> Generator[Event, None, None]:
-    """Run the step and stream the events its tasks emit as they come: a step of one sync task,
-    streamed from the main thread, in a greenlet here; any other on a runner thread."""
-    run = partial(_execute, loop, tasks, store, context)
-    if (
-        len(tasks) == 1
-        and not deep
-        and not tasks[0].node.is_async
-        and threading.current_thread() is threading.main_thread()
-    ):
-        return stream_switching(run, loop.sink)
-    return stream_threaded(run, loop.sink)
+    """Run the step on a runner thread and stream the events its tasks emit as they come."""
+    return stream_threaded(partial(_execute, loop, tasks, store, context), loop.sink)
 
 
 def _perform(loop: Loop, effect: Effect) -> object:

@@ -1,18 +1,16 @@
-"""A sync stream read on the main thread runs a one-task step in a greenlet on that thread: each
-event the task emits goes to the caller before the task goes on (pregel/_live.py)."""
+"""A sync stream's live step (pregel/_live.py): events reach the caller while the node runs, from
+the node's own thread or from threads it starts, in order; the caller's context and a stream read
+across threads."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
 import operator
-import signal
 import threading
 from collections.abc import Iterator
 from typing import Annotated, Any
 
-import pytest
-from greenlet import greenlet
 from typing_extensions import TypedDict
 
 from plait.config import get_stream_writer
@@ -31,23 +29,6 @@ def _graph(node: Any) -> Any:
 
 def _stream(graph: Any) -> Iterator[Any]:
     return iter(graph.stream({"x": []}, stream_mode="custom"))
-
-
-def test_each_event_reaches_the_caller_before_the_task_goes_on() -> None:
-    log: list[str] = []
-
-    def node(state: S) -> dict[str, Any]:
-        log.append(f"node on {threading.current_thread().name}")
-        writer = get_stream_writer()
-        for i in range(3):
-            writer(i)
-            log.append(f"after {i}")
-        return {"x": ["done"]}
-
-    for event in _stream(_graph(node)):
-        log.append(f"got {event}")
-    main = threading.main_thread().name
-    assert log == [f"node on {main}", "got 0", "after 0", "got 1", "after 1", "got 2", "after 2"]
 
 
 def test_a_stream_read_on_another_thread_is_still_live() -> None:
@@ -90,45 +71,6 @@ def test_closing_the_stream_mid_step_lets_the_task_finish() -> None:
     assert log == ["after first", "end"]
 
 
-def test_ctrl_c_while_the_task_runs_stops_the_task() -> None:
-    """The task runs on the main thread, where Python delivers Ctrl-C: it stops there (a runner
-    thread would have left it running)."""
-    log: list[str] = []
-
-    def node(state: S) -> dict[str, Any]:
-        try:
-            get_stream_writer()("first")
-            signal.raise_signal(signal.SIGINT)
-            log.append("went on")
-        finally:
-            log.append("unwound")
-        return {"x": ["done"]}
-
-    seen: list[Any] = []
-    with pytest.raises(KeyboardInterrupt):
-        seen.extend(_stream(_graph(node)))
-    assert log == ["unwound"]
-
-
-def test_the_task_sees_the_callers_context_variables_and_keeps_its_own() -> None:
-    seen: list[str] = []
-
-    def node(state: S) -> dict[str, Any]:
-        seen.append(LABEL.get())
-        LABEL.set("set by the node")
-        get_stream_writer()("event")
-        seen.append(LABEL.get())
-        return {"x": ["done"]}
-
-    token = LABEL.set("the caller's")
-    try:
-        for _ in _stream(_graph(node)):
-            seen.append(f"caller: {LABEL.get()}")
-    finally:
-        LABEL.reset(token)
-    assert seen == ["the caller's", "caller: the caller's", "set by the node"]
-
-
 def test_events_from_threads_the_task_starts_arrive_in_order() -> None:
     def node(state: S) -> dict[str, Any]:
         writer = get_stream_writer()
@@ -142,9 +84,8 @@ def test_events_from_threads_the_task_starts_arrive_in_order() -> None:
     assert list(_stream(_graph(node))) == ["own", "thread 0", "thread 1", "thread 2", "own again"]
 
 
-def test_events_emitted_inside_an_event_loop_the_task_runs_wait_for_it() -> None:
-    """A task's own ``asyncio.run`` holds this thread's running loop: its events are streamed once
-    the loop is done, not from inside it."""
+def test_events_emitted_inside_an_event_loop_the_task_runs_come_out_in_order() -> None:
+    """A sync node may run an event loop of its own (``asyncio.run``) and emit from inside it."""
 
     async def inner(writer: Any) -> None:
         writer("in loop")
@@ -160,7 +101,50 @@ def test_events_emitted_inside_an_event_loop_the_task_runs_wait_for_it() -> None
     assert list(_stream(_graph(node))) == ["in loop", "still in loop", "after loop"]
 
 
-def test_a_stream_read_from_a_greenlet_switches_back_to_it() -> None:
+def test_events_from_a_thread_the_node_starts_arrive_while_it_waits() -> None:
+    """As LangGraph's: the node waits until the caller has the event its thread emitted."""
+    out: list[Any] = []
+    received = threading.Event()
+
+    def node(state: S) -> dict[str, Any]:
+        writer = get_stream_writer()
+        helper = threading.Thread(target=contextvars.copy_context().run, args=(writer, "from a thread"))
+        helper.start()
+        helper.join()
+        out.append(received.wait(60))
+        return {"x": ["done"]}
+
+    for event in _stream(_graph(node)):
+        out.append(event)
+        received.set()
+    assert out == ["from a thread", True]
+
+
+def test_the_task_sees_the_callers_context_variables_and_keeps_its_own() -> None:
+    seen: list[str] = []
+    received = threading.Event()
+
+    def node(state: S) -> dict[str, Any]:
+        seen.append(LABEL.get())
+        LABEL.set("set by the node")
+        get_stream_writer()("event")
+        received.wait(60)
+        seen.append(LABEL.get())
+        return {"x": ["done"]}
+
+    token = LABEL.set("the caller's")
+    try:
+        for _ in _stream(_graph(node)):
+            seen.append(f"caller: {LABEL.get()}")
+            received.set()
+    finally:
+        LABEL.reset(token)
+    assert seen == ["the caller's", "caller: the caller's", "set by the node"]
+
+
+def test_a_stream_can_be_read_on_another_thread_mid_step() -> None:
+    """A web framework may read a sync iterator from changing threads (Starlette's threadpool)."""
+
     def node(state: S) -> dict[str, Any]:
         writer = get_stream_writer()
         writer(1)
@@ -168,30 +152,9 @@ def test_a_stream_read_from_a_greenlet_switches_back_to_it() -> None:
         return {"x": ["done"]}
 
     stream = _stream(_graph(node))
-    first = greenlet(lambda: next(stream)).switch()
-    rest = greenlet(lambda: list(stream)).switch()
-    assert (first, rest) == (1, [2])
-
-
-def test_reading_a_switching_stream_on_another_thread_mid_step_is_refused() -> None:
-    def node(state: S) -> dict[str, Any]:
-        writer = get_stream_writer()
-        writer(1)
-        writer(2)
-        return {"x": ["done"]}
-
-    stream = _stream(_graph(node))
-    assert next(stream) == 1
-    failed: list[BaseException] = []
-
-    def elsewhere() -> None:
-        try:
-            next(stream)
-        except RuntimeError as exc:
-            failed.append(exc)
-
-    other = threading.Thread(target=elsewhere)
+    rest: list[Any] = []
+    first = next(stream)
+    other = threading.Thread(target=lambda: rest.extend(stream))
     other.start()
     other.join()
-    assert len(failed) == 1
-    assert "read a sync stream on one thread, or use astream()" in str(failed[0])
+    assert [first, *rest] == [1, 2]
