@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 __all__ = ["SLOW", "Handed", "run_fast"]
 
 SLOW = object()
-_T = TypeVar("_T")
 """What :func:`run_fast` returns when the run must take the loop from its start."""
+_T = TypeVar("_T")
 
 
 class Handed:
@@ -181,7 +181,7 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
         except Exception as exc:
             if call.ctx is None:  # a plain failure ends the run with it, as the loop's does without a saver
                 TASK_CONTEXT.reset(token)
-                note_task(exc, name, call.resolve().task_id)
+                _note(exc, call)
                 raise
             failed = exc
         except BaseException:
@@ -210,11 +210,21 @@ def _steps(fast: _Run, tables: FastTables, after: tuple[str, ...], limit: int) -
                 try:
                     after = _routed(plan, tables, name, after, node.branches, run, (step, limit))
                 except Exception as exc:
-                    note_task(exc, name, call.resolve().task_id)
+                    _note(exc, call)
                     raise
         finally:
             TASK_CONTEXT.reset(token)
         run.step = step = step + 1
+
+
+def _note(exc: BaseException, call: _Call) -> None:
+    """Name the task ``exc`` came from, as the loop does (its id needs the task's context: made
+    here, for the error only); the error goes on unchanged if the context cannot be made."""
+    try:
+        task_id = call.resolve().task_id
+    except Exception:  # noqa: BLE001 - the node's own error is the one to report
+        return
+    note_task(exc, call.name, task_id)
 
 
 def _merge(plan: Plan, run: RunState, plain: frozenset[str], name: str, written: dict[str, object]) -> None:

@@ -227,12 +227,13 @@ class InMemoryStore(BaseStore):
         if op.value is None or self.index_spec is not None:
             return _BATCH
         check_value(op.namespace, op.key, op.value)
-        now = _now()
         item: Item = _new(Item)  # made before the lock: threads putting at once hold it briefly
-        item.value, item.key, item.namespace, item.updated_at = dict(op.value), op.key, op.namespace, now
+        item.value, item.key, item.namespace = dict(op.value), op.key, op.namespace
         with self._lock:
+            now = _now()  # under the lock: an item's times follow the order puts take effect in
             if self._heap:
                 self._purge_expired(now)
+            item.updated_at = now
             self._put(op, now, item)
         return None
 
