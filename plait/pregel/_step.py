@@ -133,10 +133,15 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
         held = getattr(task, "trace", None)  # the START pseudo-task has none
         if held is None and task.name == START and branches and config.get("callbacks"):
             held = start_routes(config, len(branches), steps[0] if steps else 0, dict(values or {}))
-        own_config = config
-        if loop is not None and held is None and task.name != START and any(b.takes_config for b in branches):
-            own_config = _task_config(loop, task, config)
         pending = None if loop is None or not branches else RouterTask(loop, task, config)
+        own_config: Mapping[str, object] = config
+        if (
+            pending is not None
+            and held is None
+            and task.name != START
+            and any(b.takes_config for b in branches)
+        ):
+            own_config = pending.resolve().node_config  # its task's, as LangGraph's routers get it
         for position, branch in enumerate(branches):
             seen_config = own_config if held is None else held.router_config(config, position)
             call = partial(_with_config, branch.path, seen_config) if branch.takes_config else branch.path
@@ -153,13 +158,6 @@ def routers(  # noqa: PLR0913 - the step, and what each router reads
                 call = partial(in_task, pending, call)
             calls.append(call if held is None else held.route(call, branch.path, position))
     return tuple(calls)
-
-
-def _task_config(loop: Any, task: Task, config: Mapping[str, Any]) -> dict[str, object]:
-    """The config a router that takes one receives: the run's, its ``metadata`` with LangGraph's keys
-    of the task whose routes it decides (``langgraph_node``, ``langgraph_step``…), as its node's."""
-    keys = loop.sink.task_keys(task, loop.run.step, loop.task_id(task))
-    return {**config, "metadata": {**(config.get("metadata") or {}), **keys}}
 
 
 def _with_config(
