@@ -227,13 +227,11 @@ class InMemoryStore(BaseStore):
         if op.value is None or self.index_spec is not None:
             return _BATCH
         check_value(op.namespace, op.key, op.value)
-        item: Item = _new(Item)  # made before the lock: threads putting at once hold it briefly
-        item.value, item.key, item.namespace = dict(op.value), op.key, op.namespace
+        item = _fresh(op)  # made before the lock: threads putting at once hold it briefly
         with self._lock:
             now = _now()  # under the lock: an item's times follow the order puts take effect in
             if self._heap:
                 self._purge_expired(now)
-            item.updated_at = now
             self._put(op, now, item)
         return None
 
@@ -359,8 +357,8 @@ class InMemoryStore(BaseStore):
             self._sorted = None
         old = items.get(key)
         if item is None:
-            item = _new(Item)
-            item.value, item.key, item.namespace, item.updated_at = dict(op.value), key, namespace, now
+            item = _fresh(op)
+        item.updated_at = now
         item.created_at = now if old is None else old.created_at
         items[key] = item
         if op.ttl is None:
@@ -433,6 +431,13 @@ def _namespace_matches(condition: MatchCondition, namespace: Namespace) -> bool:
 
 
 _new = object.__new__
+
+
+def _fresh(op: PutOp) -> Item:
+    """The item ``op`` stores (its own copy of the value), its times not set yet."""
+    item: Item = _new(Item)
+    item.value, item.key, item.namespace = dict(op.value or {}), op.key, op.namespace
+    return item
 
 
 def _copy(item: Item) -> Item:
